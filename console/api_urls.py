@@ -1,0 +1,8 @@
+"""REST API routes of every app under /api/."""
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("scheduling.api.urls")),
+    path("", include("tenants.api.urls")),
+]

@@ -1,0 +1,11 @@
+"""Celery application (Django pattern: settings under ``CELERY_``, tasks autodiscovered)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
+
+app = Celery("console")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

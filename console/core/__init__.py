@@ -1,0 +1,1 @@
+"""Shared base: abstract models, advisory locks, API helpers. Imports no console app."""

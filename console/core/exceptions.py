@@ -1,0 +1,28 @@
+"""Domain errors raised by services; the API maps them to JSON responses in one place."""
+
+
+class DomainError(Exception):
+    """Base class: a request that is well-formed but cannot be carried out."""
+
+    status_code = 409
+    code = "conflict"
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidRequest(DomainError):
+    status_code = 400
+    code = "invalid"

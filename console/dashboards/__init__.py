@@ -1,0 +1,1 @@
+"""Server-rendered dashboards; they read through selectors and post to services."""

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class DashboardsConfig(AppConfig):
+    name = "console.dashboards"
+    label = "dashboards"
+    verbose_name = "Dashboards"

@@ -1,0 +1,1 @@
+"""Settings package: ``base`` (every deployment), ``test`` (pytest), ``env`` (strict readers)."""

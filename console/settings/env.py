@@ -1,0 +1,91 @@
+"""Strict, typed readers for settings taken from the environment.
+
+Every reader raises :class:`ImproperlyConfigured` naming the variable and the bad value, so a
+typo stops start-up with a clear message instead of running with a silent default.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return value.strip()
+
+
+def env_str(name: str, default: str = "") -> str:
+    """Return ``$name`` as a string, or ``default`` when unset or empty."""
+    value = _raw(name)
+    return default if value is None else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Return ``$name`` as a bool.
+
+    Accepts 1/0, true/false, yes/no, on/off (any case).
+
+    Raises:
+        ImproperlyConfigured: any other value.
+    """
+    value = _raw(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true/false, 1/0, yes/no)")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    """Return ``$name`` as an int, at least ``minimum`` when given.
+
+    Raises:
+        ImproperlyConfigured: not an integer, or below ``minimum``.
+    """
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    return number
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Return ``$name`` split on commas, blanks dropped."""
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
+    """Return ``$name`` when it is a URL with one of ``schemes``; ``None`` when unset.
+
+    Raises:
+        ImproperlyConfigured: a scheme outside ``schemes`` or a URL without a location.
+    """
+    value = _raw(name)
+    if value is None:
+        return None
+    parsed = urlparse(value)
+    if parsed.scheme not in schemes:
+        allowed = ", ".join(schemes)
+        raise ImproperlyConfigured(f"{name} must start with one of {allowed}; got {value!r}")
+    if not (parsed.netloc or parsed.path or parsed.query):
+        raise ImproperlyConfigured(f"{name}={value!r} names no server")
+    return value

@@ -1,0 +1,11 @@
+"""pytest settings: the base settings (embedded servers unless the URLs are set), fast hashing."""
+
+from console.settings.base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {  # noqa: F405
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+CELERY_TASK_ALWAYS_EAGER = False
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"writes": "10000/min"}}  # noqa: F405

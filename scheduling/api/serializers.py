@@ -1,0 +1,142 @@
+"""Serializers: input validation for job submission, read shapes for jobs and inventory."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from scheduling.models import Device, Job, JobContainer, JobEvent, Node, Placement, Queue
+from scheduling.services.jobs import ContainerSpec, JobSpec
+
+VENDORS = [
+    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
+    "Kunlun", "KunlunVXPU", "AMD",
+]
+
+
+class ContainerInputSerializer(serializers.Serializer):
+    name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
+    init = serializers.BooleanField(default=False)
+    vendor = serializers.ChoiceField(choices=VENDORS, default="NVIDIA")
+    device_count = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=16 * 1024 * 1024, default=0)
+    memory_percent = serializers.IntegerField(
+        min_value=1, max_value=100, required=False, allow_null=True
+    )
+    cores_percent = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    device_types = serializers.ListField(
+        child=serializers.CharField(max_length=100), default=list, max_length=32
+    )
+
+    def validate(self, attrs):
+        if attrs.get("memory_mib") and attrs.get("memory_percent"):
+            raise serializers.ValidationError(
+                {"memory_percent": "Give memory_mib or memory_percent, not both."}
+            )
+        return attrs
+
+
+class JobSubmitSerializer(serializers.Serializer):
+    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues."""
+
+    queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())
+    name = serializers.CharField(max_length=200)
+    priority = serializers.IntegerField(min_value=-1000, max_value=1000, default=0)
+    pod_count = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
+    duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
+    containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
+
+    def __init__(self, *args, queues=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["queue"].queryset = queues if queues is not None else Queue.objects.none()
+
+    def validate(self, attrs):
+        if attrs.get("min_pods") and attrs["min_pods"] > attrs["pod_count"]:
+            raise serializers.ValidationError({"min_pods": "Must not exceed pod_count."})
+        names = [c["name"] for c in attrs["containers"]]
+        if len(names) != len(set(names)):
+            raise serializers.ValidationError({"containers": "Container names must be unique."})
+        return attrs
+
+    def to_spec(self) -> JobSpec:
+        data = self.validated_data
+        return JobSpec(
+            name=data["name"],
+            priority=data["priority"],
+            pod_count=data["pod_count"],
+            min_pods=data.get("min_pods"),
+            cpu_milli=data["cpu_milli"],
+            memory_mib=data["memory_mib"],
+            duration_s=data["duration_s"],
+            containers=[ContainerSpec(**c) for c in data["containers"]],
+        )
+
+
+class JobContainerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobContainer
+        fields = [
+            "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
+            "cores_percent", "device_types",
+        ]
+
+
+class PlacementSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name")
+
+    class Meta:
+        model = Placement
+        fields = [
+            "id", "pod_index", "node", "state", "cpu_milli", "memory_mib", "assignment",
+            "backend_ref", "message", "created", "submitted_at", "started_at", "ended_at",
+        ]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.name")
+    queue = serializers.CharField(source="queue.name")
+    resource_group = serializers.CharField(source="queue.resource_group.name")
+    containers = JobContainerSerializer(many=True)
+    placements = PlacementSerializer(many=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "name", "tenant", "queue", "resource_group", "priority", "state",
+            "pending_reason", "pod_count", "min_pods", "cpu_milli", "memory_mib", "duration_s",
+            "containers", "placements", "created", "admitted_at", "started_at", "finished_at",
+        ]
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["time", "kind", "message"]
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name")
+    device_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Node
+        fields = [
+            "id", "cluster", "name", "cpu_milli", "memory_mib", "labels", "schedulable",
+            "error", "device_count", "removed_at",
+        ]
+
+
+class DeviceSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name")
+    cluster = serializers.CharField(source="node.cluster.name")
+    model = serializers.CharField(source="model.name")
+    vendor = serializers.CharField(source="model.vendor")
+
+    class Meta:
+        model = Device
+        fields = [
+            "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
+            "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
+        ]

@@ -1,0 +1,110 @@
+"""API views: thin (validate with a serializer, call a service, render a serializer)."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from console.core.api.throttling import WriteRateThrottle
+from scheduling.api.serializers import (
+    DeviceSerializer,
+    JobEventSerializer,
+    JobSerializer,
+    JobSubmitSerializer,
+    NodeSerializer,
+)
+from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
+from scheduling.models import Device, Job, Node, Placement, Queue
+from scheduling.services.jobs import cancel_job, submit_job
+from tenants.choices import Role
+from tenants.models import Membership
+from tenants.selectors import get_user_tenant_ids
+
+SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
+
+
+def _submit_queues(user):
+    """Queues the user may submit to: those of tenants where they are member or admin."""
+    if user.is_superuser:
+        return Queue.objects.all()
+    tenant_ids = Membership.objects.filter(user=user, role__in=SUBMIT_ROLES).values("tenant_id")
+    return Queue.objects.filter(tenant_id__in=tenant_ids)
+
+
+class JobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Jobs of the caller's tenants: list, read, submit, cancel, events.
+
+    Another tenant's job answers 404, as if it did not exist.
+    """
+
+    serializer_class = JobSerializer
+    filterset_class = JobFilterSet
+    throttle_classes = [WriteRateThrottle]
+
+    def get_queryset(self):
+        jobs = Job.objects.select_related("tenant", "queue__resource_group").prefetch_related(
+            "containers",
+            Prefetch("placements", queryset=Placement.objects.select_related("node")),
+        )
+        tenant_ids = get_user_tenant_ids(self.request.user)
+        if tenant_ids is not None:
+            jobs = jobs.filter(tenant_id__in=tenant_ids)
+        return jobs.order_by("-id")
+
+    @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
+    def create(self, request, *args, **kwargs):
+        queues = _submit_queues(request.user)
+        if not request.user.is_superuser and not queues.exists():
+            raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
+        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer.is_valid(raise_exception=True)
+        job = submit_job(serializer.validated_data["queue"], serializer.to_spec(), user=request.user)
+        return Response(
+            JobSerializer(self.get_queryset().get(pk=job.pk)).data, status=status.HTTP_201_CREATED
+        )
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel the job (member or tenant admin of its tenant)."""
+        job = self.get_object()
+        if not request.user.is_superuser and not Membership.objects.filter(
+            user=request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
+        ).exists():
+            raise PermissionDenied("Viewers cannot cancel jobs.")
+        cancel_job(job, user=request.user)
+        return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
+
+    @extend_schema(responses={200: JobEventSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def events(self, request, pk=None):
+        """State changes and reasons of the job, oldest first."""
+        job = self.get_object()
+        return Response(JobEventSerializer(job.events.all(), many=True).data)
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """Nodes of every cluster (inventory; no tenant data)."""
+
+    serializer_class = NodeSerializer
+    filterset_class = NodeFilterSet
+    queryset = (
+        Node.objects.select_related("cluster")
+        .annotate(device_count=Count("devices"))
+        .order_by("cluster__name", "name")
+    )
+
+
+class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
+    """Physical devices, keyed by UUID (``/api/devices/?model=...``)."""
+
+    serializer_class = DeviceSerializer
+    filterset_class = DeviceFilterSet
+    queryset = Device.objects.select_related("node__cluster", "model").order_by("uuid")

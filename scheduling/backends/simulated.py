@@ -1,0 +1,16 @@
+"""The simulated cluster: pods start as soon as they are submitted and succeed after the job's
+``duration_s`` (see :func:`scheduling.services.submissions.reconcile_simulated`)."""
+
+from __future__ import annotations
+
+
+class SimulatedBackend:
+    """In-database cluster used by the embedded demo, trace replay and what-if runs."""
+
+    def submit(self, placement) -> str:
+        """Start the pod at once: the placement becomes ``running``."""
+        placement.backend_ref = f"sim-{placement.job_id}-{placement.pod_index}-{placement.pk}"
+        return "running"
+
+    def delete(self, placement) -> None:
+        """Nothing to delete outside the database."""

@@ -1,0 +1,59 @@
+"""State machines and enumerations of the scheduling app."""
+
+from django.db import models
+
+
+class Backend(models.TextChoices):
+    """How a cluster is driven: in-process simulation or a real Kubernetes API server."""
+
+    SIMULATED = "simulated", "Simulated"
+    KUBERNETES = "kubernetes", "Kubernetes"
+
+
+class SlicingMode(models.TextChoices):
+    """How a device model is shared (DESIGN.md §2)."""
+
+    WHOLE = "whole", "Whole device (count only)"
+    FRACTIONAL = "fractional", "Fractional (HAMi-core memory + cores)"
+    TEMPLATE = "template", "Templates (MIG / vNPU)"
+    UNIT = "unit", "Units (Cambricon sMLU, Hygon vDCU)"
+
+
+class QueueStrategy(models.TextChoices):
+    """Kueue queueing strategies."""
+
+    STRICT_FIFO = "StrictFIFO", "StrictFIFO"
+    BEST_EFFORT_FIFO = "BestEffortFIFO", "BestEffortFIFO"
+
+
+class JobState(models.TextChoices):
+    """Job lifecycle: queued → admitted → running → succeeded|failed; cancelled from any live
+    state. ``admitted`` means placements are reserved and being submitted."""
+
+    QUEUED = "queued", "Queued"
+    ADMITTED = "admitted", "Admitted"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+LIVE_JOB_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
+
+
+class PlacementState(models.TextChoices):
+    """Placement lifecycle (kube-scheduler Reserve → Bind analogue).
+
+    ``reserved`` (committed, devices booked) → ``submitted`` (objects created) → ``running``
+    → ``succeeded``|``failed``; ``released`` when the reservation is given back unused.
+    """
+
+    RESERVED = "reserved", "Reserved"
+    SUBMITTED = "submitted", "Submitted"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    RELEASED = "released", "Released"
+
+
+BOOKED_PLACEMENT_STATES = (PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING)

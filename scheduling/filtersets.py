@@ -1,0 +1,41 @@
+"""django-filter FilterSets shared by the API lists and the dashboards."""
+
+import django_filters
+
+from scheduling.choices import JobState
+from scheduling.models import Device, Job, Node
+
+
+class JobFilterSet(django_filters.FilterSet):
+    state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
+    tenant = django_filters.CharFilter(field_name="tenant__name")
+    queue = django_filters.NumberFilter(field_name="queue_id")
+    name = django_filters.CharFilter(lookup_expr="icontains")
+    priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
+
+    class Meta:
+        model = Job
+        fields = ["state", "tenant", "queue", "name", "source"]
+
+
+class NodeFilterSet(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    name = django_filters.CharFilter(lookup_expr="icontains")
+    has_error = django_filters.BooleanFilter(method="filter_has_error")
+
+    class Meta:
+        model = Node
+        fields = ["cluster", "name", "schedulable"]
+
+    def filter_has_error(self, queryset, name, value):
+        return queryset.exclude(error="") if value else queryset.filter(error="")
+
+
+class DeviceFilterSet(django_filters.FilterSet):
+    node = django_filters.CharFilter(field_name="node__name")
+    model = django_filters.CharFilter(field_name="model__name")
+    vendor = django_filters.CharFilter(field_name="model__vendor")
+
+    class Meta:
+        model = Device
+        fields = ["node", "model", "vendor", "healthy", "cordoned"]

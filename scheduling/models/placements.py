@@ -1,0 +1,69 @@
+"""Placements (a pod of a job bound to a node and devices) and their device bookings."""
+
+from django.db import models
+
+from console.core.models import BaseModel
+from scheduling.choices import BOOKED_PLACEMENT_STATES, PlacementState
+
+
+class Placement(BaseModel):
+    """One pod of a job placed on a node.
+
+    ``cpu_milli``/``memory_mib`` are booked on the node while the state is reserved, submitted
+    or running. ``assignment`` keeps the placement core's per-container grants as decided (the
+    raw decision, used to build Kubernetes manifests). ``backend_ref`` is the pod name.
+    """
+
+    job = models.ForeignKey("scheduling.Job", on_delete=models.CASCADE, related_name="placements")
+    pod_index = models.PositiveIntegerField(default=0)
+    node = models.ForeignKey("scheduling.Node", on_delete=models.PROTECT, related_name="placements")
+    state = models.CharField(
+        max_length=16, choices=PlacementState.choices, default=PlacementState.RESERVED
+    )
+    cpu_milli = models.PositiveIntegerField(default=0)
+    memory_mib = models.PositiveIntegerField(default=0)
+    assignment = models.JSONField(default=dict, blank=True)
+    backend_ref = models.CharField(max_length=253, blank=True)
+    message = models.TextField(blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "pod_index", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "pod_index"],
+                condition=models.Q(state__in=BOOKED_PLACEMENT_STATES),
+                name="placement_one_live_per_pod",
+            )
+        ]
+        indexes = [models.Index(fields=["state", "node"])]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} pod {self.pod_index} on {self.node_id}"
+
+
+class PlacementDevice(models.Model):
+    """What a placement books on one device: memory (MiB), cores (percent) and task slots.
+
+    Multi-container pods are collapsed per device (HAMi ``CollapseInitContainerUsage``): the
+    booking is max(init peak, sum of app containers). A device's usage is the sum of the
+    bookings of live placements, so it cannot drift.
+    """
+
+    placement = models.ForeignKey(Placement, on_delete=models.CASCADE, related_name="devices")
+    device = models.ForeignKey("scheduling.Device", on_delete=models.PROTECT, related_name="bookings")
+    memory_mib = models.PositiveIntegerField()
+    cores_percent = models.PositiveIntegerField()
+    slots = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["placement", "device"], name="placement_device_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.placement_id} on {self.device_id}"

@@ -1,0 +1,179 @@
+"""ORM → placement-core types, in a bounded number of queries (five, whatever the size)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Q, Sum
+
+from scheduling.choices import BOOKED_PLACEMENT_STATES
+from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.placement.types import (
+    ClusterSnapshot,
+    ContainerRequest,
+    DeviceRequest,
+    PlacementRequest,
+    PodRequest,
+)
+from scheduling.placement.types import Device as CoreDevice
+from scheduling.placement.types import Node as CoreNode
+from tenants.models import ResourceGroup
+
+
+@dataclass
+class SnapshotIndex:
+    """Maps the snapshot's names back to database ids.
+
+    Attributes:
+        node_ids: ``{snapshot node name: Node.pk}``.
+        device_ids: ``{device uuid: Device.pk}``.
+        device_models: ``{device uuid: DeviceModel.name}`` (the quota flavor).
+        device_memory_mib: ``{device uuid: registered memory in MiB}``.
+        device_cores_percent: ``{device uuid: registered cores in percent}``.
+    """
+
+    node_ids: dict[str, int] = field(default_factory=dict)
+    device_ids: dict[str, int] = field(default_factory=dict)
+    device_models: dict[str, str] = field(default_factory=dict)
+    device_memory_mib: dict[str, int] = field(default_factory=dict)
+    device_cores_percent: dict[str, int] = field(default_factory=dict)
+
+
+def group_nodes(group: ResourceGroup):
+    """Nodes of a resource group: present, matching every label of its node selector."""
+    nodes = Node.objects.filter(removed_at__isnull=True)
+    if group.node_selector:
+        nodes = nodes.filter(labels__contains=group.node_selector)
+    return nodes
+
+
+def group_devices(group: ResourceGroup):
+    """Present devices of the group's nodes whose model is one of the group's models."""
+    devices = Device.objects.filter(removed_at__isnull=True, node__in=group_nodes(group))
+    if group.device_models:
+        devices = devices.filter(model__name__in=group.device_models)
+    return devices
+
+
+def build_cluster_snapshot(group: ResourceGroup) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """Build the placement core's view of a resource group with current usage booked.
+
+    Usage is the sum of the bookings of placements in state reserved/submitted/running on
+    every node and device of the group, whichever group booked them.
+
+    Returns:
+        ``(snapshot, index)``; snapshot node names are node names, prefixed with
+        ``"<cluster>/"`` when two clusters of the group share a node name.
+    """
+    nodes = list(group_nodes(group).select_related("cluster").order_by("cluster__name", "name"))
+    name_counts: dict[str, int] = defaultdict(int)
+    for node in nodes:
+        name_counts[node.name] += 1
+    index = SnapshotIndex()
+    core_nodes: dict[int, CoreNode] = {}
+    for node in nodes:
+        key = node.name if name_counts[node.name] == 1 else f"{node.cluster.name}/{node.name}"
+        index.node_ids[key] = node.pk
+        core_nodes[node.pk] = CoreNode(
+            name=key,
+            cpu_milli=node.cpu_milli,
+            memory_mib=node.memory_mib,
+            labels=dict(node.labels),
+            schedulable=node.schedulable,
+            error=node.error or None,
+        )
+    node_usage = (
+        Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES, node_id__in=core_nodes)
+        .values("node_id")
+        .annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib"))
+    )
+    for row in node_usage:
+        core_nodes[row["node_id"]].used_cpu_milli = row["cpu"] or 0
+        core_nodes[row["node_id"]].used_memory_mib = row["mem"] or 0
+
+    devices = list(
+        group_devices(group).select_related("model").order_by("node_id", "index", "uuid")
+    )
+    device_usage = {
+        row["device_id"]: row
+        for row in PlacementDevice.objects.filter(
+            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices]
+        )
+        .values("device_id")
+        .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
+    }
+    for device in devices:
+        node = core_nodes.get(device.node_id)
+        if node is None:
+            continue
+        usage = device_usage.get(device.pk, {})
+        node.devices.append(
+            CoreDevice(
+                uuid=device.uuid,
+                node=node.name,
+                index=device.index,
+                type=device.model.name,
+                vendor=device.model.vendor,
+                memory_mib=device.memory_mib,
+                cores_percent=device.cores_percent,
+                split_count=device.split_count,
+                numa=device.numa,
+                healthy=device.healthy,
+                cordoned=device.cordoned,
+                mode=device.mode,
+                used_slots=usage.get("slots") or 0,
+                used_memory_mib=usage.get("mem") or 0,
+                used_cores_percent=usage.get("cores") or 0,
+            )
+        )
+        index.device_ids[device.uuid] = device.pk
+        index.device_models[device.uuid] = device.model.name
+        index.device_memory_mib[device.uuid] = device.memory_mib
+        index.device_cores_percent[device.uuid] = device.cores_percent
+    snapshot = ClusterSnapshot.from_nodes(list(core_nodes.values()))
+    return snapshot, index
+
+
+def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
+    """Translate a job (``containers`` prefetched) into the core's PlacementRequest.
+
+    A container without ``device_types`` accepts the group's device models.
+    """
+    containers = []
+    for c in job.containers.all():
+        devices: tuple[DeviceRequest, ...] = ()
+        if c.device_count:
+            types = tuple(c.device_types) or tuple(group.device_models)
+            devices = (
+                DeviceRequest(
+                    vendor=c.vendor,
+                    count=c.device_count,
+                    memory_mib=c.memory_mib,
+                    memory_percent=c.memory_percent,
+                    cores_percent=c.cores_percent,
+                    types_include=types,
+                ),
+            )
+        containers.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+    pods = tuple(
+        PodRequest(
+            name=f"{job.pk}-{i}",
+            cpu_milli=job.cpu_milli,
+            memory_mib=job.memory_mib,
+            containers=tuple(containers),
+        )
+        for i in range(job.pod_count)
+    )
+    return PlacementRequest(name=str(job.pk), pods=pods, min_pods=job.min_pods)
+
+
+def groups_with_queued_jobs() -> list[int]:
+    """Ids of resource groups that have at least one queued job."""
+    return list(
+        ResourceGroup.objects.annotate(
+            queued=Count("queues__jobs", filter=Q(queues__jobs__state="queued"))
+        )
+        .filter(queued__gt=0)
+        .values_list("pk", flat=True)
+    )

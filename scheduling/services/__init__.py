@@ -1,0 +1,1 @@
+"""Write-side services of the scheduling app (verb-first functions, one transaction each)."""

@@ -1,0 +1,126 @@
+"""Job services: submit and cancel (views validate input, these functions change state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from console.core.exceptions import Conflict
+from scheduling.backends import get_backend
+from scheduling.choices import LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """A container's device request (see :class:`scheduling.models.JobContainer`)."""
+
+    name: str = "main"
+    vendor: str = "NVIDIA"
+    device_count: int = 0
+    memory_mib: int = 0
+    memory_percent: int | None = None
+    cores_percent: int = 0
+    device_types: list[str] = field(default_factory=list)
+    init: bool = False
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A validated job submission (the API serializer builds it)."""
+
+    name: str
+    containers: list[ContainerSpec]
+    priority: int = 0
+    pod_count: int = 1
+    min_pods: int | None = None
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    duration_s: float = 60.0
+    source: str = "api"
+
+
+def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+    """Create a queued job in ``queue`` and trigger its resource group's admission cycle
+    after commit.
+
+    Returns:
+        The new Job (state ``queued``).
+    """
+    with transaction.atomic():
+        job = Job.objects.create(
+            tenant_id=queue.tenant_id,
+            queue=queue,
+            name=spec.name,
+            priority=spec.priority,
+            pod_count=spec.pod_count,
+            min_pods=spec.min_pods,
+            cpu_milli=spec.cpu_milli,
+            memory_mib=spec.memory_mib,
+            duration_s=spec.duration_s,
+            submitted_by=user if user is not None and user.is_authenticated else None,
+            source=spec.source,
+        )
+        JobContainer.objects.bulk_create(
+            JobContainer(
+                job=job,
+                name=c.name,
+                init=c.init,
+                vendor=c.vendor,
+                device_count=c.device_count,
+                memory_mib=c.memory_mib,
+                memory_percent=c.memory_percent,
+                cores_percent=c.cores_percent,
+                device_types=list(c.device_types),
+            )
+            for c in spec.containers
+        )
+        JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
+        if enqueue:
+            from scheduling.tasks import admission_cycle_task
+
+            group_id = queue.resource_group_id
+            transaction.on_commit(lambda: admission_cycle_task.delay(group_id))
+    return job
+
+
+def cancel_job(job: Job, *, user=None) -> Job:
+    """Cancel a queued, admitted or running job; its pods are deleted and devices freed.
+
+    Raises:
+        Conflict: the job already finished.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
+            state=JobState.CANCELLED, finished_at=now
+        )
+        if not moved:
+            job.refresh_from_db()
+            raise Conflict(f"job {job.pk} is already {job.state}", field="state")
+        placements = list(
+            Placement.objects.filter(
+                job=job,
+                state__in=[
+                    PlacementState.RESERVED,
+                    PlacementState.SUBMITTED,
+                    PlacementState.RUNNING,
+                ],
+            ).select_related("node__cluster")
+        )
+        for placement in placements:
+            get_backend(placement.node.cluster.backend).delete(placement)
+        Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
+            state=PlacementState.RELEASED, ended_at=now, message="job cancelled"
+        )
+        who = getattr(user, "username", "") or "system"
+        JobEvent.objects.create(job=job, kind="cancelled", message=f"cancelled by {who}")
+        group_id = job.queue.resource_group_id
+        if placements:
+            from scheduling.tasks import admission_cycle_task
+
+            transaction.on_commit(lambda: admission_cycle_task.delay(group_id))
+    job.refresh_from_db()
+    return job

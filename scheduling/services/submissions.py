@@ -1,0 +1,136 @@
+"""Submission of admitted jobs to their cluster backend, and reconcile of what runs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Value
+from django.utils import timezone
+
+from scheduling.backends import SubmissionError, get_backend
+from scheduling.choices import Backend, JobState, PlacementState
+from scheduling.models import Job, JobEvent, Placement
+
+logger = logging.getLogger(__name__)
+
+
+def submit_job(job_id: int) -> str:
+    """Hand the reserved placements of an admitted job to its cluster backend.
+
+    Idempotent: only placements still ``reserved`` are submitted, each move is a conditional
+    UPDATE. A permanent backend error fails the job and releases its reservation (the
+    kube-scheduler Unreserve analogue); a retryable one re-raises for the task to retry.
+
+    Returns:
+        The job's state afterwards.
+
+    Raises:
+        SubmissionError: retryable backend error.
+    """
+    placements = list(
+        Placement.objects.filter(job_id=job_id, state=PlacementState.RESERVED).select_related(
+            "node__cluster"
+        )
+    )
+    now = timezone.now()
+    for placement in placements:
+        backend = get_backend(placement.node.cluster.backend)
+        try:
+            new_state = backend.submit(placement)
+        except SubmissionError as exc:
+            if exc.retryable:
+                raise
+            fail_job(job_id, f"submission refused: {exc}")
+            return JobState.FAILED
+        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref}
+        if new_state == PlacementState.RUNNING:
+            fields["started_at"] = now
+        Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED).update(**fields)
+    _mark_running_if_started(job_id, now)
+    return Job.objects.values_list("state", flat=True).get(pk=job_id)
+
+
+def _mark_running_if_started(job_id: int, now) -> None:
+    live = Placement.objects.filter(
+        job_id=job_id,
+        state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING],
+    )
+    if live.exists() and not live.exclude(state=PlacementState.RUNNING).exists():
+        moved = Job.objects.filter(pk=job_id, state=JobState.ADMITTED).update(
+            state=JobState.RUNNING, started_at=now
+        )
+        if moved:
+            JobEvent.objects.create(job_id=job_id, kind="running", message="all pods running")
+
+
+def fail_job(job_id: int, message: str) -> None:
+    """Fail a live job and release every booked placement (idempotent)."""
+    now = timezone.now()
+    with transaction.atomic():
+        Placement.objects.filter(
+            job_id=job_id, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
+        ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
+        Placement.objects.filter(job_id=job_id, state=PlacementState.RUNNING).update(
+            state=PlacementState.FAILED, ended_at=now, message=message
+        )
+        moved = Job.objects.filter(
+            pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]
+        ).update(state=JobState.FAILED, finished_at=now, pending_reason=message)
+        if moved:
+            JobEvent.objects.create(job_id=job_id, kind="failed", message=message)
+
+
+def reconcile_simulated(now=None) -> set[int]:
+    """Finish simulated pods whose job ran for ``duration_s``; finish their jobs.
+
+    Returns:
+        Ids of the resource groups where capacity was freed (their cycles should run).
+    """
+    now = now or timezone.now()
+    ends = ExpressionWrapper(
+        F("started_at")
+        + ExpressionWrapper(
+            F("job__duration_s") * Value(timedelta(seconds=1)), output_field=DurationField()
+        ),
+        output_field=DateTimeField(),
+    )
+    done = (
+        Placement.objects.filter(
+            state=PlacementState.RUNNING, node__cluster__backend=Backend.SIMULATED
+        )
+        .annotate(ends_at=ends)
+        .filter(ends_at__lte=now)
+    )
+    rows = list(done.values_list("pk", "job_id", "job__queue__resource_group_id"))
+    if not rows:
+        return set()
+    with transaction.atomic():
+        Placement.objects.filter(
+            pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
+        ).update(state=PlacementState.SUCCEEDED, ended_at=now)
+        job_ids = {job_id for _, job_id, _ in rows}
+        still_live = set(
+            Placement.objects.filter(
+                job_id__in=job_ids,
+                state__in=[
+                    PlacementState.RESERVED,
+                    PlacementState.SUBMITTED,
+                    PlacementState.RUNNING,
+                ],
+            ).values_list("job_id", flat=True)
+        )
+        finished = sorted(job_ids - still_live)
+        moved = list(
+            Job.objects.filter(pk__in=finished, state=JobState.RUNNING).values_list(
+                "pk", flat=True
+            )
+        )
+        Job.objects.filter(pk__in=moved, state=JobState.RUNNING).update(
+            state=JobState.SUCCEEDED, finished_at=now
+        )
+        JobEvent.objects.bulk_create(
+            JobEvent(job_id=pk, kind="succeeded", message="all pods succeeded") for pk in moved
+        )
+    return {group_id for _, _, group_id in rows}

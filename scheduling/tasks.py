@@ -1,0 +1,57 @@
+"""Celery tasks of the scheduling app: thin wrappers that take ids and call one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from scheduling.backends import SubmissionError
+
+
+@shared_task(name="scheduling.tasks.admission_cycle_task")
+def admission_cycle_task(group_id: int) -> dict:
+    """Run one admission cycle for a resource group; chain another when the batch was full."""
+    from scheduling.services.cycle import run_admission_cycle
+
+    report = run_admission_cycle(group_id)
+    if report.more:
+        admission_cycle_task.delay(group_id)
+    return {"group": group_id, "admitted": len(report.admitted), "locked": report.locked_out}
+
+
+@shared_task(name="scheduling.tasks.admission_tick_task")
+def admission_tick_task() -> int:
+    """Beat tick: enqueue a cycle for every resource group with queued jobs."""
+    from scheduling.selectors.snapshot import groups_with_queued_jobs
+
+    groups = groups_with_queued_jobs()
+    for group_id in groups:
+        admission_cycle_task.delay(group_id)
+    return len(groups)
+
+
+@shared_task(
+    name="scheduling.tasks.submit_jobs_task",
+    autoretry_for=(SubmissionError,),
+    retry_backoff=True,
+    retry_backoff_max=300,
+    max_retries=10,
+)
+def submit_jobs_task(job_ids: list[int]) -> int:
+    """Submit admitted jobs to their cluster backends (retryable errors retry with backoff)."""
+    from scheduling.services.submissions import submit_job
+
+    for job_id in job_ids:
+        submit_job(job_id)
+    return len(job_ids)
+
+
+@shared_task(name="scheduling.tasks.reconcile_task")
+def reconcile_task() -> int:
+    """Beat tick: finish simulated pods that ran their duration, then re-run the cycles of the
+    groups that got capacity back."""
+    from scheduling.services.submissions import reconcile_simulated
+
+    groups = reconcile_simulated()
+    for group_id in groups:
+        admission_cycle_task.delay(group_id)
+    return len(groups)

@@ -1,0 +1,1 @@
+"""Who may use what: tenants, members, resource groups and quotas."""

@@ -1,0 +1,42 @@
+from django.contrib import admin
+
+from tenants.models import Membership, Quota, ResourceGroup, Tenant
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "display_name", "parent", "created"]
+    search_fields = ["name", "display_name"]
+    list_select_related = ["parent"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "tenant", "role"]
+    list_filter = ["role", "tenant"]
+    list_select_related = ["user", "tenant"]
+
+
+@admin.register(ResourceGroup)
+class ResourceGroupAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "device_models", "node_selector"]
+    list_filter = ["kind"]
+    search_fields = ["name"]
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = [
+        "tenant", "resource_group", "flavor", "dimension", "nominal",
+        "borrowing_limit", "lending_limit",
+    ]
+    list_filter = ["resource_group", "dimension"]
+    list_select_related = ["tenant", "resource_group"]
+    search_fields = ["tenant__name", "flavor"]
