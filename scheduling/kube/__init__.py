@@ -1,0 +1,12 @@
+"""Kubernetes adapter: the only package of the console that imports ``kubernetes``.
+
+Modules:
+    client: build an ``ApiClient`` from explicit configuration; ``test_connection``.
+    errors: classify API/transport failures (AlreadyExists / Retryable / Permanent).
+    manifests: pure builders from a placement to Pod / ResourceClaim dicts (hami, dra, whole).
+    gateway: ``KubeGateway`` protocol and the ``KubernetesGateway`` implementation.
+    inventory: Node / ResourceSlice objects to plain inventory records; pod phase mapping.
+
+Imports only ``kubernetes``, ``scheduling.placement.types`` and the standard library (never
+Django or ``scheduling.models`` / ``scheduling.services``; docs/STYLE.md §3).
+"""
