@@ -3,10 +3,13 @@
 Public API:
     place(snapshot, request, profile=None) -> Decision
     reserve(snapshot, decision) / unreserve(snapshot, decision)
+    Profile / Framework (profile.build()) for plugin sets and policies.
 
-Stdlib only: no Django, Kubernetes client or other service imports (see docs/STYLE.md §3).
+Stdlib only: no Django, Kubernetes client or other service imports (docs/STYLE.md §3).
 """
 
+from scheduling.placement.profile import Framework, Profile
+from scheduling.placement.runner import place, reserve, unreserve
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -21,21 +24,8 @@ from scheduling.placement.types import (
     PodRequest,
 )
 
-
-def place(snapshot, request, profile=None):  # replaced by runner.place shortly
-    raise NotImplementedError("placement runner not ready yet")
-
-
-def reserve(snapshot, decision):
-    raise NotImplementedError("placement runner not ready yet")
-
-
-def unreserve(snapshot, decision):
-    raise NotImplementedError("placement runner not ready yet")
-
-
 __all__ = [
     "ClusterSnapshot", "ContainerAssignment", "ContainerRequest", "Decision", "Device",
-    "DeviceGrant", "DeviceRequest", "Node", "PlacementRequest", "PodAssignment", "PodRequest",
-    "place", "reserve", "unreserve",
+    "DeviceGrant", "DeviceRequest", "Framework", "Node", "PlacementRequest", "PodAssignment",
+    "PodRequest", "Profile", "place", "reserve", "unreserve",
 ]

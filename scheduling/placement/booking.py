@@ -1,0 +1,80 @@
+"""Reserve / unreserve: apply or remove a pod's booked usage in a snapshot.
+
+Per pod and device the usage is collapsed as HAMi ``CollapseInitContainerUsage``
+(``pkg/device/initContainer.go``, docs/hami.md §4.1): ``memory = max(max over init
+containers, sum over app containers)``, same for cores, ``slots = max(1 if an init
+container used it, number of app entries)``. MIG instances of app containers are booked;
+an init container's instance is booked only when no app container has one on that GPU.
+Host CPU/memory of the pod are added to the node.
+"""
+
+from __future__ import annotations
+
+from scheduling.placement.types import ClusterSnapshot, MigInstance, PodAssignment
+
+__all__ = ["collapse", "apply_assignment"]
+
+
+def collapse(pa: PodAssignment) -> dict[str, tuple[int, int, int, list[MigInstance]]]:
+    """``{uuid: (slots, memory_mib, cores_percent, mig instances)}`` booked by the pod."""
+    acc: dict[str, list] = {}
+    for c in pa.containers:
+        for g in c.devices:
+            a = acc.setdefault(g.uuid, [0, 0, False, 0, 0, 0, [], []])
+            # init_mem_max, init_cores_max, init_used, app_mem, app_cores, app_n, app_mig, init_mig
+            mig = MigInstance(g.mig_profile, g.mig_start, g.mig_size) if g.mig_start >= 0 \
+                else None
+            if c.init:
+                a[0] = max(a[0], g.memory_mib)
+                a[1] = max(a[1], g.cores_percent)
+                a[2] = True
+                if mig:
+                    a[7].append(mig)
+            else:
+                a[3] += g.memory_mib
+                a[4] += g.cores_percent
+                a[5] += 1
+                if mig:
+                    a[6].append(mig)
+    out = {}
+    for uuid, a in acc.items():
+        migs = a[6] if a[6] else a[7][:1]
+        out[uuid] = (max(1 if a[2] else 0, a[5]), max(a[0], a[3]), max(a[1], a[4]), migs)
+    return out
+
+
+def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) -> None:
+    """Add (``sign=1``) or remove (``sign=-1``) a pod's usage.
+
+    Validates everything before changing anything. Raises ValueError naming the node or
+    device when the node/device is unknown or a removal would make usage negative.
+    """
+    node = snapshot.nodes.get(pa.node)
+    if node is None:
+        raise ValueError(f"pod {pa.pod}: node {pa.node!r} is not in the snapshot")
+    booked = collapse(pa)
+    devs = {}
+    for uuid, (slots, mem, cores, migs) in booked.items():
+        dev = node.device(uuid)
+        if dev is None:
+            raise ValueError(f"pod {pa.pod}: device {uuid!r} is not on node {pa.node!r}")
+        if sign < 0 and (dev.used_slots < slots or dev.used_memory_mib < mem
+                         or dev.used_cores_percent < cores
+                         or any(m not in dev.mig_instances for m in migs)):
+            raise ValueError(f"pod {pa.pod}: unreserve of device {uuid!r} exceeds its booked "
+                             "usage (was the decision reserved?)")
+        devs[uuid] = dev
+    if sign < 0 and (node.used_cpu_milli < pa.cpu_milli or node.used_memory_mib < pa.memory_mib):
+        raise ValueError(f"pod {pa.pod}: unreserve exceeds node {pa.node!r} cpu/memory usage")
+    for uuid, (slots, mem, cores, migs) in booked.items():
+        dev = devs[uuid]
+        dev.used_slots += sign * slots
+        dev.used_memory_mib += sign * mem
+        dev.used_cores_percent += sign * cores
+        for m in migs:
+            if sign > 0:
+                dev.mig_instances.append(m)
+            else:
+                dev.mig_instances.remove(m)
+    node.used_cpu_milli += sign * pa.cpu_milli
+    node.used_memory_mib += sign * pa.memory_mib

@@ -1,0 +1,145 @@
+"""Profiles: which plugins run, with which score weights and policies (plain data).
+
+Like a kube-scheduler profile (``KubeSchedulerConfiguration.profiles[]``): filters run in
+the listed order (first failure is the node's reason), scores are weighted and summed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduling.placement.plugins import build_in_tree_registry, names
+from scheduling.placement.registry import Registry
+from scheduling.placement.vendors import VendorPlugin, build_vendors, default_vendors
+from scheduling.placement.vendors.config import DeviceModelConfig
+
+__all__ = ["Profile", "Framework", "NODE_POLICIES", "DEFAULT_FILTERS", "DEFAULT_SCORES"]
+
+NODE_POLICIES = ("binpack", "spread")
+DEFAULT_FILTERS = (names.NODE_REGISTRATION, names.NODE_UNSCHEDULABLE, names.NODE_SELECTOR,
+                   names.NODE_RESOURCES_FIT, names.DEVICE_FIT)
+DEFAULT_SCORES: tuple[tuple[str, float], ...] = ((names.HAMI_NODE_SCORE, 1.0),)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A placement profile.
+
+    Attributes:
+        name: profile name.
+        node_policy: ``binpack`` (highest total score wins) | ``spread`` (lowest wins);
+            HAMi default binpack. ``select`` overrides the direction for custom scorers.
+        device_policy: ``binpack`` | ``spread`` | ``topology-aware`` | ``mutex`` (HAMi
+            default spread).
+        filters: plugin names run as PreFilter/Filter, in order.
+        scores: (plugin name, weight) run as Score. A profile may supply its own node
+            scorer (e.g. an FGD plugin registered in ``registry``) instead of HAMiNodeScore.
+        device_scoring_weights: default (slot, core, memory) device-score weights.
+        device_configs: vendor configs (None = HAMi chart defaults).
+        registry: extra plugins (merged with the in-tree registry; duplicates rejected).
+        plugin_args: extra keyword args for plugin factories, ``{plugin name: {...}}``.
+        select: ``"max"`` | ``"min"`` | None (derived from node_policy).
+    """
+
+    name: str = "default"
+    node_policy: str = "binpack"
+    device_policy: str = "spread"
+    filters: tuple[str, ...] = DEFAULT_FILTERS
+    scores: tuple[tuple[str, float], ...] = DEFAULT_SCORES
+    device_scoring_weights: tuple[int, int, int] = (1, 1, 1)
+    device_configs: tuple[DeviceModelConfig, ...] | None = None
+    registry: Registry | None = field(default=None, compare=False)
+    plugin_args: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    select: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.node_policy not in NODE_POLICIES:
+            raise ValueError(f"node policy {self.node_policy!r} not in {NODE_POLICIES}")
+        if self.select not in (None, "max", "min"):
+            raise ValueError(f"select {self.select!r} must be 'max', 'min' or None")
+        names_ = [*self.filters, *(n for n, _ in self.scores)]
+        if len(set(self.filters)) != len(self.filters):
+            raise ValueError(f"profile {self.name}: duplicate filter names")
+        if len({n for n, _ in self.scores}) != len(self.scores):
+            raise ValueError(f"profile {self.name}: duplicate score names")
+        if not names_:
+            raise ValueError(f"profile {self.name}: no plugins")
+
+    @property
+    def maximize(self) -> bool:
+        """True when the highest total score wins."""
+        if self.select is not None:
+            return self.select == "max"
+        return self.node_policy == "binpack"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Profile:
+        """Build from plain data: ``{"name", "node_policy", "device_policy", "filters": [...],
+        "scores": [[name, weight], ...], "device_scoring_weights": [s, c, m],
+        "device_configs": [{...}], "select"}``. Raises ValueError on bad fields."""
+        known = {"name", "node_policy", "device_policy", "filters", "scores",
+                 "device_scoring_weights", "device_configs", "select", "plugin_args"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"Profile: unknown field(s) {', '.join(unknown)}")
+        args = dict(data)
+        if "filters" in args:
+            args["filters"] = tuple(args["filters"])
+        if "scores" in args:
+            args["scores"] = tuple((str(n), float(w)) for n, w in args["scores"])
+        if "device_scoring_weights" in args:
+            args["device_scoring_weights"] = tuple(int(x) for x in
+                                                   args["device_scoring_weights"])
+        if args.get("device_configs") is not None:
+            args["device_configs"] = tuple(DeviceModelConfig.from_dict(c)
+                                           for c in args["device_configs"])
+        return cls(**args)
+
+    def build(self) -> Framework:
+        """Instantiate the plugins (do this once and reuse the Framework in hot loops)."""
+        return Framework(self)
+
+
+class Framework:
+    """A built profile: plugin instances grouped by extension point."""
+
+    __slots__ = ("profile", "vendors", "pre_filters", "filters", "scores", "maximize")
+
+    def __init__(self, profile: Profile) -> None:
+        from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
+
+        self.profile = profile
+        registry = build_in_tree_registry()
+        if profile.registry is not None:
+            registry = registry.merge(profile.registry)
+        self.vendors: dict[str, VendorPlugin] = (
+            build_vendors(list(profile.device_configs)) if profile.device_configs is not None
+            else default_vendors())
+        common = {"vendors": self.vendors, "device_policy": profile.device_policy,
+                  "device_scoring_weights": profile.device_scoring_weights}
+        made: dict[str, Any] = {}
+
+        def make(name: str) -> Any:
+            if name not in made:
+                made[name] = registry.create(name, **{**common,
+                                                      **profile.plugin_args.get(name, {})})
+            return made[name]
+
+        self.pre_filters = []
+        self.filters = []
+        for n in profile.filters:
+            p = make(n)
+            if isinstance(p, PreFilterPlugin):
+                self.pre_filters.append(p)
+            if isinstance(p, FilterPlugin):
+                self.filters.append(p)
+        self.scores = []
+        for n, w in profile.scores:
+            p = make(n)
+            if not isinstance(p, ScorePlugin):
+                raise ValueError(f"plugin {n!r} is not a Score plugin")
+            self.scores.append((p, w))
+            if isinstance(p, PreFilterPlugin) and p not in self.pre_filters:
+                self.pre_filters.append(p)
+        self.maximize = profile.maximize

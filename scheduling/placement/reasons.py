@@ -1,0 +1,33 @@
+"""HAMi filter reason names (``pkg/device/common/common.go``) and the reason formatter."""
+
+from __future__ import annotations
+
+CARD_TYPE_MISMATCH = "CardTypeMismatch"
+CARD_UUID_MISMATCH = "CardUuidMismatch"
+CARD_TIME_SLICING_EXHAUSTED = "CardTimeSlicingExhausted"
+CARD_COMPUTE_UNITS_EXHAUSTED = "CardComputeUnitsExhausted"
+CARD_INSUFFICIENT_MEMORY = "CardInsufficientMemory"
+CARD_INSUFFICIENT_CORE = "CardInsufficientCore"
+CARD_NOT_HEALTH = "CardNotHealth"
+CARD_CORDONED = "CardCordoned"
+NUMA_NOT_FIT = "NumaNotFit"
+EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"
+CARD_NOT_FOUND_CUSTOM_FILTER_RULE = "CardNotFoundCustomFilterRule"
+CARD_MIG_TOPOLOGY_INFEASIBLE = "CardMigTopologyInfeasible"
+NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
+ALLOCATED_CARDS_INSUFFICIENT_REQUEST = "AllocatedCardsInsufficientRequest"
+RESOURCE_QUOTA_NOT_FIT = "ResourceQuotaNotFit"
+MODE_NOT_FIT = "ModeNotFit"
+# Our own, for checks HAMi leaves to kube-scheduler or to its webhook:
+CARD_TEMPLATE_NOT_FIT = "CardTemplateNotFit"
+INVALID_REQUEST = "InvalidDeviceRequest"
+
+
+def gen_reason(counts: dict[str, int], total: int) -> str:
+    """HAMi ``GenReason``: ``"<n>/<total> <Reason>"`` per reason, sorted, joined by ", ".
+
+    Args:
+        counts: ``{reason: number of devices that failed it}`` (zero counts are dropped).
+        total: number of devices considered.
+    """
+    return ", ".join(sorted(f"{n}/{total} {r}" for r, n in counts.items() if n))

@@ -1,0 +1,184 @@
+"""One placement cycle per pod over a snapshot (kube-scheduler ``schedule_one.go`` shape).
+
+For each pod of a :class:`PlacementRequest`, in order:
+PreFilter (once) -> Filter on every node, in node-name order (the first failing filter is
+the node's reason) -> Score on feasible nodes (weighted sum) -> pick the best node ->
+book the pod in the snapshot so later pods of the same request see it.
+The snapshot is restored before returning: ``place`` never leaves usage behind; call
+:func:`reserve` to book a decision.
+
+Tie rule (deterministic): among nodes with equal total score the lexicographically
+smallest node name wins. Device ties: see ``vendors.base``.
+Gang rule: with ``min_pods`` set, pods that do not fit are skipped and the request is
+schedulable when at least ``min_pods`` pods were placed; without it every pod must fit.
+"""
+
+from __future__ import annotations
+
+from scheduling.placement.booking import apply_assignment
+from scheduling.placement.framework import CycleState, NodeFit
+from scheduling.placement.plugins.device_fit import FITS, PREPARED
+from scheduling.placement.profile import Framework, Profile
+from scheduling.placement.types import (
+    ClusterSnapshot, ContainerAssignment, Decision, PlacementRequest, PodAssignment, PodRequest,
+)
+
+__all__ = ["place", "reserve", "unreserve", "schedule_pod", "PodResult"]
+
+_DEFAULT: Framework | None = None
+
+
+def _framework(profile: Profile | Framework | None) -> Framework:
+    global _DEFAULT
+    if profile is None:
+        if _DEFAULT is None:
+            _DEFAULT = Profile().build()
+        return _DEFAULT
+    if isinstance(profile, Framework):
+        return profile
+    return profile.build()
+
+
+class PodResult:
+    """Outcome of one pod's cycle: ``assignment`` or per-node ``reasons``."""
+
+    __slots__ = ("assignment", "reasons", "scores")
+
+    def __init__(self, assignment: PodAssignment | None, reasons: dict[str, str],
+                 scores: dict[str, float]) -> None:
+        self.assignment = assignment
+        self.reasons = reasons
+        self.scores = scores
+
+
+def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
+                 node_names: list[str] | None = None) -> PodResult:
+    """Run one cycle for ``pod``; does not change the snapshot."""
+    names = node_names if node_names is not None else sorted(snapshot.nodes)
+    state = CycleState()
+    for p in fw.pre_filters:
+        st = p.pre_filter(state, pod, snapshot)
+        if not st.ok:
+            msg = st.reason or f"rejected by {st.plugin}"
+            return PodResult(None, {n: msg for n in names} or {"*": msg}, {})
+    policy = pod.node_policy or fw.profile.node_policy
+    if policy not in ("binpack", "spread"):
+        msg = f"pod {pod.name}: unknown node policy {policy!r}"
+        return PodResult(None, {n: msg for n in names} or {"*": msg}, {})
+    maximize = fw.maximize if not pod.node_policy else policy == "binpack"
+    nodes = snapshot.nodes
+    filters = fw.filters
+    reasons: dict[str, str] = {}
+    feasible = []
+    for name in names:
+        node = nodes[name]
+        for f in filters:
+            st = f.filter(state, pod, node)
+            if not st.ok:
+                reasons[name] = st.reason
+                break
+        else:
+            feasible.append(node)
+    if not feasible:
+        return PodResult(None, reasons or {"*": "no nodes in the cluster"}, {})
+    fits = state.get(FITS) or {}
+    scorers = fw.scores
+    empty = NodeFit([() for _ in pod.containers])
+    scores: dict[str, float] = {}
+    best = None
+    best_score = 0.0
+    for node in feasible:
+        fit = fits.get(node.name, empty)
+        total = 0.0
+        for plugin, weight in scorers:
+            total += weight * plugin.score(state, pod, node, fit)
+        scores[node.name] = total
+        if best is None or (total > best_score if maximize else total < best_score):
+            best, best_score = node, total
+    assert best is not None
+    fit = fits.get(best.name, empty)
+    prepared = state.get(PREPARED)
+    containers = prepared.containers if prepared is not None else [
+        (c, c.devices) for c in pod.containers]
+    assignment = PodAssignment(
+        pod.name, best.name,
+        tuple(ContainerAssignment(c.name, tuple(g), c.init)
+              for (c, _), g in zip(containers, fit.containers)),
+        pod.cpu_milli, pod.memory_mib, best_score)
+    return PodResult(assignment, {}, scores)
+
+
+def place(snapshot: ClusterSnapshot, request: PlacementRequest,
+          profile: Profile | Framework | None = None) -> Decision:
+    """Place every pod of ``request`` (see module doc). The snapshot is left unchanged.
+
+    Args:
+        snapshot: cluster state (read; temporarily booked during the call).
+        request: pods to place.
+        profile: a Profile, a prebuilt Framework (fast path for loops), or None (default
+            HAMi profile: node binpack, device spread).
+
+    Returns:
+        Decision with assignments, or per-node reasons of the first pod that did not fit.
+    """
+    fw = _framework(profile)
+    names = sorted(snapshot.nodes)
+    placed: list[PodAssignment] = []
+    unplaced: list[str] = []
+    reasons: dict[str, str] = {}
+    scores: dict[str, float] = {}
+    try:
+        for pod in request.pods:
+            res = schedule_pod(snapshot, pod, fw, names)
+            if res.assignment is None:
+                unplaced.append(pod.name)
+                if not reasons:
+                    reasons = res.reasons
+                if request.min_pods is None:
+                    break
+                continue
+            apply_assignment(snapshot, res.assignment, +1)
+            placed.append(res.assignment)
+            scores = res.scores
+    finally:
+        for pa in reversed(placed):
+            apply_assignment(snapshot, pa, -1)
+    need = len(request.pods) if request.min_pods is None else request.min_pods
+    if request.min_pods is None and unplaced:
+        done = {p.pod for p in placed}
+        unplaced = [p.name for p in request.pods if p.name not in done]
+    if len(placed) >= need and (request.min_pods is not None or not unplaced):
+        return Decision(True, tuple(placed), {}, scores, tuple(unplaced))
+    return Decision(False, (), reasons, {}, tuple(unplaced))
+
+
+def reserve(snapshot: ClusterSnapshot, decision: Decision) -> None:
+    """Book every pod of a schedulable decision in the snapshot (all or nothing).
+
+    Raises ValueError (snapshot unchanged) when a node/device of the decision is missing.
+    """
+    done: list[PodAssignment] = []
+    try:
+        for pa in decision.pods:
+            apply_assignment(snapshot, pa, +1)
+            done.append(pa)
+    except Exception:
+        for pa in reversed(done):
+            apply_assignment(snapshot, pa, -1)
+        raise
+
+
+def unreserve(snapshot: ClusterSnapshot, decision: Decision) -> None:
+    """Remove what :func:`reserve` booked (exact inverse; all or nothing).
+
+    Raises ValueError (snapshot unchanged) when the usage to remove is not booked.
+    """
+    done: list[PodAssignment] = []
+    try:
+        for pa in decision.pods:
+            apply_assignment(snapshot, pa, -1)
+            done.append(pa)
+    except Exception:
+        for pa in reversed(done):
+            apply_assignment(snapshot, pa, +1)
+        raise

@@ -1,0 +1,58 @@
+"""Vendor plugins (one per HAMi backend family) and the default vendor set.
+
+``build_vendors(configs)`` groups :class:`DeviceModelConfig` s by vendor word and builds the
+plugin of each vendor; unknown vendor words get the generic :class:`VendorPlugin`
+(HAMi-core style fractional sharing), so a new backend can be added from data alone.
+"""
+
+from __future__ import annotations
+
+from scheduling.placement.vendors.amd import AmdPlugin
+from scheduling.placement.vendors.ascend import AscendPlugin
+from scheduling.placement.vendors.base import VendorPlugin
+from scheduling.placement.vendors.cambricon import CambriconPlugin
+from scheduling.placement.vendors.config import DeviceModelConfig, Template, default_device_configs
+from scheduling.placement.vendors.enflame import EnflamePlugin
+from scheduling.placement.vendors.hygon import HygonPlugin
+from scheduling.placement.vendors.iluvatar import IluvatarPlugin
+from scheduling.placement.vendors.kunlun import KunlunPlugin, KunlunVXPUPlugin
+from scheduling.placement.vendors.metax import MetaxPlugin, MetaxSGPUPlugin
+from scheduling.placement.vendors.mthreads import MthreadsPlugin
+from scheduling.placement.vendors.nvidia import NvidiaPlugin
+
+__all__ = ["VENDOR_PLUGINS", "build_vendors", "default_vendors", "DeviceModelConfig",
+           "Template", "VendorPlugin", "default_device_configs"]
+
+VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
+    "NVIDIA": NvidiaPlugin, "MLU": CambriconPlugin, "DCU": HygonPlugin,
+    "Ascend": AscendPlugin, "Metax": MetaxPlugin, "MetaxSGPU": MetaxSGPUPlugin,
+    "Iluvatar": IluvatarPlugin, "Enflame": EnflamePlugin, "Mthreads": MthreadsPlugin,
+    "Kunlun": KunlunPlugin, "KunlunVXPU": KunlunVXPUPlugin, "AMD": AmdPlugin,
+}
+
+
+def build_vendors(configs: list[DeviceModelConfig]) -> dict[str, VendorPlugin]:
+    """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``)."""
+    groups: dict[str, list[DeviceModelConfig]] = {}
+    for c in configs:
+        groups.setdefault(c.vendor, []).append(c)
+    out: dict[str, VendorPlugin] = {}
+    for vendor, cfgs in groups.items():
+        cls = VENDOR_PLUGINS.get(vendor, VendorPlugin)
+        plugin = cls(cfgs)
+        if cls is VendorPlugin:
+            plugin.vendor = vendor
+        out[vendor] = plugin
+    return out
+
+
+_DEFAULT: dict[str, VendorPlugin] | None = None
+
+
+def default_vendors() -> dict[str, VendorPlugin]:
+    """Plugins for :func:`default_device_configs` (built once, shared; plugins are
+    stateless)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = build_vendors(default_device_configs())
+    return _DEFAULT

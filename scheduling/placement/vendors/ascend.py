@@ -1,0 +1,124 @@
+"""Huawei Ascend vNPU (hard split by templates, soft split by hami-vnpu-core).
+
+Sources: ``pkg/device/ascend/device.go``, ``vnpu.go``; ``ascend-device-plugin``
+``internal/server/register.go``; docs/hami.md §2.4, §4.8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.vendors.base import FitContext, VendorPlugin
+
+
+class AscendPlugin(VendorPlugin):
+    """Ascend chips, one :class:`DeviceModelConfig` per chip (``chip`` = common word).
+
+    Hard split (default): memory is rounded up to the smallest template with memory >=
+    request; above the largest template but <= the chip's capacity -> the whole card
+    (``memory_mib`` of the config = memoryAllocatable); above capacity -> rejected. No memory
+    -> whole card. Cores are not booked (templates govern). ``count > 1`` needs whole cards.
+    Soft split (``DeviceRequest.soft_split``): memory as requested, cores honoured on a
+    device treated as 100 cores; the node must carry ``hami-vnpu-core: "true"`` else
+    ``ModeNotFit``.
+    Chip matching is exact (``Ascend910B4`` never takes ``Ascend910B4-1`` devices; HAMi
+    uses a substring match, §4.5/§9.10).
+    Ascend 910*: when every candidate reports a NetworkID, all passing devices are
+    collected; 1 device -> the first; N -> filled from the NetworkID group with most
+    candidates (ties: lowest NetworkID), then the rest in candidate order. Node score term
+    ``10 x sum over containers (max devices on one NetworkID / devices)``.
+    Not modelled: Ascend 910C superPod 2-NPU modules.
+    """
+
+    vendor = "Ascend"
+
+    def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
+        base = super().prepare(req)
+        if isinstance(base, str):
+            return base
+        if not req.chip:
+            return f"{R.INVALID_REQUEST}: Ascend request needs a chip (e.g. Ascend910B3)"
+        cfg = self.configs.get(req.chip)
+        if cfg is None:
+            return f"{R.INVALID_REQUEST}: unknown Ascend chip {req.chip!r}"
+        if req.soft_split:
+            return req
+        if req.cores_percent > 0:
+            return (f"{R.INVALID_REQUEST}: {cfg.resource_cores} is only allowed with "
+                    f"huawei.com/vnpu-mode: hami-core")
+        mem = req.memory_mib
+        if mem == 0 and req.memory_percent is not None:
+            mem = cfg.memory_mib * req.memory_percent // 100
+        if mem == 0:
+            mem = cfg.memory_mib
+        else:
+            tpl = next((t for t in cfg.templates if t.memory_mib >= mem), None)
+            if tpl is not None:
+                mem = tpl.memory_mib
+            elif mem <= max(cfg.memory_capacity_mib, cfg.memory_mib):
+                mem = cfg.memory_mib
+            else:
+                return (f"{R.INVALID_REQUEST}: {req.chip} memory {mem} MiB exceeds the chip "
+                        f"capacity {cfg.memory_capacity_mib} MiB")
+        if req.count > 1 and mem < cfg.memory_mib:
+            return f"{R.INVALID_REQUEST}: vNPU not supported for multiple devices"
+        return replace(req, memory_mib=mem, memory_percent=None)
+
+    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+        mem, cores = super().need(dev, req)
+        return mem, (cores if req.soft_split else 0)
+
+    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+                     mem: int, cores: int) -> str | None:
+        if req.soft_split and ctx.node.annotations.get("hami-vnpu-core", "") != "true":
+            return R.MODE_NOT_FIT
+        return None
+
+    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+        cfg = self.config_for(dev.type)
+        if "template" not in extra:
+            tpl = next((t.name for t in cfg.templates if t.memory_mib == mem), "")
+            extra["template"] = tpl
+        return super().grant(dev, mem, cores, **extra)
+
+    def annotation_type(self, dev: Device) -> str:
+        return dev.type
+
+    def _network_aware(self, node: Node, req: DeviceRequest) -> bool:
+        if not req.chip.startswith("Ascend910"):
+            return False
+        devs = self.candidates(node, req)
+        return bool(devs) and all(d.network_id is not None for d in devs)
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        return self._network_aware(ctx.node, req)
+
+    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+                    ctx: FitContext) -> list[DeviceGrant] | None:
+        grants = [g for gs in passing for g in gs]
+        if req.count == 1:
+            return grants[:1]
+        net = {d.uuid: d.network_id for d in node.devices}
+        groups: dict[int, int] = {}
+        for g in grants:
+            groups[net[g.uuid]] = groups.get(net[g.uuid], 0) + 1
+        best = min(groups, key=lambda k: (-groups[k], k))
+        first = [g for g in grants if net[g.uuid] == best]
+        rest = [g for g in grants if net[g.uuid] != best]
+        return (first + rest)[: req.count]
+
+    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+        net = {d.uuid: d.network_id for d in node.devices if d.vendor == "Ascend"}
+        total = 0.0
+        for grants in containers:
+            mine = [g for g in grants if g.uuid in net and g.model.startswith("Ascend910")]
+            if not mine or any(net[g.uuid] is None for g in mine):
+                continue
+            counts: dict[int, int] = {}
+            for g in mine:
+                counts[net[g.uuid]] = counts.get(net[g.uuid], 0) + 1
+            total += max(counts.values()) / len(mine)
+        return 10.0 * total
+

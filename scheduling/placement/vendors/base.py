@@ -1,0 +1,321 @@
+"""Generic device Fit shared by every vendor plugin (HAMi ``Fit``, docs/hami.md §4.3-4.4).
+
+A vendor plugin answers, for one container's :class:`DeviceRequest` on one node, which devices
+to grant. :class:`VendorPlugin` implements HAMi's generic algorithm; vendors override small
+hooks (``prepare``, ``need``, ``custom_check``, ``select_from``, ``node_score``).
+
+Device checks, in HAMi's order (first failing check is the device's reason):
+ 1 ``CardNotHealth``  2 ``CardCordoned``  3 ``CardTypeMismatch`` (type include/exclude, mode)
+ 4 NUMA binding (``NumaNotFit``: a partial selection crossing NUMA nodes is discarded)
+ 5 ``CardUuidMismatch``  6 ``CardTimeSlicingExhausted`` (split count used up)
+ 7 ``ExclusiveDeviceAllocateConflict`` (device policy ``mutex`` and the device is used)
+ 8 cores clamped to 100  9 memory = MiB, or percent of registered memory (integer division),
+   or the whole card  10 quota: not checked here (admission core's job)
+ 11 ``CardInsufficientMemory``  12 ``CardInsufficientCore``
+ 13 ``ExclusiveDeviceAllocateConflict`` (100 % cores needs an idle device)
+ 14 ``CardComputeUnitsExhausted`` (0-core task cannot join a device whose cores are full)
+ 15 vendor custom rule (``CardNotFoundCustomFilterRule``, ``CardMigTopologyInfeasible``)
+
+Device ordering (HAMi ``ComputeScore``; ``Fit`` consumes the sorted list from its end):
+``score = 10*(slot_w*(1+used)/count + core_w*(cores+used_cores)/total_cores +
+mem_w*(mem+used_mem)/total_mem)``. binpack takes the highest score first, spread (and
+topology-aware) the lowest; mutex takes the least used first. With numa binding, NUMA
+groups come first (binpack: lowest NUMA id first; spread: highest first).
+Deliberate differences from HAMi, documented here:
+ * the request terms are always included (HAMi includes them only when the request Type
+   equals the device Type, which never holds for real NVIDIA model strings, §9.2);
+ * ties are deterministic: binpack prefers the higher NUMA id then the later device in
+   registration order; spread prefers the later device in registration order. This is the
+   order HAMi usually produces with its unstable sort (§4.4, §9.1).
+ * type include/exclude is an exact (case-insensitive) model match, not a substring (§9.10).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.vendors.config import DeviceModelConfig
+
+__all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin", "normalize_model",
+           "model_matches"]
+
+
+class Usage:
+    """Usage added by the pod being placed (per device uuid), on top of ``Device.used_*``."""
+
+    __slots__ = ("slots", "memory_mib", "cores_percent", "mig")
+
+    def __init__(self) -> None:
+        self.slots = 0
+        self.memory_mib = 0
+        self.cores_percent = 0
+        self.mig: list[tuple[int, int]] = []  # (start, size) of pending MIG instances
+
+
+class FitContext:
+    """State of fitting one pod on one node.
+
+    Attributes:
+        node: the node.
+        overlay: pending usage of this pod's already fitted containers.
+        policy: device policy ``binpack`` | ``spread`` | ``topology-aware`` | ``mutex``.
+        weights: (slot, core, memory) device score weights.
+        pod_devices: uuids granted to earlier app containers of this pod (custom rules).
+        extra_score: vendor node-score terms accumulated while fitting.
+    """
+
+    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score")
+
+    def __init__(self, node: Node, overlay: dict[str, Usage], policy: str,
+                 weights: tuple[int, int, int], pod_devices: set[str]) -> None:
+        self.node = node
+        self.overlay = overlay
+        self.policy = policy
+        self.weights = weights
+        self.pod_devices = pod_devices
+        self.extra_score = 0.0
+
+
+class FitResult:
+    """Grants for one request, or the failure reason (HAMi ``GenReason`` text)."""
+
+    __slots__ = ("grants", "reason")
+
+    def __init__(self, grants: list[DeviceGrant] | None, reason: str = "") -> None:
+        self.grants = grants
+        self.reason = reason
+
+
+_PREFIXES = ("nvidia-", "nvidia ")
+
+
+def normalize_model(model: str) -> str:
+    """Lower-case, trimmed model with a leading ``NVIDIA-``/``NVIDIA `` removed."""
+    m = model.strip().lower()
+    for p in _PREFIXES:
+        if m.startswith(p):
+            return m[len(p):]
+    return m
+
+
+def model_matches(device_type: str, wanted: str) -> bool:
+    """Exact model match after :func:`normalize_model` on both sides ("H20" != "H200",
+    "910B4" != "910B4-1"). Differs from HAMi's substring ``CheckType`` on purpose (§9.10)."""
+    return normalize_model(device_type) == normalize_model(wanted)
+
+
+class VendorPlugin:
+    """HAMi's generic Fit, parameterised by :class:`DeviceModelConfig`.
+
+    Args:
+        configs: configs of this vendor (one per chip for Ascend/Iluvatar).
+    """
+
+    vendor = ""
+    #: when True, a device may only be used once per container (HAMi: non-MIG)
+    collect_all_for_topology = False
+
+    def __init__(self, configs: list[DeviceModelConfig]) -> None:
+        if not configs:
+            raise ValueError(f"{type(self).__name__}: at least one config is required")
+        self.configs = {c.chip: c for c in configs}
+        self.default = configs[0]
+
+    # ---- configuration helpers ---------------------------------------------------------
+
+    def config_for(self, chip: str) -> DeviceModelConfig:
+        """Config of a chip (falls back to the vendor's first config)."""
+        return self.configs.get(chip) or self.configs.get("") or self.default
+
+    def annotation_type(self, dev: Device) -> str:
+        """TYPE field of the allocation annotation for this device (§3.2)."""
+        return self.config_for(dev.type).common_word
+
+    # ---- request normalisation (webhook-like), run once per pod in PreFilter -----------
+
+    def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
+        """Normalise a request (vendor webhook defaults). Returns the request or an error."""
+        if req.count < 1:
+            return f"{R.INVALID_REQUEST}: {req.vendor} count must be >= 1, got {req.count}"
+        if req.memory_mib < 0 or req.cores_percent < 0:
+            return f"{R.INVALID_REQUEST}: negative memory or cores for {req.vendor}"
+        if req.memory_percent is not None and not 0 <= req.memory_percent <= 100:
+            return f"{R.INVALID_REQUEST}: memory percent {req.memory_percent} outside 0..100"
+        return req
+
+    # ---- per-node fit ------------------------------------------------------------------
+
+    def candidates(self, node: Node, req: DeviceRequest) -> list[Device]:
+        """Devices of the node this request may use (vendor and chip match)."""
+        v, chip = req.vendor, req.chip
+        if chip:
+            return [d for d in node.devices if d.vendor == v and d.type == chip]
+        return [d for d in node.devices if d.vendor == v]
+
+    def allows_revisit(self, dev: Device) -> bool:
+        """True when one device may serve several devices of one request (MIG)."""
+        return False
+
+    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+        """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9)."""
+        cores = req.cores_percent if req.cores_percent <= 100 else 100
+        if req.memory_mib > 0:
+            return req.memory_mib, cores
+        pct = 100 if req.memory_percent is None else req.memory_percent
+        return dev.memory_mib * pct // 100, cores
+
+    def device_score(self, dev: Device, req: DeviceRequest, ov: Usage | None,
+                     weights: tuple[int, int, int]) -> float:
+        """HAMi device score (``ComputeScore``) including this request (see module doc)."""
+        mem, cores = self.need(dev, req)
+        used = dev.used_slots
+        umem = dev.used_memory_mib
+        ucores = dev.used_cores_percent
+        if ov is not None:
+            used += ov.slots
+            umem += ov.memory_mib
+            ucores += ov.cores_percent
+        if not dev.split_count or not dev.cores_percent or not dev.memory_mib:
+            return 0.0
+        sw, cw, mw = weights
+        return 10.0 * (sw * (1 + used) / dev.split_count
+                       + cw * (cores + ucores) / dev.cores_percent
+                       + mw * (mem + umem) / dev.memory_mib)
+
+    def order(self, devs: list[Device], req: DeviceRequest, ctx: FitContext) -> list[Device]:
+        """Devices in the order Fit tries them (first = taken first)."""
+        ov = ctx.overlay
+        w = ctx.weights
+        pol = ctx.policy
+        keyed = []
+        for pos, d in enumerate(devs):
+            o = ov.get(d.uuid)
+            if pol == "mutex":
+                k: tuple = (d.used_slots + (o.slots if o else 0), -pos)
+            else:
+                s = self.device_score(d, req, o, w)
+                k = (-s, -d.numa, -pos) if pol == "binpack" else (s, -pos)
+            if req.numa_bind:
+                k = ((d.numa if pol == "binpack" else -d.numa),) + k
+            keyed.append((k, pos))
+        keyed.sort()
+        return [devs[p] for _, p in keyed]
+
+    def type_ok(self, dev: Device, req: DeviceRequest) -> bool:
+        """Step 3: model include/exclude (exact) and mode."""
+        if req.types_include and not any(model_matches(dev.type, t) for t in req.types_include):
+            return False
+        if req.types_exclude and any(model_matches(dev.type, t) for t in req.types_exclude):
+            return False
+        if req.modes and dev.mode not in req.modes:
+            return False
+        return True
+
+    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+                     mem: int, cores: int) -> str | None:
+        """Step 15 hook: vendor rule; returns a reason name or None."""
+        return None
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
+        if req.uuids_include and dev.uuid not in req.uuids_include:
+            return R.CARD_UUID_MISMATCH
+        if req.uuids_exclude and dev.uuid in req.uuids_exclude:
+            return R.CARD_UUID_MISMATCH
+        o = ctx.overlay.get(dev.uuid)
+        used = dev.used_slots + (o.slots if o else 0)
+        if dev.split_count <= used:
+            return R.CARD_TIME_SLICING_EXHAUSTED
+        if ctx.policy == "mutex" and used > 0:
+            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        mem, cores = self.need(dev, req)
+        umem = dev.used_memory_mib + (o.memory_mib if o else 0)
+        ucores = dev.used_cores_percent + (o.cores_percent if o else 0)
+        if dev.memory_mib - umem < mem:
+            return R.CARD_INSUFFICIENT_MEMORY
+        if dev.cores_percent - ucores < cores:
+            return R.CARD_INSUFFICIENT_CORE
+        if dev.cores_percent == 100 and cores == 100 and used > 0:
+            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        if dev.cores_percent != 0 and ucores == dev.cores_percent and cores == 0:
+            return R.CARD_COMPUTE_UNITS_EXHAUSTED
+        r = self.custom_check(dev, req, ctx, mem, cores)
+        if r is not None:
+            return r
+        return [self.grant(dev, mem, cores)]
+
+    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+        """The grant of ``mem`` MiB and ``cores`` on ``dev``."""
+        return DeviceGrant(dev.uuid, self.annotation_type(dev), mem, cores, dev.vendor,
+                           dev.index, model=dev.type, **extra)
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        """True to collect every passing device and let :meth:`select_from` choose."""
+        return False
+
+    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+                    ctx: FitContext) -> list[DeviceGrant] | None:
+        """Choose ``req.count`` devices among all passing ones (when :meth:`collect_all`)."""
+        return [g for gs in passing[: req.count] for g in gs]
+
+    def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
+        """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
+        devs = self.candidates(node, req)
+        total = len(devs)
+        if req.count > total and not any(self.allows_revisit(d) for d in devs):
+            return FitResult(None, f"{R.NODE_INSUFFICIENT_DEVICE}: {req.count} "
+                                   f"{req.chip or req.vendor} requested, {total} on node")
+        ordered = self.order(devs, req, ctx)
+        counts: dict[str, int] = {}
+        collect = self.collect_all(req, ctx)
+        chosen: list[list[DeviceGrant]] = []
+        nchosen = 0
+        prev_numa: int | None = None
+        need = req.count
+        for dev in ordered:
+            if not dev.healthy:
+                r: str | None = R.CARD_NOT_HEALTH
+            elif dev.cordoned:
+                r = R.CARD_CORDONED
+            elif not self.type_ok(dev, req):
+                r = R.CARD_TYPE_MISMATCH
+            else:
+                r = None
+            if r is not None:
+                counts[r] = counts.get(r, 0) + 1
+                continue
+            if req.numa_bind and prev_numa is not None and dev.numa != prev_numa and chosen:
+                counts[R.NUMA_NOT_FIT] = counts.get(R.NUMA_NOT_FIT, 0) + nchosen
+                chosen = []
+                nchosen = 0
+            prev_numa = dev.numa
+            taken = [g for gs in chosen for g in gs] if self.allows_revisit(dev) else []
+            res = self.check(dev, req, ctx, taken)
+            if isinstance(res, str):
+                counts[res] = counts.get(res, 0) + 1
+                continue
+            if not collect:
+                res = res[: need - nchosen]
+            chosen.append(res)
+            nchosen += len(res)
+            if not collect and nchosen >= need:
+                return FitResult([g for gs in chosen for g in gs])
+        if collect and nchosen >= need:
+            grants = self.select_from(node, chosen, req, ctx)
+            if grants is not None:
+                return FitResult(grants)
+            counts[R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE] = nchosen
+        elif nchosen:
+            counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
+        return FitResult(None, R.gen_reason(counts, total) or
+                         f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}")
+
+    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+        """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
+        return 0.0
+
+
+Factory = Callable[[list[DeviceModelConfig]], VendorPlugin]

@@ -1,0 +1,31 @@
+"""Iluvatar vGPU per chip (``pkg/device/iluvatar/device.go``, docs/hami.md §2.6).
+
+Generic Fit per chip; ``vMem`` unit 256 MiB; ``vCore`` defaults to 0; a request for more
+than one device books whole devices (webhook forces ``vCore = count*100``, clamped to 100).
+The chip is matched exactly against the registered type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest
+from scheduling.placement.vendors.base import VendorPlugin
+
+
+class IluvatarPlugin(VendorPlugin):
+    """Iluvatar backend (vendor word ``Iluvatar``; chip = ``MR-V100``, ``BI-V150`` ...)."""
+
+    vendor = "Iluvatar"
+
+    def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
+        base = super().prepare(req)
+        if isinstance(base, str) or req.count <= 1:
+            return base
+        return replace(req, cores_percent=100)
+
+    def annotation_type(self, dev: Device) -> str:
+        return self.config_for(dev.type).common_word
+
+    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+        return super().grant(dev, mem, cores, **extra)

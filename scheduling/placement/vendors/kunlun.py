@@ -1,0 +1,94 @@
+"""Kunlunxin XPU (whole) and vXPU (``pkg/device/kunlun/device.go``, ``vdevice.go``,
+``topo.go``; docs/hami.md §2.9, §4.8).
+
+* ``Kunlun`` (whole XPU): only idle XPUs (requests book memory 100 %, cores 100) and only
+  counts 1, 2, 4, 8. An 8-XPU node is two wings (indices 0-3 and 4-7). Count 8 takes all 8.
+  For 1/2/4, slot sizes ``s = count..4`` are scanned and the first wing (lower wing first)
+  whose free count equals ``[1, 3, 2, 4][s-1]`` (count 1) or ``s`` (counts 2, 4) gives its
+  lowest free indices; otherwise the cross-wing sets are tried in order: pairs 0-4, 1-5,
+  2-6, 3-7 (count 2) or 0-1-4-5, 2-3-6-7, 0-2-4-6, 1-3-5-7, 0-3-4-7, 1-2-5-6 (count 4).
+* ``KunlunVXPU``: memory rounded up to 24576 / 49152 / 98304 MiB (config templates), cores
+  = memory x 100 / 98304; a partly used vXPU only takes slices of the size already on it
+  (``CardNotFoundCustomFilterRule``). Device order is the generic one (HAMi's wing walk
+  for vXPU is not modelled).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.vendors.base import FitContext, VendorPlugin
+
+_CROSS = {
+    2: ((0, 4), (1, 5), (2, 6), (3, 7)),
+    4: ((0, 1, 4, 5), (2, 3, 6, 7), (0, 2, 4, 6), (1, 3, 5, 7), (0, 3, 4, 7), (1, 2, 5, 6)),
+}
+
+
+class KunlunPlugin(VendorPlugin):
+    """Whole-XPU backend (vendor word ``Kunlun``)."""
+
+    vendor = "Kunlun"
+
+    def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
+        base = super().prepare(req)
+        if isinstance(base, str):
+            return base
+        if req.count not in (1, 2, 4, 8):
+            return f"{R.INVALID_REQUEST}: kunlunxin.com/xpu count must be 1, 2, 4 or 8"
+        return replace(req, memory_mib=0, memory_percent=100, cores_percent=100)
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        return True
+
+    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+                    ctx: FitContext) -> list[DeviceGrant] | None:
+        by_index = {g.index: g for gs in passing for g in gs}
+        free = set(by_index)
+        n = req.count
+        if n == 8:
+            return [by_index[i] for i in range(8)] if free >= set(range(8)) else None
+        wings = [sorted(i for i in free if i // 4 == w) for w in (0, 1)]
+        for s in range(n, 5):
+            want = [1, 3, 2, 4][s - 1] if n == 1 else s
+            for w in wings:
+                if len(w) == want:
+                    return [by_index[i] for i in w[:n]]
+        for combo in _CROSS.get(n, ()):
+            if free.issuperset(combo):
+                return [by_index[i] for i in combo]
+        return None
+
+
+class KunlunVXPUPlugin(VendorPlugin):
+    """vXPU backend (vendor word ``KunlunVXPU``)."""
+
+    vendor = "KunlunVXPU"
+
+    def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
+        base = super().prepare(req)
+        if isinstance(base, str):
+            return base
+        cfg = self.default
+        full = cfg.memory_mib or 98304
+        mem = req.memory_mib
+        if mem == 0 and req.memory_percent is not None:
+            mem = full * req.memory_percent // 100
+        if mem == 0:
+            mem = full
+        tpl = next((t for t in cfg.templates if t.memory_mib >= mem), None)
+        if tpl is None:
+            return f"{R.INVALID_REQUEST}: vXPU memory {mem} MiB exceeds {full} MiB"
+        return replace(req, memory_mib=tpl.memory_mib, memory_percent=None,
+                       cores_percent=tpl.memory_mib * 100 // full)
+
+    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+                     mem: int, cores: int) -> str | None:
+        o = ctx.overlay.get(dev.uuid)
+        slots = dev.used_slots + (o.slots if o else 0)
+        umem = dev.used_memory_mib + (o.memory_mib if o else 0)
+        if slots and umem // slots != mem:
+            return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
+        return None

@@ -1,0 +1,56 @@
+"""Metax whole GPU and sGPU (``pkg/device/metax/device.go``, ``sdevice.go``; hami.md §2.5).
+
+* ``Metax`` (whole GPU): devices have split count 1; a request books the whole card
+  (memory 100 %, cores 100). Custom rule: a pod's later containers may only use devices its
+  earlier containers already use (``CardNotFoundCustomFilterRule``, §9.9).
+* ``MetaxSGPU``: generic fractional Fit, except cores above 100 are not clamped (they fail)
+  and a shared (non-exclusive) request may only join a device whose QoS policy equals the
+  pod's (an empty device policy accepts any) -> ``CardNotFoundCustomFilterRule``.
+"""
+
+from __future__ import annotations
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceRequest
+from scheduling.placement.vendors.base import FitContext, VendorPlugin
+
+
+def same_devices_rule(plugin: VendorPlugin, dev: Device, ctx: FitContext) -> str | None:
+    """Later containers of a pod only on devices (of this vendor) its earlier ones use."""
+    if not ctx.pod_devices:
+        return None
+    mine = {d.uuid for d in ctx.node.devices if d.vendor == plugin.vendor}
+    earlier = ctx.pod_devices & mine
+    if earlier and dev.uuid not in earlier:
+        return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
+    return None
+
+
+class MetaxPlugin(VendorPlugin):
+    """Metax whole-GPU backend (vendor word ``Metax``)."""
+
+    vendor = "Metax"
+
+    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+                     mem: int, cores: int) -> str | None:
+        return same_devices_rule(self, dev, ctx)
+
+
+class MetaxSGPUPlugin(VendorPlugin):
+    """Metax sGPU backend (vendor word ``MetaxSGPU``, annotation TYPE ``Metax-SGPU``)."""
+
+    vendor = "MetaxSGPU"
+
+    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+        if req.memory_mib > 0:
+            return req.memory_mib, req.cores_percent
+        pct = 100 if req.memory_percent is None else req.memory_percent
+        return dev.memory_mib * pct // 100, req.cores_percent
+
+    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+                     mem: int, cores: int) -> str | None:
+        if cores >= 100 or not req.qos_policy:
+            return None
+        if dev.qos_policy and dev.qos_policy != req.qos_policy:
+            return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
+        return None

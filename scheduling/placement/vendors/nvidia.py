@@ -1,0 +1,112 @@
+"""NVIDIA: HAMi-core fractional vGPU, dynamic MIG and topology-aware selection.
+
+Sources: ``pkg/device/nvidia/device.go`` (Fit), ``mig_topology.go`` (MIG placements),
+``pkg/scheduler/policy/gpu_policy.go`` (topology-aware), docs/hami.md §2.1, §4.4, §4.6.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, MigProfile, Node
+from scheduling.placement.vendors.base import FitContext, VendorPlugin
+
+
+class NvidiaPlugin(VendorPlugin):
+    """NVIDIA backend.
+
+    * hami-core / mps devices: the generic Fit (module doc of ``vendors.base``).
+    * MIG devices (``mode == "mig"``): the request memory (MiB, or percent of the GPU's
+      registered memory, or the whole GPU) picks the smallest profile by (memory, slice
+      count) with memory >= request that has a free placement; ``1g.*``/``3g.*`` placements
+      are tried from the highest start, others from the lowest; placements never overlap.
+      Booked memory/cores are the profile's. One GPU may give several instances to one
+      container, so ``count`` may exceed the number of GPUs. No profile ->
+      ``CardMigTopologyInfeasible``.
+    * device policy ``topology-aware``: every passing GPU is collected; for 1 GPU the one
+      with the lowest sum of pair scores to the other candidates is taken (keeps
+      well-connected GPUs free); for N GPUs the first combination (candidate order) with the
+      highest sum of pairwise scores. Pair scores come from ``hami.io/node-nvidia-score``.
+    """
+
+    vendor = "NVIDIA"
+
+    def allows_revisit(self, dev: Device) -> bool:
+        return dev.mode == "mig"
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        return ctx.policy == "topology-aware"
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        if dev.mode != "mig":
+            return super().check(dev, req, ctx, taken)
+        if req.uuids_include and dev.uuid not in req.uuids_include:
+            return R.CARD_UUID_MISMATCH
+        if req.uuids_exclude and dev.uuid in req.uuids_exclude:
+            return R.CARD_UUID_MISMATCH
+        o = ctx.overlay.get(dev.uuid)
+        mine = [g for g in taken if g.uuid == dev.uuid]
+        used = dev.used_slots + (o.slots if o else 0) + len(mine)
+        if dev.split_count <= used:
+            return R.CARD_TIME_SLICING_EXHAUSTED
+        if ctx.policy == "mutex" and used > 0:
+            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        mem, _ = self.need(dev, req)
+        busy = [(i.start, i.size) for i in dev.mig_instances]
+        if o:
+            busy.extend(o.mig)
+        busy.extend((g.mig_start, g.mig_size) for g in mine)
+        out: list[DeviceGrant] = []
+        remaining = req.count - len(taken)
+        while remaining > 0 and used < dev.split_count:
+            found = _pick_mig(dev.mig_profiles, mem, busy)
+            if found is None:
+                break
+            prof, start, size = found
+            busy.append((start, size))
+            out.append(self.grant(dev, prof.memory_mib, prof.cores_percent,
+                                  mig_profile=prof.name, mig_start=start, mig_size=size))
+            remaining -= 1
+            used += 1
+        return out if out else R.CARD_MIG_TOPOLOGY_INFEASIBLE
+
+    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+                    ctx: FitContext) -> list[DeviceGrant] | None:
+        grants = [g for gs in passing for g in gs]
+        if len(grants) <= req.count:
+            return grants[: req.count]
+        scores = node.pair_scores
+
+        def pair(a: str, b: str) -> int:
+            return scores.get(a, {}).get(b, 0)
+
+        if req.count == 1:
+            best = min(range(len(grants)), key=lambda i: (
+                sum(pair(grants[i].uuid, g.uuid) for g in grants if g is not grants[i]), i))
+            return [grants[best]]
+        best_combo: tuple[DeviceGrant, ...] | None = None
+        best_score = -1
+        for combo in combinations(grants, req.count):
+            if len({g.uuid for g in combo}) < len(combo):
+                continue
+            s = sum(pair(a.uuid, b.uuid) for a, b in combinations(combo, 2))
+            if s > best_score:
+                best_score, best_combo = s, combo
+        return list(best_combo) if best_combo else None
+
+
+def _pick_mig(profiles: tuple[MigProfile, ...], mem: int,
+              busy: list[tuple[int, int]]) -> tuple[MigProfile, int, int] | None:
+    """Smallest profile (memory, slices) with memory >= ``mem`` and a free placement."""
+    for prof in sorted(profiles, key=lambda p: (p.memory_mib, p.slice_count, p.name)):
+        if prof.memory_mib < mem:
+            continue
+        places = sorted(prof.placements, key=lambda p: p.start,
+                        reverse=prof.name.startswith(("1g.", "3g.")))
+        for pl in places:
+            end = pl.start + pl.size
+            if all(end <= s or pl.start >= s + z for s, z in busy):
+                return prof, pl.start, pl.size
+    return None
