@@ -1,0 +1,460 @@
+"""The console's only door to the API server: :class:`KubeGateway` and its implementation.
+
+:class:`KubernetesGateway` talks through the official ``kubernetes`` client and returns plain
+dicts (the API's JSON), never client model objects, so callers and the in-memory fakes share
+one shape. Every call:
+
+* retries :class:`~scheduling.kube.errors.Retryable` failures (429, 5xx, 409 Conflict,
+  timeouts, connection errors) up to ``max_attempts`` times, sleeping the server's
+  ``Retry-After`` when given, else ``base_delay_s * 2**attempt`` capped at ``max_delay_s``
+  (no jitter: deterministic; client-go's ``DefaultBackoff`` shape without its jitter);
+* raises :class:`~scheduling.kube.errors.Permanent` (with the server's message) at once;
+* treats 409 AlreadyExists on create as success (our names are deterministic) after checking
+  the existing object carries the same ``console.llmops.io/placement`` label - another
+  object with that name is a Permanent error, not a silent success.
+
+``submit`` creates in the documented order (``manifests.py``): claims, then the Pod, then
+patches each claim with an ownerReference to the Pod. Every step is idempotent, so a submit
+interrupted anywhere is finished by calling it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from kubernetes import client as k8s
+from kubernetes.watch.watch import iter_resp_lines
+
+from scheduling.kube.client import DRA_VERSIONS, served_resource_versions
+from scheduling.kube.errors import (
+    AlreadyExists,
+    Expired,
+    KubeError,
+    NotFound,
+    Permanent,
+    Retryable,
+    classify,
+)
+from scheduling.kube.manifests import CONSOLE_SELECTOR, LABEL_PLACEMENT, Manifests
+
+__all__ = [
+    "KubeGateway",
+    "KubernetesGateway",
+    "RetryPolicy",
+    "SubmitResult",
+    "ObjectList",
+    "WatchEvent",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Backoff for Retryable failures.
+
+    Attributes:
+        max_attempts: total tries per call (>= 1).
+        base_delay_s / max_delay_s: delay before retry n (0-based) is
+            ``min(max_delay_s, base_delay_s * 2**n)`` unless the server sent Retry-After.
+        max_retry_after_s: a longer Retry-After is capped to this.
+    """
+
+    max_attempts: int = 5
+    base_delay_s: float = 0.2
+    max_delay_s: float = 10.0
+    max_retry_after_s: float = 60.0
+
+    def delay(self, attempt: int, err: KubeError) -> float:
+        """Seconds to sleep before retry number ``attempt`` (0-based) after ``err``."""
+        if err.retry_after_s is not None:
+            return min(err.retry_after_s, self.max_retry_after_s)
+        return min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    """Outcome of :meth:`KubeGateway.submit`.
+
+    Attributes:
+        pod: the Pod as the server holds it (with uid, resourceVersion).
+        claims: the claims as the server holds them after the owner patch.
+        created: names (``"Pod/x"``, ``"ResourceClaim/y"``) created by this call; objects
+            that already existed (AlreadyExists) are not listed.
+    """
+
+    pod: dict
+    claims: tuple[dict, ...] = ()
+    created: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    """A list answer: the items and the list's resourceVersion (to start a watch from)."""
+
+    items: list[dict]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One change seen by :meth:`KubeGateway.watch_pods`.
+
+    Attributes:
+        type: ``"ADDED"`` | ``"MODIFIED"`` | ``"DELETED"`` | ``"RELISTED"``. ``RELISTED``
+            follows a 410 Expired: ``objects`` is the complete current list and replaces
+            whatever the caller had (events in between were lost).
+        object: the object (None for RELISTED).
+        resource_version: resume point for the next watch.
+        objects: the full list (RELISTED only).
+    """
+
+    type: str
+    object: dict | None
+    resource_version: str
+    objects: list[dict] = field(default_factory=list)
+
+
+class KubeGateway(Protocol):
+    """What services need from a cluster (implemented by :class:`KubernetesGateway`)."""
+
+    def dra_version(self) -> str | None:
+        """Best served resource.k8s.io version (``"v1"`` > ``"v1beta2"`` > ``"v1beta1"``)."""
+        ...
+
+    def submit(self, manifests: Manifests) -> SubmitResult:
+        """Create claims, then the Pod, then owner references; idempotent."""
+        ...
+
+    def delete(self, namespace: str, pod_name: str, claim_names: tuple[str, ...] = ()) -> bool:
+        """Delete the Pod (claims follow by GC) and any listed claims; False if all absent."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> dict | None:
+        """The Pod or None."""
+        ...
+
+    def list_pods(self, namespace: str | None = None,
+                  label_selector: str = CONSOLE_SELECTOR) -> ObjectList:
+        """Pods matching the selector (all namespaces when ``namespace`` is None)."""
+        ...
+
+    def watch_pods(self, namespace: str | None = None, *, resource_version: str | None = None,
+                   timeout_s: int = 60, label_selector: str = CONSOLE_SELECTOR
+                   ) -> Iterator[WatchEvent]:
+        """Changes since ``resource_version``; relists on 410."""
+        ...
+
+    def list_nodes(self) -> ObjectList:
+        """All Nodes."""
+        ...
+
+    def list_resource_slices(self) -> ObjectList:
+        """All ResourceSlices (empty when the cluster has no DRA API)."""
+        ...
+
+
+def _raw(resp: Any) -> Any:
+    try:
+        data = resp.data if hasattr(resp, "data") else resp.read()
+        return json.loads(data) if data else {}
+    finally:
+        close = getattr(resp, "release_conn", None)
+        if close is not None:
+            close()
+
+
+class KubernetesGateway:
+    """:class:`KubeGateway` over the official client.
+
+    Args:
+        api: a configured ``kubernetes.client.ApiClient`` (see :func:`client.build_api_client`).
+        retry: backoff policy.
+        request_timeout_s: per request timeout (None = the client's attribute
+            ``request_timeout_s`` if set, else none).
+        sleep: called with seconds to wait between retries (tests pass a recorder).
+    """
+
+    def __init__(self, api: k8s.ApiClient, *, retry: RetryPolicy | None = None,
+                 request_timeout_s: float | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.api = api
+        self.retry = retry or RetryPolicy()
+        self.timeout = (request_timeout_s if request_timeout_s is not None
+                        else getattr(api, "request_timeout_s", None))
+        self.sleep = sleep
+        self.core = k8s.CoreV1Api(api)
+        self._dra: str | None | bool = False  # False = not discovered yet
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` with retries; raise classified errors (AlreadyExists included)."""
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - classified, unknowns re-raised
+                err = classify(exc)
+                if err is None:
+                    raise
+                if isinstance(err, Retryable) and attempt + 1 < self.retry.max_attempts:
+                    self.sleep(self.retry.delay(attempt, err))
+                    attempt += 1
+                    continue
+                raise err from exc
+
+    def _kw(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"_preload_content": False}
+        if self.timeout:
+            kw["_request_timeout"] = self.timeout
+        return kw
+
+    def _resource_api(self, version: str) -> Any:
+        apis = {"v1": k8s.ResourceV1Api, "v1beta2": k8s.ResourceV1beta2Api,
+                "v1beta1": k8s.ResourceV1beta1Api}
+        if version not in apis:
+            raise Permanent(0, "UnsupportedVersion",
+                            f"resource.k8s.io/{version} is not supported by this console")
+        return apis[version](self.api)
+
+    # -- discovery -----------------------------------------------------------------------
+
+    def dra_version(self) -> str | None:
+        """Best served resource.k8s.io version, discovered once and cached."""
+        if self._dra is False:
+            served = self._call(lambda: served_resource_versions(self.api))
+            self._dra = next((v for v in DRA_VERSIONS if v in served), None)
+        return self._dra  # type: ignore[return-value]
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _create(self, create: Callable[[], Any], read: Callable[[], Any], kind: str,
+                obj: dict) -> tuple[dict, bool]:
+        """Create ``obj``; on AlreadyExists return the existing one if it is ours."""
+        try:
+            return _raw(self._call(create)), True
+        except AlreadyExists:
+            existing = _raw(self._call(read))
+        mine = (obj["metadata"].get("labels") or {}).get(LABEL_PLACEMENT)
+        theirs = (existing.get("metadata", {}).get("labels") or {}).get(LABEL_PLACEMENT)
+        if mine != theirs:
+            raise Permanent(409, "AlreadyExists",
+                            f"{kind} {obj['metadata']['name']!r} already exists and belongs to "
+                            f"placement {theirs!r}, not {mine!r}")
+        return existing, False
+
+    def submit(self, manifests: Manifests) -> SubmitResult:
+        """Create the claims, then the Pod, then make the Pod own each claim.
+
+        Returns:
+            :class:`SubmitResult` with the server's objects.
+
+        Raises:
+            Permanent: rejected by the server (message from the server), a name already used
+                by another placement, or a claim apiVersion the server does not serve.
+            Retryable: still failing after ``retry.max_attempts`` tries.
+        """
+        ns = manifests.namespace
+        created: list[str] = []
+        claim_apis = []
+        for claim in manifests.claims:
+            version = claim["apiVersion"].rpartition("/")[2]
+            api = self._resource_api(version)
+            name = claim["metadata"]["name"]
+            _obj, new = self._create(
+                lambda api=api, claim=claim: api.create_namespaced_resource_claim(
+                    ns, claim, **self._kw()),
+                lambda api=api, name=name: api.read_namespaced_resource_claim(
+                    name, ns, **self._kw()),
+                "ResourceClaim", claim)
+            claim_apis.append((api, name))
+            if new:
+                created.append(f"ResourceClaim/{name}")
+        pod, new = self._create(
+            lambda: self.core.create_namespaced_pod(ns, manifests.pod, **self._kw()),
+            lambda: self.core.read_namespaced_pod(manifests.pod_name, ns, **self._kw()),
+            "Pod", manifests.pod)
+        if new:
+            created.append(f"Pod/{manifests.pod_name}")
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                 "uid": pod["metadata"]["uid"]}
+        claims = [self._call(lambda api=api, name=name: self._ensure_owner(api, ns, name, owner))
+                  for api, name in claim_apis]
+        return SubmitResult(pod=pod, claims=tuple(claims), created=tuple(created))
+
+    def _ensure_owner(self, api: Any, ns: str, name: str, owner: dict) -> dict:
+        """Read the claim and add ``owner`` to its ownerReferences unless present.
+
+        A JSON merge patch replaces the whole list, so it carries the resourceVersion read:
+        a concurrent change answers 409 Conflict and :meth:`_call` re-runs read + patch.
+        """
+        current = _raw(api.read_namespaced_resource_claim(name, ns, **self._kw()))
+        refs = current["metadata"].get("ownerReferences") or []
+        if any(r.get("uid") == owner["uid"] for r in refs):
+            return current
+        patch = {"metadata": {"ownerReferences": [*refs, owner],
+                              "resourceVersion": current["metadata"]["resourceVersion"]}}
+        return _raw(api.patch_namespaced_resource_claim(
+            name, ns, patch, _content_type="application/merge-patch+json", **self._kw()))
+
+    def delete(self, namespace: str, pod_name: str, claim_names: tuple[str, ...] = ()) -> bool:
+        """Delete the Pod (background propagation: owned claims are garbage-collected) and
+        the named claims (in case the owner patch never happened).
+
+        Returns:
+            True when something was deleted, False when all were already gone (404).
+
+        Raises:
+            Permanent / Retryable: as classified.
+        """
+        body = {"propagationPolicy": "Background"}
+        deleted = False
+        try:
+            self._call(lambda: self.core.delete_namespaced_pod(pod_name, namespace, body=body,
+                                                               **self._kw()))
+            deleted = True
+        except NotFound:
+            pass
+        if claim_names:
+            version = self.dra_version()
+            if version is None:
+                raise Permanent(0, "NoDRA", "the cluster serves no resource.k8s.io version")
+            api = self._resource_api(version)
+            for name in claim_names:
+                try:
+                    self._call(lambda name=name: api.delete_namespaced_resource_claim(
+                        name, namespace, body=body, **self._kw()))
+                    deleted = True
+                except NotFound:
+                    pass
+        return deleted
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict | None:
+        """The Pod, or None when it does not exist."""
+        try:
+            return _raw(self._call(lambda: self.core.read_namespaced_pod(name, namespace,
+                                                                         **self._kw())))
+        except NotFound:
+            return None
+
+    def get_claim(self, namespace: str, name: str) -> dict | None:
+        """The ResourceClaim (in the preferred served version), or None."""
+        version = self.dra_version()
+        if version is None:
+            return None
+        api = self._resource_api(version)
+        try:
+            return _raw(self._call(lambda: api.read_namespaced_resource_claim(name, namespace,
+                                                                             **self._kw())))
+        except NotFound:
+            return None
+
+    def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> ObjectList:
+        data = _raw(self._call(lambda: fn(*args, **kw, **self._kw())))
+        return ObjectList(items=list(data.get("items") or []),
+                          resource_version=str((data.get("metadata") or {}).get(
+                              "resourceVersion", "")))
+
+    def list_pods(self, namespace: str | None = None,
+                  label_selector: str = CONSOLE_SELECTOR) -> ObjectList:
+        """Pods with the console's label (or ``label_selector``)."""
+        if namespace is None:
+            return self._list(self.core.list_pod_for_all_namespaces,
+                              label_selector=label_selector)
+        return self._list(self.core.list_namespaced_pod, namespace,
+                          label_selector=label_selector)
+
+    def list_nodes(self) -> ObjectList:
+        """All Nodes."""
+        return self._list(self.core.list_node)
+
+    def list_resource_slices(self) -> ObjectList:
+        """All ResourceSlices in the preferred served version; empty without DRA."""
+        version = self.dra_version()
+        if version is None:
+            return ObjectList(items=[], resource_version="")
+        return self._list(self._resource_api(version).list_resource_slice)
+
+    # -- watch ---------------------------------------------------------------------------
+
+    def watch_pods(self, namespace: str | None = None, *, resource_version: str | None = None,
+                   timeout_s: int = 60, label_selector: str = CONSOLE_SELECTOR
+                   ) -> Iterator[WatchEvent]:
+        """Stream pod changes for about ``timeout_s`` seconds.
+
+        Starts at ``resource_version`` (None: list first and yield a ``RELISTED`` event).
+        A 410 Expired - as an HTTP status or a watch ``ERROR`` event, whichever the server
+        uses - triggers a relist (yielded as ``RELISTED``) and the watch resumes from the
+        list's resourceVersion. BOOKMARK events advance the resume point without being
+        yielded. Ends when the server closes the stream at the timeout.
+
+        Raises:
+            Permanent / Retryable: as classified (after retries for opening the stream).
+        """
+        deadline = time.monotonic() + timeout_s
+        rv = resource_version
+        if rv is None:
+            lst = self.list_pods(namespace, label_selector)
+            rv = lst.resource_version
+            yield WatchEvent("RELISTED", None, rv, lst.items)
+        while True:
+            left = int(deadline - time.monotonic())
+            if left <= 0:
+                return
+            kw = {"label_selector": label_selector, "watch": True, "resource_version": rv,
+                  "timeout_seconds": left, "allow_watch_bookmarks": True,
+                  "_preload_content": False}
+            if self.timeout:
+                kw["_request_timeout"] = (self.timeout, left + self.timeout)
+            try:
+                if namespace is None:
+                    resp = self._call(lambda kw=kw: self.core.list_pod_for_all_namespaces(**kw))
+                else:
+                    resp = self._call(lambda kw=kw: self.core.list_namespaced_pod(namespace,
+                                                                                  **kw))
+            except Expired:
+                lst = self.list_pods(namespace, label_selector)
+                rv = lst.resource_version
+                yield WatchEvent("RELISTED", None, rv, lst.items)
+                continue
+            expired = False
+            try:
+                for line in iter_resp_lines(resp):
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    etype, obj = event.get("type"), event.get("object") or {}
+                    if etype == "ERROR":
+                        err = KubeError(int(obj.get("code") or 0), str(obj.get("reason", "")),
+                                        str(obj.get("message", "")))
+                        if err.status == 410:
+                            expired = True
+                            break
+                        if err.status in (429, 500, 503, 504):
+                            raise Retryable(err.status, err.reason, err.message)
+                        raise Permanent(err.status, err.reason, err.message)
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if etype == "BOOKMARK":
+                        continue
+                    yield WatchEvent(str(etype), obj, rv)
+            except Exception as exc:  # noqa: BLE001 - transport errors mid-stream
+                err = classify(exc)
+                if err is None:
+                    raise
+                if not isinstance(err, Retryable):
+                    raise err from exc
+                # stream broke: resume from the last resourceVersion seen
+            finally:
+                resp.close()
+                resp.release_conn()
+            if expired:
+                lst = self.list_pods(namespace, label_selector)
+                rv = lst.resource_version
+                yield WatchEvent("RELISTED", None, rv, lst.items)
