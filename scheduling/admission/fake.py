@@ -1,0 +1,170 @@
+"""An in-memory :class:`~scheduling.admission.placer.Placer` for tests and demos.
+
+It knows a flat list of devices (``placement.types.Device``) and places each pod of a job
+on one node with :class:`PodShape` devices, first fit: nodes by name, devices in list
+order. Charges come from :func:`scheduling.admission.charges.charges_for`, so the fake
+charges exactly as the real wiring does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scheduling.admission.charges import charges_for
+from scheduling.admission.placer import PlacementOutcome, Undo
+from scheduling.admission.types import AdmissionInputError, PendingWorkload, ResourceGroup
+from scheduling.placement.types import (
+    ContainerAssignment,
+    Decision,
+    Device,
+    DeviceGrant,
+    PodAssignment,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PodShape:
+    """What every pod of a fake job asks for.
+
+    Attributes:
+        devices: distinct devices per pod (on one node).
+        memory_mib: MiB per device (0 = use ``memory_percent``, or the whole memory when
+            ``cores_percent`` is 100).
+        memory_percent: percent of the device's memory, resolved on the device it lands on.
+        cores_percent: percent of cores per device; 100 with no memory = a whole device.
+        flavors: flavors the pod may land on (empty = any flavor of the group).
+    """
+
+    devices: int = 1
+    memory_mib: int = 0
+    memory_percent: int | None = None
+    cores_percent: int = 100
+    flavors: tuple[str, ...] = ()
+
+
+class PoolPlacer:
+    """First-fit placer over a fixed device list.
+
+    Args:
+        group: the resource group (maps device models to flavors).
+        devices: the devices; their ``used_*`` fields are the starting usage.
+    """
+
+    def __init__(self, group: ResourceGroup, devices: Iterable[Device]) -> None:
+        self.group = group
+        self.devices = {d.uuid: d.clone() for d in devices}
+        self.held: dict[str, Decision] = {}
+        self._order = sorted(self.devices.values(), key=lambda d: (d.node, d.index, d.uuid))
+
+    # -- protocol --------------------------------------------------------------------------
+
+    def try_place(self, workload: PendingWorkload, pod_count: int) -> PlacementOutcome:
+        """Place ``pod_count`` pods of ``workload`` (request must be a :class:`PodShape`)."""
+        shape = workload.request
+        if not isinstance(shape, PodShape):
+            raise AdmissionInputError(f"workload {workload.id}: request is not a PodShape")
+        free = {u: [d.memory_mib - d.used_memory_mib, d.cores_percent - d.used_cores_percent,
+                    d.used_slots] for u, d in self.devices.items()}
+        pods = []
+        for index in range(pod_count):
+            pod = self._place_pod(f"{workload.id}-{index}", shape, free)
+            if pod is None:
+                return PlacementOutcome(
+                    placed=False,
+                    reason=f"pod {index + 1}/{pod_count}: no node has {shape.devices} free "
+                    f"device(s) for the shape",
+                )
+            pods.append(pod)
+        decision = Decision(schedulable=True, pods=tuple(pods))
+        return PlacementOutcome(
+            placed=True, pod_count=pod_count, token=decision,
+            charges=charges_for(decision, self.devices, self.group),
+        )
+
+    def reserve(self, workload: PendingWorkload, outcome: PlacementOutcome) -> Undo:
+        """Book the ``Decision`` in ``outcome.token`` for ``workload.id``."""
+        if not isinstance(outcome.token, Decision):
+            raise AdmissionInputError(f"workload {workload.id}: outcome carries no Decision")
+        return self.hold(workload.id, outcome.token)
+
+    def remove(self, workload_id: str) -> Undo:
+        """Free the devices of ``workload_id`` until the returned undo is called."""
+        decision = self.held.pop(workload_id)
+        self._book(decision, -1)
+
+        def undo() -> None:
+            self._book(decision, +1)
+            self.held[workload_id] = decision
+
+        return undo
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def hold(self, workload_id: str, decision: Decision) -> Undo:
+        """Book ``decision`` as held by ``workload_id`` (also used to load running jobs)."""
+        if workload_id in self.held:
+            raise AdmissionInputError(f"workload {workload_id} already holds devices")
+        self._book(decision, +1)
+        self.held[workload_id] = decision
+
+        def undo() -> None:
+            self._book(self.held.pop(workload_id), -1)
+
+        return undo
+
+    def _book(self, decision: Decision, sign: int) -> None:
+        for pod in decision.pods:
+            for container in pod.containers:
+                for grant in container.devices:
+                    device = self.devices[grant.uuid]
+                    device.used_memory_mib += sign * grant.memory_mib
+                    device.used_cores_percent += sign * grant.cores_percent
+                    device.used_slots += sign
+
+    def _wants(self, shape: PodShape, device: Device) -> tuple[int, int] | None:
+        if not device.healthy or device.cordoned:
+            return None
+        flavor = self.group.flavor_of(device.type)
+        if flavor is None or (shape.flavors and flavor not in shape.flavors):
+            return None
+        if shape.memory_mib:
+            memory = shape.memory_mib
+        elif shape.memory_percent is not None:
+            memory = device.memory_mib * shape.memory_percent // 100
+        elif shape.cores_percent >= 100:
+            memory = device.memory_mib
+        else:
+            memory = 0
+        return memory, min(shape.cores_percent, 100)
+
+    def _place_pod(self, name: str, shape: PodShape,
+                   free: dict[str, list[int]]) -> PodAssignment | None:
+        nodes = sorted({d.node for d in self._order})
+        for node in nodes:
+            grants = []
+            for device in self._order:
+                if device.node != node or len(grants) == shape.devices:
+                    continue
+                want = self._wants(shape, device)
+                if want is None:
+                    continue
+                memory, cores = want
+                mem_free, cores_free, slots = free[device.uuid]
+                whole = cores >= 100
+                if mem_free < memory or cores_free < cores or (whole and slots > 0):
+                    continue
+                if slots >= device.split_count:
+                    continue
+                grants.append(DeviceGrant(uuid=device.uuid, type=device.vendor,
+                                          memory_mib=memory, cores_percent=cores,
+                                          model=device.type, index=device.index))
+            if len(grants) == shape.devices:
+                for grant in grants:
+                    held = free[grant.uuid]
+                    held[0] -= grant.memory_mib
+                    held[1] -= grant.cores_percent
+                    held[2] += 1
+                return PodAssignment(pod=name, node=node, containers=(
+                    ContainerAssignment(name="main", devices=tuple(grants)),))
+        return None
