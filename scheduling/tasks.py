@@ -55,3 +55,14 @@ def reconcile_task() -> int:
     for group_id in groups:
         admission_cycle_task.delay(group_id)
     return len(groups)
+
+
+@shared_task(name="scheduling.tasks.demo_stream_task")
+def demo_stream_task() -> int | None:
+    """Beat tick (``DEMO_STREAM_S``): submit one random sample job to the demo cluster."""
+    import random
+
+    from scheduling.services.demo import submit_demo_job
+
+    job = submit_demo_job(random.Random())
+    return job.pk if job else None

@@ -2,7 +2,7 @@
 
 Variables: ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS``, ``DATABASE_URL``, ``REDIS_URL``,
 ``CELERY_BROKER_URL``, ``CONSOLE_DATA_DIR``, ``ADMISSION_TICK_S``, ``RECONCILE_TICK_S``,
-``ADMISSION_BATCH``. Without ``DATABASE_URL`` / ``REDIS_URL`` the embedded servers are started
+``ADMISSION_BATCH``, ``DEMO_STREAM_S``. Without ``DATABASE_URL`` / ``REDIS_URL`` the embedded servers are started
 (:mod:`console.embedded`). A malformed value stops start-up with ``ImproperlyConfigured``.
 """
 
@@ -138,6 +138,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(RECONCILE_TICK_S),
     },
 }
+
+DEMO_STREAM_S = env_int("DEMO_STREAM_S", 0, minimum=0)
+if DEMO_STREAM_S:
+    CELERY_BEAT_SCHEDULE["demo-stream"] = {
+        "task": "scheduling.tasks.demo_stream_task",
+        "schedule": float(DEMO_STREAM_S),
+    }
 
 CACHES = {
     "default": {

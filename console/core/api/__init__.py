@@ -15,10 +15,12 @@ from console.core.exceptions import DomainError
 def _flatten(detail) -> dict[str, list[str]]:
     if isinstance(detail, dict):
         out: dict[str, list[str]] = {}
-        for key, value in detail.items():
+        for raw_key, value in detail.items():
+            key = f"[{raw_key}]" if isinstance(raw_key, int) else str(raw_key)
             if isinstance(value, dict):
                 for sub, messages in _flatten(value).items():
-                    out[f"{key}.{sub}"] = messages
+                    sep = "" if sub.startswith("[") else "."
+                    out[f"{key}{sep}{sub}"] = messages
             elif isinstance(value, list) and value and isinstance(value[0], dict):
                 for index, item in enumerate(value):
                     for sub, messages in _flatten(item).items():

@@ -1,0 +1,34 @@
+# Two commands for a newcomer: `make run` (the console with embedded PostgreSQL and Redis) and
+# `make test` (the test suite on real PostgreSQL and Redis, embedded unless DATABASE_URL /
+# REDIS_URL point elsewhere).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench-placement stop clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m console.run
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+bench-placement: $(STAMP)
+	$(PY) -m scheduling.placement.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
+
+stop: $(STAMP)
+	$(PY) -m console.embedded stop
+
+clean: stop
+	rm -rf .console

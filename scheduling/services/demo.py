@@ -1,0 +1,203 @@
+"""The built-in demo: a small heterogeneous simulated cluster, tenants with quotas, users, and
+a stream of sample jobs. Idempotent: running it again changes nothing that exists."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from scheduling.choices import Backend, JobState, QueueStrategy, SlicingMode
+from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
+from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from tenants.choices import Role
+from tenants.models import Membership, Quota, ResourceGroup, Tenant
+
+DEMO_CLUSTER = "demo"
+_NS = uuid.UUID("6f1c1a44-3f0e-4d8e-9a51-4d1f0b7c2e10")
+
+# name, vendor, memory MiB, split count, slicing mode, resource names
+DEMO_MODELS = [
+    ("NVIDIA-A100-SXM4-80GB", "NVIDIA", 81920, 10, SlicingMode.FRACTIONAL,
+     {"count": "nvidia.com/gpu", "memory": "nvidia.com/gpumem", "cores": "nvidia.com/gpucores"}),
+    ("NVIDIA-H20", "NVIDIA", 97871, 10, SlicingMode.FRACTIONAL,
+     {"count": "nvidia.com/gpu", "memory": "nvidia.com/gpumem", "cores": "nvidia.com/gpucores"}),
+    ("Ascend910B3", "Ascend", 65536, 4, SlicingMode.TEMPLATE,
+     {"count": "huawei.com/Ascend910B3", "memory": "huawei.com/Ascend910B3-memory"}),
+    ("MLU370-X8", "MLU", 24576, 10, SlicingMode.UNIT,
+     {"count": "cambricon.com/mlu370.smlu.vmemory", "cores": "cambricon.com/mlu370.smlu.vcore"}),
+    ("K100_AI", "DCU", 65520, 4, SlicingMode.UNIT,
+     {"count": "hygon.com/dcunum", "memory": "hygon.com/dcumem", "cores": "hygon.com/dcucores"}),
+]
+# node name, model, devices, cpu_milli, memory_mib
+DEMO_NODES = [
+    ("gpu-a100-0", "NVIDIA-A100-SXM4-80GB", 8, 128000, 1048576),
+    ("gpu-a100-1", "NVIDIA-A100-SXM4-80GB", 8, 128000, 1048576),
+    ("gpu-h20-0", "NVIDIA-H20", 8, 192000, 2097152),
+    ("npu-910b3-0", "Ascend910B3", 8, 192000, 1572864),
+    ("mlu-370-0", "MLU370-X8", 8, 96000, 524288),
+    ("dcu-k100-0", "K100_AI", 8, 128000, 1048576),
+]
+# group, kind, models
+DEMO_GROUPS = [
+    ("nvidia-shared", "shared", ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H20"]),
+    ("ascend-exclusive", "exclusive", ["Ascend910B3"]),
+    ("domestic-elastic", "elastic", ["MLU370-X8", "K100_AI"]),
+]
+# tenant, parent, display name
+DEMO_TENANTS = [
+    ("research", None, "Research department"),
+    ("team-nlp", "research", "NLP team"),
+    ("team-vision", "research", "Vision team"),
+    ("platform", None, "Platform team"),
+]
+# user, tenant, role
+DEMO_USERS = [
+    ("alice", "team-nlp", Role.MEMBER),
+    ("bob", "team-vision", Role.MEMBER),
+    ("carol", "team-nlp", Role.VIEWER),
+    ("dave", "research", Role.TENANT_ADMIN),
+]
+
+
+def _serial(node: str, index: int, vendor: str) -> str:
+    raw = uuid.uuid5(_NS, f"{node}/{index}")
+    if vendor == "NVIDIA":
+        return f"GPU-{raw}"
+    return f"{vendor.upper()}-{raw.hex[:16].upper()}"
+
+
+def seed_demo(password: str) -> dict[str, int]:
+    """Create the demo cluster, tenants, quotas, users and sample jobs when missing.
+
+    Args:
+        password: password of every demo user (``admin`` is a platform admin).
+
+    Returns:
+        Counts ``{"nodes", "devices", "jobs"}`` of what this call created.
+    """
+    created = {"nodes": 0, "devices": 0, "jobs": 0}
+    with transaction.atomic():
+        cluster, _ = Cluster.objects.get_or_create(
+            name=DEMO_CLUSTER,
+            defaults={"backend": Backend.SIMULATED, "description": "built-in demo cluster"},
+        )
+        models = {}
+        for name, vendor, mem, split, mode, names in DEMO_MODELS:
+            models[name], _ = DeviceModel.objects.get_or_create(
+                name=name,
+                defaults={
+                    "vendor": vendor, "memory_mib": mem, "split_count": split,
+                    "slicing_mode": mode, "resource_names": names,
+                },
+            )
+        for node_name, model_name, count, cpu, mem in DEMO_NODES:
+            node, made = Node.objects.get_or_create(
+                cluster=cluster,
+                name=node_name,
+                defaults={"cpu_milli": cpu, "memory_mib": mem,
+                          "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
+            )
+            created["nodes"] += int(made)
+            model = models[model_name]
+            for index in range(count):
+                _, made = Device.objects.get_or_create(
+                    uuid=_serial(node_name, index, model.vendor),
+                    defaults={
+                        "node": node, "model": model, "index": index, "numa": index // 4,
+                        "memory_mib": model.memory_mib, "split_count": model.split_count,
+                    },
+                )
+                created["devices"] += int(made)
+        tenants = {}
+        for name, parent, display in DEMO_TENANTS:
+            tenants[name], _ = Tenant.objects.get_or_create(
+                name=name, defaults={"display_name": display, "parent": tenants.get(parent)}
+            )
+        groups = {}
+        for name, kind, group_models in DEMO_GROUPS:
+            groups[name], _ = ResourceGroup.objects.get_or_create(
+                name=name, defaults={"kind": kind, "device_models": group_models}
+            )
+        for tenant in ("team-nlp", "team-vision", "platform"):
+            for group_name, group in groups.items():
+                strategy = (
+                    QueueStrategy.STRICT_FIFO if group_name == "ascend-exclusive"
+                    else QueueStrategy.BEST_EFFORT_FIFO
+                )
+                Queue.objects.get_or_create(
+                    tenant=tenants[tenant], name=group_name,
+                    defaults={"resource_group": group, "strategy": strategy},
+                )
+                for dimension, nominal in (
+                    ("devices", 6000), ("memory_mib", 6 * 98304), ("cores_percent", 600),
+                ):
+                    Quota.objects.get_or_create(
+                        tenant=tenants[tenant], resource_group=group, flavor="*",
+                        dimension=dimension, defaults={"nominal": nominal},
+                    )
+        User = get_user_model()
+        admin, made = User.objects.get_or_create(
+            username="admin", defaults={"is_staff": True, "is_superuser": True}
+        )
+        if made:
+            admin.set_password(password)
+            admin.save()
+        for username, tenant, role in DEMO_USERS:
+            user, made = User.objects.get_or_create(username=username)
+            if made:
+                user.set_password(password)
+                user.save()
+            Membership.objects.get_or_create(
+                user=user, tenant=tenants[tenant], defaults={"role": role}
+            )
+        if not Job.objects.filter(source="demo").exists():
+            rng = random.Random(42)
+            for _ in range(12):
+                submit_demo_job(rng)
+                created["jobs"] += 1
+    return created
+
+
+def submit_demo_job(rng: random.Random) -> Job | None:
+    """Submit one random sample job to a random demo queue (None when the demo is absent or
+    more than 40 demo jobs are queued already)."""
+    if Job.objects.filter(source="demo", state=JobState.QUEUED).count() > 40:
+        return None
+    queues = list(
+        Queue.objects.filter(resource_group__name__in=[g for g, _, _ in DEMO_GROUPS])
+        .select_related("resource_group")
+        .order_by("pk")
+    )
+    if not queues:
+        return None
+    queue = rng.choice(queues)
+    vendor = {
+        "nvidia-shared": "NVIDIA", "ascend-exclusive": "Ascend", "domestic-elastic":
+        rng.choice(["MLU", "DCU"]),
+    }[queue.resource_group.name]
+    types = {"MLU": ["MLU370-X8"], "DCU": ["K100_AI"]}.get(vendor, [])
+    shape = rng.choice(["slice", "slice", "slice", "whole", "multi"])
+    if shape == "slice":
+        container = ContainerSpec(
+            vendor=vendor, device_count=1, memory_mib=rng.choice([4096, 8192, 16384]),
+            cores_percent=rng.choice([10, 20, 30, 50]), device_types=types,
+        )
+    else:
+        container = ContainerSpec(
+            vendor=vendor, device_count=1 if shape == "whole" else rng.choice([2, 4]),
+            memory_percent=100, cores_percent=100, device_types=types,
+        )
+    kind = rng.choice(["notebook", "finetune", "inference", "eval"])
+    spec = JobSpec(
+        name=f"{kind}-{rng.randrange(10_000):04d}",
+        containers=[container],
+        priority=rng.choice([0, 0, 10, 100]),
+        cpu_milli=rng.choice([2000, 4000, 8000]),
+        memory_mib=rng.choice([8192, 16384, 32768]),
+        duration_s=float(rng.randrange(45, 400)),
+        source="demo",
+    )
+    return submit_job(queue, spec)

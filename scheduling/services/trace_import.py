@@ -1,0 +1,180 @@
+"""Load the Alibaba GPU-sharing trace (``cluster-trace-gpu-v2023``) into a simulated cluster.
+
+Node list → a ``simulated`` Cluster with Nodes and Devices (one DeviceModel per trace model);
+pod list → Jobs spread round-robin over N demo tenants, one queue each, on one resource group
+covering the cluster. A pod asking ``gpu_milli`` m on ``num_gpu`` k GPUs becomes one container
+asking k devices with ``cores_percent`` m/10 and ``memory_percent`` m/10 (HAMi semantics, so
+1000 milli = whole exclusive devices). Durations come from ``deletion_time - creation_time``
+(seconds) times ``time_scale``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from scheduling.choices import Backend, JobState, SlicingMode
+from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
+from scheduling.placement.trace import device_memory_mib, read_nodes, read_pods
+from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
+
+CLUSTER_LABEL = "console.llmops.io/cluster"
+TRACE_SPLIT_COUNT = 100  # 10-milli shares never run out of HAMi slots
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """Counts of what an import created."""
+
+    cluster: str
+    group_id: int
+    nodes: int
+    devices: int
+    jobs: int
+    tenants: int
+
+
+def import_trace(
+    nodes_path: str | Path,
+    pods_path: str | Path,
+    *,
+    cluster_name: str = "openb",
+    tenants: int = 4,
+    time_scale: float = 1.0,
+    quota_share: float = 1.0,
+    default_duration_s: float = 3600.0,
+) -> ImportResult:
+    """Create the cluster, inventory, tenants, quotas and jobs of a trace in one transaction.
+
+    Args:
+        nodes_path / pods_path: trace CSVs (``openb_node_list_*.csv``, ``openb_pod_list_*.csv``).
+        cluster_name: name of the new simulated cluster (must not exist yet).
+        tenants: number of demo tenants the jobs are spread over (round-robin).
+        time_scale: multiplier from trace seconds to simulated run time.
+        quota_share: each tenant's nominal quota as a share of the cluster's capacity.
+        default_duration_s: run time of pods without both timestamps.
+
+    Raises:
+        scheduling.placement.trace.TraceError: a malformed CSV (file, line, column named).
+        ValueError: bad arguments or an existing cluster of that name.
+    """
+    if tenants < 1:
+        raise ValueError("tenants must be at least 1")
+    if time_scale <= 0 or quota_share <= 0:
+        raise ValueError("time_scale and quota_share must be positive")
+    node_records = read_nodes(nodes_path)
+    pod_records = read_pods(pods_path)
+    with transaction.atomic():
+        if Cluster.objects.filter(name=cluster_name).exists():
+            raise ValueError(f"cluster {cluster_name!r} already exists")
+        cluster = Cluster.objects.create(
+            name=cluster_name, backend=Backend.SIMULATED, description=f"trace {Path(nodes_path).name}"
+        )
+        models = {}
+        for name in sorted({r.model for r in node_records if r.gpu_count}):
+            models[name], _ = DeviceModel.objects.get_or_create(
+                name=name,
+                defaults={
+                    "vendor": "NVIDIA",
+                    "memory_mib": device_memory_mib(name),
+                    "split_count": TRACE_SPLIT_COUNT,
+                    "slicing_mode": SlicingMode.FRACTIONAL,
+                    "resource_names": {
+                        "count": "nvidia.com/gpu",
+                        "memory_percentage": "nvidia.com/gpumem-percentage",
+                        "cores": "nvidia.com/gpucores",
+                    },
+                },
+            )
+        nodes = Node.objects.bulk_create(
+            Node(
+                cluster=cluster,
+                name=r.name,
+                cpu_milli=r.cpu_milli,
+                memory_mib=r.memory_mib,
+                labels={CLUSTER_LABEL: cluster_name, "gpu-model": r.model},
+            )
+            for r in node_records
+        )
+        devices = Device.objects.bulk_create(
+            (
+                Device(
+                    uuid=f"{cluster_name}-{r.name}-gpu{j}",
+                    node=node,
+                    model=models[r.model],
+                    index=j,
+                    memory_mib=models[r.model].memory_mib,
+                    cores_percent=100,
+                    split_count=TRACE_SPLIT_COUNT,
+                )
+                for node, r in zip(nodes, node_records, strict=True)
+                for j in range(r.gpu_count)
+            ),
+            batch_size=2000,
+        )
+        group = ResourceGroup.objects.create(
+            name=cluster_name,
+            kind="shared",
+            device_models=sorted(models),
+            node_selector={CLUSTER_LABEL: cluster_name},
+            description=f"every node of trace cluster {cluster_name}",
+        )
+        capacity_milli = 1000 * len(devices)
+        capacity_mem = sum(d.memory_mib for d in devices)
+        queues = []
+        for i in range(1, tenants + 1):
+            tenant = Tenant.objects.create(
+                name=f"{cluster_name}-tenant-{i}", display_name=f"Trace tenant {i}"
+            )
+            queues.append(Queue.objects.create(tenant=tenant, resource_group=group, name="default"))
+            for dimension, capacity in (
+                ("devices", capacity_milli),
+                ("memory_mib", capacity_mem),
+                ("cores_percent", 100 * len(devices)),
+            ):
+                Quota.objects.create(
+                    tenant=tenant,
+                    resource_group=group,
+                    flavor=ANY_FLAVOR,
+                    dimension=dimension,
+                    nominal=int(capacity * quota_share),
+                )
+        ordered = sorted(pod_records, key=lambda p: (p.creation_time or 0, p.line))
+        jobs = []
+        for i, pod in enumerate(ordered):
+            queue = queues[i % tenants]
+            if pod.creation_time is not None and pod.deletion_time is not None:
+                duration = max(1.0, (pod.deletion_time - pod.creation_time) * time_scale)
+            else:
+                duration = default_duration_s * time_scale
+            jobs.append(
+                Job(
+                    tenant_id=queue.tenant_id,
+                    queue=queue,
+                    name=pod.name,
+                    state=JobState.QUEUED,
+                    cpu_milli=pod.cpu_milli,
+                    memory_mib=pod.memory_mib,
+                    duration_s=duration,
+                    source="trace",
+                )
+            )
+        jobs = Job.objects.bulk_create(jobs, batch_size=2000)
+        JobContainer.objects.bulk_create(
+            (
+                JobContainer(
+                    job=job,
+                    name="main",
+                    vendor="NVIDIA",
+                    device_count=pod.num_gpu,
+                    memory_percent=(pod.gpu_milli // 10) if pod.num_gpu else None,
+                    cores_percent=(pod.gpu_milli // 10) if pod.num_gpu else 0,
+                    device_types=list(pod.gpu_spec),
+                )
+                for job, pod in zip(jobs, ordered, strict=True)
+            ),
+            batch_size=2000,
+        )
+    return ImportResult(cluster_name, group.pk, len(nodes), len(devices), len(jobs), tenants)

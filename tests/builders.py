@@ -1,0 +1,73 @@
+"""Small builders for database tests (explicit values, no randomness)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+
+from scheduling.models import Cluster, Device, DeviceModel, Node, Queue
+from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from tenants.models import Membership, Quota, ResourceGroup, Tenant
+
+A100 = "NVIDIA-A100-SXM4-80GB"
+
+
+def make_cluster(name="c1", nodes=2, gpus=2, memory_mib=81920, model=A100, vendor="NVIDIA",
+                 cpu_milli=64000, node_memory_mib=262144, split_count=10):
+    """A simulated cluster of ``nodes`` nodes "<name>-n<i>" with ``gpus`` devices each."""
+    cluster = Cluster.objects.create(name=name, backend="simulated")
+    device_model, _ = DeviceModel.objects.get_or_create(
+        name=model, defaults={"vendor": vendor, "memory_mib": memory_mib,
+                              "split_count": split_count}
+    )
+    for i in range(nodes):
+        node = Node.objects.create(
+            cluster=cluster, name=f"{name}-n{i}", cpu_milli=cpu_milli,
+            memory_mib=node_memory_mib, labels={"pool": name},
+        )
+        for j in range(gpus):
+            Device.objects.create(
+                uuid=f"GPU-{name}-{i}-{j}", node=node, model=device_model, index=j,
+                memory_mib=memory_mib, split_count=split_count,
+            )
+    return cluster
+
+
+def make_group(name="g1", models=(A100,), kind="shared", selector=None):
+    return ResourceGroup.objects.create(
+        name=name, kind=kind, device_models=list(models), node_selector=selector or {}
+    )
+
+
+def make_tenant(name, group, *, devices_milli=None, memory_mib=None, cores_percent=None,
+                flavor="*", strategy="BestEffortFIFO"):
+    """A tenant with a queue "default" on ``group`` and the given nominal quotas."""
+    tenant = Tenant.objects.create(name=name)
+    queue = Queue.objects.create(tenant=tenant, resource_group=group, name="default",
+                                 strategy=strategy)
+    for dimension, nominal in (("devices", devices_milli), ("memory_mib", memory_mib),
+                               ("cores_percent", cores_percent)):
+        if nominal is not None:
+            Quota.objects.create(tenant=tenant, resource_group=group, flavor=flavor,
+                                 dimension=dimension, nominal=nominal)
+    return tenant, queue
+
+
+def make_user(username, tenant=None, role="member", **extra):
+    user = get_user_model().objects.create_user(username=username, password="pw-" + username,
+                                                **extra)
+    if tenant is not None:
+        Membership.objects.create(user=user, tenant=tenant, role=role)
+    return user
+
+
+def gpu_job(queue, name="job", *, count=1, memory_mib=0, memory_percent=None, cores=0,
+            pods=1, priority=0, duration_s=60.0, cpu_milli=1000, types=(), enqueue=False):
+    """Submit a one-container job asking ``count`` NVIDIA devices."""
+    spec = JobSpec(
+        name=name, priority=priority, pod_count=pods, cpu_milli=cpu_milli, memory_mib=1024,
+        duration_s=duration_s,
+        containers=[ContainerSpec(device_count=count, memory_mib=memory_mib,
+                                  memory_percent=memory_percent, cores_percent=cores,
+                                  device_types=list(types))],
+    )
+    return submit_job(queue, spec, enqueue=enqueue)
