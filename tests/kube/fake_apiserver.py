@@ -55,6 +55,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from scheduling.kube.inventory import parse_quantity
+
 RESOURCE_GROUP = "resource.k8s.io"
 ALL_RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
@@ -441,6 +443,14 @@ def _check_labels(meta: dict, causes: list[tuple[str, str]]) -> None:
             causes.append(("metadata.annotations", f"Invalid value: {k!r}: must be a string"))
 
 
+def _is_integer_quantity(value: Any) -> bool:
+    try:
+        q = parse_quantity(value)
+    except ValueError:
+        return False
+    return q == q.to_integral_value()
+
+
 def _is_extended(resource: str) -> bool:
     """Extended resources: domain-qualified names outside kubernetes.io (integer-only)."""
     return "/" in resource and not resource.startswith(("kubernetes.io/", "requests."))
@@ -485,7 +495,7 @@ def _validate_pod(obj: dict, causes: list[tuple[str, str]]) -> None:
                         causes.append((f"{path}.resources.{part}[{rname}]",
                                        f"Invalid value: {q!r}: quantities must match the "
                                        "regular expression"))
-                    elif _is_extended(rname) and not re.fullmatch(r"\d+", str(q)):
+                    elif _is_extended(rname) and not _is_integer_quantity(q):
                         causes.append((f"{path}.resources.{part}[{rname}]",
                                        f"Invalid value: {q!r}: must be an integer"))
             for rname, q in requests.items():
