@@ -1,0 +1,13 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml ./
+COPY console ./console
+COPY scheduling ./scheduling
+COPY tenants ./tenants
+COPY templates ./templates
+COPY static ./static
+COPY manage.py ./
+RUN pip install --no-cache-dir .
+# Static files are served by WhiteNoise from the app folders (WHITENOISE_USE_FINDERS).
+ENV DJANGO_SETTINGS_MODULE=console.settings.base
+EXPOSE 8000
