@@ -74,6 +74,15 @@ class JobSubmitSerializer(serializers.Serializer):
         )
 
 
+class QueueSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.name")
+    resource_group = serializers.CharField(source="resource_group.name")
+
+    class Meta:
+        model = Queue
+        fields = ["id", "tenant", "name", "resource_group", "strategy"]
+
+
 class JobContainerSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobContainer

@@ -1,9 +1,10 @@
 from rest_framework.routers import DefaultRouter
 
-from scheduling.api.views import DeviceViewSet, JobViewSet, NodeViewSet
+from scheduling.api.views import DeviceViewSet, JobViewSet, NodeViewSet, QueueViewSet
 
 router = DefaultRouter()
 router.register("jobs", JobViewSet, basename="job")
+router.register("queues", QueueViewSet, basename="queue")
 router.register("nodes", NodeViewSet, basename="node")
 router.register("devices", DeviceViewSet, basename="device")
 urlpatterns = router.urls

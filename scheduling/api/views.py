@@ -16,6 +16,7 @@ from scheduling.api.serializers import (
     JobSerializer,
     JobSubmitSerializer,
     NodeSerializer,
+    QueueSerializer,
 )
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, Queue
@@ -88,6 +89,18 @@ class JobViewSet(
         """State changes and reasons of the job, oldest first."""
         job = self.get_object()
         return Response(JobEventSerializer(job.events.all(), many=True).data)
+
+
+class QueueViewSet(viewsets.ReadOnlyModelViewSet):
+    """Queues of the caller's tenants."""
+
+    serializer_class = QueueSerializer
+    filterset_fields = ["name", "strategy"]
+
+    def get_queryset(self):
+        queues = Queue.objects.select_related("tenant", "resource_group").order_by("pk")
+        tenant_ids = get_user_tenant_ids(self.request.user)
+        return queues if tenant_ids is None else queues.filter(tenant_id__in=tenant_ids)
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):

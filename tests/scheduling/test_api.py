@@ -158,3 +158,11 @@ def test_openapi_schema_is_served(api, world):
     schema = response.json()
     assert "/api/jobs/" in schema["paths"]
     assert "/api/jobs/{id}/cancel/" in schema["paths"]
+
+
+def test_queues_are_tenant_scoped(api, world):
+    api.force_authenticate(world["alice"])
+    body = api.get("/api/queues/").json()
+    assert [(q["tenant"], q["name"], q["resource_group"]) for q in body["results"]] == [
+        ("team-a", "default", "g1")
+    ]
