@@ -1,0 +1,68 @@
+"""Small builders for placement tests (no Django)."""
+
+from __future__ import annotations
+
+import json
+
+from scheduling.placement import (
+    ClusterSnapshot, ContainerRequest, Device, DeviceRequest, Node, PlacementRequest, PodRequest,
+)
+
+
+def gpu(uuid, node="n1", index=0, mem=81920, count=10, model="NVIDIA-A100-SXM4-80GB", **kw):
+    return Device(uuid, node, index, model, "NVIDIA", mem, 100, count, **kw)
+
+
+def node(name, devices, cpu=64000, mem=512000, **kw):
+    for d in devices:
+        d.node = name
+    return Node(name, devices, cpu_milli=cpu, memory_mib=mem, **kw)
+
+
+def snap(*nodes):
+    return ClusterSnapshot.from_nodes(list(nodes))
+
+
+def one(*reqs, name="p", cpu=0, mem=0, selector=None, **podkw):
+    pod = PodRequest(name, cpu, mem, (ContainerRequest("c", tuple(reqs)),),
+                     node_selector=selector or {}, **podkw)
+    return PlacementRequest(name, (pod,))
+
+
+def pod_of(*containers, name="p", cpu=0, mem=0):
+    return PlacementRequest(name, (PodRequest(name, cpu, mem, tuple(containers)),))
+
+
+def nv(count=1, **kw):
+    return DeviceRequest("NVIDIA", count, **kw)
+
+
+def uuids(decision, container=0, pod=0):
+    return [g.uuid for g in decision.pods[pod].containers[container].devices]
+
+
+def kube_node(name, annotations=None, cpu="64", memory="512Gi", labels=None, capacity=None,
+              allocatable=None, unschedulable=False):
+    status = {"allocatable": {"cpu": cpu, "memory": memory, **(allocatable or {})}}
+    if capacity is not None:
+        status["capacity"] = {"cpu": cpu, "memory": memory, **capacity}
+    return {"metadata": {"name": name, "annotations": annotations or {},
+                         "labels": labels or {}},
+            "spec": {"unschedulable": unschedulable}, "status": status}
+
+
+def nvidia_register(devs):
+    return json.dumps([{"id": u, "index": i, "count": c, "devmem": m, "devcore": 100,
+                        "type": t, "numa": numa, "mode": "hami-core", "health": True}
+                       for i, (u, c, m, t, numa) in enumerate(devs)])
+
+
+def kube_pod(name, containers, annotations=None, init=None, node_selector=None):
+    spec = {"containers": [{"name": n, "resources": {"limits": lim}} for n, lim in containers]}
+    if init:
+        spec["initContainers"] = [{"name": n, "resources": {"limits": lim}} for n, lim in init]
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default",
+                         "annotations": annotations or {}}, "spec": spec}
