@@ -336,13 +336,14 @@ class QuotaTree:
             stored_in_parent = node.subtree.get(fr, 0) - guaranteed
             used_in_parent = max(0, used - guaranteed)
             capped = stored_in_parent - used_in_parent + limit
-            if capped < parent_amount:
-                parent_amount = capped
-                if self.group.kind == GroupKind.EXCLUSIVE:
-                    bound = f"exclusive group {self.group.name}, no borrowing"
-                else:
-                    bound = f"borrowing limit of tenant {node.name}"
+            if capped <= parent_amount:
+                parent_amount, bound = capped, self._limit_label(node)
         return local + parent_amount, bound
+
+    def _limit_label(self, node: _Node) -> str:
+        if self.group.kind == GroupKind.EXCLUSIVE:
+            return f"exclusive group {self.group.name}, no borrowing"
+        return f"borrowing limit of tenant {node.name}"
 
     def potential(self, tenant: str, fr: FlavorResource) -> tuple[int, str]:
         """Most ``tenant`` could ever use of ``fr`` with an empty cohort (Kueue
@@ -359,12 +360,8 @@ class QuotaTree:
         parent_amount, bound = self._potential(node.parent, fr)
         amount = self._guaranteed(node, fr) + parent_amount
         limit = node.borrowing_limit.get(fr)
-        if limit is not None and node.subtree.get(fr, 0) + limit < amount:
-            amount = node.subtree.get(fr, 0) + limit
-            if self.group.kind == GroupKind.EXCLUSIVE:
-                bound = f"exclusive group {self.group.name}, no borrowing"
-            else:
-                bound = f"borrowing limit of tenant {node.name}"
+        if limit is not None and node.subtree.get(fr, 0) + limit <= amount:
+            amount, bound = node.subtree.get(fr, 0) + limit, self._limit_label(node)
         return amount, bound
 
     # -- fit ---------------------------------------------------------------------------------

@@ -1,0 +1,196 @@
+"""Phase 2: quota fit per dimension with borrowing/lending limits, kinds, nesting, caps."""
+
+from scheduling.admission import (
+    AggregateCap,
+    CycleConfig,
+    GroupKind,
+    PendingCode,
+    Tenant,
+    run_cycle,
+)
+from scheduling.admission.fake import PodShape
+from tests.admission.admission_builders import DEV, MEM, World, a100s, quota
+
+NO_FAIR = CycleConfig(fair_sharing=False)
+
+
+def ids(result):
+    return [a.workload_id for a in result.admitted]
+
+
+def verdicts(result):
+    return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
+
+
+def test_fits_within_nominal_and_charges_exactly():
+    w = World(a100s(3), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    admission = result.admitted[0]
+    assert admission.charges == {("a100", DEV): 2000, ("a100", MEM): 163840,
+                                 ("a100", "cores_percent"): 200}
+    assert admission.borrowing is False
+    assert admission.pod_count == 2
+    assert [p.node for p in admission.placement.pods] == ["n1", "n1"]
+    assert result.usage == {"team-a": admission.charges}
+    assert result.pending == ()
+
+
+def test_borrows_unused_nominal_of_the_cohort():
+    w = World(a100s(3), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.submit("a1", "team-a", pods=6)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    assert result.admitted[0].borrowing is True
+
+
+def test_borrowing_limit_caps_what_a_tenant_can_ever_get():
+    w = World(a100s(3), quotas=(quota("team-a", 4000, borrowing_limit=1000),
+                                quota("team-b", 4000)))
+    w.submit("a1", "team-a", pods=6)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == []
+    assert verdicts(result) == {"a1": (
+        PendingCode.EXCEEDS_MAX_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 6000, max 5000 "
+        "(nominal 4000; bounded by borrowing limit of tenant team-a)",
+        1, ())}
+
+
+def test_lending_limit_keeps_part_of_the_lenders_nominal_private():
+    # team-b lends at most 1000 and uses 3500 (3 whole + one half device): 500 of its
+    # lendable part is in use, so team-a can get 4000 + 500.
+    w = World(a100s(3), quotas=(quota("team-a", 4000),
+                                quota("team-b", 4000, lending_limit=1000)))
+    for i in range(3):
+        w.run(f"b{i}", "team-b")
+    w.run("b-half", "team-b", PodShape(cores_percent=50, memory_mib=1000))
+    w.submit("a1", "team-a", pods=5)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == []
+    assert verdicts(result) == {"a1": (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 5000, free 4000, "
+        "borrowable 500 (bounded by cohort a100-shared)",
+        1, ("preemption: reclaim from other tenants needs the job to fit in tenant team-a's "
+            "nominal quota",))}
+
+
+def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
+    w = World(a100s(3), kind=GroupKind.EXCLUSIVE,
+              quotas=(quota("team-a", 4000, borrowing_limit=None), quota("team-b", 4000)))
+    w.run("a0", "team-a", pods=2)
+    w.submit("a1", "team-a", pods=3)
+    w.submit("a2", "team-a", pods=6, created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == []
+    assert verdicts(result) == {
+        "a1": (PendingCode.WAITING_FOR_QUOTA,
+               "tenant team-a, group a100-shared, flavor a100, devices: needs 3000, free 2000, "
+               "borrowable 0 (bounded by exclusive group a100-shared, no borrowing)",
+               1, ("preemption: reclaim from other tenants needs the job to fit in tenant "
+                   "team-a's nominal quota",)),
+        "a2": (PendingCode.EXCEEDS_MAX_QUOTA,
+               "tenant team-a, group a100-shared, flavor a100, devices: needs 6000, max 4000 "
+               "(nominal 4000; bounded by exclusive group a100-shared, no borrowing)",
+               2, ()),
+    }
+
+
+def test_leaf_without_quota_row_may_not_use_a_managed_resource():
+    w = World(a100s(1), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
+              quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.submit("c1", "team-c")
+    result = run_cycle(w.snapshot(), w.placer)
+    assert verdicts(result)["c1"][1] == (
+        "tenant team-c, group a100-shared, flavor a100, devices: needs 1000, max 0 "
+        "(nominal 0; bounded by borrowing limit of tenant team-c)")
+
+
+def test_memory_dimension_blocks_with_its_own_numbers():
+    # Only memory is managed; team-a holds 2 whole devices (163840 MiB) of 172032 MiB.
+    w = World(a100s(2), quotas=(quota("team-a", 172032, MEM, borrowing_limit=0),
+                                quota("team-b", 0, MEM)))
+    w.run("a0", "team-a", pods=2)
+    w.submit("a1", "team-a", PodShape(memory_percent=50, cores_percent=30))
+    result = run_cycle(w.snapshot(), w.placer)
+    assert verdicts(result)["a1"][1] == (
+        "tenant team-a, group a100-shared, flavor a100, memory_mib: needs 40960, free 8192, "
+        "borrowable 0 (bounded by borrowing limit of tenant team-a)")
+
+
+def nested_world(dept_borrowing_limit=None):
+    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
+               Tenant("team-c"))
+    quotas = (quota("team-a", 2000), quota("team-b", 2000),
+              quota("team-c", 4000, lending_limit=0))
+    if dept_borrowing_limit is not None:
+        quotas += (quota("dept", 0, borrowing_limit=dept_borrowing_limit),)
+    return World(a100s(3), tenants=tenants, quotas=quotas)
+
+
+def test_nested_teams_borrow_from_their_department_sibling_not_from_a_private_lender():
+    w = nested_world()
+    w.submit("a1", "team-a", pods=4)
+    w.submit("a2", "team-a", pods=5, created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    assert verdicts(result)["a2"][:2] == (
+        PendingCode.EXCEEDS_MAX_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 5000, max 4000 "
+        "(nominal 2000; bounded by cohort a100-shared)")
+
+
+def test_department_borrowing_limit_is_named_as_the_blocking_level():
+    # dept lends from the cohort (team-c has no lending limit here) at most 1000.
+    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
+               Tenant("team-c"))
+    w = World(a100s(3), tenants=tenants, quotas=(
+        quota("team-a", 2000), quota("team-b", 2000), quota("team-c", 4000),
+        quota("dept", 0, borrowing_limit=1000)))
+    w.run("a0", "team-a", pods=2)
+    w.run("b0", "team-b", pods=2)
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert verdicts(result)["a1"][:2] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 2000, free 0, "
+        "borrowable 1000 (bounded by borrowing limit of tenant dept)")
+
+
+def test_aggregate_cap_over_a_department_limits_its_teams_together():
+    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    w = World(a100s(3), tenants=tenants,
+              quotas=(quota("team-a", 4000), quota("team-b", 4000)),
+              caps=(AggregateCap("dept-total", "dept", DEV, 3000),))
+    w.run("a0", "team-a", pods=2)
+    w.submit("b1", "team-b", pods=2)
+    w.submit("b2", "team-b", pods=1, created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["b2"]
+    assert verdicts(result)["b1"][:2] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant dept, cap dept-total, devices: needs 2000, used 2000, cap 3000")
+
+
+def test_model_family_cap_counts_only_its_flavors():
+    w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-a", 8000, flavor="t4")),
+              caps=(AggregateCap("a100-family", "team-a", DEV, 1000, flavors=("a100",)),))
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert verdicts(result)["a1"][:2] == (
+        PendingCode.EXCEEDS_MAX_QUOTA,
+        "tenant team-a, cap a100-family, devices: needs 2000, used 0, cap 1000")
+
+
+def test_non_preemptible_job_may_not_borrow():
+    w = World(a100s(3), quotas=(quota("team-a", 2000), quota("team-b", 4000)))
+    w.run("a0", "team-a")
+    w.submit("a1", "team-a", pods=2, preemptible=False)
+    w.submit("a2", "team-a", pods=1, preemptible=False, created=30)
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    assert ids(result) == ["a2"]
+    assert verdicts(result)["a1"][1] == (
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 2000, free 1000, "
+        "borrowable 0 (non-preemptible jobs may not borrow)")
