@@ -159,3 +159,352 @@ class RunResult:
     mean_wait_s: float | None = None
     p95_wait_s: float | None = None
     never_placed: int = 0
+
+
+def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
+    """(Framework, plugin) for policy ``name``: the core's default filters + the policy scorer."""
+    from scheduling.placement.plugins.frag_plugins import register_trace_policies
+    from scheduling.placement.profile import Profile
+    from scheduling.placement.registry import Registry
+
+    reg = Registry()
+    register_trace_policies(reg)
+    prof = Profile(
+        name=f"trace-{name}", scores=((name, 1.0),), registry=reg, select="max",
+        plugin_args={name: {"workload": workload, "tie_seed": tie_seed, "seed": seed}},
+    )
+    fw = prof.build()
+    return fw, fw.scores[0][0]
+
+
+def _core_has_fast_path() -> bool:
+    from scheduling.placement import runner
+
+    return bool(getattr(runner, "SUPPORTS_SELECT", False))
+
+
+class _Replay:
+    """One policy on one snapshot: place through the core, book, keep the metrics."""
+
+    def __init__(self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int) -> None:
+        from scheduling.placement.plugins.frag_plugins import tag_of
+
+        self.snapshot = snapshot
+        self.fw, self.plugin = _profile_for(name, workload, seed, seed)
+        self.use_place = _core_has_fast_path()
+        self.tag_of = tag_of
+        self.calc = FragCalculator(measure)
+        self.node_frag: dict[str, float] = {}
+        self.frag_total = 0.0
+        self.idle = 0
+        self.cap = 0
+        for n, node in snapshot.nodes.items():
+            f = self._frag(node)
+            self.node_frag[n] = f
+            self.frag_total += f
+            self.cap += GPU_MILLI * len(node.devices)
+        self.idle = self.cap
+        self.allocated = 0
+
+    def _frag(self, node) -> float:
+        from scheduling.placement.fragmentation import node_gpu_view
+
+        cpu, _m, gpus, types = node_gpu_view(node)
+        return self.calc.node(cpu, gpus, types) if sum(gpus) else 0.0
+
+    def _touch(self, name: str, pod, sign: int) -> None:
+        from scheduling.placement import place as _unused  # noqa: F401  (core import check)
+
+        if getattr(self.snapshot, "changed", None) is None:
+            self.plugin.sync(self.snapshot, [name], [(name, self.tag_of(pod), sign)])
+        elif self.tag_of(pod):
+            self.plugin.sync(self.snapshot, [], [(name, self.tag_of(pod), sign)])
+        f = self._frag(self.snapshot.nodes[name])
+        self.frag_total += f - self.node_frag[name]
+        self.node_frag[name] = f
+
+    def place(self, pod_req, gpu_milli: int):
+        """Place and book one pod; the Decision (booked when schedulable)."""
+        from scheduling.placement import PlacementRequest, place, reserve
+
+        req = PlacementRequest(pod_req.name, (pod_req,))
+        if self.use_place:
+            dec = place(self.snapshot, req, self.fw)
+        else:
+            dec = self.plugin.decide(self.snapshot, req)
+        if dec.schedulable:
+            reserve(self.snapshot, dec)
+            pa = dec.pods[0]
+            self.allocated += gpu_milli
+            self.idle -= gpu_milli
+            self._touch(pa.node, pod_req, +1)
+        return dec
+
+    def release(self, pod_req, dec, gpu_milli: int) -> None:
+        from scheduling.placement import unreserve
+
+        unreserve(self.snapshot, dec)
+        self.allocated -= gpu_milli
+        self.idle += gpu_milli
+        self._touch(dec.pods[0].node, pod_req, -1)
+
+    @property
+    def frag_rate(self) -> float:
+        return 100 * self.frag_total / self.idle if self.idle else 0.0
+
+
+def _kind(p: PodRecord) -> str:
+    if not p.num_gpu:
+        return "cpu"
+    return "share" if p.is_gpu_share else f"{p.num_gpu}gpu"
+
+
+def run_arrivals(name: str, nodes, pods, seed: int, tune: float, scale: int,
+                 workload: TargetWorkload, measure: TargetWorkload) -> RunResult:
+    """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
+    from scheduling.placement.trace import pod_request
+
+    snap = build_snapshot(nodes, replicas=scale)
+    rp = _Replay(name, snap, workload, measure, seed)
+    order = inflate(pods, rp.cap, tune, seed)
+    res = RunResult(name, seed, tasks=len(order))
+    arrived: list[float] = []
+    alloc: list[float] = []
+    frag: list[float] = []
+    submitted = 0
+    t0 = time.perf_counter()
+    for p in order:
+        submitted += p.total_gpu_milli
+        dec = rp.place(pod_request(p), p.total_gpu_milli)
+        if not dec.schedulable:
+            res.failed += 1
+            k = _kind(p)
+            res.failed_by_kind[k] = res.failed_by_kind.get(k, 0) + 1
+        arrived.append(100 * submitted / rp.cap)
+        alloc.append(100 * rp.allocated / rp.cap)
+        frag.append(rp.frag_rate)
+    res.seconds = time.perf_counter() - t0
+    res.allocation = bucket_means(arrived, alloc)
+    res.fragmentation = bucket_means(arrived, frag)
+    return res
+
+
+def run_departures(name: str, nodes, pods, seed: int, scale: int,
+                   workload: TargetWorkload, measure: TargetWorkload) -> RunResult:
+    """Time-based replay: arrive at creation_time, leave at deletion_time, FIFO wait queue.
+
+    Pods without both timestamps are skipped. A waiting task starts when it fits (queue head
+    first, retried after every departure) and then runs its original duration.
+    """
+    import heapq
+
+    from scheduling.placement.trace import pod_request
+
+    timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
+    if not timed:
+        raise ValueError("no pod has creation_time and deletion_time; --departures needs them")
+    snap = build_snapshot(nodes, replicas=scale)
+    rp = _Replay(name, snap, workload, measure, seed)
+    arrivals = sorted(
+        ((p.creation_time, r, k, p) for r in range(scale) for k, p in enumerate(timed)),
+        key=lambda x: (x[0], x[1], x[2]),
+    )
+    res = RunResult(name, seed, tasks=len(arrivals))
+    leave: list = []
+    queue: list = []
+    waits: list[int] = []
+    area = 0.0
+    last_t = arrivals[0][0]
+    seq = 0
+
+    def start(now: int, arr_t: int, tag: str, p: PodRecord) -> bool:
+        nonlocal seq
+        req = pod_request(p, name=tag)
+        dec = rp.place(req, p.total_gpu_milli)
+        if not dec.schedulable:
+            return False
+        if now > arr_t:
+            waits.append(now - arr_t)
+        seq += 1
+        heapq.heappush(leave, (now + (p.deletion_time - p.creation_time), seq, req, dec, p.total_gpu_milli))
+        return True
+
+    def drain_queue(now: int) -> None:
+        while queue and start(now, *queue[0]):
+            queue.pop(0)
+
+    t0 = time.perf_counter()
+    ai = 0
+    while ai < len(arrivals) or leave:
+        next_arr = arrivals[ai][0] if ai < len(arrivals) else None
+        next_leave = leave[0][0] if leave else None
+        now = next_leave if next_arr is None or (next_leave is not None and next_leave <= next_arr) else next_arr
+        area += rp.allocated * (now - last_t)
+        last_t = now
+        if next_leave is not None and now == next_leave:
+            _t, _s, req, dec, milli = heapq.heappop(leave)
+            rp.release(req, dec, milli)
+            drain_queue(now)
+            continue
+        t_arr, r, k, p = arrivals[ai]
+        ai += 1
+        tag = p.name if r == 0 else f"{p.name}-r{r}"
+        if queue or not start(now, t_arr, tag, p):
+            queue.append((t_arr, tag, p))
+    res.seconds = time.perf_counter() - t0
+    span = last_t - arrivals[0][0]
+    res.time_avg_allocation = 100 * area / (span * rp.cap) if span > 0 else None
+    res.waited = len(waits)
+    res.never_placed = len(queue)
+    res.failed = len(queue)
+    if waits:
+        waits.sort()
+        res.mean_wait_s = sum(waits) / len(waits)
+        res.p95_wait_s = float(waits[min(len(waits) - 1, int(0.95 * len(waits)))])
+    return res
+
+
+def _agg(values: list[float | None]) -> tuple[float | None, float | None]:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None, None
+    return sum(vals) / len(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def summarise(name: str, runs: list[RunResult], departures: bool) -> dict:
+    """The JSON object of one policy over its seeds."""
+    tasks = sum(r.tasks for r in runs)
+    secs = sum(r.seconds for r in runs)
+    out: dict = {
+        "policy": name,
+        "seeds": [r.seed for r in runs],
+        "failed": round(sum(r.failed for r in runs) / len(runs), 1),
+        "placements_per_s": round(tasks / secs, 1) if secs else 0.0,
+        "peak_rss_mib": round(_rss_mib(), 1),
+    }
+    if departures:
+        m, sd = _agg([r.time_avg_allocation for r in runs])
+        out["time_avg_allocation_pct"] = None if m is None else round(m, 2)
+        out["waited"] = round(sum(r.waited for r in runs) / len(runs), 1)
+        w, _ = _agg([r.mean_wait_s for r in runs])
+        p95, _ = _agg([r.p95_wait_s for r in runs])
+        out["mean_wait_s"] = None if w is None else round(w, 1)
+        out["p95_wait_s"] = None if p95 is None else round(p95, 1)
+        return out
+    alloc, alloc_sd, frag = {}, {}, {}
+    for b in BUCKETS:
+        m, sd = _agg([r.allocation.get(b) for r in runs])
+        alloc[str(b)] = None if m is None else round(m, 2)
+        alloc_sd[str(b)] = None if sd is None else round(sd, 2)
+        fm, _ = _agg([r.fragmentation.get(b) for r in runs])
+        frag[str(b)] = None if fm is None else round(fm, 2)
+    out["allocation_pct"] = alloc
+    out["allocation_sd"] = alloc_sd
+    out["fragmentation_pct"] = frag
+    kinds: dict[str, float] = {}
+    for r in runs:
+        for k, v in r.failed_by_kind.items():
+            kinds[k] = kinds.get(k, 0) + v / len(runs)
+    out["failed_by_kind"] = {k: round(v, 1) for k, v in sorted(kinds.items())}
+    return out
+
+
+def _print_text(summary: dict, departures: bool, out) -> None:
+    name = summary["policy"]
+    if departures:
+        print(
+            f"{name:14s} time-avg alloc {summary['time_avg_allocation_pct']}%  waited "
+            f"{summary['waited']}  mean wait {summary['mean_wait_s']} s  p95 {summary['p95_wait_s']} s  "
+            f"never placed {summary['failed']}  {summary['placements_per_s']:.0f} placements/s  "
+            f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
+            file=out,
+        )
+        return
+
+    def cell(b: str) -> str:
+        m, sd = summary["allocation_pct"][b], summary["allocation_sd"][b]
+        return "    -     " if m is None else f"{m:6.2f}±{sd:<4.2f}"
+
+    print(f"{name:14s} " + " ".join(cell(str(b)) for b in BUCKETS), file=out)
+    frag = " ".join(
+        "    -     " if summary["fragmentation_pct"][str(b)] is None
+        else f"{summary['fragmentation_pct'][str(b)]:6.2f}    "
+        for b in BUCKETS
+    )
+    print(f"{'  frag rate %':14s} {frag}", file=out)
+    print(
+        f"{'':14s} failed {summary['failed']} {summary['failed_by_kind']}  "
+        f"{summary['placements_per_s']:.0f} placements/s  peak RSS {summary['peak_rss_mib']:.0f} MiB",
+        file=out,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    from scheduling.placement.plugins.frag_plugins import POLICY_NAMES
+    from scheduling.placement.trace import TraceError
+
+    ap = argparse.ArgumentParser(prog="python -m scheduling.placement.bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", help="node CSV (openb_node_list_gpu_node.csv)")
+    ap.add_argument("--pods", help="pod CSV (openb_pod_list_*.csv)")
+    ap.add_argument("--policy", default="all", help="NAME[,NAME...] or all")
+    ap.add_argument("--seeds", default="42-51", help="e.g. 42-51 or 42,43")
+    ap.add_argument("--tune", type=float, default=1.3, help="inflate to TUNE x GPU capacity")
+    ap.add_argument("--coverage", type=float, default=0.95, help="FGD target-workload coverage")
+    ap.add_argument("--scale", type=int, default=1, help="replicate the node list K times")
+    ap.add_argument("--departures", action="store_true", help="time-based replay with departures")
+    ap.add_argument("--json", action="store_true", help="one JSON object per policy")
+    ap.add_argument("--list-policies", action="store_true", help="print policy names and exit")
+    args = ap.parse_args(argv)
+    if args.list_policies:
+        for n in POLICY_NAMES:
+            print(n)
+        return 0
+    if not args.nodes or not args.pods:
+        ap.error("--nodes and --pods are required")
+    if args.scale < 1:
+        ap.error("--scale must be >= 1")
+    names = list(POLICY_NAMES) if args.policy == "all" else [n.strip() for n in args.policy.split(",") if n.strip()]
+    unknown = [n for n in names if n not in POLICY_NAMES]
+    if unknown:
+        ap.error(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICY_NAMES)})")
+    try:
+        seeds = parse_seeds(args.seeds)
+        nodes = read_nodes(args.nodes)
+        pods = read_pods(args.pods)
+        workload = TargetWorkload.from_classes(task_classes(pods), args.coverage)
+    except (TraceError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.json:
+        mode = "departures" if args.departures else f"tune {args.tune}"
+        print(
+            f"# {args.pods}: {len(pods)} pods; {len(nodes)} nodes x{args.scale}; {mode}; seeds "
+            f"{seeds[0]}..{seeds[-1]}; target workload {len(workload.classes)} classes "
+            f"({100 * workload.coverage:.1f} % of tasks); path "
+            f"{'place()' if _core_has_fast_path() else 'plugin.decide() + reserve()'}"
+        )
+        if not args.departures:
+            print(f"{'policy':14s} " + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS) + "   (allocation % at arrived %)")
+    for name in names:
+        runs = []
+        for seed in seeds:
+            if args.departures:
+                runs.append(run_departures(name, nodes, pods, seed, args.scale, workload, workload))
+            else:
+                runs.append(run_arrivals(name, nodes, pods, seed, args.tune, args.scale, workload, workload))
+        summary = summarise(name, runs, args.departures)
+        if args.json:
+            print(json.dumps(summary), flush=True)
+        else:
+            _print_text(summary, args.departures, sys.stdout)
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
