@@ -21,6 +21,7 @@ interrupted anywhere is finished by calling it again.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -405,9 +406,10 @@ class KubernetesGateway:
             rv = lst.resource_version
             yield WatchEvent("RELISTED", None, rv, lst.items)
         while True:
-            left = int(deadline - time.monotonic())
-            if left <= 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return
+            left = max(1, math.ceil(remaining))
             kw = {"label_selector": label_selector, "watch": True, "resource_version": rv,
                   "timeout_seconds": left, "allow_watch_bookmarks": True,
                   "_preload_content": False}

@@ -639,6 +639,15 @@ _REASONS = {
 # ------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as received (for assertions on order, paths and headers)."""
+
+    method: str
+    path: str
+    headers: dict
+
+
 @dataclass
 class _Event:
     rv: int
@@ -700,6 +709,8 @@ class FakeApiServer:
         self._faults: list[Fault] = []
         self._stopping = False
         self.requests: list[tuple[str, str]] = []
+        self.request_log: list[RecordedRequest] = []
+        self.request_headers: list[dict[str, str]] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -1219,6 +1230,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         with fake._lock:
             fake.requests.append((method, self.path))
+            fake.request_log.append(RecordedRequest(method, self.path, dict(self.headers)))
+            fake.request_headers.append(dict(self.headers))
         try:
             body = self._read_body()
             fault = fake._take_fault(method, self.path)

@@ -6,10 +6,9 @@ import threading
 import time
 
 import pytest
+from fake_apiserver import FakeApiServer
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
-
-from fake_apiserver import FakeApiServer
 
 NS = "default"
 
