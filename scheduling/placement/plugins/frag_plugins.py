@@ -165,14 +165,16 @@ class TracePolicyPlugin:
         table = self.table
         if table is None or self._snapshot is not snapshot:
             return
-        for name in dict.fromkeys(node_names):
-            table.refresh(snapshot, name)
+        changed = dict.fromkeys(node_names)
         for node, tag, delta in tags:
             if tag:
                 t = table.tags[table.index[node]]
                 t[tag] = t.get(tag, 0) + delta
                 if t[tag] <= 0:
                     del t[tag]
+                changed[node] = None  # a tag change changes GpuClustering scores there
+        for name in changed:
+            table.refresh(snapshot, name)
         self._synced = True
 
     # -- fast path -----------------------------------------------------------------------------
