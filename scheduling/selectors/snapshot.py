@@ -21,6 +21,9 @@ from scheduling.placement.types import Node as CoreNode
 from tenants.models import ResourceGroup
 
 
+CHIP_VENDORS = ("Ascend", "Iluvatar")
+
+
 @dataclass
 class SnapshotIndex:
     """Maps the snapshot's names back to database ids.
@@ -41,19 +44,28 @@ class SnapshotIndex:
 
 
 def group_nodes(group: ResourceGroup):
-    """Nodes of a resource group: present, matching every label of its node selector."""
+    """Nodes of a resource group: present, matching every label of its node selector and,
+    when the group names device models, holding at least one present device of them."""
     nodes = Node.objects.filter(removed_at__isnull=True)
     if group.node_selector:
         nodes = nodes.filter(labels__contains=group.node_selector)
+    if group.device_models:
+        nodes = nodes.filter(
+            pk__in=Device.objects.filter(
+                removed_at__isnull=True, model__name__in=group.device_models
+            ).values("node_id")
+        )
     return nodes
 
 
 def group_devices(group: ResourceGroup):
     """Present devices of the group's nodes whose model is one of the group's models."""
-    devices = Device.objects.filter(removed_at__isnull=True, node__in=group_nodes(group))
+    devices = Device.objects.filter(removed_at__isnull=True)
+    if group.node_selector:
+        devices = devices.filter(node__labels__contains=group.node_selector)
     if group.device_models:
         devices = devices.filter(model__name__in=group.device_models)
-    return devices
+    return devices.filter(node__removed_at__isnull=True)
 
 
 def build_cluster_snapshot(group: ResourceGroup) -> tuple[ClusterSnapshot, SnapshotIndex]:
@@ -138,13 +150,16 @@ def build_cluster_snapshot(group: ResourceGroup) -> tuple[ClusterSnapshot, Snaps
 def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     """Translate a job (``containers`` prefetched) into the core's PlacementRequest.
 
-    A container without ``device_types`` accepts the group's device models.
+    A container without ``device_types`` accepts the group's device models. Vendors whose
+    requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
+    set when exactly one accepted model remains.
     """
     containers = []
     for c in job.containers.all():
         devices: tuple[DeviceRequest, ...] = ()
         if c.device_count:
             types = tuple(c.device_types) or tuple(group.device_models)
+            chip = types[0] if c.vendor in CHIP_VENDORS and len(types) == 1 else ""
             devices = (
                 DeviceRequest(
                     vendor=c.vendor,
@@ -153,6 +168,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                     memory_percent=c.memory_percent,
                     cores_percent=c.cores_percent,
                     types_include=types,
+                    chip=chip,
                 ),
             )
         containers.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
