@@ -35,8 +35,8 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from scheduling.placement.fragmentation import FragCalculator, TargetWorkload, TaskClass
 from scheduling.placement.trace import GPU_MILLI, PodRecord, build_snapshot, read_nodes, read_pods
@@ -78,12 +78,13 @@ def parse_seeds(text: str) -> list[int]:
 def task_classes(pods: Sequence[PodRecord]) -> list[TaskClass]:
     """One :class:`TaskClass` per pod (the FGD target-workload input)."""
     return [
-        TaskClass(p.cpu_milli, p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec)
-        for p in pods
+        TaskClass(p.cpu_milli, p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec) for p in pods
     ]
 
 
-def inflate(pods: Sequence[PodRecord], capacity_milli: int, tune: float, seed: int) -> list[PodRecord]:
+def inflate(
+    pods: Sequence[PodRecord], capacity_milli: int, tune: float, seed: int
+) -> list[PodRecord]:
     """Shuffle ``pods`` with ``seed`` then tune the list to ``tune`` x ``capacity_milli``.
 
     Up: append uniform draws (with replacement, from the original list) while the draw keeps
@@ -115,22 +116,33 @@ def inflate(pods: Sequence[PodRecord], capacity_milli: int, tune: float, seed: i
         total += src.total_gpu_milli
         order.append(
             PodRecord(
-                f"{src.name}-tuned-{i}", src.cpu_milli, src.memory_mib, src.num_gpu,
-                src.gpu_milli, src.gpu_spec, src.qos, src.pod_phase, src.creation_time,
-                src.deletion_time, src.scheduled_time, src.line,
+                f"{src.name}-tuned-{i}",
+                src.cpu_milli,
+                src.memory_mib,
+                src.num_gpu,
+                src.gpu_milli,
+                src.gpu_spec,
+                src.qos,
+                src.pod_phase,
+                src.creation_time,
+                src.deletion_time,
+                src.scheduled_time,
+                src.line,
             )
         )
         i += 1
     return order
 
 
-def bucket_means(arrived: Sequence[float], values: Sequence[float], buckets=BUCKETS) -> dict[int, float | None]:
+def bucket_means(
+    arrived: Sequence[float], values: Sequence[float], buckets=BUCKETS
+) -> dict[int, float | None]:
     """Mean of ``values`` over tasks whose rounded ``arrived`` % equals each bucket.
 
     When no task falls in bucket X the window X-1..X+1 is used; None when that is empty too.
     """
     by: dict[int, list[float]] = {}
-    for a, v in zip(arrived, values):
+    for a, v in zip(arrived, values, strict=False):
         by.setdefault(int(math.floor(a + 0.5)), []).append(v)
     out: dict[int, float | None] = {}
     for b in buckets:
@@ -170,7 +182,10 @@ def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
     reg = Registry()
     register_trace_policies(reg)
     prof = Profile(
-        name=f"trace-{name}", scores=((name, 1.0),), registry=reg, select="max",
+        name=f"trace-{name}",
+        scores=((name, 1.0),),
+        registry=reg,
+        select="max",
         plugin_args={name: {"workload": workload, "tie_seed": tie_seed, "seed": seed}},
     )
     fw = prof.build()
@@ -186,7 +201,9 @@ def _core_has_fast_path() -> bool:
 class _Replay:
     """One policy on one snapshot: place through the core, book, keep the metrics."""
 
-    def __init__(self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int) -> None:
+    def __init__(
+        self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int
+    ) -> None:
         from scheduling.placement.plugins.frag_plugins import tag_of
 
         self.snapshot = snapshot
@@ -259,8 +276,16 @@ def _kind(p: PodRecord) -> str:
     return "share" if p.is_gpu_share else f"{p.num_gpu}gpu"
 
 
-def run_arrivals(name: str, nodes, pods, seed: int, tune: float, scale: int,
-                 workload: TargetWorkload, measure: TargetWorkload) -> RunResult:
+def run_arrivals(
+    name: str,
+    nodes,
+    pods,
+    seed: int,
+    tune: float,
+    scale: int,
+    workload: TargetWorkload,
+    measure: TargetWorkload,
+) -> RunResult:
     """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
     from scheduling.placement.trace import pod_request
 
@@ -289,8 +314,9 @@ def run_arrivals(name: str, nodes, pods, seed: int, tune: float, scale: int,
     return res
 
 
-def run_departures(name: str, nodes, pods, seed: int, scale: int,
-                   workload: TargetWorkload, measure: TargetWorkload) -> RunResult:
+def run_departures(
+    name: str, nodes, pods, seed: int, scale: int, workload: TargetWorkload, measure: TargetWorkload
+) -> RunResult:
     """Time-based replay: arrive at creation_time, leave at deletion_time, FIFO wait queue.
 
     Pods without both timestamps are skipped. A waiting task starts when it fits (queue head
@@ -326,7 +352,9 @@ def run_departures(name: str, nodes, pods, seed: int, scale: int,
         if now > arr_t:
             waits.append(now - arr_t)
         seq += 1
-        heapq.heappush(leave, (now + (p.deletion_time - p.creation_time), seq, req, dec, p.total_gpu_milli))
+        heapq.heappush(
+            leave, (now + (p.deletion_time - p.creation_time), seq, req, dec, p.total_gpu_milli)
+        )
         return True
 
     def drain_queue(now: int) -> None:
@@ -338,7 +366,11 @@ def run_departures(name: str, nodes, pods, seed: int, scale: int,
     while ai < len(arrivals) or leave:
         next_arr = arrivals[ai][0] if ai < len(arrivals) else None
         next_leave = leave[0][0] if leave else None
-        now = next_leave if next_arr is None or (next_leave is not None and next_leave <= next_arr) else next_arr
+        now = (
+            next_leave
+            if next_arr is None or (next_leave is not None and next_leave <= next_arr)
+            else next_arr
+        )
         area += rp.allocated * (now - last_t)
         last_t = now
         if next_leave is not None and now == next_leave:
@@ -431,7 +463,8 @@ def _print_text(summary: dict, departures: bool, out) -> None:
 
     print(f"{name:14s} " + " ".join(cell(str(b)) for b in BUCKETS), file=out)
     frag = " ".join(
-        "    -     " if summary["fragmentation_pct"][str(b)] is None
+        "    -     "
+        if summary["fragmentation_pct"][str(b)] is None
         else f"{summary['fragmentation_pct'][str(b)]:6.2f}    "
         for b in BUCKETS
     )
@@ -448,7 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from scheduling.placement.plugins.frag_plugins import POLICY_NAMES
     from scheduling.placement.trace import TraceError
 
-    ap = argparse.ArgumentParser(prog="python -m scheduling.placement.bench", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m scheduling.placement.bench", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--nodes", help="node CSV (openb_node_list_gpu_node.csv)")
     ap.add_argument("--pods", help="pod CSV (openb_pod_list_*.csv)")
     ap.add_argument("--policy", default="all", help="NAME[,NAME...] or all")
@@ -468,7 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--nodes and --pods are required")
     if args.scale < 1:
         ap.error("--scale must be >= 1")
-    names = list(POLICY_NAMES) if args.policy == "all" else [n.strip() for n in args.policy.split(",") if n.strip()]
+    names = (
+        list(POLICY_NAMES)
+        if args.policy == "all"
+        else [n.strip() for n in args.policy.split(",") if n.strip()]
+    )
     unknown = [n for n in names if n not in POLICY_NAMES]
     if unknown:
         ap.error(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICY_NAMES)})")
@@ -489,14 +528,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'place()' if _core_has_fast_path() else 'plugin.decide() + reserve()'}"
         )
         if not args.departures:
-            print(f"{'policy':14s} " + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS) + "   (allocation % at arrived %)")
+            print(
+                f"{'policy':14s} "
+                + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS)
+                + "   (allocation % at arrived %)"
+            )
     for name in names:
         runs = []
         for seed in seeds:
             if args.departures:
                 runs.append(run_departures(name, nodes, pods, seed, args.scale, workload, workload))
             else:
-                runs.append(run_arrivals(name, nodes, pods, seed, args.tune, args.scale, workload, workload))
+                runs.append(
+                    run_arrivals(name, nodes, pods, seed, args.tune, args.scale, workload, workload)
+                )
         summary = summarise(name, runs, args.departures)
         if args.json:
             print(json.dumps(summary), flush=True)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from scheduling.placement.types import ClusterSnapshot, Device, Node
 
@@ -157,7 +157,7 @@ def class_fragment(
     allowed = task.gpu_types
     frag = 0
     fits = 0
-    for g, t in zip(gpu_free_milli, gpu_types):
+    for g, t in zip(gpu_free_milli, gpu_types, strict=False):
         if g >= task.gpu_milli and (not allowed or t in allowed):
             fits += 1
         else:
@@ -173,7 +173,7 @@ def node_fragment(
 ) -> float:
     """F_n(M) = sum_m p_m F_n(m), milli-GPU (float)."""
     out = 0.0
-    for task, p in zip(workload.classes, workload.weights):
+    for task, p in zip(workload.classes, workload.weights, strict=False):
         out += p * class_fragment(cpu_free_milli, gpu_free_milli, gpu_types, task)
     return out
 
@@ -195,7 +195,7 @@ class FragCalculator:
         self._cpu_levels = sorted({c.cpu_milli for c in workload.classes})
         self._memo: dict[tuple, float] = {}
         self._by_type: dict[str, tuple] = {}
-        self._classes = list(zip(workload.classes, workload.weights))
+        self._classes = list(zip(workload.classes, workload.weights, strict=False))
 
     def cpu_level(self, cpu_free_milli: int) -> int:
         """Number of distinct class CPU requests that fit in ``cpu_free_milli``."""
@@ -247,7 +247,9 @@ class FragCalculator:
         self._memo[key] = val
         return val
 
-    def node(self, cpu_free_milli: int, gpu_free_milli: Sequence[int], gpu_types: Sequence[str]) -> float:
+    def node(
+        self, cpu_free_milli: int, gpu_free_milli: Sequence[int], gpu_types: Sequence[str]
+    ) -> float:
         """F_n(M) for any node (mixed models fall back to the direct sum)."""
         if not gpu_free_milli:
             return 0.0
@@ -343,11 +345,15 @@ def _stranded_milli(cpu: int, gpus: Sequence[int], types: Sequence[str], wl: Tar
             continue
         useful = False
         for c in gpu_classes:
-            if cpu < c.cpu_milli or g < c.gpu_milli or (c.gpu_types and types[j] not in c.gpu_types):
+            if (
+                cpu < c.cpu_milli
+                or g < c.gpu_milli
+                or (c.gpu_types and types[j] not in c.gpu_types)
+            ):
                 continue
             fits = sum(
                 1
-                for g2, t2 in zip(gpus, types)
+                for g2, t2 in zip(gpus, types, strict=False)
                 if g2 >= c.gpu_milli and (not c.gpu_types or t2 in c.gpu_types)
             )
             if fits >= c.num_gpu:

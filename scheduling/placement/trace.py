@@ -144,7 +144,9 @@ class PodRecord:
         return self.num_gpu == 1 and self.gpu_milli < GPU_MILLI
 
 
-def _open_rows(path: str | Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def _open_rows(
+    path: str | Path, required: tuple[str, ...]
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -173,7 +175,9 @@ def _open_rows(path: str | Path, required: tuple[str, ...]) -> tuple[list[str], 
     return header, rows
 
 
-def _int(path: str | Path, line: int, column: str, raw: str, *, lo: int = 0, hi: int | None = None) -> int:
+def _int(
+    path: str | Path, line: int, column: str, raw: str, *, lo: int = 0, hi: int | None = None
+) -> int:
     try:
         value = int(raw)
     except ValueError:
@@ -206,7 +210,9 @@ def read_nodes(path: str | Path) -> list[NodeRecord]:
         if not name:
             raise TraceError(path, line, "sn", "empty node name")
         if name in seen:
-            raise TraceError(path, line, "sn", f"duplicate node {name!r} (first on line {seen[name]})")
+            raise TraceError(
+                path, line, "sn", f"duplicate node {name!r} (first on line {seen[name]})"
+            )
         seen[name] = line
         cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
         mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
@@ -237,7 +243,11 @@ def read_pods(path: str | Path) -> list[PodRecord]:
             creation, or a duplicate pod name.
     """
     header, rows = _open_rows(path, POD_REQUIRED_COLUMNS)
-    col = {name: header.index(name) for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS if name in header}
+    col = {
+        name: header.index(name)
+        for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS
+        if name in header
+    }
     seen: dict[str, int] = {}
     out: list[PodRecord] = []
 
@@ -251,7 +261,9 @@ def read_pods(path: str | Path) -> list[PodRecord]:
         if not name:
             raise TraceError(path, line, "name", "empty pod name")
         if name in seen:
-            raise TraceError(path, line, "name", f"duplicate pod {name!r} (first on line {seen[name]})")
+            raise TraceError(
+                path, line, "name", f"duplicate pod {name!r} (first on line {seen[name]})"
+            )
         seen[name] = line
         cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
         mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
@@ -328,12 +340,20 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
             mem = device_memory_mib(rec.model)
             devices = [
                 Device(
-                    uuid=f"{name}-gpu{j}", node=name, index=j, type=rec.model, vendor="NVIDIA",
-                    memory_mib=mem, cores_percent=100, split_count=split_count,
+                    uuid=f"{name}-gpu{j}",
+                    node=name,
+                    index=j,
+                    type=rec.model,
+                    vendor="NVIDIA",
+                    memory_mib=mem,
+                    cores_percent=100,
+                    split_count=split_count,
                 )
                 for j in range(rec.gpu_count)
             ]
-            out.append(Node(name=name, devices=devices, cpu_milli=rec.cpu_milli, memory_mib=rec.memory_mib))
+            out.append(
+                Node(name=name, devices=devices, cpu_milli=rec.cpu_milli, memory_mib=rec.memory_mib)
+            )
     return ClusterSnapshot.from_nodes(out)
 
 
@@ -350,7 +370,10 @@ def pod_request(pod: PodRecord, name: str | None = None):
         pct = pod.gpu_milli // 10
         devices = (
             DeviceRequest(
-                vendor="NVIDIA", count=pod.num_gpu, memory_percent=pct, cores_percent=pct,
+                vendor="NVIDIA",
+                count=pod.num_gpu,
+                memory_percent=pct,
+                cores_percent=pct,
                 types_include=pod.gpu_spec,
             ),
         )

@@ -73,7 +73,24 @@ def test_cli_json_and_list(tmp_path, capsys):
     n, p = files(tmp_path)
     assert bench.main(["--list-policies"]) == 0
     assert capsys.readouterr().out.split()[0] == "FragGuard"
-    assert bench.main(["--nodes", str(n), "--pods", str(p), "--policy", "BestFit,FGD", "--seeds", "1-2", "--tune", "0", "--json"]) == 0
+    assert (
+        bench.main(
+            [
+                "--nodes",
+                str(n),
+                "--pods",
+                str(p),
+                "--policy",
+                "BestFit,FGD",
+                "--seeds",
+                "1-2",
+                "--tune",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [r["policy"] for r in rows] == ["BestFit", "FGD"]
     assert rows[0]["seeds"] == [1, 2] and rows[0]["failed"] == 1.0

@@ -54,7 +54,12 @@ def test_calculator_matches_direct_sum_and_memoises():
 
 
 def test_target_workload_cut_and_order():
-    x, y, z, w = (TaskClass(1000, 500, 1), TaskClass(0, 0, 0), TaskClass(5, 1000, 8), TaskClass(9, 1000, 1))
+    x, y, z, w = (
+        TaskClass(1000, 500, 1),
+        TaskClass(0, 0, 0),
+        TaskClass(5, 1000, 8),
+        TaskClass(9, 1000, 1),
+    )
     tasks = [x] * 5 + [y] * 3 + [z, w]
     wl = TargetWorkload.from_classes(tasks, coverage=0.8)
     assert wl.classes == (x, y)
@@ -79,15 +84,38 @@ def _node(name, frees, cpu=8000, cpu_used=0):
     devs = []
     for j, free in enumerate(frees):
         used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
+        devs.append(
+            Device(
+                f"{name}-{j}",
+                name,
+                j,
+                "T4",
+                "NVIDIA",
+                16000,
+                100,
+                100,
+                used_slots=1 if used else 0,
+                used_cores_percent=used,
+                used_memory_mib=16000 * used // 100,
+            )
+        )
     return Node(name, devs, cpu_milli=cpu, memory_mib=64000, used_cpu_milli=cpu_used)
 
 
 def test_device_free_milli_uses_the_tighter_of_cores_and_memory():
-    d = Device("u", "n", 0, "T4", "NVIDIA", 16000, 100, 10, used_slots=1, used_cores_percent=30,
-               used_memory_mib=8000)
+    d = Device(
+        "u",
+        "n",
+        0,
+        "T4",
+        "NVIDIA",
+        16000,
+        100,
+        10,
+        used_slots=1,
+        used_cores_percent=30,
+        used_memory_mib=8000,
+    )
     assert device_free_milli(d) == 500  # memory 50 % free, cores 70 %
     d.used_slots = 10
     assert device_free_milli(d) == 0  # no slot left
@@ -97,7 +125,9 @@ def test_device_free_milli_uses_the_tighter_of_cores_and_memory():
 
 
 def test_snapshot_fragmentation_totals():
-    snap = ClusterSnapshot.from_nodes([_node("a", (1000, 300, 600, 0), cpu=4000), _node("b", (1000, 1000))])
+    snap = ClusterSnapshot.from_nodes(
+        [_node("a", (1000, 300, 600, 0), cpu=4000), _node("b", (1000, 1000))]
+    )
     rep = snapshot_fragmentation(snap, WL)
     a, b = rep.nodes
     assert (a.idle_milli, a.fragment_milli) == (1900, pytest.approx(1100.0))

@@ -5,7 +5,13 @@ import pytest
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
 from scheduling.placement.plugins.frag_plugins import POLICY_NAMES, TracePolicyPlugin
 from scheduling.placement.types import (
-    ClusterSnapshot, ContainerRequest, Device, DeviceRequest, Node, PlacementRequest, PodRequest,
+    ClusterSnapshot,
+    ContainerRequest,
+    Device,
+    DeviceRequest,
+    Node,
+    PlacementRequest,
+    PodRequest,
 )
 
 WL = TargetWorkload((TaskClass(1000, 500, 1),), (1.0,))
@@ -15,14 +21,30 @@ def node(name, frees, cpu=16000):
     devs = []
     for j, free in enumerate(frees):
         used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
+        devs.append(
+            Device(
+                f"{name}-{j}",
+                name,
+                j,
+                "T4",
+                "NVIDIA",
+                16000,
+                100,
+                100,
+                used_slots=1 if used else 0,
+                used_cores_percent=used,
+                used_memory_mib=16000 * used // 100,
+            )
+        )
     return Node(name, devs, cpu_milli=cpu, memory_mib=262144)
 
 
 def request(cpu=1000, gpus=1, milli=300):
-    devs = (DeviceRequest("NVIDIA", gpus, memory_percent=milli // 10, cores_percent=milli // 10),) if gpus else ()
+    devs = (
+        (DeviceRequest("NVIDIA", gpus, memory_percent=milli // 10, cores_percent=milli // 10),)
+        if gpus
+        else ()
+    )
     return PlacementRequest("t", (PodRequest("t", cpu, 1024, (ContainerRequest("main", devs),)),))
 
 
@@ -105,8 +127,8 @@ def test_no_fit_gives_reason_and_incremental_matches_rebuild():
 
 
 def test_registry_names_and_recommended_first():
-    from scheduling.placement.registry import Registry
     from scheduling.placement.plugins.frag_plugins import register_trace_policies
+    from scheduling.placement.registry import Registry
 
     reg = Registry()
     register_trace_policies(reg)

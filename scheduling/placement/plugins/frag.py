@@ -37,7 +37,9 @@ class FgdPolicy:
             highest wins). False = simulator-faithful.
     """
 
-    def __init__(self, workload: TargetWorkload, name: str = "FGD", pack_tiebreak: bool = False) -> None:
+    def __init__(
+        self, workload: TargetWorkload, name: str = "FGD", pack_tiebreak: bool = False
+    ) -> None:
         self.name = name
         self.workload = workload
         self.calc = FragCalculator(workload)
@@ -65,7 +67,14 @@ class FgdPolicy:
         for j in table.fitting_gpus(i, task):
             after_g = list(g)
             after_g[j] -= task.gpu_milli
-            out.append((self._refine(fgd_score(before, self._frag(table, i, cpu2, after_g)), after_g, cpu2), j))
+            out.append(
+                (
+                    self._refine(
+                        fgd_score(before, self._frag(table, i, cpu2, after_g)), after_g, cpu2
+                    ),
+                    j,
+                )
+            )
         return out
 
     def _refine(self, s: int, after_g: list[int], cpu_after: int) -> int:
@@ -85,8 +94,12 @@ class FgdPolicy:
         if model is not None:
             calc = self.calc
             memo_key = (
-                model, calc.cpu_level(cpu), calc.cpu_level(cpu - task.cpu_milli),
-                tuple(sorted(g)), task.gpu_milli, task.num_gpu,
+                model,
+                calc.cpu_level(cpu),
+                calc.cpu_level(cpu - task.cpu_milli),
+                tuple(sorted(g)),
+                task.gpu_milli,
+                task.num_gpu,
                 cpu // 256 if self.pack_tiebreak else 0,
             )
             hit = self._memo.get(memo_key)
@@ -101,7 +114,11 @@ class FgdPolicy:
             after_g = list(g)
             for j in table.whole_gpus(i, task) if task.num_gpu else ():
                 after_g[j] = 0
-            s = self._refine(fgd_score(before, self._frag(table, i, cpu - task.cpu_milli, after_g)), after_g, cpu - task.cpu_milli)
+            s = self._refine(
+                fgd_score(before, self._frag(table, i, cpu - task.cpu_milli, after_g)),
+                after_g,
+                cpu - task.cpu_milli,
+            )
         if memo_key is not None:
             self._memo[memo_key] = s
         return s

@@ -94,8 +94,16 @@ def task_view(pod: PodRequest) -> TaskView | None:
         return None
     r = reqs[0]
     if (
-        r.uuids_include or r.uuids_exclude or r.types_exclude or r.numa_bind or r.modes
-        or r.chip or r.soft_split or r.slices or r.memory_mib or r.count < 1
+        r.uuids_include
+        or r.uuids_exclude
+        or r.types_exclude
+        or r.numa_bind
+        or r.modes
+        or r.chip
+        or r.soft_split
+        or r.slices
+        or r.memory_mib
+        or r.count < 1
     ):
         return None
     pct = r.cores_percent
@@ -108,7 +116,9 @@ def task_view(pod: PodRequest) -> TaskView | None:
         return None
     if r.count > 1 and pct != 100:
         return None
-    return TaskView(pod.cpu_milli, pod.memory_mib, r.count, pct * 10, tuple(r.types_include), r.vendor)
+    return TaskView(
+        pod.cpu_milli, pod.memory_mib, r.count, pct * 10, tuple(r.types_include), r.vendor
+    )
 
 
 def tie_ranks(names: list[str], seed: int | None) -> list[int]:
@@ -132,8 +142,19 @@ class NodeTable:
     """
 
     __slots__ = (
-        "names", "index", "cpu", "mem", "gpus", "types", "model", "vendors", "ver", "rank",
-        "tags", "journal", "cap_milli",
+        "names",
+        "index",
+        "cpu",
+        "mem",
+        "gpus",
+        "types",
+        "model",
+        "vendors",
+        "ver",
+        "rank",
+        "tags",
+        "journal",
+        "cap_milli",
     )
 
     def __init__(self, snapshot: ClusterSnapshot, seed: int | None = None) -> None:
@@ -182,7 +203,7 @@ class NodeTable:
         allowed = task.gpu_types
         vend = task.vendor
         out = []
-        for j, (t, v) in enumerate(zip(self.types[i], self.vendors[i])):
+        for j, (t, v) in enumerate(zip(self.types[i], self.vendors[i], strict=False)):
             if v == vend and (not allowed or t in allowed):
                 out.append(j)
         return out
@@ -292,7 +313,7 @@ class LazySelector:
             heapify(heap)
             self._heaps[key] = heap
         else:
-            changed = set(journal[self._pos[key]:])
+            changed = set(journal[self._pos[key] :])
             self.evaluations += len(changed)
             for i in changed:
                 s = score(table, i, task)

@@ -23,8 +23,9 @@ Registry names (:data:`POLICY_NAMES`, recommended first): "FragGuard" (ours), "F
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.plugins.baselines import (
@@ -137,16 +138,22 @@ class TracePolicyPlugin:
 
     def _bind(self, snapshot: ClusterSnapshot) -> NodeTable:
         table = self.table
-        if table is None or self._snapshot is not snapshot or len(table.names) != len(snapshot.nodes):
+        if (
+            table is None
+            or self._snapshot is not snapshot
+            or len(table.names) != len(snapshot.nodes)
+        ):
             table = NodeTable(snapshot, self.tie_seed)
             self.table = table
             self._snapshot = snapshot
-            self.selector = None if isinstance(self.policy, RandomPolicy) else LazySelector(table, self.policy)
+            self.selector = (
+                None if isinstance(self.policy, RandomPolicy) else LazySelector(table, self.policy)
+            )
             self._journal_pos = len(getattr(snapshot, "changed", ()) or ())
             return table
         journal = getattr(snapshot, "changed", None)
         if journal is not None:
-            for name in dict.fromkeys(journal[self._journal_pos:]):
+            for name in dict.fromkeys(journal[self._journal_pos :]):
                 table.refresh(snapshot, name)
             self._journal_pos = len(journal)
         elif not self._synced:
@@ -154,7 +161,12 @@ class TracePolicyPlugin:
                 table.refresh(snapshot, name)
         return table
 
-    def sync(self, snapshot: ClusterSnapshot, node_names: Iterable[str], tags: Iterable[tuple[str, str, int]] = ()) -> None:
+    def sync(
+        self,
+        snapshot: ClusterSnapshot,
+        node_names: Iterable[str],
+        tags: Iterable[tuple[str, str, int]] = (),
+    ) -> None:
         """Refresh the mirror for ``node_names`` after the snapshot changed there.
 
         Args:
@@ -179,7 +191,9 @@ class TracePolicyPlugin:
 
     # -- fast path -----------------------------------------------------------------------------
 
-    def select(self, state: object, snapshot: ClusterSnapshot, pod: PodRequest) -> FastSelection | None:
+    def select(
+        self, state: object, snapshot: ClusterSnapshot, pod: PodRequest
+    ) -> FastSelection | None:
         """The policy's choice for a trace-shaped pod (None for other pods)."""
         task = task_view(pod)
         if task is None:
@@ -192,7 +206,9 @@ class TracePolicyPlugin:
             hit = self.selector.select(task)
             i, score = (None, 0) if hit is None else hit
         if i is None:
-            return FastSelection(None, reasons={"*": f"0/{len(table.names)} nodes fit {_describe(task)}"})
+            return FastSelection(
+                None, reasons={"*": f"0/{len(table.names)} nodes fit {_describe(task)}"}
+            )
         name = table.names[i]
         devs = self.policy.choose_gpus(table, i, task)
         return FastSelection(name, _grants(snapshot.nodes[name], pod, task, devs), float(score))
@@ -211,7 +227,9 @@ class TracePolicyPlugin:
             raise ValueError(f"pod {pod.name!r} is not trace-shaped")
         if sel.node is None:
             return Decision(False, reasons=sel.reasons, unplaced=(pod.name,))
-        pa = PodAssignment(pod.name, sel.node, sel.containers, pod.cpu_milli, pod.memory_mib, sel.score)
+        pa = PodAssignment(
+            pod.name, sel.node, sel.containers, pod.cpu_milli, pod.memory_mib, sel.score
+        )
         return Decision(True, pods=(pa,), node_scores={sel.node: sel.score})
 
     # -- general loop (ScorePlugin) --------------------------------------------------------------
@@ -235,7 +253,9 @@ def _describe(task: TaskView) -> str:
     )
 
 
-def _grants(node: Node, pod: PodRequest, task: TaskView, devs: tuple[int, ...]) -> tuple[ContainerAssignment, ...]:
+def _grants(
+    node: Node, pod: PodRequest, task: TaskView, devs: tuple[int, ...]
+) -> tuple[ContainerAssignment, ...]:
     pct = task.gpu_milli // 10
     out = []
     for c in pod.containers:
