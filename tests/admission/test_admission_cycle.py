@@ -1,0 +1,373 @@
+"""Phases 1, 3, 4 and 5: queue strategies, preemption, reclaim, fair sharing, gangs."""
+
+from datetime import timedelta
+
+from scheduling.admission import (
+    CycleConfig,
+    GroupKind,
+    PendingCode,
+    PreemptionReason,
+    QueueingStrategy,
+    Tenant,
+    run_cycle,
+)
+from scheduling.admission.fake import PodShape
+from tests.admission.admission_builders import NOW, World, a100s, quota
+
+NO_FAIR = CycleConfig(fair_sharing=False)
+RECLAIM_NOMINAL = ("preemption: reclaim from other tenants needs the job to fit in tenant "
+                   "team-a's nominal quota")
+
+
+def ids(result):
+    return [a.workload_id for a in result.admitted]
+
+
+def victims(result):
+    return [(p.victim_id, p.preemptor_id, p.reason) for p in result.preempted]
+
+
+def verdicts(result):
+    return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
+
+
+# -- phase 1: queue heads by strategy and priority --------------------------------------------
+
+def queue_world(strategy):
+    w = World(a100s(2), strategy=strategy,
+              quotas=(quota("team-a", 4000, borrowing_limit=0), quota("team-b", 4000)))
+    w.run("a0", "team-a", pods=2)
+    w.submit("a-big", "team-a", pods=3, created=60)
+    w.submit("a-small", "team-a", pods=1, created=30)
+    return w
+
+
+A_BIG_REASON = ("tenant team-a, group a100-shared, flavor a100, devices: needs 3000, free 2000, "
+                "borrowable 0 (bounded by borrowing limit of tenant team-a)")
+
+
+def test_strict_fifo_blocks_the_queue_behind_its_head():
+    w = queue_world(QueueingStrategy.STRICT_FIFO)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == []
+    assert verdicts(result) == {
+        "a-big": (PendingCode.WAITING_FOR_QUOTA, A_BIG_REASON, 1, (RECLAIM_NOMINAL,)),
+        "a-small": (PendingCode.BLOCKED_BY_HEAD,
+                    "queue q-team-a is StrictFIFO and its head a-big is not admitted", 2, ()),
+    }
+
+
+def test_best_effort_fifo_lets_later_jobs_try():
+    w = queue_world(QueueingStrategy.BEST_EFFORT_FIFO)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a-small"]
+    assert verdicts(result) == {
+        # reasons are as of the job's own evaluation (before a-small was admitted)
+        "a-big": (PendingCode.WAITING_FOR_QUOTA, A_BIG_REASON, 1, (RECLAIM_NOMINAL,)),
+    }
+    assert result.usage["team-a"][("a100", "devices")] == 3000
+
+
+def test_higher_priority_goes_first_even_when_submitted_later():
+    w = queue_world(QueueingStrategy.STRICT_FIFO)
+    w.submit("a-urgent", "team-a", pods=1, priority=5, created=1)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a-urgent"]
+    assert [(v.workload_id, v.position, v.code) for v in result.pending] == [
+        ("a-big", 1, PendingCode.WAITING_FOR_QUOTA),
+        ("a-small", 2, PendingCode.BLOCKED_BY_HEAD),
+    ]
+
+
+# -- phase 4c: preemption inside the tenant, minimum runtime -----------------------------------
+
+def priority_world(**lo1):
+    w = World(a100s(2), kind=GroupKind.EXCLUSIVE,
+              quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.run("lo1", "team-a", pods=2, priority=1, started=600, **lo1)
+    w.run("lo2", "team-a", pods=2, priority=2, started=300)
+    w.submit("hi", "team-a", pods=2, priority=5)
+    return w
+
+
+def test_lower_priority_job_of_the_same_tenant_is_preempted_first_lowest_priority():
+    w = priority_world()
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["hi"]
+    assert result.admitted[0].waits_for == ("lo1",)
+    (p,) = result.preempted
+    assert (p.victim_id, p.victim_tenant, p.preemptor_id, p.reason) == (
+        "lo1", "team-a", "hi", PreemptionReason.IN_TENANT)
+    assert p.message == "preempted by hi (priority 5 > 1) in tenant team-a"
+    assert (p.at, p.evict_by) == (NOW, NOW + timedelta(seconds=30))
+    assert "lo1" not in w.placer.held and "hi" in w.placer.held
+
+
+def test_minimum_runtime_protects_a_victim():
+    w = priority_world(min_runtime_s=900)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert victims(result) == [("lo2", "hi", PreemptionReason.IN_TENANT)]
+
+
+def test_non_preemptible_victim_is_skipped():
+    w = priority_world(preemptible=False)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert victims(result) == [("lo2", "hi", PreemptionReason.IN_TENANT)]
+
+
+def test_all_victims_protected_leaves_the_job_pending_with_the_reason():
+    w = World(a100s(2), kind=GroupKind.EXCLUSIVE,
+              quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.run("lo1", "team-a", pods=2, priority=1, started=600, min_runtime_s=900)
+    w.run("lo2", "team-a", pods=2, priority=2, started=300, min_runtime_s=900)
+    w.submit("hi", "team-a", pods=2, priority=5)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert result.admitted == () and result.preempted == ()
+    assert verdicts(result)["hi"] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 2000, free 0, "
+        "borrowable 0 (bounded by exclusive group a100-shared, no borrowing)",
+        1,
+        ("preemption: lo1 (tenant team-a) is protected by its minimum runtime until "
+         "2025-01-01T12:05:00+00:00",
+         "preemption: lo2 (tenant team-a) is protected by its minimum runtime until "
+         "2025-01-01T12:10:00+00:00",
+         RECLAIM_NOMINAL),
+    )
+    assert set(w.placer.held) == {"lo1", "lo2"}
+
+
+def test_equal_priority_is_never_preempted_within_the_tenant():
+    w = World(a100s(1), kind=GroupKind.EXCLUSIVE, quotas=(quota("team-a", 4000),))
+    w.run("same", "team-a", pods=4, priority=3)
+    w.submit("new", "team-a", pods=1, priority=3)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert result.preempted == ()
+    assert verdicts(result)["new"][0] == PendingCode.UNSCHEDULABLE
+
+
+# -- phase 4c: reclaim of lent capacity ---------------------------------------------------------
+
+def reclaim_world(**b3):
+    """8 devices, team-a nominal 4000 uses 2000, team-b nominal 4000 uses 6000 (borrows)."""
+    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.run("a0", "team-a", pods=2)
+    w.run("b1", "team-b", pods=2, started=3000)
+    w.run("b2", "team-b", pods=2, started=2000)
+    w.run("b3", "team-b", pods=2, started=1000, **b3)
+    return w
+
+
+def test_lender_reclaims_the_most_recent_job_of_the_borrower():
+    w = reclaim_world()
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    (p,) = result.preempted
+    assert (p.victim_id, p.victim_tenant, p.preemptor_tenant, p.reason) == (
+        "b3", "team-b", "team-a", PreemptionReason.RECLAIM_WITHIN_COHORT)
+    assert p.message == ("reclaimed by tenant team-a for a1: tenant team-b borrows a100 devices "
+                         "(usage 6000 > nominal 4000)")
+    assert result.admitted[0].borrowing is False
+    assert [pod.node for pod in result.admitted[0].placement.pods] == ["n2", "n2"]
+
+
+def test_reclaim_respects_the_victims_minimum_runtime():
+    w = reclaim_world(min_runtime_s=2000)
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert victims(result) == [("b2", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+
+
+def test_reclaim_never_takes_the_victim_tenant_below_nominal():
+    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.run("a0", "team-a", pods=2)
+    w.run("b-big", "team-b", pods=6)
+    w.submit("a1", "team-a", pods=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert result.admitted == () and result.preempted == ()
+    assert verdicts(result) == {"a1": (
+        PendingCode.UNSCHEDULABLE,
+        "unschedulable: pod 1/2: no node has 1 free device(s) for the shape",
+        1, ("preemption: no eligible victims",))}
+
+
+def test_reclaim_waits_for_the_preemption_delay():
+    w = reclaim_world()
+    w.submit("a1", "team-a", pods=2, created=60)
+    result = run_cycle(w.snapshot(), w.placer, CycleConfig(preemption_delay_s=120))
+    assert result.preempted == ()
+    assert verdicts(result)["a1"][3] == (
+        "preemption: reclaim from other tenants waits for the preemption delay (60s of 120s)",)
+    w2 = reclaim_world()
+    w2.submit("a1", "team-a", pods=2, created=180)
+    result = run_cycle(w2.snapshot(), w2.placer, CycleConfig(preemption_delay_s=120))
+    assert victims(result) == [("b3", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+
+
+def test_a_tenant_that_would_borrow_cannot_reclaim():
+    w = reclaim_world()
+    w.submit("a1", "team-a", pods=3)  # 2000 + 3000 > nominal 4000
+    result = run_cycle(w.snapshot(), w.placer)
+    assert result.preempted == ()
+    assert verdicts(result)["a1"][0] == PendingCode.UNSCHEDULABLE
+
+
+def test_two_reclaims_in_one_cycle_do_not_count_the_same_victim_twice():
+    w = reclaim_world()
+    w.submit("a1", "team-a", pods=2, created=60)
+    w.submit("a2", "team-a", pods=2, created=50)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    assert victims(result) == [("b3", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert verdicts(result)["a2"] == (
+        PendingCode.UNSCHEDULABLE,
+        "unschedulable: pod 1/2: no node has 1 free device(s) for the shape",
+        1, ("preemption: no eligible victims",))
+    assert result.usage["team-b"][("a100", "devices")] == 4000
+
+
+def test_two_lenders_reclaim_distinct_victims_in_one_cycle():
+    w = World(a100s(2), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
+              quotas=(quota("team-a", 3000), quota("team-b", 2000), quota("team-c", 3000)))
+    for i, started in enumerate((4000, 3000, 2000, 1000), start=1):
+        w.run(f"b{i}", "team-b", pods=2, started=started)
+    w.submit("a1", "team-a", pods=2, created=60)
+    w.submit("c1", "team-c", pods=2, created=50)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1", "c1"]
+    assert victims(result) == [("b4", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT),
+                               ("b3", "c1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert result.usage["team-b"][("a100", "devices")] == 4000
+
+
+# -- phase 3: fair sharing -------------------------------------------------------------------------
+
+def borrow_world(b_weight=1.0):
+    tenants = (Tenant("team-a"), Tenant("team-b", fair_share_weight=b_weight), Tenant("team-c"))
+    w = World(a100s(2), tenants=tenants, quotas=(
+        quota("team-a", 1000), quota("team-b", 1000), quota("team-c", 6000, lending_limit=2000)))
+    w.run("a0", "team-a", pods=2)
+    w.run("b0", "team-b", pods=1)
+    w.submit("a1", "team-a", created=120)
+    w.submit("b1", "team-b", created=60)
+    return w
+
+
+def test_lowest_dominant_share_borrows_next():
+    # cohort lendable 4000; after admission a borrows 2000 (share 500), b 1000 (share 250).
+    w = borrow_world()
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["b1"]
+    assert verdicts(result)["a1"] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 1000, free 0, "
+        "borrowable 0 (bounded by cohort a100-shared)",
+        1, (RECLAIM_NOMINAL,))
+
+
+def test_fair_share_weight_changes_who_borrows():
+    w = borrow_world(b_weight=0.25)  # b: 250 / 0.25 = 1000 > a: 500
+    assert ids(run_cycle(w.snapshot(), w.placer)) == ["a1"]
+
+
+def test_without_fair_sharing_fifo_decides_who_borrows():
+    w = borrow_world()
+    assert ids(run_cycle(w.snapshot(), w.placer, NO_FAIR)) == ["a1"]
+
+
+def reclaim_share_world():
+    tenants = (Tenant("team-a"), Tenant("team-b"), Tenant("team-c"))
+    w = World(a100s(2), tenants=tenants, quotas=(
+        quota("team-a", 4000), quota("team-b", 2000), quota("team-c", 2000)))
+    for i in range(1, 4):
+        w.run(f"b{i}", "team-b", started=500 if i == 3 else 6000)
+    for i in range(1, 6):
+        w.run(f"c{i}", "team-c", started=6000 - i * 1000)
+    w.submit("a1", "team-a")
+    return w
+
+
+def test_highest_dominant_share_is_reclaimed_first():
+    # b borrows 1000 (share 125), c borrows 3000 (share 375): c's newest job goes.
+    w = reclaim_share_world()
+    result = run_cycle(w.snapshot(), w.placer)
+    assert victims(result) == [("c5", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+
+
+def test_without_fair_sharing_the_newest_borrowing_job_is_reclaimed():
+    w = reclaim_share_world()
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    assert victims(result) == [("b3", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+
+
+# -- gangs ------------------------------------------------------------------------------------
+
+def gang_world():
+    w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-b", 0)))
+    w.run("x", "team-b", pods=3, preemptible=False)  # n1 gpu0-2, cannot be reclaimed
+    return w
+
+
+def test_gang_is_all_or_nothing():
+    w = gang_world()
+    w.submit("g1", "team-a", PodShape(devices=2), pods=3, created=60)
+    w.submit("g2", "team-a", PodShape(devices=2), pods=1, created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["g2"]
+    assert [g.uuid for g in result.admitted[0].placement.pods[0].containers[0].devices] == [
+        "n2-gpu0", "n2-gpu1"]
+    assert verdicts(result)["g1"] == (
+        PendingCode.UNSCHEDULABLE,
+        "unschedulable: pod 3/3: no node has 2 free device(s) for the shape", 1,
+        ("preemption: no eligible victims",))
+
+
+def test_gang_with_min_count_is_admitted_partially_and_atomically():
+    w = gang_world()
+    w.submit("g1", "team-a", PodShape(devices=2), pods=3, created=60, min_pod_count=2)
+    w.submit("g2", "team-a", PodShape(devices=2), pods=1, created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["g1"]
+    assert result.admitted[0].pod_count == 2
+    assert result.admitted[0].charges[("a100", "devices")] == 4000
+    assert verdicts(result)["g2"][0] == PendingCode.UNSCHEDULABLE
+
+
+def test_partial_gang_takes_the_largest_count_within_quota():
+    w = World(a100s(2), quotas=(quota("team-a", 3000, borrowing_limit=0), quota("team-b", 0)))
+    w.submit("g", "team-a", pods=5, min_pod_count=2)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert [(a.workload_id, a.pod_count) for a in result.admitted] == [("g", 3)]
+
+
+def test_gang_is_admitted_by_reclaiming_capacity_for_all_its_pods():
+    w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-b", 0)))
+    w.run("x1", "team-b", pods=2, started=300)  # n1 gpu0-1
+    w.run("x2", "team-b", pods=2, started=200)  # n1 gpu2-3
+    w.submit("g1", "team-a", PodShape(devices=2), pods=4)  # needs all 8 devices
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["g1"]
+    assert victims(result) == [("x2", "g1", PreemptionReason.RECLAIM_WITHIN_COHORT),
+                               ("x1", "g1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert result.admitted[0].waits_for == ("x2", "x1")
+
+
+def test_victim_set_is_minimised_by_fill_back():
+    w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-b", 0)))
+    w.run("x1", "team-b", pods=3, started=300)  # n1 gpu0-2
+    w.run("x3", "team-b", pods=1, started=100)  # n1 gpu3, newest: tried first, useless
+    w.run("x2", "team-b", pods=1, started=200)  # n2 gpu0
+    w.submit("g1", "team-a", PodShape(devices=4))  # a whole node
+    result = run_cycle(w.snapshot(), w.placer)
+    assert victims(result) == [("x2", "g1", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert set(w.placer.held) == {"x1", "x3", "g1"}
+
+
+def test_elastic_group_admissions_are_preemptible():
+    w = World(a100s(1), kind=GroupKind.ELASTIC,
+              quotas=(quota("team-a", 0, borrowing_limit=2000), quota("team-b", 4000)))
+    w.submit("e1", "team-a", pods=2, preemptible=True)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert [(a.workload_id, a.borrowing, a.preemptible) for a in result.admitted] == [
+        ("e1", True, True)]
