@@ -74,8 +74,8 @@ def _run(nodes: Any, pods: Any, pod: Any, args: argparse.Namespace, config: Any)
         return place_from_kube(nodes, pods, pod, args.node_policy, args.device_policy, config)
     except ValueError as exc:
         msg = str(exc)
-        src = (args.pod if msg.startswith("pod") else args.config if msg.startswith("config")
-               else args.pods if msg.startswith("pods") else args.nodes)
+        src = (args.pods if msg.startswith("pods") else args.pod if msg.startswith("pod")
+               else args.config if msg.startswith("config") else args.nodes)
         raise ValueError(f"{src}: {msg}") from None
 
 
