@@ -540,6 +540,7 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
         ManifestError: unknown vendor, missing image, MIG on non-NVIDIA, multi-device vNPU
             template, duplicate container names, no app container.
     """
+    _check_assignment(assignment)
     annotations: dict[str, str] = {}
     per_container: dict[str, dict[str, str]] = {}
     pins: dict[str, list[str]] = {}
@@ -585,6 +586,7 @@ def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
         ManifestError: a grant is fractional (cores < 100, or a MIG/template partition),
             unknown vendor, or the other :func:`build_hami` input errors.
     """
+    _check_assignment(assignment)
     per_container: dict[str, dict[str, str]] = {}
     for c in assignment.containers:
         limits: dict[str, str] = {}
@@ -706,6 +708,7 @@ def build_dra(assignment: PodAssignment, job: JobMeta, *,
         ManifestError: vendor without driver, sharing on a driver without consumable
             capacity, partition on a driver without partition attributes, bad api_version.
     """
+    _check_assignment(assignment)
     name = pod_name(job.placement_id, assignment.pod)
     cname = claim_name(name)
     per_container: dict[str, list[dict]] = {}
