@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         config = load_file(args.config, "--config") if args.config else None
         out = _run(nodes, pods, pod, args, config)
     except ValueError as exc:
-        print(f"error: {exc}".splitlines()[0], file=sys.stderr)
+        print(f"error: {exc}".splitlines()[0], file=sys.stderr)  # noqa: T201 - CLI output
         return 2
-    print(json.dumps(out, indent=2, sort_keys=False))
+    print(json.dumps(out, indent=2))  # noqa: T201 - CLI output
     return 0
 
 

@@ -20,7 +20,12 @@ from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import (
-    ClusterSnapshot, ContainerAssignment, Decision, PlacementRequest, PodAssignment, PodRequest,
+    ClusterSnapshot,
+    ContainerAssignment,
+    Decision,
+    PlacementRequest,
+    PodAssignment,
+    PodRequest,
 )
 
 __all__ = ["place", "reserve", "unreserve", "schedule_pod", "PodResult"]
@@ -60,11 +65,11 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
         st = p.pre_filter(state, pod, snapshot)
         if not st.ok:
             msg = st.reason or f"rejected by {st.plugin}"
-            return PodResult(None, {n: msg for n in names} or {"*": msg}, {})
+            return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
     policy = pod.node_policy or fw.profile.node_policy
     if policy not in ("binpack", "spread"):
         msg = f"pod {pod.name}: unknown node policy {policy!r}"
-        return PodResult(None, {n: msg for n in names} or {"*": msg}, {})
+        return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
     maximize = fw.maximize if not pod.node_policy else policy == "binpack"
     nodes = snapshot.nodes
     filters = fw.filters
@@ -103,7 +108,7 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     assignment = PodAssignment(
         pod.name, best.name,
         tuple(ContainerAssignment(c.name, tuple(g), c.init)
-              for (c, _), g in zip(containers, fit.containers)),
+              for (c, _), g in zip(containers, fit.containers, strict=False)),
         pod.cpu_milli, pod.memory_mib, best_score)
     return PodResult(assignment, {}, scores)
 

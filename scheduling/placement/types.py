@@ -10,8 +10,8 @@ Frozen: requests and results.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 __all__ = [
     "MigPlacement",

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 
 from scheduling.placement import (
-    ClusterSnapshot, ContainerRequest, Device, DeviceRequest, Node, PlacementRequest, PodRequest,
+    ClusterSnapshot,
+    ContainerRequest,
+    Device,
+    DeviceRequest,
+    Node,
+    PlacementRequest,
+    PodRequest,
 )
 
 

@@ -4,7 +4,12 @@ import pytest
 from placement_builders import gpu, node, nv, one, pod_of, snap, uuids
 
 from scheduling.placement import (
-    ContainerRequest, DeviceRequest, Profile, place, reserve, unreserve,
+    ContainerRequest,
+    DeviceRequest,
+    Profile,
+    place,
+    reserve,
+    unreserve,
 )
 
 
@@ -153,7 +158,8 @@ def test_mutex_policy_takes_only_idle_devices():
 
 def test_two_containers_sequential_on_one_copy():
     s = snap(node("n1", [gpu("GPU-0")]))
-    c = [ContainerRequest("a", (nv(memory_mib=30000),)), ContainerRequest("b", (nv(memory_mib=30000),))]
+    c = [ContainerRequest("a", (nv(memory_mib=30000),)),
+         ContainerRequest("b", (nv(memory_mib=30000),))]
     d = place(s, pod_of(*c))
     assert [x.devices[0].uuid for x in d.pods[0].containers] == ["GPU-0", "GPU-0"]
     reserve(s, d)

@@ -9,8 +9,13 @@ import pytest
 from placement_builders import kube_node, kube_pod, nvidia_register
 
 from scheduling.placement.hami import (
-    config_from_helm, decode_pod_devices, encode_pod_devices, node_from_kube, place_from_kube,
-    pod_request_from_kube, snapshot_from_kube,
+    config_from_helm,
+    decode_pod_devices,
+    encode_pod_devices,
+    node_from_kube,
+    place_from_kube,
+    pod_request_from_kube,
+    snapshot_from_kube,
 )
 from scheduling.placement.types import DeviceGrant
 from scheduling.placement.vendors import default_device_configs

@@ -110,7 +110,7 @@ def test_ascend_network_id_group_and_node_score():
     s = snap(node("n1", devs))
     d = place(s, one(DeviceRequest("Ascend", 2, chip="Ascend910B3")))
     got = uuids(d)
-    assert {u for u in got} <= {f"NPU-{i}" for i in range(4, 8)}
+    assert set(got) <= {f"NPU-{i}" for i in range(4, 8)}
     # node score: usage 3/32 slots, 0 cores, 3*65536/(8*65536) memory -> 10*(3/32+3/8)
     # plus 10 * (2 devices on one NetworkID / 2)
     assert d.node_scores["n1"] == pytest.approx(10 * (3 / 32 + 3 / 8) + 10)
@@ -161,8 +161,9 @@ def test_amd_cores_are_compute_units():
 
 
 def test_metax_gpu_later_containers_only_on_earlier_devices():
-    from scheduling.placement import ContainerRequest
     from placement_builders import pod_of
+
+    from scheduling.placement import ContainerRequest
     devs = [Device(f"MX-{i}", "n1", i, "Metax-GPU", "Metax", 65536, 100, 2) for i in range(2)]
     s = snap(node("n1", devs))
     r = DeviceRequest("Metax", memory_mib=1000, cores_percent=10)

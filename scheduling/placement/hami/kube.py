@@ -9,7 +9,10 @@ from typing import Any
 from scheduling.placement.hami.config import config_from_helm
 from scheduling.placement.hami.nodes import snapshot_from_kube
 from scheduling.placement.hami.pods import (
-    MIG_ANNOTATION, NODE_ANNOTATION, apply_existing_pods, encode_pod_devices,
+    MIG_ANNOTATION,
+    NODE_ANNOTATION,
+    apply_existing_pods,
+    encode_pod_devices,
     pod_request_from_kube,
 )
 from scheduling.placement.profile import Profile

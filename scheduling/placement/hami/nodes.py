@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduling.placement.hami.quantity import cpu_milli, memory_mib, plain_int
@@ -164,7 +164,7 @@ def _stale(value: str, now: datetime | None) -> bool:
         t = datetime.strptime(value[len("Requesting_"):], "%Y-%m-%d %H:%M:%S")
     except ValueError:
         return False
-    ref = now.astimezone(timezone.utc).replace(tzinfo=None) if now.tzinfo else now
+    ref = now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now
     return ref - t > timedelta(seconds=HANDSHAKE_STALE_S)
 
 

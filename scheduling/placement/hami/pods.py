@@ -16,8 +16,13 @@ from typing import Any
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import (
-    ClusterSnapshot, ContainerAssignment, ContainerRequest, DeviceGrant, DeviceRequest,
-    PodAssignment, PodRequest,
+    ClusterSnapshot,
+    ContainerAssignment,
+    ContainerRequest,
+    DeviceGrant,
+    DeviceRequest,
+    PodAssignment,
+    PodRequest,
 )
 from scheduling.placement.vendors.config import DeviceModelConfig
 
@@ -164,7 +169,8 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
                              cfg.resource_memory_percent, cfg.resource_cores) if n]
         limits_only = cfg.vendor in ("MetaxSGPU", "AMD")
 
-        def get(name: str) -> Any:
+        def get(name: str, cfg: DeviceModelConfig = cfg, limits_only: bool = limits_only
+                ) -> Any:
             if not name:
                 return None
             if name in lim:

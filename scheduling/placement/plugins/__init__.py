@@ -5,7 +5,10 @@ from __future__ import annotations
 from scheduling.placement.plugins import names
 from scheduling.placement.plugins.device_fit import DeviceFit
 from scheduling.placement.plugins.node import (
-    NodeRegistration, NodeResourcesFit, NodeSelector, NodeUnschedulable,
+    NodeRegistration,
+    NodeResourcesFit,
+    NodeSelector,
+    NodeUnschedulable,
 )
 from scheduling.placement.plugins.score import HAMiNodeScore
 from scheduling.placement.registry import Registry

@@ -13,11 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.placement.framework import (
-    SUCCESS, Code, CycleState, NodeFit, StateKey, Status,
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeFit,
+    StateKey,
+    Status,
 )
 from scheduling.placement.plugins import names
 from scheduling.placement.types import (
-    ClusterSnapshot, ContainerRequest, DeviceGrant, DeviceRequest, Node, PodRequest,
+    ClusterSnapshot,
+    ContainerRequest,
+    DeviceGrant,
+    DeviceRequest,
+    Node,
+    PodRequest,
 )
 from scheduling.placement.vendors import VendorPlugin, default_vendors
 from scheduling.placement.vendors.base import FitContext, Usage

@@ -32,7 +32,7 @@ Deliberate differences from HAMi, documented here:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
@@ -209,9 +209,7 @@ class VendorPlugin:
             return False
         if req.types_exclude and any(model_matches(dev.type, t) for t in req.types_exclude):
             return False
-        if req.modes and dev.mode not in req.modes:
-            return False
-        return True
+        return not (req.modes and dev.mode not in req.modes)
 
     def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
