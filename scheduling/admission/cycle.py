@@ -235,7 +235,7 @@ class AdmissionCycle:
         self.tree.add(entry.tenant, outcome.charges)
         borrowing = any(
             self.tree.usage(entry.tenant, fr) > self.tree.nominal(entry.tenant, fr)
-            for fr in _managed_keys(outcome.charges, self.tree)
+            for fr in _managed_keys(outcome.charges, self.tree, entry.tenant)
         )
         self.admitted.append(Admission(
             workload_id=entry.id, tenant=entry.tenant, queue=entry.queue,
@@ -403,10 +403,11 @@ def _negate(share: ShareKey) -> tuple[int, Fraction]:
     return (-share[0], -share[1])
 
 
-def _managed_keys(charges: Mapping[FlavorResource, int], tree: QuotaTree
+def _managed_keys(charges: Mapping[FlavorResource, int], tree: QuotaTree, tenant: str
                   ) -> list[FlavorResource]:
+    managed = tree.managed_for(tenant)
     keys = [(fr[0], Dimension(fr[1])) for fr, a in charges.items() if a > 0]
-    return sorted((k for k in keys if k in tree.managed), key=fr_sort_key)
+    return sorted((k for k in keys if k in managed), key=fr_sort_key)
 
 
 def validate_snapshot(snapshot: AdmissionSnapshot) -> None:

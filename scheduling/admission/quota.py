@@ -17,11 +17,17 @@ and nested tenants below their parents. Per flavor resource ``fr = (flavor, dime
   + borrowing_limit`` when a borrowing limit is set; at the root it is
   ``subtree - usage``.
 
-Only *managed* flavor resources are checked: those named by at least one quota row of the
-group. A managed resource without a row for some tenant defaults to nominal 0 and
-borrowing limit 0 for a tenant without children (it may not use that resource) and to a
-pass-through node (nominal 0, no limits) for a tenant with children. In an ``exclusive``
-group every lending and borrowing limit is 0.
+Which quota applies (documented rule, avoiding Volcano's "deserved must list every
+dimension" trap, volcano#4658):
+
+* A tenant may use a flavor only when it or an ancestor has at least one quota row for that
+  flavor; otherwise the job is rejected with "no quota for this flavor".
+* A flavor resource is *managed* for a tenant when it or an ancestor has a row for exactly
+  that ``(flavor, dimension)``. Unmanaged dimensions are not limited and their usage is not
+  counted in the cohort (e.g. only ``devices`` rows means memory and cores are free).
+* A tenant without its own row for a resource managed through an ancestor is a pass-through
+  node (nominal 0, no limits): it draws on the ancestor's pool (Kueue cohort-owned quota).
+* In an ``exclusive`` group every row's lending and borrowing limit is 0.
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ class QuotaBlock:
 class _Node:
     __slots__ = (
         "name", "parent", "children", "nominal", "borrowing_limit", "lending_limit",
-        "subtree", "own", "usage", "weight", "explicit",
+        "subtree", "own", "usage", "weight", "explicit", "managed",
     )
 
     def __init__(self, name: str | None, parent: _Node | None, weight: float) -> None:
@@ -88,6 +94,7 @@ class _Node:
         self.usage: dict[FlavorResource, int] = {}
         self.weight = weight
         self.explicit: set[FlavorResource] = set()
+        self.managed: set[FlavorResource] = set()
 
 
 class QuotaTree:
@@ -123,6 +130,9 @@ class QuotaTree:
         self._load_quotas(quota_rows)
         self._validate_caps()
         self._post_order = self._compute_post_order()
+        for node in reversed(self._post_order):  # parents before children
+            parent_managed = node.parent.managed if node.parent is not None else set()
+            node.managed = node.explicit | parent_managed
         self._compute_subtree()
         self._recompute_usage()
 
@@ -187,13 +197,8 @@ class QuotaTree:
             for fr in self.managed:
                 if fr in node.nominal:
                     continue
-                node.nominal[fr] = 0
-                if exclusive:
-                    node.borrowing_limit[fr], node.lending_limit[fr] = 0, 0
-                elif node.children:  # pass-through (Kueue cohort without quota)
-                    node.borrowing_limit[fr], node.lending_limit[fr] = None, None
-                else:  # a leaf without a row may not use the resource
-                    node.borrowing_limit[fr], node.lending_limit[fr] = 0, None
+                node.nominal[fr] = 0  # pass-through (Kueue cohort without quota)
+                node.borrowing_limit[fr], node.lending_limit[fr] = None, None
 
     def _validate_caps(self) -> None:
         flavors = {f.name for f in self.group.flavors}
@@ -227,7 +232,7 @@ class QuotaTree:
 
     def _recompute_usage(self) -> None:
         for node in self._post_order:
-            usage = dict(node.own)
+            usage = {fr: v for fr, v in node.own.items() if fr in node.managed}
             for child in node.children:
                 for fr, used in child.usage.items():
                     if fr not in self.managed:
@@ -292,6 +297,14 @@ class QuotaTree:
     def own_usage(self, tenant: str) -> dict[FlavorResource, int]:
         """Usage of the tenant's own workloads (not its children's), non-zero entries."""
         return {fr: v for fr, v in self._node(tenant).own.items() if v}
+
+    def managed_for(self, tenant: str) -> frozenset[FlavorResource]:
+        """Flavor resources whose quota applies to ``tenant`` (rows on it or an ancestor)."""
+        return frozenset(self._node(tenant).managed)
+
+    def flavors_for(self, tenant: str) -> frozenset[str]:
+        """Flavors ``tenant`` may use (some row on it or an ancestor)."""
+        return frozenset(fr[0] for fr in self._node(tenant).managed)
 
     def borrowing_limit(self, tenant: str, fr: FlavorResource) -> int | None:
         """Effective borrowing limit (None = unlimited)."""
@@ -386,6 +399,7 @@ class QuotaTree:
 
         Reason formats (amounts in the dimension's unit)::
 
+            tenant T, group G, flavor F: no quota for this flavor
             tenant T, group G, flavor F, DIM: needs N, free X, borrowable Y (NOTES)
             tenant T, group G, flavor F, DIM: needs N, max M (nominal X; bounded by LEVEL)
             tenant T, cap NAME, DIM: needs N, used U, cap C
@@ -400,10 +414,16 @@ class QuotaTree:
             allow_borrowing: False for non-preemptible jobs, which must fit in nominal.
         """
         blocks: list[QuotaBlock] = []
+        managed = self._node(tenant).managed
+        allowed = {fr[0] for fr in managed}
+        for flavor in sorted({fr[0] for fr, a in charges.items() if a > 0} - allowed):
+            blocks.append(QuotaBlock(
+                f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
+                f"no quota for this flavor", exceeds_max=True))
         for fr in sorted(charges, key=fr_sort_key):
             key = (fr[0], Dimension(fr[1]))
             need = charges[fr]
-            if key not in self.managed or need <= 0:
+            if key not in managed or need <= 0:
                 continue
             block = self._check_resource(tenant, key, need, allow_borrowing)
             if block is not None:
@@ -474,9 +494,10 @@ class QuotaTree:
 
     def within_nominal(self, tenant: str, charges: Charges) -> bool:
         """True when ``tenant`` stays within its nominal quota after adding ``charges``."""
+        managed = self._node(tenant).managed
         for fr, amount in charges.items():
             key = (fr[0], Dimension(fr[1]))
-            if key in self.managed and amount > 0 and (
+            if key in managed and amount > 0 and (
                 self.usage(tenant, key) + amount > self.nominal(tenant, key)
             ):
                 return False
@@ -485,7 +506,8 @@ class QuotaTree:
     def borrowing_resources(self, tenant: str) -> list[FlavorResource]:
         """Managed flavor resources where ``tenant`` uses more than its nominal quota."""
         return sorted(
-            (fr for fr in self.managed if self.usage(tenant, fr) > self.nominal(tenant, fr)),
+            (fr for fr in self._node(tenant).managed
+             if self.usage(tenant, fr) > self.nominal(tenant, fr)),
             key=fr_sort_key,
         )
 
@@ -505,7 +527,7 @@ class QuotaTree:
         node = self._node(tenant)
         extra = extra or {}
         share = Fraction(0)
-        for fr in self.managed:
+        for fr in node.managed:
             lendable = self._root.subtree.get(fr, 0)
             if lendable <= 0:
                 continue
@@ -524,6 +546,7 @@ class QuotaTree:
     def violations(self) -> list[QuotaViolation]:
         """Quota invariants broken by the current usage (DESIGN.md §7).
 
+        * ``no_quota``: a tenant uses a flavor it has no quota row for.
         * ``over_limit``: a tenant uses more than nominal + borrowing limit.
         * ``cohort_overcommit``: the cohort's usage exceeds its total quota (somebody borrowed
           capacity that is not there, or more than the lending limits allow).
@@ -532,7 +555,16 @@ class QuotaTree:
         found: list[QuotaViolation] = []
         for name in self.tenant_names():
             node = self._nodes[name]
-            for fr in sorted(self.managed, key=fr_sort_key):
+            no_quota = sorted({fr[0] for fr, a in node.own.items() if a > 0}
+                              - {fr[0] for fr in node.managed})
+            for flavor in no_quota:
+                found.append(QuotaViolation(
+                    "no_quota", name, None,
+                    f"tenant {name}, group {self.group.name}, flavor {flavor}: "
+                    f"usage without quota for this flavor",
+                    flavor=flavor,
+                ))
+            for fr in sorted(node.managed, key=fr_sort_key):
                 limit = node.borrowing_limit.get(fr)
                 if limit is None:
                     continue
@@ -569,11 +601,12 @@ class QuotaViolation:
     """One broken quota invariant.
 
     Attributes:
-        kind: ``over_limit`` | ``cohort_overcommit`` | ``over_cap``.
+        kind: ``no_quota`` | ``over_limit`` | ``cohort_overcommit`` | ``over_cap``.
         tenant: the tenant concerned (None for the cohort).
         flavor_resource: the flavor resource concerned (None for a cap).
         message: human-readable description with the amounts.
         cap: the aggregate cap concerned (``over_cap`` only).
+        flavor: the flavor concerned (``no_quota`` only).
     """
 
     kind: str
@@ -581,6 +614,7 @@ class QuotaViolation:
     flavor_resource: FlavorResource | None
     message: str
     cap: AggregateCap | None = None
+    flavor: str | None = None
 
 
 def merge_charges(*parts: Mapping[FlavorResource, int]) -> dict[FlavorResource, int]:

@@ -125,7 +125,8 @@ def simulate_quota_change(
     Applies ``changed`` rows (replacing rows with the same tenant/flavor/dimension),
     drops ``removed`` keys and, when given, replaces every aggregate cap; then, while an
     invariant is broken (see :meth:`QuotaTree.violations`), evicts one job in the scope of
-    the first violation: jobs of the tenant's subtree for ``over_limit``/``over_cap``, any
+    the first violation: the tenant's own jobs on the flavor for ``no_quota``, jobs of the
+    tenant's subtree for ``over_limit``/``over_cap``, any
     job holding the resource for ``cohort_overcommit``. Order: preemptible first, then jobs
     of tenants above their nominal quota, then lowest priority, most recently started, id.
     The set is finally minimised (fill-back in reverse order).
@@ -189,6 +190,12 @@ def _pick_victim(tree: QuotaTree, violation: QuotaViolation,
             return w.tenant in scope and any(
                 a > 0 and Dimension(d) == cap.dimension and (wanted is None or f in wanted)
                 for (f, d), a in w.charges.items())
+    elif violation.kind == "no_quota":
+        tenant, flavor = violation.tenant, violation.flavor
+
+        def relevant(w: RunningWorkload) -> bool:
+            return w.tenant == tenant and any(
+                a > 0 and f == flavor for (f, _), a in w.charges.items())
     else:
         fr = violation.flavor_resource
         scope_all = violation.tenant is None

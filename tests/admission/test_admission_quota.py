@@ -98,14 +98,40 @@ def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
     }
 
 
-def test_leaf_without_quota_row_may_not_use_a_managed_resource():
+def test_tenant_without_any_row_for_a_flavor_may_not_use_it():
     w = World(a100s(1), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
               quotas=(quota("team-a", 4000), quota("team-b", 4000)))
     w.submit("c1", "team-c")
     result = run_cycle(w.snapshot(), w.placer)
-    assert verdicts(result)["c1"][1] == (
-        "tenant team-c, group a100-shared, flavor a100, devices: needs 1000, max 0 "
-        "(nominal 0; bounded by borrowing limit of tenant team-c)")
+    assert verdicts(result)["c1"][:2] == (
+        PendingCode.EXCEEDS_MAX_QUOTA,
+        "tenant team-c, group a100-shared, flavor a100: no quota for this flavor")
+
+
+def test_dimension_without_a_row_on_the_tenant_path_is_not_limited():
+    # team-b limits memory; team-a only has a devices row, so its memory is not limited
+    # and not counted against the cohort.
+    w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-b", 0, MEM)))
+    w.submit("a1", "team-a", pods=4)
+    w.submit("b1", "team-b", PodShape(memory_mib=1024, cores_percent=10), created=30)
+    result = run_cycle(w.snapshot(), w.placer)
+    assert ids(result) == ["a1"]
+    assert verdicts(result)["b1"][1] == (
+        "tenant team-b, group a100-shared, flavor a100, memory_mib: needs 1024, max 0 "
+        "(nominal 0; bounded by cohort a100-shared)")
+
+
+def test_team_without_own_row_draws_on_its_department_pool():
+    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    w = World(a100s(2), tenants=tenants, quotas=(quota("dept", 3000),))
+    w.run("b0", "team-b", pods=2)
+    w.submit("a1", "team-a", pods=2)
+    w.submit("a2", "team-a", pods=1, created=30)
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    assert ids(result) == ["a2"]
+    assert verdicts(result)["a1"][1] == (
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 2000, free 0, "
+        "borrowable 1000 (bounded by cohort a100-shared; no quota row for this tenant)")
 
 
 def test_memory_dimension_blocks_with_its_own_numbers():
