@@ -142,7 +142,7 @@ class PoolPlacer:
                    free: dict[str, list[int]]) -> PodAssignment | None:
         nodes = sorted({d.node for d in self._order})
         for node in nodes:
-            grants = []
+            grants: list[DeviceGrant] = []
             for device in self._order:
                 if device.node != node or len(grants) == shape.devices:
                     continue
