@@ -1,6 +1,11 @@
 """pytest settings: the base settings (embedded servers unless the URLs are set), fast hashing."""
 
+import os
+
 from console.settings.base import *  # noqa: F403
+
+# One test database per pytest process, so concurrent runs on one server do not collide.
+DATABASES["default"]["TEST"] = {"NAME": f"test_console_{os.getpid()}"}  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {  # noqa: F405
