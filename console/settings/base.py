@@ -2,8 +2,9 @@
 
 Variables: ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS``, ``DATABASE_URL``, ``REDIS_URL``,
 ``CELERY_BROKER_URL``, ``CONSOLE_DATA_DIR``, ``ADMISSION_TICK_S``, ``RECONCILE_TICK_S``,
-``ADMISSION_BATCH``, ``DEMO_STREAM_S``. Without ``DATABASE_URL`` / ``REDIS_URL`` the embedded servers are started
-(:mod:`console.embedded`). A malformed value stops start-up with ``ImproperlyConfigured``.
+``ADMISSION_BATCH``, ``DEMO_STREAM_S``. Without ``DATABASE_URL`` / ``REDIS_URL`` the embedded
+servers are started (:mod:`console.embedded`). A malformed value stops start-up with
+``ImproperlyConfigured``.
 """
 
 from __future__ import annotations

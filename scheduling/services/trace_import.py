@@ -70,7 +70,9 @@ def import_trace(
         if Cluster.objects.filter(name=cluster_name).exists():
             raise ValueError(f"cluster {cluster_name!r} already exists")
         cluster = Cluster.objects.create(
-            name=cluster_name, backend=Backend.SIMULATED, description=f"trace {Path(nodes_path).name}"
+            name=cluster_name,
+            backend=Backend.SIMULATED,
+            description=f"trace {Path(nodes_path).name}",
         )
         models = {}
         for name in sorted({r.model for r in node_records if r.gpu_count}):

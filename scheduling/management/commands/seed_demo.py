@@ -17,5 +17,7 @@ class Command(BaseCommand):
             f"demo: +{created['nodes']} nodes, +{created['devices']} devices, "
             f"+{created['jobs']} jobs"
         )
-        users = ", ".join(["admin (platform admin)"] + [f"{u} ({r} of {t})" for u, t, r in DEMO_USERS])
+        users = ", ".join(
+            ["admin (platform admin)"] + [f"{u} ({r} of {t})" for u, t, r in DEMO_USERS]
+        )
         self.stdout.write(f"log in as {users}; password from CONSOLE_DEMO_PASSWORD ({password!r})")
