@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from console.core.audit import record as audit
 from console.core.exceptions import Conflict
 from scheduling.backends import get_backend
 from scheduling.choices import LIVE_JOB_STATES, JobState, PlacementState
@@ -78,6 +79,18 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             for c in spec.containers
         )
         JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
+        audit(
+            "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
+            after={
+                "queue": str(queue), "state": job.state, "priority": job.priority,
+                "pod_count": job.pod_count,
+                "containers": [
+                    {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
+                     "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
+                    for c in spec.containers
+                ],
+            },
+        )
         if enqueue:
             from scheduling.tasks import admission_cycle_task
 
@@ -94,12 +107,18 @@ def cancel_job(job: Job, *, user=None) -> Job:
     """
     now = timezone.now()
     with transaction.atomic():
+        locked = Job.objects.select_for_update().filter(pk=job.pk)
+        previous = locked.values_list("state", flat=True).first()
         moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
             state=JobState.CANCELLED, finished_at=now
         )
         if not moved:
             job.refresh_from_db()
             raise Conflict(f"job {job.pk} is already {job.state}", field="state")
+        audit(
+            "job.cancel", job, actor=user, tenant_id=job.tenant_id,
+            before={"state": previous}, after={"state": JobState.CANCELLED.value},
+        )
         placements = list(
             Placement.objects.filter(
                 job=job,
