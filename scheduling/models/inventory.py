@@ -4,25 +4,92 @@ Devices are keyed by hardware serial / UUID, never by a per-node index; a device
 another node keeps its row (and so its history).
 """
 
-from django.core.validators import MaxValueValidator, MinValueValidator
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from console.core.models import BaseModel
 from scheduling.choices import Backend, SlicingMode
 
 
+class SubmissionMode(models.TextChoices):
+    """How placements become Kubernetes objects (``scheduling.kube.manifests``, hami.md §8)."""
+
+    HAMI = "hami", "HAMi (pin devices, HAMi scheduler binds)"
+    DRA = "dra", "DRA (ResourceClaim per pod)"
+    WHOLE = "whole", "Whole devices (vendor device plugin)"
+
+
+KUBECONFIG_ENV_TEMPLATE = "CLUSTER_{name}_KUBECONFIG"
+"""Environment variable naming a cluster's kubeconfig file when ``kubeconfig_path`` is empty;
+``{name}`` is the cluster name upper-cased with every non-alphanumeric character as ``_``."""
+
+
 class Cluster(BaseModel):
-    """A Kubernetes cluster the console manages, or a simulated one."""
+    """A Kubernetes cluster the console manages, or a simulated one.
+
+    Connection (``backend = kubernetes``): exactly one of ``in_cluster`` (the console's own
+    service account), ``kubeconfig_path`` (+ ``kube_context``) or the environment variable
+    :meth:`kubeconfig_env` holding a kubeconfig path. Credentials are never stored in the
+    database: only where to find them. ``server_version`` / ``resource_versions`` are what the
+    last "test connection" saw. ``watch_resource_version`` is the pod watch's resume point;
+    ``inventory_errors`` / ``unknown_pods`` are the last sync's and reconcile's reports.
+    """
 
     name = models.CharField(max_length=63, unique=True)
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.SIMULATED)
     description = models.TextField(blank=True)
+    submission_mode = models.CharField(
+        max_length=8, choices=SubmissionMode.choices, default=SubmissionMode.HAMI
+    )
+    namespace = models.CharField(
+        max_length=63, default="default",
+        validators=[RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                   "a DNS-1123 label (lower case, digits, '-')")],
+    )
+    in_cluster = models.BooleanField(
+        default=False, help_text="Use the service account of the pod the console runs in."
+    )
+    kubeconfig_path = models.CharField(
+        max_length=1024, blank=True,
+        help_text="Path of a kubeconfig file on the console hosts (the file holds the "
+                  "credentials; only the path is stored). Empty: the environment variable "
+                  "CLUSTER_<NAME>_KUBECONFIG names it.",
+    )
+    kube_context = models.CharField(
+        max_length=253, blank=True, help_text="Context in the kubeconfig (empty = current)."
+    )
+    hami_scheduler_name = models.CharField(max_length=253, default="hami-scheduler")
+    request_timeout_s = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    server_version = models.CharField(max_length=64, blank=True)
+    resource_versions = models.JSONField(default=list, blank=True)
+    connection_checked_at = models.DateTimeField(null=True, blank=True)
+    watch_resource_version = models.CharField(max_length=64, blank=True)
+    inventory_synced_at = models.DateTimeField(null=True, blank=True)
+    resynced_at = models.DateTimeField(null=True, blank=True)
+    inventory_errors = models.JSONField(default=list, blank=True)
+    unknown_pods = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def kubeconfig_env(self) -> str:
+        """Name of the environment variable that may hold this cluster's kubeconfig path."""
+        return KUBECONFIG_ENV_TEMPLATE.format(name=re.sub(r"[^A-Z0-9]", "_", self.name.upper()))
+
+    def clean(self) -> None:
+        """A kubernetes cluster names at most one connection source (in-cluster or a path)."""
+        if self.in_cluster and self.kubeconfig_path:
+            raise ValidationError(
+                {"kubeconfig_path": "leave empty when the in-cluster service account is used"}
+            )
+        if self.kube_context and self.in_cluster:
+            raise ValidationError({"kube_context": "a context needs a kubeconfig"})
 
 
 class DeviceModel(BaseModel):
@@ -101,6 +168,17 @@ class Device(BaseModel):
     cordoned = models.BooleanField(default=False)
     mode = models.CharField(max_length=32, blank=True, default="hami-core")
     removed_at = models.DateTimeField(null=True, blank=True)
+    source = models.CharField(
+        max_length=16, blank=True,
+        help_text="Where the inventory sync saw it: 'hami' (node annotations) or 'dra' "
+                  "(ResourceSlice); empty for devices entered by hand.",
+    )
+    dra_device = models.CharField(
+        max_length=400, blank=True, help_text="<driver>/<pool>/<device> of a DRA device."
+    )
+    error = models.TextField(
+        blank=True, help_text="Inventory problem (e.g. the uuid registered on two nodes)."
+    )
 
     class Meta:
         ordering = ["node__name", "index"]

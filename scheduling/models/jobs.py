@@ -58,6 +58,12 @@ class Job(BaseModel):
     admitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    restart_policy = models.CharField(
+        max_length=16, choices=[("Never", "Never"), ("OnFailure", "OnFailure")], default="Never",
+        help_text="Pod restartPolicy. A pod lost outside the console (node gone, evicted, "
+                  "deleted) fails a Never job and requeues an OnFailure job.",
+    )
+    requeue_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-priority", "created", "id"]
@@ -89,6 +95,10 @@ class JobContainer(BaseModel):
     )
     cores_percent = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
     device_types = models.JSONField(default=list, blank=True)
+    image = models.CharField(max_length=512, blank=True, help_text="Container image (Kubernetes).")
+    command = models.JSONField(default=list, blank=True, help_text="Entrypoint (list of str).")
+    args = models.JSONField(default=list, blank=True, help_text="Arguments (list of str).")
+    env = models.JSONField(default=dict, blank=True, help_text="Environment {name: value}.")
 
     class Meta:
         ordering = ["job", "-init", "id"]
