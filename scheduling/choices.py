@@ -38,6 +38,13 @@ class JobState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class PreemptionPolicy(models.TextChoices):
+    """What happens to a preempted job: back to its queue (keeping its age) or failed."""
+
+    REQUEUE = "requeue", "Requeue"
+    FAIL = "fail", "Fail"
+
+
 LIVE_JOB_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
 
 

@@ -1,7 +1,7 @@
 """Models of the scheduling app: inventory, queues and jobs, placements."""
 
 from scheduling.models.inventory import Cluster, Device, DeviceModel, Node
-from scheduling.models.jobs import Job, JobContainer, JobEvent, Queue
+from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
 from scheduling.models.placements import Placement, PlacementDevice
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     "Node",
     "Placement",
     "PlacementDevice",
+    "Preemption",
     "Queue",
 ]

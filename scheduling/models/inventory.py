@@ -104,6 +104,10 @@ class DeviceModel(BaseModel):
 
     name = models.CharField(max_length=100, unique=True)
     vendor = models.CharField(max_length=32)
+    family = models.CharField(
+        max_length=100, blank=True,
+        help_text="Model family quota may name instead of the model (e.g. A100); blank = none.",
+    )
     memory_mib = models.PositiveIntegerField()
     cores_percent = models.PositiveIntegerField(default=100)
     split_count = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])

@@ -5,7 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from console.core.models import BaseModel
-from scheduling.choices import JobState, QueueStrategy
+from scheduling.choices import JobState, PreemptionPolicy, QueueStrategy
 
 
 class Queue(BaseModel):
@@ -35,7 +35,9 @@ class Job(BaseModel):
     request ``cpu_milli``/``memory_mib`` and the containers in ``containers``.
 
     ``duration_s`` is how long simulated pods run. ``pending_reason`` says why a queued job is
-    not admitted yet (blocking quota or placement check).
+    not admitted yet (blocking quota or placement check). ``preemptible``, ``min_runtime_s``
+    and ``on_preemption`` (requeue or fail) are its preemption contract; every eviction is
+    recorded as a :class:`scheduling.models.Preemption`.
     """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="jobs")
@@ -51,6 +53,17 @@ class Job(BaseModel):
     memory_mib = models.PositiveIntegerField(default=0)
     duration_s = models.FloatField(default=60.0, validators=[MinValueValidator(0)])
     pending_reason = models.TextField(blank=True)
+    preemptible = models.BooleanField(
+        default=True, help_text="False: never preempted, and never admitted above nominal quota."
+    )
+    min_runtime_s = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0)],
+        help_text="Seconds after admission during which the job cannot be preempted.",
+    )
+    on_preemption = models.CharField(
+        max_length=16, choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+    )
+    preemption_count = models.PositiveIntegerField(default=0)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -120,3 +133,30 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.kind}"
+
+
+class Preemption(models.Model):
+    """An eviction: ``victim`` lost its devices to ``preemptor`` (audit trail, append-only).
+
+    ``reason`` is Kueue's condition reason (``InTenant``, ``InCohortReclamation``);
+    ``evict_by`` = ``time`` + the termination grace period; ``outcome`` says what happened to
+    the victim (``requeued`` or ``failed``).
+    """
+
+    victim = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="preemptions")
+    preemptor = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="preempted"
+    )
+    victim_tenant = models.CharField(max_length=63)
+    preemptor_tenant = models.CharField(max_length=63, blank=True)
+    reason = models.CharField(max_length=32)
+    message = models.TextField(blank=True)
+    time = models.DateTimeField()
+    evict_by = models.DateTimeField()
+    outcome = models.CharField(max_length=16)
+
+    class Meta:
+        ordering = ["time", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.victim_id} preempted by {self.preemptor_id} ({self.reason})"

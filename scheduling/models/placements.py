@@ -12,6 +12,9 @@ class Placement(BaseModel):
     ``cpu_milli``/``memory_mib`` are booked on the node while the state is reserved, submitted
     or running. ``assignment`` keeps the placement core's per-container grants as decided (the
     raw decision, used to build Kubernetes manifests). ``backend_ref`` is the pod name.
+    ``charges`` are the pod's quota charges ``{"<flavor>|<dimension>": amount}`` fixed at
+    admission; ``charged`` is True while they are counted in ``tenants.QuotaUsage`` (it is
+    cleared, and the usage decremented, once the placement leaves the booked states).
     """
 
     job = models.ForeignKey("scheduling.Job", on_delete=models.CASCADE, related_name="placements")
@@ -24,6 +27,8 @@ class Placement(BaseModel):
     memory_mib = models.PositiveIntegerField(default=0)
     assignment = models.JSONField(default=dict, blank=True)
     backend_ref = models.CharField(max_length=253, blank=True)
+    charges = models.JSONField(default=dict, blank=True)
+    charged = models.BooleanField(default=False)
     message = models.TextField(blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -38,7 +43,12 @@ class Placement(BaseModel):
                 name="placement_one_live_per_pod",
             )
         ]
-        indexes = [models.Index(fields=["state", "node"])]
+        indexes = [
+            models.Index(fields=["state", "node"]),
+            models.Index(
+                fields=["state"], condition=models.Q(charged=True), name="placement_charged_state"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.job_id} pod {self.pod_index} on {self.node_id}"
