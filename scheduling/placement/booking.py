@@ -78,3 +78,4 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
                 dev.mig_instances.remove(m)
     node.used_cpu_milli += sign * pa.cpu_milli
     node.used_memory_mib += sign * pa.memory_mib
+    node.version += 1

@@ -96,17 +96,29 @@ class Profile:
                                            for c in args["device_configs"])
         return cls(**args)
 
-    def build(self) -> Framework:
-        """Instantiate the plugins (do this once and reuse the Framework in hot loops)."""
-        return Framework(self)
+    def build(self, cache: bool = False) -> Framework:
+        """Instantiate the plugins (do this once and reuse the Framework in hot loops).
+
+        Args:
+            cache: keep per-node Filter/Score results between calls, keyed on the request
+                shape and (node object, ``Node.version``). Only used when every plugin
+                declares ``node_local = True`` (its answer depends only on the node and the
+                pod). Usage must then change only through reserve/unreserve (or
+                ``Node.touch()`` after direct edits).
+        """
+        return Framework(self, cache)
 
 
 class Framework:
     """A built profile: plugin instances grouped by extension point."""
 
-    __slots__ = ("profile", "vendors", "pre_filters", "filters", "scores", "maximize")
+    __slots__ = ("profile", "vendors", "pre_filters", "filters", "scores", "maximize",
+                 "cache", "_caches")
 
-    def __init__(self, profile: Profile) -> None:
+    #: request shapes whose per-node results are kept (least recently used dropped)
+    CACHE_SHAPES = 256
+
+    def __init__(self, profile: Profile, cache: bool = False) -> None:
         from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 
         self.profile = profile
@@ -143,3 +155,19 @@ class Framework:
             if isinstance(p, PreFilterPlugin) and p not in self.pre_filters:
                 self.pre_filters.append(p)
         self.maximize = profile.maximize
+        plugins = [*self.pre_filters, *self.filters, *(p for p, _ in self.scores)]
+        self.cache = cache and all(getattr(p, "node_local", False) for p in plugins)
+        self._caches: dict[tuple, dict[str, tuple]] = {}
+
+    def node_cache(self, shape: tuple) -> dict[str, tuple] | None:
+        """Per-node result cache of a request shape (None when caching is off)."""
+        if not self.cache:
+            return None
+        caches = self._caches
+        c = caches.pop(shape, None)
+        if c is None:
+            c = {}
+            if len(caches) >= self.CACHE_SHAPES:
+                caches.pop(next(iter(caches)))
+        caches[shape] = c
+        return c

@@ -73,35 +73,51 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     maximize = fw.maximize if not pod.node_policy else policy == "binpack"
     nodes = snapshot.nodes
     filters = fw.filters
+    scorers = fw.scores
+    fits = state.get(FITS)
+    empty = NodeFit([() for _ in pod.containers])
+    cache = fw.node_cache(_shape(pod)) if fw.cache else None
     reasons: dict[str, str] = {}
-    feasible = []
+    scores: dict[str, float] = {}
+    best = None
+    best_fit = empty
+    best_score = 0.0
     for name in names:
         node = nodes[name]
+        if cache is not None:
+            hit = cache.get(name)
+            if hit is not None and hit[0] is node and hit[1] == node.version:
+                if hit[2] is None:
+                    reasons[name] = hit[3]
+                    continue
+                fit, total = hit[2], hit[3]
+                scores[name] = total
+                if best is None or (total > best_score if maximize else total < best_score):
+                    best, best_score, best_fit = node, total, fit
+                continue
+        failed = None
         for f in filters:
             st = f.filter(state, pod, node)
             if not st.ok:
-                reasons[name] = st.reason
+                failed = st.reason
                 break
-        else:
-            feasible.append(node)
-    if not feasible:
-        return PodResult(None, reasons or {"*": "no nodes in the cluster"}, {})
-    fits = state.get(FITS) or {}
-    scorers = fw.scores
-    empty = NodeFit([() for _ in pod.containers])
-    scores: dict[str, float] = {}
-    best = None
-    best_score = 0.0
-    for node in feasible:
-        fit = fits.get(node.name, empty)
+        if failed is not None:
+            reasons[name] = failed
+            if cache is not None:
+                cache[name] = (node, node.version, None, failed)
+            continue
+        fit = fits.get(name, empty) if fits is not None else empty
         total = 0.0
         for plugin, weight in scorers:
             total += weight * plugin.score(state, pod, node, fit)
-        scores[node.name] = total
+        scores[name] = total
+        if cache is not None:
+            cache[name] = (node, node.version, fit, total)
         if best is None or (total > best_score if maximize else total < best_score):
-            best, best_score = node, total
-    assert best is not None
-    fit = fits.get(best.name, empty)
+            best, best_score, best_fit = node, total, fit
+    if best is None:
+        return PodResult(None, reasons or {"*": "no nodes in the cluster"}, {})
+    fit = best_fit
     prepared = state.get(PREPARED)
     containers = prepared.containers if prepared is not None else [
         (c, c.devices) for c in pod.containers]
@@ -111,6 +127,13 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
               for (c, _), g in zip(containers, fit.containers, strict=False)),
         pod.cpu_milli, pod.memory_mib, best_score)
     return PodResult(assignment, {}, scores)
+
+
+def _shape(pod: PodRequest) -> tuple:
+    """Hashable request shape: everything of the pod a node-local plugin may read."""
+    return (tuple((c.devices, c.init) for c in pod.containers), pod.cpu_milli,
+            pod.memory_mib, tuple(sorted(pod.node_selector.items())), pod.node_policy,
+            pod.device_policy, pod.device_scoring_weights, pod.namespace)
 
 
 def place(snapshot: ClusterSnapshot, request: PlacementRequest,

@@ -146,6 +146,9 @@ class Node:
         error: registration/parse error; a node with an error is kept out of placement and
             the error is reported as its reason.
         annotations: node annotations that vendor plugins read (e.g. ``hami-vnpu-core``).
+        version: bumped by every reserve/unreserve on the node. The runner caches per-node
+            filter/score results keyed on (node object, version); code that edits usage
+            fields directly must call :meth:`touch` afterwards.
     """
 
     name: str
@@ -159,13 +162,18 @@ class Node:
     pair_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     error: str | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    version: int = 0
+
+    def touch(self) -> None:
+        """Mark the node changed (invalidates cached placement results for it)."""
+        self.version += 1
 
     def clone(self) -> Node:
         """Copy with cloned devices (labels/annotations/pair scores are shared read-only)."""
         return Node(
             self.name, [d.clone() for d in self.devices], self.cpu_milli, self.memory_mib,
             self.used_cpu_milli, self.used_memory_mib, self.labels, self.schedulable,
-            self.pair_scores, self.error, self.annotations,
+            self.pair_scores, self.error, self.annotations, self.version,
         )
 
     def device(self, uuid: str) -> Device | None:

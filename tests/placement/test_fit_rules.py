@@ -242,3 +242,65 @@ def test_device_scoring_weights_change_the_order():
     mem_only = Profile(device_policy="binpack", device_scoring_weights=(0, 0, 1))
     assert uuids(place(s, one(req), slot_only)) == ["GPU-0"]
     assert uuids(place(s, one(req), mem_only)) == ["GPU-1"]
+
+
+def test_cached_framework_gives_the_same_decisions_as_uncached():
+    import random
+
+    from scheduling.placement import PlacementRequest, PodRequest
+
+    def build():
+        rnd = random.Random(7)
+        return snap(*(node(f"n{i}", [gpu(f"n{i}-g{j}", index=j, count=4)
+                                     for j in range(rnd.choice((1, 2, 4)))])
+                      for i in range(12)))
+
+    rnd = random.Random(3)
+    reqs = [PlacementRequest(f"p{k}", (PodRequest(f"p{k}", containers=(ContainerRequest(
+        "c", (nv(rnd.choice((1, 2)), memory_mib=rnd.choice((10000, 30000)),
+                 cores_percent=rnd.choice((0, 50, 100))),)),)),)) for k in range(60)]
+    results = []
+    for fw in (Profile().build(), Profile().build(cache=True)):
+        s, out = build(), []
+        for r in reqs:
+            d = place(s, r, fw)
+            out.append((d.schedulable, d.pods, dict(d.reasons), dict(d.node_scores)))
+            if d.schedulable:
+                reserve(s, d)
+        results.append(out)
+    assert results[0] == results[1]
+    assert sum(1 for x in results[0] if x[0]) > 10 and any(not x[0] for x in results[0])
+
+
+def test_registry_rejects_duplicates_and_profile_custom_scorer():
+    from scheduling.placement.framework import CycleState, StateKey
+    from scheduling.placement.registry import Registry
+
+    class LowestIndex:
+        name = "LowestIndexFirst"
+
+        def __init__(self, **_):
+            pass
+
+        def score(self, state, pod, node, fit):
+            return -sum(g.index for g in fit.grants())
+
+    reg = Registry({"LowestIndexFirst": LowestIndex})
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("LowestIndexFirst", LowestIndex)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.merge(Registry({"LowestIndexFirst": LowestIndex}))
+    s = snap(node("a", [gpu("GPU-a0"), gpu("GPU-a1", index=1)]),
+             node("b", [gpu("GPU-b0", index=0)]))
+    # custom scorer sees the chosen devices: a picks index 1 (spread tie rule), b index 0
+    prof = Profile(scores=(("LowestIndexFirst", 1.0),), registry=reg)
+    d = place(s, one(nv(memory_mib=10)), prof)
+    assert d.pods[0].node == "b" and d.node_scores == {"a": -1.0, "b": 0.0}
+    with pytest.raises(KeyError, match="unknown plugin 'Nope'"):
+        Profile(scores=(("Nope", 1.0),)).build()
+    key = StateKey[int]("x")
+    st = CycleState()
+    with pytest.raises(KeyError, match="'x'"):
+        st.read(key)
+    st.write(key, 3)
+    assert st.read(key) == 3

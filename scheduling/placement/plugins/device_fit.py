@@ -109,6 +109,7 @@ class DeviceFit:
     ``device_scoring_weights`` (profile defaults; pods may override)."""
 
     name = names.DEVICE_FIT
+    node_local = True
 
     def __init__(self, vendors: dict[str, VendorPlugin] | None = None,
                  device_policy: str = "spread",

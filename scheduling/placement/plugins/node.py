@@ -11,6 +11,7 @@ class NodeRegistration:
     """Rejects nodes whose device registration could not be parsed (``Node.error``)."""
 
     name = names.NODE_REGISTRATION
+    node_local = True
 
     def __init__(self, **_: object) -> None:
         pass
@@ -25,6 +26,7 @@ class NodeUnschedulable:
     """Rejects cordoned nodes (``spec.unschedulable``), kube-scheduler wording."""
 
     name = names.NODE_UNSCHEDULABLE
+    node_local = True
 
     def __init__(self, **_: object) -> None:
         pass
@@ -39,6 +41,7 @@ class NodeSelector:
     """Every ``PodRequest.node_selector`` label must be on the node with the same value."""
 
     name = names.NODE_SELECTOR
+    node_local = True
 
     def __init__(self, **_: object) -> None:
         pass
@@ -60,6 +63,7 @@ class NodeResourcesFit:
     """
 
     name = names.NODE_RESOURCES_FIT
+    node_local = True
 
     def __init__(self, **_: object) -> None:
         pass

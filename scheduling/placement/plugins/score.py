@@ -39,6 +39,7 @@ class HAMiNodeScore:
     """Score plugin returning the HAMi node score (see module doc)."""
 
     name = names.HAMI_NODE_SCORE
+    node_local = True
 
     def __init__(self, **_: object) -> None:
         pass

@@ -114,8 +114,8 @@ class VendorPlugin:
     """
 
     vendor = ""
-    #: when True, a device may only be used once per container (HAMi: non-MIG)
-    collect_all_for_topology = False
+    #: True when some device of this vendor may serve several devices of one request (MIG)
+    may_revisit = False
 
     def __init__(self, configs: list[DeviceModelConfig]) -> None:
         if not configs:
@@ -189,16 +189,40 @@ class VendorPlugin:
         ov = ctx.overlay
         w = ctx.weights
         pol = ctx.policy
+        binpack = pol == "binpack"
+        numa = req.numa_bind
+        cls = type(self)
+        fast = cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
+        if fast:
+            sw, cw, mw = w
+            cores = req.cores_percent if req.cores_percent <= 100 else 100
+            mem_fixed = req.memory_mib
+            pct = 100 if req.memory_percent is None else req.memory_percent
         keyed = []
         for pos, d in enumerate(devs):
-            o = ov.get(d.uuid)
+            o = ov.get(d.uuid) if ov else None
             if pol == "mutex":
                 k: tuple = (d.used_slots + (o.slots if o else 0), -pos)
             else:
-                s = self.device_score(d, req, o, w)
-                k = (-s, -d.numa, -pos) if pol == "binpack" else (s, -pos)
-            if req.numa_bind:
-                k = ((d.numa if pol == "binpack" else -d.numa),) + k
+                if fast:
+                    dm, dc, cnt = d.memory_mib, d.cores_percent, d.split_count
+                    if not dm or not dc or not cnt:
+                        sc = 0.0
+                    else:
+                        mem = mem_fixed if mem_fixed > 0 else dm * pct // 100
+                        used, umem, ucores = d.used_slots, d.used_memory_mib, \
+                            d.used_cores_percent
+                        if o is not None:
+                            used += o.slots
+                            umem += o.memory_mib
+                            ucores += o.cores_percent
+                        sc = 10.0 * (sw * (1 + used) / cnt + cw * (cores + ucores) / dc
+                                     + mw * (mem + umem) / dm)
+                else:
+                    sc = self.device_score(d, req, o, w)
+                k = (-sc, -d.numa, -pos) if binpack else (sc, -pos)
+            if numa:
+                k = ((d.numa if binpack else -d.numa),) + k
             keyed.append((k, pos))
         keyed.sort()
         return [devs[p] for _, p in keyed]
@@ -263,7 +287,8 @@ class VendorPlugin:
         """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
         devs = self.candidates(node, req)
         total = len(devs)
-        if req.count > total and not any(self.allows_revisit(d) for d in devs):
+        if req.count > total and not (self.may_revisit
+                                      and any(self.allows_revisit(d) for d in devs)):
             return FitResult(None, f"{R.NODE_INSUFFICIENT_DEVICE}: {req.count} "
                                    f"{req.chip or req.vendor} requested, {total} on node")
         ordered = self.order(devs, req, ctx)
@@ -273,12 +298,14 @@ class VendorPlugin:
         nchosen = 0
         prev_numa: int | None = None
         need = req.count
+        typed = bool(req.types_include or req.types_exclude or req.modes)
+        revisit = self.may_revisit
         for dev in ordered:
             if not dev.healthy:
                 r: str | None = R.CARD_NOT_HEALTH
             elif dev.cordoned:
                 r = R.CARD_CORDONED
-            elif not self.type_ok(dev, req):
+            elif typed and not self.type_ok(dev, req):
                 r = R.CARD_TYPE_MISMATCH
             else:
                 r = None
@@ -290,7 +317,8 @@ class VendorPlugin:
                 chosen = []
                 nchosen = 0
             prev_numa = dev.numa
-            taken = [g for gs in chosen for g in gs] if self.allows_revisit(dev) else []
+            taken = [g for gs in chosen for g in gs] if revisit and self.allows_revisit(dev) \
+                else []
             res = self.check(dev, req, ctx, taken)
             if isinstance(res, str):
                 counts[res] = counts.get(res, 0) + 1

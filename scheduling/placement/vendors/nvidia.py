@@ -31,6 +31,7 @@ class NvidiaPlugin(VendorPlugin):
     """
 
     vendor = "NVIDIA"
+    may_revisit = True
 
     def allows_revisit(self, dev: Device) -> bool:
         return dev.mode == "mig"
