@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "console.dashboards",
     "tenants",
     "scheduling",
+    "console.telemetry",
 ]
 
 MIDDLEWARE = [
@@ -139,6 +140,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(RECONCILE_TICK_S),
     },
 }
+
+from console.telemetry.schedule import beat_schedule as _telemetry_beat  # noqa: E402
+
+CELERY_BEAT_SCHEDULE.update(_telemetry_beat())
 
 DEMO_STREAM_S = env_int("DEMO_STREAM_S", 0, minimum=0)
 if DEMO_STREAM_S:
