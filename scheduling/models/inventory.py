@@ -92,6 +92,11 @@ class Cluster(BaseModel):
             raise ValidationError({"kube_context": "a context needs a kubeconfig"})
 
 
+class DeviceModelManager(models.Manager):
+    def get_by_natural_key(self, name: str):
+        return self.get(name=name)
+
+
 class DeviceModel(BaseModel):
     """A vendor's device model with its slicing mode and per-model configuration.
 
@@ -118,11 +123,16 @@ class DeviceModel(BaseModel):
     resource_names = models.JSONField(default=dict, blank=True)
     config = models.JSONField(default=dict, blank=True)
 
+    objects = DeviceModelManager()
+
     class Meta:
         ordering = ["vendor", "name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def natural_key(self) -> tuple[str]:
+        return (self.name,)
 
 
 class Node(BaseModel):

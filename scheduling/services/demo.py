@@ -7,6 +7,7 @@ import random
 import uuid
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import transaction
 
 from scheduling.choices import Backend, JobState, QueueStrategy, SlicingMode
@@ -70,7 +71,8 @@ def _serial(node: str, index: int, vendor: str) -> str:
 
 
 def seed_demo(password: str) -> dict[str, int]:
-    """Create the demo cluster, tenants, quotas, users and sample jobs when missing.
+    """Load the shipped device models, then create the demo cluster, tenants, quotas, users
+    and sample jobs when missing.
 
     Args:
         password: password of every demo user (``admin`` is a platform admin).
@@ -80,6 +82,7 @@ def seed_demo(password: str) -> dict[str, int]:
     """
     created = {"nodes": 0, "devices": 0, "jobs": 0}
     with transaction.atomic():
+        call_command("loaddata", "device_models", verbosity=0)
         cluster, _ = Cluster.objects.get_or_create(
             name=DEMO_CLUSTER,
             defaults={"backend": Backend.SIMULATED, "description": "built-in demo cluster"},
