@@ -24,18 +24,28 @@ def booking_charges(
     memory_mib: int,
     cores_percent: int,
 ) -> Charges:
-    """Charges of one device booking as ``{(flavor, dimension): amount}``."""
-    shares = [0.0]
-    if device_memory_mib:
-        shares.append(memory_mib / device_memory_mib)
-    if device_cores_percent:
-        shares.append(cores_percent / device_cores_percent)
-    milli = min(1000, -(-int(round(max(shares) * 1_000_000)) // 1000))
+    """Charges of one device booking as ``{(flavor, dimension): amount}``.
+
+    The milli-device share is the admission core's
+    (:func:`scheduling.admission.charges.device_milli`, integer ceiling), so dashboards,
+    reports and admission agree to the unit.
+    """
+    milli = _device_milli(memory_mib, cores_percent, device_memory_mib, device_cores_percent)
     return {
         (flavor, "devices"): milli,
         (flavor, "memory_mib"): memory_mib,
         (flavor, "cores_percent"): cores_percent,
     }
+
+
+def _device_milli(memory_mib: int, cores_percent: int, device_memory_mib: int,
+                  device_cores_percent: int) -> int:
+    share = 0
+    if device_cores_percent > 0:
+        share = max(share, -(-1000 * cores_percent // device_cores_percent))
+    if device_memory_mib > 0:
+        share = max(share, -(-1000 * memory_mib // device_memory_mib))
+    return min(1000, share)
 
 
 def add_charges(total: dict[tuple[str, str], int], extra: Mapping[tuple[str, str], int]) -> None:

@@ -1,16 +1,21 @@
 """The admission cycle of one resource group: the only code that joins the two pure cores.
 
-Phases (Kueue's ``Scheduler.schedule`` shape):
+Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
+:func:`scheduling.admission.run_cycle`):
   1. take the group's advisory lock (single-flight; another worker's cycle → skip);
-  2. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``);
-  3. build the snapshots (inventory + usage, quotas + tenant usage);
-  4. for each head in order: place it (placement core), charge it (fraction-correct), check
-     the tenant's quota; on success reserve it in the snapshot so later heads see it;
-     a StrictFIFO queue stops at its first head that cannot be admitted;
-  5. commit: lock the touched devices and nodes in pk order, re-check their capacity against
-     committed bookings, create placements, move jobs queued → admitted with a conditional
-     UPDATE; record pending reasons;
-  6. after commit, enqueue the submission of the admitted jobs.
+  2. settle the stored usage of placements released since the last cycle;
+  3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``) and
+     build the snapshots (cluster with every live booking, quotas, caps, running jobs);
+  4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
+     (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
+  5. commit, in one transaction: lock every device and node the admissions touch (pk order),
+     then for each admission in order evict its victims (placements released through the
+     backend, victim requeued or failed per its policy, a ``Preemption`` row and a
+     ``JobEvent``), re-check device/node capacity against committed bookings, create the
+     placements and move the job queued → admitted with a conditional UPDATE; charge the
+     stored usage (``QuotaUsage`` rows locked in a fixed order); store pending reasons;
+  6. after commit, enqueue the submission of the admitted jobs (a preemptor waits for its
+     victims' termination grace period).
 """
 
 from __future__ import annotations
@@ -20,29 +25,44 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Sum
+from django.db import OperationalError, transaction
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from console.core.locks import ADMISSION_CYCLE, try_xact_lock
-from scheduling.accounting import (
-    Charges,
-    add_charges,
-    booking_charges,
-    collapse_pod_bookings,
+from scheduling.accounting import collapse_pod_bookings
+from scheduling.admission import (
+    Admission,
+    CycleConfig,
+    CycleResult,
+    Preemption,
+    charges_for_pods,
+    run_cycle,
 )
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, QueueStrategy
+from scheduling.backends import get_backend
+from scheduling.choices import (
+    BOOKED_PLACEMENT_STATES,
+    JobState,
+    PlacementState,
+    PreemptionPolicy,
+)
 from scheduling.models import Device, Job, JobEvent, Node, Placement, PlacementDevice
-from scheduling.placement import place, reserve
+from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
-from scheduling.selectors.snapshot import (
-    SnapshotIndex,
-    build_cluster_snapshot,
-    build_placement_request,
+from scheduling.selectors.admission import (
+    AdmissionContext,
+    build_admission_snapshot,
+    queued_jobs,
 )
-from scheduling.selectors.usage import tenant_usage
-from tenants.models import ANY_FLAVOR, ResourceGroup
-from tenants.selectors import QuotaLimit, get_group_quotas
+from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.usage import (
+    close_ledger_for,
+    encode_charges,
+    settle_released_usage,
+    usage_deltas,
+)
+from tenants import services as tenant_services
+from tenants.models import ResourceGroup
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +75,8 @@ class CycleReport:
         group_id: the resource group.
         locked_out: True when another cycle of the group held the lock (nothing done).
         considered: number of queue heads examined.
-        admitted: ids of jobs admitted (placements reserved).
+        admitted: ids of jobs admitted (placements reserved), in admission order.
+        preempted: ids of the victims evicted.
         pending: ``{job id: reason}`` for heads left queued.
         more: True when the batch was full, so another cycle should follow.
         duration_s: wall time of the cycle in seconds.
@@ -65,59 +86,20 @@ class CycleReport:
     locked_out: bool = False
     considered: int = 0
     admitted: list[int] = field(default_factory=list)
+    preempted: list[int] = field(default_factory=list)
     pending: dict[int, str] = field(default_factory=dict)
     more: bool = False
     duration_s: float = 0.0
 
 
-def _quota_block(
-    tenant: str,
-    group: str,
-    limits: dict[tuple[str, str], QuotaLimit] | None,
-    usage: Charges,
-    charge: Charges,
-) -> str | None:
-    """Return why ``charge`` does not fit the tenant's quota (None when it fits).
-
-    A flavor-specific quota caps that model; a ``"*"`` quota caps the sum over every model.
-    A dimension without a row is not limited, but a tenant needs at least one quota row in
-    the group to be admitted at all.
-    """
-    if not limits:
-        return f"tenant {tenant} has no quota in group {group}"
-    for (flavor, dimension), amount in sorted(charge.items()):
-        for key in ((flavor, dimension), (ANY_FLAVOR, dimension)):
-            limit = limits.get(key)
-            if limit is None:
-                continue
-            if key[0] == ANY_FLAVOR:
-                used = sum(v for (f, d), v in usage.items() if d == dimension)
-            else:
-                used = usage.get(key, 0)
-            free = max(0, limit.nominal - used)
-            if amount > free:
-                return (
-                    f"tenant {tenant}, group {group}, flavor {key[0]}, {dimension}: "
-                    f"needs {amount}, free {free} of nominal {limit.nominal}"
-                )
-    return None
-
-
-def _charges(decision: Decision, index: SnapshotIndex) -> Charges:
-    total: Charges = {}
-    for pod in decision.pods:
-        for uuid, (mem, cores, _slots) in collapse_pod_bookings(pod).items():
-            add_charges(
-                total,
-                booking_charges(
-                    index.device_models[uuid],
-                    index.device_memory_mib[uuid],
-                    index.device_cores_percent[uuid],
-                    mem,
-                    cores,
-                ),
-            )
-    return total
+def cycle_config() -> CycleConfig:
+    """The cycle knobs from settings (``ADMISSION_PREEMPTION_DELAY_S``,
+    ``ADMISSION_TERMINATION_GRACE_S``, ``ADMISSION_FAIR_SHARING``)."""
+    return CycleConfig(
+        preemption_delay_s=float(getattr(settings, "ADMISSION_PREEMPTION_DELAY_S", 0.0)),
+        termination_grace_s=float(getattr(settings, "ADMISSION_TERMINATION_GRACE_S", 30.0)),
+        fair_sharing=bool(getattr(settings, "ADMISSION_FAIR_SHARING", True)),
+    )
 
 
 def _assignment_json(pod) -> dict:
@@ -134,6 +116,9 @@ def _assignment_json(pod) -> dict:
                         "type": g.type,
                         "memory_mib": g.memory_mib,
                         "cores_percent": g.cores_percent,
+                        **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
+                            "mig_size": g.mig_size} if g.mig_start >= 0 else {}),
+                        **({"template": g.template} if g.template else {}),
                     }
                     for g in c.devices
                 ],
@@ -143,105 +128,262 @@ def _assignment_json(pod) -> dict:
     }
 
 
-def _commit_job(job: Job, decision: Decision, index: SnapshotIndex, now) -> str | None:
-    """Write one admitted job's placements; return a conflict reason instead when another
-    writer booked the capacity first or the job left the queued state."""
-    bookings = {pod.pod: collapse_pod_bookings(pod) for pod in decision.pods}
-    device_ids = sorted({index.device_ids[u] for b in bookings.values() for u in b})
-    node_ids = sorted({index.node_ids[p.node] for p in decision.pods})
-    devices = {d.pk: d for d in Device.objects.select_for_update().filter(pk__in=device_ids)}
-    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(pk__in=node_ids)}
-    booked_devices = {
-        row["device_id"]: row
-        for row in PlacementDevice.objects.filter(
-            device_id__in=device_ids, placement__state__in=BOOKED_PLACEMENT_STATES
-        )
-        .values("device_id")
-        .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
-    }
-    booked_nodes = {
-        row["node_id"]: row
-        for row in Placement.objects.filter(node_id__in=node_ids, state__in=BOOKED_PLACEMENT_STATES)
-        .values("node_id")
-        .annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib"))
-    }
+class _Capacity:
+    """Committed bookings of the devices and nodes an admission batch touches, kept up to
+    date as the batch commits (so two admissions of one commit cannot overbook)."""
+
+    def __init__(self, devices: dict[int, Device], nodes: dict[int, Node]) -> None:
+        self.devices = devices
+        self.nodes = nodes
+        self.dev_used: dict[int, list[int]] = {}
+        self.node_used: dict[int, list[int]] = {}
+
+    def refresh(self) -> None:
+        """Read the bookings of live placements (after victims were released)."""
+        self.dev_used = {
+            row["device_id"]: [row["mem"] or 0, row["cores"] or 0, row["slots"] or 0]
+            for row in PlacementDevice.objects.filter(
+                device_id__in=list(self.devices), placement__state__in=BOOKED_PLACEMENT_STATES
+            ).values("device_id")
+            .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
+        }
+        self.node_used = {
+            row["node_id"]: [row["cpu"] or 0, row["mem"] or 0]
+            for row in Placement.objects.filter(
+                node_id__in=list(self.nodes), state__in=BOOKED_PLACEMENT_STATES
+            ).values("node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib"))
+        }
+
+    def conflict(self, extra_dev: dict[int, list[int]], extra_node: dict[int, list[int]]
+                 ) -> str | None:
+        for pk, (mem, cores, slots) in sorted(extra_dev.items()):
+            d, used = self.devices[pk], self.dev_used.get(pk, [0, 0, 0])
+            if (used[0] + mem > d.memory_mib or used[1] + cores > d.cores_percent
+                    or used[2] + slots > d.split_count or not d.healthy or d.cordoned
+                    or d.removed_at is not None):
+                return f"device {d.uuid} was booked by another cycle; retrying"
+        for pk, (cpu, mem) in sorted(extra_node.items()):
+            n, used = self.nodes[pk], self.node_used.get(pk, [0, 0])
+            if used[0] + cpu > n.cpu_milli or used[1] + mem > n.memory_mib:
+                return f"node {n.name} was booked by another cycle; retrying"
+        return None
+
+    def add(self, extra_dev: dict[int, list[int]], extra_node: dict[int, list[int]]) -> None:
+        for pk, values in extra_dev.items():
+            used = self.dev_used.setdefault(pk, [0, 0, 0])
+            for i, v in enumerate(values):
+                used[i] += v
+        for pk, values in extra_node.items():
+            used = self.node_used.setdefault(pk, [0, 0])
+            for i, v in enumerate(values):
+                used[i] += v
+
+
+def _bookings(decision: Decision, index: SnapshotIndex):
+    per_pod = {pod.pod: collapse_pod_bookings(pod) for pod in decision.pods}
     extra_dev: dict[int, list[int]] = {}
     extra_node: dict[int, list[int]] = {}
     for pod in decision.pods:
-        nid = index.node_ids[pod.node]
-        acc = extra_node.setdefault(nid, [0, 0])
+        acc = extra_node.setdefault(index.node_ids[pod.node], [0, 0])
         acc[0] += pod.cpu_milli
         acc[1] += pod.memory_mib
-        for uuid, (mem, cores, slots) in bookings[pod.pod].items():
+        for uuid, (mem, cores, slots) in per_pod[pod.pod].items():
             acc_d = extra_dev.setdefault(index.device_ids[uuid], [0, 0, 0])
             acc_d[0] += mem
             acc_d[1] += cores
             acc_d[2] += slots
-    for pk, (mem, cores, slots) in extra_dev.items():
-        d, b = devices[pk], booked_devices.get(pk, {})
-        if (
-            (b.get("mem") or 0) + mem > d.memory_mib
-            or (b.get("cores") or 0) + cores > d.cores_percent
-            or (b.get("slots") or 0) + slots > d.split_count
-            or not d.healthy
-            or d.removed_at is not None
-        ):
-            return f"device {d.uuid} was booked by another cycle; retrying"
-    for pk, (cpu, mem) in extra_node.items():
-        n, b = nodes[pk], booked_nodes.get(pk, {})
-        if (b.get("cpu") or 0) + cpu > n.cpu_milli or (b.get("mem") or 0) + mem > n.memory_mib:
-            return f"node {n.name} was booked by another cycle; retrying"
+    return per_pod, extra_dev, extra_node
+
+
+def _lock_capacity(admissions: list[Admission], index: SnapshotIndex) -> _Capacity:
+    """Lock every device, then every node, the admissions book, each in pk order (one fixed
+    order for every writer, so cycles of groups sharing nodes cannot deadlock)."""
+    device_ids, node_ids = set(), set()
+    for admission in admissions:
+        _, extra_dev, extra_node = _bookings(admission.placement, index)
+        device_ids |= set(extra_dev)
+        node_ids |= set(extra_node)
+    devices = {d.pk: d for d in Device.objects.select_for_update().filter(
+        pk__in=sorted(device_ids)).order_by("pk")}
+    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(
+        pk__in=sorted(node_ids)).order_by("pk")}
+    return _Capacity(devices, nodes)
+
+
+def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
+           deltas: dict) -> bool:
+    """Carry out one preemption; returns False when the victim already left (nothing to do).
+
+    The victim's booked placements are deleted through their backend (grace period
+    ``evict_by - at``) and released; it goes back to ``queued`` (keeping its age) or to
+    ``failed`` per ``Job.on_preemption``; its stored usage is released at once.
+    """
+    victim = Job.objects.select_for_update().filter(
+        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
+    ).first()
+    if victim is None:
+        return False
+    requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
+    placements = list(
+        Placement.objects.select_for_update()
+        .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
+        .select_related("node__cluster").order_by("pk")
+    )
+    for placement in placements:
+        get_backend(placement.node.cluster.backend).delete(placement)
+    Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
+        state=PlacementState.RELEASED, ended_at=now,
+        message=f"preempted: {preemption.message}", charged=False,
+    )
+    for key, amount in usage_deltas(
+        [(victim.tenant_id, group_id, p.charges) for p in placements if p.charged], -1
+    ).items():
+        deltas[key] = deltas.get(key, 0) + amount
+    close_ledger_for([p.pk for p in placements], now)
+    outcome = "requeued" if requeue else "failed"
+    if requeue:
+        Job.objects.filter(pk=victim.pk).update(
+            state=JobState.QUEUED, admitted_at=None, started_at=None,
+            preemption_count=F("preemption_count") + 1,
+            pending_reason=f"preempted: {preemption.message}",
+        )
+    else:
+        Job.objects.filter(pk=victim.pk).update(
+            state=JobState.FAILED, finished_at=now,
+            preemption_count=F("preemption_count") + 1,
+            pending_reason=f"preempted: {preemption.message}",
+        )
+    PreemptionRow.objects.create(
+        victim=victim, preemptor=preemptor, victim_tenant=preemption.victim_tenant,
+        preemptor_tenant=preemption.preemptor_tenant, reason=preemption.reason.value,
+        message=preemption.message, time=now, evict_by=preemption.evict_by, outcome=outcome,
+    )
+    JobEvent.objects.create(
+        job=victim, kind="preempted",
+        message=f"{preemption.reason.value}: {preemption.message}; {outcome}",
+    )
+    return True
+
+
+def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext,
+                      capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
+    """Write one admitted job's placements; return a conflict reason instead when another
+    writer booked the capacity first or the job left the queued state."""
+    decision: Decision = admission.placement
+    per_pod, extra_dev, extra_node = _bookings(decision, ctx.index)
+    conflict = capacity.conflict(extra_dev, extra_node)
+    if conflict is not None:
+        return conflict
     moved = Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
         state=JobState.ADMITTED, admitted_at=now, pending_reason=""
     )
     if not moved:
         return "job left the queue during the cycle"
+    capacity.add(extra_dev, extra_node)
+    group = ctx.flavors.group
     for pod_index, pod in enumerate(decision.pods):
+        charges = encode_charges(charges_for_pods([pod], ctx.devices, group))
         placement = Placement.objects.create(
-            job=job,
-            pod_index=pod_index,
-            node_id=index.node_ids[pod.node],
-            cpu_milli=pod.cpu_milli,
-            memory_mib=pod.memory_mib,
-            assignment=_assignment_json(pod),
+            job=job, pod_index=pod_index, node_id=ctx.index.node_ids[pod.node],
+            cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib,
+            assignment=_assignment_json(pod), charges=charges, charged=True,
         )
         PlacementDevice.objects.bulk_create(
-            PlacementDevice(
-                placement=placement,
-                device_id=index.device_ids[uuid],
-                memory_mib=mem,
-                cores_percent=cores,
-                slots=slots,
-            )
-            for uuid, (mem, cores, slots) in sorted(bookings[pod.pod].items())
+            PlacementDevice(placement=placement, device_id=ctx.index.device_ids[uuid],
+                            memory_mib=mem, cores_percent=cores, slots=slots)
+            for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
         )
+        for key, amount in usage_deltas([(job.tenant_id, group_id, charges)], +1).items():
+            deltas[key] = deltas.get(key, 0) + amount
     nodes_text = ", ".join(sorted({p.node for p in decision.pods}))
-    JobEvent.objects.create(job=job, kind="admitted", message=f"placed on {nodes_text}")
+    extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
+        if admission.pod_count != job.pod_count else ""
+    borrowing = "; borrowing from the cohort" if admission.borrowing else ""
+    waits = f"; preempted {', '.join(admission.waits_for)}" if admission.waits_for else ""
+    JobEvent.objects.create(job=job, kind="admitted",
+                            message=f"placed on {nodes_text}{extra}{borrowing}{waits}")
     return None
 
 
-def _unschedulable_reason(decision: Decision) -> str:
-    if not decision.reasons:
-        return "no node in the resource group"
-    counts: dict[str, int] = {}
-    for reason in decision.reasons.values():
-        counts[reason] = counts.get(reason, 0) + 1
-    parts = [f"{n} node(s): {r}" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return f"0/{len(decision.reasons)} nodes fit; " + "; ".join(parts[:5])
+def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, now,
+            report: CycleReport) -> None:
+    admissions = list(result.admitted)
+    capacity = _lock_capacity(admissions, ctx.index)
+    victims_of: dict[str, list[Preemption]] = {}
+    for preemption in result.preempted:
+        victims_of.setdefault(preemption.preemptor_id, []).append(preemption)
+    deltas: dict = {}
+    refreshed = False
+    for admission in admissions:
+        job = ctx.jobs[admission.workload_id]
+        victims = victims_of.get(admission.workload_id, [])
+        if victims:
+            # Preempt only for a preemptor that is still queued (locked until commit).
+            still = Job.objects.select_for_update().filter(
+                pk=job.pk, state=JobState.QUEUED).exists()
+            if not still:
+                report.pending[job.pk] = "job left the queue during the cycle"
+                continue
+            for preemption in victims:
+                if _evict(preemption, job, now, group.pk, deltas):
+                    report.preempted.append(int(preemption.victim_id))
+            refreshed = False
+        if not refreshed:
+            capacity.refresh()
+            refreshed = True
+        conflict = _commit_admission(admission, job, ctx, capacity, now, group.pk, deltas)
+        if conflict is None:
+            report.admitted.append(job.pk)
+        else:
+            report.pending[job.pk] = conflict
+    tenant_services.apply_usage_deltas(deltas)
 
 
-def run_admission_cycle(group_id: int, *, batch: int | None = None) -> CycleReport:
+def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleReport) -> None:
+    for verdict in result.pending:
+        reason = verdict.reason
+        if verdict.details:
+            reason += "\n" + "\n".join(verdict.details)
+        report.pending.setdefault(int(verdict.workload_id), reason)
+    changed = []
+    for job_id, reason in report.pending.items():
+        job = ctx.jobs.get(str(job_id))
+        if job is not None and job.pending_reason != reason:
+            job.pending_reason = reason
+            changed.append(job)
+    for job in changed:
+        Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+            pending_reason=job.pending_reason)
+
+
+def run_admission_cycle(group_id: int, *, batch: int | None = None,
+                        retries: int = 2) -> CycleReport:
     """Run one admission cycle for a resource group (see the module docstring for phases).
 
     Idempotent and single-flight: a concurrent call for the same group returns at once with
-    ``locked_out=True``. Submission tasks are enqueued only after commit.
+    ``locked_out=True``. Submission tasks are enqueued only after commit. A deadlock with
+    another writer (PostgreSQL aborts one side) rolls the cycle back and retries it.
 
     Raises:
         ResourceGroup.DoesNotExist: unknown ``group_id``.
     """
+    for attempt in range(retries + 1):
+        try:
+            return _run(group_id, batch)
+        except OperationalError as exc:
+            if "deadlock" not in str(exc) or attempt == retries:
+                raise
+            logger.warning("admission cycle group=%s deadlock, retrying: %s", group_id, exc)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run(group_id: int, batch: int | None) -> CycleReport:
     started = time.monotonic()
     batch = batch or settings.ADMISSION_BATCH
     report = CycleReport(group_id=group_id)
+    config = cycle_config()
+    submit_now: list[int] = []
+    submit_later: list[int] = []
     with transaction.atomic():
         # 1. single flight per group
         if not try_xact_lock(ADMISSION_CYCLE, group_id):
@@ -249,67 +391,37 @@ def run_admission_cycle(group_id: int, *, batch: int | None = None) -> CycleRepo
             return report
         group = ResourceGroup.objects.get(pk=group_id)
         now = timezone.now()
-        # 2. heads
-        heads = list(
-            Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
-            .select_related("queue", "tenant")
-            .prefetch_related("containers")
-            .order_by("-priority", "created", "id")[:batch]
-        )
+        # 2. settle usage of released placements
+        settle_released_usage(group_id)
+        # 3. heads and snapshots
+        heads = queued_jobs(group, batch)
         report.considered = len(heads)
         if not heads:
             return report
-        # 3. snapshots
-        snapshot, index = build_cluster_snapshot(group)
-        quotas = get_group_quotas(group.pk)
-        usage = tenant_usage(group.pk)
-        # 4. place, charge, check quota, reserve
-        blocked_queues: set[int] = set()
-        chosen: list[tuple[Job, Decision]] = []
-        for job in heads:
-            if job.queue_id in blocked_queues:
-                report.pending[job.pk] = "waiting behind the head of its StrictFIFO queue"
-                continue
-            decision = place(snapshot, build_placement_request(job, group))
-            reason = None
-            if not decision.schedulable:
-                reason = _unschedulable_reason(decision)
-            else:
-                charge = _charges(decision, index)
-                tenant_used = usage.setdefault(job.tenant_id, {})
-                reason = _quota_block(
-                    job.tenant.name, group.name, quotas.get(job.tenant_id), tenant_used, charge
-                )
-                if reason is None:
-                    reserve(snapshot, decision)
-                    add_charges(tenant_used, charge)
-                    chosen.append((job, decision))
-            if reason is not None:
-                report.pending[job.pk] = reason
-                if job.queue.strategy == QueueStrategy.STRICT_FIFO:
-                    blocked_queues.add(job.queue_id)
+        ctx = build_admission_snapshot(group, now, pending=heads)
+        # 4. the pure core
+        result = run_cycle(ctx.snapshot, ctx.placer(), config)
         # 5. commit
-        for job, decision in chosen:
-            conflict = _commit_job(job, decision, index, now)
-            if conflict is None:
-                report.admitted.append(job.pk)
-            else:
-                report.pending[job.pk] = conflict
-        changed = [j for j in heads if j.pk in report.pending]
-        for job in changed:
-            job.pending_reason = report.pending[job.pk]
-        Job.objects.bulk_update(changed, ["pending_reason"])
+        _commit(result, ctx, group, now, report)
+        _store_verdicts(result, ctx, report)
         report.more = len(heads) == batch and bool(report.admitted)
+        waiting = {a.workload_id for a in result.admitted if a.waits_for}
+        for job_id in report.admitted:
+            (submit_later if str(job_id) in waiting else submit_now).append(job_id)
         # 6. submit after commit
-        if report.admitted:
+        if submit_now or submit_later:
             from scheduling.tasks import submit_jobs_task
 
-            admitted = list(report.admitted)
-            transaction.on_commit(lambda: submit_jobs_task.delay(admitted))
+            grace = config.termination_grace_s
+            if submit_now:
+                transaction.on_commit(lambda: submit_jobs_task.delay(submit_now))
+            if submit_later:
+                transaction.on_commit(
+                    lambda: submit_jobs_task.apply_async((submit_later,), countdown=grace))
     report.duration_s = time.monotonic() - started
     logger.info(
-        "admission cycle group=%s considered=%d admitted=%d pending=%d in %.3fs",
-        group_id, report.considered, len(report.admitted), len(report.pending), report.duration_s,
+        "admission cycle group=%s considered=%d admitted=%d preempted=%d pending=%d in %.3fs",
+        group_id, report.considered, len(report.admitted), len(report.preempted),
+        len(report.pending), report.duration_s,
     )
     return report
-

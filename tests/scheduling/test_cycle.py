@@ -67,9 +67,13 @@ def test_quota_blocks_with_a_reason_naming_dimension_and_amounts():
     assert report.admitted == [first.pk, small.pk]
     second.refresh_from_db()
     assert second.state == JobState.QUEUED
-    assert second.pending_reason == (
-        "tenant team-a, group g1, flavor *, devices: needs 1000, free 500 of nominal 1500"
-    )
+    # first line: the blocking dimension, quota and level; then why preemption cannot help
+    assert second.pending_reason.splitlines() == [
+        "tenant team-a, group g1, flavor *, devices: needs 1000, free 500, borrowable 0 "
+        "(bounded by cohort g1)",
+        "preemption: reclaim from other tenants needs the job to fit in tenant team-a's "
+        "nominal quota",
+    ]
     # fraction-correct usage: 1000 (whole) + 200 (20 % cores, 8 GiB of 80 GiB)
     usage = tenant_usage(group.pk)[tenant.pk]
     assert usage[(A100, "devices")] == 1200
@@ -85,7 +89,9 @@ def test_tenant_without_quota_is_not_admitted():
     report = run_admission_cycle(group.pk)
     assert report.admitted == []
     job.refresh_from_db()
-    assert job.pending_reason == "tenant nobody has no quota in group g1"
+    assert job.pending_reason == (
+        f"tenant nobody, group g1, flavor {A100}: no quota for this flavor"
+    )
 
 
 def test_strict_fifo_blocks_behind_an_unschedulable_head():
@@ -100,11 +106,13 @@ def test_strict_fifo_blocks_behind_an_unschedulable_head():
     report = run_admission_cycle(group.pk)
     assert report.admitted == [ok_b.pk]
     behind.refresh_from_db()
-    assert behind.pending_reason == "waiting behind the head of its StrictFIFO queue"
+    assert behind.pending_reason == (
+        f"queue strict/default is StrictFIFO and its head {huge.pk} is not admitted"
+    )
     for job in (huge, huge_b):
         job.refresh_from_db()
         assert job.state == JobState.QUEUED
-        assert job.pending_reason.startswith("0/2 nodes fit; 2 node(s): ")
+        assert job.pending_reason.startswith("unschedulable: 0/2 nodes fit; 2 node(s): ")
 
 
 def test_gang_job_places_every_pod_or_none(setup):
