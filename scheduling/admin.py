@@ -1,4 +1,4 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from scheduling.models import (
     Cluster,
@@ -16,8 +16,66 @@ from scheduling.models import (
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ["name", "backend", "created"]
+    """Clusters and their connection. Only *where* credentials are (in-cluster, a kubeconfig
+    path, or the ``CLUSTER_<NAME>_KUBECONFIG`` environment variable) is stored or shown; the
+    kubeconfig's contents never are."""
+
+    list_display = ["name", "backend", "submission_mode", "namespace", "connection",
+                    "server_version", "inventory_synced_at"]
+    list_filter = ["backend", "submission_mode"]
     search_fields = ["name"]
+    actions = ["test_connection"]
+    readonly_fields = ["server_version", "resource_versions", "connection_checked_at",
+                       "watch_resource_version", "inventory_synced_at", "resynced_at",
+                       "inventory_errors", "unknown_pods", "created", "updated"]
+    fieldsets = [
+        (None, {"fields": ["name", "backend", "description"]}),
+        ("Kubernetes connection", {
+            "fields": ["in_cluster", "kubeconfig_path", "kube_context", "namespace",
+                       "submission_mode", "hami_scheduler_name", "request_timeout_s"],
+            "description": "Credentials stay in the kubeconfig file or the service account; "
+                           "with no path and not in-cluster the environment variable "
+                           "CLUSTER_&lt;NAME&gt;_KUBECONFIG names the kubeconfig file.",
+        }),
+        ("Status", {"fields": readonly_fields}),
+    ]
+
+    @admin.display(description="connection")
+    def connection(self, obj: Cluster) -> str:
+        if obj.backend != "kubernetes":
+            return "-"
+        if obj.in_cluster:
+            return "in-cluster service account"
+        if obj.kubeconfig_path:
+            return "kubeconfig file" + (f" (context {obj.kube_context})" if obj.kube_context
+                                        else "")
+        return f"${obj.kubeconfig_env()}"
+
+    @admin.action(description="Test connection (server version, resource.k8s.io versions)")
+    def test_connection(self, request, queryset) -> None:
+        from scheduling.backends.kubernetes import check_connection
+        from scheduling.kube.errors import KubeError
+
+        for cluster in queryset:
+            if cluster.backend != "kubernetes":
+                self.message_user(request, f"{cluster.name}: simulated, nothing to test",
+                                  messages.INFO)
+                continue
+            try:
+                info = check_connection(cluster)
+            except KubeError as exc:
+                self.message_user(request, f"{cluster.name}: connection failed: {exc.message}",
+                                  messages.ERROR)
+                continue
+            served = ", ".join(info.resource_versions) or "none (no DRA API)"
+            mode_note = ""
+            if cluster.submission_mode == "dra" and info.dra_version is None:
+                mode_note = "; submission mode dra needs resource.k8s.io"
+            self.message_user(
+                request, f"{cluster.name}: Kubernetes {info.git_version}; resource.k8s.io "
+                         f"served: {served}; DRA version used: {info.dra_version or '-'}"
+                         f"{mode_note}",
+                messages.WARNING if mode_note else messages.SUCCESS)
 
 
 @admin.register(DeviceModel)

@@ -66,3 +66,48 @@ def demo_stream_task() -> int | None:
 
     job = submit_demo_job(random.Random())
     return job.pk if job else None
+
+
+# -- kubernetes clusters ---------------------------------------------------------------------
+
+
+@shared_task(name="scheduling.tasks.kube_inventory_sync_task")
+def kube_inventory_sync_task(cluster_id: int) -> dict:
+    """Sync one kubernetes cluster's Nodes / ResourceSlices into the inventory; re-run the
+    cycles of groups where a vanished node freed capacity."""
+    from scheduling.services.inventory import sync_cluster_inventory
+
+    report = sync_cluster_inventory(cluster_id)
+    for group_id in sorted(report.lost_groups):
+        admission_cycle_task.delay(group_id)
+    return {"cluster": report.cluster, "nodes": len(report.nodes),
+            "added": len(report.devices_added), "removed": len(report.devices_removed),
+            "errors": len(report.errors), "locked": report.locked_out}
+
+
+@shared_task(name="scheduling.tasks.kube_reconcile_task")
+def kube_reconcile_task(cluster_id: int) -> dict:
+    """One reconcile turn (periodic resync when due, then a pod watch) of a kubernetes
+    cluster; re-run the cycles of groups where capacity was freed."""
+    from scheduling.services.kube_reconcile import reconcile_cluster
+
+    report = reconcile_cluster(cluster_id)
+    for group_id in sorted(report.groups):
+        admission_cycle_task.delay(group_id)
+    return {"cluster": report.cluster, "changed": len(report.changed),
+            "events": report.events, "unknown": len(report.unknown),
+            "locked": report.locked_out}
+
+
+@shared_task(name="scheduling.tasks.kube_tick_task")
+def kube_tick_task() -> int:
+    """Beat tick (``KUBE_TICK_S``): enqueue an inventory sync and a reconcile turn for every
+    kubernetes cluster (each is single-flight per cluster)."""
+    from scheduling.choices import Backend
+    from scheduling.models import Cluster
+
+    ids = list(Cluster.objects.filter(backend=Backend.KUBERNETES).values_list("pk", flat=True))
+    for cluster_id in ids:
+        kube_inventory_sync_task.delay(cluster_id)
+        kube_reconcile_task.delay(cluster_id)
+    return len(ids)

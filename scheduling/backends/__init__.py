@@ -51,7 +51,7 @@ def get_backend(kind: str) -> ClusterBackend:
 
         return SimulatedBackend()
     if kind == Backend.KUBERNETES:
-        raise SubmissionError(
-            "the kubernetes backend needs a cluster connection (see README)", retryable=False
-        )
+        from scheduling.backends.kubernetes import KubernetesBackend
+
+        return KubernetesBackend()
     raise ValueError(f"unknown cluster backend {kind!r}")

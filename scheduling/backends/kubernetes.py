@@ -1,0 +1,315 @@
+"""The Kubernetes cluster backend: placements become Pods (and ResourceClaims) in a real cluster.
+
+Connection per :class:`~scheduling.models.Cluster` row (:func:`connection_source`): the pod's
+service account (``in_cluster``), a kubeconfig file (``kubeconfig_path`` + ``kube_context``),
+or the kubeconfig file named by the environment variable ``CLUSTER_<NAME>_KUBECONFIG``.
+Credentials stay in the file / service-account mount; the database holds only where they are.
+
+Submission (:class:`KubernetesBackend`): the placement's stored assignment (node + per-container
+device grants) and the job's containers (image, command, args, env) go through the pure
+manifest builders (:mod:`scheduling.kube.manifests`) in the cluster's ``submission_mode``
+(``hami`` | ``dra`` | ``whole``); :class:`~scheduling.kube.gateway.KubernetesGateway` creates
+the ResourceClaim first, then the Pod, then makes the Pod own the claim. Object names derive
+from the placement id, so a retried submit (after a crash or a timeout) meets 409
+AlreadyExists, which counts as success. Failures are classified by
+:mod:`scheduling.kube.errors`: Retryable (429, 5xx, timeouts; already retried with backoff by
+the gateway) -> ``SubmissionError(retryable=True)``; Permanent (other 4xx, with the server's
+message, or a placement that cannot be expressed in the mode) ->
+``SubmissionError(retryable=False)``, which fails the job and releases its reservation
+(:func:`scheduling.services.submissions.submit_job`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from scheduling.backends import SubmissionError
+from scheduling.kube import manifests as mf
+from scheduling.kube.client import ClusterInfo, build_api_client, test_connection
+from scheduling.kube.errors import KubeError, Permanent, Retryable
+from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
+from scheduling.kube.inventory import RUNNING, pod_state
+from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "KubernetesBackend",
+    "ConnectionConfigError",
+    "connection_source",
+    "gateway_for",
+    "forget_gateways",
+    "check_connection",
+    "build_manifests",
+    "job_meta",
+    "pod_assignment",
+    "placement_pod_name",
+    "placement_namespace",
+]
+
+
+class ConnectionConfigError(Permanent):
+    """The Cluster row does not say how to reach the cluster (message says what is missing)."""
+
+
+def connection_source(cluster, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Where a cluster's credentials are: keyword arguments for ``build_api_client``.
+
+    Order: ``in_cluster`` -> ``{"in_cluster": True}``; ``kubeconfig_path`` ->
+    ``{"kubeconfig": path, "context": kube_context or None}``; else the environment variable
+    ``cluster.kubeconfig_env()`` (e.g. ``CLUSTER_PROD_A_KUBECONFIG``) holding a path.
+
+    Raises:
+        ConnectionConfigError: none of them is set.
+    """
+    environ = os.environ if environ is None else environ
+    if cluster.in_cluster:
+        return {"in_cluster": True}
+    context = cluster.kube_context or None
+    if cluster.kubeconfig_path:
+        return {"kubeconfig": cluster.kubeconfig_path, "context": context}
+    env_name = cluster.kubeconfig_env()
+    path = (environ.get(env_name) or "").strip()
+    if path:
+        return {"kubeconfig": path, "context": context}
+    raise ConnectionConfigError(
+        0, "ConfigError",
+        f"cluster {cluster.name!r} has no connection: set 'in cluster', a kubeconfig path, or "
+        f"the environment variable {env_name}")
+
+
+_gateways: dict[int, tuple[tuple, KubernetesGateway]] = {}
+_gateways_lock = threading.Lock()
+
+
+def _retry_policy() -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=int(getattr(settings, "KUBE_RETRY_MAX_ATTEMPTS", 5)),
+        base_delay_s=float(getattr(settings, "KUBE_RETRY_BASE_DELAY_S", 0.2)),
+        max_delay_s=float(getattr(settings, "KUBE_RETRY_MAX_DELAY_S", 10.0)),
+        max_retry_after_s=float(getattr(settings, "KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0)),
+    )
+
+
+def gateway_for(cluster) -> KubernetesGateway:
+    """The (per-process cached) gateway of a kubernetes cluster.
+
+    The cache key holds the connection fields and the source, so editing the Cluster row or
+    the environment variable takes effect on the next call.
+
+    Raises:
+        ConnectionConfigError: no connection configured.
+        Permanent: the kubeconfig / service account cannot be loaded.
+    """
+    source = connection_source(cluster)
+    key = (tuple(sorted(source.items())), cluster.request_timeout_s, _retry_policy())
+    with _gateways_lock:
+        cached = _gateways.get(cluster.pk)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    api = build_api_client(**source, request_timeout_s=cluster.request_timeout_s)
+    gw = KubernetesGateway(api, retry=key[2])
+    with _gateways_lock:
+        old = _gateways.get(cluster.pk)
+        _gateways[cluster.pk] = (key, gw)
+    if old is not None and old[1] is not gw:
+        old[1].api.close()
+    return gw
+
+
+def forget_gateways() -> None:
+    """Drop every cached gateway (tests; after credentials were rotated)."""
+    with _gateways_lock:
+        olds = list(_gateways.values())
+        _gateways.clear()
+    for _key, gw in olds:
+        gw.api.close()
+
+
+def check_connection(cluster) -> ClusterInfo:
+    """Probe the cluster (``GET /version``, discovery) and record what was found on the row.
+
+    Saves ``server_version``, ``resource_versions`` and ``connection_checked_at``.
+
+    Raises:
+        KubeError: the connection is not configured or the probe failed (message says why).
+    """
+    from django.utils import timezone
+
+    source = connection_source(cluster)
+    api = build_api_client(**source, request_timeout_s=cluster.request_timeout_s)
+    try:
+        info = test_connection(api)
+    finally:
+        api.close()
+    cluster.server_version = info.git_version
+    cluster.resource_versions = list(info.resource_versions)
+    cluster.connection_checked_at = timezone.now()
+    type(cluster).objects.filter(pk=cluster.pk).update(
+        server_version=cluster.server_version, resource_versions=cluster.resource_versions,
+        connection_checked_at=cluster.connection_checked_at)
+    return info
+
+
+# ------------------------------------------------------------------------------------------
+# Placement -> manifests
+# ------------------------------------------------------------------------------------------
+
+
+def placement_pod_name(placement) -> str:
+    """Deterministic Pod name of a placement (``p-<placement id>-<pod>``, a DNS label)."""
+    pod = (placement.assignment or {}).get("pod") or f"{placement.job_id}-{placement.pod_index}"
+    return mf.pod_name(str(placement.pk), str(pod))
+
+
+def placement_namespace(placement) -> str:
+    """Namespace of the placement's objects: from ``backend_ref`` (``ns/name``) once
+    submitted, else the cluster's namespace."""
+    if "/" in (placement.backend_ref or ""):
+        return placement.backend_ref.split("/", 1)[0]
+    return placement.node.cluster.namespace
+
+
+def pod_assignment(placement) -> PodAssignment:
+    """The placement's stored assignment as a ``PodAssignment``.
+
+    A grant without ``vendor`` gets its device model's vendor (looked up by uuid); the node is
+    the placement's node name.
+
+    Raises:
+        ManifestError: a granted device is unknown to the inventory.
+    """
+    from scheduling.models import Device
+
+    data = placement.assignment or {}
+    containers = data.get("containers") or []
+    uuids = {g["uuid"] for c in containers for g in c.get("devices") or []}
+    vendors = dict(Device.objects.filter(uuid__in=uuids).values_list("uuid", "model__vendor"))
+    out = []
+    for c in containers:
+        grants = []
+        for g in c.get("devices") or []:
+            vendor = g.get("vendor") or vendors.get(g["uuid"])
+            if not vendor:
+                raise mf.ManifestError(f"device {g['uuid']!r} is not in the inventory")
+            grants.append(DeviceGrant(
+                uuid=g["uuid"], type=g.get("type") or "", memory_mib=int(g["memory_mib"]),
+                cores_percent=int(g["cores_percent"]), vendor=vendor,
+                index=int(g.get("index", 0)), mig_profile=g.get("mig_profile", ""),
+                mig_start=int(g.get("mig_start", -1)), mig_size=int(g.get("mig_size", 0)),
+                template=g.get("template", ""), model=g.get("model", "")))
+        out.append(ContainerAssignment(name=c["name"], devices=tuple(grants),
+                                       init=bool(c.get("init"))))
+    return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
+                         node=placement.node.name, containers=tuple(out),
+                         cpu_milli=placement.cpu_milli, memory_mib=placement.memory_mib)
+
+
+def _container_spec(c) -> mf.ContainerSpec:
+    env = c.env if isinstance(c.env, dict) else {}
+    return mf.ContainerSpec(
+        image=c.image, command=tuple(str(x) for x in c.command or ()),
+        args=tuple(str(x) for x in c.args or ()),
+        env=tuple((str(k), str(v)) for k, v in sorted(env.items())))
+
+
+def job_meta(placement) -> mf.JobMeta:
+    """Job identity and workload for the manifest builders.
+
+    Each job container with an image is its own spec; containers without one use the first
+    app container's (the default). The pod's restartPolicy is the job's ``restart_policy``.
+    """
+    job = placement.job
+    containers = list(job.containers.all())
+    specs = {c.name: _container_spec(c) for c in containers if c.image}
+    default = next((specs[c.name] for c in containers if not c.init and c.name in specs),
+                   next(iter(specs.values()), mf.ContainerSpec(image="")))
+    return mf.JobMeta(
+        tenant=job.tenant.name, job_id=str(job.pk), placement_id=str(placement.pk),
+        namespace=placement_namespace(placement), default=default, containers=specs,
+        restart_policy=job.restart_policy or "Never")
+
+
+def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.Manifests:
+    """Manifests of one placement in its cluster's submission mode.
+
+    Args:
+        placement: a Placement with ``node__cluster`` and ``job__tenant`` reachable.
+        gateway: needed in ``dra`` mode to pick the served resource.k8s.io version.
+
+    Raises:
+        ManifestError: the placement cannot be expressed in the mode.
+        Permanent: dra mode on a cluster that serves no resource.k8s.io version.
+    """
+    cluster = placement.node.cluster
+    assignment = pod_assignment(placement)
+    meta = job_meta(placement)
+    if cluster.submission_mode == "dra":
+        version = gateway.dra_version() if gateway is not None else "v1"
+        if version is None:
+            raise Permanent(0, "NoDRA", f"cluster {cluster.name!r} serves no resource.k8s.io "
+                                        "version; use submission mode hami or whole")
+        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}")
+    if cluster.submission_mode == "hami":
+        return mf.build_hami(assignment, meta,
+                             scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME)
+    return mf.build(cluster.submission_mode, assignment, meta)
+
+
+def _as_submission_error(exc: KubeError) -> SubmissionError:
+    text = exc.message if exc.reason in ("", "ConfigError") else f"{exc.reason}: {exc.message}"
+    if exc.status:
+        text = f"HTTP {exc.status} {text}"
+    return SubmissionError(text, retryable=isinstance(exc, Retryable))
+
+
+class KubernetesBackend:
+    """:class:`~scheduling.backends.ClusterBackend` for ``backend = kubernetes`` clusters."""
+
+    def submit(self, placement) -> str:
+        """Create the placement's ResourceClaim (dra mode) and Pod; idempotent.
+
+        Sets ``placement.backend_ref`` to ``<namespace>/<pod name>``.
+
+        Returns:
+            ``"running"`` when the Pod already runs (a retry found it), else ``"submitted"``.
+
+        Raises:
+            SubmissionError: ``retryable`` for 429/5xx/timeouts/connection errors after the
+                gateway's retries; not retryable for refused objects (4xx, with the server's
+                message), manifests that cannot be built, and missing connection settings.
+        """
+        try:
+            gateway = gateway_for(placement.node.cluster)
+            manifests = build_manifests(placement, gateway)
+            result = gateway.submit(manifests)
+        except mf.ManifestError as exc:
+            raise SubmissionError(f"cannot build the pod: {exc}", retryable=False) from exc
+        except KubeError as exc:
+            raise _as_submission_error(exc) from exc
+        placement.backend_ref = f"{manifests.namespace}/{manifests.pod_name}"
+        if result.created:
+            logger.info("placement %s: created %s", placement.pk, ", ".join(result.created))
+        return "running" if pod_state(result.pod).state == RUNNING else "submitted"
+
+    def delete(self, placement) -> None:
+        """Delete the placement's Pod (its claim follows by garbage collection) and, in dra
+        mode, the claim by name in case the owner reference was never set.
+
+        Never raises: a failure is logged, and the reconciler deletes console pods whose
+        placement is no longer booked (:mod:`scheduling.services.kube_reconcile`).
+        """
+        cluster = placement.node.cluster
+        name = placement_pod_name(placement)
+        claims = (mf.claim_name(name),) if cluster.submission_mode == "dra" else ()
+        try:
+            gateway_for(cluster).delete(placement_namespace(placement), name, claims)
+        except KubeError as exc:
+            logger.warning("placement %s: deleting pod %s failed (%s); the reconciler will "
+                           "retry", placement.pk, name, exc)

@@ -1,0 +1,515 @@
+"""Reconcile of kubernetes clusters: what the cluster runs -> placement and job states.
+
+Three entry points, all idempotent (every move is a conditional UPDATE):
+
+* :func:`resync` - the periodic full pass over a pod list (``LIST`` with the console's label
+  selector, or the ``RELISTED`` list a watch yields after 410 Gone). Placements are read
+  *before* the list, so a placement seen as submitted had its Pod created before the list.
+* :func:`watch` - a pod watch from the cluster's stored ``watch_resource_version``; each event
+  updates one placement; 410 Expired relists (the gateway yields ``RELISTED``) and runs
+  :func:`resync` on the fresh list; the resume point is saved as events arrive.
+* :func:`handle_lost_node` - called by the inventory sync for a vanished node.
+
+Pod -> placement (:func:`scheduling.kube.inventory.pod_state`):
+
+=============================  ===============================================================
+pod state                      placement / job
+=============================  ===============================================================
+PENDING / STARTING             reserved -> submitted (message = reason, e.g. Unschedulable)
+RUNNING                        reserved/submitted -> running; job admitted -> running once
+                               every live placement of the job runs
+SUCCEEDED                      -> succeeded; job -> succeeded when nothing is left booked and
+                               no placement failed
+FAILED (container/admission)   -> failed; the job fails, its other pods are deleted, every
+                               reservation is released
+FAILED (evicted), or the Pod   "lost outside the console": devices released; the job is
+deleted outside the console    requeued when its ``restart_policy`` is OnFailure, else failed
+TERMINATING / UNKNOWN          message only (the pod still holds its devices)
+=============================  ===============================================================
+
+Crash consistency: a placement still ``reserved`` ``KUBE_SUBMIT_GRACE_S`` (default 60 s) after
+it was committed means the submitting worker died (or its task was lost) between the commit
+and the create. The resync then adopts the Pod when it exists (deterministic name) or submits
+it again through :func:`scheduling.services.submissions.submit_job` (which fails the job and
+releases the reservation on a permanent error). A console-labelled Pod whose placement is no
+longer booked is deleted (its devices are free in the console, so running it would double-book
+them); one whose placement the console does not know is reported in
+``Cluster.unknown_pods`` and left alone - never adopted, never booked twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
+from scheduling.kube import inventory as kinv
+from scheduling.kube.manifests import LABEL_PLACEMENT
+from scheduling.models import Cluster, Job, JobEvent, Placement
+
+logger = logging.getLogger(__name__)
+
+KUBE_RECONCILE_LOCK = 1004
+"""Advisory lock namespace of the per-cluster reconcile (next to console.core.locks)."""
+
+LOST_REASONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown",
+                          "Terminated", "DeletedOutside", "NodeGone"})
+"""Pod failure reasons that mean the pod was taken away, not that the workload failed."""
+
+__all__ = ["ReconcileReport", "resync", "watch", "reconcile_cluster", "apply_pod", "pod_gone",
+           "handle_lost_node", "KUBE_RECONCILE_LOCK", "LOST_REASONS"]
+
+
+@dataclass
+class ReconcileReport:
+    """What a reconcile pass did.
+
+    Attributes:
+        cluster: cluster name.
+        locked_out: another reconcile of the cluster was running (nothing done).
+        changed: placement ids whose state changed.
+        adopted: placement ids found reserved whose Pod already existed.
+        resubmitted: placement ids submitted again after a lost submission.
+        lost: placement ids whose Pod vanished or was evicted.
+        orphans_deleted: ``namespace/name`` of pods deleted because their placement ended.
+        unknown: ``namespace/name`` of console pods without a placement in this console.
+        events: watch events processed.
+        relisted: True when a full list was processed (resync or 410).
+        groups: resource group ids where capacity was freed (run their cycles).
+    """
+
+    cluster: str
+    locked_out: bool = False
+    changed: list[int] = field(default_factory=list)
+    adopted: list[int] = field(default_factory=list)
+    resubmitted: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    orphans_deleted: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    events: int = 0
+    relisted: bool = False
+    groups: set[int] = field(default_factory=set)
+
+
+def _pod_key(pod: dict) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _placement_id(pod: dict) -> int | None:
+    value = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_PLACEMENT, "")
+    return int(value) if str(value).isdigit() else None
+
+
+def _is_lost(state: kinv.PodState, pod: dict) -> bool:
+    if state.reason in LOST_REASONS:
+        return True
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conds)
+
+
+def _gateway(cluster: Cluster, gateway):
+    if gateway is not None:
+        return gateway
+    from scheduling.backends.kubernetes import gateway_for
+
+    return gateway_for(cluster)
+
+
+# ------------------------------------------------------------------------------------------
+# One pod -> one placement
+# ------------------------------------------------------------------------------------------
+
+
+def _event(job_id: int, kind: str, message: str) -> None:
+    JobEvent.objects.create(job_id=job_id, kind=kind, message=message[:2000])
+
+
+def _group_of(job_id: int) -> int:
+    return Job.objects.values_list("queue__resource_group_id", flat=True).get(pk=job_id)
+
+
+def _delete_pods(placements: list[Placement]) -> None:
+    from scheduling.backends.kubernetes import KubernetesBackend
+
+    backend = KubernetesBackend()
+    for p in placements:
+        backend.delete(p)
+
+
+def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
+             except_placement: int | None = None) -> set[int]:
+    """Fail or requeue a live job whose pod failed / was lost; release its other placements
+    and delete their pods. Returns the job's group id when capacity was freed."""
+    job = Job.objects.select_related("queue").get(pk=job_id)
+    requeue = lost and job.restart_policy == "OnFailure"
+    with transaction.atomic():
+        others = list(Placement.objects.select_related("node__cluster").filter(
+            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
+        Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[
+            PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
+            state=PlacementState.RELEASED, ended_at=now, message=message)
+        Placement.objects.filter(pk__in=[p.pk for p in others],
+                                 state=PlacementState.RUNNING).update(
+            state=PlacementState.FAILED, ended_at=now, message=message)
+        live = [JobState.ADMITTED, JobState.RUNNING]
+        if requeue:
+            moved = Job.objects.filter(pk=job_id, state__in=live).update(
+                state=JobState.QUEUED, admitted_at=None, started_at=None,
+                pending_reason=f"requeued: {message}"[:2000],
+                requeue_count=F("requeue_count") + 1, updated=now)
+            if moved:
+                _event(job_id, "requeued", message)
+        else:
+            moved = Job.objects.filter(pk=job_id, state__in=live).update(
+                state=JobState.FAILED, finished_at=now, pending_reason=message[:2000],
+                updated=now)
+            if moved:
+                _event(job_id, "failed", message)
+    kube = [p for p in others if p.node.cluster.backend == Backend.KUBERNETES]
+    if kube:
+        _delete_pods(kube)
+    return {job.queue.resource_group_id}
+
+
+def _finish_if_done(job_id: int, now: datetime) -> set[int]:
+    live = Placement.objects.filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
+    if live.exists() or Placement.objects.filter(job_id=job_id,
+                                                 state=PlacementState.FAILED).exists():
+        return set()
+    moved = Job.objects.filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]
+                               ).update(state=JobState.SUCCEEDED, finished_at=now, updated=now)
+    if moved:
+        _event(job_id, "succeeded", "all pods succeeded")
+    return {_group_of(job_id)}
+
+
+def _mark_job_running(job_id: int, now: datetime) -> None:
+    live = Placement.objects.filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
+    if live.exists() and not live.exclude(state=PlacementState.RUNNING).exists():
+        moved = Job.objects.filter(pk=job_id, state=JobState.ADMITTED).update(
+            state=JobState.RUNNING, started_at=now, updated=now)
+        if moved:
+            _event(job_id, "running", "all pods running")
+
+
+def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -> set[int]:
+    """Move ``placement`` (and its job) to what ``pod`` says (see the module table).
+
+    Args:
+        placement: the Placement the pod's ``console.llmops.io/placement`` label names.
+        pod: the Pod dict from a list or watch event.
+
+    Returns:
+        Resource group ids where capacity was freed.
+    """
+    now = now or timezone.now()
+    state = kinv.pod_state(pod)
+    note = ": ".join(x for x in (state.reason, state.message) if x)
+    ref = _pod_key(pod)
+    qs = Placement.objects.filter(pk=placement.pk)
+    if state.state in (kinv.PENDING, kinv.STARTING):
+        qs.filter(state=PlacementState.RESERVED).update(
+            state=PlacementState.SUBMITTED, submitted_at=now, backend_ref=ref, message=note,
+            updated=now)
+        qs.filter(state=PlacementState.SUBMITTED).exclude(message=note).update(
+            message=note, updated=now)
+        return set()
+    if state.state == kinv.RUNNING:
+        qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
+            state=PlacementState.RUNNING, started_at=now, backend_ref=ref, message=note,
+            submitted_at=placement.submitted_at or now, updated=now)
+        qs.filter(state=PlacementState.RUNNING).exclude(message=note).update(message=note)
+        _mark_job_running(placement.job_id, now)
+        return set()
+    if state.state == kinv.SUCCEEDED:
+        moved = qs.filter(state__in=BOOKED_PLACEMENT_STATES).update(
+            state=PlacementState.SUCCEEDED, ended_at=now, message=note, updated=now)
+        return _finish_if_done(placement.job_id, now) if moved else set()
+    if state.state == kinv.FAILED:
+        lost = _is_lost(state, pod)
+        note = note or "pod failed"
+        moved = qs.filter(state__in=BOOKED_PLACEMENT_STATES).update(
+            state=PlacementState.FAILED, ended_at=now, message=note, updated=now)
+        if not moved:
+            return set()
+        return _end_job(placement.job_id, f"pod {ref} {'lost' if lost else 'failed'}: {note}",
+                        lost=lost, now=now, except_placement=placement.pk)
+    # TERMINATING / UNKNOWN: the pod still holds its devices
+    qs.filter(state__in=BOOKED_PLACEMENT_STATES).exclude(message=note).update(
+        message=note, updated=now)
+    return set()
+
+
+def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) -> set[int]:
+    """The placement's Pod no longer exists (deleted outside the console, or its node went
+    away): release its devices and fail or requeue its job (restart policy).
+
+    Returns:
+        Resource group ids where capacity was freed.
+    """
+    now = now or timezone.now()
+    moved = Placement.objects.filter(
+        pk=placement.pk, state__in=[PlacementState.SUBMITTED, PlacementState.RUNNING]
+    ).update(state=PlacementState.FAILED, ended_at=now, message=reason, updated=now)
+    if not moved:
+        return set()
+    return _end_job(placement.job_id, reason, lost=True, now=now,
+                    except_placement=placement.pk)
+
+
+def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) -> set[int]:
+    """A node vanished: every booked placement on it is lost (its job failed or requeued
+    according to its restart policy).
+
+    Returns:
+        Resource group ids where capacity was freed.
+    """
+    now = now or timezone.now()
+    groups: set[int] = set()
+    placements = list(Placement.objects.filter(node_id=node_id,
+                                               state__in=BOOKED_PLACEMENT_STATES))
+    for p in placements:
+        Placement.objects.filter(pk=p.pk, state__in=BOOKED_PLACEMENT_STATES).update(
+            state=(PlacementState.FAILED if p.state == PlacementState.RUNNING
+                   else PlacementState.RELEASED), ended_at=now, message=reason, updated=now)
+        groups |= _end_job(p.job_id, reason, lost=True, now=now, except_placement=p.pk)
+    return groups
+
+
+# ------------------------------------------------------------------------------------------
+# Full pass
+# ------------------------------------------------------------------------------------------
+
+
+def _grace() -> timedelta:
+    return timedelta(seconds=float(getattr(settings, "KUBE_SUBMIT_GRACE_S", 60)))
+
+
+def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
+           now: datetime | None = None,
+           placements: list[Placement] | None = None) -> ReconcileReport:
+    """Bring every placement of ``cluster`` in line with the cluster's console pods.
+
+    Args:
+        cluster: the kubernetes Cluster.
+        pods: the full list of console pods (None: list them now).
+        gateway: the cluster's gateway (default: :func:`gateway_for`).
+        now: current time.
+        placements: booked placements read before ``pods`` was listed (None: read now,
+            before listing). A placement created after the list is left for the next pass.
+
+    Returns:
+        :class:`ReconcileReport` (``Cluster.unknown_pods`` and ``resynced_at`` are saved).
+    """
+    from scheduling.services.submissions import submit_job
+
+    now = now or timezone.now()
+    report = ReconcileReport(cluster=cluster.name, relisted=True)
+    gw = _gateway(cluster, gateway)
+    if placements is None:
+        placements = list(Placement.objects.select_related("node__cluster", "job").filter(
+            node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES))
+    if pods is None:
+        pods = gw.list_pods().items
+    by_id: dict[int, dict] = {}
+    for pod in pods:
+        pid = _placement_id(pod)
+        if pid is None:
+            report.unknown.append(_pod_key(pod))
+        else:
+            by_id[pid] = pod
+    booked = {p.pk: p for p in placements}
+    # pods of placements the console knows
+    known = {p.pk: p for p in Placement.objects.select_related("node__cluster").filter(
+        pk__in=list(by_id))}
+    for pid, pod in sorted(by_id.items()):
+        p = known.get(pid)
+        if p is None or p.node.cluster_id != cluster.pk:
+            report.unknown.append(_pod_key(pod))
+            continue
+        if p.state not in BOOKED_PLACEMENT_STATES:
+            if not kinv.pod_state(pod).terminal:
+                _delete_pods([p])
+                report.orphans_deleted.append(_pod_key(pod))
+            continue
+        if pid not in booked:
+            continue  # booked after our read: next pass
+        before = p.state
+        if before == PlacementState.RESERVED:
+            report.adopted.append(pid)
+        report.groups |= apply_pod(p, pod, now=now)
+        if Placement.objects.filter(pk=pid).exclude(state=before).exists():
+            report.changed.append(pid)
+    # booked placements without a pod
+    resubmit_jobs: set[int] = set()
+    for pid, p in sorted(booked.items()):
+        if pid in by_id:
+            continue
+        if p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
+            report.groups |= pod_gone(p, f"pod {p.backend_ref or pid} was deleted outside the "
+                                         "console", now=now)
+            report.lost.append(pid)
+            report.changed.append(pid)
+        elif p.state == PlacementState.RESERVED and p.created <= now - _grace():
+            resubmit_jobs.add(p.job_id)
+            report.resubmitted.append(pid)
+    for job_id in sorted(resubmit_jobs):
+        from scheduling.backends import SubmissionError
+
+        try:
+            state = submit_job(job_id)
+        except SubmissionError as exc:
+            logger.warning("resubmitting job %s failed (%s); next pass retries", job_id, exc)
+            continue
+        _event(job_id, "resubmitted", "submission finished by the reconciler after the "
+                                      "submitting worker stopped")
+        if state == JobState.FAILED:
+            report.groups.add(_group_of(job_id))
+    report.unknown.sort()
+    if report.unknown:
+        logger.warning("cluster %s: %d console pod(s) unknown to this console: %s",
+                       cluster.name, len(report.unknown), ", ".join(report.unknown[:10]))
+    Cluster.objects.filter(pk=cluster.pk).update(unknown_pods=report.unknown, resynced_at=now)
+    return report
+
+
+# ------------------------------------------------------------------------------------------
+# Watch
+# ------------------------------------------------------------------------------------------
+
+
+def watch(cluster: Cluster, *, gateway=None, timeout_s: int = 30,
+          now_fn=timezone.now) -> ReconcileReport:
+    """Follow pod changes from ``cluster.watch_resource_version`` for about ``timeout_s``.
+
+    An empty resume point, or a 410 Expired, makes the gateway relist; the list is
+    reconciled with :func:`resync` (placements read before the list). The resume point is
+    saved after every event.
+    """
+    report = ReconcileReport(cluster=cluster.name)
+    gw = _gateway(cluster, gateway)
+    rv = cluster.watch_resource_version or None
+    # read before the gateway's first list (it lists first when there is no resume point)
+    placements_before = _booked(cluster) if rv is None else None
+    for ev in gw.watch_pods(resource_version=rv, timeout_s=timeout_s):
+        report.events += 1
+        if ev.type == "RELISTED":
+            if placements_before is not None:
+                sub = resync(cluster, ev.objects, gateway=gw, now=now_fn(),
+                             placements=placements_before)
+            else:
+                # 410 mid-watch: placements read now would be newer than the gateway's list
+                # (a pod created in between would look deleted), so read them, list again.
+                sub = resync(cluster, None, gateway=gw, now=now_fn())
+            _merge(report, sub)
+            placements_before = None
+        else:
+            report.groups |= _apply_event(cluster, ev.type, ev.object or {}, report, now_fn())
+        if ev.resource_version and ev.resource_version != rv:
+            rv = ev.resource_version
+            Cluster.objects.filter(pk=cluster.pk).update(watch_resource_version=rv)
+    cluster.watch_resource_version = rv or ""
+    return report
+
+
+def _booked(cluster: Cluster) -> list[Placement]:
+    return list(Placement.objects.select_related("node__cluster", "job").filter(
+        node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES))
+
+
+def _merge(report: ReconcileReport, sub: ReconcileReport) -> None:
+    report.relisted = report.relisted or sub.relisted
+    for name in ("changed", "adopted", "resubmitted", "lost", "orphans_deleted", "unknown"):
+        getattr(report, name).extend(getattr(sub, name))
+    report.groups |= sub.groups
+
+
+def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileReport,
+                 now: datetime) -> set[int]:
+    pid = _placement_id(pod)
+    p = (Placement.objects.select_related("node__cluster").filter(pk=pid).first()
+         if pid is not None else None)
+    if p is None or p.node.cluster_id != cluster.pk:
+        if etype != "DELETED" and _pod_key(pod) not in report.unknown:
+            report.unknown.append(_pod_key(pod))
+        return set()
+    if etype == "DELETED":
+        if p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
+            state = kinv.pod_state(pod)
+            if state.terminal:  # deleted after it finished: record the outcome first
+                return apply_pod(p, pod, now=now)
+            report.lost.append(p.pk)
+            return pod_gone(p, f"pod {_pod_key(pod)} was deleted outside the console",
+                            now=now)
+        return set()
+    if p.state not in BOOKED_PLACEMENT_STATES:
+        if not kinv.pod_state(pod).terminal:
+            _delete_pods([p])
+            report.orphans_deleted.append(_pod_key(pod))
+        return set()
+    before = p.state
+    groups = apply_pod(p, pod, now=now)
+    if Placement.objects.filter(pk=p.pk).exclude(state=before).exists():
+        report.changed.append(p.pk)
+    return groups
+
+
+# ------------------------------------------------------------------------------------------
+# Task entry point
+# ------------------------------------------------------------------------------------------
+
+
+def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
+                      now: datetime | None = None) -> ReconcileReport:
+    """One reconcile turn of a kubernetes cluster: a full :func:`resync` when the last one is
+    older than ``KUBE_RESYNC_S`` (default 300 s) or there is no watch resume point, then a
+    :func:`watch` of ``watch_s`` seconds (default ``KUBE_WATCH_S``, 20; 0 = no watch).
+
+    Single-flight per cluster (session advisory lock): a concurrent call returns at once with
+    ``locked_out``.
+
+    Raises:
+        KubeError: the cluster could not be listed or watched.
+    """
+    cluster = Cluster.objects.get(pk=cluster_id)
+    report = ReconcileReport(cluster=cluster.name)
+    if cluster.backend != Backend.KUBERNETES:
+        raise ValueError(f"cluster {cluster.name!r} is {cluster.backend}, not kubernetes")
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
+        if not cur.fetchone()[0]:
+            report.locked_out = True
+            return report
+    try:
+        gw = _gateway(cluster, gateway)
+        now = now or timezone.now()
+        resync_s = float(getattr(settings, "KUBE_RESYNC_S", 300))
+        due = cluster.resynced_at is None or cluster.resynced_at <= now - timedelta(
+            seconds=resync_s)
+        if due or not cluster.watch_resource_version:
+            placements = _booked(cluster)
+            lst = gw.list_pods()
+            _merge(report, resync(cluster, lst.items, gateway=gw, now=now,
+                                  placements=placements))
+            cluster.watch_resource_version = lst.resource_version
+            Cluster.objects.filter(pk=cluster.pk).update(
+                watch_resource_version=lst.resource_version)
+        seconds = int(getattr(settings, "KUBE_WATCH_S", 20) if watch_s is None else watch_s)
+        if seconds > 0:
+            sub = watch(cluster, gateway=gw, timeout_s=seconds)
+            _merge(report, sub)
+            report.relisted = report.relisted or sub.relisted
+            report.events = sub.events
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
+    report.unknown = sorted(set(report.unknown))
+    return report
+
