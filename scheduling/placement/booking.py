@@ -5,7 +5,8 @@ Per pod and device the usage is collapsed as HAMi ``CollapseInitContainerUsage``
 containers, sum over app containers)``, same for cores, ``slots = max(1 if an init
 container used it, number of app entries)``. MIG instances of app containers are booked;
 an init container's instance is booked only when no app container has one on that GPU.
-Host CPU/memory of the pod are added to the node.
+Host CPU/memory of the pod are added to the node. Every change bumps ``Node.version`` and
+appends the node name to ``ClusterSnapshot.changed`` (the change journal).
 """
 
 from __future__ import annotations
@@ -79,3 +80,4 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
     node.used_cpu_milli += sign * pa.cpu_milli
     node.used_memory_mib += sign * pa.memory_mib
     node.version += 1
+    snapshot.changed.append(pa.node)

@@ -113,7 +113,7 @@ class Framework:
     """A built profile: plugin instances grouped by extension point."""
 
     __slots__ = ("profile", "vendors", "pre_filters", "filters", "scores", "maximize",
-                 "cache", "_caches")
+                 "cache", "_caches", "select_plugin")
 
     #: request shapes whose per-node results are kept (least recently used dropped)
     CACHE_SHAPES = 256
@@ -155,6 +155,10 @@ class Framework:
             if isinstance(p, PreFilterPlugin) and p not in self.pre_filters:
                 self.pre_filters.append(p)
         self.maximize = profile.maximize
+        #: the fast-path plugin (runner module doc): the only Score plugin, if it has select
+        self.select_plugin = (self.scores[0][0] if len(self.scores) == 1
+                              and callable(getattr(self.scores[0][0], "select", None))
+                              else None)
         plugins = [*self.pre_filters, *self.filters, *(p for p, _ in self.scores)]
         self.cache = cache and all(getattr(p, "node_local", False) for p in plugins)
         self._caches: dict[tuple, dict[str, tuple]] = {}

@@ -9,11 +9,23 @@ The snapshot is restored before returning: ``place`` never leaves usage behind; 
 
 Tie rule (deterministic): among nodes with equal total score the lexicographically
 smallest node name wins. Device ties: see ``vendors.base``.
+
+Fast path (``SUPPORTS_SELECT``): when the profile has exactly one Score plugin and that
+plugin has a ``select(state, snapshot, pod)`` method (:class:`SelectPlugin`), the runner asks
+it first, after PreFilter. A non-None answer (``node``, ``containers``, ``score``,
+``reasons``) is the pod's result; None means "not for this pod" and the Filter/Score loop runs
+as usual. A plugin answering ``select`` takes responsibility for the profile's filters for
+the pods it answers (the trace policies check registration errors, cordon, CPU, memory,
+device health/capacity and models themselves, and decline pods with node selectors or other
+constraints they do not model) and for its own tie rule. Such plugins usually mirror the
+snapshot and refresh it from ``ClusterSnapshot.changed`` (the change journal).
 Gang rule: with ``min_pods`` set, pods that do not fit are skipped and the request is
 schedulable when at least ``min_pods`` pods were placed; without it every pod must fit.
 """
 
 from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
 
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.framework import CycleState, NodeFit
@@ -28,7 +40,26 @@ from scheduling.placement.types import (
     PodRequest,
 )
 
-__all__ = ["place", "reserve", "unreserve", "schedule_pod", "PodResult"]
+__all__ = ["place", "reserve", "unreserve", "schedule_pod", "PodResult", "SelectPlugin",
+           "SUPPORTS_SELECT"]
+
+#: The runner consults a Score plugin's ``select`` fast path (see module doc).
+SUPPORTS_SELECT = True
+
+
+@runtime_checkable
+class SelectPlugin(Protocol):
+    """A Score plugin that can choose the node for some pods itself (the fast path).
+
+    ``select`` returns None (run the normal loop) or an object with ``node`` (str, or None
+    when nothing fits), ``containers`` (tuple of :class:`ContainerAssignment`, pod order),
+    ``score`` (float) and ``reasons`` (``{node or "*": reason}`` when ``node`` is None).
+    """
+
+    name: str
+
+    def select(self, state: CycleState, snapshot: ClusterSnapshot,
+               pod: PodRequest) -> Any: ...
 
 _DEFAULT: Framework | None = None
 
@@ -58,14 +89,31 @@ class PodResult:
 
 def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
                  node_names: list[str] | None = None) -> PodResult:
-    """Run one cycle for ``pod``; does not change the snapshot."""
-    names = node_names if node_names is not None else sorted(snapshot.nodes)
+    """Run one cycle for ``pod``; does not change the snapshot.
+
+    Args:
+        snapshot: cluster state.
+        pod: the pod.
+        fw: built profile.
+        node_names: nodes in tie order (default: sorted names, computed only when needed).
+    """
     state = CycleState()
     for p in fw.pre_filters:
         st = p.pre_filter(state, pod, snapshot)
         if not st.ok:
             msg = st.reason or f"rejected by {st.plugin}"
+            names = node_names if node_names is not None else sorted(snapshot.nodes)
             return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
+    sel = fw.select_plugin
+    if sel is not None:
+        fs = sel.select(state, snapshot, pod)
+        if fs is not None:
+            if fs.node is None:
+                return PodResult(None, dict(fs.reasons) or {"*": "no node fits"}, {})
+            pa = PodAssignment(pod.name, fs.node, tuple(fs.containers), pod.cpu_milli,
+                               pod.memory_mib, fs.score)
+            return PodResult(pa, {}, {fs.node: fs.score})
+    names = node_names if node_names is not None else sorted(snapshot.nodes)
     policy = pod.node_policy or fw.profile.node_policy
     if policy not in ("binpack", "spread"):
         msg = f"pod {pod.name}: unknown node policy {policy!r}"
@@ -150,13 +198,16 @@ def place(snapshot: ClusterSnapshot, request: PlacementRequest,
         Decision with assignments, or per-node reasons of the first pod that did not fit.
     """
     fw = _framework(profile)
-    names = sorted(snapshot.nodes)
+    # sorted lazily: a fast-path answer does not need the node list
+    names: list[str] | None = None if fw.select_plugin is not None else sorted(snapshot.nodes)
     placed: list[PodAssignment] = []
+    booked: list[PodAssignment] = []
     unplaced: list[str] = []
     reasons: dict[str, str] = {}
     scores: dict[str, float] = {}
+    last = len(request.pods) - 1
     try:
-        for pod in request.pods:
+        for k, pod in enumerate(request.pods):
             res = schedule_pod(snapshot, pod, fw, names)
             if res.assignment is None:
                 unplaced.append(pod.name)
@@ -165,11 +216,13 @@ def place(snapshot: ClusterSnapshot, request: PlacementRequest,
                 if request.min_pods is None:
                     break
                 continue
-            apply_assignment(snapshot, res.assignment, +1)
             placed.append(res.assignment)
             scores = res.scores
+            if k < last:  # later pods of the request must see this one
+                apply_assignment(snapshot, res.assignment, +1)
+                booked.append(res.assignment)
     finally:
-        for pa in reversed(placed):
+        for pa in reversed(booked):
             apply_assignment(snapshot, pa, -1)
     need = len(request.pods) if request.min_pods is None else request.min_pods
     if request.min_pods is None and unplaced:

@@ -148,7 +148,8 @@ class Node:
         annotations: node annotations that vendor plugins read (e.g. ``hami-vnpu-core``).
         version: bumped by every reserve/unreserve on the node. The runner caches per-node
             filter/score results keyed on (node object, version); code that edits usage
-            fields directly must call :meth:`touch` afterwards.
+            fields directly must call :meth:`ClusterSnapshot.touch` (or at least
+            :meth:`touch`) afterwards.
     """
 
     name: str
@@ -186,21 +187,39 @@ class Node:
 
 @dataclass(slots=True)
 class ClusterSnapshot:
-    """The nodes of a cluster by name.
+    """The nodes of a cluster by name, with a change journal.
 
     Attributes:
         nodes: ``{node name: Node}``.
         errors: cluster-level problems found while building the snapshot (e.g. the same
             device uuid on two nodes), as human-readable strings.
+        changed: change journal: the name of a node is appended every time its usage
+            changes through the core (``reserve``/``unreserve``, the temporary bookings of
+            ``place`` for multi-pod requests, and :meth:`touch`). Plugins that mirror the
+            snapshot (the trace policies' fast path) remember how far they have read
+            (``len(changed)``) and re-read only the nodes named after that position.
+            It only grows; a snapshot lives for one admission cycle or one benchmark run.
+            :meth:`clone` starts an empty journal (a clone is a new snapshot identity).
     """
 
     nodes: dict[str, Node] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
 
     def clone(self) -> ClusterSnapshot:
-        """Deep copy of the mutable usage (for what-if evaluation)."""
+        """Deep copy of the mutable usage (for what-if evaluation); empty journal."""
         return ClusterSnapshot({n: node.clone() for n, node in self.nodes.items()},
                                list(self.errors))
+
+    def touch(self, name: str) -> None:
+        """Record that node ``name`` changed outside reserve/unreserve (direct edits of
+        usage, health, cordon, labels): bumps ``Node.version`` and journals the name.
+
+        Raises:
+            KeyError: no node ``name`` in the snapshot.
+        """
+        self.nodes[name].touch()
+        self.changed.append(name)
 
     @classmethod
     def from_nodes(cls, nodes: list[Node]) -> ClusterSnapshot:
