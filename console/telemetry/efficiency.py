@@ -119,12 +119,10 @@ def idle_since(
     """
     ordered = sorted(minutes, key=lambda m: m[0], reverse=True)
     start = None
-    covered = 0
     for minute, used in ordered:
         if used >= threshold_percent:
             break
         start = minute
-        covered += 1
     if start is None or now - start < window:
         return None
     expected = window.total_seconds() / 60.0

@@ -234,7 +234,9 @@ def normalise(kind: str, samples: Iterable[RawSample]) -> NormaliseResult:
     try:
         table = TABLES[kind]
     except KeyError:
-        raise ValueError(f"unknown exporter kind {kind!r}; expected one of {EXPORTER_KINDS}")
+        raise ValueError(
+            f"unknown exporter kind {kind!r}; expected one of {EXPORTER_KINDS}"
+        ) from None
     device_labels = DEVICE_LABELS[kind]
     out = NormaliseResult()
     for sample in samples:

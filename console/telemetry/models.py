@@ -26,6 +26,7 @@ class ScrapeStatus(models.TextChoices):
     HTTP_ERROR = "http_error", "HTTP error"
     TIMEOUT = "timeout", "Timed out"
     UNREACHABLE = "unreachable", "Unreachable"
+    ERROR = "error", "Processing error"
 
 
 class ScrapeTarget(BaseModel):
@@ -98,6 +99,9 @@ class Sample(models.Model):
     class Meta:
         indexes = [models.Index(fields=["device", "metric", "time"])]
 
+    def __str__(self) -> str:
+        return f"{self.metric}={self.value:g} at {self.time:%H:%M:%S} ({self.status})"
+
 
 class Rollup(models.Model):
     """Aggregate of samples over one bucket (``resolution_s`` 60 or 3600).
@@ -137,8 +141,12 @@ class Rollup(models.Model):
             models.Index(fields=["resolution_s", "bucket"]),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.metric} {self.resolution_s}s {self.bucket:%Y-%m-%d %H:%M}"
+
     @property
     def mean(self) -> float:
+        """Mean of the bucket's samples."""
         return self.total / self.count if self.count else 0.0
 
 
@@ -147,6 +155,9 @@ class RollupWatermark(models.Model):
 
     resolution_s = models.PositiveIntegerField(unique=True)
     done_until = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.resolution_s}s until {self.done_until}"
 
 
 class DeviceHealth(models.Model):
@@ -233,6 +244,9 @@ class GroupGauge(models.Model):
     guaranteed_milli = models.BigIntegerField(default=0)
     computed_at = models.DateTimeField()
 
+    def __str__(self) -> str:
+        return f"gauges of group {self.resource_group_id}"
+
 
 class CapacityAlert(models.Model):
     """A resource group whose healthy capacity fell below the sum of its guarantees.
@@ -261,6 +275,9 @@ class CapacityAlert(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return self.message or f"alert {self.pk}"
+
 
 class IdleJobFlag(models.Model):
     """A running job that has held its devices idle longer than the threshold."""
@@ -275,6 +292,9 @@ class IdleJobFlag(models.Model):
     class Meta:
         ordering = ["idle_since"]
 
+    def __str__(self) -> str:
+        return f"job {self.job_id} idle since {self.idle_since}"
+
 
 class CycleStats(models.Model):
     """Cumulative admission-cycle figures per resource group (for /metrics across processes).
@@ -288,3 +308,6 @@ class CycleStats(models.Model):
     buckets = models.JSONField(default=dict)
     admitted = models.PositiveBigIntegerField(default=0)
     preempted = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.group_name}: {self.cycles} cycles"
