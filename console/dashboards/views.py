@@ -1,32 +1,359 @@
-"""Dashboard pages (server-rendered, login required, tenant-scoped)."""
+"""Dashboard pages (server-rendered, login required, tenant-scoped).
 
+Every page reads through selectors and writes through services. A tenant user only ever sees
+their own tenants' jobs, names and usage; another tenant's object answers 404 and another
+tenant's slices on a device are drawn as "other tenant".
+"""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Prefetch
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
 
+from console.core.audit import record as audit
+from console.core.audit import snapshot
+from console.core.exceptions import DomainError
+from console.core.filtersets import AuditFilterSet
+from console.core.models import AuditEntry
+from console.dashboards import charts
+from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
+from console.dashboards.charts import Part
+from console.dashboards.forms import JobSubmitForm, MemberForm
+from scheduling.choices import JobState
+from scheduling.filtersets import JobFilterSet, NodeFilterSet
+from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.selectors.card_map import (
+    device_history,
+    node_card_map,
+    node_list,
+    tenant_colour,
+)
+from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.overview import (
     capacity_by_group,
     capacity_by_model,
+    capacity_by_vendor,
+    fragmentation,
     jobs_by_state,
     pending_reasons,
+    queue_lengths,
+    top_tenants,
 )
+from scheduling.selectors.quota_board import quota_board
+from scheduling.selectors.usage_report import monthly_usage, recent_months
+from scheduling.services.jobs import cancel_job, submit_job
+from tenants.models import Membership, Tenant
 from tenants.selectors import get_user_tenant_ids
+
+STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
+                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af"}
+ALLOC_COLOUR, FREE_COLOUR = "#2563eb", "#e5e7eb"
+PAGE_SIZE = 50
+
+
+def _scope(request) -> set[int] | None:
+    return get_user_tenant_ids(request.user)
+
+
+def _capacity_chart(rows, title):
+    return charts.stacked_bars(
+        [(r.label, [Part("allocated", round(r.allocated_devices, 2), ALLOC_COLOUR)])
+         for r in rows],
+        "devices", capacity=[r.devices for r in rows], title=title)
 
 
 @login_required
 def overview(request):
-    """Capacity vs allocated per device model and resource group, jobs by state."""
-    tenant_ids = get_user_tenant_ids(request.user)
+    """Capacity vs allocated by vendor, model and group; fragmentation; queues; top tenants."""
+    tenant_ids = _scope(request)
     models = capacity_by_model()
+    vendors = capacity_by_vendor(models)
+    groups = capacity_by_group()
     total_devices = sum(r.devices for r in models)
     allocated = sum(r.allocated_devices for r in models)
+    jobs = jobs_by_state(tenant_ids)
+    tenants = top_tenants(tenant_ids)
     context = {
+        "vendors": vendors,
         "models": models,
-        "groups": capacity_by_group(),
-        "jobs": jobs_by_state(tenant_ids),
+        "groups": groups,
+        "frag": fragmentation(),
+        "jobs": jobs,
         "reasons": pending_reasons(tenant_ids),
+        "queues": queue_lengths(tenant_ids)[:15],
+        "tenants": tenants,
         "total_devices": total_devices,
         "allocated_devices": allocated,
         "allocation_pct": 100.0 * allocated / total_devices if total_devices else 0.0,
         "scope": "all tenants" if tenant_ids is None else "your tenants",
+        "model_chart": _capacity_chart(models, "Allocated vs capacity per device model"),
+        "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group"),
+        "jobs_chart": charts.donut(
+            [Part(s, n, STATE_COLOURS[s]) for s, n in jobs.items()], "jobs",
+            title="Jobs by state"),
+        "tenant_chart": charts.stacked_bars(
+            [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant))])
+             for t in tenants], "devices", title="Devices held per tenant"),
+        "state_colours": STATE_COLOURS,
     }
-    return render(request, "dashboards/overview.html", context)
+    template = "dashboards/_overview_live.html" if request.GET.get("fragment") else \
+        "dashboards/overview.html"
+    return render(request, template, context)
+
+
+@login_required
+def quotas(request):
+    """Per resource group and tenant: nominal, used, borrowed and lent per dimension."""
+    return render(request, "dashboards/quotas.html", {"boards": quota_board(_scope(request))})
+
+
+def _jobs_queryset(request):
+    jobs = Job.objects.select_related("tenant", "queue__resource_group", "submitted_by")
+    tenant_ids = _scope(request)
+    if tenant_ids is not None:
+        jobs = jobs.filter(tenant_id__in=tenant_ids)
+    return jobs
+
+
+@login_required
+def job_list(request):
+    """Jobs with filters (the API's JobFilterSet), queue position and estimated start."""
+    filterset = JobFilterSet(request.GET, queryset=_jobs_queryset(request).order_by("-id"),
+                             request=request)
+    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    jobs = list(page.object_list)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "dashboards/jobs.html", {
+        "filter": filterset, "page": page, "jobs": jobs, "slots": queue_slots(jobs),
+        "can_submit": submit_queues(request.user).exists(), "query": query.urlencode(),
+        "state_colours": STATE_COLOURS,
+    })
+
+
+@login_required
+def job_detail(request, pk: int):
+    """One job: request, placements with devices, position/ETA, events and preemptions."""
+    job = get_object_or_404(
+        _jobs_queryset(request).prefetch_related(
+            "containers", "events",
+            Prefetch("placements", queryset=Placement.objects.select_related("node")
+                     .prefetch_related(Prefetch("devices", queryset=PlacementDevice.objects
+                                                .select_related("device__model")))),
+        ), pk=pk)
+    return render(request, "dashboards/job_detail.html", {
+        "job": job, "slot": queue_slots([job]).get(job.pk),
+        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
+        and can_submit_in(request.user, job.tenant_id),
+        "preemptions": list(job.preemptions.all()) if hasattr(job, "preemptions") else [],
+        "state_colours": STATE_COLOURS,
+    })
+
+
+@login_required
+def job_submit(request):
+    """Submit form (members and tenant admins)."""
+    queues = submit_queues(request.user)
+    if not queues.exists():
+        raise PermissionDenied("Your role does not allow submitting jobs.")
+    form = JobSubmitForm(request.POST or None, queues=queues)
+    if request.method == "POST" and form.is_valid():
+        data = form.serializer.validated_data
+        spec = form.serializer.to_spec()
+        spec = type(spec)(**{**spec.__dict__, "source": "ui"})
+        job = submit_job(data["queue"], spec, user=request.user)
+        messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
+        return redirect("dashboards:job-detail", pk=job.pk)
+    return render(request, "dashboards/job_form.html", {"form": form})
+
+
+@login_required
+@require_POST
+def job_cancel(request, pk: int):
+    """Cancel (member or tenant admin of the job's tenant)."""
+    job = get_object_or_404(_jobs_queryset(request), pk=pk)
+    if not can_submit_in(request.user, job.tenant_id):
+        raise PermissionDenied("Viewers cannot cancel jobs.")
+    try:
+        cancel_job(job, user=request.user)
+        messages.success(request, f"Job {job.name} cancelled.")
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboards:job-detail", pk=job.pk)
+
+
+@login_required
+def nodes(request):
+    """Nodes with devices, booked share and health (filter: the API's NodeFilterSet)."""
+    filterset = NodeFilterSet(request.GET, queryset=node_list(), request=request)
+    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "dashboards/nodes.html", {"filter": filterset, "page": page})
+
+
+@login_required
+def node_detail(request, pk: int):
+    """Card map: each device with its memory and cores slices coloured by tenant/job."""
+    node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
+    cards = node_card_map(node, _scope(request))
+    legend = {}
+    for card in cards:
+        for s in card.slices:
+            legend.setdefault(s.tenant, s.colour)
+    return render(request, "dashboards/node_detail.html", {
+        "node": node, "cards": cards, "legend": sorted(legend.items()),
+        # INCLUDE POINT (#8): per-device utilisation / health samples from console.telemetry.
+        "telemetry": None,
+    })
+
+
+@login_required
+def device_detail(request, uuid: str):
+    """A device by serial/UUID: current slices and its booking history across nodes."""
+    device = get_object_or_404(Device.objects.select_related("model", "node__cluster"),
+                               uuid=uuid)
+    tenant_ids = _scope(request)
+    cards = node_card_map(device.node, tenant_ids)
+    card = next(c for c in cards if c.device.pk == device.pk)
+    return render(request, "dashboards/device_detail.html", {
+        "device": device, "card": card, "history": device_history(device, tenant_ids),
+        # INCLUDE POINT (#8): health and utilisation history from console.telemetry.
+        "telemetry": None,
+    })
+
+
+def _month(request) -> str:
+    months = recent_months()
+    month = request.GET.get("month") or months[0]
+    try:
+        from scheduling.selectors.usage_report import month_bounds
+
+        month_bounds(month)
+    except ValueError:
+        raise Http404("month must be YYYY-MM") from None
+    return month
+
+
+@login_required
+def usage(request):
+    """GPU-hours (and cost when priced) per tenant and device model in one month."""
+    month = _month(request)
+    rows = monthly_usage(_scope(request), month)
+    per_tenant: dict[str, list[Part]] = {}
+    for r in rows:
+        per_tenant.setdefault(r.tenant, []).append(
+            Part(r.model, round(r.gpu_hours, 2), tenant_colour(r.model)))
+    costs = [r.cost for r in rows if r.cost is not None]
+    return render(request, "dashboards/usage.html", {
+        "rows": rows, "month": month, "months": recent_months(),
+        "total_gpu_hours": sum(r.gpu_hours for r in rows),
+        "total_cost": sum(costs) if costs else None,
+        "chart": charts.stacked_bars(list(per_tenant.items()), "GPU-h",
+                                     title=f"GPU-hours per tenant in {month}"),
+    })
+
+
+@login_required
+def usage_csv(request):
+    """The usage page as CSV (one row per tenant and model)."""
+    month = _month(request)
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="usage-{month}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["month", "tenant", "vendor", "model", "gpu_hours", "memory_gib_hours",
+                     "jobs", "cost"])
+    for r in monthly_usage(_scope(request), month):
+        writer.writerow([month, r.tenant, r.vendor, r.model, f"{r.gpu_hours:.4f}",
+                         f"{r.memory_gib_hours:.4f}", r.jobs,
+                         "" if r.cost is None else f"{r.cost:.2f}"])
+    return response
+
+
+@login_required
+def team(request, name: str):
+    """A tenant's members and queues; tenant admins add, re-role and remove members."""
+    tenant_ids = _scope(request)
+    tenant = get_object_or_404(Tenant.objects.all() if tenant_ids is None
+                               else Tenant.objects.filter(pk__in=tenant_ids), name=name)
+    admin_ids = admin_tenant_ids(request.user)
+    is_admin = admin_ids is None or tenant.pk in admin_ids
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        if not is_admin:
+            raise PermissionDenied("Only tenant admins manage members.")
+        if request.POST.get("remove"):
+            membership = get_object_or_404(Membership, pk=request.POST["remove"], tenant=tenant)
+            with transaction.atomic():
+                audit("membership.delete", membership, actor=request.user,
+                      tenant_id=tenant.pk, before=snapshot(membership, ["user", "role"]),
+                      source="ui")
+                membership.delete()
+            messages.success(request, "Member removed.")
+            return redirect("dashboards:team", name=tenant.name)
+        if form.is_valid():
+            with transaction.atomic():
+                membership, created = Membership.objects.get_or_create(
+                    user=form.user, tenant=tenant, defaults={"role": form.cleaned_data["role"]})
+                before = None if created else snapshot(membership, ["user", "role"])
+                membership.role = form.cleaned_data["role"]
+                membership.save()
+                audit("membership.create" if created else "membership.update", membership,
+                      actor=request.user, tenant_id=tenant.pk, before=before,
+                      after=snapshot(membership, ["user", "role"]), source="ui")
+            messages.success(request, f"{form.user.username} is now {membership.role}.")
+            return redirect("dashboards:team", name=tenant.name)
+    return render(request, "dashboards/team.html", {
+        "tenant": tenant, "is_admin": is_admin, "form": form,
+        "members": tenant.memberships.select_related("user").order_by("user__username"),
+        "queues": tenant.queues.select_related("resource_group").order_by("name"),
+        "boards": quota_board({tenant.pk}),
+    })
+
+
+@login_required
+def tokens(request):
+    """The user's API token: show, create / regenerate, revoke."""
+    token = Token.objects.filter(user=request.user).first()
+    if request.method == "POST":
+        action = request.POST.get("action")
+        with transaction.atomic():
+            if token is not None:
+                token.delete()
+            if action == "create":
+                token = Token.objects.create(user=request.user)
+                audit("token.create", request.user, actor=request.user,
+                      object_type="authtoken.token", source="ui")
+                messages.success(request, "New token created; the old one no longer works.")
+            else:
+                token = None
+                audit("token.revoke", request.user, actor=request.user,
+                      object_type="authtoken.token", source="ui")
+                messages.success(request, "Token revoked.")
+        return redirect("dashboards:tokens")
+    return render(request, "dashboards/tokens.html", {
+        "token": token, "memberships": roles(request.user),
+        "tenants": dict(Tenant.objects.filter(memberships__user=request.user)
+                        .values_list("pk", "name")),
+    })
+
+
+@login_required
+def audit_log(request):
+    """Every state-changing action (platform admins only; others get 403)."""
+    if not request.user.is_superuser:
+        raise PermissionDenied("The audit log is for platform admins.")
+    filterset = AuditFilterSet(request.GET, queryset=AuditEntry.objects.order_by("-time", "-id"),
+                               request=request)
+    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "dashboards/audit.html", {"filter": filterset, "page": page,
+                                                     "now": timezone.now()})

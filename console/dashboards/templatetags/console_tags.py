@@ -1,0 +1,44 @@
+"""Template filters for units: MiB → GiB, percent of a device, durations."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def gib(mib) -> str:
+    """MiB → ``"12.5 GiB"`` (``"—"`` for None)."""
+    if mib is None or mib == "":
+        return "—"
+    value = int(mib) / 1024
+    return f"{value:.0f} GiB" if value == int(value) else f"{value:.1f} GiB"
+
+
+@register.filter
+def duration(seconds) -> str:
+    """Seconds → ``"3 h 05 min"`` / ``"4 min 10 s"`` / ``"12 s"``."""
+    if seconds is None:
+        return "—"
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+@register.filter
+def get_item(mapping, key):
+    """``mapping[key]`` or None."""
+    return mapping.get(key) if mapping else None
+
+
+@register.simple_tag
+def user_tenants(user):
+    """``[(tenant name, role)]`` of the user's memberships, for the navigation bar."""
+    if not getattr(user, "is_authenticated", False):
+        return []
+    from tenants.models import Membership
+
+    return list(Membership.objects.filter(user=user).order_by("tenant__name")
+                .values_list("tenant__name", "role"))

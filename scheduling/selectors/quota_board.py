@@ -1,0 +1,176 @@
+"""Quota board: per resource group and tenant, nominal / used / borrowed / lent per dimension.
+
+Used is recomputed from live placements (as :func:`scheduling.selectors.usage.tenant_usage`)
+but for every group in one query. Borrowed and lent follow Kueue's cohort model:
+``borrowed = max(0, used - nominal)``; a tenant's *lendable* capacity is its unused nominal,
+capped by its ``lending_limit``; the cohort's total borrowed amount is attributed to the
+lenders in proportion to what each can lend (rounded down). Kueue itself does not attribute
+borrowing to lenders; the proportional rule is this page's display convention. An exclusive
+group neither lends nor borrows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from scheduling.accounting import booking_charges
+from scheduling.choices import BOOKED_PLACEMENT_STATES
+from scheduling.models import PlacementDevice
+from tenants.choices import GroupKind
+from tenants.models import ANY_FLAVOR, Quota, ResourceGroup
+
+UNIT_SCALE = {"devices": (1000, "devices"), "memory_mib": (1024, "GiB"),
+              "cores_percent": (100, "devices of cores")}
+"""Display scale of each dimension: (divisor, unit label) -- milli-devices → devices, MiB →
+GiB, percent of a device → devices' worth of cores."""
+
+
+@dataclass
+class QuotaBar:
+    """One quota row with its usage, in the dimension's unit (milli-devices, MiB, percent)."""
+
+    tenant_id: int
+    tenant: str
+    flavor: str
+    dimension: str
+    nominal: int
+    used: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    lent: int = 0
+
+    @property
+    def borrowed(self) -> int:
+        return max(0, self.used - self.nominal)
+
+    @property
+    def lendable(self) -> int:
+        unused = max(0, self.nominal - self.used)
+        return unused if self.lending_limit is None else min(unused, self.lending_limit)
+
+    @property
+    def scale_max(self) -> int:
+        """Right end of the bar: nominal + borrowing limit, or the larger of nominal / used."""
+        top = max(self.nominal, self.used, 1)
+        if self.borrowing_limit is not None:
+            top = max(top, self.nominal + self.borrowing_limit)
+        return top
+
+    def _pct(self, amount: int) -> float:
+        return round(100.0 * amount / self.scale_max, 2)
+
+    @property
+    def segments(self) -> dict[str, float]:
+        """Bar widths in percent of :attr:`scale_max`: ``own`` (used within nominal),
+        ``lent`` (unused nominal others use), ``free`` (unused nominal, not lent),
+        ``borrowed`` (beyond nominal), ``nominal`` (marker position)."""
+        own = min(self.used, self.nominal)
+        free = max(0, self.nominal - own - self.lent)
+        return {
+            "own": self._pct(own), "lent": self._pct(self.lent), "free": self._pct(free),
+            "borrowed": self._pct(self.borrowed), "nominal": self._pct(self.nominal),
+        }
+
+    @property
+    def used_pct_of_nominal(self) -> float:
+        return 100.0 * self.used / self.nominal if self.nominal else 0.0
+
+    def display(self, amount: int | None) -> str:
+        """``amount`` in display units with the unit, e.g. ``"1.5 devices"``."""
+        if amount is None:
+            return "unlimited"
+        div, unit = UNIT_SCALE.get(self.dimension, (1, ""))
+        value = amount / div
+        text = f"{value:.0f}" if value == int(value) else f"{value:.2f}".rstrip("0")
+        return f"{text} {unit}".strip()
+
+
+@dataclass
+class GroupBoard:
+    """A resource group's quota rows (visible tenants only)."""
+
+    group: ResourceGroup
+    rows: list[QuotaBar] = field(default_factory=list)
+    cohort_tenants: int = 0
+
+
+def _usage_by_group() -> dict[int, dict[int, dict[tuple[str, str], int]]]:
+    """``{group id: {tenant id: {(flavor, dimension): amount}}}`` (one query)."""
+    usage: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for gid, tid, flavor, dmem, dcores, mem, cores in PlacementDevice.objects.filter(
+        placement__state__in=BOOKED_PLACEMENT_STATES
+    ).values_list(
+        "placement__job__queue__resource_group_id", "placement__job__tenant_id",
+        "device__model__name", "device__memory_mib", "device__cores_percent",
+        "memory_mib", "cores_percent",
+    ):
+        for key, amount in booking_charges(flavor, dmem, dcores, mem, cores).items():
+            usage[gid][tid][key] += amount
+    return usage
+
+
+def _used_for(charges: dict[tuple[str, str], int], flavor: str, dimension: str,
+              specific: set[str]) -> int:
+    """Usage counted against one quota row: its flavor, or for ``"*"`` every flavor that has
+    no specific row of the tenant (the admission core's rule)."""
+    if flavor != ANY_FLAVOR:
+        return charges.get((flavor, dimension), 0)
+    return sum(a for (f, d), a in charges.items() if d == dimension and f not in specific)
+
+
+def quota_board(tenant_ids: set[int] | None) -> list[GroupBoard]:
+    """Quota rows of every resource group; only the given tenants' rows (None = all).
+
+    Lending is computed over the whole cohort, so a member sees how much of their tenant's
+    quota is lent without seeing who borrows it. Three queries.
+    """
+    usage = _usage_by_group()
+    by_group: dict[int, list[QuotaBar]] = defaultdict(list)
+    quotas = list(Quota.objects.select_related("tenant").order_by(
+        "resource_group_id", "tenant__name", "flavor", "dimension"))
+    specific: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for q in quotas:
+        if q.flavor != ANY_FLAVOR:
+            specific[(q.resource_group_id, q.tenant_id)].add(q.flavor)
+    for q in quotas:
+        charges = usage.get(q.resource_group_id, {}).get(q.tenant_id, {})
+        used = _used_for(charges, q.flavor, q.dimension,
+                         specific[(q.resource_group_id, q.tenant_id)])
+        by_group[q.resource_group_id].append(QuotaBar(
+            q.tenant_id, q.tenant.name, q.flavor, q.dimension, q.nominal, used,
+            q.borrowing_limit, q.lending_limit,
+        ))
+    boards = []
+    for group in ResourceGroup.objects.order_by("name"):
+        rows = by_group.get(group.pk, [])
+        if group.kind != GroupKind.EXCLUSIVE:
+            _attribute_lending(rows)
+        visible = [r for r in rows if tenant_ids is None or r.tenant_id in tenant_ids]
+        if tenant_ids is not None and not visible:
+            continue
+        boards.append(GroupBoard(group, visible, len({r.tenant_id for r in rows})))
+    return boards
+
+
+def _attribute_lending(rows: list[QuotaBar]) -> None:
+    """Set ``lent`` on each row: the cohort's borrowed amount per (flavor, dimension), split
+    over the lenders in proportion to their lendable amount (floor)."""
+    keys = {(r.flavor, r.dimension) for r in rows}
+    for key in keys:
+        same = [r for r in rows if (r.flavor, r.dimension) == key]
+        borrowed = sum(r.borrowed for r in same)
+        lendable = sum(r.lendable for r in same)
+        if not borrowed or not lendable:
+            continue
+        take = min(borrowed, lendable)
+        for r in same:
+            r.lent = take * r.lendable // lendable
+
+
+def _display_property(attr: str):
+    return property(lambda self: self.display(getattr(self, attr)))
+
+
+for _attr in ("nominal", "used", "borrowed", "lent", "borrowing_limit", "lending_limit"):
+    setattr(QuotaBar, f"display_{_attr}", _display_property(_attr))

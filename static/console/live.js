@@ -1,0 +1,14 @@
+// Live refresh without a framework: every element with data-live="<seconds>" is re-fetched
+// from its data-src URL (same page with ?fragment=1) and replaced in place.
+(function () {
+  document.querySelectorAll("[data-live]").forEach(function (el) {
+    var every = Math.max(2, parseInt(el.dataset.live, 10) || 10) * 1000;
+    setInterval(function () {
+      if (document.hidden) return;
+      fetch(el.dataset.src, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) { if (html !== null) el.innerHTML = html; })
+        .catch(function () {});
+    }, every);
+  });
+})();
