@@ -111,3 +111,19 @@ def kube_tick_task() -> int:
         kube_inventory_sync_task.delay(cluster_id)
         kube_reconcile_task.delay(cluster_id)
     return len(ids)
+
+
+@shared_task(name="scheduling.tasks.usage_reconcile_task")
+def usage_reconcile_task() -> dict:
+    """Beat tick: settle released usage, recompute every group's usage from live placements
+    and report drift and broken invariants (logged as warnings), then sync the usage ledger."""
+    from scheduling.services.usage import check_usage, sync_ledger
+    from tenants.models import ResourceGroup
+
+    drift = violations = 0
+    for group_id in ResourceGroup.objects.order_by("pk").values_list("pk", flat=True):
+        check = check_usage(group_id)
+        drift += len(check.drift)
+        violations += len(check.violations)
+    opened, closed = sync_ledger()
+    return {"drift": drift, "violations": violations, "opened": opened, "closed": closed}
