@@ -241,6 +241,10 @@ def normalise(kind: str, samples: Iterable[RawSample]) -> NormaliseResult:
     out = NormaliseResult()
     for sample in samples:
         spec = table.get(sample.name)
+        if spec is None and sample.name.endswith("_total"):
+            # prometheus_client's parser appends "_total" to samples of a counter family
+            # whose name lacks it (e.g. DCGM_FI_DEV_ECC_DBE_VOL_TOTAL).
+            spec = table.get(sample.name[: -len("_total")])
         labels = sample.labels
         mig = _first(labels, MIG_LABELS)
         if spec is None or (spec.mig_only and not mig) or labels.get("vf"):
