@@ -266,7 +266,8 @@ def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) 
 
 def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) -> set[int]:
     """A node vanished: every booked placement on it is lost (its job failed or requeued
-    according to its restart policy).
+    according to its restart policy) and its Pod deleted (the pod GC would delete a pod bound
+    to a missing node anyway; deleting it now means a requeued job never runs twice).
 
     Returns:
         Resource group ids where capacity was freed.
@@ -280,6 +281,10 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
             state=(PlacementState.FAILED if p.state == PlacementState.RUNNING
                    else PlacementState.RELEASED), ended_at=now, message=reason, updated=now)
         groups |= _end_job(p.job_id, reason, lost=True, now=now, except_placement=p.pk)
+    kube = [p for p in Placement.objects.select_related("node__cluster").filter(
+        pk__in=[p.pk for p in placements]) if p.node.cluster.backend == Backend.KUBERNETES]
+    if kube:
+        _delete_pods(kube)
     return groups
 
 

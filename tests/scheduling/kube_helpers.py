@@ -64,21 +64,28 @@ def nvidia_node(name: str = "gpu-1", uuids: tuple[str, ...] = ("GPU-aaaa", "GPU-
                      **kw)
 
 
+def _container_status(state: dict, *, ready: bool = False) -> dict:
+    """A containerStatuses entry as kubelet reports it (image fields are required)."""
+    return {"name": "main", "ready": ready, "restartCount": 0, "image": "busybox:1.37",
+            "imageID": "docker.io/library/busybox@sha256:" + "0" * 64,
+            "containerID": "containerd://" + "1" * 64, "state": state}
+
+
 def running_status(node: str) -> dict:
     return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0,
-                                   "state": {"running": {"startedAt": "2025-06-01T12:00:00Z"}}}],
+            "containerStatuses": [_container_status(
+                {"running": {"startedAt": "2025-06-01T12:00:00Z"}}, ready=True)],
             "hostIP": "10.0.0.1"}
 
 
 def succeeded_status() -> dict:
-    return {"phase": "Succeeded", "containerStatuses": [{"name": "main", "state": {
-        "terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+    return {"phase": "Succeeded", "containerStatuses": [_container_status(
+        {"terminated": {"exitCode": 0, "reason": "Completed"}})]}
 
 
 def failed_status(exit_code: int = 1, reason: str = "Error") -> dict:
-    return {"phase": "Failed", "containerStatuses": [{"name": "main", "state": {
-        "terminated": {"exitCode": exit_code, "reason": reason}}}]}
+    return {"phase": "Failed", "containerStatuses": [_container_status(
+        {"terminated": {"exitCode": exit_code, "reason": reason}})]}
 
 
 def evicted_status() -> dict:
