@@ -1,0 +1,201 @@
+"""Scrapes over HTTP (a local server), attribution against placements, failures per target,
+device health by serial across node moves, capacity alerts."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from console.telemetry import services
+from console.telemetry.models import DeviceHealthEvent, Sample, ScrapeTarget
+from console.telemetry.selectors import device_health_history
+from scheduling.models import Cluster, Device, Node
+from scheduling.selectors.snapshot import build_cluster_snapshot
+from tests.builders import make_cluster, make_group, make_tenant
+from tests.telemetry import payloads as P
+from tests.telemetry.dbhelpers import devices, place
+
+pytestmark = pytest.mark.django_db
+NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def world():
+    cluster = Cluster.objects.create(name="prod", backend="kubernetes")
+    group = make_group("g1", models=())
+    team_a, queue_a = make_tenant("team-a", group, devices_milli=4000)
+    team_b, queue_b = make_tenant("team-b", group, devices_milli=4000)
+    return {"cluster": cluster, "group": group, "qa": queue_a, "qb": queue_b,
+            "team_a": team_a, "team_b": team_b}
+
+
+def _target(world, base, path, kind, timeout_s=2.0, name=None):
+    return ScrapeTarget.objects.create(cluster=world["cluster"], name=name or kind, kind=kind,
+                                       url=base + path, timeout_s=timeout_s)
+
+
+def _samples(target):
+    return sorted((s.metric, s.status, s.reason, s.job_id, round(s.value, 3))
+                  for s in Sample.objects.filter(target=target))
+
+
+def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exporter_server):
+    base, routes = exporter_server
+    devices(world["cluster"], "gpu-node-1", ["GPU-aaaa"])
+    job, placement = place(world["qa"], "POD_A", [("GPU-aaaa", 20480, 30)], started=NOW)
+    routes["/metrics"] = (200, P.HAMI_MONITOR, 0)
+    target = _target(world, base, "/metrics", "hami-monitor")
+    assert services.scrape_target(target.pk, now=NOW) == "ok"
+    target.refresh_from_db()
+    assert (target.last_samples, target.last_ignored, target.last_attributed) == (6, 2, 4)
+    assert (target.last_unattributed, target.last_conflicts) == ({}, 0)
+    assert target.last_success_at == NOW and target.consecutive_failures == 0
+    assert _samples(target) == [
+        ("memory_used_mib", "attributed", "", job.pk, 15360.0),
+        ("pod_memory_used_mib", "attributed", "", job.pk, 14336.0),
+        ("pod_util_percent", "attributed", "", job.pk, 25.0),
+        ("util_percent", "attributed", "", job.pk, 27.0),
+    ]
+    assert set(Sample.objects.values_list("tenant_id", flat=True)) == {world["team_a"].pk}
+
+    # The exporter's pod label now disagrees with the console's placement: the placement wins
+    # and the disagreement is counted on the target.
+    type(placement).objects.filter(pk=placement.pk).update(backend_ref="finetune-7b-0")
+    routes["/legacy"] = (200, P.HAMI_MONITOR_LEGACY, 0)
+    legacy = _target(world, base, "/legacy", "hami-monitor", name="legacy")
+    assert services.scrape_target(legacy.pk, now=NOW) == "ok"
+    legacy.refresh_from_db()
+    assert (legacy.last_attributed, legacy.last_conflicts) == (4, 2)
+    assert {s[3] for s in _samples(legacy)} == {job.pk}
+
+
+def test_dcgm_mig_series_without_pod_labels_go_to_the_holder(world, exporter_server):
+    base, routes = exporter_server
+    devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"],
+            model="NVIDIA-H100-80GB-HBM3")
+    job_d, _ = place(world["qa"], "POD_D0", [("GPU-dddd-0", 81920, 100)], started=NOW)
+    job_e, _ = place(world["qb"], "POD_E", [("GPU-dddd-1", 40960, 42)], started=NOW)
+    routes["/metrics"] = (200, P.DCGM, 0)
+    target = _target(world, base, "/metrics", "dcgm")
+    assert services.scrape_target(target.pk, now=NOW) == "ok"
+    target.refresh_from_db()
+    assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (
+        11, {}, 0)
+    by_job = {}
+    for metric, _status, _reason, job_id, value in _samples(target):
+        by_job.setdefault(job_id, []).append((metric, value))
+    assert sorted(by_job[job_e.pk]) == [
+        ("memory_used_mib", 10240.0), ("temperature_c", 41.0), ("util_percent", 0.0),
+        ("util_percent", 42.0), ("xid_last", 79.0)]
+    assert len(by_job[job_d.pk]) == 6
+    # XID 79 (fallen off the bus) takes the device out of the pool
+    assert Device.objects.get(uuid="GPU-dddd-1").healthy is False
+    assert Device.objects.get(uuid="GPU-dddd-0").healthy is True
+    event = DeviceHealthEvent.objects.get(serial="GPU-dddd-1")
+    assert (event.kind, event.value, event.node_name, event.source) == (
+        "xid", 79.0, "dgx-1", "prod/dcgm")
+
+
+def test_failures_are_recorded_per_target_and_never_stop_the_others(world, exporter_server):
+    base, routes = exporter_server
+    devices(world["cluster"], "npu-node-1", ["VDIE-910B4-0001", "VDIE-910B4-0002"],
+            model="Ascend910B4", vendor="Ascend", memory_mib=32768)
+    devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"])
+    job, _ = place(world["qa"], "npu-job", [("VDIE-910B4-0001", 32768, 100)], started=NOW)
+    routes["/ascend"] = (200, P.ASCEND, 0)
+    routes["/slow"] = (200, P.DCGM, 1.5)
+    routes["/broken"] = (500, "internal error", 0)
+    routes["/html"] = (200, P.HTML_ERROR_PAGE, 0)
+    routes["/partial"] = (200, P.MALFORMED, 0)
+    targets = {
+        "ascend": _target(world, base, "/ascend", "ascend", name="ascend"),
+        "slow": _target(world, base, "/slow", "dcgm", timeout_s=0.3, name="slow"),
+        "broken": _target(world, base, "/broken", "dcgm", name="broken"),
+        "html": _target(world, base, "/html", "dcgm", name="html"),
+        "partial": _target(world, base, "/partial", "dcgm", name="partial"),
+        "gone": _target(world, "http://127.0.0.1:9", "/metrics", "dcgm", name="gone"),
+    }
+    result = services.scrape_all(now=NOW)
+    status = {name: result[t.pk] for name, t in targets.items()}
+    assert status == {"ascend": "ok", "slow": "timeout", "broken": "http_error",
+                      "html": "bad_payload", "partial": "partial", "gone": "unreachable"}
+    rows = {t.name: t for t in ScrapeTarget.objects.all()}
+    assert rows["broken"].last_error.startswith("HTTP 500")
+    assert rows["partial"].last_rejected_lines == 3
+    assert rows["partial"].last_error.startswith("line 3:")
+    assert rows["partial"].last_samples == 1 and rows["partial"].consecutive_failures == 0
+    assert rows["gone"].consecutive_failures == 1 and rows["gone"].last_success_at is None
+    services.scrape_all(now=NOW + timedelta(seconds=30))
+    assert ScrapeTarget.objects.get(name="gone").consecutive_failures == 2
+    # Ascend: no node label, attribution through vdie_id; the sick chip leaves the pool
+    ascend = rows["ascend"]
+    assert (ascend.last_attributed, ascend.last_unattributed) == (5, {})
+    assert Device.objects.get(uuid="VDIE-910B4-0002").healthy is False
+    kinds = sorted(DeviceHealthEvent.objects.filter(serial="VDIE-910B4-0002")
+                   .values_list("kind", "severity"))
+    assert kinds == [("error_code", "warning"), ("unhealthy_flag", "critical")]
+    assert set(Sample.objects.filter(target=ascend, status="attributed")
+               .values_list("job_id", flat=True)) == {job.pk}
+
+
+def test_health_history_follows_the_serial_across_node_moves(world):
+    cluster = world["cluster"]
+    hot = P.HYGON.replace("} 46\n", "} 96\n")  # first device at 96 °C (limit 90)
+    devices(cluster, "dcunode3", ["T8R1380013061601"], model="K100", vendor="DCU",
+            memory_mib=32752)
+    devices(cluster, "dcunode4", ["T8R1380019021101"], model="K100", vendor="DCU",
+            memory_mib=32752)
+    t0 = NOW
+    _, _, result = services.ingest_payload("hygon", hot, cluster_id=cluster.pk, now=t0)
+    assert result.unattributed_total == 0 and result.node_mismatches == 0
+    assert Device.objects.get(uuid="T8R1380013061601").healthy is False
+    assert Device.objects.get(uuid="T8R1380019021101").healthy is True
+    # The card moves to dcunode4's neighbour slot; its serial keeps its history.
+    moved = Device.objects.get(uuid="T8R1380013061601")
+    moved.node = Node.objects.get(name="dcunode4")
+    moved.index = 1
+    moved.save()
+    cool = P.HYGON.replace('node="dcunode3"', 'node="dcunode4"').replace(
+        'minor_number="0",name="",node="dcunode4",pcieBus_number="0000:f6',
+        'minor_number="1",name="",node="dcunode4",pcieBus_number="0000:f6')
+    _, _, result = services.ingest_payload("hygon", cool, cluster_id=cluster.pk,
+                                           now=t0 + timedelta(hours=1))
+    assert result.node_mismatches == 0
+    assert Device.objects.get(uuid="T8R1380013061601").healthy is True
+    history = device_health_history("T8R1380013061601")
+    assert [(e.kind, e.node_name, e.value) for e in history.events] == [
+        ("recovered", "dcunode4", 0.0), ("temperature", "dcunode3", 96.0)]
+    assert history.current.healthy is True
+    # A stale exporter still naming the old node: the serial wins, the mismatch is counted.
+    _, _, result = services.ingest_payload("hygon", P.HYGON, cluster_id=cluster.pk,
+                                           now=t0 + timedelta(hours=2))
+    assert result.node_mismatches == 5
+    assert device_health_history("T8R1380019021101").events == []
+
+
+def test_unhealthy_devices_leave_the_pool_and_alert_below_guarantees(world):
+    make_cluster("c1", nodes=2, gpus=2)
+    group = make_group("pool", selector={"pool": "c1"})
+    make_tenant("t1", group, devices_milli=2000)
+    make_tenant("t2", group, devices_milli=1000)
+    now = NOW
+    gauges = {g.resource_group.name: g for g in services.compute_group_gauges(now=now)}
+    assert (gauges["pool"].healthy_milli, gauges["pool"].guaranteed_milli) == (4000, 3000)
+    ids = list(Device.objects.filter(uuid__in=["GPU-c1-0-0", "GPU-c1-1-1"])
+               .values_list("pk", flat=True))
+    services.apply_health({pk: {"health": 0} for pk in ids}, now=now, source="test")
+    snapshot, _ = build_cluster_snapshot(group)
+    flags = {d.uuid: d.healthy for n in snapshot.nodes.values() for d in n.devices}
+    assert flags == {"GPU-c1-0-0": False, "GPU-c1-0-1": True, "GPU-c1-1-0": True,
+                     "GPU-c1-1-1": False}
+    services.compute_group_gauges(now=now)
+    from console.telemetry.models import CapacityAlert
+
+    alert = CapacityAlert.objects.get(resource_group=group, resolved_at__isnull=True)
+    assert (alert.flavor, alert.healthy_milli, alert.guaranteed_milli) == ("*", 2000, 3000)
+    services.compute_group_gauges(now=now)  # still short: one open alert, not two
+    assert CapacityAlert.objects.filter(resource_group=group).count() == 1
+    services.apply_health({pk: {"health": 1} for pk in ids}, now=now + timedelta(minutes=1))
+    services.compute_group_gauges(now=now + timedelta(minutes=1))
+    alert.refresh_from_db()
+    assert alert.resolved_at == now + timedelta(minutes=1)
+    assert Device.objects.filter(healthy=False).count() == 0
