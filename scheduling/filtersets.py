@@ -2,8 +2,8 @@
 
 import django_filters
 
-from scheduling.choices import JobState
-from scheduling.models import Device, Job, Node
+from scheduling.choices import JobState, PlacementState
+from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
 class JobFilterSet(django_filters.FilterSet):
@@ -39,3 +39,31 @@ class DeviceFilterSet(django_filters.FilterSet):
     class Meta:
         model = Device
         fields = ["node", "model", "vendor", "healthy", "cordoned"]
+
+
+class PlacementFilterSet(django_filters.FilterSet):
+    job = django_filters.NumberFilter(field_name="job_id")
+    node = django_filters.CharFilter(field_name="node__name")
+    tenant = django_filters.CharFilter(field_name="job__tenant__name")
+    device = django_filters.CharFilter(field_name="devices__device__uuid", distinct=True)
+    state = django_filters.MultipleChoiceFilter(choices=PlacementState.choices)
+
+    class Meta:
+        model = Placement
+        fields = ["job", "node", "tenant", "device", "state"]
+
+
+class DeviceModelFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = DeviceModel
+        fields = ["name", "vendor", "slicing_mode"]
+
+
+class ClusterFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = Cluster
+        fields = ["name", "backend"]

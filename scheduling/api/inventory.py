@@ -1,0 +1,113 @@
+"""API of device models, clusters (read-only, no connection details) and placements.
+
+Device models: everyone reads, platform admins write (audited, write-throttled). Clusters:
+read-only, without kubeconfig paths, contexts or other connection settings. Placements:
+the placements of the caller's tenants' jobs (another tenant's answers 404).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch, Q
+from rest_framework import serializers, viewsets
+
+from console.core.api.mixins import AuditedWritesMixin
+from console.core.api.throttling import WriteRateThrottle
+from scheduling.choices import SlicingMode
+from scheduling.filtersets import ClusterFilterSet, DeviceModelFilterSet, PlacementFilterSet
+from scheduling.models import Cluster, DeviceModel, Placement, PlacementDevice
+from tenants.api.permissions import IsPlatformAdminOrReadOnly
+from tenants.selectors import get_user_tenant_ids
+
+
+class DeviceModelSerializer(serializers.ModelSerializer):
+    slicing_mode = serializers.ChoiceField(choices=SlicingMode.choices,
+                                           default=SlicingMode.FRACTIONAL)
+    resource_names = serializers.DictField(child=serializers.CharField(max_length=253),
+                                           required=False)
+    config = serializers.DictField(required=False)
+
+    class Meta:
+        model = DeviceModel
+        fields = ["id", "name", "vendor", "family", "memory_mib", "cores_percent", "split_count",
+                  "memory_factor", "slicing_mode", "resource_names", "config"]
+        extra_kwargs = {"memory_mib": {"min_value": 1, "max_value": 16 * 1024 * 1024},
+                        "cores_percent": {"min_value": 1, "max_value": 100_000},
+                        "split_count": {"min_value": 1, "max_value": 10_000},
+                        "memory_factor": {"min_value": 1, "max_value": 1024}}
+
+
+class DeviceModelViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
+    """Device models with their per-model slicing configuration."""
+
+    serializer_class = DeviceModelSerializer
+    permission_classes = [IsPlatformAdminOrReadOnly]
+    throttle_classes = [WriteRateThrottle]
+    filterset_class = DeviceModelFilterSet
+    queryset = DeviceModel.objects.order_by("vendor", "name")
+    audit_name = "device_model"
+    audit_fields = ["name", "vendor", "family", "memory_mib", "cores_percent", "split_count",
+                    "memory_factor", "slicing_mode", "resource_names", "config"]
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    node_count = serializers.IntegerField(read_only=True)
+    device_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "name", "backend", "description", "submission_mode", "namespace",
+                  "server_version", "connection_checked_at", "inventory_synced_at",
+                  "node_count", "device_count"]
+
+
+class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
+    """Clusters (no credentials or connection settings: those stay in the admin)."""
+
+    serializer_class = ClusterSerializer
+    filterset_class = ClusterFilterSet
+    queryset = Cluster.objects.annotate(
+        node_count=Count("nodes", filter=Q(nodes__removed_at__isnull=True), distinct=True),
+        device_count=Count("nodes__devices", filter=Q(nodes__devices__removed_at__isnull=True),
+                           distinct=True),
+    ).order_by("name")
+
+
+class PlacementDeviceSerializer(serializers.ModelSerializer):
+    uuid = serializers.CharField(source="device.uuid")
+    model = serializers.CharField(source="device.model.name")
+
+    class Meta:
+        model = PlacementDevice
+        fields = ["uuid", "model", "memory_mib", "cores_percent", "slots"]
+
+
+class PlacementListSerializer(serializers.ModelSerializer):
+    job = serializers.IntegerField(source="job_id")
+    job_name = serializers.CharField(source="job.name")
+    tenant = serializers.CharField(source="job.tenant.name")
+    node = serializers.CharField(source="node.name")
+    cluster = serializers.CharField(source="node.cluster.name")
+    devices = PlacementDeviceSerializer(many=True)
+
+    class Meta:
+        model = Placement
+        fields = ["id", "job", "job_name", "tenant", "pod_index", "cluster", "node", "state",
+                  "cpu_milli", "memory_mib", "devices", "backend_ref", "message", "created",
+                  "submitted_at", "started_at", "ended_at"]
+
+
+class PlacementViewSet(viewsets.ReadOnlyModelViewSet):
+    """Placements (pods bound to nodes and devices) of the caller's tenants' jobs."""
+
+    serializer_class = PlacementListSerializer
+    filterset_class = PlacementFilterSet
+
+    def get_queryset(self):
+        placements = Placement.objects.select_related(
+            "job__tenant", "node__cluster"
+        ).prefetch_related(
+            Prefetch("devices", queryset=PlacementDevice.objects.select_related("device__model")
+                     .order_by("device__uuid"))
+        ).order_by("-id")
+        ids = get_user_tenant_ids(self.request.user)
+        return placements if ids is None else placements.filter(job__tenant_id__in=ids)

@@ -1,0 +1,31 @@
+"""django-filter FilterSets of the tenants app (API lists and pages)."""
+
+import django_filters
+
+from tenants.models import Membership, ResourceGroup, Tenant
+
+
+class TenantFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains")
+    parent = django_filters.CharFilter(field_name="parent__name")
+
+    class Meta:
+        model = Tenant
+        fields = ["name", "parent"]
+
+
+class MembershipFilterSet(django_filters.FilterSet):
+    tenant = django_filters.CharFilter(field_name="tenant__name")
+    user = django_filters.CharFilter(field_name="user__username")
+
+    class Meta:
+        model = Membership
+        fields = ["tenant", "user", "role"]
+
+
+class ResourceGroupFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = ResourceGroup
+        fields = ["name", "kind"]
