@@ -55,3 +55,62 @@ def get_role(user, tenant_id: int) -> str | None:
         .values_list("role", flat=True)
         .first()
     )
+
+
+def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
+    """``tenant_ids`` plus every tenant below them (one query per tree level)."""
+    found = set(tenant_ids)
+    frontier = set(tenant_ids)
+    while frontier:
+        frontier = set(Tenant.objects.filter(parent_id__in=frontier).values_list(
+            "pk", flat=True)) - found
+        found |= frontier
+    return found
+
+
+def get_visible_tenant_ids(user) -> set[int] | None:
+    """Tenants whose quotas and usage the user may read: their own tenants and, where they
+    are tenant admin, every tenant below (None = platform admin, no restriction)."""
+    if user.is_superuser:
+        return None
+    own = set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
+    admin = set(Membership.objects.filter(user=user, role="tenant_admin").values_list(
+        "tenant_id", flat=True))
+    return own | get_descendant_ids(admin)
+
+
+def can_manage_quota(user, tenant: Tenant) -> bool:
+    """Platform admins manage every quota; a tenant admin manages the quotas of the tenants
+    strictly below their tenant (a team's quota is set by its department's admin, never by
+    the team itself)."""
+    if user.is_superuser:
+        return True
+    admin = set(Membership.objects.filter(user=user, role="tenant_admin").values_list(
+        "tenant_id", flat=True))
+    node = tenant.parent
+    while node is not None:
+        if node.pk in admin:
+            return True
+        node = node.parent
+    return False
+
+
+def flavor_names(group) -> set[str]:
+    """Flavor names a quota row of ``group`` may use: ``"*"``, the group's device model names
+    and their families (every registered model when the group names none).
+
+    The device inventory belongs to the scheduling app; it is read here by app label
+    (``apps.get_model``) so that this app keeps no import of ``scheduling``.
+    """
+    from django.apps import apps
+
+    device_model = apps.get_model("scheduling", "DeviceModel")
+    models = device_model.objects.all()
+    if group.device_models:
+        models = models.filter(name__in=group.device_models)
+    names = {"*"}
+    for name, family in models.values_list("name", "family"):
+        names.add(name)
+        if family:
+            names.add(family)
+    return names

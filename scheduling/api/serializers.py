@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from scheduling.models import Device, Job, JobContainer, JobEvent, Node, Placement, Queue
+from scheduling.models import (
+    Device,
+    Job,
+    JobContainer,
+    JobEvent,
+    Node,
+    Placement,
+    Preemption,
+    Queue,
+)
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 VENDORS = [
@@ -104,19 +113,54 @@ class PlacementSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
+    """A job. ``queue_position`` (1 = next) and ``estimated_start`` (from the queue's observed
+    drain rate over the last hour) are filled for a queued job on the detail endpoint only
+    (null in lists and for other states)."""
+
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
     resource_group = serializers.CharField(source="queue.resource_group.name")
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
+    queue_position = serializers.SerializerMethodField()
+    estimated_start = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = [
             "id", "name", "tenant", "queue", "resource_group", "priority", "state",
-            "pending_reason", "pod_count", "min_pods", "cpu_milli", "memory_mib", "duration_s",
-            "containers", "placements", "created", "admitted_at", "started_at", "finished_at",
+            "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
+            "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
+            "on_preemption", "preemption_count", "containers", "placements", "created",
+            "admitted_at", "started_at", "finished_at",
         ]
+
+    def _queue_info(self, job):
+        if not self.context.get("detail"):
+            return None, None
+        cache = self.context.setdefault("_queue_info", {})
+        if job.pk not in cache:
+            from django.utils import timezone
+
+            from scheduling.selectors.jobs import job_estimated_start, queue_position
+
+            position = queue_position(job)
+            cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
+        return cache[job.pk]
+
+    def get_queue_position(self, job) -> int | None:
+        return self._queue_info(job)[0]
+
+    def get_estimated_start(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.isoformat() if eta else None
+
+
+class PreemptionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Preemption
+        fields = ["victim", "preemptor", "victim_tenant", "preemptor_tenant", "reason",
+                  "message", "time", "evict_by", "outcome"]
 
 
 class JobEventSerializer(serializers.ModelSerializer):

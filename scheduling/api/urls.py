@@ -1,5 +1,7 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from scheduling.api.admission import JobDryRunView, QuotaDryRunView, UsageView
 from scheduling.api.inventory import ClusterViewSet, DeviceModelViewSet, PlacementViewSet
 from scheduling.api.views import DeviceViewSet, JobViewSet, NodeViewSet, QueueViewSet
 
@@ -11,4 +13,10 @@ router.register("devices", DeviceViewSet, basename="device")
 router.register("device-models", DeviceModelViewSet, basename="device-model")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("placements", PlacementViewSet, basename="placement")
-urlpatterns = router.urls
+# explicit paths first: "quotas/dry-run/" must win over the tenants router's "quotas/<pk>/"
+urlpatterns = [
+    path("dry-run/", JobDryRunView.as_view(), name="job-dry-run"),
+    path("quotas/dry-run/", QuotaDryRunView.as_view(), name="quota-dry-run"),
+    path("usage/", UsageView.as_view(), name="usage"),
+    *router.urls,
+]

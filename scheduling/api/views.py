@@ -16,6 +16,7 @@ from scheduling.api.serializers import (
     JobSerializer,
     JobSubmitSerializer,
     NodeSerializer,
+    PreemptionSerializer,
     QueueSerializer,
 )
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
@@ -59,6 +60,18 @@ class JobViewSet(
             jobs = jobs.filter(tenant_id__in=tenant_ids)
         return jobs.order_by("-id")
 
+    def retrieve(self, request, *args, **kwargs):
+        """A job with its pending reason, queue position and estimated start."""
+        job = self.get_object()
+        return Response(JobSerializer(job, context={"request": request, "detail": True}).data)
+
+    @extend_schema(responses={200: PreemptionSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def preemptions(self, request, pk=None):
+        """Evictions of this job (as victim), oldest first."""
+        job = self.get_object()
+        return Response(PreemptionSerializer(job.preemptions.all(), many=True).data)
+
     @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
         queues = _submit_queues(request.user)
@@ -66,7 +79,8 @@ class JobViewSet(
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
         serializer = JobSubmitSerializer(data=request.data, queues=queues)
         serializer.is_valid(raise_exception=True)
-        job = submit_job(serializer.validated_data["queue"], serializer.to_spec(), user=request.user)
+        job = submit_job(serializer.validated_data["queue"], serializer.to_spec(),
+                         user=request.user)
         return Response(
             JobSerializer(self.get_queryset().get(pk=job.pk)).data, status=status.HTTP_201_CREATED
         )

@@ -431,3 +431,78 @@ class DbPlacer:
                 device.used_memory_mib += sign * dev_mem
                 device.used_cores_percent += sign * cores
                 device.used_slots += sign * slots
+
+
+# -- dry runs and usage tables ------------------------------------------------------------------
+
+
+class _SpecContainers:
+    def __init__(self, containers) -> None:
+        self._containers = containers
+
+    def all(self):
+        return self._containers
+
+
+class SpecJob:
+    """A job submission not saved yet, shaped like a ``Job`` for
+    :func:`~scheduling.selectors.snapshot.build_placement_request` (dry runs)."""
+
+    def __init__(self, spec, pk: str = "dry-run") -> None:
+        self.pk = pk
+        self.pod_count = spec.pod_count
+        self.min_pods = spec.min_pods
+        self.cpu_milli = spec.cpu_milli
+        self.memory_mib = spec.memory_mib
+        self.containers = _SpecContainers(list(spec.containers))
+
+
+@dataclass(frozen=True)
+class QuotaUsageRow:
+    """One line of a tenant's quota/usage table (amounts in the dimension's unit).
+
+    ``nominal`` is the tenant's subtree quota, ``used`` its Kueue usage (own + children's),
+    ``borrowed`` = max(0, used - nominal), ``lent`` = the part of its unused nominal quota
+    other tenants use now, ``available`` what it could still be admitted with now.
+    """
+
+    tenant: str
+    resource_group: str
+    flavor: str
+    dimension: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    used: int
+    borrowed: int
+    lent: int
+    available: int
+
+
+def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
+                      ) -> list[QuotaUsageRow]:
+    """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
+    live placements), for the tenants in ``tenant_names`` (None = all)."""
+    from scheduling.admission import QuotaTree
+
+    ctx = build_admission_snapshot(group, now)
+    snap = ctx.snapshot
+    tree = QuotaTree(snap.group, snap.tenants, snap.quotas, snap.caps)
+    for workload in snap.running:
+        tree.add(workload.tenant, workload.charges)
+    rows = []
+    for q in sorted(snap.quotas, key=lambda q: (q.tenant, q.flavor, q.dimension)):
+        if tenant_names is not None and q.tenant not in tenant_names:
+            continue
+        fr = (q.flavor, Dimension(q.dimension))
+        nominal, used = tree.nominal(q.tenant, fr), tree.usage(q.tenant, fr)
+        available, _ = tree.available(q.tenant, fr)
+        unused = max(0, nominal - used)
+        free = max(0, min(available, unused))
+        rows.append(QuotaUsageRow(
+            tenant=q.tenant, resource_group=group.name, flavor=q.flavor,
+            dimension=fr[1].value, nominal=nominal, borrowing_limit=q.borrowing_limit,
+            lending_limit=q.lending_limit, used=used, borrowed=max(0, used - nominal),
+            lent=unused - free, available=max(0, available),
+        ))
+    return rows

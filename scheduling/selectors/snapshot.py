@@ -20,7 +20,6 @@ from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
 from tenants.models import ResourceGroup
 
-
 CHIP_VENDORS = ("Ascend", "Iluvatar")
 
 

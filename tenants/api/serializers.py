@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
-from tenants.models import Quota, Tenant
+from tenants.choices import Dimension
+from tenants.models import Quota, ResourceGroup, Tenant
 
 
 class TenantSerializer(serializers.ModelSerializer):
@@ -21,3 +22,38 @@ class QuotaSerializer(serializers.ModelSerializer):
             "id", "tenant", "resource_group", "flavor", "dimension", "nominal",
             "borrowing_limit", "lending_limit",
         ]
+
+
+class QuotaWriteSerializer(serializers.ModelSerializer):
+    """Input of quota create/update. ``tenant`` and ``resource_group`` are names; on update
+    only the amounts may change."""
+
+    tenant = serializers.SlugRelatedField(slug_field="name", queryset=Tenant.objects.all())
+    resource_group = serializers.SlugRelatedField(slug_field="name",
+                                                  queryset=ResourceGroup.objects.all())
+    flavor = serializers.CharField(max_length=100, default="*")
+    dimension = serializers.ChoiceField(choices=Dimension.choices)
+    nominal = serializers.IntegerField(min_value=0)
+    borrowing_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
+                                               default=None)
+    lending_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
+                                             default=None)
+
+    class Meta:
+        model = Quota
+        fields = ["tenant", "resource_group", "flavor", "dimension", "nominal",
+                  "borrowing_limit", "lending_limit"]
+        validators = []  # uniqueness is checked by the service (409, not 400)
+
+    def validate(self, attrs):
+        if self.instance is not None:
+            for name in ("tenant", "resource_group", "flavor", "dimension"):
+                current = getattr(self.instance, name)
+                if name in attrs and attrs[name] != current:
+                    raise serializers.ValidationError(
+                        {name: "Only nominal and the limits of a quota may change."})
+        nominal = attrs.get("nominal", getattr(self.instance, "nominal", 0))
+        lending = attrs.get("lending_limit")
+        if lending is not None and lending > nominal:
+            raise serializers.ValidationError({"lending_limit": "Must not exceed nominal."})
+        return attrs

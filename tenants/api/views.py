@@ -1,8 +1,18 @@
-from rest_framework import viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
 
-from tenants.api.serializers import QuotaSerializer, TenantSerializer
+from console.core.api.throttling import WriteRateThrottle
+from tenants import services
+from tenants.api.serializers import QuotaSerializer, QuotaWriteSerializer, TenantSerializer
 from tenants.models import Quota, Tenant
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import (
+    can_manage_quota,
+    flavor_names,
+    get_user_tenant_ids,
+    get_visible_tenant_ids,
+)
 
 
 class TenantViewSet(viewsets.ReadOnlyModelViewSet):
@@ -16,13 +26,67 @@ class TenantViewSet(viewsets.ReadOnlyModelViewSet):
         return tenants if ids is None else tenants.filter(pk__in=ids)
 
 
-class QuotaViewSet(viewsets.ReadOnlyModelViewSet):
-    """Quotas of the caller's tenants."""
+class QuotaViewSet(viewsets.ModelViewSet):
+    """Quotas (Kueue nominal quota, borrowing limit, lending limit) per tenant × resource
+    group × flavor × dimension.
+
+    Reads: quotas of the caller's tenants (and, for tenant admins, of the tenants below).
+    Writes: platform admins; a tenant admin for the tenants strictly below their tenant.
+    Another tenant's quota answers 404; viewers and members get 403 on writes.
+    """
 
     serializer_class = QuotaSerializer
     filterset_fields = ["dimension", "flavor"]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        quotas = Quota.objects.select_related("tenant", "resource_group")
-        ids = get_user_tenant_ids(self.request.user)
+        quotas = Quota.objects.select_related("tenant", "resource_group").order_by(
+            "tenant__name", "resource_group__name", "flavor", "dimension")
+        ids = get_visible_tenant_ids(self.request.user)
         return quotas if ids is None else quotas.filter(tenant_id__in=ids)
+
+    def _require_manage(self, tenant):
+        if not can_manage_quota(self.request.user, tenant):
+            raise PermissionDenied(
+                "Quotas are set by platform admins, or by the admin of a parent tenant.")
+
+    @extend_schema(request=QuotaWriteSerializer, responses={201: QuotaSerializer})
+    def create(self, request, *args, **kwargs):
+        serializer = QuotaWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        visible = get_visible_tenant_ids(request.user)
+        if visible is not None and data["tenant"].pk not in visible:
+            raise NotFound("No such tenant.")
+        self._require_manage(data["tenant"])
+        quota = services.create_quota(
+            tenant=data["tenant"], resource_group=data["resource_group"],
+            flavor=data["flavor"], dimension=data["dimension"], nominal=data["nominal"],
+            borrowing_limit=data.get("borrowing_limit"), lending_limit=data.get("lending_limit"),
+            allowed_flavors=flavor_names(data["resource_group"]), actor=request.user,
+        )
+        return Response(QuotaSerializer(quota).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=QuotaWriteSerializer, responses={200: QuotaSerializer})
+    def update(self, request, *args, **kwargs):
+        quota = self.get_object()
+        self._require_manage(quota.tenant)
+        partial = kwargs.get("partial", False)
+        serializer = QuotaWriteSerializer(quota, data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        quota = services.update_quota(
+            quota, nominal=data.get("nominal", quota.nominal),
+            borrowing_limit=data.get("borrowing_limit", quota.borrowing_limit)
+            if partial else data.get("borrowing_limit"),
+            lending_limit=data.get("lending_limit", quota.lending_limit)
+            if partial else data.get("lending_limit"),
+            actor=request.user,
+        )
+        return Response(QuotaSerializer(quota).data)
+
+    def destroy(self, request, *args, **kwargs):
+        quota = self.get_object()
+        self._require_manage(quota.tenant)
+        services.delete_quota(quota, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

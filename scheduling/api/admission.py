@@ -1,0 +1,252 @@
+"""Admission API: quota/usage table, job submission dry-run, quota-change dry-run.
+
+* ``GET /api/usage/`` — per tenant × resource group × flavor × dimension: nominal, used,
+  borrowed, lent, available (usage recomputed from live placements).
+* ``POST /api/dry-run/`` — would this job be admitted now, where, and whom would it preempt?
+* ``POST /api/quotas/dry-run/`` — what would this quota change preempt?
+
+Tenant isolation: only the caller's visible tenants are shown; victims of other tenants are
+named by tenant only (no job id or name).
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.core.api.throttling import WriteRateThrottle
+from console.core.exceptions import InvalidRequest
+from scheduling.admission import (
+    AdmissionInputError,
+    Dimension,
+    PendingWorkload,
+    preview_submission,
+    simulate_quota_change,
+)
+from scheduling.api.serializers import JobSubmitSerializer
+from scheduling.selectors.admission import (
+    SpecJob,
+    build_admission_snapshot,
+    core_quota,
+    queue_key,
+    queued_jobs,
+    quota_usage_table,
+)
+from scheduling.selectors.snapshot import build_placement_request
+from tenants.choices import Dimension as DimensionChoice
+from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.selectors import can_manage_quota, get_visible_tenant_ids
+
+from .views import _submit_queues
+
+
+def _visible_names(user) -> set[str] | None:
+    ids = get_visible_tenant_ids(user)
+    if ids is None:
+        return None
+    return set(Tenant.objects.filter(pk__in=ids).values_list("name", flat=True))
+
+
+class UsageRowSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    resource_group = serializers.CharField()
+    flavor = serializers.CharField()
+    dimension = serializers.CharField()
+    nominal = serializers.IntegerField()
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+    lending_limit = serializers.IntegerField(allow_null=True)
+    used = serializers.IntegerField()
+    borrowed = serializers.IntegerField()
+    lent = serializers.IntegerField()
+    available = serializers.IntegerField()
+
+
+class UsageView(APIView):
+    """Quota and usage of the caller's tenants (``?tenant=<name>&resource_group=<name>``)."""
+
+    @extend_schema(responses={200: UsageRowSerializer(many=True)})
+    def get(self, request):
+        names = _visible_names(request.user)
+        wanted = request.query_params.get("tenant")
+        if wanted:
+            if names is not None and wanted not in names:
+                raise NotFound("No such tenant.")
+            names = {wanted}
+        groups = ResourceGroup.objects.order_by("name")
+        if request.query_params.get("resource_group"):
+            groups = groups.filter(name=request.query_params["resource_group"])
+        now = timezone.now()
+        rows = []
+        for group in groups:
+            rows.extend(quota_usage_table(group, names, now))
+        return Response(UsageRowSerializer(rows, many=True).data)
+
+
+def _charges_json(charges) -> dict:
+    out: dict = {}
+    for (flavor, dim), amount in sorted(charges.items()):
+        out.setdefault(flavor, {})[Dimension(dim).value] = amount
+    return out
+
+
+def _victim_json(victim_id: str, tenant: str, visible: set[str] | None, **extra) -> dict:
+    shown = visible is None or tenant in visible
+    return {"job": int(victim_id) if shown else None, "tenant": tenant, **extra}
+
+
+class JobDryRunView(APIView):
+    """Would this job be admitted now, where, and whom would it preempt? Nothing is saved.
+
+    Input: the body of ``POST /api/jobs/``. The answer comes from a full admission cycle of
+    the queue's resource group run on a copy (queued jobs ahead of it go first).
+    """
+
+    throttle_classes = [WriteRateThrottle]
+
+    @extend_schema(request=JobSubmitSerializer, responses={200: dict})
+    def post(self, request):
+        queues = _submit_queues(request.user)
+        if not request.user.is_superuser and not queues.exists():
+            raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
+        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer.is_valid(raise_exception=True)
+        queue = serializer.validated_data["queue"]
+        spec = serializer.to_spec()
+        group = queue.resource_group
+        now = timezone.now()
+        ctx = build_admission_snapshot(group, now, pending=queued_jobs(group))
+        workload = PendingWorkload(
+            id="dry-run", tenant=queue.tenant.name, queue=queue_key(queue),
+            priority=spec.priority, created_at=now, pod_count=spec.pod_count,
+            min_pod_count=spec.min_pods,
+            request=build_placement_request(SpecJob(spec), group),
+        )
+        try:
+            preview = preview_submission(ctx.snapshot, ctx.placer(), workload)
+        except AdmissionInputError as exc:
+            raise InvalidRequest(str(exc)) from exc
+        visible = _visible_names(request.user)
+        body: dict = {"admitted": preview.admitted, "resource_group": group.name,
+                      "other_admissions": len(preview.other_admissions)}
+        if preview.admission is not None:
+            decision = preview.admission.placement
+            body["placement"] = [
+                {"pod": i, "node": pod.node,
+                 "devices": [{"uuid": g.uuid, "memory_mib": g.memory_mib,
+                              "cores_percent": g.cores_percent}
+                             for c in pod.containers for g in c.devices]}
+                for i, pod in enumerate(decision.pods)
+            ]
+            body["pod_count"] = preview.admission.pod_count
+            body["charges"] = _charges_json(preview.admission.charges)
+            body["borrowing"] = preview.admission.borrowing
+        body["preempts"] = [
+            _victim_json(p.victim_id, p.victim_tenant, visible, reason=p.reason.value,
+                         message=p.message if visible is None or p.victim_tenant in visible
+                         else f"a job of tenant {p.victim_tenant}")
+            for p in preview.victims
+        ]
+        if preview.verdict is not None:
+            body["pending"] = {"code": preview.verdict.code.value,
+                               "reason": preview.verdict.reason,
+                               "details": list(preview.verdict.details),
+                               "position": preview.verdict.position}
+        return Response(body)
+
+
+class QuotaChangeSerializer(serializers.Serializer):
+    tenant = serializers.SlugRelatedField(slug_field="name", queryset=Tenant.objects.all())
+    resource_group = serializers.SlugRelatedField(slug_field="name",
+                                                  queryset=ResourceGroup.objects.all())
+    flavor = serializers.CharField(max_length=100, default="*")
+    dimension = serializers.ChoiceField(choices=DimensionChoice.choices)
+    nominal = serializers.IntegerField(min_value=0, required=False)
+    borrowing_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
+                                               default=None)
+    lending_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
+                                             default=None)
+    remove = serializers.BooleanField(default=False)
+
+    def validate(self, attrs):
+        if not attrs["remove"] and "nominal" not in attrs:
+            raise serializers.ValidationError({"nominal": "Required unless remove is true."})
+        lending = attrs.get("lending_limit")
+        if lending is not None and lending > attrs.get("nominal", 0):
+            raise serializers.ValidationError({"lending_limit": "Must not exceed nominal."})
+        return attrs
+
+
+class QuotaDryRunInputSerializer(serializers.Serializer):
+    changes = QuotaChangeSerializer(many=True, min_length=1, max_length=200)
+
+
+class QuotaDryRunView(APIView):
+    """What would this quota change preempt? Nothing is saved.
+
+    Input ``{"changes": [{"tenant", "resource_group", "flavor", "dimension", "nominal",
+    "borrowing_limit", "lending_limit"} | {..., "remove": true}]}``. Per resource group the
+    answer lists the invariants the new quotas break, a minimal set of running jobs whose
+    eviction restores them (with the earliest time their minimum runtime allows) and what no
+    eviction can fix. Allowed to whoever may change those quotas.
+    """
+
+    throttle_classes = [WriteRateThrottle]
+
+    @extend_schema(request=QuotaDryRunInputSerializer, responses={200: dict})
+    def post(self, request):
+        serializer = QuotaDryRunInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        visible_ids = get_visible_tenant_ids(request.user)
+        by_group: dict[int, list[dict]] = {}
+        for change in serializer.validated_data["changes"]:
+            tenant = change["tenant"]
+            if visible_ids is not None and tenant.pk not in visible_ids:
+                raise NotFound("No such tenant.")
+            if not can_manage_quota(request.user, tenant):
+                raise PermissionDenied(
+                    "Quotas are set by platform admins, or by the admin of a parent tenant.")
+            by_group.setdefault(change["resource_group"].pk, []).append(change)
+        visible = _visible_names(request.user)
+        now = timezone.now()
+        answer = []
+        for group_id, changes in sorted(by_group.items()):
+            group = ResourceGroup.objects.get(pk=group_id)
+            ctx = build_admission_snapshot(
+                group, now, extra_flavor_names={c["flavor"] for c in changes})
+            live = {f.name for f in ctx.snapshot.group.flavors}
+            changed, removed = [], []
+            for c in changes:
+                if c["flavor"] not in live:
+                    raise InvalidRequest(
+                        f"flavor {c['flavor']!r} covers no device model of group {group.name}",
+                        field="flavor")
+                if c["remove"]:
+                    removed.append((c["tenant"].name, c["flavor"], Dimension(c["dimension"])))
+                else:
+                    changed.append(core_quota(Quota(
+                        tenant=c["tenant"], resource_group=group, flavor=c["flavor"],
+                        dimension=c["dimension"], nominal=c["nominal"],
+                        borrowing_limit=c["borrowing_limit"], lending_limit=c["lending_limit"],
+                    ), c["flavor"]))
+            try:
+                impact = simulate_quota_change(ctx.snapshot, changed=changed, removed=removed)
+            except AdmissionInputError as exc:
+                raise InvalidRequest(str(exc)) from exc
+            answer.append({
+                "resource_group": group.name,
+                "violations": [v.message for v in impact.violations],
+                "preempts": [
+                    _victim_json(v.workload_id, v.tenant, visible, violation=v.violation,
+                                 earliest_eviction=v.earliest_eviction.isoformat())
+                    for v in impact.victims
+                ],
+                "unresolved": [v.message for v in impact.unresolved],
+            })
+        return Response({"groups": answer}, status=status.HTTP_200_OK)
+
+
+__all__ = ["JobDryRunView", "QuotaDryRunView", "UsageView"]

@@ -1,0 +1,133 @@
+"""Admission API: usage table, job detail (reason, position, ETA), dry-runs, isolation."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduling.models import Job, Preemption
+from scheduling.services.cycle import run_admission_cycle
+from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
+
+pytestmark = pytest.mark.django_db
+
+WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
+
+
+@pytest.fixture
+def world():
+    make_cluster("c1", nodes=2, gpus=2)
+    group = make_group("g1")
+    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
+    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
+    return {"group": group, "qa": qa, "qb": qb,
+            "alice": make_user("alice", a, "member"), "vera": make_user("vera", a, "viewer"),
+            "bob": make_user("bob", b, "member"), "root": make_user("root", is_superuser=True)}
+
+
+def _job_body(queue, **extra):
+    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "memory_mib": 1024,
+            "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
+                            "cores_percent": 100}]}
+    body.update(extra)
+    return body
+
+
+def test_usage_shows_nominal_used_borrowed_and_lent(api, world):
+    for i in range(3):
+        gpu_job(world["qb"], f"b{i}", **WHOLE)
+    run_admission_cycle(world["group"].pk)
+    api.force_authenticate(world["root"])
+    rows = {r["tenant"]: r for r in api.get("/api/usage/?resource_group=g1").json()}
+    assert {k: rows["team-b"][k] for k in ("flavor", "dimension", "nominal", "used",
+                                            "borrowed", "lent", "available")} == {
+        "flavor": A100, "dimension": "devices", "nominal": 2000, "used": 3000,
+        "borrowed": 1000, "lent": 0, "available": 1000}
+    # team-a could reclaim its whole nominal, but only 1000 is free in the cohort now
+    assert (rows["team-a"]["used"], rows["team-a"]["lent"], rows["team-a"]["available"]) == (
+        0, 1000, 1000)
+    # a member sees only their own tenant; another tenant by name is 404
+    api.force_authenticate(world["alice"])
+    assert [r["tenant"] for r in api.get("/api/usage/").json()] == ["team-a"]
+    assert api.get("/api/usage/?tenant=team-b").status_code == 404
+
+
+def test_job_detail_has_reason_position_and_eta(api, world):
+    qa = world["qa"]
+    now = timezone.now()
+    jobs = [gpu_job(qa, f"a{i}", count=2, memory_percent=100, cores=100) for i in range(4)]
+    run_admission_cycle(world["group"].pk)
+    # a0 and a1 take the 4 devices (a1 borrows team-b's idle quota); a2 and a3 wait
+    queued = list(Job.objects.filter(state="queued").order_by("created", "id"))
+    assert [j.pk for j in queued] == [j.pk for j in jobs[2:]]
+    # observed drain: 2 admissions, the oldest 400 s ago -> 0.005 jobs/s
+    Job.objects.filter(pk__in=[jobs[0].pk, jobs[1].pk]).update(
+        admitted_at=now - timedelta(seconds=400))
+    api.force_authenticate(world["vera"])
+    body = api.get(f"/api/jobs/{jobs[3].pk}/").json()
+    assert body["queue_position"] == 2
+    assert body["pending_reason"].startswith("unschedulable: 0/2 nodes fit")
+    eta = timezone.datetime.fromisoformat(body["estimated_start"])
+    # rate = 2 / ~400 s; position 2 -> ~400 s from now
+    assert timedelta(seconds=390) <= eta - now <= timedelta(seconds=420)
+    assert api.get("/api/jobs/").json()["results"][0]["queue_position"] is None
+    api.force_authenticate(world["bob"])
+    assert api.get(f"/api/jobs/{jobs[3].pk}/").status_code == 404
+
+
+def test_job_dry_run_says_where_and_whom_it_preempts_without_saving(api, world):
+    for i in range(4):
+        gpu_job(world["qb"], f"b{i}", **WHOLE)
+    run_admission_cycle(world["group"].pk)
+    jobs_before = Job.objects.count()
+    api.force_authenticate(world["alice"])
+    response = api.post("/api/dry-run/", _job_body(world["qa"]), format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["admitted"] is True
+    assert body["charges"] == {A100: {"devices": 1000, "memory_mib": 81920,
+                                      "cores_percent": 100}}
+    assert len(body["placement"]) == 1 and len(body["placement"][0]["devices"]) == 1
+    # one team-b job is reclaimed; alice may not see which one
+    assert body["preempts"] == [{"job": None, "tenant": "team-b",
+                                 "reason": "InCohortReclamation",
+                                 "message": "a job of tenant team-b"}]
+    assert Job.objects.count() == jobs_before and not Preemption.objects.exists()
+    # a viewer cannot dry-run a submission
+    api.force_authenticate(world["vera"])
+    assert api.post("/api/dry-run/", _job_body(world["qa"]), format="json").status_code == 403
+
+
+def test_job_dry_run_pending_answer(api, world):
+    api.force_authenticate(world["alice"])
+    body = api.post("/api/dry-run/", _job_body(world["qa"], pod_count=5),
+                    format="json").json()
+    assert body["admitted"] is False
+    assert body["pending"]["code"] == "Unschedulable"
+    assert body["pending"]["position"] == 1
+
+
+def test_quota_dry_run_lists_the_victims_of_a_scale_in(api, world):
+    b_jobs = [gpu_job(world["qb"], f"b{i}", **WHOLE) for i in range(2)]
+    run_admission_cycle(world["group"].pk)
+    now = timezone.now()
+    for i, job in enumerate(b_jobs):  # b1 started last, so it is evicted first
+        Job.objects.filter(pk=job.pk).update(admitted_at=now - timedelta(seconds=60 - i))
+    api.force_authenticate(world["root"])
+    change = {"tenant": "team-b", "resource_group": "g1", "flavor": A100,
+              "dimension": "devices", "nominal": 1000, "borrowing_limit": 0}
+    response = api.post("/api/quotas/dry-run/", {"changes": [change]}, format="json")
+    assert response.status_code == 200, response.content
+    [group] = response.json()["groups"]
+    assert group["violations"] == [
+        f"tenant team-b, group g1, flavor {A100}, devices: usage 2000 exceeds nominal 1000 "
+        "+ borrowing limit 0"]
+    assert [v["job"] for v in group["preempts"]] == [b_jobs[1].pk]
+    assert group["unresolved"] == []
+    # members cannot run it; other tenants' quotas are 404
+    api.force_authenticate(world["bob"])
+    assert api.post("/api/quotas/dry-run/", {"changes": [change]},
+                    format="json").status_code == 403
+    api.force_authenticate(world["alice"])
+    assert api.post("/api/quotas/dry-run/", {"changes": [change]},
+                    format="json").status_code == 404
