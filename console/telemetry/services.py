@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
@@ -84,7 +84,7 @@ class FetchError(Exception):
 def floor_time(when: datetime, resolution_s: int) -> datetime:
     """``when`` rounded down to a multiple of ``resolution_s`` seconds since the epoch."""
     ts = int(when.timestamp())
-    return datetime.fromtimestamp(ts - ts % resolution_s, tz=when.tzinfo or timezone.utc)
+    return datetime.fromtimestamp(ts - ts % resolution_s, tz=when.tzinfo or UTC)
 
 
 # --- scraping -------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def _rebuild(resolution_s: int, source, time_field: str, start: datetime, end: d
     rows = (
         source.filter(**{f"{time_field}__gte": start, f"{time_field}__lt": end})
         .exclude(device_id__isnull=True)
-        .annotate(b=Trunc(time_field, kind, tzinfo=timezone.utc))
+        .annotate(b=Trunc(time_field, kind, tzinfo=UTC))
         .values("b", "metric", "device_id", "job_id", "tenant_id")
         .annotate(**aggregates)
         .order_by()

@@ -85,7 +85,9 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
     def create(self, request):
         data = PriceWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        price = services.set_price(**data.validated_data)
+        values = data.validated_data
+        price = services.set_price(values["model"], values["effective_from"],
+                                   values["per_hour"], values["currency"])
         return Response(PriceSerializer(price).data, status=201)
 
 
