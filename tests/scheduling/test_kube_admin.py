@@ -65,3 +65,18 @@ def test_no_dra_api_warns_for_dra_mode_and_credentials_are_not_shown(admin_clien
     assert b"not-a-real-token" not in page.content  # the kubeconfig's token stays in the file
     listing = admin_client.get(reverse("admin:scheduling_cluster_changelist"))
     assert b"kubeconfig file (context fake)" in listing.content
+
+
+def test_kube_tick_enqueues_sync_and_reconcile_per_kubernetes_cluster(monkeypatch, tmp_path):
+    from scheduling import tasks
+
+    Cluster.objects.create(name="sim")
+    a = Cluster.objects.create(name="a", backend="kubernetes", in_cluster=True)
+    b = Cluster.objects.create(name="b", backend="kubernetes", in_cluster=True)
+    sent = []
+    monkeypatch.setattr(tasks.kube_inventory_sync_task, "delay",
+                        lambda pk: sent.append(("sync", pk)))
+    monkeypatch.setattr(tasks.kube_reconcile_task, "delay",
+                        lambda pk: sent.append(("reconcile", pk)))
+    assert tasks.kube_tick_task.run() == 2
+    assert sent == [("sync", a.pk), ("reconcile", a.pk), ("sync", b.pk), ("reconcile", b.pk)]
