@@ -97,7 +97,7 @@ class DotProdPolicy(_BestFitGpus):
     name = "DotProd"
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        if not table.fits(i, task):
+        if not table.fits_but_memory(i, task):
             return None
         c = table.cpu[i]
         t = sum(table.gpus[i])
@@ -115,7 +115,7 @@ class BestFitPolicy(_BestFitGpus):
     name = "BestFit"
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        if not table.fits(i, task):
+        if not table.fits_but_memory(i, task):
             return None
         raw = (table.cpu[i] - task.cpu_milli) / MAX_SPEC_CPU * 0.5
         raw += (sum(table.gpus[i]) - task.total_gpu_milli) / MAX_SPEC_GPU * 0.5
@@ -134,7 +134,7 @@ class GpuPackingPolicy(_BestFitGpus):
     name = "GpuPacking"
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        if not table.fits(i, task):
+        if not table.fits_but_memory(i, task):
             return None
         if not task.num_gpu:
             return 0
@@ -164,7 +164,7 @@ class GpuClusteringPolicy(_BestFitGpus):
     name = "GpuClustering"
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        if not table.fits(i, task):
+        if not table.fits_but_memory(i, task):
             return None
         tag = gpu_tag(task)
         if not tag:

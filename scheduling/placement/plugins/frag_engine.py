@@ -15,7 +15,9 @@ per placement, so this module keeps:
 
 A policy (:class:`TracePolicy`) supplies ``key(task)``, ``score(table, i, task) -> int | None``
 (None = infeasible) and ``choose_gpus(table, i, task)``. Scores must depend only on the node's
-mirrored state and the task.
+mirrored state and the task, and must not depend on the task's host memory: the key leaves
+memory out and the selector skips (without dropping) nodes short of memory when it reads a
+heap, so a score's feasibility test is :meth:`NodeTable.fits_but_memory`.
 
 Tie rule: ``rank[i]`` is the node's position in name order, or in a seeded random permutation of
 the name order (the FGD simulator prefixes node names with a seeded ``rand.Perm`` and breaks
@@ -63,8 +65,10 @@ class TaskView:
 
     @property
     def key(self) -> tuple:
-        """Fields every policy's feasibility and score depend on."""
-        return (self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, self.gpu_types)
+        """Fields every policy's score and feasibility depend on, except host memory (the
+        selector checks memory when it reads a heap, so tasks differing only in memory share
+        one heap)."""
+        return (self.cpu_milli, self.num_gpu, self.gpu_milli, self.gpu_types, self.vendor)
 
     @property
     def total_gpu_milli(self) -> int:
@@ -155,6 +159,8 @@ class NodeTable:
         "tags",
         "journal",
         "cap_milli",
+        "sg",
+        "tot",
     )
 
     def __init__(self, snapshot: ClusterSnapshot, seed: int | None = None) -> None:
@@ -170,6 +176,9 @@ class NodeTable:
         self.ver = [0] * n
         self.rank = tie_ranks(self.names, seed)
         self.tags: list[dict[str, int]] = [{} for _ in range(n)]
+        #: free milli per device sorted ascending, and their sum (kept with ``gpus``).
+        self.sg: list[tuple[int, ...]] = [() for _ in range(n)]
+        self.tot = [0] * n
         #: node indices in the order they changed (one entry per refresh).
         self.journal: list[int] = []
         self.cap_milli = 0
@@ -184,7 +193,10 @@ class NodeTable:
         else:
             self.cpu[i] = node.cpu_milli - node.used_cpu_milli
             self.mem[i] = node.memory_mib - node.used_memory_mib
-        self.gpus[i] = [device_free_milli(d) for d in node.devices]
+        g = [device_free_milli(d) for d in node.devices]
+        self.gpus[i] = g
+        self.sg[i] = tuple(sorted(g))
+        self.tot[i] = sum(g)
         types = tuple(d.type for d in node.devices)
         self.types[i] = types
         self.vendors[i] = tuple(d.vendor for d in node.devices)
@@ -219,7 +231,13 @@ class NodeTable:
 
     def fits(self, i: int, task: TaskView) -> bool:
         """Host resources and GPU capacity of node ``i`` admit ``task`` (simulator filters)."""
-        if self.cpu[i] < task.cpu_milli or self.mem[i] < task.memory_mib:
+        if self.mem[i] < task.memory_mib:
+            return False
+        return self.fits_but_memory(i, task)
+
+    def fits_but_memory(self, i: int, task: TaskView) -> bool:
+        """:meth:`fits` without the host-memory check (the selector checks memory itself)."""
+        if self.cpu[i] < task.cpu_milli:
             return False
         k = task.num_gpu
         if not k:
@@ -227,11 +245,8 @@ class NodeTable:
         d = task.gpu_milli
         g = self.gpus[i]
         if self.type_ok(i, task):
-            cnt = 0
-            for x in g:
-                if x >= d:
-                    cnt += 1
-            return cnt >= k
+            sg = self.sg[i]
+            return len(sg) >= k and sg[-k] >= d
         return sum(1 for j in self.usable(i, task) if g[j] >= d) >= k
 
     def fitting_gpus(self, i: int, task: TaskView) -> list[int]:
@@ -320,13 +335,24 @@ class LazySelector:
                 if s is not None:
                     heappush(heap, (-s, rank[i], i, ver[i]))
         self._pos[key] = len(journal)
+        mem = table.mem
+        need = task.memory_mib
+        skipped = []
+        found = None
         while heap:
-            neg, _r, i, v = heap[0]
-            if ver[i] != v:
+            top = heap[0]
+            i = top[2]
+            if ver[i] != top[3]:
                 heappop(heap)
                 continue
-            return i, -neg
-        return None
+            if mem[i] < need:  # feasible for the key, not for this task's memory
+                skipped.append(heappop(heap))
+                continue
+            found = (i, -top[0])
+            break
+        for e in skipped:
+            heappush(heap, e)
+        return found
 
     def reset(self) -> None:
         """Forget every heap (call after changing scores globally, e.g. a new workload)."""
