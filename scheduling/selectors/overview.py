@@ -1,6 +1,6 @@
 """Aggregates for the overview dashboard: capacity vs allocated by vendor, model and resource
 group, fragmentation, queue lengths and top tenants (a fixed number of queries each, except
-:func:`capacity_by_group`: two per resource group)."""
+:func:`capacity_by_group`: one more per resource group)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Min, Q, Sum
 from django.utils import timezone
 
+from scheduling.accounting import booking_charges
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import Device, Job, PlacementDevice, Queue
 from scheduling.selectors.snapshot import group_devices
@@ -19,8 +20,10 @@ from tenants.models import ResourceGroup
 class CapacityRow:
     """Capacity and allocation of a set of devices.
 
-    ``allocated_devices`` is in devices (cores booked / 100, so 0.47 for a 47 % slice);
-    ``*_pct`` are allocation ratios in percent of capacity.
+    ``allocated_devices`` is in devices: each device counts its booked share, the larger of
+    booked memory / memory and booked cores / cores, capped at 1 (the ``devices`` quota
+    charge, :mod:`scheduling.accounting`): a 40 % memory / 30 % cores slice is 0.4 device, a
+    whole-device booking is 1. ``*_pct`` are allocation ratios in percent of capacity.
     """
 
     label: str
@@ -45,52 +48,63 @@ def _booked(devices_qs):
     )
 
 
-def capacity_by_model() -> list[CapacityRow]:
-    """One row per device model with present devices."""
-    present = Device.objects.filter(removed_at__isnull=True)
+@dataclass(frozen=True)
+class _DeviceLoad:
+    model: str
+    vendor: str
+    memory_mib: int
+    share: float
+    booked_memory_mib: int
+    booked_cores_percent: int
+
+
+def _device_loads(devices_qs) -> dict[int, _DeviceLoad]:
+    """``{device id: _DeviceLoad}`` of the given devices (two queries)."""
     booked = {
-        row["device__model__name"]: row
-        for row in _booked(present)
-        .values("device__model__name")
-        .annotate(cores=Sum("cores_percent"), mem=Sum("memory_mib"))
+        row[0]: row[1:]
+        for row in _booked(devices_qs).values("device_id")
+        .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"))
+        .values_list("device_id", "mem", "cores")
     }
-    rows = []
-    for row in (
-        present.values("model__name", "model__vendor")
-        .annotate(n=Count("id"), mem=Sum("memory_mib"), cores=Sum("cores_percent"))
-        .order_by("model__vendor", "model__name")
+    loads = {}
+    for pk, model, vendor, mem_cap, cores_cap in devices_qs.values_list(
+        "id", "model__name", "model__vendor", "memory_mib", "cores_percent"
     ):
-        b = booked.get(row["model__name"], {})
-        rows.append(
-            CapacityRow(
-                label=row["model__name"],
-                vendor=row["model__vendor"],
-                devices=row["n"],
-                memory_mib=row["mem"] or 0,
-                allocated_devices=(b.get("cores") or 0) / 100.0,
-                allocated_memory_mib=b.get("mem") or 0,
-            )
-        )
-    return rows
+        mem, cores = booked.get(pk, (0, 0))
+        mem, cores = mem or 0, cores or 0
+        share = max(mem / mem_cap if mem_cap else 0.0, cores / cores_cap if cores_cap else 0.0)
+        loads[pk] = _DeviceLoad(model, vendor, mem_cap, min(1.0, share), mem, cores)
+    return loads
+
+
+def _row(label: str, vendor: str, loads) -> CapacityRow:
+    loads = list(loads)
+    return CapacityRow(
+        label=label, vendor=vendor, devices=len(loads),
+        memory_mib=sum(d.memory_mib for d in loads),
+        allocated_devices=round(sum(d.share for d in loads), 4),
+        allocated_memory_mib=sum(d.booked_memory_mib for d in loads),
+    )
+
+
+def capacity_by_model() -> list[CapacityRow]:
+    """One row per device model with present devices, vendor then model order (two
+    queries)."""
+    by_model: dict[tuple[str, str], list[_DeviceLoad]] = {}
+    for load in _device_loads(Device.objects.filter(removed_at__isnull=True)).values():
+        by_model.setdefault((load.vendor, load.model), []).append(load)
+    return [_row(model, vendor, loads) for (vendor, model), loads in sorted(by_model.items())]
 
 
 def capacity_by_group() -> list[CapacityRow]:
-    """One row per resource group (its devices may overlap with another group's)."""
+    """One row per resource group (its devices may overlap with another group's); three
+    queries plus one per group."""
+    loads = _device_loads(Device.objects.filter(removed_at__isnull=True))
     rows = []
     for group in ResourceGroup.objects.order_by("name"):
-        devices = group_devices(group)
-        cap = devices.aggregate(n=Count("id"), mem=Sum("memory_mib"))
-        used = _booked(devices).aggregate(cores=Sum("cores_percent"), mem=Sum("memory_mib"))
-        rows.append(
-            CapacityRow(
-                label=group.name,
-                vendor=group.get_kind_display(),
-                devices=cap["n"] or 0,
-                memory_mib=cap["mem"] or 0,
-                allocated_devices=(used["cores"] or 0) / 100.0,
-                allocated_memory_mib=used["mem"] or 0,
-            )
-        )
+        ids = group_devices(group).values_list("id", flat=True)
+        rows.append(_row(group.name, group.get_kind_display(),
+                         (loads[pk] for pk in ids if pk in loads)))
     return rows
 
 
@@ -135,8 +149,8 @@ def capacity_by_vendor(model_rows: list[CapacityRow]) -> list[CapacityRow]:
 class Fragmentation:
     """How much free device capacity is stranded on partly booked devices.
 
-    Over present, healthy, uncordoned devices: ``free_devices`` = free cores / 100 (in
-    devices); ``stranded_devices`` = the part of it on devices that already carry a booking
+    Over present, healthy, uncordoned devices: ``free_devices`` = sum of (1 - booked share)
+    (in devices); ``stranded_devices`` = the part of it on devices that already carry a booking
     (usable by fractional requests only, not by whole-device requests); ``whole_free`` =
     devices with no booking at all. ``fragmentation_pct`` = stranded / free × 100 (0 when
     nothing is free). The same idea as FGD's fragmentation measure (fgd.md), simplified to
@@ -156,27 +170,23 @@ class Fragmentation:
 
 
 def fragmentation() -> Fragmentation:
-    """:class:`Fragmentation` of the whole inventory (two queries)."""
+    """:class:`Fragmentation` of the whole inventory (two queries). A device's booked share
+    is as in :class:`CapacityRow`."""
     usable = Device.objects.filter(removed_at__isnull=True, healthy=True, cordoned=False)
-    caps = dict(usable.values_list("id", "cores_percent"))
-    booked = dict(
-        _booked(usable).values("device_id").annotate(c=Sum("cores_percent"))
-        .values_list("device_id", "c")
-    )
     whole_free = partial = full = 0
     free = stranded = 0.0
-    for device_id, cap in caps.items():
-        used = min(booked.get(device_id) or 0, cap)
-        left = (cap - used) / 100.0
+    for load in _device_loads(usable).values():
+        left = 1.0 - load.share
         free += left
-        if used == 0:
+        if load.booked_memory_mib == 0 and load.booked_cores_percent == 0:
             whole_free += 1
-        elif used >= cap:
+        elif left <= 1e-9:
             full += 1
         else:
             partial += 1
             stranded += left
-    return Fragmentation(len(caps), whole_free, partial, full, free, stranded)
+    return Fragmentation(whole_free + partial + full, whole_free, partial, full,
+                         round(free, 6), round(stranded, 6))
 
 
 @dataclass(frozen=True)
@@ -227,20 +237,22 @@ class TenantUsageRow:
 
 
 def top_tenants(tenant_ids: set[int] | None, limit: int = 10) -> list[TenantUsageRow]:
-    """Tenants by booked devices (cores / 100), largest first; one query.
-
-    Only the given tenants (None = all) are returned, so a member never sees other tenants.
-    """
+    """Tenants by devices held (the ``devices`` charge of their bookings), largest first;
+    one query. Only the given tenants (None = all) are returned, so a member never sees
+    other tenants."""
     rows = _booked(Device.objects.all())
     if tenant_ids is not None:
         rows = rows.filter(placement__job__tenant_id__in=tenant_ids)
-    out = [
-        TenantUsageRow(r["placement__job__tenant__name"], (r["cores"] or 0) / 100.0,
-                       r["mem"] or 0, r["jobs"])
-        for r in rows.values("placement__job__tenant__name").annotate(
-            cores=Sum("cores_percent"), mem=Sum("memory_mib"),
-            jobs=Count("placement__job", distinct=True),
-        )
-    ]
+    acc: dict[str, list] = {}
+    for tenant, job_id, model, dmem, dcores, mem, cores in rows.values_list(
+        "placement__job__tenant__name", "placement__job_id", "device__model__name",
+        "device__memory_mib", "device__cores_percent", "memory_mib", "cores_percent",
+    ):
+        entry = acc.setdefault(tenant, [0, 0, set()])
+        entry[0] += booking_charges(model, dmem, dcores, mem, cores)[(model, "devices")]
+        entry[1] += mem
+        entry[2].add(job_id)
+    out = [TenantUsageRow(t, milli / 1000.0, mem, len(jobs))
+           for t, (milli, mem, jobs) in acc.items()]
     out.sort(key=lambda r: (-r.devices, r.tenant))
     return out[:limit]

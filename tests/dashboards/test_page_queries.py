@@ -1,0 +1,53 @@
+"""No N+1 on pages: each list page costs a bounded number of queries with many rows."""
+
+import pytest
+
+from console.core.audit import record
+from scheduling.models import Placement
+from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.submissions import submit_job
+from tests.builders import gpu_job, make_cluster
+
+pytestmark = pytest.mark.django_db
+
+BOUNDS = {"/": 24, "/?fragment=1": 24, "/quotas/": 10, "/jobs/": 12, "/nodes/": 10,
+          "/usage/": 10, "/audit/": 10}
+"""Session + user + memberships for the navigation, the page's own queries; none per row.
+The overview has one query per resource group (two groups here)."""
+
+
+@pytest.fixture
+def big_world(world):
+    make_cluster("c2", nodes=6, gpus=2)
+    jobs = [gpu_job(world["queue_a"], f"small-{i}", count=1, memory_percent=10, cores=10)
+            for i in range(12)]
+    assert len(run_admission_cycle(world["group"].pk).admitted) == 12
+    for job in jobs:
+        submit_job(job.pk)
+    for i in range(12):
+        gpu_job(world["queue_a"], f"waiting-{i}", count=4)
+        record("test.entry", world["team_a"], actor=world["root"], after={"i": i})
+    return world
+
+
+@pytest.mark.parametrize("who", ["root", "alice"])
+def test_page_query_count_is_bounded(client, big_world, who, django_assert_max_num_queries):
+    client.force_login(big_world[who])
+    for url, bound in BOUNDS.items():
+        expected = 403 if (url == "/audit/" and who != "root") else 200
+        with django_assert_max_num_queries(bound):
+            response = client.get(url)
+        assert response.status_code == expected, url
+
+
+def test_card_map_and_device_pages_are_bounded(client, big_world,
+                                               django_assert_max_num_queries):
+    client.force_login(big_world["alice"])
+    node_id = Placement.objects.get(job=big_world["a_train"]).node_id
+    with django_assert_max_num_queries(8):
+        assert client.get(f"/nodes/{node_id}/").status_code == 200
+    with django_assert_max_num_queries(10):
+        assert client.get("/devices/GPU-c1-0-0/").status_code == 200
+    job = big_world["a_train"]
+    with django_assert_max_num_queries(14):
+        assert client.get(f"/jobs/{job.pk}/").status_code == 200

@@ -1,0 +1,219 @@
+"""Dashboard pages: access by role, tenant isolation, values worked out by hand."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from console.core.models import AuditEntry
+from scheduling.models import Job, Placement
+from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.overview import fragmentation
+from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
+from scheduling.selectors.usage_report import month_bounds, monthly_usage
+from tenants.models import Membership
+from tests.builders import gpu_job
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["/", "/?fragment=1", "/quotas/", "/jobs/", "/jobs/new/", "/nodes/", "/usage/",
+         "/usage.csv", "/account/token/", "/audit/", "/tenants/team-a/"]
+EXPECTED = {
+    "root": dict.fromkeys(PAGES, 200),
+    "alice": {**dict.fromkeys(PAGES, 200), "/audit/": 403},
+    "victor": {**dict.fromkeys(PAGES, 200), "/audit/": 403, "/jobs/new/": 403},
+    "bob": {**dict.fromkeys(PAGES, 200), "/audit/": 403, "/tenants/team-a/": 404},
+}
+
+
+@pytest.mark.parametrize("who", sorted(EXPECTED))
+def test_page_access_by_role(client, world, who):
+    client.force_login(world[who])
+    got = {url: client.get(url).status_code for url in PAGES}
+    assert got == EXPECTED[who]
+
+
+def test_anonymous_is_sent_to_login(client, world):
+    response = client.get("/jobs/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_other_tenant_never_appears_for_a_member(client, world):
+    client.force_login(world["bob"])
+    node_id = Placement.objects.get(job=world["a_train"]).node_id
+    pages = ["/", "/quotas/", "/jobs/", f"/nodes/{node_id}/", "/usage/", "/usage.csv",
+             "/devices/GPU-c1-0-0/", "/devices/GPU-c1-0-1/"]
+    for url in pages:
+        text = client.get(url).content.decode()
+        assert "team-a" not in text and "a-train" not in text and "alice" not in text, url
+    assert client.get(f"/jobs/{world['a_train'].pk}/").status_code == 404
+    card_map = client.get(f"/nodes/{node_id}/").content.decode()
+    assert "other tenant" in card_map
+
+
+def test_card_map_shows_own_slices_by_name(client, world):
+    client.force_login(world["alice"])
+    placement = Placement.objects.get(job=world["a_train"])
+    text = client.get(f"/nodes/{placement.node_id}/").content.decode()
+    assert "team-a / a-train" in text
+    assert "32,768 MiB, 30 %" in text  # 40 % of 81920 MiB, 30 % cores
+    client.force_login(world["root"])
+    assert "team-b / b-secret" in client.get(f"/nodes/{placement.node_id}/").content.decode() \
+        or Placement.objects.get(job=world["b_secret"]).node_id != placement.node_id
+
+
+def test_capacity_counts_booked_shares(world):
+    from scheduling.selectors.overview import capacity_by_group, capacity_by_model, top_tenants
+
+    (row,) = capacity_by_model()
+    assert (row.devices, row.allocated_devices, row.allocated_memory_mib) == (4, 1.4, 114688)
+    assert [(g.label, g.allocated_devices) for g in capacity_by_group()] == [("g1", 1.4)]
+    assert [(t.tenant, t.devices) for t in top_tenants(None)] == [("team-b", 1.0),
+                                                                  ("team-a", 0.4)]
+    assert [t.tenant for t in top_tenants({world["team_a"].pk})] == ["team-a"]
+
+
+def test_quota_board_values(world):
+    boards = quota_board(None)
+    rows = {(r.tenant, r.dimension): r for b in boards for r in b.rows}
+    # a-train: max(32768/81920, 30/100) = 0.4 device; b-secret: a whole device.
+    assert (rows[("team-a", "devices")].used, rows[("team-a", "devices")].nominal) == (400, 2000)
+    assert rows[("team-b", "devices")].used == 1000
+    assert rows[("team-a", "devices")].display_used == "0.4 devices"
+    member_view = quota_board({world["team_b"].pk})
+    assert [r.tenant for b in member_view for r in b.rows] == ["team-b"]
+
+
+def test_lending_is_split_in_proportion_to_lendable_capacity():
+    x = QuotaBar(1, "x", "*", "devices", 1000, 1600, None, None)
+    y = QuotaBar(2, "y", "*", "devices", 2000, 500, None, None)
+    z = QuotaBar(3, "z", "*", "devices", 1000, 0, None, 500)
+    _attribute_lending([x, y, z])
+    assert (x.borrowed, y.lendable, z.lendable) == (600, 1500, 500)
+    assert (x.lent, y.lent, z.lent) == (0, 450, 150)
+    assert y.segments == {"own": 25.0, "lent": 22.5, "free": 52.5, "borrowed": 0.0,
+                          "nominal": 100.0}
+
+
+def test_fragmentation_of_the_world(world):
+    frag = fragmentation()
+    # 4 devices: a-train holds max(40 % memory, 30 % cores) = 0.4 of one, b-secret a whole
+    # one (all its memory), two are free: 0.6 + 2 free, 0.6 of it stranded.
+    assert (frag.devices, frag.whole_free, frag.partial, frag.full) == (4, 2, 1, 1)
+    assert frag.free_devices == pytest.approx(2.6)
+    assert frag.stranded_devices == pytest.approx(0.6)
+    assert frag.fragmentation_pct == pytest.approx(60 / 2.6)
+
+
+def test_queue_position_and_eta(world):
+    now = timezone.now()
+    first = gpu_job(world["queue_a"], "urgent", count=4, priority=10)
+    slots = queue_slots([world["a_wait"], first], now=now)
+    assert (slots[first.pk].position, slots[world["a_wait"].pk].position) == (1, 2)
+    assert slots[first.pk].eta is None  # one admission in the last hour is too little
+    Job.objects.filter(pk=world["a_train"].pk).update(admitted_at=now - timedelta(seconds=600))
+    done = gpu_job(world["queue_a"], "done", count=0)
+    Job.objects.filter(pk=done.pk).update(state="succeeded",
+                                          admitted_at=now - timedelta(seconds=300))
+    slots = queue_slots([world["a_wait"], first], now=now)
+    # 2 admissions over 600 s: one per 300 s; position 2 starts in about 600 s.
+    assert slots[world["a_wait"].pk].eta == now + timedelta(seconds=600)
+
+
+def test_monthly_usage_in_gpu_hours(world):
+    jan = datetime(2026, 1, 10, tzinfo=UTC)
+    Placement.objects.filter(job=world["a_train"]).update(
+        started_at=jan, ended_at=jan + timedelta(hours=5))
+    Placement.objects.filter(job=world["b_secret"]).update(
+        started_at=datetime(2026, 1, 31, 22, tzinfo=UTC), ended_at=None)
+    now = datetime(2026, 2, 1, 3, tzinfo=UTC)
+    rows = {r.tenant: r for r in monthly_usage(None, "2026-01", now=now)}
+    assert rows["team-a"].gpu_hours == pytest.approx(2.0)  # 5 h x 0.4 device
+    assert rows["team-a"].memory_gib_hours == pytest.approx(160.0)  # 32 GiB x 5 h
+    assert rows["team-b"].gpu_hours == pytest.approx(2.0)  # 22:00-24:00 x 1 device
+    feb = monthly_usage({world["team_b"].pk}, "2026-02", now=now)
+    assert [(r.tenant, r.gpu_hours) for r in feb] == [("team-b", 3.0)]
+    assert month_bounds("2024-02") == (datetime(2024, 2, 1, tzinfo=UTC),
+                                       datetime(2024, 3, 1, tzinfo=UTC))
+    with pytest.raises(ValueError):
+        month_bounds("2024-13")
+
+
+def test_usage_csv_is_tenant_scoped(client, world):
+    jan = datetime(2026, 1, 10, tzinfo=UTC)
+    Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=1))
+    client.force_login(world["alice"])
+    lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
+    assert lines == ["month,tenant,vendor,model,gpu_hours,memory_gib_hours,jobs,cost",
+                     "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,0.4000,32.0000,1,"]
+    assert client.get("/usage/?month=2026-99").status_code == 404
+
+
+def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
+    client.force_login(world["alice"])
+    form = {"queue": world["queue_a"].pk, "name": "from-ui", "priority": 1, "pod_count": 1,
+            "cpu_milli": 1000, "memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA",
+            "device_count": 1, "device_memory_mib": 10240, "cores_percent": 25}
+    response = client.post("/jobs/new/", form)
+    job = Job.objects.get(name="from-ui")
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert (job.source, job.submitted_by, job.containers.get().memory_mib) == (
+        "ui", world["alice"], 10240)
+    bad = client.post("/jobs/new/", {**form, "name": "bad", "device_memory_percent": 50})
+    assert bad.status_code == 200
+    assert "Give memory_mib or memory_percent, not both." in bad.content.decode()
+    other = client.post("/jobs/new/", {**form, "name": "sneaky", "queue": world["queue_b"].pk})
+    assert other.status_code == 200
+    assert not Job.objects.filter(name__in=["bad", "sneaky"]).exists()
+
+
+def test_cancel_from_the_page(client, world):
+    job = world["a_wait"]
+    client.force_login(world["victor"])
+    assert client.post(f"/jobs/{job.pk}/cancel/").status_code == 403
+    client.force_login(world["bob"])
+    assert client.post(f"/jobs/{job.pk}/cancel/").status_code == 404
+    client.force_login(world["alice"])
+    assert client.post(f"/jobs/{job.pk}/cancel/").status_code == 302
+    job.refresh_from_db()
+    assert job.state == "cancelled"
+    assert AuditEntry.objects.filter(action="job.cancel", actor_name="alice").count() == 1
+
+
+def test_tenant_admin_manages_members(client, world):
+    client.force_login(world["alice"])
+    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
+                       ).status_code == 403
+    client.force_login(world["ada"])
+    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
+                       ).status_code == 302
+    membership = Membership.objects.get(user=world["bob"], tenant=world["team_a"])
+    assert membership.role == "viewer"
+    assert client.post("/tenants/team-a/", {"username": "ghost"}).status_code == 200
+    assert client.post("/tenants/team-a/", {"remove": membership.pk}).status_code == 302
+    assert not Membership.objects.filter(pk=membership.pk).exists()
+    actions = list(AuditEntry.objects.filter(object_type="tenants.membership")
+                   .order_by("id").values_list("action", flat=True))
+    assert actions == ["membership.create", "membership.delete"]
+
+
+def test_token_page_creates_regenerates_and_revokes(client, world):
+    client.force_login(world["alice"])
+    client.post("/account/token/", {"action": "create"})
+    first = Token.objects.get(user=world["alice"]).key
+    assert first in client.get("/account/token/").content.decode()
+    client.post("/account/token/", {"action": "create"})
+    second = Token.objects.get(user=world["alice"]).key
+    assert second != first
+    client.post("/account/token/", {"action": "revoke"})
+    assert not Token.objects.filter(user=world["alice"]).exists()
+    assert list(AuditEntry.objects.filter(actor_name="alice", action__startswith="token.")
+                .order_by("id").values_list("action", flat=True)) == [
+        "token.create", "token.create", "token.revoke"]
+
+
+def test_audit_page_lists_and_filters(client, world):
+    client.force_login(world["root"])
+    text = client.get("/audit/?action=job.submit").content.decode()
+    assert text.count("job.submit") >= 3 and "job.cancel" not in text
