@@ -65,6 +65,24 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return number
 
 
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    """Return ``$name`` as a float, at least ``minimum`` when given.
+
+    Raises:
+        ImproperlyConfigured: not a number, or below ``minimum``.
+    """
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    return number
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """Return ``$name`` split on commas, blanks dropped."""
     value = _raw(name)

@@ -90,10 +90,10 @@ _gateways_lock = threading.Lock()
 
 def _retry_policy() -> RetryPolicy:
     return RetryPolicy(
-        max_attempts=int(getattr(settings, "KUBE_RETRY_MAX_ATTEMPTS", 5)),
-        base_delay_s=float(getattr(settings, "KUBE_RETRY_BASE_DELAY_S", 0.2)),
-        max_delay_s=float(getattr(settings, "KUBE_RETRY_MAX_DELAY_S", 10.0)),
-        max_retry_after_s=float(getattr(settings, "KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0)),
+        max_attempts=settings.KUBE_RETRY_MAX_ATTEMPTS,
+        base_delay_s=settings.KUBE_RETRY_BASE_DELAY_S,
+        max_delay_s=settings.KUBE_RETRY_MAX_DELAY_S,
+        max_retry_after_s=settings.KUBE_RETRY_MAX_RETRY_AFTER_S,
     )
 
 

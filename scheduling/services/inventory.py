@@ -40,6 +40,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from console.core import locks
 from scheduling.choices import Backend, SlicingMode
 from scheduling.kube.inventory import (
     dra_devices_to_placement,
@@ -51,7 +52,7 @@ from scheduling.placement.types import Device as CoreDevice
 
 logger = logging.getLogger(__name__)
 
-KUBE_INVENTORY_SYNC_LOCK = 1003
+KUBE_INVENTORY_SYNC_LOCK = locks.KUBE_INVENTORY_SYNC
 """Advisory lock namespace of the per-cluster inventory sync (next to console.core.locks)."""
 
 __all__ = ["InventoryReport", "sync_cluster_inventory", "apply_inventory",

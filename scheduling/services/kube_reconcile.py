@@ -48,6 +48,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from console.core import locks
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
 from scheduling.kube.manifests import LABEL_PLACEMENT
@@ -55,7 +56,7 @@ from scheduling.models import Cluster, Job, JobEvent, Placement
 
 logger = logging.getLogger(__name__)
 
-KUBE_RECONCILE_LOCK = 1004
+KUBE_RECONCILE_LOCK = locks.KUBE_RECONCILE
 """Advisory lock namespace of the per-cluster reconcile (next to console.core.locks)."""
 
 LOST_REASONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown",
@@ -294,7 +295,7 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
 
 
 def _grace() -> timedelta:
-    return timedelta(seconds=float(getattr(settings, "KUBE_SUBMIT_GRACE_S", 60)))
+    return timedelta(seconds=float(settings.KUBE_SUBMIT_GRACE_S))
 
 
 def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
@@ -495,7 +496,7 @@ def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = No
     try:
         gw = _gateway(cluster, gateway)
         now = now or timezone.now()
-        resync_s = float(getattr(settings, "KUBE_RESYNC_S", 300))
+        resync_s = float(settings.KUBE_RESYNC_S)
         due = cluster.resynced_at is None or cluster.resynced_at <= now - timedelta(
             seconds=resync_s)
         if due or not cluster.watch_resource_version:
@@ -506,7 +507,7 @@ def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = No
             cluster.watch_resource_version = lst.resource_version
             Cluster.objects.filter(pk=cluster.pk).update(
                 watch_resource_version=lst.resource_version)
-        seconds = int(getattr(settings, "KUBE_WATCH_S", 20) if watch_s is None else watch_s)
+        seconds = int(settings.KUBE_WATCH_S if watch_s is None else watch_s)
         if seconds > 0:
             sub = watch(cluster, gateway=gw, timeout_s=seconds)
             _merge(report, sub)
