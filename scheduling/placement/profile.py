@@ -96,15 +96,18 @@ class Profile:
                                            for c in args["device_configs"])
         return cls(**args)
 
-    def build(self, cache: bool = False) -> Framework:
+    def build(self, cache: bool = True) -> Framework:
         """Instantiate the plugins (do this once and reuse the Framework in hot loops).
 
         Args:
             cache: keep per-node Filter/Score results between calls, keyed on the request
-                shape and (node object, ``Node.version``). Only used when every plugin
-                declares ``node_local = True`` (its answer depends only on the node and the
-                pod). Usage must then change only through reserve/unreserve (or
-                ``Node.touch()`` after direct edits).
+                shape, the node object and its usage stamp (``runner.usage_stamp``:
+                ``Node.version`` and every usage field, so direct usage edits invalidate it
+                too). Only used when every plugin declares ``node_local = True`` (its answer
+                depends only on the node and the pod). Edits of device capacity, device
+                models or topology of a node already placed on must call
+                ``ClusterSnapshot.touch``. On by default (decisions are identical with and
+                without it: tests/placement/test_select_hook.py).
         """
         return Framework(self, cache)
 
@@ -118,7 +121,7 @@ class Framework:
     #: request shapes whose per-node results are kept (least recently used dropped)
     CACHE_SHAPES = 256
 
-    def __init__(self, profile: Profile, cache: bool = False) -> None:
+    def __init__(self, profile: Profile, cache: bool = True) -> None:
         from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 
         self.profile = profile

@@ -33,6 +33,7 @@ from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import (
     ClusterSnapshot,
+    Node,
     ContainerAssignment,
     Decision,
     PlacementRequest,
@@ -133,8 +134,9 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     for name in names:
         node = nodes[name]
         if cache is not None:
+            stamp = usage_stamp(node)
             hit = cache.get(name)
-            if hit is not None and hit[0] is node and hit[1] == node.version:
+            if hit is not None and hit[0] is node and hit[1] == stamp:
                 if hit[2] is None:
                     reasons[name] = hit[3]
                     continue
@@ -152,7 +154,7 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
         if failed is not None:
             reasons[name] = failed
             if cache is not None:
-                cache[name] = (node, node.version, None, failed)
+                cache[name] = (node, stamp, None, failed)
             continue
         fit = fits.get(name, empty) if fits is not None else empty
         total = 0.0
@@ -160,7 +162,7 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
             total += weight * plugin.score(state, pod, node, fit)
         scores[name] = total
         if cache is not None:
-            cache[name] = (node, node.version, fit, total)
+            cache[name] = (node, stamp, fit, total)
         if best is None or (total > best_score if maximize else total < best_score):
             best, best_score, best_fit = node, total, fit
     if best is None:
@@ -175,6 +177,22 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
               for (c, _), g in zip(containers, fit.containers, strict=False)),
         pod.cpu_milli, pod.memory_mib, best_score)
     return PodResult(assignment, {}, scores)
+
+
+def usage_stamp(node: Node) -> tuple:
+    """What a cached per-node result is valid for: ``Node.version`` plus every field that
+    code edits in place (node CPU/memory capacity and use, cordon, error, labels,
+    annotations; per device slots, memory, cores, health, cordon, MIG instance count).
+    Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
+    cache; edits of device capacity, device models or topology must call ``touch``.
+    """
+    out = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
+           node.error, node.cpu_milli, node.memory_mib, tuple(node.labels.items()),
+           tuple(node.annotations.items())]
+    for d in node.devices:
+        out += (d.used_slots, d.used_memory_mib, d.used_cores_percent, d.healthy,
+                d.cordoned, len(d.mig_instances))
+    return tuple(out)
 
 
 def _shape(pod: PodRequest) -> tuple:

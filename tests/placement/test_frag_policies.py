@@ -137,3 +137,18 @@ def test_registry_names_and_recommended_first():
     assert reg.create("FGD", workload=WL, vendors={}).name == "FGD"
     with pytest.raises(ValueError):
         reg.create("FGD")  # needs a workload
+
+
+def test_fragguard_avoids_stranding_gpus_behind_cpu():
+    # One class (cpu 1000, 500 milli, 1 GPU): rho = 1000/500 = 2 CPU milli per GPU milli.
+    # a: 2 free GPUs, 2500 CPU; b: 2 free GPUs, 16000 CPU. Task: 300 milli, 1000 CPU.
+    # FGD: F stays 0 on both (both GPUs keep >= 500) -> 50 / 50 -> tie -> "a".
+    # FragGuard on a: S = max(0, 2000 - 2500/2) = 750 -> after max(0, 1700 - 1500/2) = 950,
+    # dS = 200 -> int(100 * sigmoid(-0.2)) = 45; on b: S stays 0 -> 50 -> "b".
+    snap = ClusterSnapshot.from_nodes([node("a", (1000, 1000), cpu=2500),
+                                       node("b", (1000, 1000), cpu=16000)])
+    assert choose("FGD", snap, request()) == ("a", [0], 50.0)
+    assert choose("FragGuard", snap, request()) == ("b", [0], 50.0)
+    plugin = TracePolicyPlugin("FragGuard", workload=WL)
+    assert plugin.policy.rho == 2.0
+    assert plugin.policy.stranded(2500, 2000) == 750.0

@@ -102,3 +102,50 @@ def test_touch_journals_direct_edits():
     assert snap.changed == ["a"]
     assert place(snap, PlacementRequest("p", (pod("p"),)), fw).pods[0].node == "b"
     assert snap.clone().changed == []
+
+
+def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
+    import random
+
+    from scheduling.placement.runner import _framework  # noqa: F401 - module import check
+
+    rnd = random.Random(7)
+
+    def cluster():
+        return ClusterSnapshot.from_nodes([
+            Node(f"n{i}", [Device(f"n{i}-{j}", f"n{i}", j, "A100", "NVIDIA", 81920, 100, 4)
+                           for j in range(rnd.choice((1, 2, 4)))],
+                 cpu_milli=32000, memory_mib=262144) for i in range(12)])
+
+    state = rnd.getstate()
+    a = cluster()
+    rnd.setstate(state)
+    b = cluster()
+    cached, plain = Profile().build(cache=True), Profile().build(cache=False)
+    assert cached.cache and not plain.cache
+    shapes = [(1, 20000, 30), (1, 0, 100), (2, 40000, 0), (1, 8000, 10)]
+    held = []
+    for k in range(120):
+        c, m, co = shapes[k % len(shapes)]
+        req = PlacementRequest(f"p{k}", (PodRequest(f"p{k}", 2000, 4096, (ContainerRequest(
+            "c", (DeviceRequest("NVIDIA", c, memory_mib=m, cores_percent=co),)),)),))
+        da, db = place(a, req, cached), place(b, req, plain)
+        assert da == db
+        if da.schedulable:
+            reserve(a, da)
+            reserve(b, db)
+            held.append(da)
+        if k % 10 == 9 and held:  # direct edits without touch(), as admission what-ifs do
+            victim = held.pop(0)
+            for snap in (a, b):
+                pa = victim.pods[0]
+                node = snap.nodes[pa.node]
+                node.used_cpu_milli -= pa.cpu_milli
+                node.used_memory_mib -= pa.memory_mib
+                for g in pa.containers[0].devices:
+                    dev = node.device(g.uuid)
+                    dev.used_slots -= 1
+                    dev.used_memory_mib -= g.memory_mib
+                    dev.used_cores_percent -= g.cores_percent
+                node.labels["edited"] = str(k)
+    assert len(held) > 5
