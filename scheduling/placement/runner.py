@@ -33,9 +33,9 @@ from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import (
     ClusterSnapshot,
-    Node,
     ContainerAssignment,
     Decision,
+    Node,
     PlacementRequest,
     PodAssignment,
     PodRequest,
