@@ -120,10 +120,18 @@ def _event(e):
             "source": e.source}
 
 
+def _history(serial: str):
+    """The device's health history, or 404 (also for ids PostgreSQL cannot store)."""
+    history = None if "\x00" in serial else selectors.device_health_history(serial)
+    if history is None:
+        raise NotFound(f"unknown device {serial!r}")
+    return history
+
+
 @api_view(["GET"])
 def device_health(request, serial: str):
     """Current health and event history of a device by serial / UUID, across nodes."""
-    history = selectors.device_health_history(serial)
+    history = _history(serial)
     if history is None:
         raise NotFound(f"unknown device {serial}")
     current = history.current
@@ -143,6 +151,7 @@ def device_health(request, serial: str):
 @permission_classes([permissions.IsAdminUser])
 def device_health_clear(request, serial: str):
     """Clear sticky health conditions (platform admins)."""
+    _history(serial)
     row = services.clear_device_health(serial, user=request.user)
     return Response({"serial": serial, "healthy": row.healthy, "reasons": row.reasons})
 
@@ -150,9 +159,9 @@ def device_health_clear(request, serial: str):
 @api_view(["GET"])
 def device_utilisation(request, serial: str):
     """Device-level series (util, memory, temperature, power) over ``start``..``end``."""
-    history = selectors.device_health_history(serial)
-    if history is None or history.device is None:
-        raise NotFound(f"unknown device {serial}")
+    history = _history(serial)
+    if history.device is None:
+        raise NotFound(f"device {serial!r} is no longer in the inventory")
     start, end = _window(request)
     series = {
         metric: _points(selectors.device_series(history.device.pk, metric, start, end))
