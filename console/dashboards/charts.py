@@ -46,8 +46,8 @@ def stacked_bars(rows: Sequence[tuple[str, Sequence[Part]]], unit: str, *,
     totals = [sum(p.value for p in parts) for _, parts in rows]
     scale = max([*totals, *(capacity or []), 1e-9])
     height = max(1, len(rows)) * (bar_h + gap) + gap
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" style="max-width:{width}px" '
+           f'role="img" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
     for i, ((label, parts), total) in enumerate(zip(rows, totals, strict=True)):
         y = gap + i * (bar_h + gap)
         out.append(f'<text x="{label_w - 8}" y="{y + bar_h - 4}" text-anchor="end" '

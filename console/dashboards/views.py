@@ -34,6 +34,7 @@ from scheduling.choices import JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
 from scheduling.selectors.card_map import (
+    PALETTE,
     device_history,
     node_card_map,
     node_list,
@@ -66,11 +67,11 @@ def _scope(request) -> set[int] | None:
     return get_user_tenant_ids(request.user)
 
 
-def _capacity_chart(rows, title):
+def _capacity_chart(rows, title, width=720):
     return charts.stacked_bars(
         [(r.label, [Part("allocated", round(r.allocated_devices, 2), ALLOC_COLOUR)])
          for r in rows],
-        "devices", capacity=[r.devices for r in rows], title=title)
+        "devices", capacity=[r.devices for r in rows], title=title, width=width)
 
 
 @login_required
@@ -98,12 +99,13 @@ def overview(request):
         "allocation_pct": 100.0 * allocated / total_devices if total_devices else 0.0,
         "scope": "all tenants" if tenant_ids is None else "your tenants",
         "model_chart": _capacity_chart(models, "Allocated vs capacity per device model"),
-        "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group"),
+        "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group",
+                                       width=560),
         "jobs_chart": charts.donut(
             [Part(s, n, STATE_COLOURS[s]) for s, n in jobs.items()], "jobs",
             title="Jobs by state"),
         "tenant_chart": charts.stacked_bars(
-            [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant))])
+            [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant_id))])
              for t in tenants], "devices", title="Devices held per tenant"),
         "state_colours": STATE_COLOURS,
     }
@@ -250,9 +252,10 @@ def usage(request):
     month = _month(request)
     rows = monthly_usage(_scope(request), month)
     per_tenant: dict[str, list[Part]] = {}
+    model_names = sorted({r.model for r in rows})
     for r in rows:
         per_tenant.setdefault(r.tenant, []).append(
-            Part(r.model, round(r.gpu_hours, 2), tenant_colour(r.model)))
+            Part(r.model, round(r.gpu_hours, 2), PALETTE[model_names.index(r.model) % 10]))
     costs = [r.cost for r in rows if r.cost is not None]
     return render(request, "dashboards/usage.html", {
         "rows": rows, "month": month, "months": recent_months(),
@@ -260,6 +263,7 @@ def usage(request):
         "total_cost": sum(costs) if costs else None,
         "chart": charts.stacked_bars(list(per_tenant.items()), "GPU-h",
                                      title=f"GPU-hours per tenant in {month}"),
+        "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
     })
 
 

@@ -20,9 +20,12 @@ OTHER_COLOUR = "#9ca3af"
 OTHER_TENANT = "other tenant"
 
 
-def tenant_colour(name: str) -> str:
-    """A stable colour per tenant name (md5 of the name into :data:`PALETTE`)."""
-    return PALETTE[int(hashlib.md5(name.encode()).hexdigest(), 16) % len(PALETTE)]
+def tenant_colour(key: int | str) -> str:
+    """A stable colour per tenant id (id modulo the palette, so the first ten tenants never
+    share a colour) or per name (md5 of the name) for things without an id."""
+    if isinstance(key, int):
+        return PALETTE[key % len(PALETTE)]
+    return PALETTE[int(hashlib.md5(key.encode()).hexdigest(), 16) % len(PALETTE)]
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def _slice(booking: PlacementDevice, viewer_tenant_ids: set[int] | None) -> Slic
     if visible:
         return Slice(booking.memory_mib, booking.cores_percent, booking.slots, job.tenant.name,
                      job.pk, job.name, placement.pod_index, placement.state,
-                     tenant_colour(job.tenant.name), True)
+                     tenant_colour(job.tenant_id), True)
     return Slice(booking.memory_mib, booking.cores_percent, booking.slots, OTHER_TENANT, None,
                  OTHER_TENANT, None, placement.state, OTHER_COLOUR, False)
 

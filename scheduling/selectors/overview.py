@@ -234,6 +234,7 @@ class TenantUsageRow:
     devices: float
     memory_mib: int
     jobs: int
+    tenant_id: int = 0
 
 
 def top_tenants(tenant_ids: set[int] | None, limit: int = 10) -> list[TenantUsageRow]:
@@ -243,16 +244,17 @@ def top_tenants(tenant_ids: set[int] | None, limit: int = 10) -> list[TenantUsag
     rows = _booked(Device.objects.all())
     if tenant_ids is not None:
         rows = rows.filter(placement__job__tenant_id__in=tenant_ids)
-    acc: dict[str, list] = {}
-    for tenant, job_id, model, dmem, dcores, mem, cores in rows.values_list(
-        "placement__job__tenant__name", "placement__job_id", "device__model__name",
-        "device__memory_mib", "device__cores_percent", "memory_mib", "cores_percent",
+    acc: dict[tuple[int, str], list] = {}
+    for tenant_id, tenant, job_id, model, dmem, dcores, mem, cores in rows.values_list(
+        "placement__job__tenant_id", "placement__job__tenant__name", "placement__job_id",
+        "device__model__name", "device__memory_mib", "device__cores_percent", "memory_mib",
+        "cores_percent",
     ):
-        entry = acc.setdefault(tenant, [0, 0, set()])
+        entry = acc.setdefault((tenant_id, tenant), [0, 0, set()])
         entry[0] += booking_charges(model, dmem, dcores, mem, cores)[(model, "devices")]
         entry[1] += mem
         entry[2].add(job_id)
-    out = [TenantUsageRow(t, milli / 1000.0, mem, len(jobs))
-           for t, (milli, mem, jobs) in acc.items()]
+    out = [TenantUsageRow(name, milli / 1000.0, mem, len(jobs), tid)
+           for (tid, name), (milli, mem, jobs) in acc.items()]
     out.sort(key=lambda r: (-r.devices, r.tenant))
     return out[:limit]

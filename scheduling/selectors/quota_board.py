@@ -21,9 +21,11 @@ from tenants.choices import GroupKind
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup
 
 UNIT_SCALE = {"devices": (1000, "devices"), "memory_mib": (1024, "GiB"),
-              "cores_percent": (100, "devices of cores")}
+              "cores_percent": (1, "%")}
 """Display scale of each dimension: (divisor, unit label) -- milli-devices → devices, MiB →
-GiB, percent of a device → devices' worth of cores."""
+GiB, cores in percent of one device (600 % = six devices' worth of cores)."""
+DIMENSION_LABELS = {"devices": "devices", "memory_mib": "device memory",
+                    "cores_percent": "device cores"}
 
 
 @dataclass
@@ -71,6 +73,10 @@ class QuotaBar:
             "own": self._pct(own), "lent": self._pct(self.lent), "free": self._pct(free),
             "borrowed": self._pct(self.borrowed), "nominal": self._pct(self.nominal),
         }
+
+    @property
+    def dimension_label(self) -> str:
+        return DIMENSION_LABELS.get(self.dimension, self.dimension)
 
     @property
     def used_pct_of_nominal(self) -> float:
