@@ -10,7 +10,7 @@ Each policy of ``baselines.py`` / ``frag.py`` is wrapped in a :class:`TracePolic
   its normal Filter/Score loop).
 - ``score(state, pod, node, fit)``: the policy's node score for the general loop (ScorePlugin).
 - ``decide(snapshot, request)``: a full :class:`Decision` for a one-pod request from the fast
-  path, for callers (the benchmark) when the runner has no fast-path hook.
+  path without the runner (tests; the benchmark goes through ``place()``).
 - ``sync(snapshot, node_names)``: tell the plugin which nodes changed (after ``reserve`` /
   ``unreserve``). If the snapshot carries a change journal (``snapshot.changed``, list of node
   names) the plugin reads it itself. Once a caller has called ``sync`` the plugin trusts it to
