@@ -30,6 +30,7 @@ from console.dashboards import charts
 from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm, MemberForm
+from console.telemetry.selectors import device_health_history
 from scheduling.choices import JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
@@ -52,7 +53,7 @@ from scheduling.selectors.overview import (
     top_tenants,
 )
 from scheduling.selectors.quota_board import quota_board
-from scheduling.selectors.usage_report import monthly_usage, recent_months
+from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.jobs import cancel_job, submit_job
 from tenants.models import Membership, Tenant
 from tenants.selectors import get_user_tenant_ids
@@ -214,9 +215,17 @@ def node_detail(request, pk: int):
             legend.setdefault(s.tenant, s.colour)
     return render(request, "dashboards/node_detail.html", {
         "node": node, "cards": cards, "legend": sorted(legend.items()),
-        # INCLUDE POINT (#8): per-device utilisation / health samples from console.telemetry.
-        "telemetry": None,
+        # Measured utilisation mixes every tenant's work: platform admins only.
+        "util_chart": _node_util_chart(node) if request.user.is_superuser else None,
     })
+
+
+def _node_util_chart(node):
+    from console.telemetry.charts import line_chart
+    from console.telemetry.selectors import node_utilisation
+
+    return line_chart(node_utilisation(node.pk), title="Mean device utilisation, last 6 h",
+                      unit=" %", y_max=100.0, width=640, height=120)
 
 
 @login_required
@@ -229,28 +238,59 @@ def device_detail(request, uuid: str):
     card = next(c for c in cards if c.device.pk == device.pk)
     return render(request, "dashboards/device_detail.html", {
         "device": device, "card": card, "history": device_history(device, tenant_ids),
-        # INCLUDE POINT (#8): health and utilisation history from console.telemetry.
-        "telemetry": None,
+        "health": device_health_history(device.uuid),
+        # Measured utilisation mixes every tenant's work: platform admins only.
+        "charts": _device_charts(device) if request.user.is_superuser else [],
     })
+
+
+def _device_charts(device):
+    from console.telemetry.charts import line_chart
+    from console.telemetry.selectors import device_utilisation
+
+    titles = {"util": ("Utilisation", " %", 100.0), "memory_used": ("Memory used", " MiB", None),
+              "temperature": ("Temperature", " °C", None), "power": ("Power", " W", None)}
+    charts_out = []
+    for metric, points in device_utilisation(device.pk).items():
+        title, unit, top = next((v for k, v in titles.items() if k in metric),
+                                (metric, "", None))
+        charts_out.append(line_chart(points, title=title, unit=unit, y_max=top))
+    return charts_out
 
 
 def _month(request) -> str:
     months = recent_months()
     month = request.GET.get("month") or months[0]
     try:
-        from scheduling.selectors.usage_report import month_bounds
-
         month_bounds(month)
     except ValueError:
         raise Http404("month must be YYYY-MM") from None
     return month
 
 
+def _with_cost(rows, month: str, tenant_ids):
+    """Fill ``cost`` (and return the currency) from the telemetry cost report: prices per
+    model in force over time (console.telemetry); rows without a priced hour keep None."""
+    from dataclasses import replace
+
+    from console.telemetry.selectors import cost_report
+
+    start, end = month_bounds(month)
+    costs = {}
+    for item in cost_report(start, end, tenant_ids):
+        if item.row.gpu_hours > item.row.unpriced_hours:
+            costs[(item.tenant_name, item.row.model)] = (float(item.row.cost), item.row.currency)
+    currency = next((c for _, c in costs.values()), "")
+    return [replace(r, cost=costs[(r.tenant, r.model)][0]) if (r.tenant, r.model) in costs
+            else r for r in rows], currency
+
+
 @login_required
 def usage(request):
     """GPU-hours (and cost when priced) per tenant and device model in one month."""
     month = _month(request)
-    rows = monthly_usage(_scope(request), month)
+    tenant_ids = _scope(request)
+    rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
     per_tenant: dict[str, list[Part]] = {}
     model_names = sorted({r.model for r in rows})
     for r in rows:
@@ -258,7 +298,7 @@ def usage(request):
             Part(r.model, round(r.gpu_hours, 2), PALETTE[model_names.index(r.model) % 10]))
     costs = [r.cost for r in rows if r.cost is not None]
     return render(request, "dashboards/usage.html", {
-        "rows": rows, "month": month, "months": recent_months(),
+        "rows": rows, "month": month, "months": recent_months(), "currency": currency,
         "total_gpu_hours": sum(r.gpu_hours for r in rows),
         "total_cost": sum(costs) if costs else None,
         "chart": charts.stacked_bars(list(per_tenant.items()), "GPU-h",
@@ -275,11 +315,14 @@ def usage_csv(request):
     response["Content-Disposition"] = f'attachment; filename="usage-{month}.csv"'
     writer = csv.writer(response)
     writer.writerow(["month", "tenant", "vendor", "model", "gpu_hours", "memory_gib_hours",
-                     "jobs", "cost"])
-    for r in monthly_usage(_scope(request), month):
+                     "jobs", "cost", "currency"])
+    tenant_ids = _scope(request)
+    rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
+    for r in rows:
         writer.writerow([month, r.tenant, r.vendor, r.model, f"{r.gpu_hours:.4f}",
                          f"{r.memory_gib_hours:.4f}", r.jobs,
-                         "" if r.cost is None else f"{r.cost:.2f}"])
+                         "" if r.cost is None else f"{r.cost:.2f}",
+                         "" if r.cost is None else currency])
     return response
 
 

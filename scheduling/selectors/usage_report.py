@@ -6,8 +6,8 @@ cores share), so 2 h on half an A100 is 1 GPU-hour of ``NVIDIA-A100-SXM4-80GB``.
 runs from the placement's start (``started_at``, else ``submitted_at``) to its end
 (``ended_at``, else ``now``), clipped to the month. Placements that never started count nothing.
 
-Cost is GPU-hours × price per GPU-hour of the model when a price source is installed
-(include point: the telemetry app's price list, issue #8); otherwise it is ``None``.
+``cost`` is left ``None`` here: the usage page fills it from the telemetry app's cost report
+(time-varying prices per model, ``console.telemetry.selectors.cost_report``).
 """
 
 from __future__ import annotations
@@ -53,19 +53,6 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
     return start, end
 
 
-def price_per_gpu_hour() -> dict[str, float]:
-    """``{device model name: price per GPU-hour}``.
-
-    INCLUDE POINT (#8): returns the telemetry app's price list once it provides
-    ``console.telemetry.selectors.price_per_gpu_hour()``; until then no prices (cost None).
-    """
-    try:
-        from console.telemetry.selectors import price_per_gpu_hour as telemetry_prices
-    except ImportError:
-        return {}
-    return dict(telemetry_prices())
-
-
 def monthly_usage(tenant_ids: set[int] | None, month: str,
                   now: datetime | None = None) -> list[UsageRow]:
     """Usage rows of one month, tenant then model order (one query).
@@ -106,13 +93,8 @@ def monthly_usage(tenant_ids: set[int] | None, month: str,
         entry[0] += hours * milli / 1000.0
         entry[1] += hours * mem / 1024.0
         entry[2].add(job_id)
-    prices = price_per_gpu_hour()
-    rows = []
-    for (tenant, model, vendor), (gpu_h, mem_h, jobs) in sorted(acc.items()):
-        price = prices.get(model)
-        rows.append(UsageRow(tenant, model, vendor, round(gpu_h, 4), round(mem_h, 4),
-                             len(jobs), round(gpu_h * price, 2) if price is not None else None))
-    return rows
+    return [UsageRow(tenant, model, vendor, round(gpu_h, 4), round(mem_h, 4), len(jobs), None)
+            for (tenant, model, vendor), (gpu_h, mem_h, jobs) in sorted(acc.items())]
 
 
 def recent_months(now: datetime | None = None, count: int = 12) -> list[str]:

@@ -46,8 +46,14 @@ def test_card_map_and_device_pages_are_bounded(client, big_world,
     node_id = Placement.objects.get(job=big_world["a_train"]).node_id
     with django_assert_max_num_queries(8):
         assert client.get(f"/nodes/{node_id}/").status_code == 200
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(13):  # + telemetry health by serial (3)
         assert client.get("/devices/GPU-c1-0-0/").status_code == 200
+    client.force_login(big_world["root"])  # + telemetry charts: 4 metrics, one query each
+    with django_assert_max_num_queries(17):
+        assert client.get("/devices/GPU-c1-0-0/").status_code == 200
+    with django_assert_max_num_queries(9):
+        assert client.get(f"/nodes/{node_id}/").status_code == 200
+    client.force_login(big_world["alice"])
     job = big_world["a_train"]
     with django_assert_max_num_queries(14):
         assert client.get(f"/jobs/{job.pk}/").status_code == 200

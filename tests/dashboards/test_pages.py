@@ -145,9 +145,25 @@ def test_usage_csv_is_tenant_scoped(client, world):
     Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=1))
     client.force_login(world["alice"])
     lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
-    assert lines == ["month,tenant,vendor,model,gpu_hours,memory_gib_hours,jobs,cost",
-                     "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,0.4000,32.0000,1,"]
+    assert lines == ["month,tenant,vendor,model,gpu_hours,memory_gib_hours,jobs,cost,currency",
+                     "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,0.4000,32.0000,1,,"]
     assert client.get("/usage/?month=2026-99").status_code == 404
+
+
+def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
+    from decimal import Decimal
+
+    from console.telemetry.models import DevicePrice
+    from scheduling.models import DeviceModel
+
+    jan = datetime(2026, 1, 10, tzinfo=UTC)
+    Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=10))
+    DevicePrice.objects.create(model=DeviceModel.objects.get(), per_hour=Decimal("2.50"),
+                               effective_from=datetime(2025, 1, 1, tzinfo=UTC), currency="EUR")
+    client.force_login(world["alice"])
+    lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
+    # 10 h x 0.4 device = 4 GPU-hours at 2.50 EUR
+    assert lines[1] == "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,4.0000,320.0000,1,10.00,EUR"
 
 
 def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
