@@ -37,6 +37,7 @@ from scheduling.selectors.admission import (
     quota_usage_table,
 )
 from scheduling.selectors.snapshot import build_placement_request
+from tenants.api.serializers import NameField
 from tenants.choices import Dimension as DimensionChoice
 from tenants.models import Quota, ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
@@ -159,9 +160,8 @@ class JobDryRunView(APIView):
 
 
 class QuotaChangeSerializer(serializers.Serializer):
-    tenant = serializers.SlugRelatedField(slug_field="name", queryset=Tenant.objects.all())
-    resource_group = serializers.SlugRelatedField(slug_field="name",
-                                                  queryset=ResourceGroup.objects.all())
+    tenant = NameField(queryset=Tenant.objects.all())
+    resource_group = NameField(queryset=ResourceGroup.objects.all())
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=DimensionChoice.choices)
     nominal = serializers.IntegerField(min_value=0, required=False)

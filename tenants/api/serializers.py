@@ -24,13 +24,26 @@ class QuotaSerializer(serializers.ModelSerializer):
         ]
 
 
+class NameField(serializers.SlugRelatedField):
+    """A related object by ``name``; a value with a NUL character is invalid (PostgreSQL text
+    cannot hold it), not a server error."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("slug_field", "name")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data)
+        return super().to_internal_value(data)
+
+
 class QuotaWriteSerializer(serializers.ModelSerializer):
     """Input of quota create/update. ``tenant`` and ``resource_group`` are names; on update
     only the amounts may change."""
 
-    tenant = serializers.SlugRelatedField(slug_field="name", queryset=Tenant.objects.all())
-    resource_group = serializers.SlugRelatedField(slug_field="name",
-                                                  queryset=ResourceGroup.objects.all())
+    tenant = NameField(queryset=Tenant.objects.all())
+    resource_group = NameField(queryset=ResourceGroup.objects.all())
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=Dimension.choices)
     nominal = serializers.IntegerField(min_value=0)
