@@ -130,6 +130,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
+ADMISSION_PREEMPTION_DELAY_S = env_float("ADMISSION_PREEMPTION_DELAY_S", 0.0, minimum=0.0)
+ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0, minimum=0.0)
+ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
+USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "admission-tick": {
         "task": "scheduling.tasks.admission_tick_task",
@@ -138,6 +142,10 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-tick": {
         "task": "scheduling.tasks.reconcile_task",
         "schedule": float(RECONCILE_TICK_S),
+    },
+    "usage-reconcile-tick": {
+        "task": "scheduling.tasks.usage_reconcile_task",
+        "schedule": float(USAGE_RECONCILE_TICK_S),
     },
 }
 

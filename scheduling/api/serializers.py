@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from rest_framework import serializers
 
+from scheduling.choices import PreemptionPolicy
 from scheduling.models import (
     Device,
     Job,
@@ -16,6 +19,7 @@ from scheduling.models import (
 )
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 VENDORS = [
     "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
     "Kunlun", "KunlunVXPU", "AMD",
@@ -35,6 +39,22 @@ class ContainerInputSerializer(serializers.Serializer):
     device_types = serializers.ListField(
         child=serializers.CharField(max_length=100), default=list, max_length=32
     )
+    image = serializers.CharField(max_length=512, default="", allow_blank=True,
+                                  help_text="Container image (needed on Kubernetes clusters).")
+    command = serializers.ListField(child=serializers.CharField(max_length=4096),
+                                    default=list, max_length=64)
+    args = serializers.ListField(child=serializers.CharField(max_length=4096),
+                                 default=list, max_length=256)
+    env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True),
+                                default=dict)
+
+    def validate_env(self, value):
+        for key in value:
+            if not ENV_NAME.match(key):
+                raise serializers.ValidationError(f"{key!r} is not a valid variable name.")
+        if len(value) > 128:
+            raise serializers.ValidationError("At most 128 variables.")
+        return value
 
     def validate(self, attrs):
         if attrs.get("memory_mib") and attrs.get("memory_percent"):
@@ -56,6 +76,11 @@ class JobSubmitSerializer(serializers.Serializer):
     memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
+    preemptible = serializers.BooleanField(default=True)
+    min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
+    on_preemption = serializers.ChoiceField(choices=PreemptionPolicy.choices,
+                                            default=PreemptionPolicy.REQUEUE)
+    restart_policy = serializers.ChoiceField(choices=["Never", "OnFailure"], default="Never")
 
     def __init__(self, *args, queues=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -79,6 +104,10 @@ class JobSubmitSerializer(serializers.Serializer):
             cpu_milli=data["cpu_milli"],
             memory_mib=data["memory_mib"],
             duration_s=data["duration_s"],
+            preemptible=data["preemptible"],
+            min_runtime_s=data["min_runtime_s"],
+            on_preemption=data["on_preemption"],
+            restart_policy=data["restart_policy"],
             containers=[ContainerSpec(**c) for c in data["containers"]],
         )
 
@@ -97,7 +126,7 @@ class JobContainerSerializer(serializers.ModelSerializer):
         model = JobContainer
         fields = [
             "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
-            "cores_percent", "device_types",
+            "cores_percent", "device_types", "image", "command", "args", "env",
         ]
 
 
@@ -131,8 +160,8 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "tenant", "queue", "resource_group", "priority", "state",
             "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
             "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
-            "on_preemption", "preemption_count", "containers", "placements", "created",
-            "admitted_at", "started_at", "finished_at",
+            "on_preemption", "preemption_count", "restart_policy", "containers", "placements",
+            "created", "admitted_at", "started_at", "finished_at",
         ]
 
     def _queue_info(self, job):

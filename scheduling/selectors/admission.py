@@ -36,8 +36,10 @@ from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import DeviceModel, Job, Placement, PlacementDevice
 from scheduling.models import Queue as QueueModel
 from scheduling.placement import place, reserve, unreserve
+from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import ClusterSnapshot, Decision, PlacementRequest
 from scheduling.placement.types import Device as CoreDevice
+from scheduling.selectors.device_models import get_device_configs
 from scheduling.selectors.snapshot import (
     SnapshotIndex,
     build_cluster_snapshot,
@@ -297,10 +299,12 @@ class AdmissionContext:
     devices: dict[str, CoreDevice]
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
+    framework: Framework
 
     def placer(self) -> DbPlacer:
         """A placer over this context's cluster snapshot (shared: the cycle mutates it)."""
-        return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held)
+        return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held,
+                        self.framework)
 
 
 def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
@@ -337,8 +341,9 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         now=now,
         usage=stored_usage(group),
     )
+    framework = Profile(device_configs=get_device_configs()).build()
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending})
+                            {str(j.pk): j for j in pending}, framework)
 
 
 def group_queues(group: tm.ResourceGroup):
@@ -379,14 +384,18 @@ class DbPlacer:
         devices: ``{uuid: Device}`` of the snapshot.
         group: the core's resource group (flavors).
         held: running jobs' bookings by workload id.
+        framework: the placement profile, built once per cycle (HAMi default policies with
+            the device models' configs; its per-node cache lives as long as the cycle).
     """
 
     def __init__(self, cluster: ClusterSnapshot, devices: dict[str, CoreDevice],
-                 group: ResourceGroup, held: dict[str, RunningBooking]) -> None:
+                 group: ResourceGroup, held: dict[str, RunningBooking],
+                 framework: Framework | None = None) -> None:
         self.cluster = cluster
         self.devices = devices
         self.group = group
         self.held = held
+        self.framework = framework
 
     def try_place(self, workload: PendingWorkload, pod_count: int) -> PlacementOutcome:
         """Place ``pod_count`` pods of ``workload`` (its request is a PlacementRequest)."""
@@ -394,7 +403,7 @@ class DbPlacer:
         if not isinstance(request, PlacementRequest):
             raise TypeError(f"workload {workload.id}: request is not a PlacementRequest")
         sub = PlacementRequest(name=request.name, pods=request.pods[:pod_count], min_pods=None)
-        decision = place(self.cluster, sub)
+        decision = place(self.cluster, sub, self.framework)
         if not decision.schedulable:
             return PlacementOutcome(placed=False, reason=unschedulable_reason(decision))
         return PlacementOutcome(placed=True, pod_count=pod_count, token=decision,
@@ -424,6 +433,7 @@ class DbPlacer:
             if node is not None:
                 node.used_cpu_milli += sign * cpu
                 node.used_memory_mib += sign * mem
+                self.cluster.touch(node_name)
             for uuid, dev_mem, cores, slots in grants:
                 device = self.devices.get(uuid)
                 if device is None:

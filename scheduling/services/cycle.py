@@ -61,6 +61,7 @@ from scheduling.services.usage import (
     settle_released_usage,
     usage_deltas,
 )
+from scheduling.signals import admission_cycle_finished
 from tenants import services as tenant_services
 from tenants.models import ResourceGroup
 
@@ -96,9 +97,9 @@ def cycle_config() -> CycleConfig:
     """The cycle knobs from settings (``ADMISSION_PREEMPTION_DELAY_S``,
     ``ADMISSION_TERMINATION_GRACE_S``, ``ADMISSION_FAIR_SHARING``)."""
     return CycleConfig(
-        preemption_delay_s=float(getattr(settings, "ADMISSION_PREEMPTION_DELAY_S", 0.0)),
-        termination_grace_s=float(getattr(settings, "ADMISSION_TERMINATION_GRACE_S", 30.0)),
-        fair_sharing=bool(getattr(settings, "ADMISSION_FAIR_SHARING", True)),
+        preemption_delay_s=settings.ADMISSION_PREEMPTION_DELAY_S,
+        termination_grace_s=settings.ADMISSION_TERMINATION_GRACE_S,
+        fair_sharing=settings.ADMISSION_FAIR_SHARING,
     )
 
 
@@ -419,6 +420,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
                 transaction.on_commit(
                     lambda: submit_jobs_task.apply_async((submit_later,), countdown=grace))
     report.duration_s = time.monotonic() - started
+    admission_cycle_finished.send(
+        sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,
+        admitted=len(report.admitted), preempted=len(report.preempted),
+    )
     logger.info(
         "admission cycle group=%s considered=%d admitted=%d preempted=%d pending=%d in %.3fs",
         group_id, report.considered, len(report.admitted), len(report.preempted),

@@ -26,6 +26,10 @@ class ContainerSpec:
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
     init: bool = False
+    image: str = ""
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class JobSpec:
     memory_mib: int = 0
     duration_s: float = 60.0
     source: str = "api"
+    preemptible: bool = True
+    min_runtime_s: float = 0.0
+    on_preemption: str = "requeue"
+    restart_policy: str = "Never"
 
 
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
@@ -61,6 +69,10 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             cpu_milli=spec.cpu_milli,
             memory_mib=spec.memory_mib,
             duration_s=spec.duration_s,
+            preemptible=spec.preemptible,
+            min_runtime_s=spec.min_runtime_s,
+            on_preemption=spec.on_preemption,
+            restart_policy=spec.restart_policy,
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
@@ -75,6 +87,10 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
                 memory_percent=c.memory_percent,
                 cores_percent=c.cores_percent,
                 device_types=list(c.device_types),
+                image=c.image,
+                command=list(c.command),
+                args=list(c.args),
+                env=dict(c.env),
             )
             for c in spec.containers
         )

@@ -106,11 +106,14 @@ def reconcile_simulated(now=None) -> set[int]:
     rows = list(done.values_list("pk", "job_id", "job__queue__resource_group_id"))
     if not rows:
         return set()
+    job_ids = {job_id for _, job_id, _ in rows}
     with transaction.atomic():
+        # jobs before placements, in pk order: the lock order of cancel and the cycle
+        list(Job.objects.select_for_update().filter(pk__in=job_ids).order_by("pk")
+             .values_list("pk", flat=True))
         Placement.objects.filter(
             pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
         ).update(state=PlacementState.SUCCEEDED, ended_at=now)
-        job_ids = {job_id for _, job_id, _ in rows}
         still_live = set(
             Placement.objects.filter(
                 job_id__in=job_ids,

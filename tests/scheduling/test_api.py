@@ -33,8 +33,12 @@ def _payload(queue, **extra):
         "memory_mib": 16384,
         "duration_s": 120,
         "containers": [
-            {"name": "main", "device_count": 1, "memory_mib": 20480, "cores_percent": 30}
+            {"name": "main", "device_count": 1, "memory_mib": 20480, "cores_percent": 30,
+             "image": "registry.local/llm/finetune:1.2", "command": ["python", "train.py"],
+             "env": {"MODEL": "7b"}}
         ],
+        "min_runtime_s": 600,
+        "restart_policy": "OnFailure",
     }
     body.update(extra)
     return body
@@ -51,10 +55,14 @@ def test_submit_with_token_creates_a_queued_job(api, world):
     assert body["resource_group"] == "g1"
     assert body["containers"] == [
         {"name": "main", "init": False, "vendor": "NVIDIA", "device_count": 1,
-         "memory_mib": 20480, "memory_percent": None, "cores_percent": 30, "device_types": []}
+         "memory_mib": 20480, "memory_percent": None, "cores_percent": 30, "device_types": [],
+         "image": "registry.local/llm/finetune:1.2", "command": ["python", "train.py"],
+         "args": [], "env": {"MODEL": "7b"}}
     ]
     job = Job.objects.get(pk=body["id"])
     assert (job.priority, job.cpu_milli, job.submitted_by) == (5, 4000, world["alice"])
+    assert (job.min_runtime_s, job.restart_policy, job.preemptible, job.on_preemption) == (
+        600.0, "OnFailure", True, "requeue")
 
 
 def test_submit_reports_field_errors(api, world):
@@ -72,6 +80,17 @@ def test_submit_reports_field_errors(api, world):
     assert set(error["fields"]) == {
         "name", "containers[0].device_count", "containers[0].cores_percent"
     }
+    assert Job.objects.count() == 0
+
+
+def test_submit_rejects_bad_env_and_policies(api, world):
+    api.force_authenticate(world["alice"])
+    bad = _payload(world["queue_a"], restart_policy="Always", on_preemption="explode",
+                   containers=[{"device_count": 1, "env": {"1BAD": "x"}}])
+    response = api.post("/api/jobs/", bad, format="json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == {
+        "restart_policy", "on_preemption", "containers[0].env"}
     assert Job.objects.count() == 0
 
 
