@@ -109,10 +109,27 @@ def overview(request):
             [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant_id))])
              for t in tenants], "devices", title="Devices held per tenant"),
         "state_colours": STATE_COLOURS,
+        "used": _measured_util(),
     }
     template = "dashboards/_overview_live.html" if request.GET.get("fragment") else \
         "dashboards/overview.html"
     return render(request, template, context)
+
+
+def _measured_util() -> dict[str, float]:
+    """Mean measured utilisation (%) of present devices per model and per vendor, from the
+    newest telemetry minute (devices without recent samples are left out); two queries."""
+    from console.telemetry.exporters import UTIL
+    from console.telemetry.selectors import latest_device_values
+
+    devices = {pk: (model, vendor) for pk, model, vendor in Device.objects.filter(
+        removed_at__isnull=True).values_list("id", "model__name", "model__vendor")}
+    sums: dict[str, list[float]] = {}
+    for pk, values in latest_device_values(devices).items():
+        if UTIL in values:
+            for key in devices[pk]:
+                sums.setdefault(key, []).append(values[UTIL])
+    return {key: sum(v) / len(v) for key, v in sums.items()}
 
 
 @login_required

@@ -233,3 +233,19 @@ def test_audit_page_lists_and_filters(client, world):
     client.force_login(world["root"])
     text = client.get("/audit/?action=job.submit").content.decode()
     assert text.count("job.submit") >= 3 and "job.cancel" not in text
+
+
+def test_overview_shows_measured_utilisation_per_model(client, world):
+    from console.telemetry.exporters import UTIL
+    from console.telemetry.models import Rollup
+    from scheduling.models import Device
+
+    bucket = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=1)
+    for uuid, util in (("GPU-c1-0-0", 80.0), ("GPU-c1-0-1", 40.0)):
+        Rollup.objects.create(resolution_s=60, bucket=bucket, metric=UTIL,
+                              device=Device.objects.get(uuid=uuid), count=2,
+                              total=2 * util, minimum=util, maximum=util)
+    client.force_login(world["alice"])
+    response = client.get("/?fragment=1")
+    assert response.context["used"] == {"NVIDIA-A100-SXM4-80GB": 60.0, "NVIDIA": 60.0}
+    assert "60.0 %" in response.content.decode()
