@@ -115,6 +115,9 @@ def _assignment_json(pod) -> dict:
                     {
                         "uuid": g.uuid,
                         "type": g.type,
+                        "vendor": g.vendor,
+                        "model": g.model,
+                        "index": g.index,
                         "memory_mib": g.memory_mib,
                         "cores_percent": g.cores_percent,
                         **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
