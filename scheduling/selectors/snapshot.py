@@ -151,7 +151,8 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
 
     A container without ``device_types`` accepts the group's device models. Vendors whose
     requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
-    set when exactly one accepted model remains.
+    set when exactly one accepted model remains. Ascend requests carry no cores (the vNPU
+    template decides them).
     """
     containers = []
     for c in job.containers.all():
@@ -159,13 +160,16 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
         if c.device_count:
             types = tuple(c.device_types) or tuple(group.device_models)
             chip = types[0] if c.vendor in CHIP_VENDORS and len(types) == 1 else ""
+            # Ascend vNPU templates fix the cores; HAMi accepts a cores request only in
+            # hami-core soft-split mode (huawei.com/vnpu-mode), which jobs here do not ask for.
+            cores = 0 if c.vendor == "Ascend" else c.cores_percent
             devices = (
                 DeviceRequest(
                     vendor=c.vendor,
                     count=c.device_count,
                     memory_mib=c.memory_mib,
                     memory_percent=c.memory_percent,
-                    cores_percent=c.cores_percent,
+                    cores_percent=cores,
                     types_include=types,
                     chip=chip,
                 ),

@@ -9,7 +9,8 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice
 from scheduling.selectors.usage import tenant_usage
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.jobs import cancel_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job
+from scheduling.services.jobs import submit_job as submit_new_job
 from scheduling.services.submissions import reconcile_simulated, submit_job
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant
 
@@ -172,3 +173,24 @@ def test_cancelled_while_queued_is_never_admitted(setup):
     cancel_job(job)
     assert run_admission_cycle(group.pk).considered == 0
     assert Job.objects.get(pk=job.pk).state == JobState.CANCELLED
+
+
+def test_ascend_request_is_rounded_up_to_a_vnpu_template():
+    make_cluster("npu", nodes=1, gpus=2, memory_mib=65536, model="Ascend910B3", vendor="Ascend",
+                 split_count=4)
+    group = make_group("npu", models=("Ascend910B3",), kind="exclusive")
+    _, queue = make_tenant("team-npu", group, devices_milli=10_000)
+    spec = JobSpec(name="infer", containers=[ContainerSpec(
+        vendor="Ascend", device_count=1, memory_mib=20000, cores_percent=30)])
+    job = submit_new_job(queue, spec, enqueue=False)
+    whole = submit_new_job(queue, JobSpec(name="train", containers=[ContainerSpec(
+        vendor="Ascend", device_count=1, memory_percent=100, cores_percent=100)]),
+        enqueue=False)
+    report = run_admission_cycle(group.pk)
+    assert report.admitted == [job.pk, whole.pk]
+    # 20000 MiB rounds up to vir10_3c_32g (32768 MiB); the whole card books all 65536 MiB
+    booked = PlacementDevice.objects.get(placement__job=job)
+    assert booked.memory_mib == 32768
+    assert PlacementDevice.objects.get(placement__job=whole).memory_mib == 65536
+    assert Placement.objects.get(job=job).assignment["containers"][0]["devices"][0][
+        "template"] == "vir10_3c_32g"
