@@ -12,6 +12,7 @@ from rest_framework import serializers, viewsets
 
 from console.core.api.mixins import AuditedWritesMixin
 from console.core.api.throttling import WriteRateThrottle
+from console.core.api.validators import no_nul_characters
 from scheduling.choices import SlicingMode
 from scheduling.filtersets import ClusterFilterSet, DeviceModelFilterSet, PlacementFilterSet
 from scheduling.models import Cluster, DeviceModel, Placement, PlacementDevice
@@ -23,8 +24,8 @@ class DeviceModelSerializer(serializers.ModelSerializer):
     slicing_mode = serializers.ChoiceField(choices=SlicingMode.choices,
                                            default=SlicingMode.FRACTIONAL)
     resource_names = serializers.DictField(child=serializers.CharField(max_length=253),
-                                           required=False)
-    config = serializers.DictField(required=False)
+                                           required=False, validators=[no_nul_characters])
+    config = serializers.DictField(required=False, validators=[no_nul_characters])
 
     class Meta:
         model = DeviceModel

@@ -18,6 +18,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from console.core.api.mixins import AuditedWritesMixin
 from console.core.api.throttling import WriteRateThrottle
+from console.core.api.validators import no_nul_characters
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
 from tenants.filtersets import MembershipFilterSet, ResourceGroupFilterSet, TenantFilterSet
@@ -133,7 +134,8 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
     device_models = serializers.ListField(
         child=serializers.CharField(max_length=100), required=False, max_length=256)
     node_selector = serializers.DictField(
-        child=serializers.CharField(max_length=253), required=False)
+        child=serializers.CharField(max_length=253), required=False,
+        validators=[no_nul_characters])
 
     class Meta:
         model = ResourceGroup

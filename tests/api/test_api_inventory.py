@@ -79,3 +79,15 @@ def test_nodes_devices_queues(api, world):
     queues = member.get("/api/queues/").json()["results"]
     assert [(q["tenant"], q["name"]) for q in queues] == [("team-b", "default")]
     assert member.get(f"/api/queues/{world['queue_a'].pk}/").status_code == 404
+
+
+def test_nul_characters_in_json_fields_are_field_errors(api, world):
+    root = as_user(api, world["root"])
+    response = root.post("/api/device-models/", {
+        "name": "X1", "vendor": "NVIDIA", "memory_mib": 1024,
+        "config": {"bad\u0000key": 1}, "resource_names": {"count": "a\u0000b"}}, format="json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == {"config", "resource_names.count"}
+    group = root.post("/api/resource-groups/", {"name": "nul", "node_selector": {"a\u0000": "b"}},
+                      format="json")
+    assert group.status_code == 400 and "node_selector" in group.json()["error"]["fields"]
