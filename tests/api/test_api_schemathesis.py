@@ -3,13 +3,14 @@ no input, valid or not, makes the API answer 5xx. Bounded: a few examples per op
 
 import pytest
 import schemathesis
+from django.contrib.auth import get_user_model
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 
-from tests.console_world import build_world
+from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", WSGIHandler())
 
@@ -22,8 +23,11 @@ def admin_token(db):
     for the test (as its test client does), so requests see the test transaction."""
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    world = build_world()
-    yield Token.objects.create(user=world["root"]).key
+    make_cluster("c1", nodes=1, gpus=2)
+    _, queue = make_tenant("team-a", make_group("g1"), devices_milli=2000)
+    gpu_job(queue, "a-train", count=1, memory_percent=40)
+    root = get_user_model().objects.create_superuser("root", "root@example.org", "pw-root")
+    yield Token.objects.create(user=root).key
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
 
