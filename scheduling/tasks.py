@@ -20,10 +20,12 @@ def admission_cycle_task(group_id: int) -> dict:
 
 @shared_task(name="scheduling.tasks.admission_tick_task")
 def admission_tick_task() -> int:
-    """Beat tick: enqueue a cycle for every resource group with queued jobs."""
+    """Beat tick: enqueue a cycle for every resource group with queued jobs, except groups
+    whose last cycle was blocked and where nothing changed since (``cycle_gate``)."""
+    from scheduling.selectors.cycle_gate import needs_cycle
     from scheduling.selectors.snapshot import groups_with_queued_jobs
 
-    groups = groups_with_queued_jobs()
+    groups = [g for g in groups_with_queued_jobs() if needs_cycle(g)]
     for group_id in groups:
         admission_cycle_task.delay(group_id)
     return len(groups)

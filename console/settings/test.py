@@ -6,6 +6,8 @@ from console.settings.base import *  # noqa: F403
 
 # One test database per pytest process, so concurrent runs on one server do not collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_console_{os.getpid()}"}  # noqa: F405
+# ... and its own cache keys on the shared Redis.
+CACHES["default"]["KEY_PREFIX"] = f"test{os.getpid()}"  # noqa: F405
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {  # noqa: F405

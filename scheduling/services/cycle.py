@@ -54,6 +54,7 @@ from scheduling.selectors.admission import (
     build_admission_snapshot,
     queued_jobs,
 )
+from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.usage import (
     close_ledger_for,
@@ -409,6 +410,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         _commit(result, ctx, group, now, report)
         _store_verdicts(result, ctx, report)
         report.more = len(heads) == batch and bool(report.admitted)
+        if report.admitted or report.preempted:
+            clear_blocked(group_id)
+        elif report.pending:
+            mark_blocked(group_id, now)
         waiting = {a.workload_id for a in result.admitted if a.waits_for}
         for job_id in report.admitted:
             (submit_later if str(job_id) in waiting else submit_now).append(job_id)

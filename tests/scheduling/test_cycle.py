@@ -194,3 +194,34 @@ def test_ascend_request_is_rounded_up_to_a_vnpu_template():
     assert PlacementDevice.objects.get(placement__job=whole).memory_mib == 65536
     assert Placement.objects.get(job=job).assignment["containers"][0]["devices"][0][
         "template"] == "vir10_3c_32g"
+
+
+def test_tick_skips_a_blocked_group_until_something_changes(setup):
+    from datetime import timedelta
+
+    from django.core.cache import cache
+
+    from scheduling.selectors.cycle_gate import needs_cycle
+    from scheduling.tasks import admission_tick_task
+
+    group, _, queue = setup
+    cache.clear()
+    gpu_job(queue, "too-big", count=4, memory_percent=100, cores=100)
+    assert needs_cycle(group.pk) is True
+    report = run_admission_cycle(group.pk)
+    assert report.admitted == [] and report.pending
+    assert needs_cycle(group.pk) is False  # nothing changed since the blocked cycle
+    # a new job in the group wakes it
+    gpu_job(queue, "small", count=1, cores=10, memory_mib=1024)
+    assert needs_cycle(group.pk) is True
+    assert run_admission_cycle(group.pk).admitted != []
+    assert needs_cycle(group.pk) is True  # an admitting cycle clears the mark
+    run_admission_cycle(group.pk)  # blocked again (only too-big left)
+    assert needs_cycle(group.pk) is False
+    # capacity freed anywhere wakes it
+    Placement.objects.update(ended_at=timezone.now() + timedelta(seconds=1))
+    assert needs_cycle(group.pk) is True
+    from unittest import mock
+    with mock.patch("scheduling.tasks.admission_cycle_task.delay") as delay:
+        assert admission_tick_task() == 1
+        delay.assert_called_once_with(group.pk)
