@@ -37,7 +37,7 @@ from scheduling.selectors.admission import (
     quota_usage_table,
 )
 from scheduling.selectors.snapshot import build_placement_request
-from tenants.api.serializers import NameField
+from tenants.api.serializers import MAX_QUOTA_AMOUNT, NameField, VisibleTenantField
 from tenants.choices import Dimension as DimensionChoice
 from tenants.models import Quota, ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
@@ -79,6 +79,8 @@ class UsageView(APIView):
             names = {wanted}
         groups = ResourceGroup.objects.order_by("name")
         if request.query_params.get("resource_group"):
+            if "\x00" in request.query_params["resource_group"]:
+                raise InvalidRequest("Null characters are not allowed.", field="resource_group")
             groups = groups.filter(name=request.query_params["resource_group"])
         now = timezone.now()
         rows = []
@@ -97,6 +99,26 @@ def _charges_json(charges) -> dict:
 def _victim_json(victim_id: str, tenant: str, visible: set[str] | None, **extra) -> dict:
     shown = visible is None or tenant in visible
     return {"job": int(victim_id) if shown else None, "tenant": tenant, **extra}
+
+
+_VIOLATION_KINDS = {
+    "no_quota": "uses a flavor it has no quota for",
+    "over_limit": "uses more than its nominal quota plus borrowing limit",
+    "over_cap": "uses more than an aggregate cap allows",
+}
+
+
+def _violation_texts(violations, visible: set[str] | None) -> dict[str, str]:
+    """``{message: text to show}``: a violation of a tenant the caller may not see is told
+    by tenant and kind only (its usage, quota and limits stay hidden); the cohort's and
+    visible tenants' violations keep their amounts."""
+    out = {}
+    for v in violations:
+        hidden = v.tenant is not None and visible is not None and v.tenant not in visible
+        out[v.message] = (
+            f"tenant {v.tenant} {_VIOLATION_KINDS.get(v.kind, 'breaks its quota')}"
+            if hidden else v.message)
+    return out
 
 
 class JobDryRunView(APIView):
@@ -160,15 +182,15 @@ class JobDryRunView(APIView):
 
 
 class QuotaChangeSerializer(serializers.Serializer):
-    tenant = NameField(queryset=Tenant.objects.all())
+    tenant = VisibleTenantField()
     resource_group = NameField(queryset=ResourceGroup.objects.all())
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=DimensionChoice.choices)
-    nominal = serializers.IntegerField(min_value=0, required=False)
-    borrowing_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
-                                               default=None)
-    lending_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
-                                             default=None)
+    nominal = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False)
+    borrowing_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
+                                               required=False, allow_null=True, default=None)
+    lending_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
+                                             required=False, allow_null=True, default=None)
     remove = serializers.BooleanField(default=False)
 
     def validate(self, attrs):
@@ -198,9 +220,10 @@ class QuotaDryRunView(APIView):
 
     @extend_schema(request=QuotaDryRunInputSerializer, responses={200: dict})
     def post(self, request):
-        serializer = QuotaDryRunInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
         visible_ids = get_visible_tenant_ids(request.user)
+        serializer = QuotaDryRunInputSerializer(
+            data=request.data, context={"visible_tenant_ids": visible_ids})
+        serializer.is_valid(raise_exception=True)
         by_group: dict[int, list[dict]] = {}
         for change in serializer.validated_data["changes"]:
             tenant = change["tenant"]
@@ -236,15 +259,17 @@ class QuotaDryRunView(APIView):
                 impact = simulate_quota_change(ctx.snapshot, changed=changed, removed=removed)
             except AdmissionInputError as exc:
                 raise InvalidRequest(str(exc)) from exc
+            shown = _violation_texts([*impact.violations, *impact.unresolved], visible)
             answer.append({
                 "resource_group": group.name,
-                "violations": [v.message for v in impact.violations],
+                "violations": [shown[v.message] for v in impact.violations],
                 "preempts": [
-                    _victim_json(v.workload_id, v.tenant, visible, violation=v.violation,
+                    _victim_json(v.workload_id, v.tenant, visible,
+                                 violation=shown.get(v.violation, v.violation),
                                  earliest_eviction=v.earliest_eviction.isoformat())
                     for v in impact.victims
                 ],
-                "unresolved": [v.message for v in impact.unresolved],
+                "unresolved": [shown[v.message] for v in impact.unresolved],
             })
         return Response({"groups": answer}, status=status.HTTP_200_OK)
 

@@ -26,7 +26,27 @@ VENDORS = [
 ]
 
 
-class ContainerInputSerializer(serializers.Serializer):
+class RejectUnknownFieldsMixin:
+    """A key the serializer does not know is a field error (``"Unknown field."``), not
+    silently dropped: a typo such as ``min_pod`` would otherwise run a different job."""
+
+    def to_internal_value(self, data):
+        unknown = sorted(str(k) for k in data if k not in self.fields) \
+            if isinstance(data, dict) else []
+        errors = {}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            errors.update(exc.detail)
+        errors.update({key: ["Unknown field."] for key in unknown})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
     init = serializers.BooleanField(default=False)
     vendor = serializers.ChoiceField(choices=VENDORS, default="NVIDIA")
@@ -64,7 +84,7 @@ class ContainerInputSerializer(serializers.Serializer):
         return attrs
 
 
-class JobSubmitSerializer(serializers.Serializer):
+class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues."""
 
     queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())

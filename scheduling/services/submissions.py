@@ -10,7 +10,7 @@ from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F,
 from django.utils import timezone
 
 from scheduling.backends import SubmissionError, get_backend
-from scheduling.choices import Backend, JobState, PlacementState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.models import Job, JobEvent, Placement
 
 logger = logging.getLogger(__name__)
@@ -20,8 +20,10 @@ def submit_job(job_id: int) -> str:
     """Hand the reserved placements of an admitted job to its cluster backend.
 
     Idempotent: only placements still ``reserved`` are submitted, each move is a conditional
-    UPDATE. A permanent backend error fails the job and releases its reservation (the
-    kube-scheduler Unreserve analogue); a retryable one re-raises for the task to retry.
+    UPDATE; a placement released while its pod was being created (job cancelled meanwhile)
+    has that pod deleted again. A permanent backend error fails the job and releases its
+    reservation (the kube-scheduler Unreserve analogue); a retryable one re-raises for the
+    task to retry.
 
     Returns:
         The job's state afterwards.
@@ -47,9 +49,25 @@ def submit_job(job_id: int) -> str:
         fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref}
         if new_state == PlacementState.RUNNING:
             fields["started_at"] = now
-        Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED).update(**fields)
+        moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED
+                                         ).update(**fields)
+        if not moved and not Placement.objects.filter(
+                pk=placement.pk, state__in=BOOKED_PLACEMENT_STATES).exists():
+            # Released (job cancelled, preempted or failed) while the backend was creating
+            # the pod: the release found nothing to delete, so delete it now or it runs on
+            # devices the console counts as free. (Still booked = a concurrent submission
+            # of the same placement won; its pod is this pod, keep it.)
+            _undo_submission(backend, placement)
     _mark_running_if_started(job_id, now)
     return Job.objects.values_list("state", flat=True).get(pk=job_id)
+
+
+def _undo_submission(backend, placement) -> None:
+    try:
+        backend.delete(placement)
+    except Exception:  # noqa: BLE001 - the Kubernetes reconcile deletes orphans later
+        logger.exception("placement %s released during submission; deleting its pod failed",
+                         placement.pk)
 
 
 def _mark_running_if_started(job_id: int, now) -> None:

@@ -116,6 +116,14 @@ class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
         ids = get_user_tenant_ids(self.request.user)
         return members if ids is None else members.filter(tenant_id__in=ids)
 
+    def create(self, request, *args, **kwargs):
+        # Refuse a caller who administers no tenant before validating, so the answer does
+        # not tell which usernames and tenant names exist.
+        if not request.user.is_superuser and not Membership.objects.filter(
+                user=request.user, role=Role.TENANT_ADMIN).exists():
+            raise PermissionDenied("Only tenant admins manage members.")
+        return super().create(request, *args, **kwargs)
+
     def perform_create(self, serializer):
         _require_tenant_admin(self.request.user, serializer.validated_data["tenant"].pk)
         super().perform_create(serializer)

@@ -1,4 +1,5 @@
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 
 from tenants.choices import Dimension
 from tenants.models import Quota, ResourceGroup, Tenant
@@ -38,19 +39,45 @@ class NameField(serializers.SlugRelatedField):
         return super().to_internal_value(data)
 
 
+class VisibleTenantField(NameField):
+    """A tenant by name among those the caller may see (``context["visible_tenant_ids"]``,
+    None = every tenant). A tenant that does not exist and one the caller may not see both
+    answer 404 "No such tenant.", so the answer does not tell whether a name is taken."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("queryset", Tenant.objects.all())
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            tenant = super().to_internal_value(data)
+        except serializers.ValidationError:
+            if not isinstance(data, str) or "\x00" in data:
+                raise  # wrong type or a NUL character: a field error
+            raise NotFound("No such tenant.") from None
+        visible = self.context.get("visible_tenant_ids")
+        if visible is not None and tenant.pk not in visible:
+            raise NotFound("No such tenant.")
+        return tenant
+
+
+# PostgreSQL bigint: the largest quota amount the database stores.
+MAX_QUOTA_AMOUNT = 2**63 - 1
+
+
 class QuotaWriteSerializer(serializers.ModelSerializer):
     """Input of quota create/update. ``tenant`` and ``resource_group`` are names; on update
     only the amounts may change."""
 
-    tenant = NameField(queryset=Tenant.objects.all())
+    tenant = VisibleTenantField()
     resource_group = NameField(queryset=ResourceGroup.objects.all())
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=Dimension.choices)
-    nominal = serializers.IntegerField(min_value=0)
-    borrowing_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
-                                               default=None)
-    lending_limit = serializers.IntegerField(min_value=0, required=False, allow_null=True,
-                                             default=None)
+    nominal = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT)
+    borrowing_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
+                                               required=False, allow_null=True, default=None)
+    lending_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
+                                             required=False, allow_null=True, default=None)
 
     class Meta:
         model = Quota

@@ -1,6 +1,6 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from console.core.api.throttling import WriteRateThrottle
@@ -52,12 +52,11 @@ class QuotaViewSet(viewsets.ModelViewSet):
 
     @extend_schema(request=QuotaWriteSerializer, responses={201: QuotaSerializer})
     def create(self, request, *args, **kwargs):
-        serializer = QuotaWriteSerializer(data=request.data)
+        visible = get_visible_tenant_ids(request.user)
+        serializer = QuotaWriteSerializer(data=request.data,
+                                          context={"visible_tenant_ids": visible})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        visible = get_visible_tenant_ids(request.user)
-        if visible is not None and data["tenant"].pk not in visible:
-            raise NotFound("No such tenant.")
         self._require_manage(data["tenant"])
         quota = services.create_quota(
             tenant=data["tenant"], resource_group=data["resource_group"],

@@ -98,7 +98,7 @@ def _window(request, default_hours: int = 6):
             else now
         start = parse_datetime(request.query_params["start"]) if "start" in \
             request.query_params else end - timedelta(hours=default_hours)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # malformed, or the default start before year 1
         raise InvalidRequest(f"bad time: {exc}") from exc
     if start is None or end is None:
         raise InvalidRequest("start/end must be ISO 8601 date-times")
@@ -250,15 +250,24 @@ def _month(raw: str, field: str) -> datetime:
         raise InvalidRequest(f"{field} must be YYYY-MM", field=field) from exc
 
 
+def _month_end(start: datetime, field: str) -> datetime:
+    """The first instant after the month starting at ``start`` (400 past year 9999)."""
+    try:
+        return next_month(start)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field} must be a month before 9999-12", field=field) from exc
+
+
 def _cost_rows(request):
     params = request.query_params
     if "month" in params:
         start = _month(params["month"], "month")
-        end = next_month(start)
+        end = _month_end(start, "month")
     else:
         start = _month(params["from"], "from") if "from" in params else month_start(
             timezone.now())
-        end = next_month(_month(params["to"], "to")) if "to" in params else next_month(start)
+        end = _month_end(_month(params["to"], "to"), "to") if "to" in params \
+            else _month_end(start, "from")
     if end <= start:
         raise InvalidRequest("to must not be before from", field="to")
     return start, end, selectors.cost_report(start, end, _tenant_filter(request))

@@ -1,0 +1,10 @@
+"""Fixtures of the adversarial tests: the two-tenant world of ``tests.console_world``."""
+
+import pytest
+
+
+@pytest.fixture
+def world(db):
+    from tests.console_world import build_world
+
+    return build_world()

@@ -1,0 +1,167 @@
+"""Bad input through the REST API: every malformed request is a 400 with field errors (or a
+404 for an unknown object), never a 500, and it creates or changes nothing."""
+
+import json
+
+import pytest
+
+from scheduling.models import Job, JobContainer
+from tenants.models import Quota
+from tests.adversarial.helpers import assert_field_error, client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _job(queue, **extra):
+    body = {"queue": getattr(queue, "pk", queue), "name": "adv",
+            "containers": [{"device_count": 1}]}
+    body.update(extra)
+    return body
+
+
+def _container(queue, **container):
+    return _job(queue, containers=[{"device_count": 1, **container}])
+
+
+BIG = 10**30
+
+
+@pytest.mark.parametrize("path", ["/api/jobs/", "/api/dry-run/"])
+def test_job_submission_rejects_bad_input_field_by_field(world, path):
+    alice = client_for(world["alice"])
+    q = world["queue_a"]
+    cases = [
+        (_job(q, priority=BIG), {"priority"}),
+        (_job(q, priority=-BIG), {"priority"}),
+        (_job(q, pod_count=-1), {"pod_count"}),
+        (_job(q, pod_count=0), {"pod_count"}),
+        (_job(q, pod_count=2, min_pods=3), {"min_pods"}),
+        (_job(q, min_pods=0), {"min_pods"}),
+        (_job(q, min_pods=BIG), {"min_pods"}),
+        (_job(q, pod_count="two"), {"pod_count"}),
+        (_job(q, cpu_milli=-5), {"cpu_milli"}),
+        (_job(q, memory_mib=BIG), {"memory_mib"}),
+        (_job(q, duration_s="NaN"), {"duration_s"}),
+        (_job(q, duration_s="Infinity"), {"duration_s"}),
+        (_job(q, min_runtime_s="nan"), {"min_runtime_s"}),
+        (_job(q, name="a\x00b"), {"name"}),
+        (_job(q, name="x" * 10_000), {"name"}),
+        (_job(q, name="   "), {"name"}),
+        (_job(q, on_preemption="explode"), {"on_preemption"}),
+        (_job("abc"), {"queue"}),
+        (_job(BIG), {"queue"}),
+        (_job(-1), {"queue"}),
+        (_container(q, memory_percent=0), {"containers[0].memory_percent"}),
+        (_container(q, memory_percent=101), {"containers[0].memory_percent"}),
+        (_container(q, memory_mib=10, memory_percent=10), {"containers[0].memory_percent"}),
+        (_container(q, device_count=65), {"containers[0].device_count"}),
+        (_container(q, device_count=-1), {"containers[0].device_count"}),
+        (_container(q, device_count=True), {"containers[0].device_count"}),
+        (_container(q, device_count=1.5), {"containers[0].device_count"}),
+        (_container(q, cores_percent=101), {"containers[0].cores_percent"}),
+        (_container(q, memory_mib=BIG), {"containers[0].memory_mib"}),
+        (_container(q, vendor="NoSuchVendor"), {"containers[0].vendor"}),
+        (_container(q, name="Main_Container"), {"containers[0].name"}),
+        (_container(q, env={"A": "b\x00"}), {"containers[0].env.A"}),
+        (_container(q, env={"1BAD": "x"}), {"containers[0].env"}),
+        (_container(q, env=["A=b"]), {"containers[0].env"}),
+        (_container(q, device_types=["a\x00"]), {"containers[0].device_types[0]"}),
+        (_container(q, command=["sh\x00"]), {"containers[0].command[0]"}),
+        (_container(q, image="x" * 600), {"containers[0].image"}),
+        (_job(q, containers=[{"name": "a"}, {"name": "a"}]), {"containers"}),
+        (_job(q, containers=[]), {"containers.non_field_errors"}),
+        (_job(q, containers={"name": "a"}), {"containers.non_field_errors"}),
+        (_job(q, containers=[{"name": f"c{i}"} for i in range(17)]),
+         {"containers.non_field_errors"}),
+        ({"queue": q.pk}, {"name", "containers"}),
+        # unknown keys are typos of real fields (min_pod, memory_percentage): refuse them
+        (_job(q, min_pod=1), {"min_pod"}),
+        (_container(q, memory_percentage=50), {"containers[0].memory_percentage"}),
+    ]
+    for body, fields in cases:
+        response = alice.post(path, json.dumps(body), content_type="application/json")
+        assert_field_error(response, *fields)
+    for raw in (b"[1, 2]", b'"a job"', b"null", b"42"):
+        response = alice.post(path, raw, content_type="application/json")
+        assert_field_error(response, "non_field_errors")
+    for raw in (b'{"queue": 1, "duration_s": NaN}', b"\xff\xfe", b'{"queue":'):
+        response = alice.post(path, raw, content_type="application/json")
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "parse_error"
+    assert not Job.objects.filter(name="adv").exists()
+    assert Job.objects.count() == 3 and JobContainer.objects.count() == 3
+
+
+def test_unicode_names_are_stored_as_given(world):
+    alice = client_for(world["alice"])
+    response = alice.post("/api/jobs/", _job(world["queue_a"], name="训练-ü-🚀"),
+                          format="json")
+    assert response.status_code == 201
+    assert Job.objects.get(pk=response.json()["id"]).name == "训练-ü-🚀"
+
+
+def test_quota_amounts_beyond_the_database_range_are_400_not_500(world):
+    root = client_for(world["root"])
+    quota = Quota.objects.get(tenant=world["team_b"])
+    for body, field in (({"nominal": 2**63}, "nominal"), ({"nominal": BIG}, "nominal"),
+                        ({"borrowing_limit": 2**63}, "borrowing_limit"),
+                        ({"nominal": 5, "lending_limit": -1}, "lending_limit"),
+                        ({"nominal": "lots"}, "nominal"), ({"nominal": None}, "nominal")):
+        response = root.patch(f"/api/quotas/{quota.pk}/", body, format="json")
+        assert_field_error(response, field)
+    created = root.post("/api/quotas/", {"tenant": "team-b", "resource_group": "g1",
+                                         "dimension": "memory_mib", "nominal": 2**63},
+                        format="json")
+    assert_field_error(created, "nominal")
+    dry = root.post("/api/quotas/dry-run/", {"changes": [
+        {"tenant": "team-b", "resource_group": "g1", "dimension": "devices",
+         "nominal": 2**63}]}, format="json")
+    assert_field_error(dry, "changes[0].nominal")
+    quota.refresh_from_db()
+    assert (quota.nominal, quota.borrowing_limit) == (2000, None)
+    assert Quota.objects.filter(tenant=world["team_b"]).count() == 1
+
+
+def test_quota_at_the_database_limit_is_accepted(world):
+    root = client_for(world["root"])
+    quota = Quota.objects.get(tenant=world["team_b"])
+    response = root.patch(f"/api/quotas/{quota.pk}/", {"borrowing_limit": 2**63 - 1},
+                          format="json")
+    assert response.status_code == 200
+    quota.refresh_from_db()
+    assert quota.borrowing_limit == 2**63 - 1
+
+
+def test_usage_filter_with_a_nul_character_is_400(world):
+    alice = client_for(world["alice"])
+    assert_field_error(alice.get("/api/usage/?resource_group=g%001"), "resource_group")
+    assert alice.get("/api/usage/?resource_group=nope").json() == []
+
+
+@pytest.mark.parametrize("query, field", [
+    ("month=9999-12", "month"),
+    ("from=2024-01&to=9999-12", "to"),
+    ("month=2024-13", "month"),
+    ("month=abc", "month"),
+    ("from=2024-05&to=2024-01", "to"),
+])
+def test_cost_report_months_out_of_range_are_400(world, query, field):
+    alice = client_for(world["alice"])
+    for path in ("/api/telemetry/cost/", "/api/telemetry/cost/csv/"):
+        response = alice.get(f"{path}?{query}")
+        assert_field_error(response, field)
+
+
+@pytest.mark.parametrize("path", [
+    "/api/telemetry/efficiency/", "/api/telemetry/jobs/{job}/efficiency/",
+    "/api/telemetry/devices/GPU-c1-0-0/utilisation/",
+])
+def test_telemetry_windows_at_the_edge_of_the_calendar_are_400(world, path):
+    alice = client_for(world["alice"])
+    path = path.format(job=world["a_train"].pk)
+    for query in ("end=0001-01-01T01:00:00%2B00:00",
+                  "start=2024-01-02T00:00:00%2B00:00&end=2024-01-01T00:00:00%2B00:00",
+                  "start=yesterday", "start=2024-01-01T00:00:00"):
+        response = alice.get(f"{path}?{query}")
+        assert response.status_code == 400, (query, response.status_code)
+        assert response.json()["error"]["code"] == "invalid"
