@@ -81,6 +81,13 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
             raise serializers.ValidationError(
                 {"memory_percent": "Give memory_mib or memory_percent, not both."}
             )
+        per_device = [name for name in ("memory_mib", "memory_percent", "cores_percent",
+                                        "device_types") if attrs.get(name)]
+        if per_device and not attrs.get("device_count"):
+            # would be dropped silently (HAMi would instead default the count to 1)
+            raise serializers.ValidationError({"device_count": (
+                f"{', '.join(per_device)} ask for a share of each device: set device_count "
+                f"to 1 or more.")})
         return attrs
 
 

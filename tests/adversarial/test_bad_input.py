@@ -68,6 +68,11 @@ def test_job_submission_rejects_bad_input_field_by_field(world, path):
         (_container(q, device_types=["a\x00"]), {"containers[0].device_types[0]"}),
         (_container(q, command=["sh\x00"]), {"containers[0].command[0]"}),
         (_container(q, image="x" * 600), {"containers[0].image"}),
+        # a per-device share without devices would be dropped without a word
+        (_container(q, device_count=0, cores_percent=50), {"containers[0].device_count"}),
+        (_container(q, device_count=0, memory_mib=4096), {"containers[0].device_count"}),
+        (_container(q, device_count=0, memory_percent=50), {"containers[0].device_count"}),
+        (_container(q, device_count=0, device_types=["T4"]), {"containers[0].device_count"}),
         (_job(q, containers=[{"name": "a"}, {"name": "a"}]), {"containers"}),
         (_job(q, containers=[]), {"containers.non_field_errors"}),
         (_job(q, containers={"name": "a"}), {"containers.non_field_errors"}),
@@ -90,6 +95,17 @@ def test_job_submission_rejects_bad_input_field_by_field(world, path):
         assert response.json()["error"]["code"] == "parse_error"
     assert not Job.objects.filter(name="adv").exists()
     assert Job.objects.count() == 3 and JobContainer.objects.count() == 3
+
+
+def test_a_cpu_only_container_next_to_a_device_container_is_accepted(world):
+    alice = client_for(world["alice"])
+    response = alice.post("/api/jobs/", _job(world["queue_a"], containers=[
+        {"name": "sidecar"}, {"name": "main", "device_count": 1, "cores_percent": 30}]),
+        format="json")
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert list(job.containers.order_by("name").values_list(
+        "name", "device_count", "cores_percent")) == [("main", 1, 30), ("sidecar", 0, 0)]
 
 
 def test_unicode_names_are_stored_as_given(world):
