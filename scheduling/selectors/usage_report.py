@@ -46,10 +46,9 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
     try:
         year, mon = (int(p) for p in month.split("-"))
         start = datetime(year, mon, 1, tzinfo=UTC)
-    except (ValueError, TypeError) as exc:
+        end = start + timedelta(days=calendar.monthrange(year, mon)[1])
+    except (ValueError, TypeError, OverflowError) as exc:  # OverflowError: 9999-12
         raise ValueError(f"month must be YYYY-MM, got {month!r}") from exc
-    days = calendar.monthrange(year, mon)[1]
-    end = start + timedelta(days=days)
     return start, end
 
 

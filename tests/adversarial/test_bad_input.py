@@ -181,3 +181,19 @@ def test_telemetry_windows_at_the_edge_of_the_calendar_are_400(world, path):
         response = alice.get(f"{path}?{query}")
         assert response.status_code == 400, (query, response.status_code)
         assert response.json()["error"]["code"] == "invalid"
+
+
+def test_month_bounds_refuses_the_last_representable_month_with_value_error():
+    from scheduling.selectors.usage_report import month_bounds
+
+    assert month_bounds("9999-11")[1].isoformat() == "9999-12-01T00:00:00+00:00"
+    for month in ("9999-12", "2024-13", "0-1", "abc", "2024-1-1"):
+        with pytest.raises(ValueError):
+            month_bounds(month)
+
+
+def test_usage_page_for_month_9999_12_is_not_a_server_error(world, client):
+    client.raise_request_exception = False
+    client.force_login(world["alice"])
+    for path in ("/usage/?month=9999-12", "/usage.csv?month=9999-12"):
+        assert client.get(path).status_code == 404, path
