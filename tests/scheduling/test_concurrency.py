@@ -141,6 +141,9 @@ def test_four_workers_2000_jobs_keep_every_invariant():
     group_ids, job_ids = _world(rng)
     db_name = connection.settings_dict["NAME"]
     assert db_name.startswith("test_")
+    # the world must be committed before the workers fork (a test that leaked an open
+    # transaction on this connection would hide it from them)
+    assert not connection.in_atomic_block
     connections.close_all()  # never share a socket with the forked workers
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
