@@ -96,6 +96,10 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
     from scheduling.services.jobs import cancel_job
     from scheduling.services.submissions import reconcile_simulated, submit_job
 
+    # Never reuse a socket inherited from the parent: drop (do not close, closing would end
+    # the parent's session) every connection object the fork copied.
+    for conn in connections.all():
+        conn.connection = None
     stats = Counter()
     rng = random.Random(1000 + index)
     noop = mock.MagicMock()

@@ -199,13 +199,11 @@ def test_ascend_request_is_rounded_up_to_a_vnpu_template():
 def test_tick_skips_a_blocked_group_until_something_changes(setup):
     from datetime import timedelta
 
-    from django.core.cache import cache
-
-    from scheduling.selectors.cycle_gate import needs_cycle
+    from scheduling.selectors.cycle_gate import clear_blocked, needs_cycle
     from scheduling.tasks import admission_tick_task
 
     group, _, queue = setup
-    cache.clear()
+    clear_blocked(group.pk)
     gpu_job(queue, "too-big", count=4, memory_percent=100, cores=100)
     assert needs_cycle(group.pk) is True
     report = run_admission_cycle(group.pk)
