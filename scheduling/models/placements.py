@@ -63,7 +63,9 @@ class PlacementDevice(models.Model):
     """
 
     placement = models.ForeignKey(Placement, on_delete=models.CASCADE, related_name="devices")
-    device = models.ForeignKey("scheduling.Device", on_delete=models.PROTECT, related_name="bookings")
+    device = models.ForeignKey(
+        "scheduling.Device", on_delete=models.PROTECT, related_name="bookings"
+    )
     memory_mib = models.PositiveIntegerField()
     cores_percent = models.PositiveIntegerField()
     slots = models.PositiveIntegerField(default=1)

@@ -454,7 +454,8 @@ def _print_text(summary: dict, departures: bool, out) -> None:
     if departures:
         print(
             f"{name:14s} time-avg alloc {summary['time_avg_allocation_pct']}%  waited "
-            f"{summary['waited']}  mean wait {summary['mean_wait_s']} s  p95 {summary['p95_wait_s']} s  "
+            f"{summary['waited']}  mean wait {summary['mean_wait_s']} s  "
+            f"p95 {summary['p95_wait_s']} s  "
             f"never placed {summary['failed']}  {summary['placements_per_s']:.0f} placements/s  "
             f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
             file=out,
@@ -475,7 +476,8 @@ def _print_text(summary: dict, departures: bool, out) -> None:
     print(f"{'  frag rate %':14s} {frag}", file=out)
     print(
         f"{'':14s} failed {summary['failed']} {summary['failed_by_kind']}  "
-        f"{summary['placements_per_s']:.0f} placements/s  peak RSS {summary['peak_rss_mib']:.0f} MiB",
+        f"{summary['placements_per_s']:.0f} placements/s  "
+        f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
         file=out,
     )
 

@@ -1,6 +1,7 @@
 """GPU fragmentation measure of FGD (Weng et al., USENIX ATC'23), see shared/docs/fgd.md §4.
 
-Vocabulary (simulator ``pkg/utils/frag.go`` of github.com/hkust-adsl/kubernetes-scheduler-simulator):
+Vocabulary (simulator ``pkg/utils/frag.go`` of
+github.com/hkust-adsl/kubernetes-scheduler-simulator):
 
 - A *task class* m = (cpu_milli, gpu_milli per GPU, num_gpu, allowed GPU types).
 - The *target workload* M: the most frequent classes of a task list, added one at a time until

@@ -10,7 +10,10 @@ from scheduling.placement.trace import (
     read_pods,
 )
 
-POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+)
 
 
 def write(tmp_path, text, name="f.csv"):
@@ -44,7 +47,8 @@ def test_pods_full_and_five_column_files(tmp_path):
     p = write(
         tmp_path,
         POD_HEADER
-        + "p0,6000,12288,1,460,T4|P100|T4,LS,Running,5,100,5\np1,88000,327680,8,1000,,BE,Failed,0,9,\n",
+        + "p0,6000,12288,1,460,T4|P100|T4,LS,Running,5,100,5\n"
+        + "p1,88000,327680,8,1000,,BE,Failed,0,9,\n",
     )
     a, b = read_pods(p)
     assert (a.gpu_milli, a.gpu_spec, a.is_gpu_share, a.creation_time, a.deletion_time) == (

@@ -21,8 +21,17 @@ from django.utils import timezone
 
 from console.core.exceptions import Conflict
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
-from scheduling.models import Device, Job, JobContainer, JobEvent, Node, Placement, Queue
-from scheduling.models import PlacementDevice, Preemption
+from scheduling.models import (
+    Device,
+    Job,
+    JobContainer,
+    JobEvent,
+    Node,
+    Placement,
+    PlacementDevice,
+    Preemption,
+    Queue,
+)
 from scheduling.services.usage import check_usage
 from tenants.models import Quota, QuotaUsage, Tenant
 from tests.builders import A100, make_cluster, make_group
