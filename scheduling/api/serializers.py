@@ -17,6 +17,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
+from scheduling.services.cycle import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -213,10 +214,23 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class PreemptionSerializer(serializers.ModelSerializer):
+    """A preemption as its victim's tenant may see it: a preemptor of another tenant is
+    anonymous (no job, tenant or message naming it) except for platform admins."""
+
     class Meta:
         model = Preemption
         fields = ["victim", "preemptor", "victim_tenant", "preemptor_tenant", "reason",
                   "message", "time", "evict_by", "outcome"]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        is_admin = request is not None and request.user.is_superuser
+        if not is_admin and instance.preemptor_tenant and (
+                instance.preemptor_tenant != instance.victim_tenant):
+            data.update(preemptor=None, preemptor_tenant="another tenant",
+                        message=CROSS_TENANT_PREEMPTION_MESSAGE)
+        return data
 
 
 class JobEventSerializer(serializers.ModelSerializer):

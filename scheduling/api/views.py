@@ -70,7 +70,8 @@ class JobViewSet(
     def preemptions(self, request, pk=None):
         """Evictions of this job (as victim), oldest first."""
         job = self.get_object()
-        return Response(PreemptionSerializer(job.preemptions.all(), many=True).data)
+        return Response(PreemptionSerializer(job.preemptions.all(), many=True,
+                                             context={"request": request}).data)
 
     @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):

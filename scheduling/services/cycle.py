@@ -215,6 +215,11 @@ def _lock_capacity(admissions: list[Admission], index: SnapshotIndex) -> _Capaci
     return _Capacity(devices, nodes)
 
 
+CROSS_TENANT_PREEMPTION_MESSAGE = (
+    "capacity this job borrowed from the cohort was reclaimed for its owner"
+)
+
+
 def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
            deltas: dict) -> bool:
     """Carry out one preemption; returns False when the victim already left (nothing to do).
@@ -229,6 +234,10 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
     if victim is None:
         return False
     requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
+    # what the victim's tenant sees never names another tenant or its job
+    cross_tenant = bool(preemption.preemptor_tenant) and (
+        preemption.preemptor_tenant != preemption.victim_tenant)
+    shown = (CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message)
     placements = list(
         Placement.objects.select_for_update()
         .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
@@ -238,7 +247,7 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         get_backend(placement.node.cluster.backend).delete(placement)
     Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
         state=PlacementState.RELEASED, ended_at=now,
-        message=f"preempted: {preemption.message}", charged=False,
+        message=f"preempted: {shown}", charged=False,
     )
     for key, amount in usage_deltas(
         [(victim.tenant_id, group_id, p.charges) for p in placements if p.charged], -1
@@ -250,13 +259,13 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         Job.objects.filter(pk=victim.pk).update(
             state=JobState.QUEUED, admitted_at=None, started_at=None,
             preemption_count=F("preemption_count") + 1,
-            pending_reason=f"preempted: {preemption.message}",
+            pending_reason=f"preempted: {shown}",
         )
     else:
         Job.objects.filter(pk=victim.pk).update(
             state=JobState.FAILED, finished_at=now,
             preemption_count=F("preemption_count") + 1,
-            pending_reason=f"preempted: {preemption.message}",
+            pending_reason=f"preempted: {shown}",
         )
     PreemptionRow.objects.create(
         victim=victim, preemptor=preemptor, victim_tenant=preemption.victim_tenant,
@@ -265,7 +274,7 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
     )
     JobEvent.objects.create(
         job=victim, kind="preempted",
-        message=f"{preemption.reason.value}: {preemption.message}; {outcome}",
+        message=f"{preemption.reason.value}: {shown}; {outcome}",
     )
     return True
 

@@ -185,3 +185,27 @@ def test_queues_are_tenant_scoped(api, world):
     assert [(q["tenant"], q["name"], q["resource_group"]) for q in body["results"]] == [
         ("team-a", "default", "g1")
     ]
+
+
+def test_preemption_by_another_tenant_is_anonymous_to_the_victim(api, world):
+    from django.utils import timezone
+
+    from scheduling.models import Preemption
+
+    victim = gpu_job(world["queue_a"], "victim", count=1, cores=10, memory_mib=1024)
+    preemptor = gpu_job(world["queue_b"], "secret-b-job", count=1, cores=10, memory_mib=1024)
+    now = timezone.now()
+    Preemption.objects.create(
+        victim=victim, preemptor=preemptor, victim_tenant="team-a", preemptor_tenant="team-b",
+        reason="InCohortReclamation", message=f"reclaimed by tenant team-b for {preemptor.pk}",
+        time=now, evict_by=now, outcome="requeued",
+    )
+    api.force_authenticate(world["alice"])
+    body = api.get(f"/api/jobs/{victim.pk}/preemptions/").json()
+    assert body == [{
+        "victim": victim.pk, "preemptor": None, "victim_tenant": "team-a",
+        "preemptor_tenant": "another tenant", "reason": "InCohortReclamation",
+        "message": "capacity this job borrowed from the cohort was reclaimed for its owner",
+        "time": body[0]["time"], "evict_by": body[0]["evict_by"], "outcome": "requeued",
+    }]
+    assert "team-b" not in str(body) and "secret" not in str(body)
