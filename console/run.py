@@ -35,6 +35,7 @@ def main() -> int:
     workers = str(env_int("CONSOLE_WEB_WORKERS", 2, minimum=1))
     concurrency = str(env_int("CONSOLE_WORKER_CONCURRENCY", 2, minimum=1))
     _manage("migrate", "--no-input", "-v", "0")
+    _manage("collectstatic", "--no-input", "-v", "0")
     _manage("seed_demo")
     beat_schedule = embedded.data_dir() / "celerybeat-schedule"
     commands = {

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "console.core",
     "console.dashboards",
     "tenants",
@@ -209,6 +210,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Tenants, quotas, device inventory, jobs and placements.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI served from the installed drf-spectacular-sidecar package, never a CDN
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
 

@@ -17,7 +17,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
 @pytest.fixture(scope="session")
 def chromium():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium (done by .ci/run)")
+        message = f"{CHROMIUM} is missing: apt-get install -y chromium (done by .ci/run)"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI installs it: a missing browser is a broken CI, not a skip
+        pytest.skip(message)
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
     from playwright.sync_api import sync_playwright
 

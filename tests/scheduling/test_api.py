@@ -209,3 +209,14 @@ def test_preemption_by_another_tenant_is_anonymous_to_the_victim(api, world):
         "time": body[0]["time"], "evict_by": body[0]["evict_by"], "outcome": "requeued",
     }]
     assert "team-b" not in str(body) and "secret" not in str(body)
+
+
+def test_api_docs_page_uses_no_cdn(api, world):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(world["alice"])
+    html = client.get("/api/docs/").content.decode()
+    assert "swagger-ui" in html
+    assert "cdn.jsdelivr.net" not in html and "unpkg.com" not in html
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
