@@ -11,7 +11,7 @@ and ``device_cores_percent`` % is charged, under the device's model (the quota f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from scheduling.admission.charges import milli_share
 
 Charges = dict[tuple[str, str], int]
 DIMENSIONS = ("devices", "memory_mib", "cores_percent")
@@ -27,31 +27,15 @@ def booking_charges(
     """Charges of one device booking as ``{(flavor, dimension): amount}``.
 
     The milli-device share is the admission core's
-    (:func:`scheduling.admission.charges.device_milli`, integer ceiling), so dashboards,
+    (:func:`scheduling.admission.charges.milli_share`, integer ceiling), so dashboards,
     reports and admission agree to the unit.
     """
-    milli = _device_milli(memory_mib, cores_percent, device_memory_mib, device_cores_percent)
+    milli = milli_share(memory_mib, cores_percent, device_memory_mib, device_cores_percent)
     return {
         (flavor, "devices"): milli,
         (flavor, "memory_mib"): memory_mib,
         (flavor, "cores_percent"): cores_percent,
     }
-
-
-def _device_milli(memory_mib: int, cores_percent: int, device_memory_mib: int,
-                  device_cores_percent: int) -> int:
-    share = 0
-    if device_cores_percent > 0:
-        share = max(share, -(-1000 * cores_percent // device_cores_percent))
-    if device_memory_mib > 0:
-        share = max(share, -(-1000 * memory_mib // device_memory_mib))
-    return min(1000, share)
-
-
-def add_charges(total: dict[tuple[str, str], int], extra: Mapping[tuple[str, str], int]) -> None:
-    """Add ``extra`` into ``total`` in place."""
-    for key, amount in extra.items():
-        total[key] = total.get(key, 0) + amount
 
 
 def collapse_pod_bookings(pod) -> dict[str, tuple[int, int, int]]:

@@ -50,16 +50,21 @@ def _ceil_div(numerator: int, denominator: int) -> int:
 
 
 def device_milli(memory_mib: int, cores_percent: int, device: DeviceInfo) -> int:
-    """Milli-devices charged for holding ``memory_mib`` and ``cores_percent`` of ``device``.
+    """Milli-devices charged for holding ``memory_mib`` and ``cores_percent`` of ``device``
+    (:func:`milli_share` of its capacity)."""
+    return milli_share(memory_mib, cores_percent, device.memory_mib, device.cores_percent)
 
-    Returns ``min(1000, max(ceil(1000*cores/capacity cores), ceil(1000*mem/capacity mem)))``;
-    a capacity of 0 in a dimension ignores that dimension.
-    """
+
+def milli_share(memory_mib: int, cores_percent: int, capacity_memory_mib: int,
+                capacity_cores_percent: int) -> int:
+    """Milli-devices for ``memory_mib`` MiB and ``cores_percent`` % of a device of the given
+    capacity: ``min(1000, max(ceil(1000*cores/capacity cores), ceil(1000*mem/capacity mem)))``;
+    a capacity of 0 in a dimension ignores that dimension."""
     share = 0
-    if device.cores_percent > 0:
-        share = max(share, _ceil_div(1000 * cores_percent, device.cores_percent))
-    if device.memory_mib > 0:
-        share = max(share, _ceil_div(1000 * memory_mib, device.memory_mib))
+    if capacity_cores_percent > 0:
+        share = max(share, _ceil_div(1000 * cores_percent, capacity_cores_percent))
+    if capacity_memory_mib > 0:
+        share = max(share, _ceil_div(1000 * memory_mib, capacity_memory_mib))
     return min(1000, share)
 
 

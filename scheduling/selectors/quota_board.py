@@ -1,6 +1,6 @@
 """Quota board: per resource group and tenant, nominal / used / borrowed / lent per dimension.
 
-Used is recomputed from live placements (as :func:`scheduling.selectors.usage.tenant_usage`)
+Used is recomputed from live placements (as :func:`scheduling.services.usage.recomputed_usage`)
 but for every group in one query. Borrowed and lent follow Kueue's cohort model:
 ``borrowed = max(0, used - nominal)``; a tenant's *lendable* capacity is its unused nominal,
 capped by its ``lending_limit``; the cohort's total borrowed amount is attributed to the

@@ -5,25 +5,13 @@ from rest_framework.response import Response
 
 from console.core.api.throttling import WriteRateThrottle
 from tenants import services
-from tenants.api.serializers import QuotaSerializer, QuotaWriteSerializer, TenantSerializer
-from tenants.models import Quota, Tenant
+from tenants.api.serializers import QuotaSerializer, QuotaWriteSerializer
+from tenants.models import Quota
 from tenants.selectors import (
     can_manage_quota,
     flavor_names,
-    get_user_tenant_ids,
     get_visible_tenant_ids,
 )
-
-
-class TenantViewSet(viewsets.ReadOnlyModelViewSet):
-    """The caller's tenants (every tenant for a platform admin)."""
-
-    serializer_class = TenantSerializer
-
-    def get_queryset(self):
-        tenants = Tenant.objects.select_related("parent")
-        ids = get_user_tenant_ids(self.request.user)
-        return tenants if ids is None else tenants.filter(pk__in=ids)
 
 
 class QuotaViewSet(viewsets.ModelViewSet):

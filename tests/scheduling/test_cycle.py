@@ -7,11 +7,11 @@ from django.utils import timezone
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice
-from scheduling.selectors.usage import tenant_usage
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job
 from scheduling.services.jobs import submit_job as submit_new_job
 from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.usage import recomputed_usage
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -76,10 +76,11 @@ def test_quota_blocks_with_a_reason_naming_dimension_and_amounts():
         "nominal quota",
     ]
     # fraction-correct usage: 1000 (whole) + 200 (20 % cores, 8 GiB of 80 GiB)
-    usage = tenant_usage(group.pk)[tenant.pk]
-    assert usage[(A100, "devices")] == 1200
-    assert usage[(A100, "cores_percent")] == 120
-    assert usage[(A100, "memory_mib")] == 81920 + 8192
+    usage = recomputed_usage(group)
+    flavor = next(f for (t, f, _d) in usage if t == tenant.pk)
+    assert usage[(tenant.pk, flavor, "devices")] == 1200
+    assert usage[(tenant.pk, flavor, "cores_percent")] == 120
+    assert usage[(tenant.pk, flavor, "memory_mib")] == 81920 + 8192
 
 
 def test_tenant_without_quota_is_not_admitted():
