@@ -98,9 +98,12 @@ def test_simulated_ticks_feed_device_charts_and_health(api, world):
     used = notebook.efficiency.used_cores_percent
     assert used is not None and used <= 30  # never above what the pod booked
     assert (profile_of(world["idle"].placements.get().pk) == "idle") == (used < 5)
+    url = ("/api/telemetry/devices/GPU-s-0/utilisation/?start=2025-03-10T08:00:00Z"
+           "&end=2025-03-10T08:10:00Z")
     api.force_authenticate(make_user("viewer", world["team_a"], "viewer"))
-    body = api.get("/api/telemetry/devices/GPU-s-0/utilisation/?start=2025-03-10T08:00:00Z"
-                   "&end=2025-03-10T08:10:00Z").json()
+    assert api.get(url).status_code == 403  # device-level series mix every tenant's work
+    api.force_authenticate(make_user("ops", is_superuser=True))
+    body = api.get(url).json()
     assert body["resolution_s"] == 60 and len(body["series"]["temperature_c"]) == 10
     health = api.get("/api/telemetry/devices/GPU-s-0/health/").json()
     assert (health["healthy"], health["events"], health["node"]) == (True, [], "sim-n0")

@@ -36,6 +36,16 @@ class AdminWritePermission(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or request.user.is_superuser
 
 
+class PlatformAdminOnly(permissions.BasePermission):
+    """Platform admins (superusers) only: scrape targets (internal URLs, errors), capacity
+    alerts (every group's guarantees) and device-level utilisation (every tenant's work on
+    the device) are operator data."""
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated
+                    and request.user.is_superuser)
+
+
 class ScrapeTargetSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
 
@@ -55,7 +65,7 @@ class ScrapeTargetViewSet(viewsets.ModelViewSet):
     """Scrape targets per cluster with their last scrape status."""
 
     serializer_class = ScrapeTargetSerializer
-    permission_classes = [AdminWritePermission]
+    permission_classes = [PlatformAdminOnly]
     queryset = ScrapeTarget.objects.select_related("cluster").order_by("cluster__name", "name")
 
 
@@ -157,6 +167,7 @@ def device_health_clear(request, serial: str):
 
 
 @api_view(["GET"])
+@permission_classes([PlatformAdminOnly])
 def device_utilisation(request, serial: str):
     """Device-level series (util, memory, temperature, power) over ``start``..``end``."""
     history = _history(serial)
@@ -307,6 +318,7 @@ def cost_report_csv(request):
 
 
 @api_view(["GET"])
+@permission_classes([PlatformAdminOnly])
 def capacity_alerts(request):
     """Open alerts: resource groups whose healthy capacity is below their guarantees."""
     return Response([
