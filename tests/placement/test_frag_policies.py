@@ -113,6 +113,35 @@ def test_fragguard_puts_cpu_only_tasks_on_gpu_full_nodes():
     assert choose("FragGuard", snap, request(gpus=0))[0] == "b-full"
 
 
+#: half the tasks may use any model, half only T4 (the model of every test node): T4 is claimed.
+WL_T4 = TargetWorkload((TaskClass(1000, 500, 1), TaskClass(1000, 500, 1, ("T4",))), (0.5, 0.5))
+
+
+def test_fragguard_relief_counts_only_on_unclaimed_models():
+    # rho = (0.5*1000 + 0.5*1000) / (0.5*500 + 0.5*500) = 2 for WL and WL_T4.
+    # b-poor: 2 free GPUs, 2500 CPU: S = 2000 - 2500/2 = 750; a 300-milli, 100-CPU task
+    # leaves S = 1700 - 2400/2 = 500: dS = -250; F stays 0 on both nodes (700 >= 500).
+    # a-rich: 16000 CPU, S stays 0 -> 50.
+    snap = ClusterSnapshot.from_nodes([node("a-rich", (1000, 1000), cpu=16000),
+                                       node("b-poor", (1000, 1000), cpu=2500)])
+    # WL: T4 unclaimed, the fall counts: b-poor int(100 * sigmoid(0.25)) = 56.
+    assert choose("FragGuard", snap, request(cpu=100)) == ("b-poor", [0], 56.0)
+    # WL_T4: T4 claimed, dS -> 0: 50 / 50 -> name order -> a-rich.
+    dec = TracePolicyPlugin("FragGuard", workload=WL_T4).decide(snap, request(cpu=100))
+    assert (dec.pods[0].node, dec.pods[0].score) == ("a-rich", 50.0)
+    policy = TracePolicyPlugin("FragGuard", workload=WL_T4).policy
+    assert policy.claimed_models == frozenset({"T4"})
+    assert (policy.stranded(2500, 2000), policy.stranded(2400, 1700)) == (750.0, 500.0)
+
+
+def test_fragguard_cpu_only_rule_skips_claimed_models():
+    # CPU-only, 1000 CPU: F and S stay 0 on both nodes -> score 50 / 50.
+    # WL: least idle GPU first -> b-full (test above); WL_T4: T4 claimed, score only -> a-free.
+    snap = ClusterSnapshot.from_nodes([node("a-free", (1000,) * 4), node("b-full", (0, 0))])
+    dec = TracePolicyPlugin("FragGuard", workload=WL_T4).decide(snap, request(gpus=0))
+    assert (dec.pods[0].node, dec.pods[0].score) == ("a-free", 50.0)
+
+
 def test_random_only_feasible_nodes():
     snap = ClusterSnapshot.from_nodes([node("a", (400, 1000)), node("b", (1000, 1000))])
     for seed in range(5):
