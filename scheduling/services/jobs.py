@@ -10,7 +10,7 @@ from django.utils import timezone
 from console.core.audit import record as audit
 from console.core.exceptions import Conflict
 from scheduling.backends import get_backend
-from scheduling.choices import LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
 
 
@@ -138,11 +138,7 @@ def cancel_job(job: Job, *, user=None) -> Job:
         placements = list(
             Placement.objects.filter(
                 job=job,
-                state__in=[
-                    PlacementState.RESERVED,
-                    PlacementState.SUBMITTED,
-                    PlacementState.RUNNING,
-                ],
+                state__in=BOOKED_PLACEMENT_STATES,
             ).select_related("node__cluster")
         )
         for placement in placements:

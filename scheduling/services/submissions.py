@@ -135,11 +135,7 @@ def reconcile_simulated(now=None) -> set[int]:
         still_live = set(
             Placement.objects.filter(
                 job_id__in=job_ids,
-                state__in=[
-                    PlacementState.RESERVED,
-                    PlacementState.SUBMITTED,
-                    PlacementState.RUNNING,
-                ],
+                state__in=BOOKED_PLACEMENT_STATES,
             ).values_list("job_id", flat=True)
         )
         finished = sorted(job_ids - still_live)

@@ -1,6 +1,7 @@
 """FGD fragmentation measure on hand-worked examples (shared/docs/fgd.md §4)."""
 
 import pytest
+from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import (
     FragCalculator,
@@ -12,7 +13,7 @@ from scheduling.placement.fragmentation import (
     snapshot_fragmentation,
 )
 from scheduling.placement.plugins.frag import fgd_score
-from scheduling.placement.types import ClusterSnapshot, Device, Node
+from scheduling.placement.types import ClusterSnapshot, Device
 
 A = TaskClass(1000, 500, 1)  # half a GPU
 B = TaskClass(2000, 0, 0)  # CPU-only
@@ -81,25 +82,7 @@ def test_fgd_score_quantisation():
 
 
 def _node(name, frees, cpu=8000, cpu_used=0):
-    devs = []
-    for j, free in enumerate(frees):
-        used = 100 - free // 10
-        devs.append(
-            Device(
-                f"{name}-{j}",
-                name,
-                j,
-                "T4",
-                "NVIDIA",
-                16000,
-                100,
-                100,
-                used_slots=1 if used else 0,
-                used_cores_percent=used,
-                used_memory_mib=16000 * used // 100,
-            )
-        )
-    return Node(name, devs, cpu_milli=cpu, memory_mib=64000, used_cpu_milli=cpu_used)
+    return trace_node(name, frees, cpu=cpu, memory_mib=64000, cpu_used=cpu_used)
 
 
 def test_device_free_milli_uses_the_tighter_of_cores_and_memory():

@@ -1,15 +1,14 @@
 """Each trace policy's choice on small hand-checked clusters (exact node and GPU)."""
 
 import pytest
+from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
 from scheduling.placement.plugins.frag_plugins import POLICY_NAMES, TracePolicyPlugin
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
     PlacementRequest,
     PodRequest,
 )
@@ -18,25 +17,7 @@ WL = TargetWorkload((TaskClass(1000, 500, 1),), (1.0,))
 
 
 def node(name, frees, cpu=16000):
-    devs = []
-    for j, free in enumerate(frees):
-        used = 100 - free // 10
-        devs.append(
-            Device(
-                f"{name}-{j}",
-                name,
-                j,
-                "T4",
-                "NVIDIA",
-                16000,
-                100,
-                100,
-                used_slots=1 if used else 0,
-                used_cores_percent=used,
-                used_memory_mib=16000 * used // 100,
-            )
-        )
-    return Node(name, devs, cpu_milli=cpu, memory_mib=262144)
+    return trace_node(name, frees, cpu=cpu, memory_mib=262144)
 
 
 def request(cpu=1000, gpus=1, milli=300):
