@@ -74,13 +74,13 @@ def kube_pod(name, containers, annotations=None, init=None, node_selector=None):
                          "annotations": annotations or {}}, "spec": spec}
 
 
-def trace_node(name, frees, *, cpu, memory_mib, cpu_used=0):
-    """A trace-style node of T4 GPUs (16,000 MiB, split 100), GPU j with ``frees[j]`` free
-    milli (cores and memory booked in proportion)."""
+def trace_node(name, frees, *, cpu, memory_mib, cpu_used=0, model="T4"):
+    """A trace-style node of ``model`` GPUs (16,000 MiB, split 100), GPU j with ``frees[j]``
+    free milli (cores and memory booked in proportion)."""
     devs = []
     for j, free in enumerate(frees):
         used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
+        devs.append(Device(f"{name}-{j}", name, j, model, "NVIDIA", 16000, 100, 100,
                            used_slots=1 if used else 0, used_cores_percent=used,
                            used_memory_mib=16000 * used // 100))
     return Node(name, devs, cpu_milli=cpu, memory_mib=memory_mib, used_cpu_milli=cpu_used)

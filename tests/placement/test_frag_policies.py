@@ -94,33 +94,83 @@ def test_fragguard_puts_cpu_only_tasks_on_gpu_full_nodes():
     assert choose("FragGuard", snap, request(gpus=0))[0] == "b-full"
 
 
-#: half the tasks may use any model, half only T4 (the model of every test node): T4 is claimed.
+#: half the tasks may use any model, half only T4 (same shape: 1000 CPU, 500 milli).
 WL_T4 = TargetWorkload((TaskClass(1000, 500, 1), TaskClass(1000, 500, 1, ("T4",))), (0.5, 0.5))
 
 
-def test_fragguard_relief_counts_only_on_unclaimed_models():
-    # rho = (0.5*1000 + 0.5*1000) / (0.5*500 + 0.5*500) = 2 for WL and WL_T4.
-    # b-poor: 2 free GPUs, 2500 CPU: S = 2000 - 2500/2 = 750; a 300-milli, 100-CPU task
-    # leaves S = 1700 - 2400/2 = 500: dS = -250; F stays 0 on both nodes (700 >= 500).
-    # a-rich: 16000 CPU, S stays 0 -> 50.
-    snap = ClusterSnapshot.from_nodes([node("a-rich", (1000, 1000), cpu=16000),
-                                       node("b-poor", (1000, 1000), cpu=2500)])
-    # WL: T4 unclaimed, the fall counts: b-poor int(100 * sigmoid(0.25)) = 56.
-    assert choose("FragGuard", snap, request(cpu=100)) == ("b-poor", [0], 56.0)
-    # WL_T4: T4 claimed, dS -> 0: 50 / 50 -> name order -> a-rich.
-    dec = TracePolicyPlugin("FragGuard", workload=WL_T4).decide(snap, request(cpu=100))
-    assert (dec.pods[0].node, dec.pods[0].score) == ("a-rich", 50.0)
+def t4_and_g2(t4_frees=(1000, 1000), g2_frees=(1000, 1000), g2_cpu=2500):
+    return ClusterSnapshot.from_nodes([
+        trace_node("a-t4", t4_frees, cpu=16000, memory_mib=262144, model="T4"),
+        trace_node("b-g2", g2_frees, cpu=g2_cpu, memory_mib=262144, model="G2"),
+    ])
+
+
+def test_fragguard_keeps_a_pressed_model_for_the_tasks_that_need_it():
+    # Task: 300 milli, 1000 CPU. rho = 2 (as above).
+    # a-t4 (CPU-rich): F stays 0 (700 >= 500 for both classes), S stays 0.
+    # b-g2 (2500 CPU): the T4-only class is blind there: F = 0.5 * 2000 -> 0.5 * 1700, dF = -150;
+    # S = 2000 - 2500/2 = 750 -> 1700 - 1500/2 = 950, dS = +200: int(100 * sigmoid(-0.05)) = 48.
+    # Without the reserved-model term a-t4 wins with 50.
+    snap = t4_and_g2()
+    plain = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    plain.policy.reserve_weight = 0.0
+    dec = plain.decide(snap, request())
+    assert (dec.pods[0].node, dec.pods[0].score) == ("a-t4", 50.0)
+    # With it: s_T4 = (0.5 * 500) / (0.5 * 500 + 0.5 * 500) = 0.5 of M's GPU volume must land on
+    # T4; F = 4000, F_T4 = 2000 -> v_T4 = min(1, 0.5 * 4000 / 2000) = 1: a-t4 pays 1 * 300,
+    # int(100 * sigmoid(-0.3)) = 42 < 48 -> b-g2.
+    plugin = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    dec = plugin.decide(snap, request())
+    assert (dec.pods[0].node, dec.pods[0].score) == ("b-g2", 48.0)
+    assert plugin.policy.pressure == {"T4": 1.0}
+
+
+def test_fragguard_model_pressure_follows_the_free_capacity():
+    # G2 nearly booked: F = 2000 + 200 = 2200, F_T4 = 2000 -> v_T4 = 0.5 * 2200 / 2000 = 0.55.
+    # The task does not fit b-g2 (100 free per GPU); on a-t4 it pays 0.55 * 300 = 165:
+    # int(100 * sigmoid(-0.165)) = 45.
+    snap = t4_and_g2(g2_frees=(100, 100))
+    plugin = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    dec = plugin.decide(snap, request())
+    assert (dec.pods[0].node, dec.pods[0].score) == ("a-t4", 45.0)
+    assert plugin.policy.pressure == {"T4": pytest.approx(0.55)}
+
+
+def test_fragguard_pressure_moves_in_steps_and_rescores_the_models_nodes():
+    from scheduling.placement.plugins.frag_engine import NodeTable
+
+    snap = t4_and_g2()
     policy = TracePolicyPlugin("FragGuard", workload=WL_T4).policy
-    assert policy.claimed_models == frozenset({"T4"})
-    assert (policy.stranded(2500, 2000), policy.stranded(2400, 1700)) == (750.0, 500.0)
+    table = NodeTable(snap)
+    policy.prepare(table)
+    assert policy.pressure == {"T4": 1.0} and table.journal == []
+    assert (table.free_total, table.free_by_model) == (4000, {"T4": 2000, "G2": 2000})
+    # Book 1000 milli of G2: v = 0.5 * 3000 / 2000 = 0.75 (moved >= 0.05): a-t4 re-scored.
+    snap.nodes["b-g2"].devices[0].used_cores_percent = 100
+    snap.nodes["b-g2"].devices[0].used_memory_mib = 16000
+    snap.nodes["b-g2"].devices[0].used_slots = 1
+    table.refresh(snap, "b-g2")
+    assert (table.free_total, table.free_by_model["G2"]) == (3000, 1000)
+    policy.prepare(table)
+    assert policy.pressure == {"T4": 0.75}
+    assert table.journal == [1, 0]  # b-g2 refreshed, then a-t4 touched
+    # 20 milli more on T4: v = 0.5 * 2980 / 1980 = 0.7525, within the step: unchanged.
+    snap.nodes["a-t4"].devices[1].used_cores_percent = 2
+    snap.nodes["a-t4"].devices[1].used_memory_mib = 320
+    snap.nodes["a-t4"].devices[1].used_slots = 1
+    table.refresh(snap, "a-t4")
+    policy.prepare(table)
+    assert policy.pressure == {"T4": 0.75} and table.journal == [1, 0, 0]
 
 
-def test_fragguard_cpu_only_rule_skips_claimed_models():
-    # CPU-only, 1000 CPU: F and S stay 0 on both nodes -> score 50 / 50.
-    # WL: least idle GPU first -> b-full (test above); WL_T4: T4 claimed, score only -> a-free.
-    snap = ClusterSnapshot.from_nodes([node("a-free", (1000,) * 4), node("b-full", (0, 0))])
-    dec = TracePolicyPlugin("FragGuard", workload=WL_T4).decide(snap, request(gpus=0))
-    assert (dec.pods[0].node, dec.pods[0].score) == ("a-free", 50.0)
+def test_fragguard_no_pressure_without_constrained_classes():
+    policy = TracePolicyPlugin("FragGuard", workload=WL).policy
+    from scheduling.placement.plugins.frag_engine import NodeTable
+
+    table = NodeTable(t4_and_g2())
+    assert policy.reserved_shares(table) == {}
+    policy.prepare(table)
+    assert policy.pressure == {}
 
 
 def test_random_only_feasible_nodes():

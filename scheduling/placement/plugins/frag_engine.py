@@ -161,6 +161,9 @@ class NodeTable:
         "cap_milli",
         "sg",
         "tot",
+        "free_by_model",
+        "free_total",
+        "by_model",
     )
 
     def __init__(self, snapshot: ClusterSnapshot, seed: int | None = None) -> None:
@@ -181,12 +184,21 @@ class NodeTable:
         self.tot = [0] * n
         #: node indices in the order they changed (one entry per refresh).
         self.journal: list[int] = []
+        #: free GPU milli of schedulable nodes, per device model and in all.
+        self.free_by_model: dict[str, int] = {}
+        self.free_total = 0
         self.cap_milli = 0
         for i, name in enumerate(self.names):
             self._load(i, snapshot.nodes[name])
             self.cap_milli += GPU_MILLI * len(self.gpus[i])
+        #: node indices per device model (a mixed node is listed under each of its models).
+        self.by_model: dict[str, list[int]] = {}
+        for i, types in enumerate(self.types):
+            for t in dict.fromkeys(types):
+                self.by_model.setdefault(t, []).append(i)
 
     def _load(self, i: int, node: Node) -> None:
+        self._count_free(i, -1)
         if not node.schedulable or node.error:
             self.cpu[i] = -1
             self.mem[i] = -1
@@ -201,6 +213,16 @@ class NodeTable:
         self.types[i] = types
         self.vendors[i] = tuple(d.vendor for d in node.devices)
         self.model[i] = types[0] if types and all(t == types[0] for t in types) else None
+        self._count_free(i, +1)
+
+    def _count_free(self, i: int, sign: int) -> None:
+        """Add (sign +1) or remove (-1) node ``i``'s free GPU milli in the per-model sums."""
+        if self.cpu[i] < 0 or not self.tot[i]:
+            return
+        fm = self.free_by_model
+        for x, t in zip(self.gpus[i], self.types[i], strict=False):
+            fm[t] = fm.get(t, 0) + sign * x
+        self.free_total += sign * self.tot[i]
 
     def refresh(self, snapshot: ClusterSnapshot, name: str) -> int:
         """Re-read node ``name`` from ``snapshot``, bump its version, journal it; its index."""
@@ -209,6 +231,12 @@ class NodeTable:
         self.ver[i] += 1
         self.journal.append(i)
         return i
+
+    def touch(self, i: int) -> None:
+        """Mark node ``i`` changed without a new state (its scores changed for another reason),
+        so every selector re-scores it."""
+        self.ver[i] += 1
+        self.journal.append(i)
 
     def usable(self, i: int, task: TaskView) -> list[int]:
         """Indices of the devices of node ``i`` that ``task``'s vendor/type filter accepts."""
@@ -288,6 +316,10 @@ class TracePolicy(Protocol):
         """Device indices on node ``i`` for the task (empty for CPU-only tasks)."""
         ...
 
+    # Optional: ``prepare(table)``, called before each selection. A policy whose scores also
+    # depend on cluster-wide figures updates them there and calls ``table.touch(i)`` for every
+    # node whose score that changed (see FragGuardPolicy.prepare).
+
 
 class LazySelector:
     """Exact ``argmax score, ties -> lowest rank`` over a :class:`NodeTable`, incrementally.
@@ -311,6 +343,9 @@ class LazySelector:
         """(node index, score) of the best feasible node for ``task``, or None."""
         table = self.table
         policy = self.policy
+        prepare = getattr(policy, "prepare", None)
+        if prepare is not None:
+            prepare(table)
         key = policy.key(task)
         journal = table.journal
         heap = self._heaps.get(key)
