@@ -37,6 +37,8 @@ __all__ = [
     "FragCalculator",
     "NodeFragmentation",
     "ClusterFragmentation",
+    "StrandedDevice",
+    "stranded_devices",
     "class_fragment",
     "node_fragment",
     "device_free_milli",
@@ -305,6 +307,8 @@ class NodeFragmentation:
         rate: fragment / idle (0 when nothing is idle).
         stranded_gpus: free milli of GPUs that no class of M can use at all on this node now
             (F_n(m) counts them for every m), in GPUs.
+        stranded: the stranded devices with the reason each is stranded (node device
+            order); their ``free_milli`` sum to ``stranded_gpus`` x 1000.
     """
 
     node: str
@@ -312,6 +316,7 @@ class NodeFragmentation:
     fragment_milli: float
     rate: float
     stranded_gpus: float
+    stranded: tuple[StrandedDevice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,30 +344,7 @@ class ClusterFragmentation:
 
 def _stranded_milli(cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload) -> int:
     """Free milli of GPUs that every class of ``wl`` counts as fragment on this node."""
-    out = 0
-    gpu_classes = [c for c in wl.classes if not c.cpu_only]
-    for j, g in enumerate(gpus):
-        if not g:
-            continue
-        useful = False
-        for c in gpu_classes:
-            if (
-                cpu < c.cpu_milli
-                or g < c.gpu_milli
-                or (c.gpu_types and types[j] not in c.gpu_types)
-            ):
-                continue
-            fits = sum(
-                1
-                for g2, t2 in zip(gpus, types, strict=False)
-                if g2 >= c.gpu_milli and (not c.gpu_types or t2 in c.gpu_types)
-            )
-            if fits >= c.num_gpu:
-                useful = True
-                break
-        if not useful:
-            out += g
-    return out
+    return sum(gpus[j] for j, _code, _reason in _stranded(cpu, gpus, types, wl))
 
 
 def snapshot_fragmentation(
@@ -389,8 +371,9 @@ def snapshot_fragmentation(
         cap += GPU_MILLI * sum(1 for d in node.devices if d.healthy and not d.cordoned)
         t = sum(gpus)
         f = calc.node(cpu, gpus, types) if t else 0.0
-        s = _stranded_milli(cpu, gpus, types, workload) / GPU_MILLI if t else 0.0
-        rows.append(NodeFragmentation(name, t, f, f / t if t else 0.0, s))
+        found = _stranded_devices_of(node, cpu, gpus, types, workload) if t else ()
+        s = sum(d.free_milli for d in found) / GPU_MILLI
+        rows.append(NodeFragmentation(name, t, f, f / t if t else 0.0, s, found))
         idle += t
         frag += f
         stranded += s
@@ -403,3 +386,123 @@ def snapshot_fragmentation(
         stranded_gpus=stranded,
         nodes=tuple(rows),
     )
+
+
+# --- stranded devices -----------------------------------------------------------------------
+
+#: Reason codes of :class:`StrandedDevice`, in the order the classes of M are filtered.
+STRANDED_NO_GPU_CLASS = "no_gpu_class"
+STRANDED_MODEL = "model"
+STRANDED_CPU = "cpu"
+STRANDED_TOO_SMALL = "too_small"
+STRANDED_TOO_FEW = "too_few_gpus"
+
+
+@dataclass(frozen=True, slots=True)
+class StrandedDevice:
+    """A device with free capacity that no class of the target workload can use on its node.
+
+    Attributes:
+        index: device index on the node.
+        uuid: device serial / UUID.
+        model: device model.
+        free_milli: its free share, milli-GPU (> 0).
+        code: why, one of ``"no_gpu_class"`` (M has only CPU-only classes), ``"model"`` (no
+            GPU class allows the model), ``"cpu"`` (the node's free CPU is below every class
+            that allows the model), ``"too_small"`` (the free share is below the per-GPU
+            request of every class that allows the model and fits the CPU),
+            ``"too_few_gpus"`` (classes fit this GPU but need more GPUs with that much free
+            than the node has).
+        reason: the same in words, with the figures.
+    """
+
+    index: int
+    uuid: str
+    model: str
+    free_milli: int
+    code: str
+    reason: str
+
+
+def _stranded(
+    cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload
+) -> list[tuple[int, str, str]]:
+    """``[(position, code, reason)]`` of the GPUs (by position in ``gpus``) with free milli
+    that no GPU class of ``wl`` can use on this node.
+
+    A GPU j is usable by class m when the model is allowed, the node's free CPU covers
+    cpu_m, g_j >= d_m and at least k_m GPUs of the node (j included) have >= d_m free of an
+    allowed model: exactly the GPUs that F_n(m) counts as fragment for every m of M. Memory is
+    not part of the measure (fgd.md §4). The reason names the last filter the classes reach
+    (model, then CPU, then per-GPU share, then GPU count); for ``too_few_gpus`` the class
+    closest to fitting is named (smallest shortfall, then fewest GPUs, then smallest share).
+    """
+    gpu_classes = [c for c in wl.classes if not c.cpu_only]
+    out = []
+    for j, g in enumerate(gpus):
+        if g <= 0:
+            continue
+        t = types[j]
+        if not gpu_classes:
+            out.append((j, STRANDED_NO_GPU_CLASS, "the target workload has no GPU class"))
+            continue
+        allowed = [c for c in gpu_classes if not c.gpu_types or t in c.gpu_types]
+        if not allowed:
+            out.append((j, STRANDED_MODEL, f"no class of the target workload allows model {t}"))
+            continue
+        cpu_fit = [c for c in allowed if cpu >= c.cpu_milli]
+        if not cpu_fit:
+            need = min(c.cpu_milli for c in allowed)
+            out.append((j, STRANDED_CPU, f"node free CPU {cpu} milli is below every class "
+                        f"that allows {t} (the smallest needs {need} milli)"))
+            continue
+        size_fit = [c for c in cpu_fit if g >= c.gpu_milli]
+        if not size_fit:
+            need = min(c.gpu_milli for c in cpu_fit)
+            out.append((j, STRANDED_TOO_SMALL, f"{g} milli free is below the smallest "
+                        f"per-GPU request ({need} milli) of the classes that can run here"))
+            continue
+        best = None
+        for c in size_fit:
+            fits = sum(
+                1
+                for g2, t2 in zip(gpus, types, strict=False)
+                if g2 >= c.gpu_milli and (not c.gpu_types or t2 in c.gpu_types)
+            )
+            if fits >= c.num_gpu:
+                best = None
+                break
+            key = (c.num_gpu - fits, c.num_gpu, c.gpu_milli, fits)
+            if best is None or key < best:
+                best = key
+        else:
+            _short, k, d, fits = best
+            out.append((j, STRANDED_TOO_FEW, f"the classes this GPU fits need {k} GPUs with "
+                        f">= {d} milli free; the node has {fits}"))
+    return out
+
+
+def _stranded_devices_of(
+    node: Node, cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload
+) -> tuple[StrandedDevice, ...]:
+    return tuple(
+        StrandedDevice(
+            node.devices[j].index, node.devices[j].uuid, types[j], gpus[j], code, reason
+        )
+        for j, code, reason in _stranded(cpu, gpus, types, wl)
+    )
+
+
+def stranded_devices(node: Node, workload: TargetWorkload) -> tuple[StrandedDevice, ...]:
+    """The devices of ``node`` whose free share no class of ``workload`` can use there now.
+
+    Args:
+        node: the node (its usage as booked; an unschedulable node or one with an error has
+            nothing free, so nothing stranded).
+        workload: the target workload M.
+
+    Returns:
+        Stranded devices in ``node.devices`` order, each with its reason code and text.
+    """
+    cpu, _mem, gpus, types = node_gpu_view(node)
+    return _stranded_devices_of(node, cpu, gpus, types, workload)
