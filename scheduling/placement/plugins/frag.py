@@ -37,6 +37,10 @@ class FgdPolicy:
             highest wins). False = simulator-faithful.
     """
 
+    #: The score is a function of the node's models, free CPU and free GPU shares and the
+    #: task key only (``LazySelector`` may memoise it; see ``frag_engine``).
+    state_scored = True
+
     def __init__(
         self, workload: TargetWorkload, name: str = "FGD", pack_tiebreak: bool = False
     ) -> None:

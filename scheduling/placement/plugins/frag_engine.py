@@ -19,6 +19,12 @@ mirrored state and the task, and must not depend on the task's host memory: the 
 memory out and the selector skips (without dropping) nodes short of memory when it reads a
 heap, so a score's feasibility test is :meth:`NodeTable.fits_but_memory`.
 
+Score memo (opt-in, ``policy.state_scored = True``): many nodes share a state (same models,
+same free CPU, same free GPU shares), and a node often returns to a state seen before, so the
+selector memoises ``score`` per task key on :attr:`NodeTable.state` (see there). Valid only
+for a policy whose score is a function of ``state[i]`` and ``key(task)``: not of the node's
+name, rank, memory, GpuClustering ``tags``, randomness or anything that changes over time.
+
 Tie rule: ``rank[i]`` is the node's position in name order, or in a seeded random permutation of
 the name order (the FGD simulator prefixes node names with a seeded ``rand.Perm`` and breaks
 ties on the smallest name, fgd.md §2 "Scheduler").
@@ -140,9 +146,19 @@ class NodeTable:
 
     Per node index ``i`` (nodes in name order): ``cpu[i]``, ``mem[i]`` free host resources,
     ``gpus[i]`` free milli per device (list, device order), ``types[i]`` device models,
-    ``model[i]`` the single model or None when mixed, ``vendors[i]``, ``ver[i]`` a change
-    counter, ``tags[i]`` a Counter of GPU task tags placed there (GpuClustering), ``rank[i]``
-    the tie rank.
+    ``model[i]`` the single model or None when mixed, ``vendors[i]``, ``vendor[i]`` the single
+    vendor when every device has model ``model[i]`` and one vendor (else None), ``ver[i]`` a
+    change counter, ``tags[i]`` a Counter of GPU task tags placed there (GpuClustering),
+    ``rank[i]`` the tie rank.
+
+    ``state[i]`` is the number of the node's *state*, everything a state-scored policy may
+    read (see the module docstring): ``(shape, cpu[i], free milli)`` where ``shape`` numbers
+    the node's (models, vendors) pair, and the free milli are sorted ascending (``sg[i]``) when
+    ``vendor[i]`` is set (devices interchangeable: only the multiset matters) and in device
+    order otherwise. Equal numbers mean equal states, so such a policy gives nodes with equal
+    ``state`` equal scores. States are numbered in order of first sight; once more than
+    ``state_limit`` are numbered the numbering restarts (current nodes renumbered) and
+    ``state_epoch`` grows, which tells memo holders to drop what they keyed on the old numbers.
     """
 
     __slots__ = (
@@ -154,6 +170,13 @@ class NodeTable:
         "types",
         "model",
         "vendors",
+        "vendor",
+        "state",
+        "state_epoch",
+        "state_limit",
+        "_state_ids",
+        "_shapes",
+        "_shape",
         "ver",
         "rank",
         "tags",
@@ -163,7 +186,9 @@ class NodeTable:
         "tot",
     )
 
-    def __init__(self, snapshot: ClusterSnapshot, seed: int | None = None) -> None:
+    def __init__(
+        self, snapshot: ClusterSnapshot, seed: int | None = None, state_limit: int = 200_000
+    ) -> None:
         self.names = sorted(snapshot.nodes)
         self.index = {n: i for i, n in enumerate(self.names)}
         n = len(self.names)
@@ -173,6 +198,14 @@ class NodeTable:
         self.types: list[tuple[str, ...]] = [() for _ in range(n)]
         self.model: list[str | None] = [None] * n
         self.vendors: list[tuple[str, ...]] = [() for _ in range(n)]
+        self.vendor: list[str | None] = [None] * n
+        self.state = [-1] * n
+        self.state_epoch = 0
+        self.state_limit = state_limit
+        #: state tuple -> its number (``state``); (models, vendors) -> shape number.
+        self._state_ids: dict[tuple, int] = {}
+        self._shapes: dict[tuple, int] = {}
+        self._shape = [0] * n
         self.ver = [0] * n
         self.rank = tie_ranks(self.names, seed)
         self.tags: list[dict[str, int]] = [{} for _ in range(n)]
@@ -193,14 +226,42 @@ class NodeTable:
         else:
             self.cpu[i] = node.cpu_milli - node.used_cpu_milli
             self.mem[i] = node.memory_mib - node.used_memory_mib
-        g = [device_free_milli(d) for d in node.devices]
+        devices = node.devices
+        g = [device_free_milli(d) for d in devices]
         self.gpus[i] = g
-        self.sg[i] = tuple(sorted(g))
+        sg = tuple(sorted(g))
+        self.sg[i] = sg
         self.tot[i] = sum(g)
-        types = tuple(d.type for d in node.devices)
-        self.types[i] = types
-        self.vendors[i] = tuple(d.vendor for d in node.devices)
-        self.model[i] = types[0] if types and all(t == types[0] for t in types) else None
+        types = tuple(d.type for d in devices)
+        vendors = tuple(d.vendor for d in devices)
+        if types != self.types[i] or vendors != self.vendors[i] or self.state[i] < 0:
+            self.types[i] = types
+            self.vendors[i] = vendors
+            model = types[0] if types and all(t == types[0] for t in types) else None
+            self.model[i] = model
+            one = model is not None and all(v == vendors[0] for v in vendors)
+            self.vendor[i] = vendors[0] if one else None
+            self._shape[i] = self._shapes.setdefault((types, vendors), len(self._shapes))
+        self.state[i] = self._state_id(i)
+
+    def _state_key(self, i: int) -> tuple:
+        free = self.sg[i] if self.vendor[i] is not None else tuple(self.gpus[i])
+        return (self._shape[i], self.cpu[i], free)
+
+    def _state_id(self, i: int) -> int:
+        """The number of node ``i``'s current state (see the class docstring)."""
+        ids = self._state_ids
+        key = self._state_key(i)
+        sid = ids.get(key)
+        if sid is None:
+            if len(ids) >= self.state_limit:  # restart the numbering (bounded memory)
+                ids.clear()
+                self.state_epoch += 1
+                for j, old in enumerate(self.state):
+                    if old >= 0 and j != i:
+                        self.state[j] = ids.setdefault(self._state_key(j), len(ids))
+            sid = ids.setdefault(key, len(ids))
+        return sid
 
     def refresh(self, snapshot: ClusterSnapshot, name: str) -> int:
         """Re-read node ``name`` from ``snapshot``, bump its version, journal it; its index."""
@@ -222,12 +283,10 @@ class NodeTable:
 
     def type_ok(self, i: int, task: TaskView) -> bool:
         """Fast check: every device of node ``i`` passes the vendor/type filter."""
-        m = self.model[i]
-        if m is None:
+        v = self.vendor[i]  # None: mixed models or vendors, or no device
+        if v is None or v != task.vendor:
             return False
-        if task.gpu_types and m not in task.gpu_types:
-            return False
-        return all(v == task.vendor for v in self.vendors[i])
+        return not task.gpu_types or self.model[i] in task.gpu_types
 
     def fits(self, i: int, task: TaskView) -> bool:
         """Host resources and GPU capacity of node ``i`` admit ``task`` (simulator filters)."""
@@ -295,45 +354,85 @@ class LazySelector:
     Per task key it keeps a heap of ``(-score, rank, i, version)``; see the module docstring.
     A heap is rebuilt from scratch when more nodes changed than the table holds, or when it has
     grown past four times the node count.
+
+    When the policy sets ``state_scored = True`` the selector also memoises ``score`` per task
+    key on the state number ``table.state[i]`` (module docstring: valid only when the score
+    is a function of that state and the key). The memo is dropped whole once it holds more
+    than ``memo_limit`` entries or the table renumbers its states (``state_epoch``), so memory
+    stays bounded; answers never depend on it.
     """
 
-    __slots__ = ("table", "policy", "_heaps", "_pos", "evaluations")
+    __slots__ = ("table", "policy", "_heaps", "_pos", "_memo", "_memo_size", "_memo_epoch",
+                 "memo_limit", "evaluations")
 
-    def __init__(self, table: NodeTable, policy: TracePolicy) -> None:
+    def __init__(self, table: NodeTable, policy: TracePolicy, memo_limit: int = 500_000) -> None:
         self.table = table
         self.policy = policy
         self._heaps: dict[tuple, list] = {}
         self._pos: dict[tuple, int] = {}
-        #: number of score calls so far (for benchmarks).
+        #: task key -> {node state number -> score or None}; None when the policy does not
+        #: opt in.
+        self._memo: dict[tuple, dict] | None = (
+            {} if getattr(policy, "state_scored", False) else None
+        )
+        self._memo_size = 0
+        self._memo_epoch = table.state_epoch
+        self.memo_limit = memo_limit
+        #: number of score calls so far, memo hits included (for benchmarks).
         self.evaluations = 0
+
+    def _scores(self, nodes, task: TaskView, key: tuple) -> list:
+        """Heap entries ``(-score, rank, i, version)`` of the feasible nodes among ``nodes``."""
+        table = self.table
+        ver = table.ver
+        rank = table.rank
+        score = self.policy.score
+        out = []
+        memo_all = self._memo
+        if memo_all is None:
+            for i in nodes:
+                s = score(table, i, task)
+                if s is not None:
+                    out.append((-s, rank[i], i, ver[i]))
+            return out
+        if self._memo_size > self.memo_limit or self._memo_epoch != table.state_epoch:
+            memo_all.clear()
+            self._memo_size = 0
+            self._memo_epoch = table.state_epoch
+        memo = memo_all.get(key)
+        if memo is None:
+            memo = memo_all[key] = {}
+        state = table.state
+        miss = memo.get
+        added = len(memo)
+        for i in nodes:
+            st = state[i]
+            s = miss(st, memo)  # the memo dict itself marks "not seen" (None is a score)
+            if s is memo:
+                s = memo[st] = score(table, i, task)
+            if s is not None:
+                out.append((-s, rank[i], i, ver[i]))
+        self._memo_size += len(memo) - added
+        return out
 
     def select(self, task: TaskView) -> tuple[int, int] | None:
         """(node index, score) of the best feasible node for ``task``, or None."""
         table = self.table
-        policy = self.policy
-        key = policy.key(task)
+        key = self.policy.key(task)
         journal = table.journal
         heap = self._heaps.get(key)
         ver = table.ver
-        rank = table.rank
-        score = policy.score
         n = len(ver)
         if heap is None or len(journal) - self._pos[key] > n or len(heap) > 4 * n + 64:
-            heap = []
-            for i in range(n):
-                s = score(table, i, task)
-                if s is not None:
-                    heap.append((-s, rank[i], i, ver[i]))
+            heap = self._scores(range(n), task, key)
             self.evaluations += n
             heapify(heap)
             self._heaps[key] = heap
         else:
             changed = set(journal[self._pos[key] :])
             self.evaluations += len(changed)
-            for i in changed:
-                s = score(table, i, task)
-                if s is not None:
-                    heappush(heap, (-s, rank[i], i, ver[i]))
+            for e in self._scores(changed, task, key):
+                heappush(heap, e)
         self._pos[key] = len(journal)
         mem = table.mem
         need = task.memory_mib
@@ -355,6 +454,10 @@ class LazySelector:
         return found
 
     def reset(self) -> None:
-        """Forget every heap (call after changing scores globally, e.g. a new workload)."""
+        """Forget every heap and memoised score (call after changing scores globally, e.g. a
+        new workload)."""
         self._heaps.clear()
         self._pos.clear()
+        if self._memo is not None:
+            self._memo.clear()
+        self._memo_size = 0
