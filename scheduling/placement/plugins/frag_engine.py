@@ -340,7 +340,8 @@ class TracePolicy(Protocol):
         ...
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        """Integer score of node ``i`` (higher wins), None when the task does not fit."""
+        """Integer score of node ``i`` (higher wins); None exactly when
+        :meth:`NodeTable.fits_but_memory` is False (the selector may skip such nodes itself)."""
         ...
 
     def choose_gpus(self, table: NodeTable, i: int, task: TaskView) -> tuple[int, ...]:
@@ -352,8 +353,8 @@ class LazySelector:
     """Exact ``argmax score, ties -> lowest rank`` over a :class:`NodeTable`, incrementally.
 
     Per task key it keeps a heap of ``(-score, rank, i, version)``; see the module docstring.
-    A heap is rebuilt from scratch when more nodes changed than the table holds, or when it has
-    grown past four times the node count.
+    A heap is rebuilt from scratch when more than half of the nodes changed since the key was
+    last answered, or when it has grown past four times the node count.
 
     When the policy sets ``state_scored = True`` the selector also memoises ``score`` per task
     key on the state number ``table.state[i]`` (module docstring: valid only when the score
@@ -382,8 +383,24 @@ class LazySelector:
         self.evaluations = 0
 
     def _scores(self, nodes, task: TaskView, key: tuple) -> list:
-        """Heap entries ``(-score, rank, i, version)`` of the feasible nodes among ``nodes``."""
+        """Heap entries ``(-score, rank, i, version)`` of the feasible nodes among ``nodes``.
+
+        Nodes with less free CPU than the task asks, or fewer than ``num_gpu`` devices with
+        ``gpu_milli`` free, fail :meth:`NodeTable.fits_but_memory` whatever their models; they
+        are skipped without calling ``score`` (which would answer None).
+        """
         table = self.table
+        cpu = table.cpu
+        sg = table.sg
+        need_cpu = task.cpu_milli
+        k = task.num_gpu
+        d = task.gpu_milli
+        if k:
+            nodes = [
+                i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d
+            ]
+        else:
+            nodes = [i for i in nodes if cpu[i] >= need_cpu]
         ver = table.ver
         rank = table.rank
         score = self.policy.score
@@ -423,13 +440,17 @@ class LazySelector:
         heap = self._heaps.get(key)
         ver = table.ver
         n = len(ver)
-        if heap is None or len(journal) - self._pos[key] > n or len(heap) > 4 * n + 64:
+        changed = None
+        if heap is not None and len(heap) <= 4 * n + 64:
+            changed = set(journal[self._pos[key] :])
+            if 2 * len(changed) > n:
+                changed = None
+        if changed is None:
             heap = self._scores(range(n), task, key)
             self.evaluations += n
             heapify(heap)
             self._heaps[key] = heap
         else:
-            changed = set(journal[self._pos[key] :])
             self.evaluations += len(changed)
             for e in self._scores(changed, task, key):
                 heappush(heap, e)

@@ -132,6 +132,8 @@ class TracePolicyPlugin:
         self._journal_pos = 0
         self.table: NodeTable | None = None
         self.selector: LazySelector | None = None
+        #: whether the policy's scores read ``NodeTable.tags`` (GpuClustering).
+        self.uses_tags = isinstance(self.policy, GpuClusteringPolicy)
         self._synced = False
 
     # -- mirror upkeep -------------------------------------------------------------------------
@@ -184,7 +186,8 @@ class TracePolicyPlugin:
                 t[tag] = t.get(tag, 0) + delta
                 if t[tag] <= 0:
                     del t[tag]
-                changed[node] = None  # a tag change changes GpuClustering scores there
+                if self.uses_tags:
+                    changed[node] = None  # a tag change changes GpuClustering scores there
         for name in changed:
             table.refresh(snapshot, name)
         self._synced = True
