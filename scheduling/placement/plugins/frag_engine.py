@@ -7,10 +7,10 @@ per placement, so this module keeps:
 
 - :class:`NodeTable`: a compact mirror of the snapshot (free CPU/memory, free milli per GPU,
   models, a version per node), refreshed only for nodes reported changed;
-- :class:`LazySelector`: per *task key* (the request fields a score depends on) a max-heap of
-  ``(-score, tie rank, node, version)``. Before answering a key it scores only the nodes that
-  changed since that key was last answered; entries whose version is stale are dropped when
-  they reach the top. The answer is exactly ``argmax score, ties -> lowest tie rank`` over the
+- :class:`LazySelector`: per *task key* (the request fields a score depends on) a heap of the
+  nodes by (score descending, tie rank). Before answering a key it scores only the nodes that
+  changed since that key was last answered; entries that no longer hold are dropped when they
+  reach the top. The answer is exactly ``argmax score, ties -> lowest tie rank`` over the
   feasible nodes, the same as a full scan.
 
 A policy (:class:`TracePolicy`) supplies ``key(task)``, ``score(table, i, task) -> int | None``
@@ -352,9 +352,15 @@ class TracePolicy(Protocol):
 class LazySelector:
     """Exact ``argmax score, ties -> lowest rank`` over a :class:`NodeTable`, incrementally.
 
-    Per task key it keeps a heap of ``(-score, rank, i, version)``; see the module docstring.
-    A heap is rebuilt from scratch when more than half of the nodes changed since the key was
-    last answered, or when it has grown past four times the node count.
+    Per task key it keeps a min-heap of integer entries ``rank[i] - score * n`` (``n`` nodes;
+    scores are integers and ranks a permutation of ``0..n-1``, so the smallest entry is the
+    highest score, ties to the lowest rank, and its node is the one of rank ``entry % n``),
+    ``cur[i]`` the entry node ``i`` got when last scored for the key (None: infeasible), and
+    the journal position it has caught up to. Before answering, the nodes journalled since
+    are re-scored; an entry is live while it equals ``cur`` of its node, older ones are
+    dropped when they reach the top. A heap is rebuilt from scratch when more than half of
+    the nodes changed since the key was last answered, or when it has grown past four times
+    the node count.
 
     When the policy sets ``state_scored = True`` the selector also memoises ``score`` per task
     key on the state number ``table.state[i]`` (module docstring: valid only when the score
@@ -363,14 +369,18 @@ class LazySelector:
     stays bounded; answers never depend on it.
     """
 
-    __slots__ = ("table", "policy", "_heaps", "_pos", "_memo", "_memo_size", "_memo_epoch",
+    __slots__ = ("table", "policy", "_keys", "_by_rank", "_memo", "_memo_size", "_memo_epoch",
                  "memo_limit", "evaluations")
 
     def __init__(self, table: NodeTable, policy: TracePolicy, memo_limit: int = 500_000) -> None:
         self.table = table
         self.policy = policy
-        self._heaps: dict[tuple, list] = {}
-        self._pos: dict[tuple, int] = {}
+        #: task key -> [heap, cur, journal position].
+        self._keys: dict[tuple, list] = {}
+        #: node index of each tie rank.
+        self._by_rank = [0] * len(table.rank)
+        for i, r in enumerate(table.rank):
+            self._by_rank[r] = i
         #: task key -> {node state number -> score or None}; None when the policy does not
         #: opt in.
         self._memo: dict[tuple, dict] | None = (
@@ -379,15 +389,15 @@ class LazySelector:
         self._memo_size = 0
         self._memo_epoch = table.state_epoch
         self.memo_limit = memo_limit
-        #: number of score calls so far, memo hits included (for benchmarks).
+        #: number of nodes (re)scored so far, memo hits included (for benchmarks).
         self.evaluations = 0
 
-    def _scores(self, nodes, task: TaskView, key: tuple) -> list:
-        """Heap entries ``(-score, rank, i, version)`` of the feasible nodes among ``nodes``.
+    def _rescore(self, nodes, task: TaskView, key: tuple, cur: list) -> list[int]:
+        """Score ``nodes`` for ``task``: set ``cur[i]`` and return the new heap entries.
 
         Nodes with less free CPU than the task asks, or fewer than ``num_gpu`` devices with
         ``gpu_milli`` free, fail :meth:`NodeTable.fits_but_memory` whatever their models; they
-        are skipped without calling ``score`` (which would answer None).
+        are marked infeasible without calling ``score`` (which would answer None).
         """
         table = self.table
         cpu = table.cpu
@@ -396,21 +406,25 @@ class LazySelector:
         k = task.num_gpu
         d = task.gpu_milli
         if k:
-            nodes = [
-                i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d
-            ]
+            fit = [i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d]
         else:
-            nodes = [i for i in nodes if cpu[i] >= need_cpu]
-        ver = table.ver
+            fit = [i for i in nodes if cpu[i] >= need_cpu]
+        if len(fit) < len(nodes):
+            for i in nodes:
+                cur[i] = None
         rank = table.rank
+        n = len(rank)
         score = self.policy.score
         out = []
         memo_all = self._memo
         if memo_all is None:
-            for i in nodes:
+            for i in fit:
                 s = score(table, i, task)
-                if s is not None:
-                    out.append((-s, rank[i], i, ver[i]))
+                if s is None:
+                    cur[i] = None
+                else:
+                    cur[i] = e = rank[i] - s * n
+                    out.append(e)
             return out
         if self._memo_size > self.memo_limit or self._memo_epoch != table.state_epoch:
             memo_all.clear()
@@ -420,15 +434,18 @@ class LazySelector:
         if memo is None:
             memo = memo_all[key] = {}
         state = table.state
-        miss = memo.get
+        get = memo.get
         added = len(memo)
-        for i in nodes:
+        for i in fit:
             st = state[i]
-            s = miss(st, memo)  # the memo dict itself marks "not seen" (None is a score)
+            s = get(st, memo)  # the memo dict itself marks "not seen" (None is a score)
             if s is memo:
                 s = memo[st] = score(table, i, task)
-            if s is not None:
-                out.append((-s, rank[i], i, ver[i]))
+            if s is None:
+                cur[i] = None
+            else:
+                cur[i] = e = rank[i] - s * n
+                out.append(e)
         self._memo_size += len(memo) - added
         return out
 
@@ -437,38 +454,40 @@ class LazySelector:
         table = self.table
         key = self.policy.key(task)
         journal = table.journal
-        heap = self._heaps.get(key)
-        ver = table.ver
-        n = len(ver)
+        n = len(table.rank)
+        entry = self._keys.get(key)
         changed = None
-        if heap is not None and len(heap) <= 4 * n + 64:
-            changed = set(journal[self._pos[key] :])
+        if entry is not None and len(entry[0]) <= 4 * n + 64:
+            changed = set(journal[entry[2] :])
             if 2 * len(changed) > n:
                 changed = None
         if changed is None:
-            heap = self._scores(range(n), task, key)
-            self.evaluations += n
+            cur = [None] * n
+            heap = self._rescore(range(n), task, key, cur)
             heapify(heap)
-            self._heaps[key] = heap
+            self._keys[key] = entry = [heap, cur, 0]
+            self.evaluations += n
         else:
-            self.evaluations += len(changed)
-            for e in self._scores(changed, task, key):
+            heap, cur = entry[0], entry[1]
+            for e in self._rescore(changed, task, key, cur):
                 heappush(heap, e)
-        self._pos[key] = len(journal)
+            self.evaluations += len(changed)
+        entry[2] = len(journal)
+        by_rank = self._by_rank
         mem = table.mem
         need = task.memory_mib
         skipped = []
         found = None
         while heap:
-            top = heap[0]
-            i = top[2]
-            if ver[i] != top[3]:
+            e = heap[0]
+            i = by_rank[e % n]
+            if cur[i] != e:  # the node was re-scored (or became infeasible) since
                 heappop(heap)
                 continue
             if mem[i] < need:  # feasible for the key, not for this task's memory
                 skipped.append(heappop(heap))
                 continue
-            found = (i, -top[0])
+            found = (i, -(e // n))
             break
         for e in skipped:
             heappush(heap, e)
@@ -477,8 +496,7 @@ class LazySelector:
     def reset(self) -> None:
         """Forget every heap and memoised score (call after changing scores globally, e.g. a
         new workload)."""
-        self._heaps.clear()
-        self._pos.clear()
+        self._keys.clear()
         if self._memo is not None:
             self._memo.clear()
         self._memo_size = 0
