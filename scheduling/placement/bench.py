@@ -224,6 +224,9 @@ class _Replay:
         self.calc = FragCalculator(measure)
         #: per node: its device models and the single model (None when mixed); static here.
         self.models: dict[str, tuple[tuple[str, ...], str | None]] = {}
+        #: per node: free milli per device (``device_free_milli``), and device uuid -> position.
+        self.free: dict[str, list[int]] = {}
+        self.slot: dict[str, dict[str, int]] = {}
         self.node_frag: dict[str, float] = {}
         self.frag_total = 0.0
         self.idle = 0
@@ -232,6 +235,8 @@ class _Replay:
             types = tuple(d.type for d in node.devices)
             one = types[0] if types and all(t == types[0] for t in types) else None
             self.models[n] = (types, one)
+            self.free[n] = [device_free_milli(d) for d in node.devices]
+            self.slot[n] = {d.uuid: j for j, d in enumerate(node.devices)}
             f = self._frag(node)
             self.node_frag[n] = f
             self.frag_total += f
@@ -241,10 +246,10 @@ class _Replay:
 
     def _frag(self, node) -> float:
         """F_n(M) of ``node`` under the measure (``FragCalculator.node`` of
-        ``node_gpu_view``, with the node's models read once)."""
+        ``node_gpu_view``, with the node's models read once and ``self.free`` kept current)."""
         if not node.schedulable or node.error:
             return 0.0  # seen with no free GPU
-        gpus = [device_free_milli(d) for d in node.devices]
+        gpus = self.free[node.name]
         if not sum(gpus):
             return 0.0
         cpu = node.cpu_milli - node.used_cpu_milli
@@ -253,13 +258,22 @@ class _Replay:
             return self.calc.uniform(model, cpu, tuple(sorted(gpus)))
         return self.calc.node(cpu, gpus, types)
 
-    def _touch(self, name: str, pod, sign: int) -> None:
+    def _touch(self, name: str, pod, sign: int, pa) -> None:
+        """Tell the plugin about a booking change on ``name`` (``pa`` booked or released) and
+        update the node's free device milli and fragment."""
+        node = self.snapshot.nodes[name]
+        free = self.free[name]
+        slot = self.slot[name]
+        for c in pa.containers:
+            for g in c.devices:  # only the devices of the pod changed
+                j = slot[g.uuid]
+                free[j] = device_free_milli(node.devices[j])
         tag = self.tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
         if getattr(self.snapshot, "changed", None) is None:
             self.plugin.sync(self.snapshot, [name], [(name, tag, sign)])
         elif tag:
             self.plugin.sync(self.snapshot, [], [(name, tag, sign)])
-        f = self._frag(self.snapshot.nodes[name])
+        f = self._frag(node)
         self.frag_total += f - self.node_frag[name]
         self.node_frag[name] = f
 
@@ -276,14 +290,14 @@ class _Replay:
             pa = dec.pods[0]
             self.allocated += gpu_milli
             self.idle -= gpu_milli
-            self._touch(pa.node, pod_req, +1)
+            self._touch(pa.node, pod_req, +1, pa)
         return dec
 
     def release(self, pod_req, dec, gpu_milli: int) -> None:
         self._core[3](self.snapshot, dec)
         self.allocated -= gpu_milli
         self.idle += gpu_milli
-        self._touch(dec.pods[0].node, pod_req, -1)
+        self._touch(dec.pods[0].node, pod_req, -1, dec.pods[0])
 
     @property
     def frag_rate(self) -> float:

@@ -232,8 +232,8 @@ class NodeTable:
         sg = tuple(sorted(g))
         self.sg[i] = sg
         self.tot[i] = sum(g)
-        types = tuple(d.type for d in devices)
-        vendors = tuple(d.vendor for d in devices)
+        types = tuple([d.type for d in devices])
+        vendors = tuple([d.vendor for d in devices])
         if types != self.types[i] or vendors != self.vendors[i] or self.state[i] < 0:
             self.types[i] = types
             self.vendors[i] = vendors
