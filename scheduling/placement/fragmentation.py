@@ -271,11 +271,17 @@ def device_free_milli(device: Device) -> int:
     """
     if not device.healthy or device.cordoned or device.used_slots >= device.split_count:
         return 0
-    if device.cores_percent <= 0 or device.memory_mib <= 0:
+    cores_cap = device.cores_percent
+    mem_cap = device.memory_mib
+    if cores_cap <= 0 or mem_cap <= 0:
         return 0
-    cores = (device.cores_percent - device.used_cores_percent) * 100 // device.cores_percent
-    mem = (device.memory_mib - device.used_memory_mib) * 100 // device.memory_mib
-    return max(0, min(cores, mem, 100)) * 10
+    pct = (cores_cap - device.used_cores_percent) * 100 // cores_cap
+    mem = (mem_cap - device.used_memory_mib) * 100 // mem_cap
+    if mem < pct:
+        pct = mem
+    if pct > 100:
+        pct = 100
+    return pct * 10 if pct > 0 else 0
 
 
 def node_gpu_view(node: Node) -> tuple[int, int, tuple[int, ...], tuple[str, ...]]:

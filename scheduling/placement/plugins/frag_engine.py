@@ -392,8 +392,11 @@ class LazySelector:
         #: number of nodes (re)scored so far, memo hits included (for benchmarks).
         self.evaluations = 0
 
-    def _rescore(self, nodes, task: TaskView, key: tuple, cur: list) -> list[int]:
-        """Score ``nodes`` for ``task``: set ``cur[i]`` and return the new heap entries.
+    def _rescore(
+        self, nodes, task: TaskView, key: tuple, cur: list, fresh: bool = False
+    ) -> list[int]:
+        """Score ``nodes`` for ``task``: set ``cur[i]`` and return the new heap entries
+        (``fresh``: ``cur`` is all None already).
 
         Nodes with less free CPU than the task asks, or fewer than ``num_gpu`` devices with
         ``gpu_milli`` free, fail :meth:`NodeTable.fits_but_memory` whatever their models; they
@@ -409,7 +412,7 @@ class LazySelector:
             fit = [i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d]
         else:
             fit = [i for i in nodes if cpu[i] >= need_cpu]
-        if len(fit) < len(nodes):
+        if not fresh and len(fit) < len(nodes):
             for i in nodes:
                 cur[i] = None
         rank = table.rank
@@ -463,7 +466,7 @@ class LazySelector:
                 changed = None
         if changed is None:
             cur = [None] * n
-            heap = self._rescore(range(n), task, key, cur)
+            heap = self._rescore(range(n), task, key, cur, fresh=True)
             heapify(heap)
             self._keys[key] = entry = [heap, cur, 0]
             self.evaluations += n

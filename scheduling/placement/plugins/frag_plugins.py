@@ -260,21 +260,24 @@ def _grants(
     node: Node, pod: PodRequest, task: TaskView, devs: tuple[int, ...]
 ) -> tuple[ContainerAssignment, ...]:
     pct = task.gpu_milli // 10
+    devices = [node.devices[j] for j in devs]
     out = []
     for c in pod.containers:
         grants: tuple[DeviceGrant, ...] = ()
         if c.devices:
             grants = tuple(
-                DeviceGrant(
-                    uuid=node.devices[j].uuid,
-                    type=node.devices[j].vendor,
-                    memory_mib=node.devices[j].memory_mib * pct // 100,
-                    cores_percent=pct,
-                    vendor=node.devices[j].vendor,
-                    index=node.devices[j].index,
-                    model=node.devices[j].type,
-                )
-                for j in devs
+                [
+                    DeviceGrant(
+                        uuid=d.uuid,
+                        type=d.vendor,
+                        memory_mib=d.memory_mib * pct // 100,
+                        cores_percent=pct,
+                        vendor=d.vendor,
+                        index=d.index,
+                        model=d.type,
+                    )
+                    for d in devices
+                ]
             )
         out.append(ContainerAssignment(c.name, grants, c.init))
     return tuple(out)
