@@ -234,6 +234,9 @@ class FragCalculator:
         blind, usable = self._compiled(model)
         val = blind * total
         n = len(gpus_sorted)
+        below = [0]  # below[j]: sum of the j smallest free shares
+        for g in gpus_sorted:
+            below.append(below[-1] + g)
         for cpu, d, k, p in usable:
             if cpu_free_milli < cpu:
                 val += p * total
@@ -242,7 +245,7 @@ class FragCalculator:
             j = bisect_right(gpus_sorted, d - 1)
             if n - j >= k:
                 if j:
-                    val += p * sum(gpus_sorted[:j])
+                    val += p * below[j]
             else:
                 val += p * total
         self._memo[key] = val
