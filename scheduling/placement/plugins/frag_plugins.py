@@ -179,7 +179,8 @@ class TracePolicyPlugin:
         Args:
             snapshot: the snapshot the plugin last worked on.
             node_names: nodes whose usage changed.
-            tags: ``(node, GpuClustering tag, +1/-1)`` for pods booked/released there.
+            tags: ``(node, GpuClustering tag, +1/-1)`` for pods booked/released there (a tag
+                change alone refreshes the node only when the policy reads tags).
         """
         table = self.table
         if table is None or self._snapshot is not snapshot:
