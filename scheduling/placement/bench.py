@@ -42,7 +42,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduling.placement.fragmentation import FragCalculator, TargetWorkload, TaskClass
+from scheduling.placement.fragmentation import (
+    FragCalculator,
+    TargetWorkload,
+    TaskClass,
+    device_free_milli,
+)
 from scheduling.placement.trace import GPU_MILLI, PodRecord, build_snapshot, read_nodes, read_pods
 
 __all__ = [
@@ -208,18 +213,30 @@ class _Replay:
     def __init__(
         self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int
     ) -> None:
+        from scheduling.placement import PlacementRequest, place, reserve, unreserve
         from scheduling.placement.plugins.frag_plugins import tag_of
 
+        self._core = (PlacementRequest, place, reserve, unreserve)
         self.snapshot = snapshot
         self.fw, self.plugin = _profile_for(name, workload, seed, seed)
         self.use_place = _core_has_fast_path()
         self.tag_of = tag_of
         self.calc = FragCalculator(measure)
+        #: per node: its device models and the single model (None when mixed); static here.
+        self.models: dict[str, tuple[tuple[str, ...], str | None]] = {}
+        #: per node: free milli per device (``device_free_milli``), and device uuid -> position.
+        self.free: dict[str, list[int]] = {}
+        self.slot: dict[str, dict[str, int]] = {}
         self.node_frag: dict[str, float] = {}
         self.frag_total = 0.0
         self.idle = 0
         self.cap = 0
         for n, node in snapshot.nodes.items():
+            types = tuple(d.type for d in node.devices)
+            one = types[0] if types and all(t == types[0] for t in types) else None
+            self.models[n] = (types, one)
+            self.free[n] = [device_free_milli(d) for d in node.devices]
+            self.slot[n] = {d.uuid: j for j, d in enumerate(node.devices)}
             f = self._frag(node)
             self.node_frag[n] = f
             self.frag_total += f
@@ -228,26 +245,41 @@ class _Replay:
         self.allocated = 0
 
     def _frag(self, node) -> float:
-        from scheduling.placement.fragmentation import node_gpu_view
+        """F_n(M) of ``node`` under the measure (``FragCalculator.node`` of
+        ``node_gpu_view``, with the node's models read once and ``self.free`` kept current)."""
+        if not node.schedulable or node.error:
+            return 0.0  # seen with no free GPU
+        gpus = self.free[node.name]
+        if not sum(gpus):
+            return 0.0
+        cpu = node.cpu_milli - node.used_cpu_milli
+        types, model = self.models[node.name]
+        if model is not None:
+            return self.calc.uniform(model, cpu, tuple(sorted(gpus)))
+        return self.calc.node(cpu, gpus, types)
 
-        cpu, _m, gpus, types = node_gpu_view(node)
-        return self.calc.node(cpu, gpus, types) if sum(gpus) else 0.0
-
-    def _touch(self, name: str, pod, sign: int) -> None:
-        from scheduling.placement import place as _unused  # noqa: F401  (core import check)
-
+    def _touch(self, name: str, pod, sign: int, pa) -> None:
+        """Tell the plugin about a booking change on ``name`` (``pa`` booked or released) and
+        update the node's free device milli and fragment."""
+        node = self.snapshot.nodes[name]
+        free = self.free[name]
+        slot = self.slot[name]
+        for c in pa.containers:
+            for g in c.devices:  # only the devices of the pod changed
+                j = slot[g.uuid]
+                free[j] = device_free_milli(node.devices[j])
+        tag = self.tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
         if getattr(self.snapshot, "changed", None) is None:
-            self.plugin.sync(self.snapshot, [name], [(name, self.tag_of(pod), sign)])
-        elif self.tag_of(pod):
-            self.plugin.sync(self.snapshot, [], [(name, self.tag_of(pod), sign)])
-        f = self._frag(self.snapshot.nodes[name])
+            self.plugin.sync(self.snapshot, [name], [(name, tag, sign)])
+        elif tag:
+            self.plugin.sync(self.snapshot, [], [(name, tag, sign)])
+        f = self._frag(node)
         self.frag_total += f - self.node_frag[name]
         self.node_frag[name] = f
 
     def place(self, pod_req, gpu_milli: int):
         """Place and book one pod; the Decision (booked when schedulable)."""
-        from scheduling.placement import PlacementRequest, place, reserve
-
+        PlacementRequest, place, reserve, _unreserve = self._core
         req = PlacementRequest(pod_req.name, (pod_req,))
         if self.use_place:
             dec = place(self.snapshot, req, self.fw)
@@ -258,16 +290,14 @@ class _Replay:
             pa = dec.pods[0]
             self.allocated += gpu_milli
             self.idle -= gpu_milli
-            self._touch(pa.node, pod_req, +1)
+            self._touch(pa.node, pod_req, +1, pa)
         return dec
 
     def release(self, pod_req, dec, gpu_milli: int) -> None:
-        from scheduling.placement import unreserve
-
-        unreserve(self.snapshot, dec)
+        self._core[3](self.snapshot, dec)
         self.allocated -= gpu_milli
         self.idle += gpu_milli
-        self._touch(dec.pods[0].node, pod_req, -1)
+        self._touch(dec.pods[0].node, pod_req, -1, dec.pods[0])
 
     @property
     def frag_rate(self) -> float:

@@ -236,6 +236,9 @@ class FragCalculator:
         blind, usable = self._compiled(model)
         val = blind * total
         n = len(gpus_sorted)
+        below = [0]  # below[j]: sum of the j smallest free shares
+        for g in gpus_sorted:
+            below.append(below[-1] + g)
         for cpu, d, k, p in usable:
             if cpu_free_milli < cpu:
                 val += p * total
@@ -244,7 +247,7 @@ class FragCalculator:
             j = bisect_right(gpus_sorted, d - 1)
             if n - j >= k:
                 if j:
-                    val += p * sum(gpus_sorted[:j])
+                    val += p * below[j]
             else:
                 val += p * total
         self._memo[key] = val
@@ -273,11 +276,17 @@ def device_free_milli(device: Device) -> int:
     """
     if not device.healthy or device.cordoned or device.used_slots >= device.split_count:
         return 0
-    if device.cores_percent <= 0 or device.memory_mib <= 0:
+    cores_cap = device.cores_percent
+    mem_cap = device.memory_mib
+    if cores_cap <= 0 or mem_cap <= 0:
         return 0
-    cores = (device.cores_percent - device.used_cores_percent) * 100 // device.cores_percent
-    mem = (device.memory_mib - device.used_memory_mib) * 100 // device.memory_mib
-    return max(0, min(cores, mem, 100)) * 10
+    pct = (cores_cap - device.used_cores_percent) * 100 // cores_cap
+    mem = (mem_cap - device.used_memory_mib) * 100 // mem_cap
+    if mem < pct:
+        pct = mem
+    if pct > 100:
+        pct = 100
+    return pct * 10 if pct > 0 else 0
 
 
 def node_gpu_view(node: Node) -> tuple[int, int, tuple[int, ...], tuple[str, ...]]:

@@ -23,7 +23,17 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+
+from scheduling.placement.types import (
+    ClusterSnapshot,
+    ContainerRequest,
+    Device,
+    DeviceRequest,
+    Node,
+    PodRequest,
+)
 
 __all__ = [
     "GPU_MILLI",
@@ -329,8 +339,6 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
     Raises:
         ValueError: replicas < 1, duplicate node names.
     """
-    from scheduling.placement.types import ClusterSnapshot, Device, Node
-
     if replicas < 1:
         raise ValueError("replicas must be >= 1")
     out = []
@@ -363,23 +371,27 @@ def pod_request(pod: PodRecord, name: str | None = None):
     One container "main"; a GPU pod gets one ``DeviceRequest(vendor="NVIDIA", count=num_gpu,
     cores_percent=gpu_milli/10, memory_percent=gpu_milli/10, types_include=gpu_spec)``.
     """
-    from scheduling.placement.types import ContainerRequest, DeviceRequest, PodRequest
-
-    devices: tuple = ()
-    if pod.num_gpu:
-        pct = pod.gpu_milli // 10
-        devices = (
-            DeviceRequest(
-                vendor="NVIDIA",
-                count=pod.num_gpu,
-                memory_percent=pct,
-                cores_percent=pct,
-                types_include=pod.gpu_spec,
-            ),
-        )
     return PodRequest(
         name=name or pod.name,
         cpu_milli=pod.cpu_milli,
         memory_mib=pod.memory_mib,
-        containers=(ContainerRequest("main", devices),),
+        containers=_containers(pod.num_gpu, pod.gpu_milli, pod.gpu_spec),
     )
+
+
+@lru_cache(maxsize=1024)
+def _containers(num_gpu: int, gpu_milli: int, gpu_spec: tuple[str, ...]) -> tuple:
+    """The (frozen, shareable) containers of a trace pod of this GPU shape."""
+    devices: tuple = ()
+    if num_gpu:
+        pct = gpu_milli // 10
+        devices = (
+            DeviceRequest(
+                vendor="NVIDIA",
+                count=num_gpu,
+                memory_percent=pct,
+                cores_percent=pct,
+                types_include=gpu_spec,
+            ),
+        )
+    return (ContainerRequest("main", devices),)

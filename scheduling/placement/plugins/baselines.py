@@ -95,6 +95,7 @@ class DotProdPolicy(_BestFitGpus):
     """
 
     name = "DotProd"
+    state_scored = True  # score reads the node state only (LazySelector memo)
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
         if not table.fits_but_memory(i, task):
@@ -113,6 +114,7 @@ class BestFitPolicy(_BestFitGpus):
     """
 
     name = "BestFit"
+    state_scored = True  # score reads the node state only (LazySelector memo)
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
         if not table.fits_but_memory(i, task):
@@ -132,6 +134,7 @@ class GpuPackingPolicy(_BestFitGpus):
     """
 
     name = "GpuPacking"
+    state_scored = True  # score reads the node state only (LazySelector memo)
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
         if not table.fits_but_memory(i, task):
@@ -162,6 +165,7 @@ class GpuClusteringPolicy(_BestFitGpus):
     """
 
     name = "GpuClustering"
+    state_scored = False  # score reads NodeTable.tags: no LazySelector memo
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
         if not table.fits_but_memory(i, task):

@@ -40,6 +40,10 @@ class FgdPolicy:
             highest wins). False = simulator-faithful.
     """
 
+    #: The score is a function of the node's models, free CPU and free GPU shares and the
+    #: task key only (``LazySelector`` may memoise it; see ``frag_engine``).
+    state_scored = True
+
     def __init__(
         self, workload: TargetWorkload, name: str = "FGD", pack_tiebreak: bool = False
     ) -> None:
@@ -200,6 +204,8 @@ class FragGuardPolicy(FgdPolicy):
         self.reserve_weight = reserve_weight
         #: model pressure v_X of the table last prepared (absent model = 0).
         self.pressure: dict[str, float] = {}
+        #: bumped whenever ``pressure`` changes (LazySelector drops its score memo then).
+        self.score_epoch = 0
         self._pressure_table: NodeTable | None = None
         self._shares: dict[str, float] = {}
 
@@ -243,6 +249,7 @@ class FragGuardPolicy(FgdPolicy):
             old = self.pressure.get(model)
             if old is None or abs(v - old) >= PRESSURE_STEP:
                 self.pressure[model] = v
+                self.score_epoch += 1
                 if old is not None:
                     for i in table.by_model.get(model, ()):
                         table.touch(i)

@@ -7,17 +7,26 @@ per placement, so this module keeps:
 
 - :class:`NodeTable`: a compact mirror of the snapshot (free CPU/memory, free milli per GPU,
   models, a version per node), refreshed only for nodes reported changed;
-- :class:`LazySelector`: per *task key* (the request fields a score depends on) a max-heap of
-  ``(-score, tie rank, node, version)``. Before answering a key it scores only the nodes that
-  changed since that key was last answered; entries whose version is stale are dropped when
-  they reach the top. The answer is exactly ``argmax score, ties -> lowest tie rank`` over the
+- :class:`LazySelector`: per *task key* (the request fields a score depends on) a heap of the
+  nodes by (score descending, tie rank). Before answering a key it scores only the nodes that
+  changed since that key was last answered; entries that no longer hold are dropped when they
+  reach the top. The answer is exactly ``argmax score, ties -> lowest tie rank`` over the
   feasible nodes, the same as a full scan.
 
 A policy (:class:`TracePolicy`) supplies ``key(task)``, ``score(table, i, task) -> int | None``
 (None = infeasible) and ``choose_gpus(table, i, task)``. Scores must depend only on the node's
-mirrored state and the task, and must not depend on the task's host memory: the key leaves
+mirrored state and the task (and on cluster-wide figures a policy refreshes in its optional
+``prepare(table)``, touching the nodes whose scores they change), and must not depend on the
+task's host memory: the key leaves
 memory out and the selector skips (without dropping) nodes short of memory when it reads a
 heap, so a score's feasibility test is :meth:`NodeTable.fits_but_memory`.
+
+Score memo (opt-in, ``policy.state_scored = True``): many nodes share a state (same models,
+same free CPU, same free GPU shares), and a node often returns to a state seen before, so the
+selector memoises ``score`` per task key on :attr:`NodeTable.state` (see there). Valid only
+for a policy whose score is a function of ``state[i]`` and ``key(task)``: not of the node's
+name, rank, memory, GpuClustering ``tags``, randomness or anything that changes over time,
+except figures the policy versions in ``score_epoch`` (the memo is dropped when it moves).
 
 Tie rule: ``rank[i]`` is the node's position in name order, or in a seeded random permutation of
 the name order (the FGD simulator prefixes node names with a seeded ``rand.Perm`` and breaks
@@ -140,9 +149,19 @@ class NodeTable:
 
     Per node index ``i`` (nodes in name order): ``cpu[i]``, ``mem[i]`` free host resources,
     ``gpus[i]`` free milli per device (list, device order), ``types[i]`` device models,
-    ``model[i]`` the single model or None when mixed, ``vendors[i]``, ``ver[i]`` a change
-    counter, ``tags[i]`` a Counter of GPU task tags placed there (GpuClustering), ``rank[i]``
-    the tie rank.
+    ``model[i]`` the single model or None when mixed, ``vendors[i]``, ``vendor[i]`` the single
+    vendor when every device has model ``model[i]`` and one vendor (else None), ``ver[i]`` a
+    change counter, ``tags[i]`` a Counter of GPU task tags placed there (GpuClustering),
+    ``rank[i]`` the tie rank.
+
+    ``state[i]`` is the number of the node's *state*, everything a state-scored policy may
+    read (see the module docstring): ``(shape, cpu[i], free milli)`` where ``shape`` numbers
+    the node's (models, vendors) pair, and the free milli are sorted ascending (``sg[i]``) when
+    ``vendor[i]`` is set (devices interchangeable: only the multiset matters) and in device
+    order otherwise. Equal numbers mean equal states, so such a policy gives nodes with equal
+    ``state`` equal scores. States are numbered in order of first sight; once more than
+    ``state_limit`` are numbered the numbering restarts (current nodes renumbered) and
+    ``state_epoch`` grows, which tells memo holders to drop what they keyed on the old numbers.
     """
 
     __slots__ = (
@@ -154,6 +173,13 @@ class NodeTable:
         "types",
         "model",
         "vendors",
+        "vendor",
+        "state",
+        "state_epoch",
+        "state_limit",
+        "_state_ids",
+        "_shapes",
+        "_shape",
         "ver",
         "rank",
         "tags",
@@ -166,7 +192,9 @@ class NodeTable:
         "by_model",
     )
 
-    def __init__(self, snapshot: ClusterSnapshot, seed: int | None = None) -> None:
+    def __init__(
+        self, snapshot: ClusterSnapshot, seed: int | None = None, state_limit: int = 200_000
+    ) -> None:
         self.names = sorted(snapshot.nodes)
         self.index = {n: i for i, n in enumerate(self.names)}
         n = len(self.names)
@@ -176,6 +204,14 @@ class NodeTable:
         self.types: list[tuple[str, ...]] = [() for _ in range(n)]
         self.model: list[str | None] = [None] * n
         self.vendors: list[tuple[str, ...]] = [() for _ in range(n)]
+        self.vendor: list[str | None] = [None] * n
+        self.state = [-1] * n
+        self.state_epoch = 0
+        self.state_limit = state_limit
+        #: state tuple -> its number (``state``); (models, vendors) -> shape number.
+        self._state_ids: dict[tuple, int] = {}
+        self._shapes: dict[tuple, int] = {}
+        self._shape = [0] * n
         self.ver = [0] * n
         self.rank = tie_ranks(self.names, seed)
         self.tags: list[dict[str, int]] = [{} for _ in range(n)]
@@ -205,14 +241,23 @@ class NodeTable:
         else:
             self.cpu[i] = node.cpu_milli - node.used_cpu_milli
             self.mem[i] = node.memory_mib - node.used_memory_mib
-        g = [device_free_milli(d) for d in node.devices]
+        devices = node.devices
+        g = [device_free_milli(d) for d in devices]
         self.gpus[i] = g
-        self.sg[i] = tuple(sorted(g))
+        sg = tuple(sorted(g))
+        self.sg[i] = sg
         self.tot[i] = sum(g)
-        types = tuple(d.type for d in node.devices)
-        self.types[i] = types
-        self.vendors[i] = tuple(d.vendor for d in node.devices)
-        self.model[i] = types[0] if types and all(t == types[0] for t in types) else None
+        types = tuple([d.type for d in devices])
+        vendors = tuple([d.vendor for d in devices])
+        if types != self.types[i] or vendors != self.vendors[i] or self.state[i] < 0:
+            self.types[i] = types
+            self.vendors[i] = vendors
+            model = types[0] if types and all(t == types[0] for t in types) else None
+            self.model[i] = model
+            one = model is not None and all(v == vendors[0] for v in vendors)
+            self.vendor[i] = vendors[0] if one else None
+            self._shape[i] = self._shapes.setdefault((types, vendors), len(self._shapes))
+        self.state[i] = self._state_id(i)
         self._count_free(i, +1)
 
     def _count_free(self, i: int, sign: int) -> None:
@@ -223,6 +268,25 @@ class NodeTable:
         for x, t in zip(self.gpus[i], self.types[i], strict=False):
             fm[t] = fm.get(t, 0) + sign * x
         self.free_total += sign * self.tot[i]
+
+    def _state_key(self, i: int) -> tuple:
+        free = self.sg[i] if self.vendor[i] is not None else tuple(self.gpus[i])
+        return (self._shape[i], self.cpu[i], free)
+
+    def _state_id(self, i: int) -> int:
+        """The number of node ``i``'s current state (see the class docstring)."""
+        ids = self._state_ids
+        key = self._state_key(i)
+        sid = ids.get(key)
+        if sid is None:
+            if len(ids) >= self.state_limit:  # restart the numbering (bounded memory)
+                ids.clear()
+                self.state_epoch += 1
+                for j, old in enumerate(self.state):
+                    if old >= 0 and j != i:
+                        self.state[j] = ids.setdefault(self._state_key(j), len(ids))
+            sid = ids.setdefault(key, len(ids))
+        return sid
 
     def refresh(self, snapshot: ClusterSnapshot, name: str) -> int:
         """Re-read node ``name`` from ``snapshot``, bump its version, journal it; its index."""
@@ -250,12 +314,10 @@ class NodeTable:
 
     def type_ok(self, i: int, task: TaskView) -> bool:
         """Fast check: every device of node ``i`` passes the vendor/type filter."""
-        m = self.model[i]
-        if m is None:
+        v = self.vendor[i]  # None: mixed models or vendors, or no device
+        if v is None or v != task.vendor:
             return False
-        if task.gpu_types and m not in task.gpu_types:
-            return False
-        return all(v == task.vendor for v in self.vendors[i])
+        return not task.gpu_types or self.model[i] in task.gpu_types
 
     def fits(self, i: int, task: TaskView) -> bool:
         """Host resources and GPU capacity of node ``i`` admit ``task`` (simulator filters)."""
@@ -309,7 +371,8 @@ class TracePolicy(Protocol):
         ...
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        """Integer score of node ``i`` (higher wins), None when the task does not fit."""
+        """Integer score of node ``i`` (higher wins); None exactly when
+        :meth:`NodeTable.fits_but_memory` is False (the selector may skip such nodes itself)."""
         ...
 
     def choose_gpus(self, table: NodeTable, i: int, task: TaskView) -> tuple[int, ...]:
@@ -324,20 +387,107 @@ class TracePolicy(Protocol):
 class LazySelector:
     """Exact ``argmax score, ties -> lowest rank`` over a :class:`NodeTable`, incrementally.
 
-    Per task key it keeps a heap of ``(-score, rank, i, version)``; see the module docstring.
-    A heap is rebuilt from scratch when more nodes changed than the table holds, or when it has
-    grown past four times the node count.
+    Per task key it keeps a min-heap of integer entries ``rank[i] - score * n`` (``n`` nodes;
+    scores are integers and ranks a permutation of ``0..n-1``, so the smallest entry is the
+    highest score, ties to the lowest rank, and its node is the one of rank ``entry % n``),
+    ``cur[i]`` the entry node ``i`` got when last scored for the key (None: infeasible), and
+    the journal position it has caught up to. Before answering, the nodes journalled since
+    are re-scored; an entry is live while it equals ``cur`` of its node, older ones are
+    dropped when they reach the top. A heap is rebuilt from scratch when more than half of
+    the nodes changed since the key was last answered, or when it has grown past four times
+    the node count.
+
+    When the policy sets ``state_scored = True`` the selector also memoises ``score`` per task
+    key on the state number ``table.state[i]`` (module docstring: valid only when the score
+    is a function of that state and the key). The memo is dropped whole once it holds more
+    than ``memo_limit`` entries, the table renumbers its states (``state_epoch``) or the
+    policy's ``score_epoch`` moves (a policy whose scores also read cluster-wide figures bumps
+    it when they change, in ``prepare``), so memory stays bounded; answers never depend on it.
     """
 
-    __slots__ = ("table", "policy", "_heaps", "_pos", "evaluations")
+    __slots__ = ("table", "policy", "_keys", "_by_rank", "_memo", "_memo_size", "_memo_epoch",
+                 "memo_limit", "evaluations")
 
-    def __init__(self, table: NodeTable, policy: TracePolicy) -> None:
+    def __init__(self, table: NodeTable, policy: TracePolicy, memo_limit: int = 500_000) -> None:
         self.table = table
         self.policy = policy
-        self._heaps: dict[tuple, list] = {}
-        self._pos: dict[tuple, int] = {}
-        #: number of score calls so far (for benchmarks).
+        #: task key -> [heap, cur, journal position].
+        self._keys: dict[tuple, list] = {}
+        #: node index of each tie rank.
+        self._by_rank = [0] * len(table.rank)
+        for i, r in enumerate(table.rank):
+            self._by_rank[r] = i
+        #: task key -> {node state number -> score or None}; None when the policy does not
+        #: opt in.
+        self._memo: dict[tuple, dict] | None = (
+            {} if getattr(policy, "state_scored", False) else None
+        )
+        self._memo_size = 0
+        self._memo_epoch = (table.state_epoch, getattr(policy, "score_epoch", 0))
+        self.memo_limit = memo_limit
+        #: number of nodes (re)scored so far, memo hits included (for benchmarks).
         self.evaluations = 0
+
+    def _rescore(
+        self, nodes, task: TaskView, key: tuple, cur: list, fresh: bool = False
+    ) -> list[int]:
+        """Score ``nodes`` for ``task``: set ``cur[i]`` and return the new heap entries
+        (``fresh``: ``cur`` is all None already).
+
+        Nodes with less free CPU than the task asks, or fewer than ``num_gpu`` devices with
+        ``gpu_milli`` free, fail :meth:`NodeTable.fits_but_memory` whatever their models; they
+        are marked infeasible without calling ``score`` (which would answer None).
+        """
+        table = self.table
+        cpu = table.cpu
+        sg = table.sg
+        need_cpu = task.cpu_milli
+        k = task.num_gpu
+        d = task.gpu_milli
+        if k:
+            fit = [i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d]
+        else:
+            fit = [i for i in nodes if cpu[i] >= need_cpu]
+        if not fresh and len(fit) < len(nodes):
+            for i in nodes:
+                cur[i] = None
+        rank = table.rank
+        n = len(rank)
+        score = self.policy.score
+        out = []
+        memo_all = self._memo
+        if memo_all is None:
+            for i in fit:
+                s = score(table, i, task)
+                if s is None:
+                    cur[i] = None
+                else:
+                    cur[i] = e = rank[i] - s * n
+                    out.append(e)
+            return out
+        epoch = (table.state_epoch, getattr(self.policy, "score_epoch", 0))
+        if self._memo_size > self.memo_limit or self._memo_epoch != epoch:
+            memo_all.clear()
+            self._memo_size = 0
+            self._memo_epoch = epoch
+        memo = memo_all.get(key)
+        if memo is None:
+            memo = memo_all[key] = {}
+        state = table.state
+        get = memo.get
+        added = len(memo)
+        for i in fit:
+            st = state[i]
+            s = get(st, memo)  # the memo dict itself marks "not seen" (None is a score)
+            if s is memo:
+                s = memo[st] = score(table, i, task)
+            if s is None:
+                cur[i] = None
+            else:
+                cur[i] = e = rank[i] - s * n
+                out.append(e)
+        self._memo_size += len(memo) - added
+        return out
 
     def select(self, task: TaskView) -> tuple[int, int] | None:
         """(node index, score) of the best feasible node for ``task``, or None."""
@@ -348,48 +498,49 @@ class LazySelector:
             prepare(table)
         key = policy.key(task)
         journal = table.journal
-        heap = self._heaps.get(key)
-        ver = table.ver
-        rank = table.rank
-        score = policy.score
-        n = len(ver)
-        if heap is None or len(journal) - self._pos[key] > n or len(heap) > 4 * n + 64:
-            heap = []
-            for i in range(n):
-                s = score(table, i, task)
-                if s is not None:
-                    heap.append((-s, rank[i], i, ver[i]))
-            self.evaluations += n
+        n = len(table.rank)
+        entry = self._keys.get(key)
+        changed = None
+        if entry is not None and len(entry[0]) <= 4 * n + 64:
+            changed = set(journal[entry[2] :])
+            if 2 * len(changed) > n:
+                changed = None
+        if changed is None:
+            cur = [None] * n
+            heap = self._rescore(range(n), task, key, cur, fresh=True)
             heapify(heap)
-            self._heaps[key] = heap
+            self._keys[key] = entry = [heap, cur, 0]
+            self.evaluations += n
         else:
-            changed = set(journal[self._pos[key] :])
+            heap, cur = entry[0], entry[1]
+            for e in self._rescore(changed, task, key, cur):
+                heappush(heap, e)
             self.evaluations += len(changed)
-            for i in changed:
-                s = score(table, i, task)
-                if s is not None:
-                    heappush(heap, (-s, rank[i], i, ver[i]))
-        self._pos[key] = len(journal)
+        entry[2] = len(journal)
+        by_rank = self._by_rank
         mem = table.mem
         need = task.memory_mib
         skipped = []
         found = None
         while heap:
-            top = heap[0]
-            i = top[2]
-            if ver[i] != top[3]:
+            e = heap[0]
+            i = by_rank[e % n]
+            if cur[i] != e:  # the node was re-scored (or became infeasible) since
                 heappop(heap)
                 continue
             if mem[i] < need:  # feasible for the key, not for this task's memory
                 skipped.append(heappop(heap))
                 continue
-            found = (i, -top[0])
+            found = (i, -(e // n))
             break
         for e in skipped:
             heappush(heap, e)
         return found
 
     def reset(self) -> None:
-        """Forget every heap (call after changing scores globally, e.g. a new workload)."""
-        self._heaps.clear()
-        self._pos.clear()
+        """Forget every heap and memoised score (call after changing scores globally, e.g. a
+        new workload)."""
+        self._keys.clear()
+        if self._memo is not None:
+            self._memo.clear()
+        self._memo_size = 0

@@ -62,6 +62,9 @@ POLICY_NAMES = ("FragGuard", "FGD", "BestFit", "GpuPacking", "GpuClustering", "D
 
 _NEEDS_WORKLOAD = {"FragGuard", "FGD"}
 
+#: Most grants a plugin keeps for reuse (the cache is emptied when it grows past this).
+_GRANT_CACHE_LIMIT = 65536
+
 
 def make_policy(name: str, workload: TargetWorkload | None = None, seed: int | None = 0) -> Any:
     """Build the policy object ``name`` (one of :data:`POLICY_NAMES`).
@@ -132,6 +135,10 @@ class TracePolicyPlugin:
         self._journal_pos = 0
         self.table: NodeTable | None = None
         self.selector: LazySelector | None = None
+        #: whether the policy's scores read ``NodeTable.tags`` (GpuClustering).
+        self.uses_tags = isinstance(self.policy, GpuClusteringPolicy)
+        #: frozen grants reused across pods, keyed on every value they are made of.
+        self._grants: dict[tuple, DeviceGrant] = {}
         self._synced = False
 
     # -- mirror upkeep -------------------------------------------------------------------------
@@ -172,7 +179,8 @@ class TracePolicyPlugin:
         Args:
             snapshot: the snapshot the plugin last worked on.
             node_names: nodes whose usage changed.
-            tags: ``(node, GpuClustering tag, +1/-1)`` for pods booked/released there.
+            tags: ``(node, GpuClustering tag, +1/-1)`` for pods booked/released there (a tag
+                change alone refreshes the node only when the policy reads tags).
         """
         table = self.table
         if table is None or self._snapshot is not snapshot:
@@ -184,7 +192,8 @@ class TracePolicyPlugin:
                 t[tag] = t.get(tag, 0) + delta
                 if t[tag] <= 0:
                     del t[tag]
-                changed[node] = None  # a tag change changes GpuClustering scores there
+                if self.uses_tags:
+                    changed[node] = None  # a tag change changes GpuClustering scores there
         for name in changed:
             table.refresh(snapshot, name)
         self._synced = True
@@ -211,7 +220,11 @@ class TracePolicyPlugin:
             )
         name = table.names[i]
         devs = self.policy.choose_gpus(table, i, task)
-        return FastSelection(name, _grants(snapshot.nodes[name], pod, task, devs), float(score))
+        if len(self._grants) > _GRANT_CACHE_LIMIT:
+            self._grants.clear()
+        return FastSelection(
+            name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
+        )
 
     def decide(self, snapshot: ClusterSnapshot, request: PlacementRequest) -> Decision:
         """A :class:`Decision` for a one-pod, trace-shaped request from the fast path.
@@ -254,25 +267,41 @@ def _describe(task: TaskView) -> str:
 
 
 def _grants(
-    node: Node, pod: PodRequest, task: TaskView, devs: tuple[int, ...]
+    node: Node,
+    pod: PodRequest,
+    task: TaskView,
+    devs: tuple[int, ...],
+    cache: dict[tuple, DeviceGrant] | None = None,
 ) -> tuple[ContainerAssignment, ...]:
+    """Per container, the grants of devices ``devs`` of ``node`` (``task.gpu_milli`` each).
+
+    ``cache`` (optional) maps ``(uuid, vendor, memory_mib, cores_percent, index, model)`` to
+    an equal :class:`DeviceGrant` made before (grants are frozen, so sharing one is safe).
+    """
     pct = task.gpu_milli // 10
+    grants_of_pod = []
+    for j in devs:
+        d = node.devices[j]
+        key = (d.uuid, d.vendor, d.memory_mib, pct, d.index, d.type)
+        g = cache.get(key) if cache is not None else None
+        if g is None:
+            g = DeviceGrant(
+                uuid=d.uuid,
+                type=d.vendor,
+                memory_mib=d.memory_mib * pct // 100,
+                cores_percent=pct,
+                vendor=d.vendor,
+                index=d.index,
+                model=d.type,
+            )
+            if cache is not None:
+                cache[key] = g
+        grants_of_pod.append(g)
     out = []
     for c in pod.containers:
         grants: tuple[DeviceGrant, ...] = ()
         if c.devices:
-            grants = tuple(
-                DeviceGrant(
-                    uuid=node.devices[j].uuid,
-                    type=node.devices[j].vendor,
-                    memory_mib=node.devices[j].memory_mib * pct // 100,
-                    cores_percent=pct,
-                    vendor=node.devices[j].vendor,
-                    index=node.devices[j].index,
-                    model=node.devices[j].type,
-                )
-                for j in devs
-            )
+            grants = tuple(grants_of_pod)
         out.append(ContainerAssignment(c.name, grants, c.init))
     return tuple(out)
 
