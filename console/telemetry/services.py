@@ -510,29 +510,11 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
 # --- group gauges and capacity alerts --------------------------------------------------------
 
 
-def _target_workload(group):
-    from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-
-    tasks = []
-    jobs = (
-        Job.objects.filter(queue__resource_group=group)
-        .order_by("-id").prefetch_related("containers")[:500]
-    )
-    for job in jobs:
-        for c in job.containers.all():
-            if c.init or not c.device_count:
-                continue
-            share = c.cores_percent or c.memory_percent or 100
-            tasks.append(TaskClass(job.cpu_milli, min(1000, share * 10), c.device_count))
-    if not tasks:
-        tasks = [TaskClass(0, 1000, 1)]
-    return TargetWorkload.from_classes(tasks)
-
-
 def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
     """Allocation ratio, FGD fragmentation, healthy capacity and guarantees per resource
     group; open / resolve :class:`CapacityAlert` rows (whole group and per flavor)."""
     from scheduling.placement.fragmentation import snapshot_fragmentation
+    from scheduling.selectors.fragmentation import target_workload
     from scheduling.selectors.snapshot import build_cluster_snapshot
     from tenants.models import Quota, ResourceGroup
 
@@ -543,7 +525,7 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
         devices = [d for n in snapshot.nodes.values() for d in n.devices]
         cores = sum(d.cores_percent for d in devices)
         used = sum(d.used_cores_percent for d in devices)
-        frag = snapshot_fragmentation(snapshot, _target_workload(group))
+        frag = snapshot_fragmentation(snapshot, target_workload(group))
         healthy_by_model: dict[str, int] = defaultdict(int)
         for d in devices:
             if d.healthy and not d.cordoned:

@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from scheduling.api.admission import JobDryRunView, QuotaDryRunView, UsageView
+from scheduling.api.fragmentation import FragmentationView
 from scheduling.api.inventory import ClusterViewSet, DeviceModelViewSet, PlacementViewSet
 from scheduling.api.views import DeviceViewSet, JobViewSet, NodeViewSet, QueueViewSet
 
@@ -18,5 +19,6 @@ urlpatterns = [
     path("dry-run/", JobDryRunView.as_view(), name="job-dry-run"),
     path("quotas/dry-run/", QuotaDryRunView.as_view(), name="quota-dry-run"),
     path("usage/", UsageView.as_view(), name="usage"),
+    path("fragmentation/", FragmentationView.as_view(), name="fragmentation"),
     *router.urls,
 ]

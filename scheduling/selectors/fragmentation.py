@@ -1,0 +1,426 @@
+"""FGD fragmentation of the inventory and of resource groups, for the API and the overview.
+
+The measure is the placement core's (:mod:`scheduling.placement.fragmentation`, FGD of Weng et
+al., USENIX ATC'23; shared/docs/fgd.md §4): the fragment F_n(M) of a node is the idle GPU
+milli that the classes of the target workload M cannot use there, weighted by popularity;
+the rate is F(M) / idle. Stranded devices have free milli that *no* class of M can use.
+
+Target workload M (:func:`target_workload`): the task shapes of the newest
+:data:`RECENT_JOBS` jobs of a resource group's queues (any state), one task per pod and
+non-init device container, ``TargetWorkload.from_classes`` (95 % coverage). A task asks
+``device_count`` GPUs of ``10 x max(cores %, memory %)`` milli each, where memory % is the
+container's ``memory_percent``, or its ``memory_mib`` over the largest registered memory of
+the models it accepts, or 100 when neither is given (HAMi: the whole card). Its GPU types are
+the container's ``device_types``, else the group's device models of the container's vendor,
+else every present model of that vendor; a task whose types no present device has is left
+out (it says nothing about how the present GPUs are split). CPU-only containers are left
+out too: in FGD a CPU-only class counts every idle GPU as fragment, which would show an idle
+cluster as fragmented. With no task at all, M is one class of one whole GPU (then the
+fragment is the free share of partly booked GPUs).
+
+Scope (nodes of several groups). A resource group is measured on its own nodes and devices
+(:func:`~scheduling.selectors.snapshot.group_nodes` / ``group_devices``) against its own M,
+exactly as the admission cycle sees it. A set of groups (a tenant member's groups) is
+measured once on the union of their devices, each device once, against the union of their
+tasks; the whole inventory (platform admins, no group filter) is every present node and
+device against the tasks of every group. So a node shared by two groups counts once in a
+total and once in each group's row, each time against that scope's M. Group node selectors
+are not part of a task class, so in a wider scope a class may count GPUs of another group's
+nodes as usable when their model matches.
+
+Queries: a fixed number whatever the inventory size or the number of groups: the inventory
+snapshot (four), node names and clusters (one), the groups (one, only when the caller passes
+none), recent jobs (one, a union of one branch per group) and their containers (one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import F, Max, Q
+
+from scheduling.models import Device, Job, JobContainer, Node
+from scheduling.placement.fragmentation import (
+    GPU_MILLI,
+    StrandedDevice,
+    TargetWorkload,
+    TaskClass,
+    snapshot_fragmentation,
+)
+from scheduling.placement.types import ClusterSnapshot
+from scheduling.placement.types import Node as CoreNode
+from scheduling.placement.vendors.base import model_matches
+from scheduling.selectors.snapshot import build_cluster_snapshot
+from tenants.models import ResourceGroup
+
+#: Jobs per resource group that make up its target workload (newest first).
+RECENT_JOBS = 500
+#: M when no recent job asks a device: one whole GPU.
+DEFAULT_CLASS = TaskClass(0, GPU_MILLI, 1)
+
+
+@dataclass(frozen=True)
+class WorkloadSummary:
+    """The target workload M a figure was measured against.
+
+    Attributes:
+        jobs: recent jobs read.
+        tasks: tasks (pod x device container) they gave.
+        classes: classes kept in M.
+        coverage: share of the tasks the kept classes cover (0..1).
+        default: True when no task was found and M is one whole GPU.
+    """
+
+    jobs: int
+    tasks: int
+    classes: int
+    coverage: float
+    default: bool
+
+
+@dataclass(frozen=True)
+class FragTotals:
+    """Fragmentation totals of a set of nodes.
+
+    Attributes:
+        nodes: nodes measured.
+        capacity_milli: 1000 per healthy, uncordoned device.
+        idle_milli: free GPU milli (T).
+        fragment_milli: F(M), milli-GPU.
+        stranded_milli: free milli of stranded devices.
+        stranded_devices: number of stranded devices.
+    """
+
+    nodes: int
+    capacity_milli: int
+    idle_milli: int
+    fragment_milli: float
+    stranded_milli: int
+    stranded_devices: int
+
+    @property
+    def rate_percent(self) -> float:
+        """F(M) / idle x 100 (0 when nothing is idle)."""
+        return 100.0 * self.fragment_milli / self.idle_milli if self.idle_milli else 0.0
+
+    @property
+    def fragment_of_capacity_percent(self) -> float:
+        """F(M) / capacity x 100 (0 without capacity)."""
+        return 100.0 * self.fragment_milli / self.capacity_milli if self.capacity_milli else 0.0
+
+    @property
+    def stranded_gpus(self) -> float:
+        """Stranded free capacity in GPUs."""
+        return self.stranded_milli / GPU_MILLI
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One node's fragmentation.
+
+    Attributes:
+        node_id / node: the node's id and name.
+        cluster_id / cluster: its cluster.
+        resource_groups: names of the scope's resource groups (every group for the whole
+            inventory) the node belongs to, sorted.
+        capacity_milli / idle_milli: as :class:`FragTotals`, for the node's devices in scope.
+        fragment_milli: F_n(M).
+        stranded: the stranded devices (device order) with reason code and text.
+    """
+
+    node_id: int
+    node: str
+    cluster_id: int
+    cluster: str
+    resource_groups: tuple[str, ...]
+    capacity_milli: int
+    idle_milli: int
+    fragment_milli: float
+    stranded: tuple[StrandedDevice, ...]
+
+    @property
+    def rate_percent(self) -> float:
+        return 100.0 * self.fragment_milli / self.idle_milli if self.idle_milli else 0.0
+
+    @property
+    def stranded_milli(self) -> int:
+        return sum(d.free_milli for d in self.stranded)
+
+    @property
+    def stranded_gpus(self) -> float:
+        return self.stranded_milli / GPU_MILLI
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """A resource group measured on its own nodes and devices against its own M."""
+
+    group_id: int
+    name: str
+    kind: str
+    totals: FragTotals
+    workload: WorkloadSummary
+
+
+@dataclass(frozen=True)
+class FragmentationReport:
+    """Fragmentation of a scope (see the module docstring).
+
+    Attributes:
+        totals: over the scope's nodes, each device once.
+        workload: the M of the scope.
+        groups: each selected group (name order), against its own M.
+        nodes: per node of the scope, most fragment first (then cluster, node name).
+    """
+
+    totals: FragTotals
+    workload: WorkloadSummary
+    groups: list[GroupRow]
+    nodes: list[NodeRow]
+
+
+# --- target workload ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Models:
+    """Present device models: vendor and largest registered memory (MiB) of each."""
+
+    vendor: dict[str, str]
+    memory_mib: dict[str, int]
+
+    @classmethod
+    def of(cls, snapshot: ClusterSnapshot) -> _Models:
+        vendor: dict[str, str] = {}
+        memory: dict[str, int] = {}
+        for node in snapshot.nodes.values():
+            for d in node.devices:
+                vendor[d.type] = d.vendor
+                memory[d.type] = max(memory.get(d.type, 0), d.memory_mib)
+        return cls(vendor, memory)
+
+
+def _task(cpu_milli: int, container: dict, group_models: Sequence[str], models: _Models
+          ) -> TaskClass | None:
+    """The task class of one device container (module docstring), None when no present
+    device model can serve it. Model names match as in the placement core
+    (:func:`~scheduling.placement.vendors.base.model_matches`)."""
+    wanted = container["device_types"] or group_models
+    types = tuple(sorted(
+        m for m, vendor in models.vendor.items()
+        if vendor == container["vendor"]
+        and (not wanted or any(model_matches(m, w) for w in wanted))
+    ))
+    if not types:
+        return None
+    if container["memory_percent"]:
+        memory_pct = container["memory_percent"]
+    elif container["memory_mib"]:
+        biggest = max(models.memory_mib[t] for t in types)
+        memory_pct = -(-container["memory_mib"] * 100 // biggest)  # ceiling
+    else:
+        memory_pct = 100
+    share = min(100, max(container["cores_percent"], memory_pct))
+    return TaskClass(cpu_milli, share * GPU_MILLI // 100, container["device_count"], types)
+
+
+def _recent_tasks(groups: Sequence[ResourceGroup], models: _Models
+                  ) -> dict[int, tuple[int, list[TaskClass]]]:
+    """``{group id: (jobs read, tasks)}`` from the newest :data:`RECENT_JOBS` jobs of each
+    group, one task per pod and device container (two queries; none without groups)."""
+    by_id = {g.pk: g for g in groups}
+    if not by_id:
+        return {}
+    # One query: a UNION ALL of one "newest jobs of this group" branch per group; each branch
+    # reads the job id index backwards and stops after RECENT_JOBS rows.
+    branches = [
+        Job.objects.filter(queue__resource_group_id=pk).order_by("-id")
+        .annotate(group_id=F("queue__resource_group_id"))
+        .values_list("id", "group_id", "cpu_milli", "pod_count")[:RECENT_JOBS]
+        for pk in by_id
+    ]
+    jobs = list(branches[0].union(*branches[1:], all=True))
+    containers: dict[int, list[dict]] = defaultdict(list)
+    for row in (
+        JobContainer.objects.filter(job_id__in=[j[0] for j in jobs], init=False,
+                                    device_count__gt=0)
+        .order_by("job_id", "id")
+        .values("job_id", "vendor", "device_count", "memory_mib", "memory_percent",
+                "cores_percent", "device_types")
+    ):
+        containers[row["job_id"]].append(row)
+    counts: Counter[int] = Counter()
+    tasks: dict[int, list[TaskClass]] = {pk: [] for pk in by_id}
+    for job_id, group_id, cpu_milli, pod_count in jobs:
+        counts[group_id] += 1
+        for c in containers.get(job_id, ()):
+            task = _task(cpu_milli, c, by_id[group_id].device_models, models)
+            if task is not None:
+                tasks[group_id].extend([task] * max(1, pod_count))
+    return {pk: (counts[pk], tasks[pk]) for pk in by_id}
+
+
+def _workload(parts: Iterable[tuple[int, list[TaskClass]]]) -> tuple[TargetWorkload,
+                                                                      WorkloadSummary]:
+    jobs = 0
+    tasks: list[TaskClass] = []
+    for n, ts in parts:
+        jobs += n
+        tasks.extend(ts)
+    if not tasks:
+        return (TargetWorkload.from_classes([DEFAULT_CLASS]),
+                WorkloadSummary(jobs, 0, 1, 1.0, True))
+    wl = TargetWorkload.from_classes(tasks)
+    return wl, WorkloadSummary(jobs, len(tasks), len(wl.classes), wl.coverage, False)
+
+
+def target_workload(group: ResourceGroup) -> TargetWorkload:
+    """The target workload M of ``group`` from its recent jobs (module docstring).
+
+    Three queries (present device models, jobs, containers).
+
+    Returns:
+        M; one whole-GPU class when the group's recent jobs ask no device.
+    """
+    vendor: dict[str, str] = {}
+    memory: dict[str, int] = {}
+    for name, vendor_name, mem in (
+        Device.objects.filter(removed_at__isnull=True, node__removed_at__isnull=True)
+        .values("model__name", "model__vendor").annotate(mem=Max("memory_mib"))
+        .values_list("model__name", "model__vendor", "mem")
+    ):
+        vendor[name] = vendor_name
+        memory[name] = mem
+    return _workload(_recent_tasks([group], _Models(vendor, memory)).values())[0]
+
+
+# --- scopes ---------------------------------------------------------------------------------
+
+
+def _in_group(node: CoreNode, group: ResourceGroup) -> list[int]:
+    """Positions in ``node.devices`` of the group's devices on this node ([] when the node is
+    not the group's); the rule of ``group_nodes`` / ``group_devices``: every node-selector
+    label matches and, when the group names models, the device is of one of them."""
+    if any(node.labels.get(k) != v for k, v in group.node_selector.items()):
+        return []
+    models = group.device_models
+    return [j for j, d in enumerate(node.devices) if not models or d.type in models]
+
+
+def _sub_snapshot(snapshot: ClusterSnapshot, keep: dict[str, list[int]]) -> ClusterSnapshot:
+    """The nodes named in ``keep`` with only the devices at the given positions (shared,
+    read-only device objects)."""
+    return ClusterSnapshot.from_nodes([
+        dataclasses.replace(snapshot.nodes[name],
+                            devices=[snapshot.nodes[name].devices[j] for j in positions])
+        for name, positions in keep.items()
+    ])
+
+
+def _measure(snapshot: ClusterSnapshot, wl: TargetWorkload):
+    frag = snapshot_fragmentation(snapshot, wl)
+    totals = FragTotals(
+        nodes=len(frag.nodes), capacity_milli=frag.capacity_milli, idle_milli=frag.idle_milli,
+        fragment_milli=frag.fragment_milli,
+        stranded_milli=sum(d.free_milli for n in frag.nodes for d in n.stranded),
+        stranded_devices=sum(len(n.stranded) for n in frag.nodes),
+    )
+    return frag, totals
+
+
+def groups_for_tenants(tenant_ids: set[int] | None) -> list[ResourceGroup]:
+    """Resource groups (name order) where one of ``tenant_ids`` has a quota or a queue;
+    every group for None (platform admin). One query."""
+    groups = ResourceGroup.objects.order_by("name")
+    if tenant_ids is None:
+        return list(groups)
+    return list(groups.filter(Q(quotas__tenant_id__in=tenant_ids)
+                              | Q(queues__tenant_id__in=tenant_ids)).distinct())
+
+
+def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
+                          cluster_id: int | None = None) -> FragmentationReport:
+    """FGD fragmentation of the whole inventory or of the union of ``groups``.
+
+    Args:
+        groups: None = every present node and device, M from every group's recent jobs, and
+            a row for every group; else the union of these groups' devices, M from their
+            recent jobs, and a row for each of them.
+        cluster_id: keep only the nodes of this cluster (totals, group rows and node rows).
+
+    Returns:
+        :class:`FragmentationReport`; nodes of the scope with no device in scope (CPU-only
+        nodes) are left out.
+    """
+    snapshot, index = build_cluster_snapshot(ResourceGroup(name="inventory"))
+    meta = {
+        pk: (name, cid, cname)
+        for pk, name, cid, cname in Node.objects.filter(pk__in=list(index.node_ids.values()))
+        .values_list("id", "name", "cluster_id", "cluster__name")
+    }
+    all_groups = list(ResourceGroup.objects.order_by("name")) if groups is None else None
+    selected = sorted(all_groups if groups is None else groups, key=lambda g: g.name)
+    node_names = [n for n in sorted(snapshot.nodes)
+                  if cluster_id is None or meta[index.node_ids[n]][1] == cluster_id]
+    members: dict[int, dict[str, list[int]]] = {}
+    for g in selected:
+        keep = {}
+        for name in node_names:
+            positions = _in_group(snapshot.nodes[name], g)
+            if positions:
+                keep[name] = positions
+        members[g.pk] = keep
+    if groups is None:
+        scope = {n: list(range(len(snapshot.nodes[n].devices))) for n in node_names
+                 if snapshot.nodes[n].devices}
+        labelled = all_groups
+    else:
+        union: dict[str, set[int]] = defaultdict(set)
+        for keep in members.values():
+            for name, positions in keep.items():
+                union[name].update(positions)
+        scope = {n: sorted(union[n]) for n in node_names if n in union}
+        labelled = list(groups)
+
+    models = _Models.of(snapshot)
+    tasks = _recent_tasks(selected, models)
+    wl, summary = _workload(tasks.values())
+    frag, totals = _measure(_sub_snapshot(snapshot, scope), wl)
+
+    group_names: dict[str, list[str]] = defaultdict(list)
+    for g in labelled:
+        for name in node_names:
+            if _in_group(snapshot.nodes[name], g):
+                group_names[name].append(g.name)
+    nodes = []
+    for row in frag.nodes:
+        node_id = index.node_ids[row.node]
+        name, cid, cname = meta[node_id]
+        devices = snapshot.nodes[row.node].devices
+        nodes.append(NodeRow(
+            node_id=node_id, node=name, cluster_id=cid, cluster=cname,
+            resource_groups=tuple(sorted(group_names[row.node])),
+            capacity_milli=GPU_MILLI * sum(1 for j in scope[row.node]
+                                           if devices[j].healthy and not devices[j].cordoned),
+            idle_milli=row.idle_milli, fragment_milli=row.fragment_milli,
+            stranded=row.stranded,
+        ))
+    nodes.sort(key=lambda r: (-r.fragment_milli, r.cluster, r.node))
+
+    group_rows = []
+    for g in selected:
+        g_wl, g_summary = _workload([tasks[g.pk]])
+        _frag, g_totals = _measure(_sub_snapshot(snapshot, members[g.pk]), g_wl)
+        group_rows.append(GroupRow(g.pk, g.name, g.kind, g_totals, g_summary))
+    return FragmentationReport(totals, summary, group_rows, nodes)
+
+
+def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None
+                        ) -> FragmentationReport:
+    """FGD fragmentation of one resource group: its nodes and devices, its own M (the same
+    figures as ``snapshot_fragmentation(build_cluster_snapshot(group), target_workload(group))``
+    and the telemetry group gauge)."""
+    return cluster_fragmentation([group], cluster_id)

@@ -1,0 +1,310 @@
+"""FGD fragmentation selector and ``GET /api/fragmentation/``: values worked out by hand on a
+small inventory, the response shape, who sees what, filters and 400s.
+
+Inventory:
+
+* cluster ``c1``: ``c1-n0``, ``c1-n1``, two A100-80GB each (81920 MiB); cluster ``c2``:
+  ``c2-n0``, two T4 (15360 MiB). Every node 64000 milli CPU.
+* groups: ``g1`` (A100), ``g2`` (T4), ``g3`` (node selector pool=c1, any model).
+* tenants: ``team-a`` (quota in g1; alice), ``team-b`` (quota in g2; bob), ``team-c`` (quota
+  in g1 and g2, no jobs; carol), ``root`` platform admin.
+* bookings (free milli = 10 x min(free cores %, free memory %)): c1-n0 GPU0 60 % -> 400
+  free, GPU1 free (1000); c1-n1 GPU0 80 % -> 200, GPU1 100 % -> 0; c2-n0 GPU0 50 % -> 500,
+  GPU1 free (1000).
+* recent jobs (all 1000 milli CPU): g1: ``j-40`` 1 GPU 40 % memory / 30 % cores -> 400 milli;
+  ``j-whole`` 1 whole GPU -> 1000; ``j-20g`` 2 pods x 1 GPU of 20480 MiB (25 % of 81920) ->
+  250, two tasks. g2: ``k-pair`` 2 whole T4 -> (1000 milli x 2).
+"""
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+
+from console.telemetry.models import GroupGauge
+from console.telemetry.services import compute_group_gauges
+from scheduling.models import Device, Placement, PlacementDevice
+from scheduling.placement.fragmentation import TaskClass
+from scheduling.selectors.fragmentation import (
+    cluster_fragmentation,
+    group_fragmentation,
+    groups_for_tenants,
+    target_workload,
+)
+from tenants.models import Quota
+from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
+
+pytestmark = pytest.mark.django_db
+
+T4 = "Tesla-T4"
+
+
+def _book(job, pod_index, uuid, percent):
+    device = Device.objects.get(uuid=uuid)
+    placement = Placement.objects.create(job=job, pod_index=pod_index, node=device.node,
+                                         state="running", cpu_milli=1000)
+    PlacementDevice.objects.create(placement=placement, device=device,
+                                   memory_mib=device.memory_mib * percent // 100,
+                                   cores_percent=percent)
+
+
+@pytest.fixture
+def inv():
+    c1 = make_cluster("c1", nodes=2, gpus=2)
+    c2 = make_cluster("c2", nodes=1, gpus=2, model=T4, memory_mib=15360)
+    g1, g2 = make_group("g1"), make_group("g2", models=(T4,))
+    g3 = make_group("g3", models=(), selector={"pool": "c1"})
+    team_a, qa = make_tenant("team-a", g1, devices_milli=4000)
+    team_b, qb = make_tenant("team-b", g2, devices_milli=2000)
+    team_c, _ = make_tenant("team-c", g1, devices_milli=1000)
+    Quota.objects.create(tenant=team_c, resource_group=g2, flavor="*", dimension="devices",
+                         nominal=1000)  # a quota in g2 without a queue there
+    gpu_job(qa, "j-40", count=1, memory_percent=40, cores=30)
+    whole = gpu_job(qa, "j-whole", count=1)
+    gpu_job(qa, "j-20g", count=1, memory_mib=20480, pods=2)
+    pair = gpu_job(qb, "k-pair", count=2)
+    _book(whole, 0, "GPU-c1-0-0", 60)
+    _book(whole, 1, "GPU-c1-1-0", 80)
+    _book(whole, 2, "GPU-c1-1-1", 100)
+    _book(pair, 0, "GPU-c2-0-0", 50)
+    return {
+        "c1": c1, "c2": c2, "g1": g1, "g2": g2, "g3": g3, "team_c": team_c,
+        "alice": make_user("alice", team_a), "bob": make_user("bob", team_b),
+        "carol": make_user("carol", team_c),
+        "root": get_user_model().objects.create_superuser("root", "r@example.org", "pw-root"),
+    }
+
+
+def _totals(t):
+    return (t.nodes, t.capacity_milli, t.idle_milli, pytest.approx(t.fragment_milli),
+            t.stranded_milli, t.stranded_devices)
+
+
+# --- selector -----------------------------------------------------------------------------
+
+
+def test_target_workload_of_a_group(inv):
+    wl = target_workload(inv["g1"])
+    # 4 tasks: 250 x2, then the count-1 classes larger first (1000, then 400).
+    assert wl.classes == (TaskClass(1000, 250, 1, (A100,)), TaskClass(1000, 1000, 1, (A100,)),
+                          TaskClass(1000, 400, 1, (A100,)))
+    assert wl.weights == (0.5, 0.25, 0.25)
+    assert target_workload(inv["g2"]).classes == (TaskClass(1000, 1000, 2, (T4,)),)
+    # g3 has no job: one whole GPU.
+    assert target_workload(inv["g3"]).classes == (TaskClass(0, 1000, 1),)
+
+
+def test_device_types_match_as_the_placement_core_does(inv):
+    _, queue = make_tenant("team-d", inv["g3"])
+    # "a100-sxm4-80gb" names the A100 (case and the NVIDIA- prefix ignored); g3 names no
+    # model, so an untyped request may use every present NVIDIA model.
+    gpu_job(queue, "typed", count=1, cores=50, types=["a100-sxm4-80gb"])
+    gpu_job(queue, "untyped", count=1, cores=50)
+    # an explicit type no device has is left out of M
+    gpu_job(queue, "absent", count=1, cores=50, types=["H100"])
+    wl = target_workload(inv["g3"])
+    assert sorted(wl.classes) == [TaskClass(1000, 1000, 1, (A100,)),
+                                  TaskClass(1000, 1000, 1, tuple(sorted((A100, T4))))]
+
+
+def test_group_g1_by_hand(inv):
+    rep = group_fragmentation(inv["g1"])
+    # M = 250 (0.5), 1000 (0.25), 400 (0.25).
+    # c1-n0 (400, 1000): only the whole-GPU class leaves the 400 out: 0.25 x 400 = 100.
+    # c1-n1 (200, 0): no class fits the 200: F = 200, and it is stranded (too small).
+    assert _totals(rep.totals) == (2, 4000, 1600, 300.0, 200, 1)
+    assert rep.totals.rate_percent == pytest.approx(18.75)
+    assert rep.totals.fragment_of_capacity_percent == pytest.approx(7.5)
+    assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (3, 4, 3)
+    n1, n0 = rep.nodes  # most fragment first
+    assert (n1.node, n1.cluster, n1.idle_milli, n1.fragment_milli) == ("c1-n1", "c1", 200,
+                                                                       200.0)
+    assert [(d.uuid, d.free_milli, d.code) for d in n1.stranded] == [
+        ("GPU-c1-1-0", 200, "too_small")]
+    assert "smallest per-GPU request (250 milli)" in n1.stranded[0].reason
+    assert (n0.node, n0.rate_percent, n0.stranded) == ("c1-n0", pytest.approx(100 / 14), ())
+    assert n0.resource_groups == ("g1",)
+    (row,) = rep.groups
+    assert row.name == "g1" and row.totals == rep.totals
+
+
+def test_group_figures_match_the_telemetry_gauge(inv):
+    compute_group_gauges()
+    gauge = GroupGauge.objects.get(resource_group=inv["g1"])
+    assert gauge.fragmentation_rate == pytest.approx(0.1875)
+    assert gauge.fragment_milli == pytest.approx(300.0)
+
+
+def test_whole_inventory_by_hand(inv):
+    rep = cluster_fragmentation()
+    # M = union of the tasks: 250 A100 (0.4), then count 1, larger first: 2 x 1000 T4,
+    # 1000 A100, 400 A100 (0.2 each).
+    # c1-n0 (400, 1000): T4 class 1400, A100 1000 class 400 -> 0.2*1400 + 0.2*400 = 360.
+    # c1-n1 (200, 0): 200. c2-n0 T4 (500, 1000): A100 classes 0.8 x 1500, the T4 pair finds
+    # one whole GPU of two: 0.2 x 1500 -> 1500.
+    assert _totals(rep.totals) == (3, 6000, 3100, 2060.0, 1700, 3)
+    assert rep.totals.rate_percent == pytest.approx(100 * 2060 / 3100)
+    assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (4, 5, 4)
+    assert [(n.node, round(n.fragment_milli, 6)) for n in rep.nodes] == [
+        ("c2-n0", 1500.0), ("c1-n0", 360.0), ("c1-n1", 200.0)]
+    c2n0 = rep.nodes[0]
+    assert [(d.index, d.free_milli, d.code, d.reason) for d in c2n0.stranded] == [
+        (0, 500, "too_small", "500 milli free is below the smallest per-GPU request (1000 "
+                              "milli) of the classes that can run here"),
+        (1, 1000, "too_few_gpus", "the classes this GPU fits need 2 GPUs with >= 1000 milli "
+                                  "free; the node has 1"),
+    ]
+    assert c2n0.stranded_gpus == pytest.approx(1.5)
+    assert rep.nodes[1].resource_groups == ("g1", "g3")
+    assert [(g.name, g.totals.idle_milli, round(g.totals.fragment_milli, 6),
+             g.totals.stranded_milli) for g in rep.groups] == [
+        ("g1", 1600, 300.0, 200),
+        ("g2", 1500, 1500.0, 1500),
+        # g3: c1's four GPUs, M = one whole GPU: the 400 and the 200 are fragment and stranded
+        ("g3", 1600, 600.0, 600),
+    ]
+    assert rep.groups[2].workload.default is True
+
+
+def test_union_of_groups_counts_each_device_once(inv):
+    # team-c's groups g1 + g2 cover every device; M = their tasks = every task: the same
+    # figures as the whole inventory.
+    groups = groups_for_tenants({inv["team_c"].pk})
+    assert [g.name for g in groups] == ["g1", "g2"]
+    rep = cluster_fragmentation(groups)
+    assert _totals(rep.totals) == (3, 6000, 3100, 2060.0, 1700, 3)
+    assert [g.name for g in rep.groups] == ["g1", "g2"]
+
+
+def test_cluster_filter(inv):
+    rep = cluster_fragmentation(cluster_id=inv["c2"].pk)
+    assert _totals(rep.totals) == (1, 2000, 1500, 1500.0, 1500, 2)
+    assert [n.node for n in rep.nodes] == ["c2-n0"]
+    assert [(g.name, g.totals.nodes, g.totals.idle_milli) for g in rep.groups] == [
+        ("g1", 0, 0), ("g2", 1, 1500), ("g3", 0, 0)]
+    assert group_fragmentation(inv["g1"], inv["c2"].pk).totals.nodes == 0
+
+
+def test_query_count_does_not_grow_with_nodes_or_groups(inv, django_assert_num_queries):
+    # snapshot 4 + node names 1 + groups 1 + jobs 1 + containers 1
+    with django_assert_num_queries(8):
+        cluster_fragmentation()
+    make_cluster("c3", nodes=5, gpus=4)
+    for i in range(4):
+        _, queue = make_tenant(f"more-{i}", make_group(f"more-{i}", selector={"pool": "c3"}))
+        gpu_job(queue, "x", count=1, cores=20)
+    with django_assert_num_queries(8):
+        rep = cluster_fragmentation()
+    assert len(rep.nodes) == 8 and len(rep.groups) == 7
+    with django_assert_num_queries(7):  # groups given
+        cluster_fragmentation([inv["g1"], inv["g2"]])
+
+
+# --- API --------------------------------------------------------------------------------------
+
+
+def _get(api, user, query=""):
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return api.get(f"/api/fragmentation/{query}")
+
+
+def test_anonymous_is_401(api, inv):
+    response = api.get("/api/fragmentation/")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_platform_admin_sees_everything(api, inv):
+    response = _get(api, inv["root"])
+    assert response.status_code == 200
+    body = response.json()
+    assert body["scope"] == {"resource_group": None, "cluster": None}
+    assert body["node_detail"] is True
+    assert body["totals"] == {
+        "nodes": 3, "capacity_milli": 6000, "idle_milli": 3100,
+        "fragment_milli": pytest.approx(2060.0),
+        "rate_percent": pytest.approx(100 * 2060 / 3100),
+        "fragment_of_capacity_percent": pytest.approx(100 * 2060 / 6000),
+        "stranded_milli": 1700, "stranded_gpus": 1.7, "stranded_devices": 3,
+    }
+    assert body["workload"] == {"jobs": 4, "tasks": 5, "classes": 4, "coverage": 1.0,
+                                "default": False}
+    assert [g["name"] for g in body["groups"]] == ["g1", "g2", "g3"]
+    assert body["groups"][0]["id"] == inv["g1"].pk
+    assert body["groups"][0]["kind"] == "shared"
+    first = body["nodes"][0]
+    assert {k: v for k, v in first.items() if k != "stranded_devices"} == {
+        "id": first["id"], "name": "c2-n0", "cluster_id": inv["c2"].pk, "cluster": "c2",
+        "resource_groups": ["g2"], "capacity_milli": 2000, "idle_milli": 1500,
+        "fragment_milli": pytest.approx(1500.0), "rate_percent": pytest.approx(100.0),
+        "stranded_milli": 1500, "stranded_gpus": 1.5,
+    }
+    assert first["stranded_devices"][1] == {
+        "uuid": "GPU-c2-0-1", "index": 1, "model": T4, "free_milli": 1000,
+        "code": "too_few_gpus",
+        "reason": "the classes this GPU fits need 2 GPUs with >= 1000 milli free; the node has 1",
+    }
+
+
+def test_member_sees_own_groups_totals_only(api, inv):
+    body = _get(api, inv["alice"]).json()
+    assert body["node_detail"] is False and body["nodes"] == []
+    assert [g["name"] for g in body["groups"]] == ["g1"]
+    assert body["totals"]["idle_milli"] == 1600
+    assert body["totals"]["rate_percent"] == pytest.approx(18.75)
+    assert "c2" not in str(body) and "GPU-" not in str(body)
+    # bob (team-b) sees g2 only; g1 is as unknown to him as a missing id
+    api.credentials()
+    body = _get(api, inv["bob"]).json()
+    assert [g["name"] for g in body["groups"]] == ["g2"]
+    assert body["totals"]["rate_percent"] == pytest.approx(100.0)
+    for query in (f"?resource_group={inv['g1'].pk}", "?resource_group=999999"):
+        response = api.get(f"/api/fragmentation/{query}")
+        assert response.status_code == 400
+        assert response.json()["error"]["fields"] == {
+            "resource_group": ["No such resource group."]}
+
+
+def test_user_without_tenant_sees_an_empty_scope(api, inv):
+    body = _get(api, make_user("nobody")).json()
+    assert body["groups"] == [] and body["nodes"] == []
+    assert body["totals"]["nodes"] == 0 and body["totals"]["rate_percent"] == 0.0
+
+
+def test_filters(api, inv):
+    body = _get(api, inv["root"], f"?resource_group={inv['g2'].pk}").json()
+    assert body["scope"] == {"resource_group": inv["g2"].pk, "cluster": None}
+    assert [n["name"] for n in body["nodes"]] == ["c2-n0"]
+    assert body["totals"]["fragment_milli"] == pytest.approx(1500.0)
+    body = api.get(f"/api/fragmentation/?cluster={inv['c1'].pk}").json()
+    assert [n["name"] for n in body["nodes"]] == ["c1-n0", "c1-n1"]
+    assert body["totals"]["idle_milli"] == 1600
+    # a member may narrow to one of their groups
+    api.credentials()
+    body = _get(api, inv["carol"], f"?resource_group={inv['g2'].pk}").json()
+    assert [g["name"] for g in body["groups"]] == ["g2"] and body["nodes"] == []
+
+
+@pytest.mark.parametrize("query, field", [
+    ("?resource_group=abc", "resource_group"),
+    ("?resource_group=0", "resource_group"),
+    ("?resource_group=99999999999999999999999", "resource_group"),
+    ("?cluster=-1", "cluster"),
+    ("?cluster=x%00", "cluster"),
+    ("?cluster=424242", "cluster"),
+])
+def test_bad_filters_are_400(api, inv, query, field):
+    response = _get(api, inv["root"], query)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and list(error["fields"]) == [field]
+
+
+def test_in_the_openapi_schema(api, inv):
+    api.force_authenticate(inv["root"])
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    op = schema["paths"]["/api/fragmentation/"]["get"]
+    assert {p["name"] for p in op["parameters"]} == {"resource_group", "cluster"}
+    ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    component = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    assert set(component["properties"]) == {"scope", "node_detail", "totals", "workload",
+                                            "groups", "nodes"}
