@@ -41,12 +41,12 @@ from scheduling.selectors.card_map import (
     node_list,
     tenant_colour,
 )
+from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.overview import (
     capacity_by_group,
     capacity_by_model,
     capacity_by_vendor,
-    fragmentation,
     jobs_by_state,
     pending_reasons,
     queue_lengths,
@@ -56,12 +56,14 @@ from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.jobs import cancel_job, submit_job
 from tenants.models import Membership, Tenant
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
                  "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af"}
 ALLOC_COLOUR, FREE_COLOUR = "#2563eb", "#e5e7eb"
 PAGE_SIZE = 50
+#: Rows of the overview's "most fragmented nodes" table.
+TOP_FRAGMENTED_NODES = 10
 
 
 def _scope(request) -> set[int] | None:
@@ -75,9 +77,24 @@ def _capacity_chart(rows, title, width=720):
         "devices", capacity=[r.devices for r in rows], title=title, width=width)
 
 
+def _fragmentation(request) -> dict:
+    """FGD fragmentation for the overview, by the rule of ``GET /api/fragmentation/``: a
+    platform admin gets the whole inventory and the most fragmented nodes with their stranded
+    devices; anyone else the union of the groups where their (visible) tenants have a quota
+    or a queue, and no node detail."""
+    if request.user.is_superuser:
+        report = cluster_fragmentation()
+        nodes = [n for n in report.nodes if n.fragment_milli > 0][:TOP_FRAGMENTED_NODES]
+        return {"frag": report, "frag_nodes": nodes, "frag_scope": "all nodes"}
+    groups = groups_for_tenants(get_visible_tenant_ids(request.user))
+    return {"frag": cluster_fragmentation(groups), "frag_nodes": None,
+            "frag_scope": "your resource groups"}
+
+
 @login_required
 def overview(request):
-    """Capacity vs allocated by vendor, model and group; fragmentation; queues; top tenants."""
+    """Capacity vs allocated by vendor, model and group; FGD fragmentation; queues; top
+    tenants."""
     tenant_ids = _scope(request)
     models = capacity_by_model()
     vendors = capacity_by_vendor(models)
@@ -90,7 +107,7 @@ def overview(request):
         "vendors": vendors,
         "models": models,
         "groups": groups,
-        "frag": fragmentation(),
+        **_fragmentation(request),
         "jobs": jobs,
         "reasons": pending_reasons(tenant_ids),
         "queues": queue_lengths(tenant_ids)[:15],

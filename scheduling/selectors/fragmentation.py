@@ -116,6 +116,14 @@ class FragTotals:
         """Stranded free capacity in GPUs."""
         return self.stranded_milli / GPU_MILLI
 
+    @property
+    def idle_gpus(self) -> float:
+        return self.idle_milli / GPU_MILLI
+
+    @property
+    def fragment_gpus(self) -> float:
+        return self.fragment_milli / GPU_MILLI
+
 
 @dataclass(frozen=True)
 class NodeRow:
@@ -152,6 +160,14 @@ class NodeRow:
     @property
     def stranded_gpus(self) -> float:
         return self.stranded_milli / GPU_MILLI
+
+    @property
+    def idle_gpus(self) -> float:
+        return self.idle_milli / GPU_MILLI
+
+    @property
+    def fragment_gpus(self) -> float:
+        return self.fragment_milli / GPU_MILLI
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Aggregates for the overview dashboard: capacity vs allocated by vendor, model and resource
-group, fragmentation, queue lengths and top tenants (a fixed number of queries each, except
-:func:`capacity_by_group`: one more per resource group)."""
+group, queue lengths and top tenants (a fixed number of queries each, except
+:func:`capacity_by_group`: one more per resource group). The fragmentation figures are
+:mod:`scheduling.selectors.fragmentation` (FGD)."""
 
 from __future__ import annotations
 
@@ -143,50 +144,6 @@ def capacity_by_vendor(model_rows: list[CapacityRow]) -> list[CapacityRow]:
         CapacityRow(vendor, vendor, n, mem, alloc, alloc_mem)
         for vendor, (n, mem, alloc, alloc_mem) in sorted(totals.items())
     ]
-
-
-@dataclass(frozen=True)
-class Fragmentation:
-    """How much free device capacity is stranded on partly booked devices.
-
-    Over present, healthy, uncordoned devices: ``free_devices`` = sum of (1 - booked share)
-    (in devices); ``stranded_devices`` = the part of it on devices that already carry a booking
-    (usable by fractional requests only, not by whole-device requests); ``whole_free`` =
-    devices with no booking at all. ``fragmentation_pct`` = stranded / free × 100 (0 when
-    nothing is free). The same idea as FGD's fragmentation measure (fgd.md), simplified to
-    "free capacity a whole-device request cannot use".
-    """
-
-    devices: int
-    whole_free: int
-    partial: int
-    full: int
-    free_devices: float
-    stranded_devices: float
-
-    @property
-    def fragmentation_pct(self) -> float:
-        return 100.0 * self.stranded_devices / self.free_devices if self.free_devices else 0.0
-
-
-def fragmentation() -> Fragmentation:
-    """:class:`Fragmentation` of the whole inventory (two queries). A device's booked share
-    is as in :class:`CapacityRow`."""
-    usable = Device.objects.filter(removed_at__isnull=True, healthy=True, cordoned=False)
-    whole_free = partial = full = 0
-    free = stranded = 0.0
-    for load in _device_loads(usable).values():
-        left = 1.0 - load.share
-        free += left
-        if load.booked_memory_mib == 0 and load.booked_cores_percent == 0:
-            whole_free += 1
-        elif left <= 1e-9:
-            full += 1
-        else:
-            partial += 1
-            stranded += left
-    return Fragmentation(whole_free + partial + full, whole_free, partial, full,
-                         round(free, 6), round(stranded, 6))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from rest_framework.authtoken.models import Token
 from console.core.models import AuditEntry
 from scheduling.models import Job, Placement
 from scheduling.selectors.job_board import queue_slots
-from scheduling.selectors.overview import fragmentation
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
 from tenants.models import Membership
@@ -94,16 +93,6 @@ def test_lending_is_split_in_proportion_to_lendable_capacity():
     assert (x.lent, y.lent, z.lent) == (0, 450, 150)
     assert y.segments == {"own": 25.0, "lent": 22.5, "free": 52.5, "borrowed": 0.0,
                           "nominal": 100.0}
-
-
-def test_fragmentation_of_the_world(world):
-    frag = fragmentation()
-    # 4 devices: a-train holds max(40 % memory, 30 % cores) = 0.4 of one, b-secret a whole
-    # one (all its memory), two are free: 0.6 + 2 free, 0.6 of it stranded.
-    assert (frag.devices, frag.whole_free, frag.partial, frag.full) == (4, 2, 1, 1)
-    assert frag.free_devices == pytest.approx(2.6)
-    assert frag.stranded_devices == pytest.approx(0.6)
-    assert frag.fragmentation_pct == pytest.approx(60 / 2.6)
 
 
 def test_queue_position_and_eta(world):
