@@ -4,6 +4,7 @@ import pytest
 from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
+from scheduling.placement.plugins.frag import residual_waste
 from scheduling.placement.plugins.frag_plugins import POLICY_NAMES, TracePolicyPlugin
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -94,6 +95,33 @@ def test_fragguard_puts_cpu_only_tasks_on_gpu_full_nodes():
     assert choose("FragGuard", snap, request(gpus=0))[0] == "b-full"
 
 
+def fragguard(workload):
+    """FragGuard without the residual-waste term (tests of the other terms)."""
+    plugin = TracePolicyPlugin("FragGuard", workload=workload)
+    plugin.policy.residual_weight = 0.0
+    return plugin
+
+
+def test_residual_waste_by_hand():
+    # M: 470-milli tasks and whole GPUs, half each. R(g) = g below 470; R(530) = R(60) = 60;
+    # R(940) = R(470) = R(0) = 0; R(950) = R(10) = 10; R(1000) = (R(530) + R(0)) / 2 = 30.
+    wl = TargetWorkload((TaskClass(1000, 470, 1), TaskClass(1000, 1000, 1)), (0.5, 0.5))
+    res = residual_waste(wl)
+    assert len(res) == 1001
+    assert (res[0], res[210], res[469], res[530], res[940], res[950], res[1000]) == (
+        0.0, 210.0, 469.0, 60.0, 0.0, 10.0, 30.0)
+
+
+def test_fragguard_fills_a_gap_that_leaves_a_usable_rest():
+    # M = WL (500-milli tasks): R(g) = g mod 500. Task: 300 milli, CPU plenty (S stays 0).
+    # a (1000 free): F 0 -> 0 (700 >= 500); R 0 -> R(700) = 200: 0.5 * 200 -> 47.
+    # b (900 free): F 0 -> 0 (600 >= 500); R(900) = 400 -> R(600) = 100: 0.5 * -300 -> 53.
+    # FGD sees no difference (50 / 50, name order -> a).
+    snap = ClusterSnapshot.from_nodes([node("a", (1000,)), node("b", (900,))])
+    assert choose("FGD", snap, request()) == ("a", [0], 50.0)
+    assert choose("FragGuard", snap, request()) == ("b", [0], 53.0)
+
+
 #: half the tasks may use any model, half only T4 (same shape: 1000 CPU, 500 milli).
 WL_T4 = TargetWorkload((TaskClass(1000, 500, 1), TaskClass(1000, 500, 1, ("T4",))), (0.5, 0.5))
 
@@ -112,14 +140,14 @@ def test_fragguard_keeps_a_pressed_model_for_the_tasks_that_need_it():
     # S = 2000 - 2500/2 = 750 -> 1700 - 1500/2 = 950, dS = +200: int(100 * sigmoid(-0.05)) = 48.
     # Without the reserved-model term a-t4 wins with 50.
     snap = t4_and_g2()
-    plain = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    plain = fragguard(WL_T4)
     plain.policy.reserve_weight = 0.0
     dec = plain.decide(snap, request())
     assert (dec.pods[0].node, dec.pods[0].score) == ("a-t4", 50.0)
     # With it: s_T4 = (0.5 * 500) / (0.5 * 500 + 0.5 * 500) = 0.5 of M's GPU volume must land on
     # T4; F = 4000, F_T4 = 2000 -> v_T4 = min(1, 0.5 * 4000 / 2000) = 1: a-t4 pays 1 * 300,
     # int(100 * sigmoid(-0.3)) = 42 < 48 -> b-g2.
-    plugin = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    plugin = fragguard(WL_T4)
     dec = plugin.decide(snap, request())
     assert (dec.pods[0].node, dec.pods[0].score) == ("b-g2", 48.0)
     assert plugin.policy.pressure == {"T4": 1.0}
@@ -130,7 +158,7 @@ def test_fragguard_model_pressure_follows_the_free_capacity():
     # The task does not fit b-g2 (100 free per GPU); on a-t4 it pays 0.55 * 300 = 165:
     # int(100 * sigmoid(-0.165)) = 45.
     snap = t4_and_g2(g2_frees=(100, 100))
-    plugin = TracePolicyPlugin("FragGuard", workload=WL_T4)
+    plugin = fragguard(WL_T4)
     dec = plugin.decide(snap, request())
     assert (dec.pods[0].node, dec.pods[0].score) == ("a-t4", 45.0)
     assert plugin.policy.pressure == {"T4": pytest.approx(0.55)}
@@ -208,7 +236,8 @@ def test_fragguard_avoids_stranding_gpus_behind_cpu():
     snap = ClusterSnapshot.from_nodes([node("a", (1000, 1000), cpu=2500),
                                        node("b", (1000, 1000), cpu=16000)])
     assert choose("FGD", snap, request()) == ("a", [0], 50.0)
-    assert choose("FragGuard", snap, request()) == ("b", [0], 50.0)
+    dec = fragguard(WL).decide(snap, request())
+    assert (dec.pods[0].node, dec.pods[0].score) == ("b", 50.0)
     plugin = TracePolicyPlugin("FragGuard", workload=WL)
     assert plugin.policy.rho == 2.0
     assert plugin.policy.stranded(2500, 2000) == 750.0
