@@ -123,16 +123,20 @@ class FragmentationView(APIView):
         group_id = query.validated_data.get("resource_group")
         cluster_id = query.validated_data.get("cluster")
         admin = request.user.is_superuser
-        groups = groups_for_tenants(None if admin else get_visible_tenant_ids(request.user))
         if cluster_id is not None and not Cluster.objects.filter(pk=cluster_id).exists():
             raise serializers.ValidationError({"cluster": ["No such cluster."]})
-        if group_id is not None:
-            group = next((g for g in groups if g.pk == group_id), None)
-            if group is None:
-                raise serializers.ValidationError({"resource_group": ["No such resource group."]})
-            report = group_fragmentation(group, cluster_id)
+        if admin and group_id is None:
+            report = cluster_fragmentation(None, cluster_id)
         else:
-            report = cluster_fragmentation(None if admin else groups, cluster_id)
+            groups = groups_for_tenants(None if admin else get_visible_tenant_ids(request.user))
+            if group_id is None:
+                report = cluster_fragmentation(groups, cluster_id)
+            else:
+                group = next((g for g in groups if g.pk == group_id), None)
+                if group is None:
+                    raise serializers.ValidationError(
+                        {"resource_group": ["No such resource group."]})
+                report = group_fragmentation(group, cluster_id)
         body = {
             "scope": {"resource_group": group_id, "cluster": cluster_id},
             "node_detail": admin,

@@ -264,6 +264,33 @@ def test_member_sees_own_groups_totals_only(api, inv):
             "resource_group": ["No such resource group."]}
 
 
+def test_tenant_admin_also_sees_the_groups_of_tenants_below(api, inv):
+    from tenants.models import Tenant
+
+    team_a = Tenant.objects.get(name="team-a")
+    sub = Tenant.objects.create(name="team-a-sub", parent=team_a)
+    Quota.objects.create(tenant=sub, resource_group=inv["g2"], flavor="*",
+                         dimension="devices", nominal=1000)
+    body = _get(api, make_user("ada", team_a, "tenant_admin")).json()
+    assert [g["name"] for g in body["groups"]] == ["g1", "g2"] and body["nodes"] == []
+    assert body["totals"]["idle_milli"] == 3100
+    api.credentials()
+    assert [g["name"] for g in _get(api, inv["alice"]).json()["groups"]] == ["g1"]
+
+
+def test_query_count_of_the_endpoint(api, inv, django_assert_num_queries):
+    api.force_authenticate(inv["root"])
+    with django_assert_num_queries(8):  # the selector's eight
+        assert api.get("/api/fragmentation/").status_code == 200
+    with django_assert_num_queries(9):  # + the cluster check
+        assert api.get(f"/api/fragmentation/?cluster={inv['c1'].pk}").status_code == 200
+    with django_assert_num_queries(8):  # groups + the group's seven
+        assert api.get(f"/api/fragmentation/?resource_group={inv['g1'].pk}").status_code == 200
+    api.force_authenticate(inv["alice"])
+    with django_assert_num_queries(10):  # visible tenants (2), groups (1), seven
+        assert api.get("/api/fragmentation/").status_code == 200
+
+
 def test_user_without_tenant_sees_an_empty_scope(api, inv):
     body = _get(api, make_user("nobody")).json()
     assert body["groups"] == [] and body["nodes"] == []
