@@ -4,7 +4,7 @@ import pytest
 from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.plugins.frag import residual_waste
+from scheduling.placement.plugins.frag import absorbed_fillers, residual_waste
 from scheduling.placement.plugins.frag_plugins import POLICY_NAMES, TracePolicyPlugin
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -114,12 +114,26 @@ def test_residual_waste_by_hand():
 
 def test_fragguard_fills_a_gap_that_leaves_a_usable_rest():
     # M = WL (500-milli tasks): R(g) = g mod 500. Task: 300 milli, CPU plenty (S stays 0).
-    # a (1000 free): F 0 -> 0 (700 >= 500); R 0 -> R(700) = 200: 0.5 * 200 -> 47.
-    # b (900 free): F 0 -> 0 (600 >= 500); R(900) = 400 -> R(600) = 100: 0.5 * -300 -> 53.
+    # a (1000 free): F 0 -> 0 (700 >= 500); R 0 -> R(700) = 200: mu = 1.5, 300 -> 42.
+    # b (900 free): F 0 -> 0 (600 >= 500); R(900) = 400 -> R(600) = 100: 1.5 * -300 -> 61.
     # FGD sees no difference (50 / 50, name order -> a).
     snap = ClusterSnapshot.from_nodes([node("a", (1000,)), node("b", (900,))])
     assert choose("FGD", snap, request()) == ("a", [0], 50.0)
-    assert choose("FragGuard", snap, request()) == ("b", [0], 53.0)
+    assert choose("FragGuard", snap, request()) == ("b", [0], 61.0)
+
+
+def test_absorbed_fillers_by_hand():
+    # 810-milli tasks (40 %) leave 190 slivers; only the 160s (10 %) fit there: absorbed.
+    # 650s (10 %) leave 350 slivers, served by the 320s (20 %, and the 230s carried): kept.
+    classes = [(810, 0.4), (160, 0.1), (650, 0.1), (320, 0.2), (230, 0.05), (1000, 0.15)]
+    assert absorbed_fillers(classes) == {160}
+    # 650s at 30 %: 350 slivers take 0.3 of 0.25 (320s + 230s): both absorbed, with the 160s.
+    more = [(810, 0.2), (160, 0.1), (650, 0.3), (320, 0.2), (230, 0.05), (1000, 0.15)]
+    assert absorbed_fillers(more) == {160, 230, 320}
+    # Residual waste leaves absorbed classes out: with M = 810s and 160s only, the 160s are
+    # absorbed, so a 190 gap is all waste: R(190) = 190 (not R(30) = 30).
+    wl = TargetWorkload((TaskClass(1000, 810, 1), TaskClass(1000, 160, 1)), (0.9, 0.1))
+    assert residual_waste(wl)[190] == 190.0
 
 
 #: half the tasks may use any model, half only T4 (same shape: 1000 CPU, 500 milli).
