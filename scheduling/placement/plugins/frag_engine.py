@@ -262,12 +262,17 @@ class NodeTable:
 
     def _count_free(self, i: int, sign: int) -> None:
         """Add (sign +1) or remove (-1) node ``i``'s free GPU milli in the per-model sums."""
-        if self.cpu[i] < 0 or not self.tot[i]:
+        tot = self.tot[i]
+        if self.cpu[i] < 0 or not tot:
             return
         fm = self.free_by_model
-        for x, t in zip(self.gpus[i], self.types[i], strict=False):
-            fm[t] = fm.get(t, 0) + sign * x
-        self.free_total += sign * self.tot[i]
+        model = self.model[i]
+        if model is not None:
+            fm[model] = fm.get(model, 0) + sign * tot
+        else:
+            for x, t in zip(self.gpus[i], self.types[i], strict=False):
+                fm[t] = fm.get(t, 0) + sign * x
+        self.free_total += sign * tot
 
     def _state_key(self, i: int) -> tuple:
         free = self.sg[i] if self.vendor[i] is not None else tuple(self.gpus[i])
