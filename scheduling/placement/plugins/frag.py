@@ -6,7 +6,8 @@ where the node's expected fragmentation F_n(M) grows least. Score of node n:
 tried and the best kept (lowest index on ties); whole-GPU tasks take the lowest-numbered free
 GPUs. Ties between nodes go to the lowest tie rank.
 
-See :class:`FgdPolicy` for the parameters of our variant.
+Our policy, FragGuard, adds CPU-stranded GPUs, residual waste and reserved models to F_n: see
+:class:`FragGuardPolicy`.
 """
 
 from __future__ import annotations
