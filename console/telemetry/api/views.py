@@ -1,9 +1,10 @@
 """Telemetry API under ``/api/telemetry/``: thin views over selectors and services.
 
 Tenant data (job efficiency, idle jobs, cost) is scoped to the caller's tenants; another
-tenant's job or tenant answers 404 as if it did not exist. Device health and device-level
-utilisation are inventory data (visible to every signed-in user, like ``/api/devices/``).
-Writes (targets, prices, clearing health) are for platform admins.
+tenant's job or tenant answers 404 as if it did not exist. Device health is inventory data
+(visible to every signed-in user, like ``/api/devices/``); device-level utilisation, capacity
+alerts and scrape targets are platform-admin data. Writes (targets, prices, clearing health)
+are for platform admins.
 """
 
 from __future__ import annotations
