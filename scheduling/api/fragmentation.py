@@ -12,7 +12,7 @@ Who sees what:
   that set answers 400 as an unknown id would (no existence oracle).
 
 ``?cluster=<id>`` keeps the nodes of one cluster (totals, group rows and node rows). Bad
-values of either filter are 400 in the API's error shape.
+values of either filter, or a filter given twice, are 400 in the API's error shape.
 """
 
 from __future__ import annotations
@@ -105,6 +105,15 @@ class FragmentationSerializer(serializers.Serializer):
 class FragmentationQuerySerializer(serializers.Serializer):
     resource_group = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     cluster = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+
+    def validate(self, attrs):
+        # A QueryDict answers the last of repeated values; two ids are ambiguous, not "the
+        # last one".
+        repeated = {name: ["Give this filter once."] for name in self.fields
+                    if len(self.initial_data.getlist(name)) > 1}
+        if repeated:
+            raise serializers.ValidationError(repeated)
+        return attrs
 
 
 class FragmentationView(APIView):

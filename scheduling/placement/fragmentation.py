@@ -106,7 +106,7 @@ class TargetWorkload:
         ``step`` at a time until the cumulative count reaches ``coverage`` x the task count.
 
         Args:
-            tasks: one entry per task.
+            tasks: one entry per task, or a mapping class -> number of tasks (a Counter).
             coverage: 0 < coverage <= 1; 1.0 keeps every class.
             step: classes added per round (simulator ``podIncreaseStep``, 1 in the paper).
 

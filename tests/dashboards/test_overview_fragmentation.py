@@ -84,3 +84,14 @@ def test_overview_without_devices(client, db):
     text = client.get("/").content.decode()
     assert '<span class="value" id="fragmentation">0.0 %</span>' in text
     assert "No resource group." in text
+
+
+@pytest.mark.parametrize("who", ["alice", "bob"])
+def test_member_overview_fragmentation_names_no_node_or_device(client, frag_world, who):
+    client.force_login(frag_world[who])
+    text = client.get("/?fragment=1").content.decode()
+    card = text[text.index('id="fragmentation-card"'):]
+    card = card[:card.index("</section>")]
+    assert "g1" in card and "g2" not in card
+    for name in ("c1-n0", "c1-n1", "c2-n0", "GPU-", frag_world["tiny_uuid"], "milli free"):
+        assert name not in text

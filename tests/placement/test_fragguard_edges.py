@@ -327,3 +327,13 @@ def test_lazy_selector_equals_a_full_scan_after_every_booking(seed, sizes):
         if booked and rng.random() < 0.15:  # some tasks finish
             unreserve(snap, booked.pop(rng.randrange(len(booked))))
     assert placed > 10 and plugin.policy.score_epoch > 1
+
+
+def test_target_workload_from_a_counter_equals_one_entry_per_task():
+    a, b, c = TaskClass(1000, 250, 1), TaskClass(1000, 1000, 1), TaskClass(0, 0, 0)
+    tasks = [a] * 6 + [b] * 3 + [c]
+    from collections import Counter
+
+    assert TargetWorkload.from_classes(Counter(tasks)) == TargetWorkload.from_classes(tasks)
+    # 6 + 3 = 9 of 10 < 95 %: c is kept too
+    assert TargetWorkload.from_classes(Counter(tasks)).weights == (0.6, 0.3, 0.1)

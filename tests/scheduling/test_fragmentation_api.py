@@ -335,3 +335,173 @@ def test_in_the_openapi_schema(api, inv):
     component = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
     assert set(component["properties"]) == {"scope", "node_detail", "totals", "workload",
                                             "groups", "nodes"}
+
+
+# --- attacks: odd requests, odd inventory, odd callers ------------------------------------
+
+
+def _container(job, **fields):
+    from scheduling.models import JobContainer
+
+    return JobContainer.objects.create(job=job, name=f"c{JobContainer.objects.count()}",
+                                       **fields)
+
+
+def test_odd_container_requests_by_hand(inv):
+    # g3 names no model: every present NVIDIA model (A100 81920 MiB, T4 15360 MiB) may serve.
+    _, queue = make_tenant("team-odd", inv["g3"])
+    j = gpu_job(queue, "odd", count=1, cores=30)  # cores only: memory = the whole card
+    j.containers.all().delete()
+    _container(j, device_count=1, cores_percent=30)                   # -> 1000, both
+    _container(j, device_count=1, memory_mib=20480)                   # A100 only: 250
+    _container(j, device_count=1, memory_mib=200000)                  # fits no model: out
+    _container(j, device_count=1, memory_percent=150, cores_percent=5)  # > 100 %: 1000
+    _container(j, device_count=1, vendor="MLU")                       # vendor absent: out
+    _container(j, device_count=0, cores_percent=50)                   # CPU-only: out
+    _container(j, device_count=1, cores_percent=10, memory_percent=10, init=True)  # init: out
+    wl = target_workload(inv["g3"])
+    both = tuple(sorted((A100, T4)))
+    assert sorted(zip(wl.classes, wl.weights, strict=True)) == [
+        (TaskClass(1000, 250, 1, (A100,)), pytest.approx(1 / 3)),
+        (TaskClass(1000, 1000, 1, both), pytest.approx(2 / 3)),
+    ]
+
+
+def test_a_model_registered_with_zero_memory_does_not_break_the_measure(api, inv):
+    # the T4s report 0 MiB (a broken registration); a job in g2 asks 1024 MiB per GPU: no
+    # present T4 can hold it, so it is left out instead of dividing by zero.
+    Device.objects.filter(uuid__startswith="GPU-c2-").update(memory_mib=0)
+    _, queue = make_tenant("team-zero", inv["g2"])
+    gpu_job(queue, "by-mib", count=1, memory_mib=1024)
+    assert target_workload(inv["g2"]).classes == (TaskClass(1000, 1000, 2, (T4,)),)
+    assert _get(api, inv["root"]).status_code == 200
+
+
+def test_each_pod_of_a_gang_is_a_task(inv):
+    _, queue = make_tenant("team-gang", inv["g3"])
+    gpu_job(queue, "gang", count=1, cores=50, memory_percent=50, pods=1024)
+    gpu_job(queue, "one", count=1)
+    rep = group_fragmentation(inv["g3"])
+    # 1024 of 1025 tasks (99.9 % >= 95 % coverage): M keeps the gang's class alone
+    assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (2, 1025, 1)
+    assert rep.workload.coverage == pytest.approx(1024 / 1025)
+    assert target_workload(inv["g3"]).classes == (TaskClass(1000, 500, 1, (A100, T4)),)
+
+
+def test_unhealthy_cordoned_removed_devices_error_nodes_and_gpu_less_nodes(inv):
+    from django.utils import timezone
+
+    from scheduling.models import Node
+
+    # c1-n0: GPU0 (400 free) unhealthy, GPU1 (1000) cordoned -> no capacity, nothing idle.
+    Device.objects.filter(uuid="GPU-c1-0-0").update(healthy=False)
+    Device.objects.filter(uuid="GPU-c1-0-1").update(cordoned=True)
+    # c1-n1 has an error: its devices stay capacity but nothing on it is idle.
+    Node.objects.filter(name="c1-n1").update(error="kubelet unreachable")
+    # c2-n0 loses GPU1 (removed): only GPU0 (500 free) is left.
+    Device.objects.filter(uuid="GPU-c2-0-1").update(removed_at=timezone.now())
+    # a CPU-only node and a removed node with a free GPU
+    Node.objects.create(cluster=inv["c2"], name="c2-cpu", cpu_milli=64000,
+                        memory_mib=262144, labels={"pool": "c2"})
+    gone = Node.objects.create(cluster=inv["c2"], name="c2-gone", cpu_milli=64000,
+                               memory_mib=262144, labels={"pool": "c2"},
+                               removed_at=timezone.now())
+    Device.objects.create(uuid="GPU-gone", node=gone, model=Device.objects.get(
+        uuid="GPU-c2-0-0").model, index=0, memory_mib=15360)
+    rep = cluster_fragmentation()
+    # capacity: c1-n1 2 devices (error nodes keep capacity) + c2-n0 GPU0 = 3000; idle: the
+    # 500 of c2-n0 GPU0, which M's T4 class (2 whole T4) and A100 classes cannot use.
+    assert _totals(rep.totals) == (3, 3000, 500, 500.0, 500, 1)
+    assert [n.node for n in rep.nodes] == ["c2-n0", "c1-n0", "c1-n1"]
+    assert [(d.uuid, d.code) for d in rep.nodes[0].stranded] == [("GPU-c2-0-0", "too_small")]
+    assert (rep.nodes[1].capacity_milli, rep.nodes[1].idle_milli) == (0, 0)
+    assert (rep.nodes[2].capacity_milli, rep.nodes[2].idle_milli) == (2000, 0)
+    assert "GPU-gone" not in str(rep) and "c2-cpu" not in str(rep)
+
+
+def test_empty_inventory_and_group_without_nodes(api, db):
+    root = get_user_model().objects.create_superuser("root", "r@example.org", "pw-root")
+    body = _get(api, root).json()
+    assert body["totals"] == {
+        "nodes": 0, "capacity_milli": 0, "idle_milli": 0, "fragment_milli": 0.0,
+        "rate_percent": 0.0, "fragment_of_capacity_percent": 0.0, "stranded_milli": 0,
+        "stranded_gpus": 0.0, "stranded_devices": 0}
+    assert body["groups"] == [] and body["nodes"] == []
+    assert body["workload"]["default"] is True
+    empty = make_group("empty", selector={"pool": "nowhere"})
+    body = api.get(f"/api/fragmentation/?resource_group={empty.pk}").json()
+    assert [(g["name"], g["totals"]["nodes"]) for g in body["groups"]] == [("empty", 0)]
+    assert body["totals"]["nodes"] == 0 and body["nodes"] == []
+
+
+def test_deleted_group_and_cluster_ids_are_400(api, inv):
+    from scheduling.models import Cluster
+
+    g3, c = inv["g3"].pk, Cluster.objects.create(name="tmp", backend="simulated")
+    inv["g3"].delete()
+    cid = c.pk
+    c.delete()
+    api.force_authenticate(inv["root"])
+    for query, field in ((f"?resource_group={g3}", "resource_group"), (f"?cluster={cid}",
+                                                                       "cluster")):
+        response = api.get(f"/api/fragmentation/{query}")
+        assert response.status_code == 400
+        assert list(response.json()["error"]["fields"]) == [field]
+
+
+@pytest.mark.parametrize("query", [
+    "?resource_group={g2}&resource_group={g1}",
+    "?resource_group={g1}&resource_group={g2}",
+    "?cluster={c1}&cluster={c2}",
+])
+def test_repeated_filters_are_400(api, inv, query):
+    query = query.format(g1=inv["g1"].pk, g2=inv["g2"].pk, c1=inv["c1"].pk, c2=inv["c2"].pk)
+    response = _get(api, inv["carol"], query)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert error["fields"] == {query[1:query.index("=")]: ["Give this filter once."]}
+
+
+@pytest.mark.parametrize("query", ["?resource_group=-5", "?resource_group=1.5",
+                                   "?cluster=1e3", "?cluster=%20x"])
+def test_more_bad_values_are_400(api, inv, query):
+    assert _get(api, inv["alice"], query).status_code == 400
+
+
+def test_an_empty_filter_is_no_filter(api, inv):
+    # "?resource_group=" (an empty form field) means no filter, as in the list filters
+    body = _get(api, inv["alice"], "?resource_group=&cluster=").json()
+    assert body["scope"] == {"resource_group": None, "cluster": None}
+    assert [g["name"] for g in body["groups"]] == ["g1"]
+
+
+def test_unknown_params_are_ignored_and_scope_does_not_widen(api, inv):
+    body = _get(api, inv["alice"], "?all=1&node_detail=true&tenant=999").json()
+    assert body["node_detail"] is False and body["nodes"] == []
+    assert [g["name"] for g in body["groups"]] == ["g1"]
+
+
+def test_other_tenants_group_with_a_cluster_filter_is_still_400(api, inv):
+    response = _get(api, inv["alice"], f"?resource_group={inv['g2'].pk}&cluster={inv['c2'].pk}")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"resource_group": ["No such resource group."]}
+
+
+def test_session_auth_and_staff_without_superuser(client, inv):
+    staff = make_user("staff", is_staff=True)
+    client.force_login(staff)
+    body = client.get("/api/fragmentation/").json()
+    assert body["node_detail"] is False and body["groups"] == [] and body["nodes"] == []
+    client.force_login(inv["bob"])
+    body = client.get("/api/fragmentation/").json()
+    assert [g["name"] for g in body["groups"]] == ["g2"] and body["nodes"] == []
+    assert "GPU-" not in str(body) and "c2-n0" not in str(body)
+
+
+def test_viewer_role_sees_own_groups_only(api, inv):
+    from tenants.models import Tenant
+
+    viewer = make_user("vic", Tenant.objects.get(name="team-b"), "viewer")
+    body = _get(api, viewer).json()
+    assert [g["name"] for g in body["groups"]] == ["g2"] and body["nodes"] == []
