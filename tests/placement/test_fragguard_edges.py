@@ -217,10 +217,6 @@ def test_plugin_rebinds_when_nodes_are_added_to_the_same_snapshot():
     assert second.pods[0].node == "b"
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
-    "TracePolicyPlugin._bind rebuilds its mirror only when the node count changes; a "
-    "journalled node it does not know raises KeyError in NodeTable.refresh (fix belongs in "
-    "frag_plugins.py)"))
 def test_plugin_sees_a_node_swapped_in_the_same_snapshot():
     # one node removed and another added (same count), the change journalled
     w = wl((TaskClass(1000, 500, 1), 1.0))

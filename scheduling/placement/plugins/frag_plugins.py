@@ -145,10 +145,13 @@ class TracePolicyPlugin:
 
     def _bind(self, snapshot: ClusterSnapshot) -> NodeTable:
         table = self.table
+        journal = getattr(snapshot, "changed", None)
         if (
             table is None
             or self._snapshot is not snapshot
             or len(table.names) != len(snapshot.nodes)
+            or (journal is not None
+                and any(n not in table.index for n in journal[self._journal_pos :]))
         ):
             table = NodeTable(snapshot, self.tie_seed)
             self.table = table
@@ -156,9 +159,8 @@ class TracePolicyPlugin:
             self.selector = (
                 None if isinstance(self.policy, RandomPolicy) else LazySelector(table, self.policy)
             )
-            self._journal_pos = len(getattr(snapshot, "changed", ()) or ())
+            self._journal_pos = len(journal or ())
             return table
-        journal = getattr(snapshot, "changed", None)
         if journal is not None:
             for name in dict.fromkeys(journal[self._journal_pos :]):
                 table.refresh(snapshot, name)
