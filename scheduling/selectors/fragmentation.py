@@ -82,8 +82,35 @@ class WorkloadSummary:
     default: bool
 
 
+class _Figures:
+    """Derived figures of a scope or node with ``idle_milli``, ``fragment_milli`` and
+    ``stranded_milli`` (milli-GPU)."""
+
+    idle_milli: int
+    fragment_milli: float
+    stranded_milli: int
+
+    @property
+    def rate_percent(self) -> float:
+        """F(M) / idle x 100 (0 when nothing is idle)."""
+        return 100.0 * self.fragment_milli / self.idle_milli if self.idle_milli else 0.0
+
+    @property
+    def stranded_gpus(self) -> float:
+        """Stranded free capacity in GPUs."""
+        return self.stranded_milli / GPU_MILLI
+
+    @property
+    def idle_gpus(self) -> float:
+        return self.idle_milli / GPU_MILLI
+
+    @property
+    def fragment_gpus(self) -> float:
+        return self.fragment_milli / GPU_MILLI
+
+
 @dataclass(frozen=True)
-class FragTotals:
+class FragTotals(_Figures):
     """Fragmentation totals of a set of nodes.
 
     Attributes:
@@ -103,31 +130,13 @@ class FragTotals:
     stranded_devices: int
 
     @property
-    def rate_percent(self) -> float:
-        """F(M) / idle x 100 (0 when nothing is idle)."""
-        return 100.0 * self.fragment_milli / self.idle_milli if self.idle_milli else 0.0
-
-    @property
     def fragment_of_capacity_percent(self) -> float:
         """F(M) / capacity x 100 (0 without capacity)."""
         return 100.0 * self.fragment_milli / self.capacity_milli if self.capacity_milli else 0.0
 
-    @property
-    def stranded_gpus(self) -> float:
-        """Stranded free capacity in GPUs."""
-        return self.stranded_milli / GPU_MILLI
-
-    @property
-    def idle_gpus(self) -> float:
-        return self.idle_milli / GPU_MILLI
-
-    @property
-    def fragment_gpus(self) -> float:
-        return self.fragment_milli / GPU_MILLI
-
 
 @dataclass(frozen=True)
-class NodeRow:
+class NodeRow(_Figures):
     """One node's fragmentation.
 
     Attributes:
@@ -151,24 +160,8 @@ class NodeRow:
     stranded: tuple[StrandedDevice, ...]
 
     @property
-    def rate_percent(self) -> float:
-        return 100.0 * self.fragment_milli / self.idle_milli if self.idle_milli else 0.0
-
-    @property
     def stranded_milli(self) -> int:
         return sum(d.free_milli for d in self.stranded)
-
-    @property
-    def stranded_gpus(self) -> float:
-        return self.stranded_milli / GPU_MILLI
-
-    @property
-    def idle_gpus(self) -> float:
-        return self.idle_milli / GPU_MILLI
-
-    @property
-    def fragment_gpus(self) -> float:
-        return self.fragment_milli / GPU_MILLI
 
 
 @dataclass(frozen=True)
