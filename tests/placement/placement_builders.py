@@ -77,10 +77,18 @@ def kube_pod(name, containers, annotations=None, init=None, node_selector=None):
 def trace_node(name, frees, *, cpu, memory_mib, cpu_used=0, model="T4"):
     """A trace-style node of ``model`` GPUs (16,000 MiB, split 100), GPU j with ``frees[j]``
     free milli (cores and memory booked in proportion)."""
+    return mixed_node(name, frees, (model,) * len(frees), cpu=cpu, memory_mib=memory_mib,
+                      cpu_used=cpu_used)
+
+
+def mixed_node(name, frees, models, cpu=16000, vendors=None, memory_mib=262144, cpu_used=0):
+    """A trace-style node whose GPU j has model ``models[j]`` (vendor ``vendors[j]``, default
+    NVIDIA; 16,000 MiB, split 100) and ``frees[j]`` free milli."""
     devs = []
-    for j, free in enumerate(frees):
+    for j, (free, model) in enumerate(zip(frees, models, strict=True)):
         used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, model, "NVIDIA", 16000, 100, 100,
+        vendor = vendors[j] if vendors else "NVIDIA"
+        devs.append(Device(f"{name}-{j}", name, j, model, vendor, 16000, 100, 100,
                            used_slots=1 if used else 0, used_cores_percent=used,
                            used_memory_mib=16000 * used // 100))
     return Node(name, devs, cpu_milli=cpu, memory_mib=memory_mib, used_cpu_milli=cpu_used)

@@ -3,6 +3,7 @@ frozen request/grant objects on the trace fast path."""
 
 import random
 
+from placement_builders import mixed_node as mixed
 from placement_builders import trace_node
 
 from scheduling.placement import reserve
@@ -15,9 +16,7 @@ from scheduling.placement.trace import PodRecord, pod_request
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
     PlacementRequest,
     PodRequest,
 )
@@ -29,17 +28,6 @@ WL = TargetWorkload(
 
 def node(name, frees, cpu=16000, cpu_used=0):
     return trace_node(name, frees, cpu=cpu, memory_mib=262144, cpu_used=cpu_used)
-
-
-def mixed(name, frees, models):
-    """A node whose GPU j has model ``models[j]`` and ``frees[j]`` free milli."""
-    devs = []
-    for j, (free, model) in enumerate(zip(frees, models, strict=True)):
-        used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, model, "NVIDIA", 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
-    return Node(name, devs, cpu_milli=16000, memory_mib=262144)
 
 
 def request(name, cpu=1000, gpus=1, milli=300, mem=1024):

@@ -6,6 +6,7 @@ on random small clusters (fixed seeds)."""
 import random
 
 import pytest
+from placement_builders import mixed_node as mixed
 from placement_builders import trace_node
 
 from scheduling.placement import reserve, unreserve
@@ -20,7 +21,6 @@ from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
     Node,
     PlacementRequest,
@@ -34,17 +34,6 @@ def wl(*pairs):
 
 def node(name, frees, cpu=16000, model="T4", cpu_used=0):
     return trace_node(name, frees, cpu=cpu, memory_mib=262144, cpu_used=cpu_used, model=model)
-
-
-def mixed(name, frees, models, cpu=16000, vendors=None):
-    devs = []
-    for j, (free, model) in enumerate(zip(frees, models, strict=True)):
-        used = 100 - free // 10
-        vendor = vendors[j] if vendors else "NVIDIA"
-        devs.append(Device(f"{name}-{j}", name, j, model, vendor, 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
-    return Node(name, devs, cpu_milli=cpu, memory_mib=262144)
 
 
 def request(name, cpu=1000, gpus=1, milli=300, mem=1024, types=()):
