@@ -42,13 +42,29 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from scheduling.placement import PlacementRequest, place, reserve, unreserve
 from scheduling.placement.fragmentation import (
     FragCalculator,
     TargetWorkload,
     TaskClass,
     device_free_milli,
 )
-from scheduling.placement.trace import GPU_MILLI, PodRecord, build_snapshot, read_nodes, read_pods
+from scheduling.placement.plugins.frag_plugins import (
+    POLICY_NAMES,
+    register_trace_policies,
+    tag_of,
+)
+from scheduling.placement.profile import Profile
+from scheduling.placement.registry import Registry
+from scheduling.placement.trace import (
+    GPU_MILLI,
+    PodRecord,
+    TraceError,
+    build_snapshot,
+    pod_request,
+    read_nodes,
+    read_pods,
+)
 
 __all__ = [
     "BUCKETS",
@@ -184,10 +200,6 @@ class RunResult:
 
 def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
     """(Framework, plugin) for policy ``name``: the core's default filters + the policy scorer."""
-    from scheduling.placement.plugins.frag_plugins import register_trace_policies
-    from scheduling.placement.profile import Profile
-    from scheduling.placement.registry import Registry
-
     reg = Registry()
     register_trace_policies(reg)
     prof = Profile(
@@ -201,26 +213,14 @@ def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
     return fw, fw.scores[0][0]
 
 
-def _core_has_fast_path() -> bool:
-    from scheduling.placement import runner
-
-    return bool(getattr(runner, "SUPPORTS_SELECT", False))
-
-
 class _Replay:
     """One policy on one snapshot: place through the core, book, keep the metrics."""
 
     def __init__(
         self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int
     ) -> None:
-        from scheduling.placement import PlacementRequest, place, reserve, unreserve
-        from scheduling.placement.plugins.frag_plugins import tag_of
-
-        self._core = (PlacementRequest, place, reserve, unreserve)
         self.snapshot = snapshot
         self.fw, self.plugin = _profile_for(name, workload, seed, seed)
-        self.use_place = _core_has_fast_path()
-        self.tag_of = tag_of
         self.calc = FragCalculator(measure)
         #: per node: its device models and the single model (None when mixed); static here.
         self.models: dict[str, tuple[tuple[str, ...], str | None]] = {}
@@ -268,10 +268,8 @@ class _Replay:
             for g in c.devices:  # only the devices of the pod changed
                 j = slot[g.uuid]
                 free[j] = device_free_milli(node.devices[j])
-        tag = self.tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
-        if getattr(self.snapshot, "changed", None) is None:
-            self.plugin.sync(self.snapshot, [name], [(name, tag, sign)])
-        elif tag:
+        tag = tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
+        if tag:  # usage changes reach the plugin through the snapshot's change journal
             self.plugin.sync(self.snapshot, [], [(name, tag, sign)])
         f = self._frag(node)
         self.frag_total += f - self.node_frag[name]
@@ -279,12 +277,7 @@ class _Replay:
 
     def place(self, pod_req, gpu_milli: int):
         """Place and book one pod; the Decision (booked when schedulable)."""
-        PlacementRequest, place, reserve, _unreserve = self._core
-        req = PlacementRequest(pod_req.name, (pod_req,))
-        if self.use_place:
-            dec = place(self.snapshot, req, self.fw)
-        else:
-            dec = self.plugin.decide(self.snapshot, req)
+        dec = place(self.snapshot, PlacementRequest(pod_req.name, (pod_req,)), self.fw)
         if dec.schedulable:
             reserve(self.snapshot, dec)
             pa = dec.pods[0]
@@ -294,7 +287,7 @@ class _Replay:
         return dec
 
     def release(self, pod_req, dec, gpu_milli: int) -> None:
-        self._core[3](self.snapshot, dec)
+        unreserve(self.snapshot, dec)
         self.allocated -= gpu_milli
         self.idle += gpu_milli
         self._touch(dec.pods[0].node, pod_req, -1, dec.pods[0])
@@ -321,8 +314,6 @@ def run_arrivals(
     measure: TargetWorkload,
 ) -> RunResult:
     """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
-    from scheduling.placement.trace import pod_request
-
     snap = build_snapshot(nodes, replicas=scale)
     rp = _Replay(name, snap, workload, measure, seed)
     order = inflate(pods, rp.cap, tune, seed)
@@ -357,8 +348,6 @@ def run_departures(
     first, retried after every departure) and then runs its original duration.
     """
     import heapq
-
-    from scheduling.placement.trace import pod_request
 
     timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
     if not timed:
@@ -514,9 +503,6 @@ def _print_text(summary: dict, departures: bool, out) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    from scheduling.placement.plugins.frag_plugins import POLICY_NAMES
-    from scheduling.placement.trace import TraceError
-
     ap = argparse.ArgumentParser(
         prog="python -m scheduling.placement.bench", description=__doc__.split("\n")[0]
     )
@@ -560,8 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"# {args.pods}: {len(pods)} pods; {len(nodes)} nodes x{args.scale}; {mode}; seeds "
             f"{seeds[0]}..{seeds[-1]}; target workload {len(workload.classes)} classes "
-            f"({100 * workload.coverage:.1f} % of tasks); path "
-            f"{'place()' if _core_has_fast_path() else 'plugin.decide() + reserve()'}"
+            f"({100 * workload.coverage:.1f} % of tasks); path place()"
         )
         if not args.departures:
             print(

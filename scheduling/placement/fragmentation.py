@@ -351,11 +351,6 @@ class ClusterFragmentation:
     nodes: tuple[NodeFragmentation, ...] = field(default_factory=tuple)
 
 
-def _stranded_milli(cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload) -> int:
-    """Free milli of GPUs that every class of ``wl`` counts as fragment on this node."""
-    return sum(gpus[j] for j, _code, _reason in _stranded(cpu, gpus, types, wl))
-
-
 def snapshot_fragmentation(
     snapshot: ClusterSnapshot, workload: TargetWorkload, calc: FragCalculator | None = None
 ) -> ClusterFragmentation:
