@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from scheduling.admission import (
     AdmissionSnapshot,
     AggregateCap,
+    CycleConfig,
     Dimension,
     Flavor,
     GroupKind,
@@ -31,6 +32,7 @@ DEV = Dimension.DEVICES
 MEM = Dimension.MEMORY_MIB
 CORES = Dimension.CORES_PERCENT
 WHOLE = PodShape(devices=1)
+NO_FAIR = CycleConfig(fair_sharing=False)
 
 
 def ago(seconds: float) -> datetime:
@@ -49,6 +51,16 @@ def a100s(nodes: int, per_node: int = 4) -> list[Device]:
                memory_mib=A100_MIB)
         for n in range(1, nodes + 1) for i in range(per_node)
     ]
+
+
+def ids(result) -> list[str]:
+    """Ids of the admitted workloads, in admission order."""
+    return [a.workload_id for a in result.admitted]
+
+
+def verdicts(result) -> dict[str, tuple]:
+    """``{workload id: (code, reason, position, details)}`` of the pending verdicts."""
+    return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
 
 
 def quota(tenant: str, nominal: int, dim: Dimension = DEV, flavor: str = "a100",
@@ -102,3 +114,13 @@ class World:
             caps=self.caps,
         )
         return replace(snap, **overrides)  # type: ignore[arg-type]
+
+
+def reclaim_world(**b3: object) -> World:
+    """8 devices, team-a nominal 4000 uses 2000, team-b nominal 4000 uses 6000 (borrows)."""
+    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.run("a0", "team-a", pods=2)
+    w.run("b1", "team-b", pods=2, started=3000)
+    w.run("b2", "team-b", pods=2, started=2000)
+    w.run("b3", "team-b", pods=2, started=1000, **b3)
+    return w

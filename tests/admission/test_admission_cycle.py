@@ -12,23 +12,23 @@ from scheduling.admission import (
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
-from tests.admission.admission_builders import NOW, World, a100s, quota
+from tests.admission.admission_builders import (
+    NO_FAIR,
+    NOW,
+    World,
+    a100s,
+    ids,
+    quota,
+    reclaim_world,
+    verdicts,
+)
 
-NO_FAIR = CycleConfig(fair_sharing=False)
 RECLAIM_NOMINAL = ("preemption: reclaim from other tenants needs the job to fit in tenant "
                    "team-a's nominal quota")
 
 
-def ids(result):
-    return [a.workload_id for a in result.admitted]
-
-
 def victims(result):
     return [(p.victim_id, p.preemptor_id, p.reason) for p in result.preempted]
-
-
-def verdicts(result):
-    return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
 
 
 # -- phase 1: queue heads by strategy and priority --------------------------------------------
@@ -147,16 +147,6 @@ def test_equal_priority_is_never_preempted_within_the_tenant():
 
 
 # -- phase 4c: reclaim of lent capacity ---------------------------------------------------------
-
-def reclaim_world(**b3):
-    """8 devices, team-a nominal 4000 uses 2000, team-b nominal 4000 uses 6000 (borrows)."""
-    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
-    w.run("a0", "team-a", pods=2)
-    w.run("b1", "team-b", pods=2, started=3000)
-    w.run("b2", "team-b", pods=2, started=2000)
-    w.run("b3", "team-b", pods=2, started=1000, **b3)
-    return w
-
 
 def test_lender_reclaims_the_most_recent_job_of_the_borrower():
     w = reclaim_world()

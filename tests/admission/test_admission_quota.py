@@ -2,24 +2,22 @@
 
 from scheduling.admission import (
     AggregateCap,
-    CycleConfig,
     GroupKind,
     PendingCode,
     Tenant,
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
-from tests.admission.admission_builders import DEV, MEM, World, a100s, quota
-
-NO_FAIR = CycleConfig(fair_sharing=False)
-
-
-def ids(result):
-    return [a.workload_id for a in result.admitted]
-
-
-def verdicts(result):
-    return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
+from tests.admission.admission_builders import (
+    DEV,
+    MEM,
+    NO_FAIR,
+    World,
+    a100s,
+    ids,
+    quota,
+    verdicts,
+)
 
 
 def test_fits_within_nominal_and_charges_exactly():

@@ -29,16 +29,8 @@ from tests.admission.admission_builders import (
     a100s,
     ago,
     quota,
+    reclaim_world,
 )
-
-
-def reclaim_world(**b3):
-    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
-    w.run("a0", "team-a", pods=2)
-    w.run("b1", "team-b", pods=2, started=3000)
-    w.run("b2", "team-b", pods=2, started=2000)
-    w.run("b3", "team-b", pods=2, started=1000, **b3)
-    return w
 
 
 def device_usage(placer):
