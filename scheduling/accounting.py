@@ -12,6 +12,8 @@ and ``device_cores_percent`` % is charged, under the device's model (the quota f
 from __future__ import annotations
 
 from scheduling.admission.charges import milli_share
+from scheduling.placement.booking import collapse
+from scheduling.placement.types import PodAssignment
 
 Charges = dict[tuple[str, str], int]
 DIMENSIONS = ("devices", "memory_mib", "cores_percent")
@@ -38,33 +40,17 @@ def booking_charges(
     }
 
 
-def collapse_pod_bookings(pod) -> dict[str, tuple[int, int, int]]:
-    """Per-device booking of one placed pod (a ``PodAssignment``), HAMi's collapse rule.
+def collapse_pod_bookings(pod: PodAssignment) -> dict[str, tuple[int, int, int]]:
+    """Per-device booking of one placed pod, HAMi's collapse rule.
 
-    For each device: memory and cores = max(max over init containers, sum over app
-    containers); slots = max(1 if an init container used it, number of app containers on it)
-    (HAMi ``CollapseInitContainerUsage``, pkg/device/initContainer.go).
+    The placement core's :func:`scheduling.placement.booking.collapse` (the usage
+    ``reserve`` books in a snapshot): for each device, memory and cores = max(max over init
+    containers, sum over app containers); slots = max(1 if an init container used it, number
+    of app containers on it) (HAMi ``CollapseInitContainerUsage``,
+    pkg/device/initContainer.go).
 
     Returns:
         ``{device uuid: (memory_mib, cores_percent, slots)}``.
     """
-    app: dict[str, list[int]] = {}
-    init: dict[str, list[int]] = {}
-    for container in pod.containers:
-        target = init if container.init else app
-        for grant in container.devices:
-            entry = target.setdefault(grant.uuid, [0, 0, 0])
-            if container.init:
-                entry[0] = max(entry[0], grant.memory_mib)
-                entry[1] = max(entry[1], grant.cores_percent)
-                entry[2] = 1
-            else:
-                entry[0] += grant.memory_mib
-                entry[1] += grant.cores_percent
-                entry[2] += 1
-    out: dict[str, tuple[int, int, int]] = {}
-    for uuid in app.keys() | init.keys():
-        a = app.get(uuid, [0, 0, 0])
-        i = init.get(uuid, [0, 0, 0])
-        out[uuid] = (max(a[0], i[0]), max(a[1], i[1]), max(a[2], i[2]))
-    return out
+    return {uuid: (memory_mib, cores_percent, slots)
+            for uuid, (slots, memory_mib, cores_percent, _) in collapse(pod).items()}
