@@ -233,10 +233,8 @@ class QuotaTree:
     def _recompute_usage(self) -> None:
         for node in self._post_order:
             usage = {fr: v for fr, v in node.own.items() if fr in node.managed}
-            for child in node.children:
+            for child in node.children:  # a child's usage holds managed keys only
                 for fr, used in child.usage.items():
-                    if fr not in self.managed:
-                        continue
                     excess = used - self._guaranteed(child, fr)
                     if excess > 0:
                         usage[fr] = usage.get(fr, 0) + excess
@@ -415,7 +413,7 @@ class QuotaTree:
         """
         blocks: list[QuotaBlock] = []
         managed = self._node(tenant).managed
-        allowed = {fr[0] for fr in managed}
+        allowed = self.flavors_for(tenant)
         for flavor in sorted({fr[0] for fr, a in charges.items() if a > 0} - allowed):
             blocks.append(QuotaBlock(
                 f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
@@ -556,7 +554,7 @@ class QuotaTree:
         for name in self.tenant_names():
             node = self._nodes[name]
             no_quota = sorted({fr[0] for fr, a in node.own.items() if a > 0}
-                              - {fr[0] for fr in node.managed})
+                              - self.flavors_for(name))
             for flavor in no_quota:
                 found.append(QuotaViolation(
                     "no_quota", name, None,
