@@ -270,7 +270,7 @@ class _Replay:
                 free[j] = device_free_milli(node.devices[j])
         tag = tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
         if tag:  # usage changes reach the plugin through the snapshot's change journal
-            self.plugin.sync(self.snapshot, [], [(name, tag, sign)])
+            self.plugin.sync(self.snapshot, [(name, tag, sign)])
         f = self._frag(node)
         self.frag_total += f - self.node_frag[name]
         self.node_frag[name] = f

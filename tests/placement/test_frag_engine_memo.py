@@ -140,7 +140,7 @@ def test_gpuclustering_is_not_memoised_on_state():
     snap = ClusterSnapshot.from_nodes([node("a", (1000, 1000)), node("b", (1000, 1000))])
     plugin = TracePolicyPlugin("GpuClustering", workload=WL)
     plugin.decide(snap, request("warm"))  # binds the mirror
-    plugin.sync(snap, [], [("b", "share", 1)])
+    plugin.sync(snap, [("b", "share", 1)])
     dec = plugin.decide(snap, request("p"))
     assert (dec.pods[0].node, dec.pods[0].score) == ("b", 93.0)
 

@@ -63,7 +63,7 @@ def test_gpuclustering_fullness_then_tags(snap):
     assert choose("GpuClustering", snap, request()) == ("a", [1], 45.0)
     plugin = TracePolicyPlugin("GpuClustering")
     plugin.decide(snap, request())  # binds the mirror
-    plugin.sync(snap, [], [("b", "share", 1)])
+    plugin.sync(snap, [("b", "share", 1)])
     dec = plugin.decide(snap, request())
     # b hosts only "share" tasks: 12 + 75 = 87 beats a's 20 + 25 (tags on b only)
     assert (dec.pods[0].node, dec.pods[0].score) == ("b", 87.0)

@@ -6,7 +6,7 @@ more per node; at 1,213 nodes that is above a millisecond per pod. The policies 
 per placement, so this module keeps:
 
 - :class:`NodeTable`: a compact mirror of the snapshot (free CPU/memory, free milli per GPU,
-  models, a version per node), refreshed only for nodes reported changed;
+  models), refreshed only for nodes reported changed (a journal of node indices);
 - :class:`LazySelector`: per *task key* (the request fields a score depends on) a heap of the
   nodes by (score descending, tie rank). Before answering a key it scores only the nodes that
   changed since that key was last answered; entries that no longer hold are dropped when they
@@ -150,8 +150,8 @@ class NodeTable:
     Per node index ``i`` (nodes in name order): ``cpu[i]``, ``mem[i]`` free host resources,
     ``gpus[i]`` free milli per device (list, device order), ``types[i]`` device models,
     ``model[i]`` the single model or None when mixed, ``vendors[i]``, ``vendor[i]`` the single
-    vendor when every device has model ``model[i]`` and one vendor (else None), ``ver[i]`` a
-    change counter, ``tags[i]`` a Counter of GPU task tags placed there (GpuClustering),
+    vendor when every device has model ``model[i]`` and one vendor (else None), ``tags[i]`` a
+    Counter of GPU task tags placed there (GpuClustering),
     ``rank[i]`` the tie rank.
 
     ``state[i]`` is the number of the node's *state*, everything a state-scored policy may
@@ -180,7 +180,6 @@ class NodeTable:
         "_state_ids",
         "_shapes",
         "_shape",
-        "ver",
         "rank",
         "tags",
         "journal",
@@ -212,7 +211,6 @@ class NodeTable:
         self._state_ids: dict[tuple, int] = {}
         self._shapes: dict[tuple, int] = {}
         self._shape = [0] * n
-        self.ver = [0] * n
         self.rank = tie_ranks(self.names, seed)
         self.tags: list[dict[str, int]] = [{} for _ in range(n)]
         #: free milli per device sorted ascending, and their sum (kept with ``gpus``).
@@ -294,17 +292,15 @@ class NodeTable:
         return sid
 
     def refresh(self, snapshot: ClusterSnapshot, name: str) -> int:
-        """Re-read node ``name`` from ``snapshot``, bump its version, journal it; its index."""
+        """Re-read node ``name`` from ``snapshot`` and journal it; its index."""
         i = self.index[name]
         self._load(i, snapshot.nodes[name])
-        self.ver[i] += 1
         self.journal.append(i)
         return i
 
     def touch(self, i: int) -> None:
         """Mark node ``i`` changed without a new state (its scores changed for another reason),
         so every selector re-scores it."""
-        self.ver[i] += 1
         self.journal.append(i)
 
     def usable(self, i: int, task: TaskView) -> list[int]:
@@ -541,11 +537,3 @@ class LazySelector:
         for e in skipped:
             heappush(heap, e)
         return found
-
-    def reset(self) -> None:
-        """Forget every heap and memoised score (call after changing scores globally, e.g. a
-        new workload)."""
-        self._keys.clear()
-        if self._memo is not None:
-            self._memo.clear()
-        self._memo_size = 0

@@ -3,7 +3,7 @@
 Each policy of ``baselines.py`` / ``frag.py`` is wrapped in a :class:`TracePolicyPlugin` whose
 ``name`` is the policy name. The plugin offers:
 
-- ``select(state, snapshot, pod)``: the *fast path* (see /work/notes/requests-from-fgd.md): for a
+- ``select(state, snapshot, pod)``: the *fast path* (``runner`` module docstring): for a
   trace-shaped pod (``frag_engine.task_view``) it returns a :class:`FastSelection` with the node,
   the device grants and the score, computed incrementally by a :class:`LazySelector` over a
   :class:`NodeTable` mirror of the snapshot. Returns None for other pods (the runner then runs
@@ -11,11 +11,9 @@ Each policy of ``baselines.py`` / ``frag.py`` is wrapped in a :class:`TracePolic
 - ``score(state, pod, node, fit)``: the policy's node score for the general loop (ScorePlugin).
 - ``decide(snapshot, request)``: a full :class:`Decision` for a one-pod request from the fast
   path without the runner (tests; the benchmark goes through ``place()``).
-- ``sync(snapshot, node_names)``: tell the plugin which nodes changed (after ``reserve`` /
-  ``unreserve``). If the snapshot carries a change journal (``snapshot.changed``, list of node
-  names) the plugin reads it itself. Once a caller has called ``sync`` the plugin trusts it to
-  report every change; a caller that never does (and a snapshot without journal) gets the
-  mirror re-read on every ``select`` (exact, about 10 ms at 1,213 nodes).
+- ``sync(snapshot, tags)``: GpuClustering tags of pods booked/released. Usage changes need no
+  call: the plugin re-reads the nodes named in the snapshot's change journal
+  (``ClusterSnapshot.changed``, written by ``reserve``/``unreserve``/``touch``).
 
 Registry names (:data:`POLICY_NAMES`, recommended first): "FragGuard" (ours), "FGD", "BestFit",
 "GpuPacking", "GpuClustering", "DotProd", "Random".
@@ -139,19 +137,17 @@ class TracePolicyPlugin:
         self.uses_tags = isinstance(self.policy, GpuClusteringPolicy)
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
-        self._synced = False
 
     # -- mirror upkeep -------------------------------------------------------------------------
 
     def _bind(self, snapshot: ClusterSnapshot) -> NodeTable:
         table = self.table
-        journal = getattr(snapshot, "changed", None)
+        journal = snapshot.changed
         if (
             table is None
             or self._snapshot is not snapshot
             or len(table.names) != len(snapshot.nodes)
-            or (journal is not None
-                and any(n not in table.index for n in journal[self._journal_pos :]))
+            or any(n not in table.index for n in journal[self._journal_pos :])
         ):
             table = NodeTable(snapshot, self.tie_seed)
             self.table = table
@@ -159,46 +155,33 @@ class TracePolicyPlugin:
             self.selector = (
                 None if isinstance(self.policy, RandomPolicy) else LazySelector(table, self.policy)
             )
-            self._journal_pos = len(journal or ())
-            return table
-        if journal is not None:
-            for name in dict.fromkeys(journal[self._journal_pos :]):
-                table.refresh(snapshot, name)
             self._journal_pos = len(journal)
-        elif not self._synced:
-            for name in table.names:
-                table.refresh(snapshot, name)
+            return table
+        for name in dict.fromkeys(journal[self._journal_pos :]):
+            table.refresh(snapshot, name)
+        self._journal_pos = len(journal)
         return table
 
-    def sync(
-        self,
-        snapshot: ClusterSnapshot,
-        node_names: Iterable[str],
-        tags: Iterable[tuple[str, str, int]] = (),
-    ) -> None:
-        """Refresh the mirror for ``node_names`` after the snapshot changed there.
+    def sync(self, snapshot: ClusterSnapshot, tags: Iterable[tuple[str, str, int]]) -> None:
+        """Record GpuClustering tags of pods booked/released on ``snapshot``.
 
         Args:
-            snapshot: the snapshot the plugin last worked on.
-            node_names: nodes whose usage changed.
-            tags: ``(node, GpuClustering tag, +1/-1)`` for pods booked/released there (a tag
-                change alone refreshes the node only when the policy reads tags).
+            snapshot: the snapshot the plugin last worked on (others are ignored).
+            tags: ``(node, GpuClustering tag, +1/-1)``; a tag change re-scores the node only
+                when the policy reads tags.
         """
         table = self.table
         if table is None or self._snapshot is not snapshot:
             return
-        changed = dict.fromkeys(node_names)
         for node, tag, delta in tags:
             if tag:
-                t = table.tags[table.index[node]]
+                i = table.index[node]
+                t = table.tags[i]
                 t[tag] = t.get(tag, 0) + delta
                 if t[tag] <= 0:
                     del t[tag]
                 if self.uses_tags:
-                    changed[node] = None  # a tag change changes GpuClustering scores there
-        for name in changed:
-            table.refresh(snapshot, name)
-        self._synced = True
+                    table.touch(i)  # a tag change changes GpuClustering scores there
 
     # -- fast path -----------------------------------------------------------------------------
 
