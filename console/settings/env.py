@@ -47,22 +47,26 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true/false, 1/0, yes/no)")
 
 
+def _number(name: str, default, minimum, parse, kind: str):
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = parse(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not {kind}") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    return number
+
+
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     """Return ``$name`` as an int, at least ``minimum`` when given.
 
     Raises:
         ImproperlyConfigured: not an integer, or below ``minimum``.
     """
-    value = _raw(name)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
-    return number
+    return _number(name, default, minimum, int, "an integer")
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
@@ -71,16 +75,7 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     Raises:
         ImproperlyConfigured: not a number, or below ``minimum``.
     """
-    value = _raw(name)
-    if value is None:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
-    return number
+    return _number(name, default, minimum, float, "a number")
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
