@@ -16,6 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from console.telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -136,6 +137,17 @@ ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0,
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
+
+# Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
+KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
+KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
+KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
+KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
+KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
+KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
+KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
+KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
+
 CELERY_BEAT_SCHEDULE = {
     "admission-tick": {
         "task": "scheduling.tasks.admission_tick_task",
@@ -149,24 +161,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.tasks.usage_reconcile_task",
         "schedule": float(USAGE_RECONCILE_TICK_S),
     },
-}
-
-from console.telemetry.schedule import beat_schedule as _telemetry_beat  # noqa: E402
-
-CELERY_BEAT_SCHEDULE.update(_telemetry_beat())
-
-# Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
-KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
-KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
-KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
-KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
-KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
-KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
-KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
-KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
-CELERY_BEAT_SCHEDULE["kube-tick"] = {
-    "task": "scheduling.tasks.kube_tick_task",
-    "schedule": float(KUBE_TICK_S),
+    "kube-tick": {
+        "task": "scheduling.tasks.kube_tick_task",
+        "schedule": float(KUBE_TICK_S),
+    },
+    **telemetry_beat_schedule(),
 }
 
 DEMO_STREAM_S = env_int("DEMO_STREAM_S", 0, minimum=0)
