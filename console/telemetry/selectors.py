@@ -35,7 +35,6 @@ from console.telemetry.models import (
     DevicePrice,
     IdleJobFlag,
     Rollup,
-    ScrapeTarget,
 )
 from scheduling.accounting import booking_charges
 from scheduling.choices import BOOKED_PLACEMENT_STATES
@@ -157,12 +156,6 @@ def device_health_history(serial: str, limit: int = 200) -> HealthHistory | None
     if device is None and current is None and not events:
         return None
     return HealthHistory(serial, device, current, events)
-
-
-def unhealthy_devices() -> list[DeviceHealth]:
-    """Devices telemetry currently judges unhealthy, with reasons."""
-    return list(DeviceHealth.objects.filter(healthy=False).select_related("device__node")
-                .order_by("serial"))
 
 
 # --- efficiency -----------------------------------------------------------------------------
@@ -394,12 +387,7 @@ def cost_report(
     return [CostReportRow(names.get(r.tenant_id, str(r.tenant_id)), r) for r in rows]
 
 
-# --- targets and alerts ---------------------------------------------------------------------
-
-
-def scrape_targets() -> list[ScrapeTarget]:
-    """Every target with its last scrape outcome."""
-    return list(ScrapeTarget.objects.select_related("cluster").order_by("cluster__name", "name"))
+# --- alerts ---------------------------------------------------------------------------------
 
 
 def open_capacity_alerts() -> list[CapacityAlert]:

@@ -13,7 +13,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from console.telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, POWER, TEMP, UTIL
+from console.telemetry.exporters import MEM_USED, POWER, TEMP, UTIL
 
 __all__ = ["profile_of", "pod_values", "device_values", "PodLoad"]
 
@@ -83,5 +83,3 @@ def device_values(loads: list[PodLoad], device_id: int, elapsed_s: float) -> dic
         POWER: round(60 + 3.2 * util + 5 * jitter, 1),
     }
 
-
-POD_METRIC_NAMES = (POD_UTIL, POD_MEM_USED)
