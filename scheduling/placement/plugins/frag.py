@@ -106,34 +106,30 @@ def residual_waste(workload: TargetWorkload) -> list[float]:
 
 
 class FgdPolicy:
-    """FGD, and the knobs of our fragmentation-aware variant.
+    """FGD: the node and GPU where F_n(M) grows least (simulator ``fgd_score.go``).
+
+    :class:`FragGuardPolicy` extends it through :meth:`_gpu_delta` / :meth:`_whole_delta`
+    (the measure's change for one choice) and :meth:`_node_shift` (a node-wide term).
 
     Args:
         workload: the target workload M.
         name: policy name.
-        pack_tiebreak: when True, the integer FGD score is refined by a packing key so that
-            equal FGD scores prefer the node left with less free GPU (then less free CPU):
-            ``score = fgd * 2^20 + (8000 - T_after) * 2^... `` (still an integer, still
-            highest wins). False = simulator-faithful.
     """
 
     #: The score is a function of the node's models, free CPU and free GPU shares and the
     #: task key only (``LazySelector`` may memoise it; see ``frag_engine``).
     state_scored = True
 
-    def __init__(
-        self, workload: TargetWorkload, name: str = "FGD", pack_tiebreak: bool = False
-    ) -> None:
+    def __init__(self, workload: TargetWorkload, name: str = "FGD") -> None:
         self.name = name
         self.workload = workload
         self.calc = FragCalculator(workload)
-        self.pack_tiebreak = pack_tiebreak
-        self._memo: dict[tuple, int] = {}
+        self._dmemo: dict[tuple, float] = {}
 
     def key(self, task: TaskView) -> tuple:
         return task.key
 
-    # -- helpers -------------------------------------------------------------------------------
+    # -- the measure's change ------------------------------------------------------------------
 
     def _frag(self, table: NodeTable, i: int, cpu: int, gpus: list[int] | tuple[int, ...]) -> float:
         model = table.model[i]
@@ -141,80 +137,69 @@ class FgdPolicy:
             return self.calc.uniform(model, cpu, tuple(sorted(gpus)))
         return self.calc.node(cpu, gpus, table.types[i])
 
-    def _gpu_scores(self, table: NodeTable, i: int, task: TaskView) -> list[tuple[int, int]]:
-        """(score, device index) for each device a sharing task could use on node i."""
-        g = table.gpus[i]
+    def _gpu_delta(self, table: NodeTable, i: int, task: TaskView, before: float, j: int) -> float:
+        """Change of the measure when a sharing task takes GPU j (``before``: F_n now)."""
+        after_g = list(table.gpus[i])
+        after_g[j] -= task.gpu_milli
+        return self._frag(table, i, table.cpu[i] - task.cpu_milli, after_g) - before
+
+    def _whole_delta(self, table: NodeTable, i: int, task: TaskView, before: float) -> float:
+        """Change of the measure when a whole-GPU (or CPU-only) task takes the lowest-numbered
+        free GPUs."""
+        after_g = list(table.gpus[i])
+        for j in table.whole_gpus(i, task) if task.num_gpu else ():
+            after_g[j] = 0
+        return self._frag(table, i, table.cpu[i] - task.cpu_milli, after_g) - before
+
+    def _frag_delta(self, table: NodeTable, i: int, task: TaskView) -> float:
+        """min over the task's GPU choices of the measure's change; memoised per (model, CPU
+        levels, sorted free GPUs, request) on single-model nodes."""
         cpu = table.cpu[i]
-        before = self._frag(table, i, cpu, g)
-        cpu2 = cpu - task.cpu_milli
-        out = []
-        for j in table.fitting_gpus(i, task):
-            after_g = list(g)
-            after_g[j] -= task.gpu_milli
-            out.append(
-                (
-                    self._refine(
-                        fgd_score(before, self._frag(table, i, cpu2, after_g)), after_g, cpu2
-                    ),
-                    j,
-                )
-            )
+        model = table.model[i]
+        key = None
+        if model is not None:
+            calc = self.calc
+            key = (model, calc.cpu_level(cpu), calc.cpu_level(cpu - task.cpu_milli),
+                   table.sg[i], task.gpu_milli, task.num_gpu)
+            hit = self._dmemo.get(key)
+            if hit is not None:
+                return hit
+        before = self._frag(table, i, cpu, table.gpus[i])
+        if task.is_share:
+            deltas = [self._gpu_delta(table, i, task, before, j)
+                      for j in table.fitting_gpus(i, task)]
+            out = min(deltas) if deltas else 0.0
+        else:
+            out = self._whole_delta(table, i, task, before)
+        if key is not None:
+            self._dmemo[key] = out
         return out
 
-    def _refine(self, s: int, after_g: list[int], cpu_after: int) -> int:
-        if not self.pack_tiebreak:
-            return s
-        t_after = sum(after_g)
-        return (s << 24) + ((8000 - min(t_after, 8000)) << 10) + max(0, 1023 - cpu_after // 256)
+    def _node_shift(self, table: NodeTable, i: int, task: TaskView) -> float:
+        """A node-wide addition to the measure's change (the same for every GPU); FGD: 0."""
+        return 0.0
 
     # -- TracePolicy -----------------------------------------------------------------------------
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
+        """``int(100 * sigmoid(-(change) / 1000))`` of the best GPU choice; None: no fit."""
         if not table.fits_but_memory(i, task):
             return None
-        model = table.model[i]
-        g = table.gpus[i]
-        cpu = table.cpu[i]
-        if model is not None:
-            calc = self.calc
-            memo_key = (
-                model,
-                calc.cpu_level(cpu),
-                calc.cpu_level(cpu - task.cpu_milli),
-                table.sg[i],
-                task.gpu_milli,
-                task.num_gpu,
-                cpu // 256 if self.pack_tiebreak else 0,
-            )
-            hit = self._memo.get(memo_key)
-            if hit is not None:
-                return hit
-        else:
-            memo_key = None
-        if task.is_share:
-            s = max(sc for sc, _ in self._gpu_scores(table, i, task))
-        else:
-            before = self._frag(table, i, cpu, g)
-            after_g = list(g)
-            for j in table.whole_gpus(i, task) if task.num_gpu else ():
-                after_g[j] = 0
-            s = self._refine(
-                fgd_score(before, self._frag(table, i, cpu - task.cpu_milli, after_g)),
-                after_g,
-                cpu - task.cpu_milli,
-            )
-        if memo_key is not None:
-            self._memo[memo_key] = s
-        return s
+        return fgd_score(0.0, self._frag_delta(table, i, task) + self._node_shift(table, i, task))
 
     def choose_gpus(self, table: NodeTable, i: int, task: TaskView) -> tuple[int, ...]:
+        """Whole-GPU tasks: the lowest-numbered free GPUs; a sharing task: the lowest index
+        with the best score."""
         if not task.num_gpu:
             return ()
         if not task.is_share:
             return table.whole_gpus(i, task)
+        before = self._frag(table, i, table.cpu[i], table.gpus[i])
+        shift = self._node_shift(table, i, task)
         best_s = None
         best_j = -1
-        for s, j in self._gpu_scores(table, i, task):
+        for j in table.fitting_gpus(i, task):
+            s = fgd_score(0.0, self._gpu_delta(table, i, task, before, j) + shift)
             if best_s is None or s > best_s:
                 best_s, best_j = s, j
         return (best_j,)
@@ -296,7 +281,6 @@ class FragGuardPolicy(FgdPolicy):
                 gpu += p * c.num_gpu * c.gpu_milli
         #: CPU milli per GPU milli of the workload's GPU classes (0 = no GPU class: no term).
         self.rho = cpu / gpu if gpu else 0.0
-        self._dmemo: dict[tuple, float] = {}
         self.reserve_weight = reserve_weight
         #: model pressure v_X of the table last prepared (absent model = 0).
         self.pressure: dict[str, float] = {}
@@ -369,9 +353,6 @@ class FragGuardPolicy(FgdPolicy):
             return 0.0
         return max(0.0, idle_gpu_milli - max(cpu_free_milli, 0) / self.rho)
 
-    def _quant(self, delta: float) -> int:
-        return fgd_score(0.0, delta)
-
     def _strand_delta(self, table: NodeTable, i: int, task: TaskView) -> float:
         t = table.tot[i]
         cpu = table.cpu[i]
@@ -381,71 +362,25 @@ class FragGuardPolicy(FgdPolicy):
         return self.cpu_weight * grow
 
     def _gpu_delta(self, table: NodeTable, i: int, task: TaskView, before: float, j: int) -> float:
-        """Measure change (F_n plus ``mu`` x residual waste) when a sharing task takes GPU j."""
-        g = table.gpus[i]
-        after_g = list(g)
-        after_g[j] -= task.gpu_milli
+        """FGD's change plus ``mu`` x the change of the GPU's residual waste."""
+        g = table.gpus[i][j]
         res = self.residual
-        return (
-            self._frag(table, i, table.cpu[i] - task.cpu_milli, after_g)
-            - before
-            + self.residual_weight * (res[after_g[j]] - res[g[j]])
+        return super()._gpu_delta(table, i, task, before, j) + self.residual_weight * (
+            res[g - task.gpu_milli] - res[g]
         )
 
-    def _frag_delta(self, table: NodeTable, i: int, task: TaskView) -> float:
-        """min over the task's GPU choices of the change of F_n + mu * sum_j R(g_j)."""
+    def _whole_delta(self, table: NodeTable, i: int, task: TaskView, before: float) -> float:
+        """FGD's change plus ``mu`` x the residual waste the whole GPUs taken had."""
+        res = self.residual
         g = table.gpus[i]
-        cpu = table.cpu[i]
-        model = table.model[i]
-        key = None
-        if model is not None:
-            calc = self.calc
-            key = (model, calc.cpu_level(cpu), calc.cpu_level(cpu - task.cpu_milli),
-                   table.sg[i], task.gpu_milli, task.num_gpu)
-            hit = self._dmemo.get(key)
-            if hit is not None:
-                return hit
-        before = self._frag(table, i, cpu, g)
-        if task.is_share:
-            deltas = [self._gpu_delta(table, i, task, before, j)
-                      for j in table.fitting_gpus(i, task)]
-            out = min(deltas) if deltas else 0.0
-        else:
-            after_g = list(g)
-            res = self.residual
-            waste = 0.0
-            for j in table.whole_gpus(i, task) if task.num_gpu else ():
-                waste += res[0] - res[g[j]]
-                after_g[j] = 0
-            out = (self._frag(table, i, cpu - task.cpu_milli, after_g) - before
-                   + self.residual_weight * waste)
-        if key is not None:
-            self._dmemo[key] = out
-        return out
+        waste = sum(res[0] - res[g[j]] for j in table.whole_gpus(i, task)) if task.num_gpu else 0.0
+        return super()._whole_delta(table, i, task, before) + self.residual_weight * waste
+
+    def _node_shift(self, table: NodeTable, i: int, task: TaskView) -> float:
+        return self._strand_delta(table, i, task) + self._reserve_delta(table, i, task)
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
-        if not table.fits_but_memory(i, task):
-            return None
-        s = self._quant(
-            self._frag_delta(table, i, task)
-            + self._strand_delta(table, i, task)
-            + self._reserve_delta(table, i, task)
-        )
-        if task.num_gpu:
+        s = super().score(table, i, task)
+        if s is None or task.num_gpu:
             return s
         return (8000 - min(8000, table.tot[i])) * 128 + s
-
-    def choose_gpus(self, table: NodeTable, i: int, task: TaskView) -> tuple[int, ...]:
-        if not task.num_gpu:
-            return ()
-        if not task.is_share:
-            return table.whole_gpus(i, task)
-        before = self._frag(table, i, table.cpu[i], table.gpus[i])
-        shift = self._strand_delta(table, i, task) + self._reserve_delta(table, i, task)
-        best_s = None
-        best_j = -1
-        for j in table.fitting_gpus(i, task):
-            s = self._quant(self._gpu_delta(table, i, task, before, j) + shift)
-            if best_s is None or s > best_s:
-                best_s, best_j = s, j
-        return (best_j,)
