@@ -39,6 +39,15 @@ from prometheus_client.registry import REGISTRY
 logger = logging.getLogger(__name__)
 
 CYCLE_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: ``(GroupGauge field, metric name, help)``; ``*_milli`` fields are exported in GPUs.
+GROUP_GAUGES = (
+    ("allocation_ratio", "console_allocation_ratio", "Booked cores / capacity cores (0..1)."),
+    ("fragmentation_rate", "console_fragmentation_rate",
+     "FGD fragmentation rate of idle GPU (0..1)."),
+    ("fragment_milli", "console_fragment_gpus", "FGD fragment amount in GPUs."),
+    ("healthy_milli", "console_healthy_capacity_gpus", "Healthy, uncordoned devices."),
+    ("guaranteed_milli", "console_guaranteed_gpus", "Sum of nominal device quotas."),
+)
 
 
 def reason_category(reason: str) -> str:
@@ -168,20 +177,8 @@ def _families():
     yield hist
 
     gauges = {
-        "allocation_ratio": GaugeMetricFamily(
-            "console_allocation_ratio", "Booked cores / capacity cores (0..1).",
-            labels=["resource_group"]),
-        "fragmentation_rate": GaugeMetricFamily(
-            "console_fragmentation_rate", "FGD fragmentation rate of idle GPU (0..1).",
-            labels=["resource_group"]),
-        "fragment_milli": GaugeMetricFamily(
-            "console_fragment_gpus", "FGD fragment amount in GPUs.", labels=["resource_group"]),
-        "healthy_milli": GaugeMetricFamily(
-            "console_healthy_capacity_gpus", "Healthy, uncordoned devices.",
-            labels=["resource_group"]),
-        "guaranteed_milli": GaugeMetricFamily(
-            "console_guaranteed_gpus", "Sum of nominal device quotas.",
-            labels=["resource_group"]),
+        field: GaugeMetricFamily(name, help_text, labels=["resource_group"])
+        for field, name, help_text in GROUP_GAUGES
     }
     for gauge in GroupGauge.objects.all():
         name = groups.get(gauge.resource_group_id)
