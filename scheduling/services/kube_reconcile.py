@@ -320,8 +320,7 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
     report = ReconcileReport(cluster=cluster.name, relisted=True)
     gw = _gateway(cluster, gateway)
     if placements is None:
-        placements = list(Placement.objects.select_related("node__cluster", "job").filter(
-            node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES))
+        placements = _booked(cluster)
     if pods is None:
         pods = gw.list_pods().items
     by_id: dict[int, dict] = {}
@@ -511,7 +510,6 @@ def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = No
         if seconds > 0:
             sub = watch(cluster, gateway=gw, timeout_s=seconds)
             _merge(report, sub)
-            report.relisted = report.relisted or sub.relisted
             report.events = sub.events
     finally:
         with connection.cursor() as cur:
