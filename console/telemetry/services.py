@@ -247,15 +247,10 @@ def store_samples(
 # --- health ---------------------------------------------------------------------------------
 
 
-def _temperature_limits(device_ids: Iterable[int]) -> dict[int, float]:
-    default = float(conf.get("TELEMETRY_TEMPERATURE_LIMIT_C"))
-    out = {}
-    for pk, config in Device.objects.filter(pk__in=list(device_ids)).values_list(
-        "pk", "model__config"
-    ):
-        limit = (config or {}).get("temperature_limit_c") if isinstance(config, dict) else None
-        out[pk] = float(limit) if isinstance(limit, int | float) else default
-    return out
+def _temperature_limit(config, default: float) -> float:
+    """``config.temperature_limit_c`` of a device model, else ``default`` (°C)."""
+    limit = (config or {}).get("temperature_limit_c") if isinstance(config, dict) else None
+    return float(limit) if isinstance(limit, int | float) else default
 
 
 def apply_health(
@@ -275,9 +270,10 @@ def apply_health(
         return []
     now = now or timezone.now()
     devices = {
-        d.pk: d for d in Device.objects.filter(pk__in=list(values)).select_related("node__cluster")
+        d.pk: d for d in Device.objects.filter(pk__in=list(values)).select_related(
+            "node__cluster", "model")
     }
-    limits = _temperature_limits(devices)
+    default_limit = float(conf.get("TELEMETRY_TEMPERATURE_LIMIT_C"))
     states = {h.serial: h for h in DeviceHealth.objects.filter(
         serial__in=[d.uuid for d in devices.values()])}
     events: list[DeviceHealthEvent] = []
@@ -290,7 +286,8 @@ def apply_health(
                 reasons=dict(row.reasons) if row else {},
                 counters=dict(row.counters) if row else {},
             )
-            after, found = evaluate(before, values[pk], limits[pk])
+            limit = _temperature_limit(device.model.config, default_limit)
+            after, found = evaluate(before, values[pk], limit)
             for event in found:
                 events.append(DeviceHealthEvent(
                     serial=device.uuid, device=device, node_name=device.node.name,

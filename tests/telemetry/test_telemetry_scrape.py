@@ -199,3 +199,19 @@ def test_unhealthy_devices_leave_the_pool_and_alert_below_guarantees(world):
     alert.refresh_from_db()
     assert alert.resolved_at == now + timedelta(minutes=1)
     assert Device.objects.filter(healthy=False).count() == 0
+
+
+def test_temperature_limit_comes_from_the_device_model_config_else_the_default(world):
+    from scheduling.models import DeviceModel
+
+    cluster = world["cluster"]
+    strict, = devices(cluster, "n1", ["GPU-strict"], model="T4", memory_mib=15360)
+    plain, = devices(cluster, "n1", ["GPU-plain"])
+    DeviceModel.objects.filter(name="T4").update(config={"temperature_limit_c": 80})
+    services.apply_health({strict.pk: {"temperature_c": 85.0},
+                           plain.pk: {"temperature_c": 85.0}}, now=NOW, source="test")
+    # T4's own limit is 80 °C; the A100 model has no config, so the default 90 °C applies.
+    assert Device.objects.get(uuid="GPU-strict").healthy is False
+    assert Device.objects.get(uuid="GPU-plain").healthy is True
+    assert [(e.kind, e.message) for e in device_health_history("GPU-strict").events] == [
+        ("temperature", "temperature 85 °C >= limit 80 °C")]
