@@ -294,6 +294,24 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
 # ------------------------------------------------------------------------------------------
 
 
+def _delete_orphan(p: Placement, pod: dict, report: ReconcileReport) -> None:
+    """A console pod whose placement is no longer booked: delete it unless it has finished."""
+    if not kinv.pod_state(pod).terminal:
+        _delete_pods([p])
+        report.orphans_deleted.append(_pod_key(pod))
+
+
+def _apply_booked(p: Placement, pod: dict, report: ReconcileReport,
+                  now: datetime) -> set[int]:
+    """:func:`apply_pod` for booked placement ``p``; ``report.changed`` gets its id when its
+    state moved. Returns the resource group ids where capacity was freed."""
+    before = p.state
+    groups = apply_pod(p, pod, now=now)
+    if Placement.objects.filter(pk=p.pk).exclude(state=before).exists():
+        report.changed.append(p.pk)
+    return groups
+
+
 def _grace() -> timedelta:
     return timedelta(seconds=float(settings.KUBE_SUBMIT_GRACE_S))
 
@@ -340,18 +358,13 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
             report.unknown.append(_pod_key(pod))
             continue
         if p.state not in BOOKED_PLACEMENT_STATES:
-            if not kinv.pod_state(pod).terminal:
-                _delete_pods([p])
-                report.orphans_deleted.append(_pod_key(pod))
+            _delete_orphan(p, pod, report)
             continue
         if pid not in booked:
             continue  # booked after our read: next pass
-        before = p.state
-        if before == PlacementState.RESERVED:
+        if p.state == PlacementState.RESERVED:
             report.adopted.append(pid)
-        report.groups |= apply_pod(p, pod, now=now)
-        if Placement.objects.filter(pk=pid).exclude(state=before).exists():
-            report.changed.append(pid)
+        report.groups |= _apply_booked(p, pod, report, now)
     # booked placements without a pod
     resubmit_jobs: set[int] = set()
     for pid, p in sorted(booked.items()):
@@ -455,15 +468,9 @@ def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileRepor
                             now=now)
         return set()
     if p.state not in BOOKED_PLACEMENT_STATES:
-        if not kinv.pod_state(pod).terminal:
-            _delete_pods([p])
-            report.orphans_deleted.append(_pod_key(pod))
+        _delete_orphan(p, pod, report)
         return set()
-    before = p.state
-    groups = apply_pod(p, pod, now=now)
-    if Placement.objects.filter(pk=p.pk).exclude(state=before).exists():
-        report.changed.append(p.pk)
-    return groups
+    return _apply_booked(p, pod, report, now)
 
 
 # ------------------------------------------------------------------------------------------
