@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import OperationalError, transaction
-from django.db.models import F, Sum
+from django.db.models import Case, F, Sum, Value, When
 from django.utils import timezone
 
 from console.core.locks import ADMISSION_CYCLE, try_xact_lock
@@ -365,9 +365,10 @@ def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleRep
         if job is not None and job.pending_reason != reason:
             job.pending_reason = reason
             changed.append(job)
-    for job in changed:
-        Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
-            pending_reason=job.pending_reason)
+    if changed:  # one UPDATE for every changed reason, not one per job
+        Job.objects.filter(pk__in=[j.pk for j in changed], state=JobState.QUEUED).update(
+            pending_reason=Case(*(When(pk=j.pk, then=Value(j.pending_reason))
+                                  for j in changed)))
 
 
 def run_admission_cycle(group_id: int, *, batch: int | None = None,
