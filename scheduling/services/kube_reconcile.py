@@ -275,15 +275,14 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
     """
     now = now or timezone.now()
     groups: set[int] = set()
-    placements = list(Placement.objects.filter(node_id=node_id,
-                                               state__in=BOOKED_PLACEMENT_STATES))
+    placements = list(Placement.objects.select_related("node__cluster").filter(
+        node_id=node_id, state__in=BOOKED_PLACEMENT_STATES))
     for p in placements:
         Placement.objects.filter(pk=p.pk, state__in=BOOKED_PLACEMENT_STATES).update(
             state=(PlacementState.FAILED if p.state == PlacementState.RUNNING
                    else PlacementState.RELEASED), ended_at=now, message=reason, updated=now)
         groups |= _end_job(p.job_id, reason, lost=True, now=now, except_placement=p.pk)
-    kube = [p for p in Placement.objects.select_related("node__cluster").filter(
-        pk__in=[p.pk for p in placements]) if p.node.cluster.backend == Backend.KUBERNETES]
+    kube = [p for p in placements if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
         _delete_pods(kube)
     return groups
