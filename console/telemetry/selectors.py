@@ -59,6 +59,14 @@ def pick_resolution(start: datetime, end: datetime) -> int:
     return MINUTE if end - start <= timedelta(days=2) else HOUR
 
 
+def _points(rollups) -> list[Point]:
+    """Rollup rows merged per bucket, oldest first: sample-weighted mean, min and max."""
+    rows = rollups.values("bucket").annotate(
+        n=Sum("count"), s=Sum("total"), lo=Min("minimum"), hi=Max("maximum")
+    ).order_by("bucket")
+    return [Point(r["bucket"], r["s"] / r["n"] if r["n"] else 0.0, r["lo"], r["hi"]) for r in rows]
+
+
 def device_series(
     device_id: int, metric: str, start: datetime, end: datetime,
     resolution_s: int | None = None, job_ids: Iterable[int] | None = None,
@@ -76,10 +84,7 @@ def device_series(
     )
     if job_ids is not None:
         rows = rows.filter(job_id__in=list(job_ids))
-    rows = rows.values("bucket").annotate(
-        n=Sum("count"), s=Sum("total"), lo=Min("minimum"), hi=Max("maximum")
-    ).order_by("bucket")
-    return [Point(r["bucket"], r["s"] / r["n"] if r["n"] else 0.0, r["lo"], r["hi"]) for r in rows]
+    return _points(rows)
 
 
 def device_utilisation(
@@ -100,14 +105,10 @@ def node_utilisation(
     """Mean device utilisation of a node's present devices per bucket (node page chart)."""
     end = end or timezone.now()
     start = start or end - timedelta(hours=6)
-    rows = (
-        Rollup.objects.filter(
-            resolution_s=pick_resolution(start, end), metric=UTIL, bucket__gte=start,
-            bucket__lt=end, device__node_id=node_id, device__removed_at__isnull=True,
-        ).values("bucket").annotate(n=Sum("count"), s=Sum("total"), lo=Min("minimum"),
-                                    hi=Max("maximum")).order_by("bucket")
-    )
-    return [Point(r["bucket"], r["s"] / r["n"] if r["n"] else 0.0, r["lo"], r["hi"]) for r in rows]
+    return _points(Rollup.objects.filter(
+        resolution_s=pick_resolution(start, end), metric=UTIL, bucket__gte=start,
+        bucket__lt=end, device__node_id=node_id, device__removed_at__isnull=True,
+    ))
 
 
 def latest_device_values(

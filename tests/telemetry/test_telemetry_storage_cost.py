@@ -10,7 +10,7 @@ from django.test import override_settings
 from console.telemetry import services
 from console.telemetry.attribution import AttributedSample
 from console.telemetry.models import Rollup, Sample
-from console.telemetry.selectors import cost_report, device_series
+from console.telemetry.selectors import cost_report, device_series, node_utilisation
 from scheduling.models import Cluster, Device
 from tenants.models import LedgerInterval
 from tests.builders import make_group, make_tenant, make_user
@@ -61,6 +61,23 @@ def test_rows_stay_bounded_under_a_week_of_scrapes():
     row = Rollup.objects.get(resolution_s=3600, bucket=hour, device=devs[0],
                              metric="util_percent")
     assert row.count == 4
+
+
+def test_node_utilisation_merges_the_present_devices_of_the_node_per_minute():
+    cluster = Cluster.objects.create(name="util")
+    d0, d1, gone = devices(cluster, "n1", ["GPU-u-0", "GPU-u-1", "GPU-u-2"])
+    other, = devices(cluster, "n2", ["GPU-u-3"])
+    Device.objects.filter(pk=gone.pk).update(removed_at=T0)
+    services.store_samples([AttributedSample("util_percent", v, "device", "", d.pk, d.uuid)
+                            for d, v in ((d0, 10.0), (d1, 30.0), (gone, 90.0), (other, 70.0))],
+                           T0)
+    services.store_samples([AttributedSample("util_percent", 20.0, "device", "", d0.pk,
+                                             d0.uuid)], T0 + timedelta(seconds=30))
+    services.rollup(now=T0 + timedelta(minutes=2))
+    # n1's present devices in minute T0: 10, 30 and 20 -> mean 20, min 10, max 30.
+    points = node_utilisation(d0.node_id, T0, T0 + timedelta(hours=1))
+    assert [(p.time, p.mean, p.minimum, p.maximum) for p in points] == [
+        (T0, 20.0, 10.0, 30.0)]
 
 
 @pytest.fixture
