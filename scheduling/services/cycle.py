@@ -200,12 +200,12 @@ def _bookings(decision: Decision, index: SnapshotIndex):
     return per_pod, extra_dev, extra_node
 
 
-def _lock_capacity(admissions: list[Admission], index: SnapshotIndex) -> _Capacity:
-    """Lock every device, then every node, the admissions book, each in pk order (one fixed
-    order for every writer, so cycles of groups sharing nodes cannot deadlock)."""
+def _lock_capacity(bookings) -> _Capacity:
+    """Lock every device, then every node, the admissions book (their :func:`_bookings`),
+    each in pk order (one fixed order for every writer, so cycles of groups sharing nodes
+    cannot deadlock)."""
     device_ids, node_ids = set(), set()
-    for admission in admissions:
-        _, extra_dev, extra_node = _bookings(admission.placement, index)
+    for _, extra_dev, extra_node in bookings:
         device_ids |= set(extra_dev)
         node_ids |= set(extra_node)
     devices = {d.pk: d for d in Device.objects.select_for_update().filter(
@@ -279,12 +279,13 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
     return True
 
 
-def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext,
+def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, bookings,
                       capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
-    """Write one admitted job's placements; return a conflict reason instead when another
-    writer booked the capacity first or the job left the queued state."""
+    """Write one admitted job's placements (``bookings``: its :func:`_bookings`); return a
+    conflict reason instead when another writer booked the capacity first or the job left
+    the queued state."""
     decision: Decision = admission.placement
-    per_pod, extra_dev, extra_node = _bookings(decision, ctx.index)
+    per_pod, extra_dev, extra_node = bookings
     conflict = capacity.conflict(extra_dev, extra_node)
     if conflict is not None:
         return conflict
@@ -295,19 +296,24 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext,
         return "job left the queue during the cycle"
     capacity.add(extra_dev, extra_node)
     group = ctx.flavors.group
-    for pod_index, pod in enumerate(decision.pods):
-        charges = encode_charges(charges_for_pods([pod], ctx.devices, group))
-        placement = Placement.objects.create(
+    placements = Placement.objects.bulk_create(
+        Placement(
             job=job, pod_index=pod_index, node_id=ctx.index.node_ids[pod.node],
             cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib,
-            assignment=_assignment_json(pod), charges=charges, charged=True,
+            assignment=_assignment_json(pod), charged=True,
+            charges=encode_charges(charges_for_pods([pod], ctx.devices, group)),
         )
-        PlacementDevice.objects.bulk_create(
-            PlacementDevice(placement=placement, device_id=ctx.index.device_ids[uuid],
-                            memory_mib=mem, cores_percent=cores, slots=slots)
-            for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
-        )
-        for key, amount in usage_deltas([(job.tenant_id, group_id, charges)], +1).items():
+        for pod_index, pod in enumerate(decision.pods)
+    )
+    PlacementDevice.objects.bulk_create(
+        PlacementDevice(placement=placement, device_id=ctx.index.device_ids[uuid],
+                        memory_mib=mem, cores_percent=cores, slots=slots)
+        for placement, pod in zip(placements, decision.pods, strict=True)
+        for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
+    )
+    for placement in placements:
+        for key, amount in usage_deltas(
+                [(job.tenant_id, group_id, placement.charges)], +1).items():
             deltas[key] = deltas.get(key, 0) + amount
     nodes_text = ", ".join(sorted({p.node for p in decision.pods}))
     extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
@@ -322,7 +328,8 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext,
 def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, now,
             report: CycleReport) -> None:
     admissions = list(result.admitted)
-    capacity = _lock_capacity(admissions, ctx.index)
+    bookings = {a.workload_id: _bookings(a.placement, ctx.index) for a in admissions}
+    capacity = _lock_capacity(bookings.values())
     victims_of: dict[str, list[Preemption]] = {}
     for preemption in result.preempted:
         victims_of.setdefault(preemption.preemptor_id, []).append(preemption)
@@ -345,7 +352,8 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
         if not refreshed:
             capacity.refresh()
             refreshed = True
-        conflict = _commit_admission(admission, job, ctx, capacity, now, group.pk, deltas)
+        conflict = _commit_admission(admission, job, ctx, bookings[admission.workload_id],
+                                     capacity, now, group.pk, deltas)
         if conflict is None:
             report.admitted.append(job.pk)
         else:
