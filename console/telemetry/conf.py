@@ -23,13 +23,11 @@ from __future__ import annotations
 from django.conf import settings
 
 from console.settings.env import env_int
+from console.telemetry.schedule import BEAT_ENTRIES
 
 DEFAULTS = {
-    "TELEMETRY_SCRAPE_S": 30,
-    "TELEMETRY_SIMULATE_S": 15,
-    "TELEMETRY_ROLLUP_S": 60,
-    "TELEMETRY_GAUGES_S": 30,
-    "TELEMETRY_IDLE_CHECK_S": 300,
+    # beat periods: one table, read by the settings module too (console.telemetry.schedule)
+    **{variable: default for _name, _task, variable, default in BEAT_ENTRIES},
     "TELEMETRY_RAW_RETENTION_S": 7200,
     "TELEMETRY_MINUTE_RETENTION_S": 172800,
     "TELEMETRY_HOUR_RETENTION_S": 400 * 86400,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from console.settings.env import env_int
 
-_ENTRIES = (
+#: ``(beat entry name, task, period setting, default period in seconds)``.
+BEAT_ENTRIES = (
     ("telemetry-scrape", "console.telemetry.tasks.scrape_all_task", "TELEMETRY_SCRAPE_S", 30),
     ("telemetry-simulate", "console.telemetry.tasks.simulate_task", "TELEMETRY_SIMULATE_S", 15),
     ("telemetry-rollup", "console.telemetry.tasks.rollup_task", "TELEMETRY_ROLLUP_S", 60),
@@ -20,7 +21,7 @@ _ENTRIES = (
 def beat_schedule() -> dict[str, dict]:
     """The telemetry beat entries, ``{name: {"task": ..., "schedule": seconds}}``."""
     out = {}
-    for name, task, variable, default in _ENTRIES:
+    for name, task, variable, default in BEAT_ENTRIES:
         period = env_int(variable, default, minimum=0)
         if period:
             out[name] = {"task": task, "schedule": float(period)}
