@@ -110,7 +110,6 @@ def resolve_flavors(group: tm.ResourceGroup, *, extra_names: set[str] | None = N
         extra_names: flavor names to treat as used besides the stored rows (a quota change
             being simulated).
     """
-    models = group_models(group)
     used = set(
         tm.Quota.objects.filter(resource_group=group).values_list("flavor", flat=True)
     )
@@ -118,7 +117,12 @@ def resolve_flavors(group: tm.ResourceGroup, *, extra_names: set[str] | None = N
         "flavors", flat=True
     ):
         used.update(flavors or ())
-    used |= extra_names or set()
+    return _map_flavors(group, used | (extra_names or set()))
+
+
+def _map_flavors(group: tm.ResourceGroup, used: set[str]) -> GroupFlavors:
+    """The module docstring rule over the flavor names ``used`` by quota rows and caps."""
+    models = group_models(group)
     flavor_of: dict[str, str] = {}
     for model in models.values():
         if model.name in used:
@@ -160,22 +164,20 @@ def core_quota(row: tm.Quota, flavor: str) -> Quota:
                  lending_limit=row.lending_limit)
 
 
-def build_quotas(group: tm.ResourceGroup, flavors: GroupFlavors) -> tuple[Quota, ...]:
-    """Quota rows of the group whose flavor covers at least one model of the group (a row
-    on a name no model resolves to would constrain nothing and is left out)."""
+def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[Quota, ...]:
+    """The group's quota ``rows`` (``tenant`` loaded) whose flavor covers at least one model
+    of the group (a row on a name no model resolves to would constrain nothing and is left
+    out)."""
     live = {f.name for f in flavors.group.flavors}
-    return tuple(
-        core_quota(q, q.flavor)
-        for q in tm.Quota.objects.filter(resource_group=group).select_related("tenant")
-        if q.flavor in live
-    )
+    return tuple(core_quota(q, q.flavor) for q in rows if q.flavor in live)
 
 
-def build_caps(group: tm.ResourceGroup, flavors: GroupFlavors) -> tuple[AggregateCap, ...]:
-    """Aggregate caps of the group; a cap's names (models, families) become the flavors
-    covering those models, an empty list means every flavor."""
+def build_caps(rows: list[tm.AggregateCap], flavors: GroupFlavors
+               ) -> tuple[AggregateCap, ...]:
+    """The group's aggregate caps ``rows`` (``tenant`` loaded); a cap's names (models,
+    families) become the flavors covering those models, an empty list means every flavor."""
     caps = []
-    for cap in tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"):
+    for cap in rows:
         covered = flavors.flavors_for(cap.flavors) if cap.flavors else None
         caps.append(AggregateCap(name=cap.name, tenant=cap.tenant.name,
                                  dimension=Dimension(cap.dimension), limit=cap.limit,
@@ -322,7 +324,11 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         The context: frozen :class:`AdmissionSnapshot`, flavors, cluster snapshot with every
         live booking applied, device index, and the running jobs' bookings.
     """
-    flavors = resolve_flavors(group, extra_names=extra_flavor_names)
+    quota_rows = list(tm.Quota.objects.filter(resource_group=group).select_related("tenant"))
+    cap_rows = list(
+        tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"))
+    used = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
+    flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     cluster, index = build_cluster_snapshot(group)
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
     running, held = running_workloads(group, flavors, index, devices)
@@ -330,8 +336,8 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
     snapshot = AdmissionSnapshot(
         group=flavors.group,
         tenants=build_tenants(),
-        quotas=build_quotas(group, flavors),
-        caps=build_caps(group, flavors),
+        quotas=build_quotas(quota_rows, flavors),
+        caps=build_caps(cap_rows, flavors),
         queues=tuple(
             Queue(name=queue_key(q), tenant=q.tenant.name, strategy=QueueingStrategy(q.strategy))
             for q in group_queues(group)
