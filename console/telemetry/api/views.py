@@ -25,16 +25,8 @@ from console.telemetry import selectors, services
 from console.telemetry.cost import month_start, next_month
 from console.telemetry.models import DevicePrice, ScrapeTarget
 from scheduling.models import Job
+from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.selectors import get_user_tenant_ids
-
-
-class AdminWritePermission(permissions.BasePermission):
-    """Reads for signed-in users, writes for platform admins (superusers)."""
-
-    def has_permission(self, request, view):
-        if not request.user or not request.user.is_authenticated:
-            return False
-        return request.method in permissions.SAFE_METHODS or request.user.is_superuser
 
 
 class PlatformAdminOnly(permissions.BasePermission):
@@ -89,7 +81,7 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
     """Prices per device model and hour with effective dates (admins create)."""
 
     serializer_class = PriceSerializer
-    permission_classes = [AdminWritePermission]
+    permission_classes = [IsPlatformAdminOrReadOnly]
     queryset = DevicePrice.objects.select_related("model").order_by("model__name",
                                                                     "effective_from")
 
