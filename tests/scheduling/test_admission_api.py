@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from scheduling.models import Job, Preemption
 from scheduling.services.cycle import run_admission_cycle
-from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
+from tests.builders import A100, gpu_job, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -15,11 +15,8 @@ WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
 
 
 @pytest.fixture
-def world():
-    make_cluster("c1", nodes=2, gpus=2)
-    group = make_group("g1")
-    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
-    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
+def world(cohort):
+    group, (a, qa), (b, qb) = cohort
     return {"group": group, "qa": qa, "qb": qb,
             "alice": make_user("alice", a, "member"), "vera": make_user("vera", a, "viewer"),
             "bob": make_user("bob", b, "member"), "root": make_user("root", is_superuser=True)}

@@ -34,16 +34,6 @@ def _state(job):
     return job.state
 
 
-@pytest.fixture
-def cohort():
-    """4 A100s (2 nodes x 2); team-a and team-b each have 2 whole devices nominal."""
-    make_cluster("c1", nodes=2, gpus=2)
-    group = make_group("g1")
-    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
-    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
-    return group, (a, qa), (b, qb)
-
-
 def test_borrowing_then_reclaim_evicts_the_newest_borrowing_job(cohort):
     group, (a, qa), (b, qb) = cohort
     b_jobs = [gpu_job(qb, f"b{i}", **WHOLE) for i in range(4)]
