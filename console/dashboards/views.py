@@ -193,7 +193,7 @@ def job_detail(request, pk: int):
         "job": job, "slot": queue_slots([job]).get(job.pk),
         "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
         and can_submit_in(request.user, job.tenant_id),
-        "preemptions": list(job.preemptions.all()) if hasattr(job, "preemptions") else [],
+        "preemptions": list(job.preemptions.all()),
         "state_colours": STATE_COLOURS,
     })
 
