@@ -51,6 +51,19 @@ def _small_world():
     return group, queue, user
 
 
+def _pause_after(real, reached: threading.Event, go_on: threading.Event):
+    """Wrap ``real``: once it returns, set ``reached`` and wait (10 s at most) for ``go_on``
+    before handing its result back (so the caller's transaction stays open meanwhile)."""
+
+    def wrapper(*args, **kwargs):
+        out = real(*args, **kwargs)
+        reached.set()
+        go_on.wait(10)
+        return out
+
+    return wrapper
+
+
 def _booked(job) -> int:
     return Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).count()
 
@@ -83,13 +96,8 @@ def test_cancel_while_the_cycle_commits_the_admission_leaves_nothing_booked():
     group, queue, _user = _small_world()
     job = gpu_job(queue, "racing", count=2)
     admitted_uncommitted, go_on = threading.Event(), threading.Event()
-    real_commit = cycle_service._commit_admission
-
-    def slow_commit(*args, **kwargs):
-        out = real_commit(*args, **kwargs)
-        admitted_uncommitted.set()  # job row updated, placements written, not committed
-        go_on.wait(10)
-        return out
+    # pauses with the job row updated and placements written, not committed
+    slow_commit = _pause_after(cycle_service._commit_admission, admitted_uncommitted, go_on)
 
     with mock.patch.object(cycle_service, "_commit_admission", slow_commit):
         cycle_thread, cycle_result = _in_thread(run_admission_cycle, group.pk)
@@ -116,13 +124,8 @@ def test_cancel_before_the_cycle_commits_keeps_the_job_out_of_the_cluster():
     group, queue, _user = _small_world()
     job = gpu_job(queue, "racing", count=2)
     cancelled_uncommitted, go_on = threading.Event(), threading.Event()
-    real_audit = job_service.audit
-
-    def slow_audit(*args, **kwargs):
-        out = real_audit(*args, **kwargs)
-        cancelled_uncommitted.set()  # job row cancelled and locked, not committed
-        go_on.wait(10)
-        return out
+    # pauses with the job row cancelled and locked, not committed
+    slow_audit = _pause_after(job_service.audit, cancelled_uncommitted, go_on)
 
     with mock.patch.object(job_service, "audit", slow_audit):
         cancel_thread, cancel_result = _in_thread(cancel_job, Job.objects.get(pk=job.pk))
