@@ -159,9 +159,10 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
     errors: list[str] = []
     node_objs = _valid_nodes(list(node_objs), errors)
     snap = nodes_to_snapshot(node_objs, now=now)
-    for name in sorted(snap.nodes):
-        if snap.nodes[name].error and not snap.nodes[name].error.startswith("node not Ready"):
-            errors.append(f"Node {name}: {snap.nodes[name].error}")
+    # registration errors (a NotReady node is not one: its devices are still listed)
+    errored = sorted(name for name, core in snap.nodes.items()
+                     if core.error and not core.error.startswith("node not Ready"))
+    errors.extend(f"Node {name}: {snap.nodes[name].error}" for name in errored)
     inv = slices_to_inventory(slices)
     errors.extend(inv.errors)
     if slice_error:
@@ -224,8 +225,6 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
                     row.save(update_fields=[*values, "updated"])
             nodes[name] = row
         report.nodes = sorted(nodes)
-        errored = {name for name, core in snap.nodes.items()
-                   if core.error and not core.error.startswith("node not Ready")}
         all_uuids = [u for name in per_node for u in per_node[name]]
         rows = {d.uuid: d for d in Device.objects.select_for_update().select_related(
             "node__cluster").filter(uuid__in=all_uuids)}
@@ -291,10 +290,9 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
             from scheduling.services.kube_reconcile import handle_lost_node
 
             for node in vanished:
-                lost = list(Device.objects.filter(node=node, removed_at__isnull=True)
-                            .values_list("uuid", flat=True))
-                Device.objects.filter(node=node, removed_at__isnull=True).update(
-                    removed_at=now, updated=now)
+                live = Device.objects.filter(node=node, removed_at__isnull=True)
+                lost = list(live.values_list("uuid", flat=True))
+                live.update(removed_at=now, updated=now)
                 report.devices_removed = sorted({*report.devices_removed, *lost})
                 Node.objects.filter(pk=node.pk).update(removed_at=now, schedulable=False,
                                                        updated=now)
