@@ -28,10 +28,9 @@ def get_visible_tenant_ids(user) -> set[int] | None:
     are tenant admin, every tenant below (None = platform admin, no restriction)."""
     if user.is_superuser:
         return None
-    own = set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
-    admin = set(Membership.objects.filter(user=user, role="tenant_admin").values_list(
-        "tenant_id", flat=True))
-    return own | get_descendant_ids(admin)
+    roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+    admin = {tenant_id for tenant_id, role in roles if role == "tenant_admin"}
+    return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
 
 
 def can_manage_quota(user, tenant: Tenant) -> bool:

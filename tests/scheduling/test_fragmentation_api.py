@@ -287,7 +287,7 @@ def test_query_count_of_the_endpoint(api, inv, django_assert_num_queries):
     with django_assert_num_queries(8):  # groups + the group's seven
         assert api.get(f"/api/fragmentation/?resource_group={inv['g1'].pk}").status_code == 200
     api.force_authenticate(inv["alice"])
-    with django_assert_num_queries(10):  # visible tenants (2), groups (1), seven
+    with django_assert_num_queries(9):  # visible tenants (1), groups (1), seven
         assert api.get("/api/fragmentation/").status_code == 200
 
 
