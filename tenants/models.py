@@ -174,8 +174,9 @@ class AggregateCap(BaseModel):
 class QuotaUsage(models.Model):
     """Stored usage of one tenant × resource group × flavor × dimension (own jobs only).
 
-    Changed only by ``tenants.services.charge_usage`` / ``release_usage`` inside the admission
-    commit (rows locked in (tenant, group, flavor, dimension) order). It must always equal the
+    Changed only by ``tenants.services.apply_usage_deltas`` (admission commit, preemption,
+    settlement of released placements) and ``replace_usage`` (drift repair), rows locked in
+    (tenant, group, flavor, dimension) order. It must always equal the
     sum of the charges of the tenant's live placements; ``scheduling.services.usage`` checks
     that and reports any drift.
     """
