@@ -251,22 +251,13 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
                                                             updated=now)
                     report.devices_updated.append(uuid)
                 elif uuid in duplicates:
-                    model = _model_for(dev, models)
-                    Device.objects.create(
-                        uuid=uuid, node=nodes[node_names[0]], model=model, index=dev.index,
-                        numa=dev.numa, memory_mib=dev.memory_mib,
-                        cores_percent=dev.cores_percent, split_count=max(1, dev.split_count),
-                        healthy=False, cordoned=dev.cordoned, mode=dev.mode, source=source,
-                        dra_device=dra_name, error=conflict)
+                    values = _device_values(dev, nodes[node_names[0]], source, dra_name, models)
+                    Device.objects.create(uuid=uuid, **{**values, "healthy": False,
+                                                        "error": conflict})
                     report.devices_added.append(uuid)
                 continue
             seen.add(uuid)
-            values = {"node": nodes[node_names[0]], "model": _model_for(dev, models),
-                      "index": dev.index, "numa": dev.numa, "memory_mib": dev.memory_mib,
-                      "cores_percent": dev.cores_percent,
-                      "split_count": max(1, dev.split_count), "healthy": dev.healthy,
-                      "cordoned": dev.cordoned, "mode": dev.mode, "source": source,
-                      "dra_device": dra_name, "error": "", "removed_at": None}
+            values = _device_values(dev, nodes[node_names[0]], source, dra_name, models)
             if row is None:
                 Device.objects.create(uuid=uuid, **values)
                 report.devices_added.append(uuid)
@@ -308,6 +299,16 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
         logger.warning("inventory sync %s: %d problem(s): %s", cluster.name, len(errors),
                        "; ".join(errors[:5]))
     return report
+
+
+def _device_values(dev: CoreDevice, node: Node, source: str, dra_name: str,
+                   models: dict[str, DeviceModel]) -> dict:
+    """Field values of the live Device row for ``dev`` reported on ``node`` (no error)."""
+    return {"node": node, "model": _model_for(dev, models), "index": dev.index,
+            "numa": dev.numa, "memory_mib": dev.memory_mib, "cores_percent": dev.cores_percent,
+            "split_count": max(1, dev.split_count), "healthy": dev.healthy,
+            "cordoned": dev.cordoned, "mode": dev.mode, "source": source,
+            "dra_device": dra_name, "error": "", "removed_at": None}
 
 
 def _model_for(dev: CoreDevice, cache: dict[str, DeviceModel]) -> DeviceModel:
