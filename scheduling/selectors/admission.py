@@ -301,12 +301,18 @@ class AdmissionContext:
     devices: dict[str, CoreDevice]
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
-    framework: Framework
 
     def placer(self) -> DbPlacer:
-        """A placer over this context's cluster snapshot (shared: the cycle mutates it)."""
-        return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held,
-                        self.framework)
+        """A placer over this context's cluster snapshot (shared: the cycle mutates it), with
+        the placement profile built here (HAMi default policies and the device models'
+        configs): only runs that place need it, not usage tables or quota simulations.
+
+        Raises:
+            ValueError: a device model's ``config`` is invalid (see
+                :func:`~scheduling.selectors.device_models.get_device_configs`).
+        """
+        framework = Profile(device_configs=get_device_configs()).build()
+        return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
 
 
 def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
@@ -347,9 +353,8 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         now=now,
         usage=stored_usage(group),
     )
-    framework = Profile(device_configs=get_device_configs()).build()
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending}, framework)
+                            {str(j.pk): j for j in pending})
 
 
 def group_queues(group: tm.ResourceGroup):
