@@ -444,7 +444,7 @@ def _check_assignment(assignment: PodAssignment) -> None:
 
 def _pod(assignment: PodAssignment, job: JobMeta, *, scheduler_name: str | None,
          annotations: Mapping[str, str]) -> dict:
-    _check_assignment(assignment)
+    """The Pod of ``assignment`` (already checked by the calling builder)."""
     name = pod_name(job.placement_id, assignment.pod)
     meta = _meta(job, name, assignment.pod)
     meta["annotations"].update(annotations)
