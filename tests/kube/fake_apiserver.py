@@ -710,7 +710,6 @@ class FakeApiServer:
         self._stopping = False
         self.requests: list[tuple[str, str]] = []
         self.request_log: list[RecordedRequest] = []
-        self.request_headers: list[dict[str, str]] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -1231,7 +1230,6 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake.requests.append((method, self.path))
             fake.request_log.append(RecordedRequest(method, self.path, dict(self.headers)))
-            fake.request_headers.append(dict(self.headers))
         try:
             body = self._read_body()
             fault = fake._take_fault(method, self.path)

@@ -121,7 +121,7 @@ def test_in_cluster_config(tmp_path) -> None:
 def test_token_is_sent(fake_apiserver, tmp_path) -> None:
     api = build_api_client(kubeconfig=kubeconfig(tmp_path, fake_apiserver), context="fake")
     test_connection(api)
-    headers = {k.lower(): v for k, v in fake_apiserver.request_headers[-1].items()}
+    headers = {k.lower(): v for k, v in fake_apiserver.request_log[-1].headers.items()}
     assert headers["authorization"].lower() == "bearer s3cret-token"
 
 
