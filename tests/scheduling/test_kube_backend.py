@@ -25,19 +25,9 @@ from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 A100 = "NVIDIA-A100-SXM4-80GB"
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(namespaces=("default", "llmops"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        forget_gateways()
 
 
 @pytest.fixture(autouse=True)

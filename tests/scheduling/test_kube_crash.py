@@ -21,7 +21,6 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from scheduling.backends.kubernetes import forget_gateways
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, JobContainer, Placement
 from scheduling.services.cycle import run_admission_cycle
@@ -31,10 +30,10 @@ from scheduling.services.jobs import submit_job as create_job
 from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.submissions import submit_job
 from tests.builders import make_group, make_tenant
-from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node, running_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
+pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,17 +67,6 @@ WORKER = textwrap.dedent("""
     submit_jobs_task.run([int(os.environ["CRASH_JOB_ID"])])
     print("FINISHED", flush=True)
 """)
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(namespaces=("default", "llmops"), watch_timeout_s=1.0)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        forget_gateways()
 
 
 def _admitted_job(fake, tmp_path, mode, monkeypatch):

@@ -9,13 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduling.backends.kubernetes import forget_gateways
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.services.inventory import sync_cluster_inventory
-from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, node_json, nvidia_node
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -55,17 +54,6 @@ HAMI_SLICE = {
                                  "productName": {"string": "NVIDIA-H100-80GB-HBM3"}},
                   "capacity": {"cores": {"value": "100"}, "memory": {"value": "80Gi"}},
                   "taints": [{"key": "hami.io/unhealthy", "effect": "NoSchedule"}]}]}}
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(namespaces=("default", "llmops"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        forget_gateways()
 
 
 def _devices(cluster):

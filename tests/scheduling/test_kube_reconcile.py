@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling.backends.kubernetes import forget_gateways
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Cluster, Job, JobContainer, Placement
 from scheduling.services.cycle import run_admission_cycle
@@ -19,7 +18,6 @@ from scheduling.services.jobs import submit_job as create_job
 from scheduling.services.kube_reconcile import reconcile_cluster, resync
 from scheduling.services.submissions import submit_job
 from tests.builders import make_group, make_tenant
-from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import (
     evicted_status,
     failed_status,
@@ -30,19 +28,9 @@ from tests.scheduling.kube_helpers import (
 )
 
 pytestmark = pytest.mark.django_db
+pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 A100 = "NVIDIA-A100-SXM4-80GB"
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(namespaces=("default", "llmops"), watch_timeout_s=1.0)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        forget_gateways()
 
 
 @pytest.fixture
