@@ -49,6 +49,7 @@ from scheduling.selectors.overview import (
     capacity_by_vendor,
     jobs_by_state,
     pending_reasons,
+    present_device_loads,
     queue_lengths,
     top_tenants,
 )
@@ -96,9 +97,10 @@ def overview(request):
     """Capacity vs allocated by vendor, model and group; FGD fragmentation; queues; top
     tenants."""
     tenant_ids = _scope(request)
-    models = capacity_by_model()
+    loads = present_device_loads()
+    models = capacity_by_model(loads)
     vendors = capacity_by_vendor(models)
-    groups = capacity_by_group()
+    groups = capacity_by_group(loads)
     total_devices = sum(r.devices for r in models)
     allocated = sum(r.allocated_devices for r in models)
     jobs = jobs_by_state(tenant_ids)
@@ -126,21 +128,21 @@ def overview(request):
             [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant_id))])
              for t in tenants], "devices", title="Devices held per tenant"),
         "state_colours": STATE_COLOURS,
-        "used": _measured_util(),
+        "used": _measured_util(loads),
     }
     template = "dashboards/_overview_live.html" if request.GET.get("fragment") else \
         "dashboards/overview.html"
     return render(request, template, context)
 
 
-def _measured_util() -> dict[str, float]:
-    """Mean measured utilisation (%) of present devices per model and per vendor, from the
-    newest telemetry minute (devices without recent samples are left out); two queries."""
+def _measured_util(loads) -> dict[str, float]:
+    """Mean measured utilisation (%) of the devices of ``loads`` (present devices) per model
+    and per vendor, from the newest telemetry minute (devices without recent samples are left
+    out)."""
     from console.telemetry.exporters import UTIL
     from console.telemetry.selectors import latest_device_values
 
-    devices = {pk: (model, vendor) for pk, model, vendor in Device.objects.filter(
-        removed_at__isnull=True).values_list("id", "model__name", "model__vendor")}
+    devices = {pk: (load.model, load.vendor) for pk, load in loads.items()}
     sums: dict[str, list[float]] = {}
     for pk, values in latest_device_values(devices).items():
         if UTIL in values:

@@ -50,7 +50,7 @@ def _booked(devices_qs):
 
 
 @dataclass(frozen=True)
-class _DeviceLoad:
+class DeviceLoad:
     model: str
     vendor: str
     memory_mib: int
@@ -59,8 +59,8 @@ class _DeviceLoad:
     booked_cores_percent: int
 
 
-def _device_loads(devices_qs) -> dict[int, _DeviceLoad]:
-    """``{device id: _DeviceLoad}`` of the given devices (two queries)."""
+def _device_loads(devices_qs) -> dict[int, DeviceLoad]:
+    """``{device id: DeviceLoad}`` of the given devices (two queries)."""
     booked = {
         row[0]: row[1:]
         for row in _booked(devices_qs).values("device_id")
@@ -74,7 +74,7 @@ def _device_loads(devices_qs) -> dict[int, _DeviceLoad]:
         mem, cores = booked.get(pk, (0, 0))
         mem, cores = mem or 0, cores or 0
         share = max(mem / mem_cap if mem_cap else 0.0, cores / cores_cap if cores_cap else 0.0)
-        loads[pk] = _DeviceLoad(model, vendor, mem_cap, min(1.0, share), mem, cores)
+        loads[pk] = DeviceLoad(model, vendor, mem_cap, min(1.0, share), mem, cores)
     return loads
 
 
@@ -88,19 +88,28 @@ def _row(label: str, vendor: str, loads) -> CapacityRow:
     )
 
 
-def capacity_by_model() -> list[CapacityRow]:
+def present_device_loads() -> dict[int, DeviceLoad]:
+    """:class:`DeviceLoad` of every present device, by device id (two queries); pass it to
+    :func:`capacity_by_model` / :func:`capacity_by_group` to read the inventory once."""
+    return _device_loads(Device.objects.filter(removed_at__isnull=True))
+
+
+def capacity_by_model(loads: dict[int, DeviceLoad] | None = None) -> list[CapacityRow]:
     """One row per device model with present devices, vendor then model order (two
-    queries)."""
-    by_model: dict[tuple[str, str], list[_DeviceLoad]] = {}
-    for load in _device_loads(Device.objects.filter(removed_at__isnull=True)).values():
+    queries, none when ``loads`` from :func:`present_device_loads` is given)."""
+    if loads is None:
+        loads = present_device_loads()
+    by_model: dict[tuple[str, str], list[DeviceLoad]] = {}
+    for load in loads.values():
         by_model.setdefault((load.vendor, load.model), []).append(load)
     return [_row(model, vendor, loads) for (vendor, model), loads in sorted(by_model.items())]
 
 
-def capacity_by_group() -> list[CapacityRow]:
-    """One row per resource group (its devices may overlap with another group's); three
-    queries plus one per group."""
-    loads = _device_loads(Device.objects.filter(removed_at__isnull=True))
+def capacity_by_group(loads: dict[int, DeviceLoad] | None = None) -> list[CapacityRow]:
+    """One row per resource group (its devices may overlap with another group's); one query
+    plus one per group, and two more unless ``loads`` is given."""
+    if loads is None:
+        loads = present_device_loads()
     rows = []
     for group in ResourceGroup.objects.order_by("name"):
         ids = group_devices(group).values_list("id", flat=True)

@@ -14,7 +14,7 @@ BOUNDS = {"/": 27, "/?fragment=1": 27, "/quotas/": 10, "/jobs/": 12, "/nodes/": 
           "/usage/": 10, "/audit/": 10}
 """Session + user + memberships for the navigation, the page's own queries; none per row.
 The overview has one query per resource group (two groups here) and a fixed number for the
-FGD fragmentation: eight for a platform admin, ten for a member (their visible tenants and
+FGD fragmentation: eight for a platform admin, nine for a member (their visible tenants and
 groups, then seven)."""
 
 
