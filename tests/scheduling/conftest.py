@@ -1,6 +1,26 @@
-"""Fixtures shared by the admission tests (database)."""
+"""Fixtures shared by the scheduling tests (database): the admission cohort and the fake
+Kubernetes API server of the kubernetes-backend tests (``test_kube_*.py``)."""
+
+from collections.abc import Iterator
 
 import pytest
+
+from scheduling.backends.kubernetes import forget_gateways
+from tests.kube.fake_apiserver import FakeApiServer
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeApiServer]:
+    """A started fake API server (namespaces ``default`` and ``llmops``, watches without a
+    client timeout end after 1 s); on teardown it stops and the process's cached cluster
+    gateways are dropped (:func:`scheduling.backends.kubernetes.forget_gateways`)."""
+    server = FakeApiServer(namespaces=("default", "llmops"), watch_timeout_s=1.0)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        forget_gateways()
 
 
 @pytest.fixture

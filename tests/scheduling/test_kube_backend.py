@@ -25,7 +25,6 @@ from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
-pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 

@@ -33,7 +33,6 @@ from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node, running_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 REPO = Path(__file__).resolve().parents[2]
 

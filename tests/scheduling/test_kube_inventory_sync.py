@@ -14,7 +14,6 @@ from scheduling.services.inventory import sync_cluster_inventory
 from tests.scheduling.kube_helpers import make_kube_cluster, node_json, nvidia_node
 
 pytestmark = pytest.mark.django_db
-pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 

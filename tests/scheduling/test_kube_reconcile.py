@@ -28,7 +28,6 @@ from tests.scheduling.kube_helpers import (
 )
 
 pytestmark = pytest.mark.django_db
-pytest_plugins = ("tests.kube.db_fixtures",)  # the ``fake`` API server fixture
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 
