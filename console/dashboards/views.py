@@ -21,16 +21,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from console.core.audit import record as audit
-from console.core.audit import snapshot
-from console.core.exceptions import DomainError
-from console.core.filtersets import AuditFilterSet
-from console.core.models import AuditEntry
 from console.dashboards import charts
 from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm, MemberForm
 from console.telemetry.selectors import device_health_history
+from core.audit import record as audit
+from core.audit import snapshot
+from core.exceptions import DomainError
+from core.filtersets import AuditFilterSet
+from core.models import AuditEntry
 from scheduling.choices import JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice

@@ -53,7 +53,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "console.core",
+    "core",
     "console.dashboards",
     "tenants",
     "scheduling",
@@ -201,7 +201,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
 }
 SPECTACULAR_SETTINGS = {

@@ -12,8 +12,8 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from console.core.models import BaseModel
 from console.telemetry.exporters import EXPORTER_KINDS
+from core.models import BaseModel
 
 
 class ScrapeStatus(models.TextChoices):

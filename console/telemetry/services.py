@@ -21,7 +21,6 @@ from django.db.models import Count, F, Max, Min, Q, Sum
 from django.db.models.functions import Trunc
 from django.utils import timezone
 
-from console.core.exceptions import InvalidRequest, NotFound
 from console.telemetry import conf
 from console.telemetry.attribution import (
     ATTRIBUTED,
@@ -62,6 +61,7 @@ from console.telemetry.models import (
     ScrapeTarget,
 )
 from console.telemetry.simulate import device_values, pod_values
+from core.exceptions import InvalidRequest, NotFound
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.models import Device, DeviceModel, Job, PlacementDevice
 

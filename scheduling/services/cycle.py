@@ -29,7 +29,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Case, F, Sum, Value, When
 from django.utils import timezone
 
-from console.core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, try_xact_lock
 from scheduling.accounting import collapse_pod_bookings
 from scheduling.admission import (
     Admission,

@@ -40,7 +40,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from console.core import locks
+from core import locks
 from scheduling.choices import Backend, SlicingMode
 from scheduling.kube.inventory import (
     dra_devices_to_placement,
@@ -53,7 +53,7 @@ from scheduling.placement.types import Device as CoreDevice
 logger = logging.getLogger(__name__)
 
 KUBE_INVENTORY_SYNC_LOCK = locks.KUBE_INVENTORY_SYNC
-"""Advisory lock namespace of the per-cluster inventory sync (next to console.core.locks)."""
+"""Advisory lock namespace of the per-cluster inventory sync (next to core.locks)."""
 
 __all__ = ["InventoryReport", "sync_cluster_inventory", "apply_inventory",
            "KUBE_INVENTORY_SYNC_LOCK"]

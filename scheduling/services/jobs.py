@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from console.core.audit import record as audit
-from console.core.exceptions import Conflict
+from core.audit import record as audit
+from core.exceptions import Conflict
 from scheduling.backends import get_backend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue

@@ -48,7 +48,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from console.core import locks
+from core import locks
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
 from scheduling.kube.manifests import LABEL_PLACEMENT
@@ -57,7 +57,7 @@ from scheduling.models import Cluster, Job, JobEvent, Placement
 logger = logging.getLogger(__name__)
 
 KUBE_RECONCILE_LOCK = locks.KUBE_RECONCILE
-"""Advisory lock namespace of the per-cluster reconcile (next to console.core.locks)."""
+"""Advisory lock namespace of the per-cluster reconcile (next to core.locks)."""
 
 LOST_REASONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown",
                           "Terminated", "DeletedOutside", "NodeGone"})

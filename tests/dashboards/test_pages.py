@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from scheduling.models import Job, Placement
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board

@@ -19,7 +19,7 @@ from django.db import OperationalError, connection, connections
 from django.db.models import Sum
 from django.utils import timezone
 
-from console.core.exceptions import Conflict
+from core.exceptions import Conflict
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import (
     Device,

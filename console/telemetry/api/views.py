@@ -20,10 +20,10 @@ from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from console.core.exceptions import InvalidRequest, NotFound
 from console.telemetry import selectors, services
 from console.telemetry.cost import month_start, next_month
 from console.telemetry.models import DevicePrice, ScrapeTarget
+from core.exceptions import InvalidRequest, NotFound
 from scheduling.models import Job
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.selectors import get_user_tenant_ids

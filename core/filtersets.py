@@ -2,7 +2,7 @@
 
 import django_filters
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 
 
 class AuditFilterSet(django_filters.FilterSet):

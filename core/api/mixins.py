@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from console.core.audit import record, snapshot
-from console.core.exceptions import Conflict
+from core.audit import record, snapshot
+from core.exceptions import Conflict
 
 
 class AuditedWritesMixin:

@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class CoreConfig(AppConfig):
-    name = "console.core"
+    name = "core"
     label = "core"
     verbose_name = "Console core"

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 
 
 @admin.register(AuditEntry)

@@ -9,7 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from console.core.exceptions import DomainError
+from core.exceptions import DomainError
 
 
 def _flatten(detail) -> dict[str, list[str]]:

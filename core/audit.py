@@ -19,7 +19,7 @@ from django.db import models
 from django.forms.models import model_to_dict
 from django.utils import timezone
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 
 
 def _json_safe(value):
