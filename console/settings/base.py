@@ -16,7 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
-from console.telemetry.schedule import beat_schedule as telemetry_beat_schedule
+from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -57,7 +57,7 @@ INSTALLED_APPS = [
     "console.dashboards",
     "tenants",
     "scheduling",
-    "console.telemetry",
+    "telemetry",
 ]
 
 MIDDLEWARE = [

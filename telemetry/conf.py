@@ -23,10 +23,10 @@ from __future__ import annotations
 from django.conf import settings
 
 from console.settings.env import env_int
-from console.telemetry.schedule import BEAT_ENTRIES
+from telemetry.schedule import BEAT_ENTRIES
 
 DEFAULTS = {
-    # beat periods: one table, read by the settings module too (console.telemetry.schedule)
+    # beat periods: one table, read by the settings module too (telemetry.schedule)
     **{variable: default for _name, _task, variable, default in BEAT_ENTRIES},
     "TELEMETRY_RAW_RETENTION_S": 7200,
     "TELEMETRY_MINUTE_RETENTION_S": 172800,

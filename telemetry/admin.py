@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from console.telemetry.models import (
+from telemetry.models import (
     CapacityAlert,
     DeviceHealth,
     DeviceHealthEvent,

@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from console.telemetry.api import views
+from telemetry.api import views
 
 router = DefaultRouter()
 router.register("targets", views.ScrapeTargetViewSet, basename="telemetry-target")

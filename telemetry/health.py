@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from console.telemetry.exporters import ECC_DBE, ERROR_CODE, HEALTH, TEMP, XID, XID_COUNT
+from telemetry.exporters import ECC_DBE, ERROR_CODE, HEALTH, TEMP, XID, XID_COUNT
 
 __all__ = ["NON_CRITICAL_XIDS", "HealthState", "HealthEvent", "evaluate"]
 

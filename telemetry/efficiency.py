@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from console.telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, UTIL
+from telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, UTIL
 
 __all__ = ["UsedSeries", "Efficiency", "job_efficiency", "idle_since"]
 

@@ -1,7 +1,7 @@
 """Celery beat entries of the telemetry app, merged into ``CELERY_BEAT_SCHEDULE`` by settings.
 
 Imported by the settings module, so it reads the environment only (no Django import). Periods
-in seconds (see :mod:`console.telemetry.conf`); a period of 0 leaves the entry out.
+in seconds (see :mod:`telemetry.conf`); a period of 0 leaves the entry out.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from console.settings.env import env_int
 
 #: ``(beat entry name, task, period setting, default period in seconds)``.
 BEAT_ENTRIES = (
-    ("telemetry-scrape", "console.telemetry.tasks.scrape_all_task", "TELEMETRY_SCRAPE_S", 30),
-    ("telemetry-simulate", "console.telemetry.tasks.simulate_task", "TELEMETRY_SIMULATE_S", 15),
-    ("telemetry-rollup", "console.telemetry.tasks.rollup_task", "TELEMETRY_ROLLUP_S", 60),
-    ("telemetry-gauges", "console.telemetry.tasks.gauges_task", "TELEMETRY_GAUGES_S", 30),
-    ("telemetry-idle", "console.telemetry.tasks.idle_check_task", "TELEMETRY_IDLE_CHECK_S", 300),
+    ("telemetry-scrape", "telemetry.tasks.scrape_all_task", "TELEMETRY_SCRAPE_S", 30),
+    ("telemetry-simulate", "telemetry.tasks.simulate_task", "TELEMETRY_SIMULATE_S", 15),
+    ("telemetry-rollup", "telemetry.tasks.rollup_task", "TELEMETRY_ROLLUP_S", 60),
+    ("telemetry-gauges", "telemetry.tasks.gauges_task", "TELEMETRY_GAUGES_S", 30),
+    ("telemetry-idle", "telemetry.tasks.idle_check_task", "TELEMETRY_IDLE_CHECK_S", 300),
 )
 
 

@@ -13,7 +13,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from console.telemetry.exporters import MEM_USED, POWER, TEMP, UTIL
+from telemetry.exporters import MEM_USED, POWER, TEMP, UTIL
 
 __all__ = ["profile_of", "pod_values", "device_values", "PodLoad"]
 

@@ -1,6 +1,6 @@
 """Telemetry storage: scrape targets, samples and rollups, device health, prices, gauges.
 
-Growth is bounded by retention (see :mod:`console.telemetry.conf`): raw samples are kept for
+Growth is bounded by retention (see :mod:`telemetry.conf`): raw samples are kept for
 ``TELEMETRY_RAW_RETENTION_S``, 1-minute rollups for ``TELEMETRY_MINUTE_RETENTION_S`` and 1-hour
 rollups for ``TELEMETRY_HOUR_RETENTION_S``. Health events are keyed by the device serial / UUID
 (the ``Device`` row keeps its uuid when a device moves to another node) and keep the node name
@@ -12,8 +12,8 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from console.telemetry.exporters import EXPORTER_KINDS
 from core.models import BaseModel
+from telemetry.exporters import EXPORTER_KINDS
 
 
 class ScrapeStatus(models.TextChoices):
@@ -32,7 +32,7 @@ class ScrapeStatus(models.TextChoices):
 class ScrapeTarget(BaseModel):
     """A Prometheus exposition endpoint of one cluster and its last scrape outcome.
 
-    ``kind`` selects the metric table (:data:`console.telemetry.exporters.EXPORTER_KINDS`).
+    ``kind`` selects the metric table (:data:`telemetry.exporters.EXPORTER_KINDS`).
     Failures are recorded here and never stop other targets.
     """
 

@@ -5,7 +5,7 @@ A payload that does not parse as a whole is parsed again line by line so that on
 (a truncated last line, a value that is not a number, an HTML error page) costs that line only;
 the rejected lines are counted and the first error kept for the target's status.
 
-Pure: no Django. Used by :mod:`console.telemetry.services` for every scrape.
+Pure: no Django. Used by :mod:`telemetry.services` for every scrape.
 """
 
 from __future__ import annotations

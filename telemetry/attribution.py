@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from console.telemetry.exporters import POD, Observation
+from telemetry.exporters import POD, Observation
 
 __all__ = [
     "DeviceRef",

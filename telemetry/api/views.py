@@ -20,11 +20,13 @@ from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
 
-from console.telemetry import selectors, services
-from console.telemetry.cost import month_start, next_month
-from console.telemetry.models import DevicePrice, ScrapeTarget
 from core.exceptions import InvalidRequest, NotFound
 from scheduling.models import Job
+from telemetry import selectors
+from telemetry.cost import month_start, next_month
+from telemetry.models import DevicePrice, ScrapeTarget
+from telemetry.services.device_health import clear_device_health
+from telemetry.services.prices import set_price
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.selectors import get_user_tenant_ids
 
@@ -89,7 +91,7 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
         data = PriceWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        price = services.set_price(values["model"], values["effective_from"],
+        price = set_price(values["model"], values["effective_from"],
                                    values["per_hour"], values["currency"])
         return Response(PriceSerializer(price).data, status=201)
 
@@ -153,7 +155,7 @@ def device_health(request, serial: str):
 def device_health_clear(request, serial: str):
     """Clear sticky health conditions (platform admins)."""
     _history(serial)
-    row = services.clear_device_health(serial, user=request.user)
+    row = clear_device_health(serial, user=request.user)
     return Response({"serial": serial, "healthy": row.healthy, "reasons": row.reasons})
 
 

@@ -21,7 +21,7 @@ metric                                             type     labels
 ``console_idle_jobs``                              gauge    tenant
 =================================================  =======  ======================================
 
-Per-group gauges come from :class:`~console.telemetry.models.GroupGauge` rows written by the
+Per-group gauges come from :class:`~telemetry.models.GroupGauge` rows written by the
 ``gauges_task`` beat task (fragmentation needs a snapshot, too costly per scrape).
 """
 
@@ -29,12 +29,18 @@ from __future__ import annotations
 
 import logging
 
+from django.db import transaction
+from django.db.models import Count
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
 )
 from prometheus_client.registry import REGISTRY
+
+from scheduling.models import Device, Job, JobEvent
+from telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
+from tenants.models import ResourceGroup
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +54,11 @@ GROUP_GAUGES = (
     ("healthy_milli", "console_healthy_capacity_gpus", "Healthy, uncordoned devices."),
     ("guaranteed_milli", "console_guaranteed_gpus", "Sum of nominal device quotas."),
 )
+
+
+def on_admission_cycle(sender, *, group_name, duration_s, admitted, preempted, **kwargs):
+    """Receiver of ``scheduling.signals.admission_cycle_finished``: :func:`record_cycle`."""
+    record_cycle(group_name, duration_s, admitted=admitted, preempted=preempted)
 
 
 def reason_category(reason: str) -> str:
@@ -81,10 +92,6 @@ def record_cycle(group_name: str, duration_s: float, admitted: int = 0, preempte
         admitted: jobs admitted in the cycle.
         preempted: jobs preempted in the cycle.
     """
-    from django.db import transaction
-
-    from console.telemetry.models import CycleStats
-
     with transaction.atomic():
         stats, _ = CycleStats.objects.select_for_update().get_or_create(group_name=group_name)
         stats.cycles += 1
@@ -113,12 +120,6 @@ class ConsoleCollector:
 
 
 def _families():
-    from django.db.models import Count
-
-    from console.telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
-    from scheduling.models import Device, Job, JobEvent
-    from tenants.models import ResourceGroup
-
     groups = dict(ResourceGroup.objects.values_list("pk", "name"))
     depth = GaugeMetricFamily(
         "console_queue_depth", "Queued jobs per resource group and tenant.",

@@ -24,11 +24,14 @@ from django.conf import settings
 from django.db.models import Max, Min, Q, Sum
 from django.utils import timezone
 
-from console.telemetry import cost as cost_core
-from console.telemetry.efficiency import Efficiency, UsedSeries
-from console.telemetry.efficiency import job_efficiency as _job_efficiency
-from console.telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, POWER, TEMP, UTIL
-from console.telemetry.models import (
+from scheduling.accounting import booking_charges
+from scheduling.choices import BOOKED_PLACEMENT_STATES
+from scheduling.models import Device, Job, PlacementDevice
+from telemetry import cost as cost_core
+from telemetry.efficiency import Efficiency, UsedSeries
+from telemetry.efficiency import job_efficiency as _job_efficiency
+from telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, POWER, TEMP, UTIL
+from telemetry.models import (
     CapacityAlert,
     DeviceHealth,
     DeviceHealthEvent,
@@ -36,9 +39,7 @@ from console.telemetry.models import (
     IdleJobFlag,
     Rollup,
 )
-from scheduling.accounting import booking_charges
-from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.models import Device, Job, PlacementDevice
+from tenants.models import LedgerInterval, Tenant
 
 MINUTE, HOUR = 60, 3600
 CHART_METRICS = (UTIL, MEM_USED, TEMP, POWER)
@@ -319,8 +320,6 @@ def _intervals_from_placements(start, end, tenant_ids, now) -> list[cost_core.Us
 
 
 def _intervals_from_ledger(start, end, tenant_ids, now) -> list[cost_core.UsageInterval]:
-    from tenants.models import LedgerInterval
-
     rows = LedgerInterval.objects.filter(start__lt=end).filter(
         Q(end__isnull=True) | Q(end__gt=start))
     if tenant_ids is not None:
@@ -379,8 +378,6 @@ def cost_report(
     *, now: datetime | None = None,
 ) -> list[CostReportRow]:
     """GPU-hours and cost per tenant × model × month over ``[start, end)``."""
-    from tenants.models import Tenant
-
     ids = None if tenant_ids is None else list(tenant_ids)
     rows = cost_core.cost_report(usage_intervals(start, end, ids, now=now), prices(), start, end)
     names = dict(Tenant.objects.filter(pk__in={r.tenant_id for r in rows})

@@ -18,7 +18,7 @@ onto one vocabulary with units in the name. Sources of the names:
   ``dcu_temp``, ``dcu_power_usage``; labels ``device_id`` (serial), ``minor_number``, ``node``).
 
 Exporters' pod labels are kept only as a *claim* (``pod_claim``): attribution uses the console's
-own placements (see :mod:`console.telemetry.attribution`).
+own placements (see :mod:`telemetry.attribution`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from console.telemetry.exposition import RawSample
+from telemetry.exposition import RawSample
 
 __all__ = [
     "EXPORTER_KINDS",
