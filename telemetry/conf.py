@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from console.settings.env import env_int
+from core.env import env_int
 from telemetry.schedule import BEAT_ENTRIES
 
 DEFAULTS = {

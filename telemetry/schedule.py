@@ -6,7 +6,7 @@ in seconds (see :mod:`telemetry.conf`); a period of 0 leaves the entry out.
 
 from __future__ import annotations
 
-from console.settings.env import env_int
+from core.env import env_int
 
 #: ``(beat entry name, task, period setting, default period in seconds)``.
 BEAT_ENTRIES = (

@@ -8,6 +8,7 @@ tenant's slices on a device are drawn as "other tenant".
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -55,7 +56,15 @@ from scheduling.selectors.overview import (
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.jobs import cancel_job, submit_job
-from telemetry.selectors import device_health_history
+from telemetry.charts import line_chart
+from telemetry.exporters import UTIL
+from telemetry.selectors import (
+    cost_report,
+    device_health_history,
+    device_utilisation,
+    latest_device_values,
+    node_utilisation,
+)
 from tenants.models import Membership, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
@@ -139,9 +148,6 @@ def _measured_util(loads) -> dict[str, float]:
     """Mean measured utilisation (%) of the devices of ``loads`` (present devices) per model
     and per vendor, from the newest telemetry minute (devices without recent samples are left
     out)."""
-    from telemetry.exporters import UTIL
-    from telemetry.selectors import latest_device_values
-
     devices = {pk: (load.model, load.vendor) for pk, load in loads.items()}
     sums: dict[str, list[float]] = {}
     for pk, values in latest_device_values(devices).items():
@@ -257,9 +263,6 @@ def node_detail(request, pk: int):
 
 
 def _node_util_chart(node):
-    from telemetry.charts import line_chart
-    from telemetry.selectors import node_utilisation
-
     return line_chart(node_utilisation(node.pk), title="Mean device utilisation, last 6 h",
                       unit=" %", y_max=100.0, width=640, height=120)
 
@@ -281,9 +284,6 @@ def device_detail(request, uuid: str):
 
 
 def _device_charts(device):
-    from telemetry.charts import line_chart
-    from telemetry.selectors import device_utilisation
-
     titles = {"util": ("Utilisation", " %", 100.0), "memory_used": ("Memory used", " MiB", None),
               "temperature": ("Temperature", " °C", None), "power": ("Power", " W", None)}
     charts_out = []
@@ -307,10 +307,6 @@ def _month(request) -> str:
 def _with_cost(rows, month: str, tenant_ids):
     """Fill ``cost`` (and return the currency) from the telemetry cost report: prices per
     model in force over time (telemetry); rows without a priced hour keep None."""
-    from dataclasses import replace
-
-    from telemetry.selectors import cost_report
-
     start, end = month_bounds(month)
     costs = {}
     for item in cost_report(start, end, tenant_ids):

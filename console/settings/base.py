@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from console.settings.env import env_bool, env_int, env_list, env_url
+from core.env import env_bool, env_int, env_list, env_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
