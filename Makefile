@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(PY) manage.py makemigrations --check --dry-run
 
 bench-placement: $(STAMP)
-	$(PY) -m scheduling.placement.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
+	$(PY) -m scheduling.placement.lab.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
 
 stop: $(STAMP)
 	$(PY) -m console.embedded stop

@@ -4,7 +4,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduling.placement.trace import TraceError
+from scheduling.placement.lab.trace import TraceError
 from scheduling.services.trace_import import import_trace
 
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m scheduling.placement.bench --nodes NODE_CSV --pods POD_CSV \\
+    python -m scheduling.placement.lab.bench --nodes NODE_CSV --pods POD_CSV \\
         --policy NAME[,NAME...|all] --seeds 42-51 [--tune 1.3] [--json] [--list-policies] \\
         [--departures] [--scale K] [--coverage 0.95]
 
@@ -32,6 +32,7 @@ distort it; one process is one core.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import math
 import random
@@ -49,14 +50,8 @@ from scheduling.placement.fragmentation import (
     TaskClass,
     device_free_milli,
 )
-from scheduling.placement.plugins.frag_plugins import (
-    POLICY_NAMES,
-    register_trace_policies,
-    tag_of,
-)
-from scheduling.placement.profile import Profile
-from scheduling.placement.registry import Registry
-from scheduling.placement.trace import (
+from scheduling.placement.lab.policies import POLICY_NAMES, register_trace_policies, tag_of
+from scheduling.placement.lab.trace import (
     GPU_MILLI,
     PodRecord,
     TraceError,
@@ -65,6 +60,8 @@ from scheduling.placement.trace import (
     read_nodes,
     read_pods,
 )
+from scheduling.placement.profile import Profile
+from scheduling.placement.registry import Registry
 
 __all__ = [
     "BUCKETS",
@@ -347,8 +344,6 @@ def run_departures(
     Pods without both timestamps are skipped. A waiting task starts when it fits (queue head
     first, retried after every departure) and then runs its original duration.
     """
-    import heapq
-
     timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
     if not timed:
         raise ValueError("no pod has creation_time and deletion_time; --departures needs them")
@@ -504,7 +499,7 @@ def _print_text(summary: dict, departures: bool, out) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     ap = argparse.ArgumentParser(
-        prog="python -m scheduling.placement.bench", description=__doc__.split("\n")[0]
+        prog="python -m scheduling.placement.lab.bench", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--nodes", help="node CSV (openb_node_list_gpu_node.csv)")
     ap.add_argument("--pods", help="pod CSV (openb_pod_list_*.csv)")

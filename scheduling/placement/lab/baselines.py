@@ -166,6 +166,7 @@ class GpuClusteringPolicy(_BestFitGpus):
 
     name = "GpuClustering"
     state_scored = False  # score reads NodeTable.tags: no LazySelector memo
+    uses_tags = True  # the plugin keeps NodeTable.tags current (TracePolicyPlugin.sync)
 
     def score(self, table: NodeTable, i: int, task: TaskView) -> int | None:
         if not table.fits_but_memory(i, task):

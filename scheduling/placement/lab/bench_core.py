@@ -1,6 +1,6 @@
 """Benchmark of the placement core (prints figures; not a test).
 
-``python -m scheduling.placement.bench_core [--nodes 1213] [--placements 5000]``: a synthetic
+``python -m scheduling.placement.lab.bench_core [--nodes 1213] [--placements 5000]``: a synthetic
 cluster of NVIDIA nodes (0-8 GPUs each), six request shapes, place + reserve in a loop, with
 and without the per-node result cache (``Profile.build(cache=True)``).
 """
