@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.booking import apply_assignment
-from scheduling.placement.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,

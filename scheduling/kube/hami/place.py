@@ -6,9 +6,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from scheduling.placement.hami.config import config_from_helm
-from scheduling.placement.hami.nodes import snapshot_from_kube
-from scheduling.placement.hami.pods import (
+from scheduling.kube.hami.config import config_from_helm
+from scheduling.kube.hami.nodes import snapshot_from_kube
+from scheduling.kube.hami.pods import (
     MIG_ANNOTATION,
     NODE_ANNOTATION,
     apply_existing_pods,

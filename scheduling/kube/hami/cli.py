@@ -1,4 +1,4 @@
-"""CLI: ``python -m scheduling.placement.place --nodes N --pods P --pod POD
+"""CLI: ``python -m scheduling.kube.hami.cli --nodes N --pods P --pod POD
 [--node-policy binpack|spread] [--device-policy binpack|spread|topology-aware|mutex]
 [--config C]``.
 
@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from scheduling.placement.hami.kube import place_from_kube
+from scheduling.kube.hami.place import place_from_kube
 
 
 def load_file(path: str, what: str) -> Any:
@@ -44,7 +44,7 @@ def load_file(path: str, what: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
-    ap = argparse.ArgumentParser(prog="python -m scheduling.placement.place",
+    ap = argparse.ArgumentParser(prog="python -m scheduling.kube.hami.cli",
                                  description="HAMi-conformant placement of one pod")
     ap.add_argument("--nodes", required=True, help="Node list (JSON/YAML)")
     ap.add_argument("--pods", required=True, help="existing Pod list (JSON/YAML)")

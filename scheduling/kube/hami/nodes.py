@@ -25,7 +25,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduling.placement.hami.quantity import cpu_milli, memory_mib, plain_int
+from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import ClusterSnapshot, Device, MigPlacement, MigProfile, Node
 from scheduling.placement.vendors.config import DeviceModelConfig
 
