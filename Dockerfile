@@ -2,7 +2,9 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml ./
 COPY console ./console
+COPY core ./core
 COPY scheduling ./scheduling
+COPY telemetry ./telemetry
 COPY tenants ./tenants
 COPY templates ./templates
 COPY static ./static
