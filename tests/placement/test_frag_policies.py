@@ -6,6 +6,12 @@ from placement_builders import trace_node
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
 from scheduling.placement.lab.policies import POLICY_NAMES, trace_policy_plugin
 from scheduling.placement.plugins.frag import absorbed_fillers, residual_waste
+from scheduling.placement.plugins.frag_plugins import (
+    FRAG_POLICY_NAMES,
+    TracePolicyPlugin,
+    register_frag_policies,
+)
+from scheduling.placement.registry import Registry
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -255,3 +261,14 @@ def test_fragguard_avoids_stranding_gpus_behind_cpu():
     plugin = trace_policy_plugin("FragGuard", workload=WL)
     assert plugin.policy.rho == 2.0
     assert plugin.policy.stranded(2500, 2000) == 750.0
+
+
+def test_the_live_core_registers_only_the_fragmentation_aware_policies():
+    reg = Registry()
+    register_frag_policies(reg)
+    assert reg.names() == ["FGD", "FragGuard"] == sorted(FRAG_POLICY_NAMES)
+    assert reg.create("FragGuard", workload=WL).name == "FragGuard"
+    with pytest.raises(KeyError, match="BestFit"):
+        TracePolicyPlugin("BestFit", workload=WL)  # the baselines live in the lab only
+    with pytest.raises(ValueError):
+        TracePolicyPlugin("FragGuard")  # needs a workload
