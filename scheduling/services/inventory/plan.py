@@ -1,0 +1,142 @@
+"""Inventory sync, step 1 (no database writes): listed Node and ResourceSlice dicts -> what
+each node reports, both sources merged, with the problems found on the way.
+
+Rules:
+
+* A node without ``metadata.name`` or listed twice is skipped and named in ``errors``; a node
+  whose registration cannot be read is in ``errored`` (its devices stay as they were) with
+  its error; a NotReady node is not an error (its devices are still listed).
+* A device reported by both sources on the same node is one device; the source matching the
+  cluster's submission mode wins (``dra`` -> the ResourceSlice, otherwise the annotation),
+  keeping the HAMi type when the slice has none.
+* A ResourceSlice device on a node that is not listed is skipped (named in ``errors``).
+* ``where`` lists, per uuid, the nodes reporting it; more than one is a conflict the write
+  step reports and never merges.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduling.kube.inventory import (
+    dra_devices_to_placement,
+    nodes_to_snapshot,
+    slices_to_inventory,
+)
+from scheduling.kube.limits import InventoryLimits
+from scheduling.placement.types import Device as CoreDevice
+from scheduling.placement.types import Node as CoreNode
+
+__all__ = ["Reported", "InventoryPlan", "plan_inventory", "valid_nodes"]
+
+
+@dataclass
+class Reported:
+    """One device as this sync sees it: the parsed device, its source (``hami`` / ``dra``)
+    and, for a DRA device, ``<driver>/<pool>/<name>``."""
+
+    dev: CoreDevice
+    source: str
+    dra_name: str = ""
+
+
+@dataclass
+class InventoryPlan:
+    """What one sync will write.
+
+    Attributes:
+        nodes: parsed nodes by name (errored ones included, without devices).
+        errored: names of nodes whose registration could not be read.
+        per_node: ``{node: {uuid: Reported}}``.
+        where: ``{uuid: [node names reporting it]}`` (sorted).
+        partitions: DRA partition devices seen (not stored).
+        broken_pools: ``{(driver, pool): error}`` of pools with an unreadable slice.
+        slice_list_failed: the ResourceSlice list itself failed (DRA devices stay).
+        errors: problems in the order: node errors, slice errors, cross-source notes.
+    """
+
+    nodes: dict[str, CoreNode]
+    errored: set[str]
+    per_node: dict[str, dict[str, Reported]]
+    where: dict[str, list[str]]
+    partitions: int = 0
+    broken_pools: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    slice_list_failed: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def duplicates(self) -> dict[str, list[str]]:
+        """``{uuid: nodes}`` of uuids reported by more than one node."""
+        return {u: ns for u, ns in self.where.items() if len(ns) > 1}
+
+
+def valid_nodes(objs: list[Any], errors: list[str]) -> list[dict]:
+    """Node dicts with a string ``metadata.name``, first copy of each name (others are
+    named in ``errors``)."""
+    seen: set[str] = set()
+    out = []
+    for i, obj in enumerate(objs):
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
+            errors.append(f"Node #{i}: no metadata.name; skipped")
+            continue
+        if name in seen:
+            errors.append(f"Node {name}: listed twice; second copy skipped")
+            continue
+        seen.add(name)
+        out.append(obj)
+    return out
+
+
+def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool) -> None:
+    dra_by_key = {(d.node, d.uuid or f"{d.pool}/{d.name}"): d
+                  for d in inv.devices if not d.is_partition}
+    for dev in dra_devices_to_placement(inv):
+        if dev.node not in plan.nodes:
+            plan.errors.append(f"ResourceSlice device {dev.uuid} is on node {dev.node!r}, "
+                               "which is not listed; skipped")
+            continue
+        d = dra_by_key.get((dev.node, dev.uuid))
+        dra_name = f"{d.driver}/{d.pool}/{d.name}" if d else ""
+        here = plan.per_node[dev.node]
+        if dev.uuid in here and not prefer_dra:
+            continue
+        if dev.uuid in here:
+            dev.type = dev.type or here[dev.uuid].dev.type
+        here[dev.uuid] = Reported(dev, "dra", dra_name)
+
+
+def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
+                   now: datetime, limits: InventoryLimits,
+                   slice_error: str | None = None) -> InventoryPlan:
+    """Parse and merge (see the module docstring). Never raises for bad input."""
+    errors: list[str] = []
+    snap = nodes_to_snapshot(valid_nodes(list(node_objs), errors), now=now, limits=limits)
+    errored = {name for name, node in snap.nodes.items()
+               if node.error and not node.error.startswith("node not Ready")}
+    errors.extend(f"Node {name}: {snap.nodes[name].error}" for name in sorted(errored))
+    inv = slices_to_inventory(slices, limits)
+    errors.extend(inv.errors)
+    if slice_error:
+        errors.append(slice_error)
+    per_node: dict[str, dict[str, Reported]] = defaultdict(dict)
+    for name, node in snap.nodes.items():
+        for dev in node.devices:
+            per_node[name][dev.uuid] = Reported(dev, "hami")
+    plan = InventoryPlan(
+        nodes=dict(snap.nodes), errored=errored, per_node=per_node, where={},
+        partitions=sum(1 for d in inv.devices if d.is_partition),
+        broken_pools=dict(inv.broken_pools), slice_list_failed=bool(slice_error),
+        errors=errors)
+    _merge_dra(plan, inv, prefer_dra)
+    where: dict[str, list[str]] = defaultdict(list)
+    for name in sorted(per_node):
+        for uuid in per_node[name]:
+            where[uuid].append(name)
+    plan.where = dict(where)
+    return plan
