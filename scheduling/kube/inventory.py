@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scheduling.kube.hami.nodes import snapshot_from_kube
+from scheduling.kube.hami.nodes import node_from_kube
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits
 from scheduling.kube.slices import (
     DRIVER_VENDORS,
@@ -28,7 +28,7 @@ from scheduling.kube.slices import (
     parse_quantity,
     slices_to_inventory,
 )
-from scheduling.placement.types import ClusterSnapshot
+from scheduling.placement.types import ClusterSnapshot, Node
 from scheduling.placement.vendors.config import default_device_configs
 
 __all__ = [
@@ -58,10 +58,12 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
                       limits: InventoryLimits = DEFAULT_LIMITS) -> ClusterSnapshot:
     """Nodes (API dicts) -> placement ``ClusterSnapshot`` (HAMi registrations).
 
-    Delegates device parsing to ``scheduling.kube.hami.nodes.snapshot_from_kube`` with
-    ``configs`` (default: ``scheduling.placement.vendors.config.default_device_configs()``,
-    HAMi v2.10.0 chart defaults), then marks nodes that are cordoned
-    (``spec.unschedulable``) or not ``Ready`` as not schedulable.
+    Each node is parsed by ``scheduling.kube.hami.nodes.node_from_kube`` with ``configs``
+    (default: ``scheduling.placement.vendors.config.default_device_configs()``, HAMi v2.10.0
+    chart defaults); nodes that are cordoned (``spec.unschedulable``) or not ``Ready`` are
+    not schedulable. Unlike ``place``'s snapshot, the same registered id on two nodes is left
+    to the caller: the inventory sync keys devices by identity (a legacy Hygon ``DCU-0`` on
+    two nodes is two cards, :mod:`scheduling.kube.identity`) and reports real conflicts.
 
     Args:
         nodes: Node dicts as returned by the API.
@@ -74,7 +76,17 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
             errors are kept in ``Node.error`` instead).
     """
     cfgs = list(configs) if configs is not None else default_device_configs()
-    snap = snapshot_from_kube([dict(n) for n in nodes], cfgs, now, limits)
+    snap = ClusterSnapshot()
+    for i, obj in enumerate(nodes):
+        try:
+            node = node_from_kube(dict(obj), cfgs, now, limits)
+        except ValueError as exc:
+            raise ValueError(f"nodes[{i}]: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
+            node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
+        if node.name in snap.nodes:
+            raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
+        snap.nodes[node.name] = node
     for obj in nodes:
         name = (obj.get("metadata") or {}).get("name")
         if name not in snap.nodes or snap.nodes[name].error:

@@ -23,16 +23,19 @@ sync normally, each node in its own savepoint (:mod:`.write`).
 
 Rules of the write (one transaction, single-flight per cluster):
 
-* Devices are keyed by uuid. A device seen on another node of the cluster moves there
-  (history kept). The same uuid on two nodes in one sync, or on a live node of another
-  cluster, is a conflict: reported (``Device.error``, ``Cluster.inventory_errors``), never
-  merged; the row stays where it was and is marked unhealthy.
+* Devices are keyed by identity (:mod:`scheduling.kube.identity`: the uuid, or
+  ``DCU-<serial>`` for Hygon cards whatever id their node registers, the serial from the
+  registration, the node's serial annotation / labels or the serial map that exporters feed,
+  :mod:`.serials`). A device seen on another node of the cluster moves there (history kept):
+  the same serial on another node later is a move, not a conflict. The same key on two nodes
+  in one sync, or on a live node of another cluster, is a conflict: reported
+  (``Device.error``, ``Cluster.inventory_errors``), never merged; the row stays where it was
+  and is marked unhealthy.
 * A device reported by both sources on the same node is one device; the source matching the
   cluster's submission mode wins (``dra`` -> the ResourceSlice, otherwise the annotation).
 * Devices and nodes that disappeared get ``removed_at`` (rows are never deleted: bookings and
-  history refer to them). A vanished node's live placements are handled by
-  :func:`scheduling.services.kube_reconcile.handle_lost_node` (jobs failed or requeued
-  according to their restart policy).
+  history refer to them); a device still booked stays, flagged, until its pods end
+  (:mod:`.removal`). MIG profiles are stored with the device (``Device.mig_profiles``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from scheduling.kube.errors import KubeError
 from scheduling.kube.limits import InventoryLimits
 from scheduling.models import Cluster
 from scheduling.services.inventory.plan import plan_inventory
+from scheduling.services.inventory.serials import serials_seen
 from scheduling.services.inventory.write import InventoryReport, InventoryWriter
 
 logger = logging.getLogger(__name__)
@@ -111,7 +115,7 @@ def apply_inventory(cluster: Cluster, node_objs: list, slices: list, *, now: dat
     """
     plan = plan_inventory(node_objs, slices, prefer_dra=cluster.submission_mode == "dra",
                           now=now, limits=limits or inventory_limits(),
-                          slice_error=slice_error)
+                          slice_error=slice_error, serials_seen=serials_seen(cluster))
     report = InventoryReport(cluster=cluster.name, partitions=plan.partitions)
     with transaction.atomic():
         with connection.cursor() as cur:
@@ -123,7 +127,8 @@ def apply_inventory(cluster: Cluster, node_objs: list, slices: list, *, now: dat
         InventoryWriter(cluster, plan, now, report).run()
         Cluster.objects.filter(pk=cluster.pk).update(inventory_errors=report.errors,
                                                      inventory_synced_at=now)
-    if report.errors:
+    if report.errors or report.warnings:
+        problems = report.errors + report.warnings
         logger.warning("inventory sync %s: %d problem(s): %s", cluster.name,
-                       len(report.errors), "; ".join(report.errors[:5]))
+                       len(problems), "; ".join(problems[:5]))
     return report

@@ -10,7 +10,11 @@ Rules:
   cluster's submission mode wins (``dra`` -> the ResourceSlice, otherwise the annotation),
   keeping the HAMi type when the slice has none.
 * A ResourceSlice device on a node that is not listed is skipped (named in ``errors``).
-* ``where`` lists, per uuid, the nodes reporting it; more than one is a conflict the write
+* Each registered device is keyed by identity (:func:`scheduling.kube.identity.device_identity`):
+  its UUID, or for Hygon ``DCU-<serial>`` with the serial from the registration id, the
+  node's serial annotation / labels or the serial map (``serials_seen``, fed by exporters).
+  An index-based id no source names is keyed by node and flagged with a warning.
+* ``where`` lists, per key, the nodes reporting it; more than one is a conflict the write
   step reports and never merges.
 """
 
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from scheduling.kube.identity import Identity, device_identity, node_serials
 from scheduling.kube.inventory import (
     dra_devices_to_placement,
     nodes_to_snapshot,
@@ -31,17 +36,34 @@ from scheduling.kube.limits import InventoryLimits
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
 
-__all__ = ["Reported", "InventoryPlan", "plan_inventory", "valid_nodes"]
+__all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes"]
 
 
 @dataclass
 class Reported:
-    """One device as this sync sees it: the parsed device, its source (``hami`` / ``dra``)
-    and, for a DRA device, ``<driver>/<pool>/<name>``."""
+    """One device as this sync sees it: the parsed device, its source (``hami`` / ``dra``),
+    for a DRA device ``<driver>/<pool>/<name>``, and its identity (``key`` = the row's uuid,
+    ``hami_id`` when the registration names it otherwise, ``serial``, ``warning``)."""
 
     dev: CoreDevice
     source: str
     dra_name: str = ""
+    identity: Identity | None = None
+
+    @property
+    def key(self) -> str:
+        return self.identity.key if self.identity else self.dev.uuid
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """A serial read on a node: ``(vendor, serial, node, index, source)``."""
+
+    vendor: str
+    serial: str
+    node: str
+    index: int
+    source: str
 
 
 @dataclass
@@ -57,6 +79,8 @@ class InventoryPlan:
         broken_pools: ``{(driver, pool): error}`` of pools with an unreadable slice.
         slice_list_failed: the ResourceSlice list itself failed (DRA devices stay).
         errors: problems in the order: node errors, slice errors, cross-source notes.
+        warnings: devices identified by node and index only (no serial source yet).
+        sightings: serials the registrations and node annotations / labels named.
     """
 
     nodes: dict[str, CoreNode]
@@ -67,6 +91,8 @@ class InventoryPlan:
     broken_pools: Mapping[tuple[str, str], str] = field(default_factory=dict)
     slice_list_failed: bool = False
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sightings: list[Sighting] = field(default_factory=list)
 
     @property
     def duplicates(self) -> dict[str, list[str]]:
@@ -108,13 +134,38 @@ def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool) -> None:
             continue
         if dev.uuid in here:
             dev.type = dev.type or here[dev.uuid].dev.type
-        here[dev.uuid] = Reported(dev, "dra", dra_name)
+        here[dev.uuid] = Reported(dev, "dra", dra_name, Identity(dev.uuid))
+
+
+def _identify(plan: InventoryPlan, name: str, node: CoreNode,
+              serials_seen: Mapping[int, str]) -> None:
+    """Key the node's registered devices by identity; record the serials it names."""
+    try:
+        named = node_serials(node.annotations, node.labels)
+    except ValueError as exc:
+        plan.errors.append(f"Node {name}: {exc}; serial sources ignored")
+        named = {}
+    for index, (serial, source) in sorted(named.items()):
+        plan.sightings.append(Sighting("DCU", serial, name, index, source))
+    for dev in node.devices:
+        ident = device_identity(dev, named, serials_seen)
+        if ident.warning:
+            plan.warnings.append(ident.warning)
+        if ident.serial_source == "registration":
+            plan.sightings.append(Sighting(dev.vendor, ident.serial, name, dev.index,
+                                           "registration"))
+        plan.per_node[name][ident.key] = Reported(dev, "hami", "", ident)
 
 
 def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
-                   now: datetime, limits: InventoryLimits,
-                   slice_error: str | None = None) -> InventoryPlan:
-    """Parse and merge (see the module docstring). Never raises for bad input."""
+                   now: datetime, limits: InventoryLimits, slice_error: str | None = None,
+                   serials_seen: Mapping[str, Mapping[int, str]] | None = None
+                   ) -> InventoryPlan:
+    """Parse, identify and merge (see the module docstring). Never raises for bad input.
+
+    Args:
+        serials_seen: ``{node name: {index: serial}}`` of Hygon cards from the serial map.
+    """
     errors: list[str] = []
     snap = nodes_to_snapshot(valid_nodes(list(node_objs), errors), now=now, limits=limits)
     errored = {name for name, node in snap.nodes.items()
@@ -124,19 +175,17 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
     errors.extend(inv.errors)
     if slice_error:
         errors.append(slice_error)
-    per_node: dict[str, dict[str, Reported]] = defaultdict(dict)
-    for name, node in snap.nodes.items():
-        for dev in node.devices:
-            per_node[name][dev.uuid] = Reported(dev, "hami")
     plan = InventoryPlan(
-        nodes=dict(snap.nodes), errored=errored, per_node=per_node, where={},
+        nodes=dict(snap.nodes), errored=errored, per_node=defaultdict(dict), where={},
         partitions=sum(1 for d in inv.devices if d.is_partition),
         broken_pools=dict(inv.broken_pools), slice_list_failed=bool(slice_error),
         errors=errors)
+    for name in sorted(snap.nodes):
+        _identify(plan, name, snap.nodes[name], (serials_seen or {}).get(name, {}))
     _merge_dra(plan, inv, prefer_dra)
     where: dict[str, list[str]] = defaultdict(list)
-    for name in sorted(per_node):
-        for uuid in per_node[name]:
-            where[uuid].append(name)
+    for name in sorted(plan.per_node):
+        for key in plan.per_node[name]:
+            where[key].append(name)
     plan.where = dict(where)
     return plan

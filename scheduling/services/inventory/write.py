@@ -5,11 +5,13 @@ error while writing one node (a value a column cannot hold that slipped past the
 rolls back only that node, which is then flagged (``Node.error``) and keeps its devices as
 they were; every other node is written.
 
-Rules (see :mod:`scheduling.services.inventory`): devices are keyed by uuid and move with
-their uuid; the same uuid on two nodes of one sync, or live in another cluster, is a
-conflict (reported, never merged, the row stays where it was and is marked unhealthy);
-devices of a pool whose ResourceSlice could not be read stay as they were, flagged with the
-slice's error; devices and nodes that disappeared get ``removed_at``.
+Rules (see :mod:`scheduling.services.inventory`): devices are keyed by identity (uuid, or
+``DCU-<serial>``) and move with their key; the same key on two nodes of one sync, or live in
+another cluster, is a conflict (reported, never merged, the row stays where it was and is
+marked unhealthy). A device whose key changed while its registration id on the node did not
+(a legacy ``DCU-0`` whose serial became known) is re-keyed: same row, bookings kept. Devices
+of a pool whose ResourceSlice could not be read stay as they were, flagged with the slice's
+error; removals are :mod:`.removal`'s.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import DatabaseError, transaction
+from django.db.models import Q
 
+from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.services.inventory.device_models import model_for
 from scheduling.services.inventory.plan import InventoryPlan, Reported
-from scheduling.services.kube_reconcile import handle_lost_node
+from scheduling.services.inventory.removal import remove_gone, remove_vanished_nodes
+from scheduling.services.inventory.serials import record_sightings
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +45,11 @@ class InventoryReport:
         nodes: names of the nodes seen, sorted.
         nodes_added / nodes_removed: names, sorted.
         devices_added / devices_updated / devices_removed: uuids, sorted.
+        devices_missing: uuids no longer registered but still booked (kept, flagged).
+        devices_rekeyed: ``{old uuid: new uuid}`` of devices identified anew.
         partitions: number of DRA partition devices (not stored).
         errors: node parse errors, slice errors and conflicts, in this order.
+        warnings: devices identified by node and index only (no serial source yet).
         lost_groups: resource group ids where a lost node freed capacity.
     """
 
@@ -53,8 +61,11 @@ class InventoryReport:
     devices_added: list[str] = field(default_factory=list)
     devices_updated: list[str] = field(default_factory=list)
     devices_removed: list[str] = field(default_factory=list)
+    devices_missing: list[str] = field(default_factory=list)
+    devices_rekeyed: dict[str, str] = field(default_factory=dict)
     partitions: int = 0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     lost_groups: set[int] = field(default_factory=set)
 
 
@@ -64,6 +75,7 @@ class _NodeResult:
     updated: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    rekeyed: dict[str, str] = field(default_factory=dict)
 
 
 class InventoryWriter:
@@ -78,14 +90,29 @@ class InventoryWriter:
         self.seen: set[str] = set()
         self.existing: dict[str, Node] = {}
         self.rows: dict[str, Device] = {}
+        self.by_registered: dict[tuple[int, str], Device] = {}
+
+    def _load(self) -> None:
+        """Lock the cluster's nodes, the devices with a reported key, and the rows a
+        re-keyed device may be (same node, same registration id or provisional key)."""
+        self.existing = {n.name: n for n in Node.objects.select_for_update().filter(
+            cluster=self.cluster)}
+        self.rows = {d.uuid: d for d in Device.objects.select_for_update().select_related(
+            "node__cluster").filter(uuid__in=list(self.plan.where))}
+        old_ids = {rep.identity.hami_id for reps in self.plan.per_node.values()
+                   for rep in reps.values() if rep.identity and rep.identity.hami_id}
+        if not old_ids:
+            return
+        provisional = {provisional_key(name, h) for name in self.plan.per_node for h in old_ids}
+        for d in (Device.objects.select_for_update().select_related("node__cluster")
+                  .filter(node__cluster=self.cluster)
+                  .filter(Q(hami_id__in=old_ids) | Q(uuid__in=old_ids | provisional))):
+            self.by_registered[(d.node_id, d.uuid)] = d
+            self.by_registered[(d.node_id, d.registered_id)] = d
 
     def run(self) -> None:
         """Write nodes and devices, then removals; fill the report."""
-        self.existing = {n.name: n for n in Node.objects.select_for_update().filter(
-            cluster=self.cluster)}
-        uuids = list(self.plan.where)
-        self.rows = {d.uuid: d for d in Device.objects.select_for_update().select_related(
-            "node__cluster").filter(uuid__in=uuids)}
+        self._load()
         owned: dict[str, list[str]] = {}
         for uuid in sorted(self.plan.where):
             owned.setdefault(self.plan.where[uuid][0], []).append(uuid)
@@ -93,11 +120,13 @@ class InventoryWriter:
             self._node_in_savepoint(name, owned.get(name, []))
         self.report.nodes = sorted(self.plan.nodes)
         self._flag_broken_pools()
-        self._remove_gone()
-        self._remove_vanished_nodes()
+        record_sightings(self.cluster, self.plan.sightings, self.now)
+        remove_gone(self)
+        remove_vanished_nodes(self)
         self.report.devices_added.sort()
         self.report.devices_updated.sort()
         self.report.errors = self.errors
+        self.report.warnings = list(self.plan.warnings)
 
     # -- one node ---------------------------------------------------------------------------
 
@@ -117,6 +146,7 @@ class InventoryWriter:
             self.report.nodes_added.append(name)
         self.report.devices_added.extend(result.added)
         self.report.devices_updated.extend(result.updated)
+        self.report.devices_rekeyed.update(result.rekeyed)
         self.seen |= result.seen
         self.errors.extend(result.errors)
 
@@ -162,9 +192,27 @@ class InventoryWriter:
                     f"cluster {row.node.cluster.name} (node {row.node.name}); not merged")
         return None
 
+    def _rekey_candidate(self, uuid: str, rep: Reported, node: Node) -> Device | None:
+        """The row this device had under another key on the same node, if any (and not
+        reported under that key in this sync)."""
+        hami_id = rep.identity.hami_id if rep.identity else ""
+        if not hami_id:
+            return None
+        for old in (hami_id, provisional_key(node.name, hami_id)):
+            row = self.by_registered.get((node.pk, old))
+            if row is not None and row.uuid != uuid and row.uuid not in self.plan.where:
+                return row
+        return None
+
     def _device(self, uuid: str, node: Node, result: _NodeResult) -> None:
         rep: Reported = self.plan.per_node[node.name][uuid]
         row = self.rows.get(uuid)
+        if row is None and len(self.plan.where[uuid]) == 1:
+            row = self._rekey_candidate(uuid, rep, node)
+            if row is not None:
+                result.rekeyed[row.uuid] = uuid
+                row.uuid = uuid
+                row.save(update_fields=["uuid", "updated"])
         conflict = self._conflict(uuid, row)
         result.seen.add(uuid)
         if conflict:
@@ -193,22 +241,25 @@ class InventoryWriter:
 
     def _values(self, rep: Reported, node: Node) -> dict:
         """Field values of the live Device row for ``rep`` reported on ``node``."""
-        dev = rep.dev
-        return {"node": node, "model": model_for(dev, self.models), "index": dev.index,
-                "numa": dev.numa, "memory_mib": dev.memory_mib,
-                "cores_percent": dev.cores_percent, "split_count": max(1, dev.split_count),
-                "healthy": dev.healthy, "cordoned": dev.cordoned, "mode": dev.mode,
-                "source": rep.source, "dra_device": rep.dra_name, "error": "",
-                "removed_at": None}
+        dev, ident = rep.dev, rep.identity
+        values = {
+            "node": node, "model": model_for(dev, self.models), "index": dev.index,
+            "numa": dev.numa, "memory_mib": dev.memory_mib, "cores_percent": dev.cores_percent,
+            "split_count": max(1, dev.split_count), "healthy": dev.healthy,
+            "cordoned": dev.cordoned, "mode": dev.mode, "source": rep.source,
+            "dra_device": rep.dra_name, "removed_at": None, "missing_since": None,
+            "hami_id": ident.hami_id if ident else "",
+            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else "",
+            "mig_profiles": [
+                {"name": p.name, "memory_mib": p.memory_mib, "cores_percent": p.cores_percent,
+                 "slice_count": p.slice_count,
+                 "placements": [[pl.start, pl.size] for pl in p.placements]}
+                for p in dev.mig_profiles]}
+        if ident and ident.serial:
+            values["serial"] = ident.serial
+        return values
 
     # -- removals ---------------------------------------------------------------------------
-
-    def _broken_pool_devices(self):
-        q = Device.objects.none()
-        for driver, pool in self.plan.broken_pools:
-            q |= Device.objects.filter(node__cluster=self.cluster, source="dra",
-                                       dra_device__startswith=f"{driver}/{pool}/")
-        return q
 
     def _flag_broken_pools(self) -> None:
         """Devices of a pool whose slice could not be read: kept, unhealthy, flagged."""
@@ -218,29 +269,3 @@ class InventoryWriter:
                                    dra_device__startswith=f"{driver}/{pool}/")
              .exclude(uuid__in=self.seen)
              .update(healthy=False, error=error[:1000], updated=self.now))
-
-    def _remove_gone(self) -> None:
-        """Devices of present, readable nodes that are no longer reported."""
-        gone = (Device.objects.filter(node__cluster=self.cluster, removed_at__isnull=True)
-                .exclude(uuid__in=self.seen).exclude(node__name__in=self.errored))
-        if self.plan.slice_list_failed:
-            gone = gone.exclude(source="dra")
-        if self.plan.broken_pools:
-            gone = gone.exclude(pk__in=self._broken_pool_devices().values("pk"))
-        self.report.devices_removed = sorted(gone.values_list("uuid", flat=True))
-        gone.update(removed_at=self.now, updated=self.now)
-
-    def _remove_vanished_nodes(self) -> None:
-        for name, node in sorted(self.existing.items()):
-            if name in self.plan.nodes or node.removed_at is not None:
-                continue
-            live = Device.objects.filter(node=node, removed_at__isnull=True)
-            lost = list(live.values_list("uuid", flat=True))
-            live.update(removed_at=self.now, updated=self.now)
-            self.report.devices_removed = sorted({*self.report.devices_removed, *lost})
-            Node.objects.filter(pk=node.pk).update(removed_at=self.now, schedulable=False,
-                                                   updated=self.now)
-            self.report.nodes_removed.append(name)
-            self.report.lost_groups |= handle_lost_node(
-                node.pk, f"node {name} vanished from cluster {self.cluster.name}",
-                now=self.now)
