@@ -7,11 +7,12 @@ plugin of each vendor; unknown vendor words get the generic :class:`VendorPlugin
 
 from __future__ import annotations
 
+from scheduling.devices.defaults import default_device_configs
+from scheduling.devices.schema import DeviceModelConfig, Template
 from scheduling.placement.vendors.amd import AmdPlugin
 from scheduling.placement.vendors.ascend import AscendPlugin
 from scheduling.placement.vendors.base import VendorPlugin
 from scheduling.placement.vendors.cambricon import CambriconPlugin
-from scheduling.placement.vendors.config import DeviceModelConfig, Template, default_device_configs
 from scheduling.placement.vendors.enflame import EnflamePlugin
 from scheduling.placement.vendors.hygon import HygonPlugin
 from scheduling.placement.vendors.iluvatar import IluvatarPlugin
@@ -31,15 +32,18 @@ VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
 }
 
 
-def build_vendors(configs: list[DeviceModelConfig]) -> dict[str, VendorPlugin]:
-    """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``)."""
+def build_vendors(configs: list[DeviceModelConfig], hami_type_match: bool = False
+                  ) -> dict[str, VendorPlugin]:
+    """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``; disabled
+    backends are left out). ``hami_type_match``: HAMi's substring type selection."""
     groups: dict[str, list[DeviceModelConfig]] = {}
     for c in configs:
-        groups.setdefault(c.vendor, []).append(c)
+        if c.enabled:
+            groups.setdefault(c.vendor, []).append(c)
     out: dict[str, VendorPlugin] = {}
     for vendor, cfgs in groups.items():
         cls = VENDOR_PLUGINS.get(vendor, VendorPlugin)
-        plugin = cls(cfgs)
+        plugin = cls(cfgs, hami_type_match)
         if cls is VendorPlugin:
             plugin.vendor = vendor
         out[vendor] = plugin

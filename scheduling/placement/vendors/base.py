@@ -27,19 +27,21 @@ Deliberate differences from HAMi, documented here:
  * ties are deterministic: binpack prefers the higher NUMA id then the later device in
    registration order; spread prefers the later device in registration order. This is the
    order HAMi usually produces with its unstable sort (§4.4, §9.1).
- * type include/exclude is an exact (case-insensitive) model match, not a substring (§9.10).
+ * type include/exclude matches whole tokens (``scheduling.devices.matching.type_matches``:
+   ``A100`` selects ``NVIDIA A100-SXM4-80GB``, ``H20`` never ``H200``), not HAMi's
+   substring; a plugin built with ``hami_type_match=True`` (``place`` parity) uses HAMi's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from scheduling.devices.matching import any_hami_type_matches, any_type_matches, model_key
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
-from scheduling.placement.vendors.config import DeviceModelConfig
 
-__all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin", "normalize_model",
-           "model_matches"]
+__all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin"]
 
 
 class Usage:
@@ -88,46 +90,41 @@ class FitResult:
         self.reason = reason
 
 
-_PREFIXES = ("nvidia-", "nvidia ")
-
-
-def normalize_model(model: str) -> str:
-    """Lower-case, trimmed model with a leading ``NVIDIA-``/``NVIDIA `` removed."""
-    m = model.strip().lower()
-    for p in _PREFIXES:
-        if m.startswith(p):
-            return m[len(p):]
-    return m
-
-
-def model_matches(device_type: str, wanted: str) -> bool:
-    """Exact model match after :func:`normalize_model` on both sides ("H20" != "H200",
-    "910B4" != "910B4-1"). Differs from HAMi's substring ``CheckType`` on purpose (§9.10)."""
-    return normalize_model(device_type) == normalize_model(wanted)
-
-
 class VendorPlugin:
     """HAMi's generic Fit, parameterised by :class:`DeviceModelConfig`.
 
     Args:
-        configs: configs of this vendor (one per chip for Ascend/Iluvatar).
+        configs: configs of this vendor (one per chip/model; ``chip == ""`` = the default).
+        hami_type_match: select types by HAMi's substring rule instead of whole tokens.
     """
 
     vendor = ""
     #: True when some device of this vendor may serve several devices of one request (MIG)
     may_revisit = False
 
-    def __init__(self, configs: list[DeviceModelConfig]) -> None:
+    def __init__(self, configs: list[DeviceModelConfig], hami_type_match: bool = False) -> None:
         if not configs:
             raise ValueError(f"{type(self).__name__}: at least one config is required")
         self.configs = {c.chip: c for c in configs}
-        self.default = configs[0]
+        self.default = next((c for c in configs if not c.chip), configs[0])
+        self.hami_type_match = hami_type_match
+        self._by_key: dict[str, DeviceModelConfig] = {}
+        for c in configs:
+            for name in (c.chip, *c.aliases):
+                self._by_key.setdefault(model_key(name), c)
+        self._for_type: dict[str, DeviceModelConfig] = {}
 
     # ---- configuration helpers ---------------------------------------------------------
 
     def config_for(self, chip: str) -> DeviceModelConfig:
-        """Config of a chip (falls back to the vendor's first config)."""
-        return self.configs.get(chip) or self.configs.get("") or self.default
+        """Config of a chip / device type: the model's own (matched by
+        :func:`~scheduling.devices.matching.model_key` on its chip or an alias), else the
+        vendor's default."""
+        cfg = self._for_type.get(chip)
+        if cfg is None:
+            cfg = self.configs.get(chip) or self._by_key.get(model_key(chip)) or self.default
+            self._for_type[chip] = cfg
+        return cfg
 
     def annotation_type(self, dev: Device) -> str:
         """TYPE field of the allocation annotation for this device (§3.2)."""
@@ -228,10 +225,11 @@ class VendorPlugin:
         return [devs[p] for _, p in keyed]
 
     def type_ok(self, dev: Device, req: DeviceRequest) -> bool:
-        """Step 3: model include/exclude (exact) and mode."""
-        if req.types_include and not any(model_matches(dev.type, t) for t in req.types_include):
+        """Step 3: model include/exclude (whole tokens, or HAMi's substring) and mode."""
+        match = any_hami_type_matches if self.hami_type_match else any_type_matches
+        if req.types_include and not match(dev.type, req.types_include):
             return False
-        if req.types_exclude and any(model_matches(dev.type, t) for t in req.types_exclude):
+        if req.types_exclude and match(dev.type, req.types_exclude):
             return False
         return not (req.modes and dev.mode not in req.modes)
 
