@@ -72,11 +72,11 @@ class HealthProbeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path not in (LIVENESS_PATH, READINESS_PATH):
+        if request.path_info not in (LIVENESS_PATH, READINESS_PATH):
             return self.get_response(request)
         if request.method not in ("GET", "HEAD"):
             return HttpResponseNotAllowed(["GET", "HEAD"])
-        if request.path == LIVENESS_PATH:
+        if request.path_info == LIVENESS_PATH:
             response = JsonResponse({"status": "ok"})
         else:
             ready, checks = readiness()

@@ -40,7 +40,9 @@ def containers(pod_template: dict) -> list[dict]:
 
 
 def selects(selector: dict, labels: dict) -> bool:
-    """A ``matchLabels``-only selector (or a Service's plain map) matching ``labels``."""
-    match = selector.get("matchLabels", selector)
-    assert set(selector) <= {"matchLabels"} or "matchLabels" not in selector, selector
-    return all(labels.get(k) == v for k, v in match.items())
+    """Whether a Service's selector map, or a LabelSelector of ``matchLabels`` only, matches
+    ``labels``."""
+    if "matchLabels" in selector:
+        assert set(selector) == {"matchLabels"}, f"only matchLabels are compared: {selector}"
+        selector = selector["matchLabels"]
+    return all(labels.get(key) == value for key, value in selector.items())
