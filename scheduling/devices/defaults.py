@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 
+from scheduling.devices.matching import hami_type_matches, type_matches
 from scheduling.devices.schema import DeviceModelConfig, DraSpec, Template
 
 __all__ = ["default_device_configs", "ascend_config", "iluvatar_config", "mig_templates",
@@ -62,8 +63,10 @@ _GEOMETRY_4 = {1: (1, range(4)), 2: (2, (0, 2)), 4: (4, (0,))}
 
 def mig_templates(gpu_type: str,
                   allowlist: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
-                  = MIG_PROFILE_ALLOWLIST) -> tuple[Template, ...]:
-    """Nominal MIG profiles of a GPU type from the allowlist (HAMi ``containsModel``).
+                  = MIG_PROFILE_ALLOWLIST, *, substring: bool = False) -> tuple[Template, ...]:
+    """Nominal MIG profiles of a GPU type from the allowlist: the first entry naming the
+    type's model by whole tokens (:func:`~scheduling.devices.matching.type_matches`; with
+    ``substring``, HAMi's ``containsModel``, under which ``H20`` also names an H200).
 
     Geometry (NVML placements): a GPU whose largest profile is ``4g`` has 4 memory slices
     (A30), else 8 (A100/H100 class: ``1g`` at 0-6, ``2g`` at 0/2/4, ``3g`` 4 slices at 0/4,
@@ -71,9 +74,9 @@ def mig_templates(gpu_type: str,
     the profile's GB x 1024 and cores ``ceil(n*100/max_n)``: nominal values for GPUs whose
     registration carries no ``migProfiles``; NVML's figures (registration) always win.
     """
-    upper = gpu_type.upper()
+    match = hami_type_matches if substring else type_matches
     profiles = next((p for models, p in allowlist
-                     if any(m.upper() in upper for m in models)), ())
+                     if any(match(gpu_type, m) for m in models)), ())
     parsed = [(name, int(m[1]), int(m[2])) for name in profiles if (m := _MIG.match(name))]
     if not parsed:
         return ()

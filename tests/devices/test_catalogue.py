@@ -119,9 +119,11 @@ def test_mig_allowlist_templates():
     a30 = mig_templates("NVIDIA A30")
     assert [(t.name, t.slices, t.placements, t.cores_percent) for t in a30] == [
         ("1g.6gb", 1, (0, 1, 2, 3), 25), ("2g.12gb", 2, (0, 2), 50), ("4g.24gb", 4, (0,), 100)]
-    # the first allowlist entry whose model is a substring wins (HAMi containsModel)
     assert mig_templates("NVIDIA H20")[0].name == "1g.12gb"
     assert mig_templates("NVIDIA T4") == ()
+    # whole tokens: an H200 NVL is not an H20 (HAMi's containsModel says it is)
+    assert mig_templates("NVIDIA H200 NVL")[0].name == "1g.18gb"
+    assert mig_templates("NVIDIA H200 NVL", substring=True)[0].name == "1g.12gb"
 
 
 # ---- schema and overlay -----------------------------------------------------------------------

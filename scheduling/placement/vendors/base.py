@@ -5,16 +5,22 @@ to grant. :class:`VendorPlugin` implements HAMi's generic algorithm; vendors ove
 hooks (``prepare``, ``need``, ``custom_check``, ``select_from``, ``node_score``).
 
 Device checks, in HAMi's order (first failing check is the device's reason):
+ 0 ``DeviceModelInvalid`` (the console's: the device's model config does not resolve)
  1 ``CardNotHealth``  2 ``CardCordoned``  3 ``CardTypeMismatch`` (type include/exclude, mode)
  4 NUMA binding (``NumaNotFit``: a partial selection crossing NUMA nodes is discarded)
  5 ``CardUuidMismatch``  6 ``CardTimeSlicingExhausted`` (split count used up)
  7 ``ExclusiveDeviceAllocateConflict`` (device policy ``mutex`` and the device is used)
- 8 cores clamped to 100  9 memory = MiB, or percent of registered memory (integer division),
-   or the whole card  10 quota: not checked here (admission core's job)
+ 8 cores clamped to 100  9 memory = MiB (the console rounds it up to the model's minimum
+   slice and whole memory units, :func:`scheduling.devices.resources.charged_memory_mib`),
+   or percent of registered memory (integer division), or the whole card
+ 10 quota: not checked here (admission core's job)
  11 ``CardInsufficientMemory``  12 ``CardInsufficientCore``
  13 ``ExclusiveDeviceAllocateConflict`` (100 % cores needs an idle device)
  14 ``CardComputeUnitsExhausted`` (0-core task cannot join a device whose cores are full)
  15 vendor custom rule (``CardNotFoundCustomFilterRule``, ``CardMigTopologyInfeasible``)
+ 16 DRA shared counters of the card (``CardSharedCountersExhausted``; devices with
+    ``counters`` only: a template grant consumes its template's counters, others their
+    memory and cores)
 
 Device ordering (HAMi ``ComputeScore``; ``Fit`` consumes the sorted list from its end):
 ``score = 10*(slot_w*(1+used)/count + core_w*(cores+used_cores)/total_cores +
@@ -37,7 +43,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scheduling.devices.matching import any_hami_type_matches, any_type_matches, model_key
-from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.resources import charged_memory_mib, template_counters
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
 
@@ -47,13 +54,14 @@ __all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin"]
 class Usage:
     """Usage added by the pod being placed (per device uuid), on top of ``Device.used_*``."""
 
-    __slots__ = ("slots", "memory_mib", "cores_percent", "mig")
+    __slots__ = ("slots", "memory_mib", "cores_percent", "mig", "counters")
 
     def __init__(self) -> None:
         self.slots = 0
         self.memory_mib = 0
         self.cores_percent = 0
         self.mig: list[tuple[int, int]] = []  # (start, size) of pending MIG instances
+        self.counters: dict[str, int] = {}
 
 
 class FitContext:
@@ -113,6 +121,8 @@ class VendorPlugin:
             for name in (c.chip, *c.aliases):
                 self._by_key.setdefault(model_key(name), c)
         self._for_type: dict[str, DeviceModelConfig] = {}
+        #: some model books memory in units / minimum slices (the fast order path is off)
+        self.rounds = any(c.memory_factor != 1 or c.min_slice_mib for c in configs)
 
     # ---- configuration helpers ---------------------------------------------------------
 
@@ -159,9 +169,23 @@ class VendorPlugin:
         """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9)."""
         cores = req.cores_percent if req.cores_percent <= 100 else 100
         if req.memory_mib > 0:
-            return req.memory_mib, cores
+            return self.charge(dev, req.memory_mib), cores
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, cores
+
+    def charge(self, dev: Device, memory_mib: int) -> int:
+        """MiB booked on ``dev`` for a request of ``memory_mib``: rounded up to the device
+        model's minimum slice and whole memory units (unit 0 = 1 % of the allocatable
+        memory), :func:`scheduling.devices.resources.charged_memory_mib`."""
+        if not self.rounds:
+            return memory_mib
+        cfg = self.config_for(dev.type)
+        if cfg.memory_factor == 1 and not cfg.min_slice_mib:
+            return memory_mib
+        try:
+            return charged_memory_mib(cfg, memory_mib, dev.memory_mib)
+        except ConfigError:
+            return memory_mib
 
     def device_score(self, dev: Device, req: DeviceRequest, ov: Usage | None,
                      weights: tuple[int, int, int]) -> float:
@@ -189,7 +213,8 @@ class VendorPlugin:
         binpack = pol == "binpack"
         numa = req.numa_bind
         cls = type(self)
-        fast = cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
+        fast = (cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
+                and not self.rounds)
         if fast:
             sw, cw, mw = w
             cores = req.cores_percent if req.cores_percent <= 100 else 100
@@ -265,12 +290,25 @@ class VendorPlugin:
         r = self.custom_check(dev, req, ctx, mem, cores)
         if r is not None:
             return r
-        return [self.grant(dev, mem, cores)]
+        g = self.grant(dev, mem, cores)
+        return [g] if counters_fit(dev, g, o) else R.CARD_SHARED_COUNTERS_EXHAUSTED
 
     def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
-        """The grant of ``mem`` MiB and ``cores`` on ``dev``."""
+        """The grant of ``mem`` MiB and ``cores`` on ``dev`` (with the shared counters it
+        consumes when the card has ``counters``)."""
+        if dev.counters and "counters" not in extra:
+            extra["counters"] = self.consumed_counters(dev, mem, cores,
+                                                       str(extra.get("template", "")))
         return DeviceGrant(dev.uuid, self.annotation_type(dev), mem, cores, dev.vendor,
                            dev.index, model=dev.type, **extra)
+
+    def consumed_counters(self, dev: Device, mem: int, cores: int, template: str
+                          ) -> tuple[tuple[str, int], ...]:
+        """Counters a grant consumes: its template's (catalogue), else memory and cores."""
+        tpl = next((t for t in self.config_for(dev.type).templates if t.name == template),
+                   None) if template else None
+        used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
+        return tuple(sorted((k, v) for k, v in used.items() if k in dev.counters))
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         """True to collect every passing device and let :meth:`select_from` choose."""
@@ -299,8 +337,10 @@ class VendorPlugin:
         typed = bool(req.types_include or req.types_exclude or req.modes)
         revisit = self.may_revisit
         for dev in ordered:
-            if not dev.healthy:
-                r: str | None = R.CARD_NOT_HEALTH
+            if dev.error:
+                r: str | None = R.DEVICE_MODEL_INVALID
+            elif not dev.healthy:
+                r = R.CARD_NOT_HEALTH
             elif dev.cordoned:
                 r = R.CARD_CORDONED
             elif typed and not self.type_ok(dev, req):
@@ -340,6 +380,16 @@ class VendorPlugin:
     def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
         return 0.0
+
+
+def counters_fit(dev: Device, grant: DeviceGrant, pending: Usage | None) -> bool:
+    """True when the card's shared counters have room for the grant's consumption (on top
+    of the booked ones and this pod's pending ones)."""
+    for name, n in grant.counters:
+        used = dev.used_counters.get(name, 0) + (pending.counters.get(name, 0) if pending else 0)
+        if used + n > dev.counters.get(name, 0):
+            return False
+    return True
 
 
 Factory = Callable[[list[DeviceModelConfig]], VendorPlugin]
