@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, Sum
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.devices.overlay import Catalogue
+from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.devices.resources import card_counters, template_counters
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
@@ -23,7 +23,6 @@ from scheduling.placement.types import (
 )
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
-from scheduling.selectors.device_models import get_catalogue
 from tenants.models import ResourceGroup
 
 CHIP_VENDORS = ("Ascend", "Iluvatar")
@@ -79,14 +78,13 @@ def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = N
 
     Usage is the sum of the bookings of placements in state reserved/submitted/running on
     every node and device of the group, whichever group booked them. Each device gets its
-    model's resolved configuration (:func:`apply_model_config`; ``catalogue`` default:
-    :func:`~scheduling.selectors.device_models.get_catalogue`).
+    model's resolved configuration (:func:`apply_model_config`; ``catalogue`` default: the
+    catalogue of the models the devices were loaded with, no extra query).
 
     Returns:
         ``(snapshot, index)``; snapshot node names are node names, prefixed with
         ``"<cluster>/"`` when two clusters of the group share a node name.
     """
-    catalogue = catalogue if catalogue is not None else get_catalogue()
     nodes = list(group_nodes(group).select_related("cluster").order_by("cluster__name", "name"))
     name_counts: dict[str, int] = defaultdict(int)
     for node in nodes:
@@ -119,11 +117,14 @@ def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = N
 
 
 def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: SnapshotIndex,
-                 catalogue: Catalogue) -> list[str]:
+                 catalogue: Catalogue | None) -> list[str]:
     """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
     devices = list(
         group_devices(group).select_related("model").order_by("node_id", "index", "uuid")
     )
+    if catalogue is None:
+        models = {d.model_id: d.model for d in devices}.values()
+        catalogue = build_catalogue((m.vendor, m.name, m.config) for m in models)
     booked = PlacementDevice.objects.filter(
         placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices])
     device_usage = {
