@@ -35,7 +35,7 @@ Deliberate differences from HAMi, documented here:
    order HAMi usually produces with its unstable sort (§4.4, §9.1).
  * type include/exclude matches whole tokens (``scheduling.devices.matching.type_matches``:
    ``A100`` selects ``NVIDIA A100-SXM4-80GB``, ``H20`` never ``H200``), not HAMi's
-   substring; a plugin built with ``hami_type_match=True`` (``place`` parity) uses HAMi's.
+   substring; a plugin built with ``hami_parity=True`` (``place``) uses HAMi's.
 """
 
 from __future__ import annotations
@@ -74,9 +74,12 @@ class FitContext:
         weights: (slot, core, memory) device score weights.
         pod_devices: uuids granted to earlier app containers of this pod (custom rules).
         extra_score: vendor node-score terms accumulated while fitting.
+        per_device_cap: most grants one device may give one request (0 = no cap; NVIDIA
+            MIG spreads instances with it).
     """
 
-    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score")
+    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score",
+                 "per_device_cap")
 
     def __init__(self, node: Node, overlay: dict[str, Usage], policy: str,
                  weights: tuple[int, int, int], pod_devices: set[str]) -> None:
@@ -86,6 +89,7 @@ class FitContext:
         self.weights = weights
         self.pod_devices = pod_devices
         self.extra_score = 0.0
+        self.per_device_cap = 0
 
 
 class FitResult:
@@ -103,19 +107,20 @@ class VendorPlugin:
 
     Args:
         configs: configs of this vendor (one per chip/model; ``chip == ""`` = the default).
-        hami_type_match: select types by HAMi's substring rule instead of whole tokens.
+        hami_parity: answer as HAMi v2.10 where the console deliberately differs (type
+            selection by substring, MIG instances packed; ``manage.py place``).
     """
 
     vendor = ""
     #: True when some device of this vendor may serve several devices of one request (MIG)
     may_revisit = False
 
-    def __init__(self, configs: list[DeviceModelConfig], hami_type_match: bool = False) -> None:
+    def __init__(self, configs: list[DeviceModelConfig], hami_parity: bool = False) -> None:
         if not configs:
             raise ValueError(f"{type(self).__name__}: at least one config is required")
         self.configs = {c.chip: c for c in configs}
         self.default = next((c for c in configs if not c.chip), configs[0])
-        self.hami_type_match = hami_type_match
+        self.hami_parity = hami_parity
         self._by_key: dict[str, DeviceModelConfig] = {}
         for c in configs:
             for name in (c.chip, *c.aliases):
@@ -251,7 +256,7 @@ class VendorPlugin:
 
     def type_ok(self, dev: Device, req: DeviceRequest) -> bool:
         """Step 3: model include/exclude (whole tokens, or HAMi's substring) and mode."""
-        match = any_hami_type_matches if self.hami_type_match else any_type_matches
+        match = any_hami_type_matches if self.hami_parity else any_type_matches
         if req.types_include and not match(dev.type, req.types_include):
             return False
         if req.types_exclude and match(dev.type, req.types_exclude):
@@ -319,6 +324,10 @@ class VendorPlugin:
         """Choose ``req.count`` devices among all passing ones (when :meth:`collect_all`)."""
         return [g for gs in passing[: req.count] for g in gs]
 
+    def select_failure(self, req: DeviceRequest) -> str:
+        """Reason counted for the passing devices when :meth:`select_from` finds no set."""
+        return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
+
     def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
         """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
         devs = self.candidates(node, req)
@@ -371,7 +380,7 @@ class VendorPlugin:
             grants = self.select_from(node, chosen, req, ctx)
             if grants is not None:
                 return FitResult(grants)
-            counts[R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE] = nchosen
+            counts[self.select_failure(req)] = nchosen
         elif nchosen:
             counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
         return FitResult(None, R.gen_reason(counts, total) or
