@@ -12,6 +12,7 @@ import math
 import re
 
 from scheduling.devices.matching import hami_type_matches, type_matches
+from scheduling.devices.resources import template_share_count
 from scheduling.devices.schema import DeviceModelConfig, DraSpec, Template
 
 __all__ = ["default_device_configs", "ascend_config", "iluvatar_config", "mig_templates",
@@ -133,20 +134,19 @@ def ascend_config(cw: str, chip_name: str, allocatable: int, capacity: int, ai_c
     template (the plugin's ``VDeviceCount``)."""
     count, mem, core = resources or (f"huawei.com/{cw}", f"huawei.com/{cw}-memory",
                                      f"huawei.com/{cw}-core")
-    smallest = min((t.memory_mib for t in templates), default=allocatable) or 1
-    return DeviceModelConfig(
+    cfg = DeviceModelConfig(
         vendor="Ascend", common_word=cw, chip=cw, aliases=(chip_name,),
         enabled=False, resource_count=count, resource_memory=mem, resource_cores=core,
         whole_resource=f"huawei.com/{_ascend_family(cw)}", memory_factor=memory_factor,
         memory_mib=allocatable, memory_capacity_mib=capacity, cores_percent=ai_core,
         templates=templates, slicing="template", super_pod=super_pod,
-        split_count=max(1, allocatable // smallest),
         register_annotation=f"hami.io/node-register-{cw}",
         handshake_annotation=f"hami.io/node-handshake-{cw}",
         to_allocate_annotation=f"hami.io/{cw}-devices-to-allocate",
         allocated_annotation=f"hami.io/{cw}-devices-allocated",
         use_uuid_annotation=f"hami.io/use-{cw}-uuid",
         nouse_uuid_annotation=f"hami.io/no-use-{cw}-uuid", dra=ASCEND_DRA)
+    return cfg.model_copy(update={"split_count": template_share_count(cfg) or 1})
 
 
 def iluvatar_config(chip: str, cw: str | None = None,

@@ -9,7 +9,11 @@ from django.db.models import Count, Q, Sum
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
-from scheduling.devices.resources import card_counters, template_counters
+from scheduling.devices.resources import (
+    card_counters,
+    template_counters,
+    template_share_count,
+)
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
 from scheduling.placement.types import (
@@ -184,10 +188,11 @@ def apply_model_config(dev: CoreDevice, catalogue: Catalogue, errors: list[str],
                        int(t.name.split("g.", 1)[0]) if "g." in t.name else t.slices,
                        tuple(MigPlacement(start, t.slices) for start in t.placements))
             for t in cfg.templates)
-    if cfg.slicing == "template" and cfg.templates and dev.split_count != cfg.split_count:
+    shares = template_share_count(cfg, dev.memory_mib) if cfg.slicing == "template" else 0
+    if shares and dev.split_count != shares:
         errors.append(f"device {dev.uuid}: registered {dev.split_count} shares but the "
-                      f"{cfg.chip} template table gives {cfg.split_count}; the table wins")
-        dev.split_count = cfg.split_count
+                      f"{cfg.chip} template table gives {shares}; the table wins")
+        dev.split_count = shares
     if dra and cfg.templates and cfg.dra is not None:
         dev.counters = card_counters(cfg, dev.memory_mib, dev.cores_percent)
     return cfg

@@ -28,6 +28,7 @@ from scheduling.devices.resources import (
     dra_device_class,
     plugin_devices_per_card,
     template_counters,
+    template_share_count,
 )
 
 
@@ -252,6 +253,8 @@ def test_dra_names_and_counters():
     assert counter_set_name(default("NVIDIA").dra, minor=3) == "gpu-3-counter-set"
     assert card_counters(b3) == {"memory": 65536, "cores": 20}
     assert template_counters(b3.templates[0]) == {"memory": 16384, "cores": 5}
+    assert (template_share_count(b3), template_share_count(default("NVIDIA"))) == (4, 0)
+    assert template_share_count(default("Ascend", "Ascend310P")) == 7
     own = resolve_model("Ascend", "Ascend910B3", {
         "dra": {"counters": {"hbm": 64}},
         "templates": [{"name": "t", "memory_mib": 16384, "counters": {"hbm": 16}}]})
