@@ -268,19 +268,29 @@ class VendorPlugin:
         """Step 15 hook: vendor rule; returns a reason name or None."""
         return None
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
-        """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
+    def admit(self, dev: Device, req: DeviceRequest, ctx: FitContext, extra_slots: int = 0,
+              size: int = 1) -> tuple[int, Usage | None] | str:
+        """Steps 5-7: uuid lists, free slots for ``size`` more (``extra_slots`` already
+        taken by this request), mutex. Returns (slots in use, pending usage) or a reason."""
         if req.uuids_include and dev.uuid not in req.uuids_include:
             return R.CARD_UUID_MISMATCH
         if req.uuids_exclude and dev.uuid in req.uuids_exclude:
             return R.CARD_UUID_MISMATCH
         o = ctx.overlay.get(dev.uuid)
-        used = dev.used_slots + (o.slots if o else 0)
-        if dev.split_count <= used:
+        used = dev.used_slots + (o.slots if o else 0) + extra_slots
+        if dev.split_count < used + size:
             return R.CARD_TIME_SLICING_EXHAUSTED
         if ctx.policy == "mutex" and used > 0:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        return used, o
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
+        admitted = self.admit(dev, req, ctx)
+        if isinstance(admitted, str):
+            return admitted
+        used, o = admitted
         mem, cores = self.need(dev, req)
         umem = dev.used_memory_mib + (o.memory_mib if o else 0)
         ucores = dev.used_cores_percent + (o.cores_percent if o else 0)

@@ -91,15 +91,10 @@ class EnflameDRSPlugin(VendorPlugin):
         if prof is None:
             return R.MODE_NOT_FIT
         name, size, gb, cores = prof
-        if req.uuids_include and dev.uuid not in req.uuids_include \
-                or req.uuids_exclude and dev.uuid in req.uuids_exclude:
-            return R.CARD_UUID_MISMATCH
-        o = ctx.overlay.get(dev.uuid)
-        used = dev.used_slots + (o.slots if o else 0)
-        if dev.split_count < used + size:
-            return R.CARD_TIME_SLICING_EXHAUSTED
-        if ctx.policy == "mutex" and used > 0:
-            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        admitted = self.admit(dev, req, ctx, size=size)
+        if isinstance(admitted, str):
+            return admitted
+        _, o = admitted
         umem = dev.used_memory_mib + (o.memory_mib if o else 0)
         if dev.memory_mib - umem < gb * 1024:
             return R.CARD_INSUFFICIENT_MEMORY

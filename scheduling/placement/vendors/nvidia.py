@@ -63,17 +63,11 @@ class NvidiaPlugin(VendorPlugin):
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         if dev.mode != "mig":
             return super().check(dev, req, ctx, taken)
-        if req.uuids_include and dev.uuid not in req.uuids_include:
-            return R.CARD_UUID_MISMATCH
-        if req.uuids_exclude and dev.uuid in req.uuids_exclude:
-            return R.CARD_UUID_MISMATCH
-        o = ctx.overlay.get(dev.uuid)
         mine = [g for g in taken if g.uuid == dev.uuid]
-        used = dev.used_slots + (o.slots if o else 0) + len(mine)
-        if dev.split_count <= used:
-            return R.CARD_TIME_SLICING_EXHAUSTED
-        if ctx.policy == "mutex" and used > 0:
-            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        admitted = self.admit(dev, req, ctx, len(mine))
+        if isinstance(admitted, str):
+            return admitted
+        used, o = admitted
         mem, _ = self.need(dev, req)
         busy = [(i.start, i.size) for i in dev.mig_instances]
         if o:

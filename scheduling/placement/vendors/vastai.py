@@ -30,14 +30,10 @@ class VastaiPlugin(VendorPlugin):
 
     def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
-        if req.uuids_include and dev.uuid not in req.uuids_include \
-                or req.uuids_exclude and dev.uuid in req.uuids_exclude:
-            return R.CARD_UUID_MISMATCH
-        o = ctx.overlay.get(dev.uuid)
-        used = dev.used_slots + (o.slots if o else 0)
-        if dev.split_count <= used:
-            return R.CARD_TIME_SLICING_EXHAUSTED
-        if ctx.policy == "mutex" and (used > 0 or self._card_busy(ctx.node, dev, req)):
+        admitted = self.admit(dev, req, ctx)
+        if isinstance(admitted, str):
+            return admitted
+        if ctx.policy == "mutex" and self._card_busy(ctx.node, dev, req):
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return [self.grant(dev, 0, req.cores_percent)]
 
