@@ -82,3 +82,21 @@ def test_a_stored_bad_config_names_the_row_and_leaves_the_others():
     assert catalogue.is_flagged("MLU", "MLU590")
     assert catalogue.for_device("MLU", "MLU370-X8").chip == "MLU370-X8"
     assert DeviceModel.objects.get(name="MLU590").slicing_mode == "fractional"
+
+
+def test_the_admin_form_names_the_bad_key(client):
+    from django.urls import reverse
+
+    from tests.builders import make_user
+
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    url = reverse("admin:scheduling_devicemodel_add")
+    bad = client.post(url, {"name": "MLU-A", "vendor": "MLU", "family": "",
+                            "config": '{"bogus_key": 1}'})
+    assert bad.status_code == 200
+    assert "bogus_key: unknown key" in bad.content.decode()
+    assert not DeviceModel.objects.filter(name="MLU-A").exists()
+    good = client.post(url, {"name": "MLU-A", "vendor": "MLU", "family": "",
+                             "config": '{"memory_factor": 0, "memory_mib": 79872}'})
+    assert good.status_code == 302
+    assert DeviceModel.objects.get(name="MLU-A").resolved().memory_factor == 0
