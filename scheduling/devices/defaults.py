@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import re
 
+from scheduling.devices.matching import hami_type_matches, type_matches
+from scheduling.devices.resources import template_share_count
 from scheduling.devices.schema import DeviceModelConfig, DraSpec, Template
 
 __all__ = ["default_device_configs", "ascend_config", "iluvatar_config", "mig_templates",
@@ -62,8 +64,10 @@ _GEOMETRY_4 = {1: (1, range(4)), 2: (2, (0, 2)), 4: (4, (0,))}
 
 def mig_templates(gpu_type: str,
                   allowlist: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
-                  = MIG_PROFILE_ALLOWLIST) -> tuple[Template, ...]:
-    """Nominal MIG profiles of a GPU type from the allowlist (HAMi ``containsModel``).
+                  = MIG_PROFILE_ALLOWLIST, *, substring: bool = False) -> tuple[Template, ...]:
+    """Nominal MIG profiles of a GPU type from the allowlist: the first entry naming the
+    type's model by whole tokens (:func:`~scheduling.devices.matching.type_matches`; with
+    ``substring``, HAMi's ``containsModel``, under which ``H20`` also names an H200).
 
     Geometry (NVML placements): a GPU whose largest profile is ``4g`` has 4 memory slices
     (A30), else 8 (A100/H100 class: ``1g`` at 0-6, ``2g`` at 0/2/4, ``3g`` 4 slices at 0/4,
@@ -71,9 +75,9 @@ def mig_templates(gpu_type: str,
     the profile's GB x 1024 and cores ``ceil(n*100/max_n)``: nominal values for GPUs whose
     registration carries no ``migProfiles``; NVML's figures (registration) always win.
     """
-    upper = gpu_type.upper()
+    match = hami_type_matches if substring else type_matches
     profiles = next((p for models, p in allowlist
-                     if any(m.upper() in upper for m in models)), ())
+                     if any(match(gpu_type, m) for m in models)), ())
     parsed = [(name, int(m[1]), int(m[2])) for name in profiles if (m := _MIG.match(name))]
     if not parsed:
         return ()
@@ -130,20 +134,19 @@ def ascend_config(cw: str, chip_name: str, allocatable: int, capacity: int, ai_c
     template (the plugin's ``VDeviceCount``)."""
     count, mem, core = resources or (f"huawei.com/{cw}", f"huawei.com/{cw}-memory",
                                      f"huawei.com/{cw}-core")
-    smallest = min((t.memory_mib for t in templates), default=allocatable) or 1
-    return DeviceModelConfig(
+    cfg = DeviceModelConfig(
         vendor="Ascend", common_word=cw, chip=cw, aliases=(chip_name,),
         enabled=False, resource_count=count, resource_memory=mem, resource_cores=core,
         whole_resource=f"huawei.com/{_ascend_family(cw)}", memory_factor=memory_factor,
         memory_mib=allocatable, memory_capacity_mib=capacity, cores_percent=ai_core,
         templates=templates, slicing="template", super_pod=super_pod,
-        split_count=max(1, allocatable // smallest),
         register_annotation=f"hami.io/node-register-{cw}",
         handshake_annotation=f"hami.io/node-handshake-{cw}",
         to_allocate_annotation=f"hami.io/{cw}-devices-to-allocate",
         allocated_annotation=f"hami.io/{cw}-devices-allocated",
         use_uuid_annotation=f"hami.io/use-{cw}-uuid",
         nouse_uuid_annotation=f"hami.io/no-use-{cw}-uuid", dra=ASCEND_DRA)
+    return cfg.model_copy(update={"split_count": template_share_count(cfg) or 1})
 
 
 def iluvatar_config(chip: str, cw: str | None = None,

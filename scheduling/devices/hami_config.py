@@ -161,6 +161,11 @@ def _apply(cfg: DeviceModelConfig, values: Mapping[str, Any], keys: dict[str, st
     changes = {f: _value(f, values[k], f"{path}.{k}") for k, f in keys.items() if k in values}
     if not changes:
         return cfg
+    for field, value in list(changes.items()):
+        # devices synthesised from node capacity follow the renamed resource (HAMi reads
+        # capacity[resourceCoreName] for Cambricon/Mthreads, [resourceCountName] otherwise)
+        if cfg.capacity_resource and getattr(cfg, field) == cfg.capacity_resource:
+            changes["capacity_resource"] = value
     if cfg.vendor in ("NVIDIA", "DCU") and "memory_factor" in changes:
         changes["memory_factor"] = max(1, changes["memory_factor"])  # HAMi: factor <= 1 -> 1
     try:

@@ -4,8 +4,9 @@ A ``DeviceModel`` row (vendor, name, config) configures one model:
 
 1. its base is the default of the same model (Ascend/Iluvatar chips: the chip's own
    backend, matched by :func:`~scheduling.devices.matching.model_key` on the chip or an
-   alias), else the vendor's default (``chip == ""``), else a bare config of a new vendor
-   (then ``common_word`` defaults to the vendor);
+   alias), else the vendor's default (``chip == ""``), else for a new Ascend/Iluvatar chip
+   that backend's shape named after the chip, else a bare config of a new vendor (then
+   ``common_word`` defaults to the vendor);
 2. the row's ``config`` keys replace the base's (``dra`` merges key by key); unknown keys
    are an error naming them (:data:`~scheduling.devices.schema.OVERLAY_KEYS`);
 3. ``chip`` becomes the row's name (a per-chip base keeps its chip, the name becomes an
@@ -23,7 +24,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduling.devices.defaults import default_device_configs, mig_templates
+from scheduling.devices.defaults import (
+    ascend_config,
+    default_device_configs,
+    iluvatar_config,
+    mig_templates,
+)
 from scheduling.devices.matching import model_key
 from scheduling.devices.schema import OVERLAY_KEYS, ConfigError, DeviceModelConfig
 
@@ -63,7 +69,21 @@ def _base(vendor: str, key: str, defaults: Iterable[DeviceModelConfig]) -> Devic
             return c
         if not c.chip and vendor_default is None:
             vendor_default = c
-    return vendor_default or DeviceModelConfig(vendor=vendor, common_word=vendor)
+    if vendor_default is not None:
+        return vendor_default
+    return DeviceModelConfig(vendor=vendor, common_word=vendor)
+
+
+def _new_chip(vendor: str, name: str) -> DeviceModelConfig | None:
+    """A chip of a per-chip vendor without a default: the backend shape with the chip's
+    name as common word (memory and templates come from the overlay)."""
+    if vendor == "Ascend":
+        cfg = ascend_config(name, name, 0, 0, 0, ())
+    elif vendor == "Iluvatar":
+        cfg = iluvatar_config(name)
+    else:
+        return None
+    return cfg.model_copy(update={"enabled": True})
 
 
 def resolve_model(vendor: str, name: str, config: Mapping[str, Any] | None,
@@ -79,6 +99,8 @@ def resolve_model(vendor: str, name: str, config: Mapping[str, Any] | None,
     chip = data.get("chip") if isinstance(data.get("chip"), str) else name
     base = _base(vendor, model_key(chip), default_device_configs() if defaults is None
                  else defaults)
+    if not base.chip and base.common_word == vendor and _new_chip(vendor, chip) is not None:
+        base = _new_chip(vendor, chip)
     resolved = overlay(base, data, where)
     changes: dict[str, Any] = {}
     if base.chip and "chip" not in data:

@@ -28,7 +28,7 @@ from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, T
 __all__ = ["ResourceNames", "resource_names", "unit_mib", "units_for", "memory_for_units",
            "charged_memory_mib", "plugin_devices_per_card", "cambricon_resource_base",
            "cambricon_model_resources", "cambricon_model_of_resource", "dra_device_class",
-           "card_counters", "template_counters", "counter_set_name"]
+           "card_counters", "template_counters", "counter_set_name", "template_share_count"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,15 @@ def card_counters(cfg: DeviceModelConfig, card_memory_mib: int = 0,
         return dict(cfg.dra.counters)
     return {"memory": cfg.memory_mib or card_memory_mib,
             "cores": card_cores or cfg.cores_percent}
+
+
+def template_share_count(cfg: DeviceModelConfig, card_memory_mib: int = 0) -> int:
+    """Shares of a card the template table allows: allocatable memory // smallest template
+    (the Ascend plugin's ``VDeviceCount``); 0 when the model has no templates."""
+    smallest = min((t.memory_mib for t in cfg.templates if t.memory_mib > 0), default=0)
+    if not smallest:
+        return 0
+    return max(1, (cfg.memory_mib or card_memory_mib) // smallest)
 
 
 def template_counters(tpl: Template) -> dict[str, int]:

@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+)
 
 __all__ = ["ConfigError", "Template", "DraSpec", "DeviceModelConfig", "SLICING_MODES",
            "OVERLAY_KEYS"]
@@ -30,7 +38,6 @@ Int = Annotated[int, Strict(), Field(ge=0)]
 Pos = Annotated[int, Strict(), Field(ge=1)]
 Str = Annotated[str, Strict(), Field(max_length=253)]
 Bool = Annotated[bool, Strict()]
-Counters = tuple[tuple[Annotated[str, Strict(), Field(min_length=1, max_length=63)], Int], ...]
 
 
 class ConfigError(ValueError):
@@ -66,6 +73,12 @@ def _pairs(value: Any) -> Any:
     return value
 
 
+Counters = Annotated[
+    tuple[tuple[Annotated[str, Strict(), Field(min_length=1, max_length=63)], Int], ...],
+    BeforeValidator(_pairs)]
+"""DRA shared counters ``{name: value}`` (stored as sorted pairs, hashable)."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -99,10 +112,6 @@ class Template(_Frozen):
     placements: tuple[Int, ...] = ()
     counters: Counters = ()
 
-    @field_validator("counters", mode="before")
-    @classmethod
-    def _counter_map(cls, v: Any) -> Any:
-        return _pairs(v)
 
 
 class DraSpec(_Frozen):
@@ -135,10 +144,6 @@ class DraSpec(_Frozen):
     counter_set: Str = ""
     counters: Counters = ()
 
-    @field_validator("counters", mode="before")
-    @classmethod
-    def _counter_map(cls, v: Any) -> Any:
-        return _pairs(v)
 
 
 class DeviceModelConfig(_Frozen):

@@ -9,9 +9,13 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models.signals import pre_save
+from django.dispatch import receiver
 
 from core.models import BaseModel
-from scheduling.choices import Backend, SlicingMode
+from scheduling.choices import Backend, SlicingMode, sharing_mode
+from scheduling.devices.overlay import resolve_model
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
 
 
 class SubmissionMode(models.TextChoices):
@@ -98,13 +102,20 @@ class DeviceModelManager(models.Manager):
 
 
 class DeviceModel(BaseModel):
-    """A vendor's device model with its slicing mode and per-model configuration.
+    """A device model: its name, vendor, quota family and its configuration overlay.
 
-    ``vendor`` is HAMi's common word (``NVIDIA``, ``MLU``, ``DCU``, ``Ascend``, ...); ``name`` is
-    the model string devices register with (e.g. ``NVIDIA-A100-SXM4-80GB``, ``Ascend910B4``,
-    ``MLU370-X8``). ``resource_names`` maps ``count``/``memory``/``cores`` (and vendor extras) to
-    the extended-resource names pods use; ``config`` holds vendor data such as MIG or vNPU
-    templates and the sMLU unit.
+    ``vendor`` is the backend's vendor word (``NVIDIA``, ``MLU``, ``DCU``, ``Ascend``, ...);
+    ``name`` the model (``NVIDIA-A100-SXM4-80GB``, ``Ascend910B4``, ``MLU590``; registrations
+    spelled differently, ``NVIDIA A100-SXM4-80GB``, are the same model by
+    :func:`scheduling.devices.matching.model_key`). ``config`` is the **only** per-model
+    setting: an overlay of :class:`scheduling.devices.DeviceModelConfig` keys on HAMi's
+    defaults (docs/devices.md), validated on every save (API, admin, ``loaddata``).
+    ``error`` is set by the admission cycle when a stored config no longer resolves (written
+    before validation existed, or by SQL): the model's devices are then kept out of placement.
+
+    ``memory_mib``, ``cores_percent`` and ``split_count`` read the resolved value and write
+    the key of ``config`` (constructor keywords older callers use); ``slicing_mode`` is
+    derived.
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -113,15 +124,14 @@ class DeviceModel(BaseModel):
         max_length=100, blank=True,
         help_text="Model family quota may name instead of the model (e.g. A100); blank = none.",
     )
-    memory_mib = models.PositiveIntegerField()
-    cores_percent = models.PositiveIntegerField(default=100)
-    split_count = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
-    memory_factor = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
-    slicing_mode = models.CharField(
-        max_length=16, choices=SlicingMode.choices, default=SlicingMode.FRACTIONAL
+    config = models.JSONField(
+        default=dict, blank=True,
+        help_text="Overlay on HAMi's defaults for this model (docs/devices.md): e.g. "
+                  '{"memory_factor": 0, "memory_mib": 79872} for 1 % sMLU units.',
     )
-    resource_names = models.JSONField(default=dict, blank=True)
-    config = models.JSONField(default=dict, blank=True)
+    error = models.TextField(
+        blank=True, help_text="Why the stored config does not resolve (set by the cycle)."
+    )
 
     objects = DeviceModelManager()
 
@@ -133,6 +143,57 @@ class DeviceModel(BaseModel):
 
     def natural_key(self) -> tuple[str]:
         return (self.name,)
+
+    def resolved(self) -> DeviceModelConfig:
+        """The model's resolved configuration. Raises :class:`ConfigError` naming the key."""
+        return resolve_model(self.vendor, self.name, self.config)
+
+    def clean(self) -> None:
+        """The config must resolve (unknown keys and bad values are field errors)."""
+        super().clean()
+        try:
+            self.resolved()
+        except ConfigError as exc:
+            raise ValidationError({"config": [f"{k}: {v}" for k, v in exc.errors.items()]}) \
+                from None
+
+    def _config_value(self, key: str) -> int:
+        try:
+            return getattr(self.resolved(), key)
+        except ConfigError:
+            return self.config.get(key, 0) if isinstance(self.config, dict) else 0
+
+    def _set_config_value(self, key: str, value: int) -> None:
+        self.config = {**(self.config if isinstance(self.config, dict) else {}), key: value}
+
+    memory_mib = property(lambda self: self._config_value("memory_mib"),
+                          lambda self, v: self._set_config_value("memory_mib", v),
+                          doc="Allocatable MiB per card (``config['memory_mib']``).")
+    cores_percent = property(lambda self: self._config_value("cores_percent"),
+                             lambda self, v: self._set_config_value("cores_percent", v),
+                             doc="Cores per card (``config['cores_percent']``).")
+    split_count = property(lambda self: self._config_value("split_count"),
+                           lambda self, v: self._set_config_value("split_count", v),
+                           doc="Tasks per card (``config['split_count']``).")
+
+    @property
+    def slicing_mode(self) -> str:
+        """How the model is shared (``SlicingMode``), derived from the resolved config;
+        ``fractional`` when the config does not resolve."""
+        try:
+            return sharing_mode(self.resolved())
+        except ConfigError:
+            return SlicingMode.FRACTIONAL
+
+    @slicing_mode.setter
+    def slicing_mode(self, value: str) -> None:
+        """Ignored: the mode follows the config (older callers still pass it)."""
+
+
+@receiver(pre_save, sender=DeviceModel)
+def _validate_device_model(sender, instance: DeviceModel, raw: bool = False, **kwargs) -> None:
+    """Every save validates ``config``, ``loaddata`` (``raw``) included."""
+    instance.clean()
 
 
 class Node(BaseModel):

@@ -43,8 +43,9 @@ class Profile:
             scorer (e.g. an FGD plugin registered in ``registry``) instead of HAMiNodeScore.
         device_scoring_weights: default (slot, core, memory) device-score weights.
         device_configs: vendor configs (None = HAMi chart defaults).
-        hami_type_match: select device types by HAMi's substring rule (``place`` parity)
-            instead of whole tokens.
+        hami_parity: answer as HAMi v2.10 where the console deliberately differs (type
+            selection by substring instead of whole tokens, MIG instances packed instead
+            of spread; ``manage.py place``).
         registry: extra plugins (merged with the in-tree registry; duplicates rejected).
         plugin_args: extra keyword args for plugin factories, ``{plugin name: {...}}``.
         select: ``"max"`` | ``"min"`` | None (derived from node_policy).
@@ -57,7 +58,7 @@ class Profile:
     scores: tuple[tuple[str, float], ...] = DEFAULT_SCORES
     device_scoring_weights: tuple[int, int, int] = (1, 1, 1)
     device_configs: tuple[DeviceModelConfig, ...] | None = None
-    hami_type_match: bool = False
+    hami_parity: bool = False
     registry: Registry | None = field(default=None, compare=False)
     plugin_args: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     select: str | None = None
@@ -89,7 +90,7 @@ class Profile:
         "device_configs": [{...}], "select"}``. Raises ValueError on bad fields."""
         known = {"name", "node_policy", "device_policy", "filters", "scores",
                  "device_scoring_weights", "device_configs", "select", "plugin_args",
-                 "hami_type_match"}
+                 "hami_parity"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"Profile: unknown field(s) {', '.join(unknown)}")
@@ -136,11 +137,11 @@ class Framework:
         registry = build_in_tree_registry()
         if profile.registry is not None:
             registry = registry.merge(profile.registry)
-        if profile.device_configs is not None or profile.hami_type_match:
+        if profile.device_configs is not None or profile.hami_parity:
             configs = (list(profile.device_configs) if profile.device_configs is not None
                        else default_device_configs())
             self.vendors: dict[str, VendorPlugin] = build_vendors(configs,
-                                                                  profile.hami_type_match)
+                                                                  profile.hami_parity)
         else:
             self.vendors = default_vendors()
         common = {"vendors": self.vendors, "device_policy": profile.device_policy,

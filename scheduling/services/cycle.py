@@ -57,6 +57,7 @@ from scheduling.selectors.admission import (
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.devices import flag_device_models
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -423,6 +424,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         if not heads:
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
+        flag_device_models(ctx.catalogue.errors)
         # 4. the pure core
         result = run_cycle(ctx.snapshot, ctx.placer(), config)
         # 5. commit

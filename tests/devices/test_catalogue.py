@@ -28,6 +28,7 @@ from scheduling.devices.resources import (
     dra_device_class,
     plugin_devices_per_card,
     template_counters,
+    template_share_count,
 )
 
 
@@ -119,9 +120,11 @@ def test_mig_allowlist_templates():
     a30 = mig_templates("NVIDIA A30")
     assert [(t.name, t.slices, t.placements, t.cores_percent) for t in a30] == [
         ("1g.6gb", 1, (0, 1, 2, 3), 25), ("2g.12gb", 2, (0, 2), 50), ("4g.24gb", 4, (0,), 100)]
-    # the first allowlist entry whose model is a substring wins (HAMi containsModel)
     assert mig_templates("NVIDIA H20")[0].name == "1g.12gb"
     assert mig_templates("NVIDIA T4") == ()
+    # whole tokens: an H200 NVL is not an H20 (HAMi's containsModel says it is)
+    assert mig_templates("NVIDIA H200 NVL")[0].name == "1g.18gb"
+    assert mig_templates("NVIDIA H200 NVL", substring=True)[0].name == "1g.12gb"
 
 
 # ---- schema and overlay -----------------------------------------------------------------------
@@ -250,6 +253,8 @@ def test_dra_names_and_counters():
     assert counter_set_name(default("NVIDIA").dra, minor=3) == "gpu-3-counter-set"
     assert card_counters(b3) == {"memory": 65536, "cores": 20}
     assert template_counters(b3.templates[0]) == {"memory": 16384, "cores": 5}
+    assert (template_share_count(b3), template_share_count(default("NVIDIA"))) == (4, 0)
+    assert template_share_count(default("Ascend", "Ascend310P")) == 7
     own = resolve_model("Ascend", "Ascend910B3", {
         "dra": {"counters": {"hbm": 64}},
         "templates": [{"name": "t", "memory_mib": 16384, "counters": {"hbm": 16}}]})

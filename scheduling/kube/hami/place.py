@@ -101,7 +101,7 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
     pod = pod_request_from_kube(pod_manifest, configs)
     profile = Profile(node_policy=node_policy or cfg.node_policy,
                       device_policy=device_policy or cfg.device_policy,
-                      device_configs=tuple(configs), hami_type_match=True)
+                      device_configs=tuple(configs), hami_parity=True)
     decision = place(snapshot, PlacementRequest(pod.name, (pod,)), profile)
     if not decision.schedulable:
         return {"schedulable": False, "reasons": dict(decision.reasons)}

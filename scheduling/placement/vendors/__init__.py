@@ -13,13 +13,15 @@ from scheduling.placement.vendors.amd import AmdPlugin
 from scheduling.placement.vendors.ascend import AscendPlugin
 from scheduling.placement.vendors.base import VendorPlugin
 from scheduling.placement.vendors.cambricon import CambriconPlugin
-from scheduling.placement.vendors.enflame import EnflamePlugin
+from scheduling.placement.vendors.enflame import EnflameDRSPlugin, EnflamePlugin
 from scheduling.placement.vendors.hygon import HygonPlugin
 from scheduling.placement.vendors.iluvatar import IluvatarPlugin
 from scheduling.placement.vendors.kunlun import KunlunPlugin, KunlunVXPUPlugin
 from scheduling.placement.vendors.metax import MetaxPlugin, MetaxSGPUPlugin
 from scheduling.placement.vendors.mthreads import MthreadsPlugin
+from scheduling.placement.vendors.neuron import NeuronPlugin
 from scheduling.placement.vendors.nvidia import NvidiaPlugin
+from scheduling.placement.vendors.vastai import VastaiPlugin
 
 __all__ = ["VENDOR_PLUGINS", "build_vendors", "default_vendors", "DeviceModelConfig",
            "Template", "VendorPlugin", "default_device_configs"]
@@ -29,13 +31,14 @@ VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
     "Ascend": AscendPlugin, "Metax": MetaxPlugin, "MetaxSGPU": MetaxSGPUPlugin,
     "Iluvatar": IluvatarPlugin, "Enflame": EnflamePlugin, "Mthreads": MthreadsPlugin,
     "Kunlun": KunlunPlugin, "KunlunVXPU": KunlunVXPUPlugin, "AMD": AmdPlugin,
+    "EnflameDRS": EnflameDRSPlugin, "AWSNeuron": NeuronPlugin, "Vastai": VastaiPlugin,
 }
 
 
-def build_vendors(configs: list[DeviceModelConfig], hami_type_match: bool = False
+def build_vendors(configs: list[DeviceModelConfig], hami_parity: bool = False
                   ) -> dict[str, VendorPlugin]:
     """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``; disabled
-    backends are left out). ``hami_type_match``: HAMi's substring type selection."""
+    backends are left out). ``hami_parity``: answer as HAMi where the console differs."""
     groups: dict[str, list[DeviceModelConfig]] = {}
     for c in configs:
         if c.enabled:
@@ -43,7 +46,7 @@ def build_vendors(configs: list[DeviceModelConfig], hami_type_match: bool = Fals
     out: dict[str, VendorPlugin] = {}
     for vendor, cfgs in groups.items():
         cls = VENDOR_PLUGINS.get(vendor, VendorPlugin)
-        plugin = cls(cfgs, hami_type_match)
+        plugin = cls(cfgs, hami_parity)
         if cls is VendorPlugin:
             plugin.vendor = vendor
         out[vendor] = plugin
