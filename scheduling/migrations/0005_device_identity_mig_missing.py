@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0003_admission'),
+        ('scheduling', '0004_devicemodel_config_is_the_overlay'),
     ]
 
     operations = [
