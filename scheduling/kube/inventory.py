@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.kube.hami.nodes import node_from_kube
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits
 from scheduling.kube.slices import (
@@ -29,7 +30,6 @@ from scheduling.kube.slices import (
     slices_to_inventory,
 )
 from scheduling.placement.types import ClusterSnapshot, Node
-from scheduling.placement.vendors.config import default_device_configs
 
 __all__ = [
     "DraDevice",
@@ -59,7 +59,7 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
     """Nodes (API dicts) -> placement ``ClusterSnapshot`` (HAMi registrations).
 
     Each node is parsed by ``scheduling.kube.hami.nodes.node_from_kube`` with ``configs``
-    (default: ``scheduling.placement.vendors.config.default_device_configs()``, HAMi v2.10.0
+    (default: ``scheduling.devices.defaults.default_device_configs()``, HAMi v2.10.0
     chart defaults); nodes that are cordoned (``spec.unschedulable``) or not ``Ready`` are
     not schedulable. Unlike ``place``'s snapshot, the same registered id on two nodes is left
     to the caller: the inventory sync keys devices by identity (a legacy Hygon ``DCU-0`` on

@@ -41,6 +41,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from scheduling.devices.overlay import Catalogue
+from scheduling.devices.resources import unit_mib
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 
 __all__ = [
@@ -484,11 +487,44 @@ def _group_by_vendor(devices: Sequence[DeviceGrant]) -> dict[tuple[str, str], li
 # ------------------------------------------------------------------------------------------
 
 
-def _hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
-                              annotations: dict[str, str]) -> dict[str, str]:
+def _model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
+                     catalogue: Catalogue | None) -> HamiResources:
+    """HAMi resource names and memory unit of the grants' model: the catalogue's resolved
+    config of the model (per-model names such as ``cambricon.com/mlu590.smlu.vmemory``, the
+    model's ``memory_factor`` incl. 0 = 1 % of ``memory_mib``), else the vendor's table entry.
+
+    Raises:
+        ManifestError: unknown vendor, grants of several models in one vendor group, or a
+            model whose memory unit cannot be computed.
+    """
     res = HAMI_RESOURCES.get(vendor)
     if res is None:
         raise ManifestError(f"vendor {vendor!r} has no HAMi resource names")
+    if catalogue is None:
+        return res
+    cfgs = {id(c): c for c in (catalogue.for_device(vendor, g.model or g.type) for g in grants)
+            if c is not None}
+    if len(cfgs) > 1:
+        raise ManifestError(f"vendor {vendor!r}: grants of several models in one container "
+                            f"({sorted({g.model or g.type for g in grants})})")
+    if not cfgs:
+        return res
+    cfg: DeviceModelConfig = next(iter(cfgs.values()))
+    try:
+        # a suffixed value is written in MiB whatever the model's bare-number unit
+        unit = unit_mib(cfg) if cfg.resource_memory and not res.memory_suffix else 1
+    except ConfigError as exc:
+        raise ManifestError(f"model {cfg.chip or vendor}: {exc}") from None
+    return HamiResources(
+        cfg.resource_count or res.count, cfg.resource_memory, cfg.resource_cores,
+        memory_unit_mib=unit, memory_suffix=res.memory_suffix,
+        cores_per_device=res.cores_per_device,
+        use_uuid=cfg.use_uuid_annotation or res.use_uuid)
+
+
+def _hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
+                              annotations: dict[str, str], res: HamiResources
+                              ) -> dict[str, str]:
     if "{chip}" in res.count and not chip:
         raise ManifestError(f"vendor {vendor!r} grants need the chip common word as type")
     if any(g.mig_profile for g in grants) and vendor != "NVIDIA":
@@ -527,14 +563,18 @@ def _hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
 
 
 def build_hami(assignment: PodAssignment, job: JobMeta, *,
-               scheduler_name: str = HAMI_SCHEDULER_NAME) -> Manifests:
+               scheduler_name: str = HAMI_SCHEDULER_NAME,
+               catalogue: Catalogue | None = None) -> Manifests:
     """Pod for HAMi ("pin, let HAMi bind", docs/hami.md §8).
 
     Each container asks, per vendor, for ``<count>`` = number of granted devices,
     ``<memory>`` = granted MiB per device (in the vendor's unit, rounded up) and ``<cores>`` =
     granted percent (in the vendor's unit); the pod carries each vendor's use-uuid
     annotation with the granted uuids in grant order, comma separated (§3.1), required node
-    affinity to ``assignment.node`` and ``schedulerName = scheduler_name``.
+    affinity to ``assignment.node`` and ``schedulerName = scheduler_name``. With a
+    ``catalogue`` the names, the memory unit and the use-uuid key are the grant model's
+    (:func:`_model_resources`; an MLU590 at unit 0 = 798 MiB asks 6 ``vmemory`` units for
+    4788 MiB), else HAMi's defaults (:data:`HAMI_RESOURCES`).
 
     Raises:
         ManifestError: unknown vendor, missing image, MIG on non-NVIDIA, multi-device vNPU
@@ -547,8 +587,9 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
     for c in assignment.containers:
         limits: dict[str, str] = {}
         for (vendor, chip), grants in _group_by_vendor(c.devices).items():
-            limits.update(_hami_container_resources(vendor, chip, grants, annotations))
-            key = HAMI_RESOURCES[vendor].use_uuid.format(chip=chip)
+            res = _model_resources(vendor, chip, grants, catalogue)
+            limits.update(_hami_container_resources(vendor, chip, grants, annotations, res))
+            key = res.use_uuid.format(chip=chip)
             for g in grants:
                 if g.uuid not in pins.setdefault(key, []):
                     pins[key].append(g.uuid)

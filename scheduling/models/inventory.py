@@ -112,10 +112,7 @@ class DeviceModel(BaseModel):
     defaults (docs/devices.md), validated on every save (API, admin, ``loaddata``).
     ``error`` is set by the admission cycle when a stored config no longer resolves (written
     before validation existed, or by SQL): the model's devices are then kept out of placement.
-
-    ``memory_mib``, ``cores_percent`` and ``split_count`` read the resolved value and write
-    the key of ``config`` (constructor keywords older callers use); ``slicing_mode`` is
-    derived.
+    ``slicing_mode`` is derived from the resolved config.
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -157,25 +154,6 @@ class DeviceModel(BaseModel):
             raise ValidationError({"config": [f"{k}: {v}" for k, v in exc.errors.items()]}) \
                 from None
 
-    def _config_value(self, key: str) -> int:
-        try:
-            return getattr(self.resolved(), key)
-        except ConfigError:
-            return self.config.get(key, 0) if isinstance(self.config, dict) else 0
-
-    def _set_config_value(self, key: str, value: int) -> None:
-        self.config = {**(self.config if isinstance(self.config, dict) else {}), key: value}
-
-    memory_mib = property(lambda self: self._config_value("memory_mib"),
-                          lambda self, v: self._set_config_value("memory_mib", v),
-                          doc="Allocatable MiB per card (``config['memory_mib']``).")
-    cores_percent = property(lambda self: self._config_value("cores_percent"),
-                             lambda self, v: self._set_config_value("cores_percent", v),
-                             doc="Cores per card (``config['cores_percent']``).")
-    split_count = property(lambda self: self._config_value("split_count"),
-                           lambda self, v: self._set_config_value("split_count", v),
-                           doc="Tasks per card (``config['split_count']``).")
-
     @property
     def slicing_mode(self) -> str:
         """How the model is shared (``SlicingMode``), derived from the resolved config;
@@ -184,10 +162,6 @@ class DeviceModel(BaseModel):
             return sharing_mode(self.resolved())
         except ConfigError:
             return SlicingMode.FRACTIONAL
-
-    @slicing_mode.setter
-    def slicing_mode(self, value: str) -> None:
-        """Ignored: the mode follows the config (older callers still pass it)."""
 
 
 @receiver(pre_save, sender=DeviceModel)

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.kube.hami.nodes import parse_node_devices
 from scheduling.kube.limits import InventoryLimits, load_json
 from scheduling.kube.slices import slices_to_inventory
-from scheduling.placement.vendors.config import default_device_configs
 
 DCU = next(c for c in default_device_configs() if c.vendor == "DCU")
 NVIDIA = next(c for c in default_device_configs() if c.vendor == "NVIDIA")

@@ -24,16 +24,21 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduling.devices.matching import type_matches
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
 from scheduling.placement.types import ClusterSnapshot, Device, MigPlacement, MigProfile, Node
-from scheduling.placement.vendors.config import DeviceModelConfig
 
 __all__ = ["parse_node_devices", "parse_legacy_devices", "parse_json_devices", "node_from_kube",
-           "snapshot_from_kube", "HANDSHAKE_STALE_S", "CORDON_ANNOTATION", "SCORE_ANNOTATION"]
+           "snapshot_from_kube", "cambricon_model", "HANDSHAKE_STALE_S", "CORDON_ANNOTATION",
+           "SCORE_ANNOTATION", "CAMBRICON_MODEL_LABEL"]
 
 HANDSHAKE_STALE_S = 60
+CAMBRICON_MODEL_LABEL = "Model"
+"""Node label the Cambricon device plugin writes with ``--node-label`` (bare key, the model
+of card 0, e.g. ``MLU370-X8``; ``pkg/nodeLabel/nodelabel.go``)."""
 CORDON_ANNOTATION = "hami.io/device-cordon"
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
 
@@ -125,9 +130,34 @@ def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig,
     return parse_legacy_devices(v, node, cfg, limits)
 
 
+def cambricon_model(cfg: DeviceModelConfig, labels: dict[str, str],
+                    siblings: list[DeviceModelConfig]) -> tuple[str, DeviceModelConfig]:
+    """The model of a node's MLU cards and the config they follow.
+
+    A per-model config (``chip`` set, e.g. the ``cambricon.com/mlu590.smlu.*`` capacities of
+    the plugin's ``--enable-device-type``) names it. For the model-less
+    ``cambricon.com/mlu.smlu.*`` capacities the plugin's ``Model`` node label names it
+    (``MLU590-M9D``); the MLU model config whose name matches the label on whole tokens
+    (``MLU590``) then gives the memory and unit, else the vendor default does and the label
+    is the model. Without a label the model is HAMi's ``MLU``.
+    """
+    if cfg.chip:
+        return cfg.chip, cfg
+    label = str(labels.get(CAMBRICON_MODEL_LABEL, "")).strip()
+    if not label:
+        return cfg.common_word or "MLU", cfg
+    for other in siblings:
+        if other.vendor == "MLU" and other.chip and type_matches(label, other.chip):
+            return other.chip, other.model_copy(update={
+                "resource_memory": cfg.resource_memory})
+    return label, cfg
+
+
 def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
-           limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
-    """Devices of backends registered only through ``status.capacity``.
+           limits: InventoryLimits = DEFAULT_LIMITS, labels: dict[str, str] | None = None,
+           siblings: list[DeviceModelConfig] = ()) -> list[Device]:
+    """Devices of backends registered only through ``status.capacity`` (Cambricon models:
+    :func:`cambricon_model`).
 
     Raises:
         ValueError: a capacity that is not a plain integer, or more devices than the bound
@@ -145,6 +175,7 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
     cards = math.ceil(cap / per_card)
     _check_count(what, cards, limits)
     if v == "MLU":
+        model, cfg = cambricon_model(cfg, labels or {}, siblings)
         mem = cfg.memory_mib
         if not mem:
             if cfg.memory_factor == 0:
@@ -154,7 +185,7 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
                            f"status.capacity.{cfg.resource_memory}")
             mem = vm * cfg.memory_factor * 100 // cap
         _check_memory(what, mem, limits)
-        return [Device(f"{node}-cambricon-mlu-{i}", node, i, "MLU", v, mem, 100,
+        return [Device(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100,
                        cfg.split_count) for i in range(cards)]
     if v == "Mthreads":
         vm = plain_int(capacity.get(cfg.resource_memory, 0),
@@ -203,11 +234,19 @@ def _host(node: Node, alloc: dict[str, Any], limits: InventoryLimits) -> None:
 
 def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
                 capacity: dict[str, Any], configs: list[DeviceModelConfig],
-                now: datetime | None, limits: InventoryLimits) -> list[Device]:
+                now: datetime | None, limits: InventoryLimits,
+                labels: dict[str, str]) -> list[Device]:
     """Every vendor's devices of one node: register annotations (a stale handshake with
-    allocatable 0 makes them unhealthy) and capacity-registered vendors."""
+    allocatable 0 makes them unhealthy) and capacity-registered vendors; each annotation or
+    capacity is read once, by the first config naming it (the vendor's default precedes its
+    per-model configs in the catalogue)."""
     devices: list[Device] = []
+    done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
     for cfg in configs:
+        source = cfg.register_annotation or cfg.capacity_resource
+        if source in done:
+            continue
+        done.add(source)
         if cfg.register_annotation and cfg.register_annotation in ann:
             devs = parse_node_devices(ann[cfg.register_annotation], name, cfg, limits)
             hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
@@ -217,7 +256,7 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
                     d.healthy = False
             devices.extend(devs)
         elif cfg.capacity_resource and not cfg.register_annotation:
-            devices.extend(_synth(name, cfg, capacity, limits))
+            devices.extend(_synth(name, cfg, capacity, limits, labels, configs))
         _check_count("registered devices", len(devices), limits)
     return devices
 
@@ -250,7 +289,7 @@ def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
     node.schedulable = not (env.spec and env.spec.unschedulable)
     try:
         _host(node, alloc, limits)
-        devices = _registered(name, ann, alloc, capacity, configs, now, limits)
+        devices = _registered(name, ann, alloc, capacity, configs, now, limits, node.labels)
         cordon = {u.strip() for u in ann.get(CORDON_ANNOTATION, "").split(",") if u.strip()}
         for d in devices:
             d.cordoned = d.uuid in cordon

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.types import (
@@ -24,7 +25,6 @@ from scheduling.placement.types import (
     PodAssignment,
     PodRequest,
 )
-from scheduling.placement.vendors.config import DeviceModelConfig
 
 __all__ = ["decode_pod_devices", "encode_pod_devices", "apply_existing_pods",
            "pod_request_from_kube", "NODE_ANNOTATION", "MIG_ANNOTATION"]

@@ -4,7 +4,9 @@ Sources (both read through :class:`~scheduling.kube.gateway.KubernetesGateway`):
 
 * Node objects: HAMi register annotations (JSON and legacy formats, every vendor HAMi
   registers; capacity-only vendors such as Cambricon synthesised from ``status.capacity``),
-  parsed by :func:`scheduling.kube.inventory.nodes_to_snapshot` (docs/hami.md §3.4). A stale
+  parsed by :func:`scheduling.kube.inventory.nodes_to_snapshot` (docs/hami.md §3.4) with the
+  device catalogue (:func:`scheduling.selectors.device_models.get_catalogue`: a Cambricon
+  card's model from its per-model capacities or the plugin's ``Model`` label). A stale
   handshake (``Requesting_<t>`` older than 60 s, allocatable 0) marks devices unhealthy; a
   cordoned or NotReady node is not schedulable.
 * ResourceSlices (resource.k8s.io v1 / v1beta2 / v1beta1): whole devices of known DRA drivers
@@ -53,6 +55,7 @@ from scheduling.choices import Backend
 from scheduling.kube.errors import KubeError
 from scheduling.kube.limits import InventoryLimits
 from scheduling.models import Cluster
+from scheduling.selectors.device_models import get_catalogue
 from scheduling.services.inventory.plan import plan_inventory
 from scheduling.services.inventory.serials import serials_seen
 from scheduling.services.inventory.write import InventoryReport, InventoryWriter
@@ -113,9 +116,11 @@ def apply_inventory(cluster: Cluster, node_objs: list, slices: list, *, now: dat
 
     Never raises for bad input: each bad node or slice is flagged and reported.
     """
+    catalogue = get_catalogue()
     plan = plan_inventory(node_objs, slices, prefer_dra=cluster.submission_mode == "dra",
                           now=now, limits=limits or inventory_limits(),
-                          slice_error=slice_error, serials_seen=serials_seen(cluster))
+                          slice_error=slice_error, serials_seen=serials_seen(cluster),
+                          configs=catalogue.configs)
     report = InventoryReport(cluster=cluster.name, partitions=plan.partitions)
     with transaction.atomic():
         with connection.cursor() as cur:

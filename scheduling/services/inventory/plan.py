@@ -21,11 +21,12 @@ Rules:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.identity import Identity, device_identity, node_serials
 from scheduling.kube.inventory import (
     dra_devices_to_placement,
@@ -159,15 +160,19 @@ def _identify(plan: InventoryPlan, name: str, node: CoreNode,
 
 def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
                    now: datetime, limits: InventoryLimits, slice_error: str | None = None,
-                   serials_seen: Mapping[str, Mapping[int, str]] | None = None
-                   ) -> InventoryPlan:
+                   serials_seen: Mapping[str, Mapping[int, str]] | None = None,
+                   configs: Sequence[DeviceModelConfig] | None = None) -> InventoryPlan:
     """Parse, identify and merge (see the module docstring). Never raises for bad input.
 
     Args:
         serials_seen: ``{node name: {index: serial}}`` of Hygon cards from the serial map.
+        configs: the device catalogue's resolved configs (HAMi defaults overlaid by the
+            ``DeviceModel`` rows: per-model Cambricon capacities, units, allocatable memory);
+            None = HAMi's defaults.
     """
     errors: list[str] = []
-    snap = nodes_to_snapshot(valid_nodes(list(node_objs), errors), now=now, limits=limits)
+    snap = nodes_to_snapshot(valid_nodes(list(node_objs), errors), now=now, limits=limits,
+                             configs=configs)
     errored = {name for name, node in snap.nodes.items()
                if node.error and not node.error.startswith("node not Ready")}
     errors.extend(f"Node {name}: {snap.nodes[name].error}" for name in sorted(errored))
