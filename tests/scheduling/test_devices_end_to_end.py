@@ -129,3 +129,57 @@ def test_the_model_label_names_the_cards_of_model_less_capacities(fake, tmp_path
                    "mlu-b-cambricon-mlu-0": ("MLU370-X8", 24576),
                    # no label: HAMi's model-less MLU at 256 MiB units (64 x 256)
                    "mlu-c-cambricon-mlu-0": ("MLU", 16384)}
+
+
+# -- Hygon: identity by hardware serial ---------------------------------------------------------
+
+def dcu_node(name: str, annotations: dict | None = None) -> dict:
+    """A node of the released DCU plugin (v1.0.6): legacy 7-field ``DCU-<index>`` ids."""
+    return node_json(name, {"hami.io/node-dcu-register": "DCU-0,4,65520,100,K100_AI,0,true:",
+                            **(annotations or {})},
+                     {"cpu": "64", "memory": "256Gi", "hygon.com/dcunum": "4"})
+
+
+def test_two_nodes_registering_dcu_0_are_two_serial_keyed_cards_and_metrics_follow(
+        fake, tmp_path):
+    from telemetry.models import Sample
+    from telemetry.services.ingestion import ingest_payload
+    from tests.telemetry.payloads import HYGON
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    fake.put(dcu_node("dcunode3", {"console.llmops.io/dcu-serials": '{"0": "T8R1380013061601"}'}))
+    fake.put(dcu_node("dcunode4"))
+    report = sync_cluster_inventory(cluster.pk)
+    assert report.errors == []
+    assert len(report.warnings) == 1 and "dcunode4" in report.warnings[0]
+    rows = {d.uuid: (d.node.name, d.hami_id, d.serial) for d in Device.objects.all()}
+    assert rows == {"DCU-T8R1380013061601": ("dcunode3", "DCU-0", "T8R1380013061601"),
+                    "dcunode4/DCU-0": ("dcunode4", "DCU-0", "")}
+    group = make_group("dcu", models=("K100_AI",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    jobs = [_job(queue, group, vendor="DCU", memory_mib=65520, types=[], cores=100,
+                 name=f"d{i}") for i in range(2)]
+    assert sorted(run_admission_cycle(group.pk).admitted) == sorted(j.pk for j in jobs)
+    holder = {PlacementDevice.objects.get(placement__job=j).device.node.name: j for j in jobs}
+    provisional = Device.objects.get(uuid="dcunode4/DCU-0")
+
+    # the exporter names both serials; the one the inventory does not know yet joins by
+    # (node, minor_number) and feeds the serial map
+    ingest_payload("hygon", HYGON, cluster_id=cluster.pk)
+    util = {s.device_id: s for s in Sample.objects.filter(metric="util_percent")}
+    assert util[Device.objects.get(uuid="DCU-T8R1380013061601").pk].job_id == \
+        holder["dcunode3"].pk
+    assert util[provisional.pk].job_id == holder["dcunode4"].pk
+
+    report = sync_cluster_inventory(cluster.pk)
+    assert report.devices_rekeyed == {"dcunode4/DCU-0": "DCU-T8R1380019021101"}
+    provisional.refresh_from_db()
+    assert (provisional.uuid, provisional.serial, provisional.hami_id) == (
+        "DCU-T8R1380019021101", "T8R1380019021101", "DCU-0")
+    assert PlacementDevice.objects.get(placement__job=holder["dcunode4"]).device_id == \
+        provisional.pk  # the booking stayed with the card
+    Sample.objects.all().delete()
+    _parsed, _norm, result = ingest_payload("hygon", HYGON, cluster_id=cluster.pk)
+    assert result.unattributed_total == 0
+    by_job = {s.job_id for s in Sample.objects.all()}
+    assert by_job == {holder["dcunode3"].pk, holder["dcunode4"].pk}
