@@ -183,3 +183,87 @@ def test_two_nodes_registering_dcu_0_are_two_serial_keyed_cards_and_metrics_foll
     assert result.unattributed_total == 0
     by_job = {s.job_id for s in Sample.objects.all()}
     assert by_job == {holder["dcunode3"].pk, holder["dcunode4"].pk}
+
+
+# -- NVIDIA MIG in the live path --------------------------------------------------------------
+
+def _mig_gpu(uuid: str, index: int) -> dict:
+    one = [{"start": s, "size": 1} for s in range(7)]
+    return {"id": uuid, "index": index, "count": 7, "devmem": 81920, "devcore": 100,
+            "type": "NVIDIA A100-SXM4-80GB", "numa": 0, "mode": "mig", "health": True,
+            "migProfiles": [
+                {"name": "1g.10gb", "memoryMB": 9856, "core": 14, "sliceCount": 1,
+                 "placements": one},
+                {"name": "3g.40gb", "memoryMB": 40192, "core": 42, "sliceCount": 3,
+                 "placements": [{"start": 0, "size": 4}, {"start": 4, "size": 4}]}]}
+
+
+def _running_pod(placement, annotations: dict) -> dict:
+    from tests.scheduling.kube_helpers import running_status
+
+    ns, name = (placement.backend_ref or "llmops/x").split("/", 1)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations,
+                         "labels": {"console.llmops.io/placement": str(placement.pk)}},
+            "status": running_status(placement.node.name)}
+
+
+def test_a_two_instance_mig_job_is_spread_emitted_and_its_instances_attributed(fake, tmp_path):
+    import json
+
+    from scheduling.models import PlacementMigInstance
+    from scheduling.services.kube_reconcile import apply_pod
+    from telemetry.models import Sample
+    from telemetry.services.ingestion import ingest_payload
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    fake.put(node_json("gpu-mig", {"hami.io/node-nvidia-register": json.dumps(
+        [_mig_gpu("GPU-mig-0", 0), _mig_gpu("GPU-mig-1", 1)])},
+        {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "14"}))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    stored = Device.objects.get(uuid="GPU-mig-0")
+    assert stored.model.name == "NVIDIA-A100-SXM4-80GB"  # the registered spelling joins it
+    assert [p["name"] for p in stored.mig_profiles] == ["1g.10gb", "3g.40gb"]
+    group = make_group("mig", models=("NVIDIA-A100-SXM4-80GB",))
+    _t, queue_a = make_tenant("team-a", group, devices_milli=10_000)
+    _t, queue_b = make_tenant("team-b", group, devices_milli=10_000)
+    two = _job(queue_a, group, vendor="NVIDIA", memory_mib=9000, types=[], count=2, name="two")
+    assert run_admission_cycle(group.pk).admitted == [two.pk]
+    one = _job(queue_b, group, vendor="NVIDIA", memory_mib=9000, types=[], count=1, name="one")
+    assert run_admission_cycle(group.pk).admitted == [one.pk]
+
+    mine = list(PlacementMigInstance.objects.filter(placement__job=two)
+                .values_list("device__uuid", "profile"))
+    assert sorted(mine) == [("GPU-mig-0", "1g.10gb"), ("GPU-mig-1", "1g.10gb")]  # spread
+    shared = PlacementMigInstance.objects.get(placement__job=one)
+    theirs = PlacementMigInstance.objects.get(placement__job=two, device=shared.device)
+    assert shared.start != theirs.start  # the booked placement is not handed out twice
+
+    stored_pod, built = _submitted_pod(fake, two)
+    limits = built["spec"]["containers"][0]["resources"]["limits"]
+    assert (limits["nvidia.com/gpu"], limits["nvidia.com/gpumem"]) == ("2", "9856")
+    annotations = stored_pod["metadata"]["annotations"]
+    assert annotations["nvidia.com/vgpu-mode"] == "mig"
+    assert sorted(annotations["nvidia.com/use-gpuuuid"].split(",")) == ["GPU-mig-0",
+                                                                          "GPU-mig-1"]
+    _submitted_pod(fake, one)
+
+    # the device plugin reports the GPU instances it created; DCGM names them by GPU_I_ID
+    gpu = shared.device.uuid
+    for job, inst, gi in ((two, theirs, 7), (one, shared, 9)):
+        placement = Placement.objects.get(job=job)
+        apply_pod(placement, _running_pod(placement, {"hami.io/vgpu-mig-allocations": json.dumps(
+            [{"containerIndex": 0, "deviceIndex": 0, "gpuUUID": gpu, "profile": "1g.10gb",
+              "placement": {"start": inst.start, "size": 1}, "gpuInstanceID": gi,
+              "computeInstanceID": 0, "migUUID": f"MIG-{gi}"}])}))
+    assert dict(PlacementMigInstance.objects.filter(device__uuid=gpu).values_list(
+        "placement__job_id", "gpu_instance_id")) == {two.pk: 7, one.pk: 9}
+    idx = shared.device.index
+    payload = "".join(
+        f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="{idx}",UUID="{gpu}",Hostname="gpu-mig",'
+        f'GPU_I_PROFILE="1g.10gb",GPU_I_ID="{gi}"}} {v}\n'
+        for gi, v in ((7, "0.5"), (9, "0.25")))
+    ingest_payload("dcgm", payload, cluster_id=cluster.pk)
+    got = {s.job_id: s.value for s in Sample.objects.filter(device__uuid=gpu)}
+    assert set(got) == {two.pk, one.pk}
+    assert got[two.pk] == 2 * got[one.pk] > 0  # 0.5 vs 0.25: each GPU instance its own
