@@ -262,7 +262,9 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
         if version is None:
             raise Permanent(0, "NoDRA", f"cluster {cluster.name!r} serves no resource.k8s.io "
                                         "version; use submission mode hami or whole")
-        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}")
+        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}",
+                            drivers=mf.dra_drivers_for(assignment,
+                                                       granted_catalogue(assignment)))
     if cluster.submission_mode == "hami":
         return mf.build_hami(assignment, meta,
                              scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduling.devices.overlay import Catalogue
-from scheduling.devices.resources import unit_mib
+from scheduling.devices.resources import dra_device_class, unit_mib
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 
@@ -65,6 +65,7 @@ __all__ = [
     "JobMeta",
     "DraDriver",
     "DEFAULT_DRA_DRIVERS",
+    "dra_drivers_for",
     "HamiResources",
     "HAMI_RESOURCES",
     "WHOLE_RESOURCES",
@@ -654,6 +655,33 @@ def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
 # ------------------------------------------------------------------------------------------
 # dra
 # ------------------------------------------------------------------------------------------
+
+
+def dra_drivers_for(assignment: PodAssignment, catalogue: Catalogue,
+                    fallback: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS
+                    ) -> dict[str, DraDriver]:
+    """Vendor -> :class:`DraDriver` of the granted models, from each model's ``dra`` spec in
+    the catalogue (driver, device class with ``{model}`` filled in, consumable capacity,
+    attribute and capacity names); vendors whose model has none keep ``fallback``'s.
+
+    Raises:
+        ManifestError: one vendor's grants in the pod name models with different drivers or
+            device classes (one request set per vendor cannot serve both).
+    """
+    out: dict[str, DraDriver] = {}
+    for c in assignment.containers:
+        for g in c.devices:
+            cfg = catalogue.for_device(g.vendor, g.model or g.type)
+            if cfg is None or cfg.dra is None:
+                continue
+            d = cfg.dra
+            drv = DraDriver(d.driver, dra_device_class(cfg), d.consumable_capacity,
+                            d.uuid_attribute, d.parent_attribute, d.profile_attribute,
+                            d.memory_capacity, d.cores_capacity)
+            if out.setdefault(g.vendor, drv) != drv:
+                raise ManifestError(f"vendor {g.vendor!r}: grants of models with different "
+                                    f"DRA drivers or device classes in one pod")
+    return {**fallback, **out}
 
 
 def _cel_string(value: str) -> str:

@@ -267,3 +267,48 @@ def test_a_two_instance_mig_job_is_spread_emitted_and_its_instances_attributed(f
     got = {s.job_id: s.value for s in Sample.objects.filter(device__uuid=gpu)}
     assert set(got) == {two.pk, one.pk}
     assert got[two.pk] == 2 * got[one.pk] > 0  # 0.5 vs 0.25: each GPU instance its own
+
+
+# -- DRA: driver and device class per model from the catalogue ---------------------------------
+
+def test_a_dra_driver_configured_on_a_model_is_synced_and_claimed_with_its_class(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="dra")
+    model = DeviceModel.objects.get(name="MLU590")
+    model.config = {**model.config, "dra": {"driver": "mlu.cambricon.example.com",
+                                            "device_class": "mlu-{model}.example.com"}}
+    model.save()
+    fake.put(node_json("mlu-1", {}, {"cpu": "64", "memory": "256Gi"}))
+    fake.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+              "metadata": {"name": "mlu-1-mlu-cambricon-example-com"},
+              "spec": {"driver": "mlu.cambricon.example.com", "nodeName": "mlu-1",
+                       "pool": {"name": "mlu-1", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "mlu-0", "allowMultipleAllocations": True,
+                                    "attributes": {"uuid": {"string": "MLU-5f0c"},
+                                                   "productName": {"string": "MLU590"},
+                                                   "minor": {"int": 0}},
+                                    "capacity": {"cores": {"value": "100"},
+                                                 "memory": {"value": "78Gi"}}}]}})
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    dev = Device.objects.get(uuid="MLU-5f0c")
+    assert (dev.model.name, dev.source, dev.memory_mib) == ("MLU590", "dra", 79872)
+    group = make_group("mlu", models=("MLU590",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    job = _job(queue, group, vendor="MLU", memory_mib=4096, types=[], cores=30)
+    assert run_admission_cycle(group.pk).admitted == [job.pk]
+    assert submit_job(job.pk) == JobState.ADMITTED
+    placement = Placement.objects.get(job=job)
+    manifests = build_manifests(placement)
+    (claim,) = manifests.claims
+    kubernetes_validate.validate(claim, K8S, strict=True)
+    kubernetes_validate.validate(manifests.pod, K8S, strict=True)
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == "mlu-mlu590.example.com"
+    assert req["exactly"]["capacity"] == {"requests": {"memory": "4788Mi", "cores": "30"}}
+    assert req["exactly"]["selectors"][0]["cel"]["expression"] == (
+        'device.driver == "mlu.cambricon.example.com" && '
+        'device.attributes["mlu.cambricon.example.com"].uuid == "MLU-5f0c"')
+    ns, name = placement.backend_ref.split("/", 1)
+    assert fake.get("resourceclaims", f"{name}-dev", ns)["spec"]["devices"]["requests"][0][
+        "exactly"]["deviceClassName"] == "mlu-mlu590.example.com"

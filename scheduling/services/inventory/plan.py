@@ -29,6 +29,7 @@ from typing import Any
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.identity import Identity, device_identity, node_serials
 from scheduling.kube.inventory import (
+    DRIVER_VENDORS,
     dra_devices_to_placement,
     nodes_to_snapshot,
     slices_to_inventory,
@@ -120,10 +121,13 @@ def valid_nodes(objs: list[Any], errors: list[str]) -> list[dict]:
     return out
 
 
-def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool) -> None:
+def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool,
+               configs: Sequence[DeviceModelConfig] | None) -> None:
     dra_by_key = {(d.node, d.uuid or f"{d.pool}/{d.name}"): d
                   for d in inv.devices if not d.is_partition}
-    for dev in dra_devices_to_placement(inv):
+    # drivers the catalogue's models name (a Cambricon / Hygon driver configured per model)
+    vendors = {**DRIVER_VENDORS, **{c.dra.driver: c.vendor for c in configs or () if c.dra}}
+    for dev in dra_devices_to_placement(inv, vendors):
         if dev.node not in plan.nodes:
             plan.errors.append(f"ResourceSlice device {dev.uuid} is on node {dev.node!r}, "
                                "which is not listed; skipped")
@@ -187,7 +191,7 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
         errors=errors)
     for name in sorted(snap.nodes):
         _identify(plan, name, snap.nodes[name], (serials_seen or {}).get(name, {}))
-    _merge_dra(plan, inv, prefer_dra)
+    _merge_dra(plan, inv, prefer_dra, configs)
     where: dict[str, list[str]] = defaultdict(list)
     for name in sorted(plan.per_node):
         for key in plan.per_node[name]:
