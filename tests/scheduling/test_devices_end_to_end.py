@@ -312,3 +312,22 @@ def test_a_dra_driver_configured_on_a_model_is_synced_and_claimed_with_its_class
     ns, name = placement.backend_ref.split("/", 1)
     assert fake.get("resourceclaims", f"{name}-dev", ns)["spec"]["devices"]["requests"][0][
         "exactly"]["deviceClassName"] == "mlu-mlu590.example.com"
+
+
+def test_a_unit_that_would_flood_kubelet_with_plugin_devices_is_warned(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    model = DeviceModel.objects.get(name="MLU370-X8")
+    model.config = {**model.config, "memory_factor": 1, "min_slice_mib": 0}  # 1 MiB units
+    model.save()
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 2, 24576))
+    fake.put(mlu_node("mlu590-1", "cambricon.com/mlu590", 8, 100))  # unit 0: 100 per card
+    report = sync_cluster_inventory(cluster.pk)
+    assert report.errors == []
+    assert report.warnings == [
+        "Node mlu370-1: model MLU370-X8 would register 49152 device-plugin devices for "
+        "cambricon.com/mlu370.smlu.vmemory, over its bound of 10000 (max_plugin_devices; "
+        "kubelet refuses a ListAndWatch reply over 4 MiB): raise the memory unit "
+        "(memory_factor) or the bound"]
+    assert Device.objects.filter(node__name="mlu370-1").count() == 2  # still synced

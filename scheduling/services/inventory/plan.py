@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from scheduling.devices.defaults import default_device_configs
+from scheduling.devices.overlay import Catalogue
+from scheduling.devices.resources import plugin_devices_per_card
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.identity import Identity, device_identity, node_serials
 from scheduling.kube.inventory import (
@@ -38,7 +41,8 @@ from scheduling.kube.limits import InventoryLimits
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
 
-__all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes"]
+__all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes",
+           "plugin_device_warnings"]
 
 
 @dataclass
@@ -81,7 +85,8 @@ class InventoryPlan:
         broken_pools: ``{(driver, pool): error}`` of pools with an unreadable slice.
         slice_list_failed: the ResourceSlice list itself failed (DRA devices stay).
         errors: problems in the order: node errors, slice errors, cross-source notes.
-        warnings: devices identified by node and index only (no serial source yet).
+        warnings: devices identified by node and index only (no serial source yet); models
+            whose device plugin would register too many kubelet devices on a node.
         sightings: serials the registrations and node annotations / labels named.
     """
 
@@ -162,6 +167,28 @@ def _identify(plan: InventoryPlan, name: str, node: CoreNode,
         plan.per_node[name][ident.key] = Reported(dev, "hami", "", ident)
 
 
+def plugin_device_warnings(name: str, node: CoreNode,
+                           configs: Sequence[DeviceModelConfig]) -> list[str]:
+    """Warnings for models whose device plugin would register more kubelet devices on the
+    node than the model's ``max_plugin_devices`` (kubelet's ListAndWatch reply for one
+    resource is one gRPC message of at most 4 MiB, kubernetes#109304): e.g. Cambricon sMLU
+    memory in 1 MiB units registers one device per MiB of every card."""
+    catalogue = Catalogue(tuple(configs))
+    per_model: dict[str, tuple[DeviceModelConfig, int]] = {}
+    for dev in node.devices:
+        cfg = catalogue.for_device(dev.vendor, dev.type)
+        if cfg is None:
+            continue
+        key = cfg.chip or cfg.vendor
+        _cfg, n = per_model.get(key, (cfg, 0))
+        per_model[key] = (cfg, n + plugin_devices_per_card(cfg, dev.memory_mib))
+    return [f"Node {name}: model {key} would register {n} device-plugin devices for "
+            f"{cfg.resource_memory or cfg.resource_count}, over its bound of "
+            f"{cfg.max_plugin_devices} (max_plugin_devices; kubelet refuses a ListAndWatch "
+            "reply over 4 MiB): raise the memory unit (memory_factor) or the bound"
+            for key, (cfg, n) in sorted(per_model.items()) if n > cfg.max_plugin_devices]
+
+
 def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
                    now: datetime, limits: InventoryLimits, slice_error: str | None = None,
                    serials_seen: Mapping[str, Mapping[int, str]] | None = None,
@@ -191,6 +218,8 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
         errors=errors)
     for name in sorted(snap.nodes):
         _identify(plan, name, snap.nodes[name], (serials_seen or {}).get(name, {}))
+        plan.warnings.extend(plugin_device_warnings(name, snap.nodes[name],
+                                                    configs or default_device_configs()))
     _merge_dra(plan, inv, prefer_dra, configs)
     where: dict[str, list[str]] = defaultdict(list)
     for name in sorted(plan.per_node):
