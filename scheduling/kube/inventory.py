@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduling.devices.defaults import default_device_configs
-from scheduling.kube.hami.nodes import node_from_kube
+from scheduling.kube.hami.nodes import add_node
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits
 from scheduling.kube.slices import (
     DRIVER_VENDORS,
@@ -29,7 +29,7 @@ from scheduling.kube.slices import (
     parse_quantity,
     slices_to_inventory,
 )
-from scheduling.placement.types import ClusterSnapshot, Node
+from scheduling.placement.types import ClusterSnapshot
 
 __all__ = [
     "DraDevice",
@@ -78,15 +78,7 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
     cfgs = list(configs) if configs is not None else default_device_configs()
     snap = ClusterSnapshot()
     for i, obj in enumerate(nodes):
-        try:
-            node = node_from_kube(dict(obj), cfgs, now, limits)
-        except ValueError as exc:
-            raise ValueError(f"nodes[{i}]: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
-            node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
-        if node.name in snap.nodes:
-            raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
-        snap.nodes[node.name] = node
+        add_node(snap, i, dict(obj), cfgs, now, limits)
     for obj in nodes:
         name = (obj.get("metadata") or {}).get("name")
         if name not in snap.nodes or snap.nodes[name].error:

@@ -32,8 +32,8 @@ from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, o
 from scheduling.placement.types import ClusterSnapshot, Device, MigPlacement, MigProfile, Node
 
 __all__ = ["parse_node_devices", "parse_legacy_devices", "parse_json_devices", "node_from_kube",
-           "snapshot_from_kube", "cambricon_model", "HANDSHAKE_STALE_S", "CORDON_ANNOTATION",
-           "SCORE_ANNOTATION", "CAMBRICON_MODEL_LABEL"]
+           "snapshot_from_kube", "add_node", "cambricon_model", "HANDSHAKE_STALE_S",
+           "CORDON_ANNOTATION", "SCORE_ANNOTATION", "CAMBRICON_MODEL_LABEL"]
 
 HANDSHAKE_STALE_S = 60
 CAMBRICON_MODEL_LABEL = "Model"
@@ -321,6 +321,27 @@ def _pair_scores(value: str, limits: InventoryLimits) -> dict[str, dict[str, int
     return out
 
 
+def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
+             configs: list[DeviceModelConfig], now: datetime | None,
+             limits: InventoryLimits) -> Node:
+    """Read ``nodes[i]`` (:func:`node_from_kube`) into ``snap``; an unexpected failure flags
+    the node (``Node.error``) instead of raising.
+
+    Raises:
+        ValueError: the node has no name, or its name is already in ``snap``.
+    """
+    try:
+        node = node_from_kube(obj, configs, now, limits)
+    except ValueError as exc:
+        raise ValueError(f"nodes[{i}]: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
+        node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
+    if node.name in snap.nodes:
+        raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
+    snap.nodes[node.name] = node
+    return node
+
+
 def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelConfig],
                        now: datetime | None = None,
                        limits: InventoryLimits = DEFAULT_LIMITS) -> ClusterSnapshot:
@@ -333,15 +354,7 @@ def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelCon
     snap = ClusterSnapshot()
     owner: dict[str, Device] = {}
     for i, obj in enumerate(nodes):
-        try:
-            node = node_from_kube(obj, configs, now, limits)
-        except ValueError as exc:
-            raise ValueError(f"nodes[{i}]: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
-            node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
-        if node.name in snap.nodes:
-            raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
-        snap.nodes[node.name] = node
+        node = add_node(snap, i, obj, configs, now, limits)
         for d in node.devices:
             other = owner.get(d.uuid)
             if other is not None:
