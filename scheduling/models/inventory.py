@@ -112,10 +112,7 @@ class DeviceModel(BaseModel):
     defaults (docs/devices.md), validated on every save (API, admin, ``loaddata``).
     ``error`` is set by the admission cycle when a stored config no longer resolves (written
     before validation existed, or by SQL): the model's devices are then kept out of placement.
-
-    ``memory_mib``, ``cores_percent`` and ``split_count`` read the resolved value and write
-    the key of ``config`` (constructor keywords older callers use); ``slicing_mode`` is
-    derived.
+    ``slicing_mode`` is derived from the resolved config.
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -157,25 +154,6 @@ class DeviceModel(BaseModel):
             raise ValidationError({"config": [f"{k}: {v}" for k, v in exc.errors.items()]}) \
                 from None
 
-    def _config_value(self, key: str) -> int:
-        try:
-            return getattr(self.resolved(), key)
-        except ConfigError:
-            return self.config.get(key, 0) if isinstance(self.config, dict) else 0
-
-    def _set_config_value(self, key: str, value: int) -> None:
-        self.config = {**(self.config if isinstance(self.config, dict) else {}), key: value}
-
-    memory_mib = property(lambda self: self._config_value("memory_mib"),
-                          lambda self, v: self._set_config_value("memory_mib", v),
-                          doc="Allocatable MiB per card (``config['memory_mib']``).")
-    cores_percent = property(lambda self: self._config_value("cores_percent"),
-                             lambda self, v: self._set_config_value("cores_percent", v),
-                             doc="Cores per card (``config['cores_percent']``).")
-    split_count = property(lambda self: self._config_value("split_count"),
-                           lambda self, v: self._set_config_value("split_count", v),
-                           doc="Tasks per card (``config['split_count']``).")
-
     @property
     def slicing_mode(self) -> str:
         """How the model is shared (``SlicingMode``), derived from the resolved config;
@@ -184,10 +162,6 @@ class DeviceModel(BaseModel):
             return sharing_mode(self.resolved())
         except ConfigError:
             return SlicingMode.FRACTIONAL
-
-    @slicing_mode.setter
-    def slicing_mode(self, value: str) -> None:
-        """Ignored: the mode follows the config (older callers still pass it)."""
 
 
 @receiver(pre_save, sender=DeviceModel)
@@ -227,6 +201,20 @@ class Device(BaseModel):
 
     Capacity: ``memory_mib`` (MiB, as registered), ``cores_percent`` (100 = the whole device),
     ``split_count`` (max concurrent tasks). ``index`` is informational only.
+
+    Identity: ``uuid`` is the console's key (the registered UUID, or ``DCU-<serial>`` for a
+    Hygon card whatever id its node registers); ``hami_id`` is the id the node's HAMi
+    registration uses for it (what ``use-gpuuuid`` annotations and pod allocations name; ""
+    = the uuid), e.g. ``DCU-0`` for a legacy index-based Hygon registration; ``serial`` is the
+    hardware serial when a source names it (:class:`DeviceSerial`).
+
+    ``mig_profiles`` are the MIG profiles a ``mig``-mode GPU can create, as registered (HAMi
+    ``migProfiles``): ``[{"name": "1g.10gb", "memory_mib": 9856, "cores_percent": 14,
+    "slice_count": 1, "placements": [[start, size], ...]}]``.
+
+    ``missing_since``: the registration stopped reporting the device while live placements
+    booked it; it stays (unhealthy, flagged in ``error``, its bookings counted) until they end,
+    then gets ``removed_at``.
     """
 
     uuid = models.CharField(max_length=128, unique=True)
@@ -254,9 +242,62 @@ class Device(BaseModel):
     error = models.TextField(
         blank=True, help_text="Inventory problem (e.g. the uuid registered on two nodes)."
     )
+    hami_id = models.CharField(
+        max_length=128, blank=True,
+        help_text="Id of the device in its node's HAMi registration when it is not the uuid "
+                  "(e.g. a legacy index-based Hygon id DCU-0).",
+    )
+    serial = models.CharField(max_length=128, blank=True, db_index=True)
+    mig_profiles = models.JSONField(default=list, blank=True)
+    missing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["node__name", "index"]
 
     def __str__(self) -> str:
         return self.uuid
+
+    @property
+    def registered_id(self) -> str:
+        """The id HAMi knows the device by on its node."""
+        return self.hami_id or self.uuid
+
+
+class SerialSource(models.TextChoices):
+    """Where a hardware serial was read."""
+
+    REGISTRATION = "registration", "HAMi registration id"
+    ANNOTATION = "annotation", "node annotation"
+    LABEL = "label", "node label"
+    EXPORTER = "exporter", "metrics exporter"
+
+
+class DeviceSerial(BaseModel):
+    """The serial -> (node, index) map: where a hardware serial was last seen.
+
+    Fed by the inventory sync (registrations and node annotations / labels naming serials) and
+    by metrics ingestion (the Hygon dcu-exporter's ``device_id`` with ``minor_number`` and
+    ``node``; the Cambricon mlu-exporter's ``sn`` with ``mlu``). The sync names a legacy
+    index-based registration (``DCU-0``) by the serial last seen at its (node, index); a
+    serial seen on another node later moves there (never a conflict). ``node_name`` is the
+    node's name in ``cluster`` (no foreign key: an exporter may report a node the inventory
+    has not listed yet).
+    """
+
+    vendor = models.CharField(max_length=32)
+    serial = models.CharField(max_length=128)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="serials")
+    node_name = models.CharField(max_length=253)
+    index = models.PositiveIntegerField()
+    source = models.CharField(max_length=16, choices=SerialSource.choices)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "node_name", "vendor", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["vendor", "serial"], name="device_serial_unique")
+        ]
+        indexes = [models.Index(fields=["cluster", "node_name", "vendor", "index"])]
+
+    def __str__(self) -> str:
+        return f"{self.vendor} {self.serial} @ {self.node_name}#{self.index}"

@@ -15,11 +15,19 @@ from scheduling.devices.resources import (
     template_share_count,
 )
 from scheduling.devices.schema import DeviceModelConfig
-from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.models import (
+    Device,
+    Job,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
     DeviceRequest,
+    MigInstance,
     MigPlacement,
     MigProfile,
     PlacementRequest,
@@ -136,6 +144,12 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
         for row in booked.values("device_id")
         .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
     }
+    instances: dict[int, list[MigInstance]] = defaultdict(list)
+    mig = [d.pk for d in devices if d.mode == "mig"]  # booked MIG instances (no query without)
+    for device_id, profile, start, size in PlacementMigInstance.objects.filter(
+            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=mig
+    ).values_list("device_id", "profile", "start", "size") if mig else ():
+        instances[device_id].append(MigInstance(profile, start, size))
     errors: list[str] = []
     counted: list[tuple[int, CoreDevice, DeviceModelConfig]] = []
     for device in devices:
@@ -151,6 +165,8 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             mode=device.mode, used_slots=usage.get("slots") or 0,
             used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
+        core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+        core.mig_instances = list(instances.get(device.pk, ()))
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
         if core.counters and cfg is not None:
             counted.append((device.pk, core, cfg))
@@ -161,6 +177,22 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
         index.device_cores_percent[device.uuid] = device.cores_percent
     _book_counters(booked, counted)
     return errors
+
+
+def stored_mig_profiles(rows: object) -> tuple[MigProfile, ...]:
+    """``Device.mig_profiles`` (``[{"name", "memory_mib", "cores_percent", "slice_count",
+    "placements": [[start, size], ...]}]``, written by the inventory sync) -> core profiles;
+    a malformed entry is skipped (the sync validated them when it wrote them)."""
+    out = []
+    for p in rows if isinstance(rows, list) else ():
+        try:
+            out.append(MigProfile(str(p["name"]), int(p["memory_mib"]), int(p["cores_percent"]),
+                                  int(p["slice_count"]),
+                                  tuple(MigPlacement(int(a), int(b))
+                                        for a, b in p.get("placements") or ())))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return tuple(out)
 
 
 def apply_model_config(dev: CoreDevice, catalogue: Catalogue, errors: list[str], *,

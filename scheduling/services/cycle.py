@@ -47,7 +47,15 @@ from scheduling.choices import (
     PreemptionPolicy,
 )
 from scheduling.dispatch import enqueue_submit_jobs
-from scheduling.models import Device, Job, JobEvent, Node, Placement, PlacementDevice
+from scheduling.models import (
+    Device,
+    Job,
+    JobEvent,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
 from scheduling.selectors.admission import (
@@ -312,6 +320,12 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
                         memory_mib=mem, cores_percent=cores, slots=slots)
         for placement, pod in zip(placements, decision.pods, strict=True)
         for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
+    )
+    PlacementMigInstance.objects.bulk_create(
+        PlacementMigInstance(placement=placement, device_id=ctx.index.device_ids[g.uuid],
+                             profile=g.mig_profile, start=g.mig_start, size=g.mig_size)
+        for placement, pod in zip(placements, decision.pods, strict=True)
+        for c in pod.containers for g in c.devices if g.mig_profile and g.mig_start >= 0
     )
     for placement in placements:
         for key, amount in usage_deltas(

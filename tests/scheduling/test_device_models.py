@@ -27,7 +27,7 @@ def test_fixture_covers_every_vendor_and_is_idempotent():
     assert set(DeviceModel.objects.values_list("vendor", flat=True)) == VENDORS
     assert DeviceModel.objects.filter(name__in=["MLU370-X8", "MLU590"]).count() == 2
     assert DeviceModel.objects.filter(name__startswith="Ascend910B").count() == 5
-    assert DeviceModel.objects.get(name="Ascend910B4").memory_mib == 32768
+    assert DeviceModel.objects.get(name="Ascend910B4").resolved().memory_mib == 32768
     assert get_catalogue().errors == {}
     assert not DeviceModel.objects.exclude(error="").exists()
 
