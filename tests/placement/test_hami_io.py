@@ -192,8 +192,9 @@ def test_place_from_kube_ascend_template():
         {"uuid": "NPU-1", "type": "Ascend910B3", "memory_mib": 16384, "cores_percent": 0}]
     a = out["annotations"]
     assert a["hami.io/Ascend910B3-devices-to-allocate"] == "NPU-1,Ascend910B3,16384,0:;"
+    # RuntimeInfo fields are omitempty: core 0 is not written
     assert json.loads(a["huawei.com/Ascend910B3"]) == [
-        {"UUID": "NPU-1", "temp": "vir05_1c_16g", "memory": 16384, "core": 0}]
+        {"UUID": "NPU-1", "temp": "vir05_1c_16g", "memory": 16384}]
     # node score: no usage + 10 * (1 device on one NetworkID / 1)
     assert out["node_scores"] == {"npu": 10.0}
 

@@ -118,7 +118,7 @@ CASES = [
      VNPUS, {"devices": {"ascend": {"enabled": True}}},
      ("npu", [("NPU-1", 32768, 0)],
       {"huawei.com/Ascend910B3":
-       '[{"UUID":"NPU-1","temp":"vir10_3c_32g","memory":32768,"core":0}]'})),
+       '[{"UUID":"NPU-1","temp":"vir10_3c_32g","memory":32768}]'})),
     # Mthreads: memory units of 512 MiB, cores in sixteenths (mthreads/device.go:41-264)
     ("mthreads-units",
      [kube_node("mt", capacity={"mthreads.com/sgpu-core": "32",
@@ -144,6 +144,72 @@ CASES = [
      {}, {"devices": {"iluvatar": {"enabled": True}}},
      ("i", [("IL-0", 2048, 0)],
       {"hami.io/BI-V150-devices-allocated": "IL-0,BI-V150,2048,0:;"})),
+]
+
+
+VA_REG = json.dumps([{"id": f"VA-{i}", "index": i, "count": 1, "devmem": 16384,
+                       "devcore": 100, "type": "VA1", "health": True} for i in range(2)])
+VA_DIES = json.dumps([{"id": f"VA-{i}", "index": i, "count": 1, "devmem": 16384,
+                       "devcore": 100, "type": "VA1", "health": i != 0,
+                       "custominfo": {"DeviceStrategy": "die", "AIC": str(i // 2)}}
+                      for i in range(4)])
+BIREN_REG = json.dumps([{"id": f"BR-{i}", "index": i, "count": 1, "devmem": 65536,
+                         "devcore": 100, "type": "BR106", "health": True} for i in range(2)])
+NPU_910C = json.dumps([{"id": f"NPU-{i}", "index": i, "count": 4, "devmem": 65536,
+                        "devcore": 20, "type": "Ascend910C", "health": i != 0}
+                       for i in range(4)])
+VNPUS_910C = {"vnpus": {"configs": [{
+    "chipName": "Ascend910", "commonWord": "Ascend910C", "resourceName": "huawei.com/Ascend910C",
+    "resourceMemoryName": "huawei.com/Ascend910C-memory", "memoryAllocatable": 65536,
+    "memoryCapacity": 65536, "aiCore": 20, "aiCPU": 7, "superPod": True,
+    "templates": [{"name": "vir05_1c_16g", "memory": 16384, "aiCore": 5, "aiCPU": 1},
+                  {"name": "vir10_3c_32g", "memory": 32768, "aiCore": 10, "aiCPU": 3}]}]}}
+
+CASES += [
+    # Enflame whole GCU: ids <node>-GCU-<i>, request = memory 100 / cores 100, only idle
+    # cards, the last equal-score card first (enflame/gcu.go:66-180)
+    ("enflame-whole-gcu",
+     [kube_node("e", capacity={"enflame.com/gcu": "4"})],
+     [running("e", "hami.io/enflame-gcu-devices-allocated", "e-GCU-3,GCU,100,100:;")],
+     kube_pod("p", [("c", {"enflame.com/gcu": "2"})]),
+     {}, {}, ("e", [("e-GCU-2", 100, 100), ("e-GCU-1", 100, 100)],
+              {"hami.io/enflame-gcu-devices-to-allocate":
+               "e-GCU-2,GCU,100,100:e-GCU-1,GCU,100,100:;"})),
+    # Metax whole GPU: ids <node>-metax-<i>, Devmem 65536, a whole card (metax/device.go:66-154)
+    ("metax-whole-gpu",
+     [kube_node("m", capacity={"metax-tech.com/gpu": "2"})], [],
+     kube_pod("p", [("c", {"metax-tech.com/gpu": "1"})]),
+     {}, {}, ("m", [("m-metax-1", 65536, 100)],
+              {"hami.io/metax-gpu-devices-allocated": "m-metax-1,Metax-GPU,65536,100:;"})),
+    # Vastai: count only, the grant sets no memory (vastai/device.go:142-307)
+    ("vastai-count",
+     [kube_node("v", {"hami.io/node-va-register": VA_REG})], [],
+     kube_pod("p", [("c", {"vastaitech.com/va": "1"})]),
+     {}, {}, ("v", [("VA-1", 0, 0)], {"hami.io/Vastai-devices-allocated": "VA-1,Vastai,0,0:;"})),
+    # Vastai die mode: every passing die collected, the card (AIC) with most dies first
+    # (computeBestCombination); die 0 is unhealthy so card 1 has two, card 0 one
+    ("vastai-die-mode",
+     [kube_node("v", {"hami.io/node-va-register": VA_DIES})], [],
+     kube_pod("p", [("c", {"vastaitech.com/va": "2"})]),
+     {}, {}, ("v", [("VA-3", 0, 0), ("VA-2", 0, 0)],
+              {"hami.io/Vastai-devices-to-allocate": "VA-3,Vastai,0,0:VA-2,Vastai,0,0:;"})),
+    # Biren: count only, no Usedmem in the grant (biren/device.go:182-226)
+    ("biren-count",
+     [kube_node("b", {"hami.io/node-biren-register": BIREN_REG})], [],
+     kube_pod("p", [("c", {"birentech.com/gpu": "1"})]),
+     {}, {}, ("b", [("BR-1", 0, 0)], {"hami.io/Biren-devices-allocated": "BR-1,Biren,0,0:;"})),
+    # Ascend 910C (superPod): the webhook turns 1 NPU into 2; only a full 2-NPU module
+    # (index // 2) is taken, its NPUs in candidate order; NPU-0 is unhealthy so module 0 is
+    # not full (ascend/device.go:119-147, 582-590, 677-733); RuntimeInfo omits empty fields
+    ("ascend-910c-module",
+     [kube_node("c", {"hami.io/node-register-Ascend910C": NPU_910C})], [],
+     kube_pod("p", [("c", {"huawei.com/Ascend910C": "1"})]),
+     VNPUS_910C, {"devices": {"ascend": {"enabled": True}}},
+     ("c", [("NPU-3", 65536, 0), ("NPU-2", 65536, 0)],
+      {"hami.io/Ascend910C-devices-to-allocate":
+       "NPU-3,Ascend910C,65536,0:NPU-2,Ascend910C,65536,0:;",
+       "huawei.com/Ascend910C": '[{"UUID":"NPU-3","memory":65536},'
+                                '{"UUID":"NPU-2","memory":65536}]'})),
 ]
 
 
@@ -177,7 +243,7 @@ def test_kunlun_whole_xpus_and_node_score():
     value = out["annotations"]["hami.io/kunlun-allocated"]
     entries = [e.split(",") for e in value.rstrip(";").split(":") if e]
     assert [(e[1], e[2], e[3]) for e in entries] == [("kunlun", "98304", "100")] * 2
-    assert [e[0].rsplit("-", 1)[1] for e in entries] == ["0", "1"]
+    assert [e[0] for e in entries] == ["k-kunlun-0", "k-kunlun-1"]  # device.go:73
     assert out["node_scores"] == {"k": 1000.0}
 
 

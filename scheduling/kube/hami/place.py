@@ -55,9 +55,10 @@ def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig]) ->
             if key:
                 out[key] = value
         if cfg.vendor == "Ascend":
+            # RuntimeInfo's fields are all ``omitempty`` (ascend/device.go:60-65)
             out[f"huawei.com/{word}"] = json.dumps(
-                [{"UUID": g.uuid, "temp": g.template, "memory": g.memory_mib,
-                  "core": g.cores_percent}
+                [{k: v for k, v in (("UUID", g.uuid), ("temp", g.template),
+                                    ("memory", g.memory_mib), ("core", g.cores_percent)) if v}
                  for c in pa.containers for g in c.devices if g.type == word],
                 separators=(",", ":"))
     mig = [{"containerIndex": ci, "deviceIndex": di, "gpuUUID": g.uuid,
