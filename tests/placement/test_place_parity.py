@@ -165,7 +165,37 @@ VNPUS_910C = {"vnpus": {"configs": [{
     "templates": [{"name": "vir05_1c_16g", "memory": 16384, "aiCore": 5, "aiCPU": 1},
                   {"name": "vir10_3c_32g", "memory": 32768, "aiCore": 10, "aiCPU": 3}]}]}}
 
+DRS = json.dumps({"devices": [{"index": "0", "minor": "0", "capacity": 6},
+                               {"index": "1", "minor": "1", "capacity": 6}],
+                   "profiles": {"1g.8gb": "p1", "3g.24gb": "p3", "6g.48gb": "p6"}})
+
+
+def drs_want(request: int) -> tuple:
+    """The 3-slice profile on the last idle card (enflame/device.go:247-330, 391-470):
+    memory 24 GB, cores ceil(3 * 100 / 6) = 50, and the DRS pod annotations."""
+    return ("d", [("d-enflame-drs-1", 24576, 50)], {
+        "hami.io/enflame-vgpu-devices-allocated": "d-enflame-drs-1,Enflame,24576,50:;",
+        "enflame.com/gcu-assigned": "false", "enflame.com/gcu-assigned-index": "1",
+        "enflame.com/gcu-assigned-id": "1", "enflame.com/gcu-assigned-minor": "1",
+        "enflame.com/gcu-request-size": str(request),
+        "assigned-containers": '{"c":{"allocated":false,"request":3,"profileID":"p3",'
+                               '"profileName":"3g.24gb"}}'})
+
+
 CASES += [
+    # Enflame DRS: drs-gcu is the profile's slice count, one card per container
+    ("enflame-drs-by-size",
+     [kube_node("d", {"enflame.com/gcu-drs-capacity": DRS})], [],
+     kube_pod("p", [("c", {"enflame.com/drs-gcu": "3"})]), {}, {}, drs_want(3)),
+    # by spec: 20 <= 2 x 48 is read as GB -> the smallest profile with >= 20 GB and >= 30 %
+    ("enflame-drs-by-spec-gb",
+     [kube_node("d", {"enflame.com/gcu-drs-capacity": DRS})], [],
+     kube_pod("p", [("c", {"enflame.com/gcu-memory": "20", "enflame.com/gcu-core": "30"})]),
+     {}, {}, drs_want(3)),
+    # a large value is MiB, rounded up to GB: 20000 MiB -> 20 GB
+    ("enflame-drs-by-spec-mib",
+     [kube_node("d", {"enflame.com/gcu-drs-capacity": DRS})], [],
+     kube_pod("p", [("c", {"enflame.com/gcu-memory": "20000"})]), {}, {}, drs_want(3)),
     # Enflame whole GCU: ids <node>-GCU-<i>, request = memory 100 / cores 100, only idle
     # cards, the last equal-score card first (enflame/gcu.go:66-180)
     ("enflame-whole-gcu",

@@ -5,7 +5,8 @@ Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
 "custominfo"}]``; a missing ``health`` means false, missing ``index``/``numa`` mean 0) or in
 the legacy ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` format (7-field entries
 get mode ``hami-core``). Backends without a register annotation (Cambricon, Metax GPU,
-Mthreads, Kunlun XPU, Enflame GCU) get devices synthesised from ``status.capacity``.
+Mthreads, Kunlun XPU, Enflame GCU) get devices synthesised from ``status.capacity``; Enflame
+DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
 
 Health: a device type is unhealthy when its handshake annotation is ``Requesting_<time>``
 older than 60 s at ``now`` and the node's allocatable count for the resource is 0 (HAMi
@@ -26,6 +27,7 @@ from typing import Any
 
 from scheduling.devices.matching import type_matches
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
@@ -244,11 +246,15 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
     devices: list[Device] = []
     done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
     for cfg in configs:
-        source = cfg.register_annotation or cfg.capacity_resource
+        source = cfg.register_annotation or cfg.capacity_resource or (
+            ENFLAME_DRS_ANNOTATION if cfg.vendor == "EnflameDRS" else "")
         if source in done:
             continue
         done.add(source)
-        if cfg.register_annotation and cfg.register_annotation in ann:
+        if source == ENFLAME_DRS_ANNOTATION:
+            if source in ann:
+                devices.extend(parse_drs_capacity(ann[source], name, cfg, limits))
+        elif cfg.register_annotation and cfg.register_annotation in ann:
             devs = parse_node_devices(ann[cfg.register_annotation], name, cfg, limits)
             hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
             if devs and _stale(hs, now) and str(alloc.get(cfg.resource_count, "0")) \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +19,7 @@ from scheduling.kube.hami.pods import (
 )
 from scheduling.placement.profile import Profile
 from scheduling.placement.runner import place
-from scheduling.placement.types import PlacementRequest, PodAssignment
+from scheduling.placement.types import Device, PlacementRequest, PodAssignment
 
 __all__ = ["place_from_kube", "decision_annotations"]
 
@@ -31,14 +32,45 @@ def _items(data: Any, what: str) -> list[dict[str, Any]]:
     return data
 
 
-def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig]) -> dict[str, str]:
+def _enflame_drs(pa: PodAssignment, devices: Mapping[str, Device]) -> dict[str, str]:
+    """Enflame DRS ``PatchAnnotations`` (``enflame/device.go``): the first DRS container's
+    card index / minor and slice size, and ``assigned-containers`` (container name ->
+    ``{"allocated": false, "request": slices, "profileID", "profileName"}``, Go's key
+    order). ``enflame.com/gcu-assigned-time`` (a timestamp) is left out."""
+    out: dict[str, str] = {}
+    assigned: dict[str, dict] = {}
+    for c in pa.containers:
+        g = next((g for g in c.devices if g.vendor == "EnflameDRS"), None)
+        if g is None:
+            continue
+        custom = devices[g.uuid].custom if g.uuid in devices else {}
+        size = g.slices or 1
+        info = {"allocated": False, "request": size,
+                "profileID": str((custom.get("profiles") or {}).get(g.template, "")),
+                "profileName": g.template}
+        assigned[c.name] = {k: v for k, v in info.items() if v != ""}
+        if not out:
+            out = {"enflame.com/gcu-assigned": "false",
+                   "enflame.com/gcu-assigned-index": str(custom.get("index", g.index)),
+                   "enflame.com/gcu-assigned-id": str(custom.get("index", g.index)),
+                   "enflame.com/gcu-assigned-minor": str(custom.get("minor", g.index)),
+                   "enflame.com/gcu-request-size": str(size)}
+    if assigned:
+        out["assigned-containers"] = json.dumps(dict(sorted(assigned.items())),
+                                                separators=(",", ":"))
+    return out
+
+
+def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
+                         devices: Mapping[str, Device] | None = None) -> dict[str, str]:
     """Pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
 
     ``hami.io/vgpu-node``; per backend present, its to-allocate and allocated keys with the
     same value (containers in assignment order: init first, then app); NVIDIA MIG
-    ``hami.io/vgpu-mig-allocations``; Ascend ``huawei.com/<CommonWord>`` JSON.
+    ``hami.io/vgpu-mig-allocations``; Ascend ``huawei.com/<CommonWord>`` JSON; Enflame DRS
+    card and profile annotations (``devices``: the snapshot's devices by uuid).
     """
-    out = {NODE_ANNOTATION: pa.node}
+    out = {NODE_ANNOTATION: pa.node, **_enflame_drs(pa, devices or {})}
     by_word = {c.common_word: c for c in configs}
     words = sorted({g.type for c in pa.containers for g in c.devices})
     for word in words:
@@ -115,6 +147,7 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
              "devices": [{"uuid": g.uuid, "type": g.model, "memory_mib": g.memory_mib,
                           "cores_percent": g.cores_percent} for g in c.devices]}
             for c in pa.containers],
-        "annotations": decision_annotations(pa, configs),
+        "annotations": decision_annotations(pa, configs, {
+            d.uuid: d for n in snapshot.nodes.values() for d in n.devices}),
         "node_scores": {k: round(v, 6) for k, v in decision.node_scores.items()},
     }

@@ -160,6 +160,34 @@ def _csv(ann: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in str(ann[key]).split(",") if s.strip())
 
 
+def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
+                 ) -> DeviceRequest:
+    """Enflame DRS (``enflame/device.go`` ``MutateAdmission`` / ``GenerateResourceRequests``):
+    ``enflame.com/drs-gcu: N`` is one card with the profile of N slices; otherwise
+    ``enflame.com/gcu-memory`` (> 0; GB, or MiB when large: see ``DeviceRequest.drs_memory``)
+    and ``enflame.com/gcu-core`` (1..100) pick the smallest covering profile.
+
+    Raises:
+        ValueError: a value the webhook refuses, naming the resource.
+    """
+    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
+            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
+    size, mem, core = (get(n) for n in (cfg.resource_count, cfg.resource_memory,
+                                        cfg.resource_cores))
+    if size is not None:
+        n = plain_int(size, f"{r}.{cfg.resource_count}")
+        if n <= 0:
+            raise ValueError(f"{r}.{cfg.resource_count}: must be greater than 0")
+        return DeviceRequest(vendor=cfg.vendor, count=1, slices=n, **pins)
+    m = plain_int(mem, f"{r}.{cfg.resource_memory}") if mem is not None else 0
+    c = plain_int(core, f"{r}.{cfg.resource_cores}") if core is not None else 0
+    if mem is not None and m <= 0:
+        raise ValueError(f"{r}.{cfg.resource_memory}: must be greater than 0")
+    if core is not None and not 0 < c <= 100:
+        raise ValueError(f"{r}.{cfg.resource_cores}: must be in range (0,100]")
+    return DeviceRequest(vendor=cfg.vendor, count=1, drs_memory=m, cores_percent=c, **pins)
+
+
 def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
                        configs: list[DeviceModelConfig]) -> tuple[DeviceRequest, ...]:
     lim, req = _resources(c)
@@ -180,6 +208,9 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
         if not any(get(n) is not None for n in names):
             continue
         r = f"{where}.resources.limits"
+        if cfg.vendor == "EnflameDRS":
+            out.append(_drs_request(get, r, cfg, ann))
+            continue
         raw_count = get(cfg.resource_count)
         count = plain_int(raw_count, f"{r}.{cfg.resource_count}") if raw_count is not None \
             else cfg.default_count
