@@ -182,7 +182,39 @@ def drs_want(request: int) -> tuple:
                                '"profileName":"3g.24gb"}}'})
 
 
+TRN1 = kube_node("n", capacity={"aws.amazon.com/neuron": "4", "aws.amazon.com/neuroncore": "8"},
+                 labels={"node.kubernetes.io/instance-type": "trn1.32xlarge"})
+INF2 = kube_node("i", capacity={"aws.amazon.com/neuron": "4", "aws.amazon.com/neuroncore": "8"},
+                 labels={"node.kubernetes.io/instance-type": "inf2.48xlarge"})
+
 CASES += [
+    # AWS Neuron (awsneuron/device.go): devices <node>-AWSNeuron-<i> with 8 / 4 = 2 cores;
+    # Devmem 0 gives every device score 0, so the last device is taken even though one of
+    # its cores is used (mask 1); the new core is the next bit (addCoreUsage: 3 - 1 = 2),
+    # core id 2 x 3 + 1. The devices list counts cores; the annotation carries the mask.
+    ("neuron-one-core-next-to-a-used-one",
+     [TRN1], [running("n", "hami.io/aws-neuron-devices-allocated",
+                      "n-AWSNeuron-3,AWSNeuron,0,1:;")],
+     kube_pod("p", [("c", {"aws.amazon.com/neuroncore": "1"})]), {}, {},
+     ("n", [("n-AWSNeuron-3", 0, 1)],
+      {"hami.io/aws-neuron-devices-allocated": "n-AWSNeuron-3,AWSNeuron,0,2:;",
+       "AWS_NEURON_IDS": "7", "NEURON_RESOURCE_TYPE": "aws.amazon.com/neuroncore",
+       "NEURON_ALLOCATED": "false", "aws.amazon.com/predicate-node": "n"})),
+    # whole devices on trn1: a run of 4 aligned to 4 (graphSelect), each booked whole
+    # (Usedcores = Totalcore = mask 3), ids are device indices
+    ("neuron-whole-devices-aligned-run",
+     [TRN1], [], kube_pod("p", [("c", {"aws.amazon.com/neuron": "4"})]), {}, {},
+     ("n", [(f"n-AWSNeuron-{i}", 0, 2) for i in range(4)],
+      {"hami.io/aws-neuron-devices-allocated":
+       "".join(f"n-AWSNeuron-{i},AWSNeuron,0,3:" for i in range(4)) + ";",
+       "AWS_NEURON_IDS": "0,1,2,3"})),
+    # 4 cores = 2 whole devices; on an inf* instance any contiguous run (a ring), core ids
+    ("neuron-cores-split-in-devices-on-inf",
+     [INF2], [], kube_pod("p", [("c", {"aws.amazon.com/neuroncore": "4"})]), {}, {},
+     ("i", [("i-AWSNeuron-0", 0, 2), ("i-AWSNeuron-1", 0, 2)],
+      {"hami.io/aws-neuron-devices-allocated":
+       "i-AWSNeuron-0,AWSNeuron,0,3:i-AWSNeuron-1,AWSNeuron,0,3:;",
+       "AWS_NEURON_IDS": "0,1,2,3", "NEURON_RESOURCE_TYPE": "aws.amazon.com/neuroncore"})),
     # Enflame DRS: drs-gcu is the profile's slice count, one card per container
     ("enflame-drs-by-size",
      [kube_node("d", {"enflame.com/gcu-drs-capacity": DRS})], [],
@@ -284,3 +316,10 @@ def test_the_chart_default_leaves_ascend_to_no_one():
     nodes = [kube_node("npu", {"hami.io/node-register-Ascend910B3": ASCEND_REG})]
     out = place_from_kube(nodes, [], pod, config={"schedulerName": "hami-scheduler"})
     assert out["containers"] == [{"name": "c", "devices": []}]
+
+
+def test_neuron_two_devices_on_trn1_are_not_an_aligned_run():
+    """``neuroncore: 4`` is 2 devices; outside inf* instances graphSelect only takes runs of
+    1, 4, 8 or 16 (awsneuron/device.go graphSelect): NumaNotFit, as HAMi answers."""
+    out = place_from_kube([TRN1], [], kube_pod("p", [("c", {"aws.amazon.com/neuroncore": "4"})]))
+    assert out == {"schedulable": False, "reasons": {"n": "1/4 NumaNotFit"}}

@@ -199,10 +199,28 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
     if v == "Kunlun":
         return [Device(f"{node}-kunlun-{i}", node, i, "XPU", v, cfg.memory_mib, 100,
                        cfg.split_count, numa=1 if i >= cap // 2 else 0) for i in range(cap)]
+    if v == "AWSNeuron":
+        return _neuron(node, cfg, cap, capacity, labels or {}, limits)
     # HAMi's ids of capacity-registered devices (GetNodeDevices of each backend)
     word = {"Metax": "metax", "Enflame": "GCU", "AWSNeuron": "AWSNeuron"}.get(v, v.lower())
     return [Device(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
                    cfg.cores_percent, cfg.split_count) for i in range(cap)]
+
+
+def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any],
+            labels: dict[str, str], limits: InventoryLimits) -> list[Device]:
+    """AWS Neuron devices (``awsneuron/device.go`` ``GetNodeDevices``): ``<node>-AWSNeuron-<i>``
+    with NeuronCores per device = ``aws.amazon.com/neuroncore`` / ``aws.amazon.com/neuron``
+    capacity (the config's ``split_count`` when the node advertises no cores) as both cores
+    and slots, and the instance type label (``inf*`` instances allow any contiguous run)."""
+    what = f"status.capacity.{cfg.resource_cores}"
+    cores = plain_int(capacity.get(cfg.resource_cores, 0), what) // cap or cfg.split_count
+    error = over_bound(what, cores, limits, "max_split_count", " cores per device")
+    if error:
+        raise ValueError(error)
+    kind = labels.get("node.kubernetes.io/instance-type", "")
+    return [Device(f"{node}-AWSNeuron-{i}", node, i, cfg.common_word, cfg.vendor, 0, cores,
+                   cores, custom={"AWSNodeType": kind}) for i in range(cap)]
 
 
 def _check_memory(what: str, mem: int, limits: InventoryLimits) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +20,7 @@ from scheduling.kube.hami.pods import (
 )
 from scheduling.placement.profile import Profile
 from scheduling.placement.runner import place
-from scheduling.placement.types import Device, PlacementRequest, PodAssignment
+from scheduling.placement.types import Device, DeviceGrant, PlacementRequest, PodAssignment
 
 __all__ = ["place_from_kube", "decision_annotations"]
 
@@ -61,16 +62,57 @@ def _enflame_drs(pa: PodAssignment, devices: Mapping[str, Device]) -> dict[str, 
     return out
 
 
+NEURON_COUNT, NEURON_CORES = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore"
+
+
+def _neuron_mask(g: DeviceGrant, devices: Mapping[str, Device]) -> DeviceGrant:
+    """A Neuron grant as HAMi writes it: its cores as a NeuronCore bit mask, the device's
+    free cores from the lowest bit up (``addCoreUsage``: 1 core on an idle device -> 1, the
+    second core -> 2, 2 cores -> 3)."""
+    used = devices[g.uuid].used_cores_percent if g.uuid in devices else 0
+    return replace(g, cores_percent=((1 << g.cores_percent) - 1) << used)
+
+
+def _neuron_ids(pa: PodAssignment, devices: Mapping[str, Device],
+                pod: Mapping[str, Any] | None) -> dict[str, str]:
+    """AWS Neuron ``PatchAnnotations`` (``awsneuron/device.go``): ``AWS_NEURON_IDS`` lists the
+    device indices of containers asking ``aws.amazon.com/neuron`` in their limits, else the
+    core indices (``cores per device x index + bit``) with ``NEURON_RESOURCE_TYPE``;
+    ``NEURON_ALLOCATED`` false and the predicate node. ``NEURON_ALLOC_TIME`` is left out."""
+    spec = (pod or {}).get("spec") or {}
+    limits = {c.get("name"): ((c.get("resources") or {}).get("limits") or {})
+              for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ()))}
+    ids: list[str] = []
+    out: dict[str, str] = {}
+    for c in pa.containers:
+        for g in (g for g in c.devices if g.vendor == "AWSNeuron"):
+            if str(limits.get(c.name, {}).get(NEURON_COUNT, "0")) not in ("0", ""):
+                ids.append(str(g.index))
+                continue
+            per = devices[g.uuid].cores_percent if g.uuid in devices else 2
+            mask = _neuron_mask(g, devices).cores_percent
+            ids += [str(per * g.index + bit) for bit in (0, 1) if mask & (1 << bit)]
+            out["NEURON_RESOURCE_TYPE"] = NEURON_CORES
+    if ids:
+        out.update({"AWS_NEURON_IDS": ",".join(ids), "NEURON_ALLOCATED": "false",
+                    "aws.amazon.com/predicate-node": pa.node})
+    return out
+
+
 def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
-                         devices: Mapping[str, Device] | None = None) -> dict[str, str]:
+                         devices: Mapping[str, Device] | None = None,
+                         pod: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
 
     ``hami.io/vgpu-node``; per backend present, its to-allocate and allocated keys with the
     same value (containers in assignment order: init first, then app); NVIDIA MIG
     ``hami.io/vgpu-mig-allocations``; Ascend ``huawei.com/<CommonWord>`` JSON; Enflame DRS
-    card and profile annotations (``devices``: the snapshot's devices by uuid).
+    card and profile annotations; AWS Neuron core masks and ids (``devices``: the snapshot's
+    devices by uuid, before this pod; ``pod``: its manifest).
     """
-    out = {NODE_ANNOTATION: pa.node, **_enflame_drs(pa, devices or {})}
+    devices = devices or {}
+    out = {NODE_ANNOTATION: pa.node, **_enflame_drs(pa, devices),
+           **_neuron_ids(pa, devices, pod)}
     by_word = {c.common_word: c for c in configs}
     words = sorted({g.type for c in pa.containers for g in c.devices})
     for word in words:
@@ -81,7 +123,8 @@ def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
             cfg = next((c for c in configs if c.vendor == vendor), None)
         if cfg is None:
             continue
-        value = encode_pod_devices([[g for g in c.devices if g.type == word]
+        value = encode_pod_devices([[_neuron_mask(g, devices) if g.vendor == "AWSNeuron"
+                                     else g for g in c.devices if g.type == word]
                                     for c in pa.containers])
         for key in (cfg.to_allocate_annotation, cfg.allocated_annotation):
             if key:
@@ -148,6 +191,6 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
                           "cores_percent": g.cores_percent} for g in c.devices]}
             for c in pa.containers],
         "annotations": decision_annotations(pa, configs, {
-            d.uuid: d for n in snapshot.nodes.values() for d in n.devices}),
+            d.uuid: d for n in snapshot.nodes.values() for d in n.devices}, pod_manifest),
         "node_scores": {k: round(v, 6) for k, v in decision.node_scores.items()},
     }

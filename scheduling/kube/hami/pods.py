@@ -131,6 +131,8 @@ def apply_existing_pods(snapshot: ClusterSnapshot, pods: list[dict[str, Any]],
                     continue
                 for ci, devs in enumerate(decode_pod_devices(str(ann[key]), f"pod {pname} {key}")):
                     for di, (uuid, typ, m, c) in enumerate(devs):
+                        if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
+                            c = bin(max(c, 0)).count("1")
                         prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
                         per_container.setdefault(ci, []).append(DeviceGrant(
                             uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size))
@@ -188,6 +190,36 @@ def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
     return DeviceRequest(vendor=cfg.vendor, count=1, drs_memory=m, cores_percent=c, **pins)
 
 
+NEURON_CORES_PER_DEVICE = 2
+"""HAMi's ``maxCoresPerNeuronDevice``: a cores request is split in devices of 2 cores."""
+
+
+def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
+                    ) -> DeviceRequest:
+    """AWS Neuron (``awsneuron/device.go`` ``GenerateResourceRequests``): ``neuron: N`` is N
+    whole devices; ``neuroncore: C`` is one device with C cores when C <= 2, else C / 2
+    whole devices (C must then be even).
+
+    Raises:
+        ValueError: a value the webhook refuses, naming the resource.
+    """
+    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
+            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
+    count, cores = get(cfg.resource_count), get(cfg.resource_cores)
+    name = cfg.resource_count if count is not None else cfg.resource_cores
+    n = plain_int(count if count is not None else cores, f"{r}.{name}")
+    if n <= 0:
+        raise ValueError(f"{r}.{name}: must be greater than 0")
+    if count is not None:
+        return DeviceRequest(vendor=cfg.vendor, count=n, **pins)
+    per = NEURON_CORES_PER_DEVICE
+    if n <= per:
+        return DeviceRequest(vendor=cfg.vendor, count=1, cores_percent=n, **pins)
+    if n % per:
+        raise ValueError(f"{r}.{name}: must be 1 or a multiple of {per}, got {n}")
+    return DeviceRequest(vendor=cfg.vendor, count=n // per, cores_percent=per, **pins)
+
+
 def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
                        configs: list[DeviceModelConfig]) -> tuple[DeviceRequest, ...]:
     lim, req = _resources(c)
@@ -208,8 +240,9 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
         if not any(get(n) is not None for n in names):
             continue
         r = f"{where}.resources.limits"
-        if cfg.vendor == "EnflameDRS":
-            out.append(_drs_request(get, r, cfg, ann))
+        if cfg.vendor in ("EnflameDRS", "AWSNeuron"):
+            build = _drs_request if cfg.vendor == "EnflameDRS" else _neuron_request
+            out.append(build(get, r, cfg, ann))
             continue
         raw_count = get(cfg.resource_count)
         count = plain_int(raw_count, f"{r}.{cfg.resource_count}") if raw_count is not None \
