@@ -250,7 +250,7 @@ def test_place_from_kube_hygon_legacy_and_existing_usage():
 
 
 def test_init_containers_come_first_in_the_annotation():
-    reg = nvidia_register([("GPU-0", 10, 81920, "A100", 0)])
+    reg = nvidia_register([("GPU-0", 10, 81920, "NVIDIA A100-SXM4-80GB", 0)])
     pod = kube_pod("p", [("app", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "5000"}),
                          ("side", {})],
                    init=[("init", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})])

@@ -127,15 +127,16 @@ CASES = [
                            "mthreads.com/sgpu-core": "4"})]),
      {}, {}, ("mt", [("mt-mthreads-1", 4096, 4)],
               {"hami.io/mthreads-vgpu-devices-allocated": "mt-mthreads-1,Mthreads,4096,4:;"})),
-    # AMD: gpucores is a percentage turned into compute units, TYPE = registered product
+    # AMD: gpucores is a percentage turned into compute units, TYPE = the registered type
+    # (HAMi only offers devices whose registered type contains "AMD", score.go:43-52)
     ("amd-compute-units",
      [kube_node("a", {"hami.io/node-amd-register": json.dumps([{
          "id": "AMD-0", "index": 0, "count": 10, "devmem": 196608, "devcore": 304,
-         "type": "MI300X", "health": True}])})], [],
+         "type": "AMD-MI300X", "health": True}])})], [],
      kube_pod("p", [("c", {"amd.com/gpu": "1", "amd.com/gpumem": "10000",
                            "amd.com/gpucores": "50"})]),
      {}, {}, ("a", [("AMD-0", 10000, 152)],
-              {"hami.io/amd-devices-allocated": "AMD-0,MI300X,10000,152:;"})),
+              {"hami.io/amd-devices-allocated": "AMD-0,AMD-MI300X,10000,152:;"})),
     # Iluvatar (enabled in the device config): vMem units of 256 MiB, vCore default 0
     ("iluvatar-units",
      [kube_node("i", {"hami.io/node-BI-V150-register": "IL-0,10,32768,100,BI-V150,0,true:"})],
@@ -148,13 +149,13 @@ CASES = [
 
 
 VA_REG = json.dumps([{"id": f"VA-{i}", "index": i, "count": 1, "devmem": 16384,
-                       "devcore": 100, "type": "VA1", "health": True} for i in range(2)])
+                       "devcore": 100, "type": "Vastai", "health": True} for i in range(2)])
 VA_DIES = json.dumps([{"id": f"VA-{i}", "index": i, "count": 1, "devmem": 16384,
-                       "devcore": 100, "type": "VA1", "health": i != 0,
+                       "devcore": 100, "type": "Vastai", "health": i != 0,
                        "custominfo": {"DeviceStrategy": "die", "AIC": str(i // 2)}}
                       for i in range(4)])
 BIREN_REG = json.dumps([{"id": f"BR-{i}", "index": i, "count": 1, "devmem": 65536,
-                         "devcore": 100, "type": "BR106", "health": True} for i in range(2)])
+                         "devcore": 100, "type": "Biren", "health": True} for i in range(2)])
 NPU_910C = json.dumps([{"id": f"NPU-{i}", "index": i, "count": 4, "devmem": 65536,
                         "devcore": 20, "type": "Ascend910C", "health": i != 0}
                        for i in range(4)])
@@ -323,3 +324,16 @@ def test_neuron_two_devices_on_trn1_are_not_an_aligned_run():
     1, 4, 8 or 16 (awsneuron/device.go graphSelect): NumaNotFit, as HAMi answers."""
     out = place_from_kube([TRN1], [], kube_pod("p", [("c", {"aws.amazon.com/neuroncore": "4"})]))
     assert out == {"schedulable": False, "reasons": {"n": "1/4 NumaNotFit"}}
+
+
+def test_a_registered_type_without_the_vendor_word_is_not_offered():
+    """HAMi offers a request only the devices whose registered type contains its type
+    (``getNodeResources``, score.go:43-52): an AMD card registered as ``MI300X`` is never
+    chosen (the AMD plugin registers ``AMD-<product>``); the console's own cycle is not
+    bound by this."""
+    reg = json.dumps([{"id": "AMD-0", "index": 0, "count": 10, "devmem": 196608,
+                       "devcore": 304, "type": "MI300X", "health": True}])
+    out = place_from_kube([kube_node("a", {"hami.io/node-amd-register": reg})], [],
+                          kube_pod("p", [("c", {"amd.com/gpu": "1"})]))
+    assert out["schedulable"] is False
+    assert out["reasons"]["a"].startswith("NodeInsufficientDevice")

@@ -197,7 +197,7 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
         return [Device(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
                        cfg.split_count) for i in range(cards)]
     if v == "Kunlun":
-        return [Device(f"{node}-kunlun-{i}", node, i, "XPU", v, cfg.memory_mib, 100,
+        return [Device(f"{node}-kunlun-{i}", node, i, cfg.common_word, v, cfg.memory_mib, 100,
                        cfg.split_count, numa=1 if i >= cap // 2 else 0) for i in range(cap)]
     if v == "AWSNeuron":
         return _neuron(node, cfg, cap, capacity, labels or {}, limits)
