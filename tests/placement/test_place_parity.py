@@ -188,7 +188,18 @@ TRN1 = kube_node("n", capacity={"aws.amazon.com/neuron": "4", "aws.amazon.com/ne
 INF2 = kube_node("i", capacity={"aws.amazon.com/neuron": "4", "aws.amazon.com/neuroncore": "8"},
                  labels={"node.kubernetes.io/instance-type": "inf2.48xlarge"})
 
+VXPU_REG = json.dumps([{"id": f"XPU-{i}", "index": i, "count": 4, "devmem": 98304,
+                         "devcore": 100, "type": "XPU-P800", "health": True} for i in range(8)])
+
 CASES += [
+    # Kunlun vXPU: 20000 MiB -> the 24576 slice, cores 24576 x 100 / 98304 = 25; the XPUs
+    # that fit are walked by wings (graghSelect): 4 free in the lower wing -> its lowest
+    # index (kunlun/vdevice.go:166-278, topo.go:219-262)
+    ("kunlun-vxpu-wing-walk",
+     [kube_node("k", {"hami.io/node-register-xpu": VXPU_REG})], [],
+     kube_pod("p", [("c", {"kunlunxin.com/vxpu": "1", "kunlunxin.com/vxpu-memory": "20000"})]),
+     {}, {}, ("k", [("XPU-0", 24576, 25)],
+              {"hami.io/xpu-devices-to-allocate": "XPU-0,XPU,24576,25:;"})),
     # AWS Neuron (awsneuron/device.go): devices <node>-AWSNeuron-<i> with 8 / 4 = 2 cores;
     # Devmem 0 gives every device score 0, so the last device is taken even though one of
     # its cores is used (mask 1); the new core is the next bit (addCoreUsage: 3 - 1 = 2),
