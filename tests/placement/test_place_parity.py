@@ -192,6 +192,17 @@ VXPU_REG = json.dumps([{"id": f"XPU-{i}", "index": i, "count": 4, "devmem": 9830
                          "devcore": 100, "type": "XPU-P800", "health": True} for i in range(8)])
 
 CASES += [
+    # Cambricon's use-mlutype / nouse-mlutype are defined but never read by HAMi v2.10
+    # (checkType compares only the request type, cambricon/device.go:243-248): a pod asking
+    # for MLU590 still gets the node's MLU card; the console's own cycle honours the type
+    ("cambricon-use-mlutype-unread",
+     [kube_node("mlu", capacity={"cambricon.com/mlu.smlu.vcore": "100",
+                                 "cambricon.com/mlu.smlu.vmemory": "96"})], [],
+     kube_pod("p", [("c", {"cambricon.com/vmlu": "1", "cambricon.com/mlu.smlu.vmemory": "8"})],
+              {"cambricon.com/use-mlutype": "MLU590", "cambricon.com/nouse-mlutype": "MLU"}),
+     {}, {}, ("mlu", [("mlu-cambricon-mlu-0", 2048, 100)],  # no vcore -> 100 (:277)
+              {"hami.io/cambricon-mlu-devices-allocated":
+               "mlu-cambricon-mlu-0,MLU,2048,100:;"})),
     # Kunlun vXPU: 20000 MiB -> the 24576 slice, cores 24576 x 100 / 98304 = 25; the XPUs
     # that fit are walked by wings (graghSelect): 4 free in the lower wing -> its lowest
     # index (kunlun/vdevice.go:166-278, topo.go:219-262)

@@ -146,6 +146,17 @@ def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
     return out
 
 
+UNREAD_BY_HAMI = ("MLU",)
+"""Backends whose ``use-*type`` / ``nouse-*type`` pod annotations HAMi v2.10 defines but never
+reads (Cambricon's ``checkType`` only compares the request type, cambricon/device.go:243-248);
+``place`` ignores them as HAMi does, the console's own cycle honours them."""
+
+
+def _as_hami_reads(configs: list[DeviceModelConfig]) -> list[DeviceModelConfig]:
+    return [c.model_copy(update={"use_type_annotation": "", "nouse_type_annotation": ""})
+            if c.vendor in UNREAD_BY_HAMI else c for c in configs]
+
+
 def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
                     node_policy: str | None = None, device_policy: str | None = None,
                     config: dict[str, Any] | None = None,
@@ -174,7 +185,7 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
     configs = list(cfg.devices)
     snapshot = snapshot_from_kube(_items(nodes_json, "nodes"), configs, now)
     apply_existing_pods(snapshot, _items(pods_json, "pods"), configs)
-    pod = pod_request_from_kube(pod_manifest, configs)
+    pod = pod_request_from_kube(pod_manifest, _as_hami_reads(configs))
     profile = Profile(node_policy=node_policy or cfg.node_policy,
                       device_policy=device_policy or cfg.device_policy,
                       device_configs=tuple(configs), hami_parity=True)
