@@ -331,3 +331,83 @@ def test_a_unit_that_would_flood_kubelet_with_plugin_devices_is_warned(fake, tmp
         "kubelet refuses a ListAndWatch reply over 4 MiB): raise the memory unit "
         "(memory_factor) or the bound"]
     assert Device.objects.filter(node__name="mlu370-1").count() == 2  # still synced
+
+
+# -- DRA template devices: Ascend vNPU partitions consume the card's shared counters ---------
+
+def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_template(
+        fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="dra")
+    model = DeviceModel.objects.get(name="Ascend910B3")
+    # counters of the card and of each template (the driver's sharedCounters convention)
+    model.config = {"dra": {"counters": {"aicore": 20, "hbm-gib": 64}}, "templates": [
+        {"name": "vir05_1c_16g", "memory_mib": 16384, "cores_percent": 5,
+         "counters": {"aicore": 5, "hbm-gib": 16}},
+        {"name": "vir10_3c_32g", "memory_mib": 32768, "cores_percent": 10,
+         "counters": {"aicore": 12, "hbm-gib": 32}}]}
+    model.save()
+    fake.put(node_json("npu-1", {}, {"cpu": "192", "memory": "1024Gi"}))
+    fake.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+              "metadata": {"name": "npu-1-ascend-project-hami-io"},
+              "spec": {"driver": "ascend.project-hami.io", "nodeName": "npu-1",
+                       "pool": {"name": "npu-1", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "npu-0", "allowMultipleAllocations": True,
+                                    "attributes": {"uuid": {"string": "NPU-dra-0"},
+                                                   "productName": {"string": "Ascend910B3"},
+                                                   "minor": {"int": 0}},
+                                    "capacity": {"cores": {"value": "20"},
+                                                 "memory": {"value": "64Gi"}}}]}})
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    card = Device.objects.get(uuid="NPU-dra-0")
+    assert (card.model.name, card.source, card.memory_mib) == ("Ascend910B3", "dra", 65536)
+    group = make_group("npu", models=("Ascend910B3",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    big = [_job(queue, group, vendor="Ascend", memory_mib=20000, types=[], name=f"big-{i}")
+           for i in range(2)]
+    # the first vir10 takes 12 of 20 aicore: the second one is refused by the counter
+    # although 32 GiB of memory is left on the card
+    assert run_admission_cycle(group.pk).admitted == [big[0].pk]
+    big[1].refresh_from_db()
+    assert big[1].state == JobState.QUEUED
+    assert "CardSharedCountersExhausted" in big[1].pending_reason
+    small = _job(queue, group, vendor="Ascend", memory_mib=8000, types=[], name="small")
+    assert run_admission_cycle(group.pk).admitted == [small.pk]  # 5 + 12 <= 20 aicore
+    assert dict(PlacementDevice.objects.filter(device=card).values_list(
+        "placement__job_id", "memory_mib")) == {big[0].pk: 32768, small.pk: 16384}
+
+    assert submit_job(big[0].pk) == JobState.ADMITTED
+    manifests = build_manifests(Placement.objects.get(job=big[0]))
+    (claim,) = manifests.claims
+    kubernetes_validate.validate(claim, K8S, strict=True)
+    kubernetes_validate.validate(manifests.pod, K8S, strict=True)
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == "npu-ascend910b3.project-hami.io"
+    assert req["exactly"]["count"] == 1
+    assert req["exactly"]["selectors"][0]["cel"]["expression"] == (
+        'device.driver == "ascend.project-hami.io" && '
+        'device.attributes["ascend.project-hami.io"].parentUUID == "NPU-dra-0" && '
+        'device.attributes["ascend.project-hami.io"].template == "vir10_3c_32g"')
+    assert "capacity" not in req["exactly"]  # the partition device carries its size
+
+
+def test_an_ascend_share_count_against_the_template_table_is_flagged_and_the_table_wins(
+        fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    # 910B3: 65536 MiB allocatable, smallest template 16384 MiB -> 4 vNPUs, not 7
+    fake.put(node_json("npu-1", {"hami.io/node-register-Ascend910B3": json.dumps([
+        {"id": f"NPU-{i}", "index": i, "count": c, "devmem": 65536, "devcore": 20,
+         "type": "Ascend910B3", "health": True} for i, c in ((0, 7), (1, 4))])},
+        {"cpu": "192", "memory": "1024Gi", "huawei.com/Ascend910B3": "8"}))
+    report = sync_cluster_inventory(cluster.pk)
+    assert report.errors == []
+    assert report.warnings == [
+        "Node npu-1: device NPU-0: registered 7 shares but the Ascend910B3 template table "
+        "gives 4; the table wins"]
+    rows = {d.uuid: (d.split_count, d.error) for d in Device.objects.all()}
+    assert rows == {"NPU-0": (4, "registered 7 shares but the Ascend910B3 template table "
+                                 "gives 4; the table wins"),
+                    "NPU-1": (4, "")}

@@ -249,7 +249,7 @@ class InventoryWriter:
             "cordoned": dev.cordoned, "mode": dev.mode, "source": rep.source,
             "dra_device": rep.dra_name, "removed_at": None, "missing_since": None,
             "hami_id": ident.hami_id if ident else "",
-            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else "",
+            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
             "mig_profiles": [
                 {"name": p.name, "memory_mib": p.memory_mib, "cores_percent": p.cores_percent,
                  "slice_count": p.slice_count,
