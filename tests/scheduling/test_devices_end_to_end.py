@@ -411,3 +411,82 @@ def test_an_ascend_share_count_against_the_template_table_is_flagged_and_the_tab
     assert rows == {"NPU-0": (4, "registered 7 shares but the Ascend910B3 template table "
                                  "gives 4; the table wins"),
                     "NPU-1": (4, "")}
+
+
+# -- minimum slice: a small request is rounded up and charged so -----------------------------
+
+def test_a_request_below_the_minimum_slice_is_rounded_up_charged_and_emitted(fake, tmp_path):
+    from scheduling.models import DeviceModel
+    from scheduling.services.usage import recomputed_usage
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    model = DeviceModel.objects.get(name="MLU370-X8")
+    model.config = {**model.config, "min_slice_mib": 1000}  # -> 4 units of 256 MiB
+    model.save()
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 1, 96))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8",))
+    tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    job = _job(queue, group, vendor="MLU", memory_mib=300, types=[], cores=5)
+    assert run_admission_cycle(group.pk).admitted == [job.pk]
+    assert PlacementDevice.objects.get(placement__job=job).memory_mib == 1024
+    charged = [v for (t, _flavor, dim), v in recomputed_usage(group).items()
+               if (t, dim) == (tenant.pk, "memory_mib")]
+    assert charged == [1024]  # the tenant's quota is charged the rounded slice
+    _stored, built = _submitted_pod(fake, job)
+    limits = built["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["cambricon.com/mlu370.smlu.vmemory"] == "4"
+
+
+# -- type matching: whole tokens after the vendor prefix --------------------------------------
+
+def test_short_model_names_match_whole_tokens_in_the_live_cycle(fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+
+    def gpus(name, kind, n=1):
+        return node_json(name, {"hami.io/node-nvidia-register": json.dumps([
+            {"id": f"GPU-{name}-{i}", "index": i, "count": 10, "devmem": 97871,
+             "devcore": 100, "type": kind, "numa": 0, "mode": "hami-core", "health": True}
+            for i in range(n)])}, {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "10"})
+
+    fake.put(gpus("h20", "NVIDIA H20"))
+    fake.put(gpus("h200", "NVIDIA H200", 2))
+    fake.put(gpus("a100", "NVIDIA A100-SXM4-80GB"))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    models = {d.uuid: d.model.name for d in Device.objects.all()}
+    assert models["GPU-h20-0"] == "NVIDIA-H20" and models["GPU-h200-0"] == "NVIDIA-H200"
+    group = make_group("gpu", models=("NVIDIA-H20", "NVIDIA-H200", "NVIDIA-A100-SXM4-80GB"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    on_h20 = [_job(queue, group, vendor="NVIDIA", memory_mib=60000, types=["H20"], cores=50,
+                   name=f"h20-{i}") for i in range(2)]
+    on_a100 = _job(queue, group, vendor="NVIDIA", memory_mib=1000, types=["A100"], cores=10,
+                   name="a100")
+    admitted = run_admission_cycle(group.pk).admitted
+    # one H20 card holds one 60000 MiB job; the idle H200s are never taken for "H20"
+    assert sorted(admitted) == sorted([on_h20[0].pk, on_a100.pk])
+    assert PlacementDevice.objects.get(placement__job=on_h20[0]).device.uuid == "GPU-h20-0"
+    assert PlacementDevice.objects.get(placement__job=on_a100).device.uuid == "GPU-a100-0"
+    on_h20[1].refresh_from_db()
+    assert on_h20[1].state == JobState.QUEUED
+
+
+def test_910b4_never_takes_a_910b4_1_card(fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    for chip, mem in (("Ascend910B4", 32768), ("Ascend910B4-1", 65536)):
+        fake.put(node_json(chip.lower(), {f"hami.io/node-register-{chip}": json.dumps([
+            {"id": f"{chip}-0", "index": 0, "count": 4, "devmem": mem, "devcore": 20,
+             "type": chip, "health": True}])},
+            {"cpu": "64", "memory": "512Gi", f"huawei.com/{chip}": "4"}))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("npu", models=("Ascend910B4", "Ascend910B4-1"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    jobs = [_job(queue, group, vendor="Ascend", memory_mib=30000, types=["Ascend910B4"],
+                 name=f"b4-{i}") for i in range(2)]
+    admitted = run_admission_cycle(group.pk).admitted
+    # the 910B4 card (32 GiB) holds one whole-card job; the idle 910B4-1 is not a 910B4
+    assert admitted == [jobs[0].pk]
+    assert PlacementDevice.objects.get(placement__job=jobs[0]).device.uuid == "Ascend910B4-0"
