@@ -490,3 +490,39 @@ def test_910b4_never_takes_a_910b4_1_card(fake, tmp_path):
     # the 910B4 card (32 GiB) holds one whole-card job; the idle 910B4-1 is not a 910B4
     assert admitted == [jobs[0].pk]
     assert PlacementDevice.objects.get(placement__job=jobs[0]).device.uuid == "Ascend910B4-0"
+
+
+def test_a_hygon_card_is_one_dra_device_with_consumable_capacity(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="dra")
+    model = DeviceModel.objects.get(name="K100_AI")
+    model.config = {**model.config, "dra": {"driver": "dcu.hygon.example.com",
+                                            "device_class": "dcu.hygon.example.com"}}
+    model.save()
+    fake.put(node_json("dcu-1", {}, {"cpu": "64", "memory": "256Gi"}))
+    fake.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+              "metadata": {"name": "dcu-1-dcu-hygon-example-com"},
+              "spec": {"driver": "dcu.hygon.example.com", "nodeName": "dcu-1",
+                       "pool": {"name": "dcu-1", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "dcu-0", "allowMultipleAllocations": True,
+                                    "attributes": {"uuid": {"string": "DCU-T8R1380013061601"},
+                                                   "productName": {"string": "K100_AI"},
+                                                   "minor": {"int": 0}},
+                                    "capacity": {"cores": {"value": "100"},
+                                                 "memory": {"value": "65520Mi"}}}]}})
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    card = Device.objects.get(uuid="DCU-T8R1380013061601")
+    assert (card.model.name, card.source, card.memory_mib) == ("K100_AI", "dra", 65520)
+    group = make_group("dcu", models=("K100_AI",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    jobs = [_job(queue, group, vendor="DCU", memory_mib=30000, types=[], cores=40,
+                 name=f"d{i}") for i in range(3)]
+    # two 30000 MiB / 40 % shares fit the card's consumable capacity, a third does not
+    assert sorted(run_admission_cycle(group.pk).admitted) == sorted(j.pk for j in jobs[:2])
+    assert submit_job(jobs[0].pk) == JobState.ADMITTED
+    (claim,) = build_manifests(Placement.objects.get(job=jobs[0])).claims
+    kubernetes_validate.validate(claim, K8S, strict=True)
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == "dcu.hygon.example.com"
+    assert req["exactly"]["capacity"] == {"requests": {"memory": "30000Mi", "cores": "40"}}
