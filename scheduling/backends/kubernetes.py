@@ -269,7 +269,8 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
         return mf.build_hami(assignment, meta,
                              scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
                              catalogue=granted_catalogue(assignment))
-    return mf.build(cluster.submission_mode, assignment, meta)
+    return mf.build(cluster.submission_mode, assignment, meta,
+                    catalogue=granted_catalogue(assignment))
 
 
 def _as_submission_error(exc: KubeError) -> SubmissionError:

@@ -10,14 +10,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.overlay import Catalogue
 from scheduling.devices.resources import dra_device_class, unit_mib
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement.types import DeviceGrant, PodAssignment
 
 __all__ = ["ManifestError", "DraDriver", "DEFAULT_DRA_DRIVERS", "HamiResources",
-           "HAMI_RESOURCES", "WHOLE_RESOURCES", "model_resources", "hami_container_resources",
-           "ascend_family", "dra_drivers_for"]
+           "HAMI_RESOURCES", "WHOLE_RESOURCES", "whole_resource", "model_resources",
+           "hami_container_resources", "ascend_family", "dra_drivers_for"]
 
 
 class ManifestError(ValueError):
@@ -115,22 +116,38 @@ HAMI_RESOURCES: Mapping[str, HamiResources] = {
 }
 """Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
 
-WHOLE_RESOURCES: Mapping[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "MLU": "cambricon.com/mlu",
-    "DCU": "hygon.com/dcu",
-    "Ascend": "huawei.com/{family}",
-    "Metax": "metax-tech.com/gpu",
-    "MetaxSGPU": "metax-tech.com/gpu",
-    "Iluvatar": "iluvatar.ai/gpu",
-    "Enflame": "enflame.com/gcu",
-    "Mthreads": "mthreads.com/gpu",
-    "Kunlun": "kunlunxin.com/xpu",
-    "KunlunVXPU": "kunlunxin.com/xpu",
-    "AMD": "amd.com/gpu",
-}
-"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin. Ascend's
-MindX plugin names it by chip family (``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
+def _whole_resources() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for cfg in default_device_configs():
+        if cfg.whole_resource:
+            out.setdefault(cfg.vendor, cfg.whole_resource)
+    out["Ascend"] = "huawei.com/{family}"  # per chip family; the catalogue names each chip's
+    return out
+
+
+WHOLE_RESOURCES: Mapping[str, str] = _whole_resources()
+"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin, from the
+catalogue's HAMi defaults (``whole_resource``): the fallback for a grant whose model the
+catalogue does not know. Ascend's MindX plugin names it by chip family
+(``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
+
+
+def whole_resource(vendor: str, chip: str, grants: list[DeviceGrant],
+                   catalogue: Catalogue | None) -> str:
+    """The whole-device count resource of the grants' model: the catalogue's resolved
+    ``whole_resource``, else :data:`WHOLE_RESOURCES`.
+
+    Raises:
+        ManifestError: a vendor without a device-plugin resource name.
+    """
+    cfg = catalogue.for_device(vendor, grants[0].model or grants[0].type) \
+        if catalogue is not None else None
+    if cfg is not None and cfg.whole_resource:
+        return cfg.whole_resource
+    name = WHOLE_RESOURCES.get(vendor)
+    if name is None:
+        raise ManifestError(f"vendor {vendor!r} has no device-plugin resource name")
+    return name.format(family=ascend_family(chip or grants[0].type))
 
 
 def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],

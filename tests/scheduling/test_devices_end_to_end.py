@@ -526,3 +526,25 @@ def test_a_hygon_card_is_one_dra_device_with_consumable_capacity(fake, tmp_path)
     (req,) = claim["spec"]["devices"]["requests"]
     assert req["exactly"]["deviceClassName"] == "dcu.hygon.example.com"
     assert req["exactly"]["capacity"] == {"requests": {"memory": "30000Mi", "cores": "40"}}
+
+
+def test_whole_mode_asks_for_the_models_own_device_plugin_resource(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="whole")
+    # this cluster runs Cambricon's own plugin with per-model names for MLU590 cards
+    model = DeviceModel.objects.get(name="MLU590")
+    model.config = {**model.config, "whole_resource": "cambricon.com/mlu590"}
+    model.save()
+    fake.put(mlu_node("mlu590-1", "cambricon.com/mlu590", 2, 100))
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 2, 96))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8", "MLU590"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    jobs = {t: _job(queue, group, vendor="MLU", memory_mib=0, types=[t], count=2, cores=100,
+                    name=t.lower()) for t in ("MLU590", "MLU370")}
+    assert len(run_admission_cycle(group.pk).admitted) == 2
+    for t, resource in (("MLU590", "cambricon.com/mlu590"), ("MLU370", "cambricon.com/mlu")):
+        _stored, built = _submitted_pod(fake, jobs[t])
+        limits = built["spec"]["containers"][0]["resources"]["limits"]
+        assert {k: v for k, v in limits.items() if k.startswith("cambricon")} == {resource: "2"}
