@@ -113,6 +113,10 @@ HAMI_RESOURCES: Mapping[str, HamiResources] = {
                                 use_uuid="hami.io/use-xpu-uuid"),
     "AMD": HamiResources("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores",
                          use_uuid="amd.com/use-gpu-uuid"),
+    "AWSNeuron": HamiResources("aws.amazon.com/neuron", cores="aws.amazon.com/neuroncore",
+                               use_uuid="aws.amazon.com/use-neuron-uuid"),
+    "Vastai": HamiResources("vastaitech.com/va", use_uuid="vastaitech.com/use-gpuuuid"),
+    "Biren": HamiResources("birentech.com/gpu", use_uuid="birentech.com/use-gpuuuid"),
 }
 """Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
 
@@ -210,6 +214,11 @@ def hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
         if soft and cores > 0:
             out[res.cores.format(chip=chip)] = str(cores)
         return out
+    if vendor == "AWSNeuron":
+        # several devices are whole devices; one device asks its NeuronCores (1 or 2)
+        if len(grants) > 1:
+            return out
+        return {res.cores: str(max(1, grants[0].cores_percent))}
     if vendor == "Enflame" and cores < 100:
         if len(grants) > 1:
             raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
