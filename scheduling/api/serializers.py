@@ -25,7 +25,7 @@ from scheduling.services.jobs import ContainerSpec, JobSpec
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 VENDORS = [
     "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren",
+    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
 ]
 
 

@@ -117,6 +117,7 @@ HAMI_RESOURCES: Mapping[str, HamiResources] = {
                                use_uuid="aws.amazon.com/use-neuron-uuid"),
     "Vastai": HamiResources("vastaitech.com/va", use_uuid="vastaitech.com/use-gpuuuid"),
     "Biren": HamiResources("birentech.com/gpu", use_uuid="birentech.com/use-gpuuuid"),
+    "EnflameDRS": HamiResources("enflame.com/drs-gcu", use_uuid="enflame.com/use-gpuuuid"),
 }
 """Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
 
@@ -219,10 +220,11 @@ def hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
         if len(grants) > 1:
             return out
         return {res.cores: str(max(1, grants[0].cores_percent))}
-    if vendor == "Enflame" and cores < 100:
+    if vendor == "EnflameDRS":
+        # one card per container; the profile by its slice count (HAMi's direct request)
         if len(grants) > 1:
             raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
-        return {"enflame.com/gcu-memory": str(mem), "enflame.com/gcu-core": str(max(cores, 1))}
+        return {res.count: str(grants[0].slices or 1)}
     if res.memory and mem > 0:
         units = math.ceil(mem / res.memory_unit_mib)
         out[res.memory.format(chip=chip)] = f"{units}{res.memory_suffix}"

@@ -84,3 +84,36 @@ def test_neuron_vastai_and_biren_sync_place_and_emit(fake, tmp_path):
     assert {k: v for k, v in limits.items() if k.startswith("biren")} == {
         "birentech.com/gpu": "2"}
     assert sorted(ann["birentech.com/use-gpuuuid"].split(",")) == ["BIREN-0", "BIREN-1"]
+
+
+def test_enflame_drs_cards_sync_take_profiles_and_emit_the_slice_count(fake, tmp_path):
+    cluster = make_kube_cluster(fake, tmp_path)
+    fake.put(node_json("gcu-1", {"enflame.com/gcu-drs-capacity": json.dumps({
+        "devices": [{"index": "0", "minor": "0", "capacity": 6},
+                    {"index": "1", "minor": "1", "capacity": 6}],
+        "profiles": {"1g.8gb": "p1", "3g.24gb": "p3", "6g.48gb": "p6"}})},
+        {"cpu": "64", "memory": "256Gi"}))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    card = Device.objects.get(uuid="gcu-1-enflame-drs-0")
+    assert (card.model.vendor, card.memory_mib, card.split_count) == ("EnflameDRS", 49152, 6)
+    assert {p["name"]: p["profile_id"] for p in card.mig_profiles} == {
+        "1g.8gb": "p1", "3g.24gb": "p3", "6g.48gb": "p6"}
+    group = make_group("gcu", models=(card.model.name,))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    jobs = []
+    for i in range(5):
+        job = create_job(queue, JobSpec(name=f"drs-{i}", cpu_milli=1000, memory_mib=1024,
+                                        containers=[ContainerSpec(
+                                            vendor="EnflameDRS", device_count=1,
+                                            memory_mib=20000, cores_percent=30)]),
+                         enqueue=False)
+        JobContainer.objects.filter(job=job).update(image="registry.example/infer:1")
+        jobs.append(job)
+    # 20000 MiB / 30 % -> the 3g.24gb profile (3 slices, 24 GiB, 50 %): two per 6-slice card
+    assert len(run_admission_cycle(group.pk).admitted) == 4
+    booked = PlacementDevice.objects.filter(placement__job__in=jobs)
+    assert {(b.memory_mib, b.cores_percent, b.slots) for b in booked} == {(24576, 50, 3)}
+    limits, ann = _limits(jobs[0])
+    assert {k: v for k, v in limits.items() if k.startswith("enflame")} == {
+        "enflame.com/drs-gcu": "3"}
+    assert ann["enflame.com/use-gpuuuid"].startswith("gcu-1-enflame-drs-")
