@@ -51,16 +51,25 @@ class DraDriver:
     cores_capacity: str = "cores"
 
 
-DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = {
-    # Project-HAMi/k8s-dra-driver (hami.md §7.1); partition attributes are our assumption
-    # (the driver's dynamic MIG devices) - override per cluster if they differ.
-    "NVIDIA": DraDriver("hami-core-gpu.project-hami.io", "hami-core-gpu.project-hami.io"),
-    # Project-HAMi/ascend-dra-driver, HAMivNPUCore mode (hami.md §7.1); template partitions
-    # named by the "template" attribute.
-    "Ascend": DraDriver("ascend.project-hami.io", "ascend.project-hami.io",
-                        profile_attribute="template"),
-}
-"""Vendor word -> DraDriver for the drivers HAMi ships; other vendors must be configured."""
+def _default_dra_drivers() -> dict[str, DraDriver]:
+    out: dict[str, DraDriver] = {}
+    for cfg in default_device_configs():
+        d = cfg.dra
+        if d is None or cfg.vendor in out:
+            continue
+        # a per-model class ("npu-{model}...") has no vendor-wide name: the driver's is used
+        cls = d.driver if "{model}" in d.device_class else d.device_class
+        out[cfg.vendor] = DraDriver(d.driver, cls, d.consumable_capacity, d.uuid_attribute,
+                                    d.parent_attribute, d.profile_attribute,
+                                    d.memory_capacity, d.cores_capacity)
+    return out
+
+
+DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = _default_dra_drivers()
+"""Vendor word -> DraDriver of the drivers HAMi ships (the catalogue's HAMi defaults:
+``hami-core-gpu.project-hami.io`` for NVIDIA, ``ascend.project-hami.io`` for Ascend): the
+fallback for a grant whose model the catalogue does not know; other vendors must be
+configured per model (``dra``)."""
 
 
 @dataclass(frozen=True, slots=True)
