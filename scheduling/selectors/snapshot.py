@@ -252,7 +252,8 @@ def _book_counters(booked, counted: list[tuple[int, CoreDevice, DeviceModelConfi
 def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     """Translate a job (``containers`` prefetched) into the core's PlacementRequest.
 
-    A container without ``device_types`` accepts the group's device models. Vendors whose
+    A container without ``device_types`` accepts the group's device models;
+    ``device_types_exclude`` refuses models (whole-token match). Vendors whose
     requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
     set when exactly one accepted model remains. Ascend requests carry no cores (the vNPU
     template decides them).
@@ -274,6 +275,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                     memory_percent=c.memory_percent,
                     cores_percent=cores,
                     types_include=types,
+                    types_exclude=tuple(c.device_types_exclude or ()),
                     chip=chip,
                 ),
             )

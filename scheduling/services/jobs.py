@@ -26,6 +26,7 @@ class ContainerSpec:
     memory_percent: int | None = None
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
+    device_types_exclude: list[str] = field(default_factory=list)
     init: bool = False
     image: str = ""
     command: list[str] = field(default_factory=list)
@@ -88,6 +89,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
                 memory_percent=c.memory_percent,
                 cores_percent=c.cores_percent,
                 device_types=list(c.device_types),
+                device_types_exclude=list(c.device_types_exclude),
                 image=c.image,
                 command=list(c.command),
                 args=list(c.args),

@@ -548,3 +548,47 @@ def test_whole_mode_asks_for_the_models_own_device_plugin_resource(fake, tmp_pat
         _stored, built = _submitted_pod(fake, jobs[t])
         limits = built["spec"]["containers"][0]["resources"]["limits"]
         assert {k: v for k, v in limits.items() if k.startswith("cambricon")} == {resource: "2"}
+
+
+def test_a_job_that_refuses_mlu370_through_the_api_lands_on_an_mlu590(fake, tmp_path):
+    from rest_framework.test import APIClient
+
+    from scheduling.models import Job
+    from tests.builders import make_user
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 2, 96))
+    fake.put(mlu_node("mlu590-1", "cambricon.com/mlu590", 1, 100))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8", "MLU590"))
+    tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    api = APIClient()
+    api.force_authenticate(make_user("ann", tenant, "member"))
+    body = {"queue": queue.pk, "name": "not-370", "cpu_milli": 1000, "memory_mib": 1024,
+            "containers": [{"name": "main", "vendor": "MLU", "device_count": 1,
+                            "memory_mib": 4096, "cores_percent": 10,
+                            "device_types_exclude": ["MLU370"]}]}
+    bad = api.post("/api/jobs/", {**body, "containers": [
+        {**body["containers"][0], "device_types_exclude": "MLU370"}]}, format="json")
+    assert bad.status_code == 400
+    assert [k for k in bad.json()["error"]["fields"] if "device_types_exclude" in k] == [
+        "containers[0].device_types_exclude"], bad.json()
+    big = {**body, "containers": [{**body["containers"][0], "memory_mib": 76000}]}
+    created = api.post("/api/jobs/", big, format="json")
+    assert created.status_code == 201, created.content
+    job = Job.objects.get(pk=created.json()["id"])
+    assert created.json()["containers"][0]["device_types_exclude"] == ["MLU370"]
+    assert run_admission_cycle(group.pk).admitted == [job.pk]
+    assert Placement.objects.get(job=job).node.name == "mlu590-1"
+    # the MLU590 is full; the idle MLU370 cards are refused, so the next one waits ...
+    again = Job.objects.get(pk=api.post("/api/jobs/", {**body, "name": "again"},
+                                        format="json").json()["id"])
+    assert run_admission_cycle(group.pk).admitted == []
+    again.refresh_from_db()
+    assert again.state == JobState.QUEUED
+    # ... while the same job without the exclusion takes an MLU370
+    free = api.post("/api/jobs/", {**body, "name": "any", "containers": [
+        {k: v for k, v in body["containers"][0].items() if k != "device_types_exclude"}]},
+        format="json").json()["id"]
+    assert run_admission_cycle(group.pk).admitted == [free]
+    assert Placement.objects.get(job_id=free).node.name == "mlu370-1"
