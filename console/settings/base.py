@@ -146,6 +146,15 @@ KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
 KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
 KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
 KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
+# Device health written back (scheduling.services.cordons): what happens to jobs on a device
+# the console marks unhealthy (wait | requeue | fail), and how many failed pods within how many
+# seconds mark a device unhealthy.
+DEVICE_DRAIN_POLICY = env_str("DEVICE_DRAIN_POLICY", "wait")
+if DEVICE_DRAIN_POLICY not in ("wait", "requeue", "fail"):
+    raise ImproperlyConfigured(
+        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail")
+DEVICE_FAILURE_THRESHOLD = env_int("DEVICE_FAILURE_THRESHOLD", 3, minimum=1)
+DEVICE_FAILURE_WINDOW_S = env_float("DEVICE_FAILURE_WINDOW_S", 3600.0, minimum=1.0)
 KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)

@@ -229,6 +229,16 @@ class Device(BaseModel):
     split_count = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
     healthy = models.BooleanField(default=True)
     cordoned = models.BooleanField(default=False)
+    console_unhealthy = models.BooleanField(
+        default=False,
+        help_text="Marked unhealthy by the console (telemetry XID/ECC, repeated pod failures);"
+                  " the inventory sync never clears it, only the console does.",
+    )
+    cordon_reason = models.CharField(
+        max_length=500, blank=True,
+        help_text="Why the console cordons the device in its cluster (operator, health); "
+                  "empty = not cordoned by the console.",
+    )
     mode = models.CharField(max_length=32, blank=True, default="hami-core")
     removed_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(
