@@ -31,9 +31,9 @@ KUBEFLOW_GROUP = "kubeflow.org"
 KUBEFLOW_VERSION = "v1"
 PYTORCHJOB_PLURAL = "pytorchjobs"
 MERGE_PATCH = "application/merge-patch+json"
-TAINT_RULE_VERSIONS = ("v1beta2", "v1alpha3")
-"""resource.k8s.io versions serving DeviceTaintRule (KEP-5055: v1alpha3 in 1.33-1.34, beta
-in v1beta2 later), best first."""
+TAINT_RULE_VERSIONS = ("v1", "v1beta2", "v1alpha3")
+"""resource.k8s.io versions that may serve DeviceTaintRule (KEP-5055: v1alpha3 in 1.33-1.34,
+later ones as it graduates), best first; discovery says which one does."""
 
 
 class WorkloadApi:
@@ -45,6 +45,7 @@ class WorkloadApi:
         self.apps = k8s.AppsV1Api(gateway.api)
         self.custom = k8s.CustomObjectsApi(gateway.api)
         self.core = gateway.core
+        self._taint_version: str | None | bool = False
 
     def _kw(self) -> dict[str, Any]:
         return self.gw._kw()
@@ -185,9 +186,20 @@ class WorkloadApi:
             name, patch, _content_type=MERGE_PATCH, **self._kw())))
 
     def taint_rule_version(self) -> str | None:
-        """The resource.k8s.io version serving DeviceTaintRule, or None."""
-        served = set(self.gw.served_versions())
-        return next((v for v in TAINT_RULE_VERSIONS if v in served), None)
+        """The best resource.k8s.io version whose discovery lists ``devicetaintrules``, or
+        None (discovered once per :class:`WorkloadApi`)."""
+        if self._taint_version is False:
+            self._taint_version = None
+            served = set(self.gw.served_versions())
+            for version in TAINT_RULE_VERSIONS:
+                if version not in served:
+                    continue
+                found = self.gw._call(lambda v=version: self._taint_api(v).get_api_resources(
+                    _request_timeout=self.gw.timeout))
+                if any(r.name == "devicetaintrules" for r in found.resources or []):
+                    self._taint_version = version
+                    break
+        return self._taint_version  # type: ignore[return-value]
 
     def list_taint_rules(self, version: str, label_selector: str) -> ObjectList:
         """DeviceTaintRules matching ``label_selector``."""
@@ -208,7 +220,7 @@ class WorkloadApi:
 
     def _taint_api(self, version: str) -> Any:
         apis = {"v1alpha3": getattr(k8s, "ResourceV1alpha3Api", None),
-                "v1beta2": k8s.ResourceV1beta2Api}
+                "v1beta2": k8s.ResourceV1beta2Api, "v1": k8s.ResourceV1Api}
         cls = apis.get(version)
         if cls is None or not hasattr(cls, "create_device_taint_rule"):
             raise KeyError(f"this client has no DeviceTaintRule API in {version}")

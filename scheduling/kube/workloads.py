@@ -65,6 +65,7 @@ from scheduling.placement.types import PodAssignment, PodRequest
 
 __all__ = [
     "LABEL_QUEUE",
+    "LABEL_PRIORITY",
     "LABEL_WORKLOAD",
     "ANNOTATION_PENDING",
     "ANNOTATION_ADMITTED",
@@ -87,6 +88,9 @@ __all__ = [
 
 LABEL_QUEUE = "console.llmops.io/queue"
 """Label naming the tenant queue a workload goes to; objects without it are left alone."""
+LABEL_PRIORITY = "console.llmops.io/priority"
+"""Optional label: the workload's priority in its queue (an integer, default 0; Kueue reads a
+``kueue.x-k8s.io/priority-class`` instead)."""
 LABEL_WORKLOAD = "console.llmops.io/workload"
 """Label the console puts on an admitted pod template: the console's job id."""
 ANNOTATION_PENDING = "console.llmops.io/pending-reason"
@@ -160,6 +164,7 @@ class Workload:
         finished: "" while live, ``"succeeded"`` / ``"failed"`` once its status says so.
         active: pods the object's status reports running or active.
         resource_version / generation: of the object read.
+        priority: :data:`LABEL_PRIORITY`.
     """
 
     kind: str
@@ -174,6 +179,7 @@ class Workload:
     resource_version: str = ""
     generation: int = 0
     annotations: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
 
     @property
     def pod_count(self) -> int:
@@ -251,13 +257,29 @@ def _at(obj: Any, path: Sequence[str]) -> Any:
     return obj
 
 
+def codec_configs(configs: Sequence[DeviceModelConfig]) -> list[DeviceModelConfig]:
+    """One config per set of HAMi resource names, the first in catalogue order (vendor
+    defaults come first), so a template asking ``nvidia.com/gpu`` yields one request however
+    many NVIDIA models the catalogue knows; per-model names (Cambricon ``<model>.smlu``)
+    keep their own config."""
+    out, seen = [], set()
+    for c in configs:
+        names = (c.resource_count, c.resource_memory, c.resource_memory_percent,
+                 c.resource_cores)
+        if not any(names) or names in seen:
+            continue
+        seen.add(names)
+        out.append(c)
+    return out
+
+
 def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> PodRequest:
     if not isinstance(template, Mapping):
         raise WorkloadError(f"{where}: required")
     pod = {"kind": "Pod", "metadata": template.get("metadata") or {},
            "spec": template.get("spec")}
     try:
-        return pod_request_from_kube(pod, configs, where)
+        return pod_request_from_kube(pod, codec_configs(configs), where)
     except ValueError as exc:
         raise WorkloadError(str(exc)) from None
 
@@ -310,7 +332,19 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
         finished=finished, active=active,
         resource_version=str(meta.get("resourceVersion") or ""),
         generation=int(meta.get("generation") or 0),
-        annotations=dict(meta.get("annotations") or {}))
+        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
+
+
+def _priority(meta: Mapping[str, Any]) -> int:
+    value = str((meta.get("labels") or {}).get(LABEL_PRIORITY, "0")).strip()
+    try:
+        priority = int(value)
+    except ValueError:
+        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {value!r} is not an integer"
+                            ) from None
+    if abs(priority) > 1_000_000_000:
+        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {priority} is out of range")
+    return priority
 
 
 def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
@@ -342,7 +376,7 @@ def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> 
         finished={"Succeeded": "succeeded", "Failed": "failed"}.get(str(phase), ""),
         active=1 if phase == "Running" else 0,
         resource_version=str(meta.get("resourceVersion") or ""),
-        annotations=dict(meta.get("annotations") or {}))
+        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
 
 
 def pod_owner(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -511,6 +545,24 @@ def admission_patch(kind: str, obj: Mapping[str, Any], admissions: Sequence[Admi
             "spec": new["spec"]}
 
 
+def merge_diff(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict:
+    """JSON merge patch (RFC 7386) turning ``current`` into ``wanted``: keys only in
+    ``current`` become null, nested mappings recurse, anything else takes ``wanted``'s."""
+    out: dict[str, Any] = {}
+    for key in current:
+        if key not in wanted:
+            out[key] = None
+    for key, value in wanted.items():
+        old = current.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            sub = merge_diff(old, value)
+            if sub:
+                out[key] = sub
+        elif old != value:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def suspend_patch(kind: str, obj: Mapping[str, Any], original_spec: Mapping[str, Any] | None,
                   reason: str) -> dict:
     """JSON merge patch suspending an object again (preempted, or created unsuspended).
@@ -519,7 +571,8 @@ def suspend_patch(kind: str, obj: Mapping[str, Any], original_spec: Mapping[str,
     pinned, as Kueue restores a stopped job's pod sets; the console's admitted annotation is
     cleared and ``reason`` becomes the pending reason.
     """
-    spec = copy.deepcopy(dict(original_spec or obj.get("spec") or {}))
+    current = dict(obj.get("spec") or {})
+    spec = merge_diff(current, dict(original_spec)) if original_spec else {}
     wrapper = {"spec": spec}
     _set(wrapper, KINDS[kind].suspend_path, True)
     meta = obj.get("metadata") or {}

@@ -109,6 +109,7 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
             for p in workload.pod_sets]
     name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
     return JobSpec(name=name, containers=[], pod_count=workload.pod_count,
+                   priority=workload.priority,
                    cpu_milli=sets[0].cpu_milli, memory_mib=sets[0].memory_mib,
                    source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets)
 
