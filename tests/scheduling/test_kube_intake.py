@@ -323,7 +323,7 @@ def test_object_in_a_namespace_of_no_tenant_is_refused_with_an_event(fake, kube)
     cluster, _group, _queue = kube
     fake.put(job_object("stray", ns="nobody"))
     report = _intake(cluster)
-    assert f"Job nobody/stray" in report.refused
+    assert "Job nobody/stray" in report.refused
     assert not Job.objects.exists()
     (event,) = _events(fake, "stray")
     assert event[:2] == ("NoTenant", "Warning") and "belongs to no tenant" in event[2]
