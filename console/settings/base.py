@@ -15,7 +15,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from core.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    env_template,
+    env_url,
+)
 from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
 from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
@@ -159,6 +167,10 @@ KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
 KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
+# Each tenant's namespace in each cluster (tenants.selectors.tenant_namespace): {slug} is the
+# tenant's name, {cluster} the cluster's; a Cluster row's namespace_pattern overrides it.
+TENANT_NAMESPACE_PATTERN = env_template("TENANT_NAMESPACE_PATTERN", "tenant-{slug}",
+                                        fields=("slug", "cluster"), required=("slug",))
 # Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
 # bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
 # INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,

@@ -7,11 +7,12 @@ another node keeps its row (and so its history).
 import re
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
+from core.env import template_error
 from core.models import BaseModel
 from scheduling.choices import Backend, SlicingMode, sharing_mode
 from scheduling.devices.overlay import resolve_model
@@ -48,10 +49,12 @@ class Cluster(BaseModel):
     submission_mode = models.CharField(
         max_length=8, choices=SubmissionMode.choices, default=SubmissionMode.HAMI
     )
-    namespace = models.CharField(
-        max_length=63, default="default",
-        validators=[RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-                                   "a DNS-1123 label (lower case, digits, '-')")],
+    namespace_pattern = models.CharField(
+        max_length=120, blank=True,
+        help_text="Name of each tenant's namespace in this cluster, e.g. 'tenant-{slug}' "
+                  "({slug} = tenant name, {cluster} = cluster name). Empty: the "
+                  "TENANT_NAMESPACE_PATTERN setting. A namespace already created keeps its "
+                  "name.",
     )
     in_cluster = models.BooleanField(
         default=False, help_text="Use the service account of the pod the console runs in."
@@ -94,6 +97,10 @@ class Cluster(BaseModel):
             )
         if self.kube_context and self.in_cluster:
             raise ValidationError({"kube_context": "a context needs a kubeconfig"})
+        if self.namespace_pattern:
+            error = template_error(self.namespace_pattern, ("slug", "cluster"), ("slug",))
+            if error is not None:
+                raise ValidationError({"namespace_pattern": error})
 
 
 class DeviceModelManager(models.Manager):

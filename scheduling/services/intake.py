@@ -45,13 +45,13 @@ from scheduling.kube.errors import KubeError
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
-from scheduling.selectors.tenancy import tenant_for_namespace
 from scheduling.services.intake_record import (
     emit,
     record_placement,
     suspend_object,
 )
 from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, submit_job
+from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
 

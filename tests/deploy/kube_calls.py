@@ -49,6 +49,8 @@ CALLS: dict[str, Grant | None] = {
     "patch_node": ("", "nodes", "patch"),
     "list_namespace": ("", "namespaces", "list"),
     "read_namespace": ("", "namespaces", "get"),
+    "create_namespace": ("", "namespaces", "create"),
+    "patch_namespace": ("", "namespaces", "patch"),
     "create_namespaced_event": ("", "events", "create"),
     # batch/v1, apps/v1 (workloads users create with kubectl)
     "list_job_for_all_namespaces": ("batch", "jobs", "list"),

@@ -9,7 +9,8 @@ as against a cluster. It serves:
   constructor argument (``resource_versions``), an unserved version answers 404 like a real
   server without that API.
 * core/v1 ``pods`` (create/get/list/watch/delete/patch, ``/status`` subresource),
-  ``nodes`` (create/get/list/watch/patch/delete), ``namespaces`` (create/get/list);
+  ``nodes`` (create/get/list/watch/patch/delete), ``namespaces``
+  (create/get/list/patch/delete; deleting one deletes the objects in it);
   resource.k8s.io ``resourceclaims`` (create/get/list/watch/delete/patch) and
   ``resourceslices`` / ``deviceclasses`` (create/get/list/watch/delete).
 * One global ``resourceVersion`` counter; every write bumps it and is recorded in a bounded
@@ -601,6 +602,10 @@ def validate(kind: _Kind, obj: dict) -> None:
         for f in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(f):
                 causes.append((f"metadata.ownerReferences[{i}].{f}", "Required value"))
+    if kind.namespaced is False and kind.plural == "namespaces" and name and (
+            len(name) > 63 or not _DNS1123_LABEL.match(name)):
+        causes.append(("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
+                       "label must consist of lower case alphanumeric characters or '-'"))
     if kind.plural == "pods":
         _validate_pod(obj, causes)
     elif kind.plural == "resourceclaims":
@@ -833,6 +838,8 @@ class FakeApiServer:
             # an object keeps its uid when replaced, a new one gets one (as a create would)
             stored["metadata"].setdefault(
                 "uid", old["metadata"].get("uid") if old else str(_uuid.uuid4()))
+            if kind.plural == "namespaces" and self.namespaces is not None:
+                self.namespaces.add(stored["metadata"]["name"])
             self._write(kind, stored, "MODIFIED" if old else "ADDED", old=old)
             return copy.deepcopy(stored)
 
@@ -1016,10 +1023,23 @@ class FakeApiServer:
                     obj["metadata"]["resourceVersion"]:
                 raise ApiError(409, "Conflict", "Precondition failed: resourceVersion")
             gone = self._write(kind, copy.deepcopy(obj), "DELETED", old=obj)
+            if kind.plural == "namespaces":
+                self._empty_namespace(name)
             if policy == "Orphan":
                 self._orphan(obj["metadata"]["uid"])
             self._collect_garbage()
             return _from_storage(kind, gone, version)
+
+    def _empty_namespace(self, ns: str) -> None:
+        """A deleted namespace takes its objects with it (at once here; the namespace
+        controller does it while the namespace is Terminating)."""
+        if self.namespaces is not None:
+            self.namespaces.discard(ns)
+        for other in KINDS.values():
+            if other.namespaced:
+                for key, obj in list(self._store[other.plural].items()):
+                    if key[0] == ns:
+                        self._write(other, copy.deepcopy(obj), "DELETED", old=obj)
 
     def patch(self, kind: _Kind, version: str, ns: str, name: str, content_type: str,
               body: Any, subresource: str) -> dict:
