@@ -18,6 +18,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.intake import sync_cluster_workloads
 from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
+from tenants.selectors import tenant_namespace
 from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 K8S = "1.34.0"
-NS = "team-a"
+NS = "tenant-team-a"  # team-a's namespace under the default TENANT_NAMESPACE_PATTERN
 
 
 @pytest.fixture
@@ -49,7 +50,8 @@ def kube(fake, tmp_path, settings):
     fake.put(nvidia_node("gpu-2", ("GPU-cccc", "GPU-dddd")))
     sync_cluster_inventory(cluster.pk, now=datetime(2025, 6, 1, 12, 0, tzinfo=UTC))
     group = make_group("g1", models=(A100,))
-    tenant, queue = make_tenant(NS, group, devices_milli=4000)
+    tenant, queue = make_tenant("team-a", group, devices_milli=4000)
+    assert tenant_namespace(tenant, cluster) == NS
     return cluster, group, queue
 
 
