@@ -50,10 +50,11 @@ class WorkloadApi:
     def _kw(self) -> dict[str, Any]:
         return self.gw._kw()
 
-    def _list(self, fn: Any, *args: Any, **kw: Any) -> ObjectList:
-        """A list answer; a kind the server does not serve (CRD not installed) is empty."""
+    def _list(self, fn: Any) -> ObjectList:
+        """The list answer of ``fn()``; a kind the server does not serve (CRD not installed)
+        is empty."""
         try:
-            data = _raw(self.gw._call(lambda: fn(*args, **kw, **self._kw())))
+            data = _raw(self.gw._call(fn))
         except NotFound:
             return ObjectList(items=[], resource_version="")
         return ObjectList(items=list(data.get("items") or []),
@@ -69,20 +70,22 @@ class WorkloadApi:
             KeyError: a kind the console does not take in.
             KubeError: the list failed (other than the kind not being served).
         """
-        sel = LABEL_QUEUE
+        sel, kw = LABEL_QUEUE, self._kw()
         if kind == "Job":
-            return self._list(self.batch.list_job_for_all_namespaces, label_selector=sel)
+            return self._list(lambda: self.batch.list_job_for_all_namespaces(
+                label_selector=sel, **kw))
         if kind == "Deployment":
-            return self._list(self.apps.list_deployment_for_all_namespaces, label_selector=sel)
+            return self._list(lambda: self.apps.list_deployment_for_all_namespaces(
+                label_selector=sel, **kw))
         if kind == "StatefulSet":
-            return self._list(self.apps.list_stateful_set_for_all_namespaces,
-                              label_selector=sel)
+            return self._list(lambda: self.apps.list_stateful_set_for_all_namespaces(
+                label_selector=sel, **kw))
         if kind == "JobSet":
-            return self._list(self.custom.list_cluster_custom_object, JOBSET_GROUP,
-                              JOBSET_VERSION, JOBSET_PLURAL, label_selector=sel)
+            return self._list(lambda: self.custom.list_cluster_custom_object(
+                JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, label_selector=sel, **kw))
         if kind == "PyTorchJob":
-            return self._list(self.custom.list_cluster_custom_object, KUBEFLOW_GROUP,
-                              KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, label_selector=sel)
+            return self._list(lambda: self.custom.list_cluster_custom_object(
+                KUBEFLOW_GROUP, KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, label_selector=sel, **kw))
         raise KeyError(kind)
 
     def get_workload(self, kind: str, namespace: str, name: str) -> dict | None:
@@ -133,7 +136,8 @@ class WorkloadApi:
 
     def list_queued_pods(self) -> ObjectList:
         """Pods carrying the queue label (replicas of labelled Deployments / StatefulSets)."""
-        return self._list(self.core.list_pod_for_all_namespaces, label_selector=LABEL_QUEUE)
+        return self._list(lambda: self.core.list_pod_for_all_namespaces(
+            label_selector=LABEL_QUEUE, **self._kw()))
 
     def patch_pod(self, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Pod (annotations, labels, affinity, schedulingGates)."""
@@ -173,13 +177,6 @@ class WorkloadApi:
 
     # -- device cordons ----------------------------------------------------------------------
 
-    def get_node(self, name: str) -> dict | None:
-        """The Node, or None."""
-        try:
-            return _raw(self.gw._call(lambda: self.core.read_node(name, **self._kw())))
-        except NotFound:
-            return None
-
     def patch_node(self, name: str, patch: dict) -> dict:
         """Merge-patch a Node (the device-cordon annotations)."""
         return _raw(self.gw._call(lambda: self.core.patch_node(
@@ -204,7 +201,8 @@ class WorkloadApi:
     def list_taint_rules(self, version: str, label_selector: str) -> ObjectList:
         """DeviceTaintRules matching ``label_selector``."""
         api = self._taint_api(version)
-        return self._list(api.list_device_taint_rule, label_selector=label_selector)
+        return self._list(lambda: api.list_device_taint_rule(label_selector=label_selector,
+                                                             **self._kw()))
 
     def create_taint_rule(self, version: str, rule: dict) -> None:
         """Create a DeviceTaintRule; one already there (same name) is kept."""
