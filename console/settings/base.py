@@ -134,6 +134,9 @@ def _celery_url(redis_url: str) -> str:
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp")) or _celery_url(
     REDIS_URL
 )
+# The queue every task goes to (and workers read with ``celery worker -Q``): installs sharing
+# one Redis keep apart by naming their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -203,3 +203,37 @@ def test_repeated_pod_failures_mark_the_device_unhealthy(fake, kube, settings):
     assert sorted(Device.objects.filter(pk__in=marked).values_list("uuid", flat=True)) == \
         ["GPU-aaaa", "GPU-bbbb"]
     assert not Device.objects.get(uuid="GPU-aaaa").healthy
+
+
+def test_operator_cordons_through_the_api_and_the_device_page(kube, client):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    from tests.builders import make_user
+
+    device = Device.objects.get(uuid="GPU-aaaa")
+    member = make_user("member", kube[2].tenant)
+    api = APIClient()
+    api.force_authenticate(member)
+    url = f"/api/devices/{device.pk}/cordon/"
+    assert api.post(url, {"reason": "x"}, format="json").status_code == 403
+    admin = get_user_model().objects.create_superuser("root", password="pw-root")
+    api.force_authenticate(admin)
+    bad = api.post(url, {"drain": "evict"}, format="json")
+    assert bad.status_code == 400 and "drain" in bad.json()["errors"] \
+        if "errors" in bad.json() else "drain" in str(bad.json())
+    done = api.post(url, {"reason": "ECC storm", "drain": "wait"}, format="json")
+    assert done.status_code == 200
+    assert done.json()["cordon_reason"] == "cordoned by root: ECC storm"
+    assert api.post(f"/api/devices/{device.pk}/uncordon/").json()["cordon_reason"] == ""
+
+    client.force_login(admin)
+    page = client.get(f"/devices/{device.uuid}/")
+    assert b"Cordon in the cluster" in page.content
+    resp = client.post(f"/devices/{device.uuid}/cordon/", {"reason": "swap", "drain": "wait"})
+    assert resp.status_code == 302
+    device.refresh_from_db()
+    assert device.cordon_reason == "cordoned by root: swap" and device.cordoned
+    assert b"Uncordon" in client.get(f"/devices/{device.uuid}/").content
+    client.force_login(member)
+    assert client.post(f"/devices/{device.uuid}/uncordon/").status_code == 403
