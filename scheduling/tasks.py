@@ -27,7 +27,7 @@ from scheduling.selectors.snapshot import groups_with_queued_jobs
 from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
-from scheduling.services.intake import sync_cluster_workloads
+from scheduling.services.intake import intake_cluster
 from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
@@ -130,9 +130,10 @@ def kube_tick_task() -> int:
 
 @shared_task(name=KUBE_INTAKE_TASK)
 def kube_intake_task(cluster_id: int) -> dict:
-    """One intake pass (list of every labelled workload = the periodic resync) of a
-    kubernetes cluster; the service enqueues the cycles of groups that got capacity back."""
-    report = sync_cluster_workloads(cluster_id)
+    """One intake turn of a kubernetes cluster (list of every labelled workload when the
+    periodic resync is due, then a watch); the service enqueues the cycles of groups that got
+    capacity back."""
+    report = intake_cluster(cluster_id)
     return {"cluster": report.cluster, "queued": len(report.queued),
             "released": len(report.released), "suspended": len(report.suspended),
             "refused": len(report.refused), "locked": report.locked_out}

@@ -156,6 +156,9 @@ USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
 KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
 KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
+# Full list of the labelled workloads (scheduling.services.intake) at least this often; the
+# intake watches between two lists.
+KUBE_INTAKE_RESYNC_S = env_float("KUBE_INTAKE_RESYNC_S", 30.0, minimum=1.0)
 KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
 # Device health written back (scheduling.services.cordons): what happens to jobs on a device
 # the console marks unhealthy (wait | requeue | fail), and how many failed pods within how many

@@ -14,11 +14,13 @@ retries only for idempotent bodies - callers here re-read and rebuild the patch 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes import watch
 
-from scheduling.kube.errors import AlreadyExists, NotFound
+from scheduling.kube.errors import AlreadyExists, NotFound, classify
 from scheduling.kube.gateway import KubernetesGateway, ObjectList, _raw
 from scheduling.kube.workloads import LABEL_QUEUE
 
@@ -87,6 +89,51 @@ class WorkloadApi:
             return self._list(lambda: self.custom.list_cluster_custom_object(
                 KUBEFLOW_GROUP, KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, label_selector=sel, **kw))
         raise KeyError(kind)
+
+    def watch_workloads(self, kind: str, resource_version: str, timeout_s: int
+                        ) -> Iterator[tuple[str, dict]]:
+        """Changes of labelled objects of ``kind`` (``"Pod"``: the queued replicas) since
+        ``resource_version``, for about ``timeout_s`` seconds: ``(type, object)`` pairs
+        (ADDED / MODIFIED / DELETED; bookmarks are skipped).
+
+        Raises:
+            Expired: the resourceVersion is too old (410): list again.
+            KubeError: classified failure (a kind the server does not serve: NotFound).
+        """
+        kw: dict[str, Any] = {"label_selector": LABEL_QUEUE, "timeout_seconds": timeout_s,
+                              "resource_version": resource_version,
+                              "allow_watch_bookmarks": True}
+        if self.gw.timeout:
+            kw["_request_timeout"] = (self.gw.timeout, timeout_s + self.gw.timeout)
+        w = watch.Watch()
+        try:
+            if kind == "Job":
+                stream = w.stream(self.batch.list_job_for_all_namespaces, **kw)
+            elif kind == "Deployment":
+                stream = w.stream(self.apps.list_deployment_for_all_namespaces, **kw)
+            elif kind == "StatefulSet":
+                stream = w.stream(self.apps.list_stateful_set_for_all_namespaces, **kw)
+            elif kind == "JobSet":
+                stream = w.stream(self.custom.list_cluster_custom_object, JOBSET_GROUP,
+                                  JOBSET_VERSION, JOBSET_PLURAL, **kw)
+            elif kind == "PyTorchJob":
+                stream = w.stream(self.custom.list_cluster_custom_object, KUBEFLOW_GROUP,
+                                  KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, **kw)
+            elif kind == "Pod":
+                stream = w.stream(self.core.list_pod_for_all_namespaces, **kw)
+            else:
+                raise KeyError(kind)
+            for event in stream:
+                if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    # raw_object: the JSON as sent (the client also builds model objects)
+                    yield str(event["type"]), dict(event.get("raw_object") or {})
+        except Exception as exc:  # noqa: BLE001 - classified, unknowns re-raised
+            err = classify(exc)
+            if err is None:
+                raise
+            raise err from exc
+        finally:
+            w.stop()
 
     def get_workload(self, kind: str, namespace: str, name: str) -> dict | None:
         """The object, or None when it is gone."""

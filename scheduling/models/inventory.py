@@ -76,6 +76,10 @@ class Cluster(BaseModel):
     watch_resource_version = models.CharField(max_length=64, blank=True)
     inventory_synced_at = models.DateTimeField(null=True, blank=True)
     resynced_at = models.DateTimeField(null=True, blank=True)
+    intake_resource_versions = models.JSONField(
+        default=dict, blank=True,
+        help_text="Watch resume point per taken-in kind (scheduling.services.intake).")
+    intake_resynced_at = models.DateTimeField(null=True, blank=True)
     inventory_errors = models.JSONField(default=list, blank=True)
     unknown_pods = models.JSONField(default=list, blank=True)
 

@@ -1,7 +1,10 @@
 """Intake of workloads users create with kubectl (labelled ``console.llmops.io/queue``).
 
-:func:`sync_cluster_workloads` is one level-triggered pass over a kubernetes cluster (run by
-``kube_intake_task`` from the beat tick; single-flight per cluster under an advisory lock):
+:func:`sync_cluster_workloads` is one level-triggered pass over a kubernetes cluster;
+:func:`intake_cluster` (``kube_intake_task``, every beat tick) runs it as the periodic resync
+(``KUBE_INTAKE_RESYNC_S``) and between resyncs watches each kind from the list's
+resourceVersion, handling each changed object the same way (single-flight per cluster
+under an advisory lock):
 
 1. list every taken-in kind carrying the queue label (Job, JobSet, PyTorchJob; Deployments
    and StatefulSets; the Pods of those) - a full list each pass is the periodic resync;
@@ -26,8 +29,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -41,7 +45,7 @@ from scheduling.choices import (
 )
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workloads as wl
-from scheduling.kube.errors import KubeError
+from scheduling.kube.errors import Expired, KubeError, NotFound, Retryable
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
@@ -55,7 +59,8 @@ from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["IntakeReport", "sync_cluster_workloads", "SUSPENDABLE", "GATED"]
+__all__ = ["IntakeReport", "sync_cluster_workloads", "intake_cluster", "SUSPENDABLE",
+           "GATED"]
 
 SUSPENDABLE = ("Job", "JobSet", "PyTorchJob")
 GATED = ("Deployment", "StatefulSet")
@@ -76,6 +81,7 @@ class IntakeReport:
     gated: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     jobs: dict[str, int] = field(default_factory=dict)
+    events: int = 0
     groups: set[int] = field(default_factory=set)
 
 
@@ -318,33 +324,124 @@ def sync_cluster_workloads(cluster_id: int, *, gateway=None, now: datetime | Non
     """
     cluster = Cluster.objects.get(pk=cluster_id)
     report = IntakeReport(cluster=cluster.name)
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [locks.KUBE_INTAKE, cluster.pk])
-        if not cur.fetchone()[0]:
-            report.locked_out = True
-            return report
+    if not _lock(cluster, True):
+        report.locked_out = True
+        return report
+    now = now or timezone.now()
     try:
-        _pass(cluster, gateway, now or timezone.now(), report)
+        rvs = _pass(cluster, WorkloadApi(gateway or gateway_for(cluster)), now, report)
+        Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs,
+                                                     intake_resynced_at=now)
     finally:
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [locks.KUBE_INTAKE, cluster.pk])
+        _lock(cluster, False)
     for group_id in sorted(report.groups):
         enqueue_admission_cycle(group_id)
     return report
 
 
-def _pass(cluster: Cluster, gateway, now: datetime, report: IntakeReport) -> None:
-    api = WorkloadApi(gateway or gateway_for(cluster))
+def _pass(cluster: Cluster, api: WorkloadApi, now: datetime, report: IntakeReport
+          ) -> dict[str, str]:
+    """The full list pass; returns each kind's list resourceVersion (watch resume points)."""
     configs = get_catalogue().configs
-    listed = {kind: api.list_workloads(kind).items for kind in (*SUSPENDABLE, *GATED)}
-    pods = api.list_queued_pods().items
+    listed = {kind: api.list_workloads(kind) for kind in (*SUSPENDABLE, *GATED)}
+    listed["Pod"] = api.list_queued_pods()
     seen: set[str] = set()
     for kind in SUSPENDABLE:
-        for obj in listed[kind]:
+        for obj in listed[kind].items:
             _one(api, cluster, kind, obj, configs, now, report, seen)
     for kind in GATED:
-        for obj in listed[kind]:
+        for obj in listed[kind].items:
             _gate(api, cluster, kind, obj, report)
-    for pod in pods:
+    for pod in listed["Pod"].items:
         _one(api, cluster, "Pod", pod, configs, now, report, seen)
     _vanished(cluster, seen, now, report)
+    return {kind: lst.resource_version for kind, lst in listed.items()}
+
+
+def _watch(cluster: Cluster, api: WorkloadApi, rvs: dict[str, str], seconds: int,
+           report: IntakeReport) -> dict[str, str]:
+    """Follow each kind's changes from its resume point (``seconds`` shared among the
+    kinds); a kind whose point expired (410) loses it, so the next turn lists again."""
+    configs = get_catalogue().configs
+    kinds = (*SUSPENDABLE, *GATED, "Pod")
+    per_kind = max(1, seconds // len(kinds))
+    out = dict(rvs)
+    for kind in kinds:
+        if not out.get(kind):
+            continue
+        try:
+            for etype, obj in api.watch_workloads(kind, out[kind], per_kind):
+                out[kind] = str((obj.get("metadata") or {}).get("resourceVersion")
+                                or out[kind])
+                report.events += 1
+                _on_event(api, cluster, kind, etype, obj, configs, report)
+        except Expired:
+            out[kind] = ""
+        except NotFound:
+            continue  # the kind is not served (CRD not installed)
+        except Retryable as exc:  # the stream broke: resume from the last point next turn
+            report.errors.append(f"watch {kind}: {exc}")
+    return out
+
+
+def _on_event(api: WorkloadApi, cluster: Cluster, kind: str, etype: str, obj: dict, configs,
+              report: IntakeReport) -> None:
+    now = timezone.now()
+    if etype == "DELETED":
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        rows = KubeWorkload.objects.filter(cluster=cluster, uid=uid, gone_at__isnull=True)
+        for row in rows.select_related("job__queue"):
+            KubeWorkload.objects.filter(pk=row.pk).update(gone_at=now)
+            if row.job_id is not None:
+                _finish(row, "gone", now, report)
+            report.gone.append(f"{row.kind} {row.namespace}/{row.name}")
+        return
+    if kind in GATED:
+        _gate(api, cluster, kind, obj, report)
+    else:
+        _one(api, cluster, kind, obj, configs, now, report, set())
+
+
+def intake_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
+                   now: datetime | None = None) -> IntakeReport:
+    """One intake turn: the full pass (:func:`sync_cluster_workloads`) when the last one is
+    older than ``KUBE_INTAKE_RESYNC_S`` (default 30 s) or a resume point is missing, then a
+    watch of every kind for about ``watch_s`` seconds (default ``KUBE_WATCH_S``; 0 = none)
+    from the stored resume points. Single-flight per cluster.
+
+    Raises:
+        KubeError: a list or watch failed.
+    """
+    cluster = Cluster.objects.get(pk=cluster_id)
+    now = now or timezone.now()
+    due = (cluster.intake_resynced_at is None or not all(
+        cluster.intake_resource_versions.get(k) for k in (*SUSPENDABLE, *GATED, "Pod"))
+        or cluster.intake_resynced_at <= now - timedelta(
+            seconds=float(settings.KUBE_INTAKE_RESYNC_S)))
+    report = IntakeReport(cluster=cluster.name)
+    if not _lock(cluster, True):
+        report.locked_out = True
+        return report
+    try:
+        api = WorkloadApi(gateway or gateway_for(cluster))
+        rvs = dict(cluster.intake_resource_versions)
+        if due:
+            rvs = _pass(cluster, api, now, report)
+            Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs,
+                                                         intake_resynced_at=now)
+        seconds = int(settings.KUBE_WATCH_S if watch_s is None else watch_s)
+        if seconds > 0:
+            rvs = _watch(cluster, api, rvs, seconds, report)
+            Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs)
+    finally:
+        _lock(cluster, False)
+    for group_id in sorted(report.groups):
+        enqueue_admission_cycle(group_id)
+    return report
+
+
+def _lock(cluster: Cluster, take: bool) -> bool:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)" if take else
+                    "SELECT pg_advisory_unlock(%s, %s)", [locks.KUBE_INTAKE, cluster.pk])
+        return bool(cur.fetchone()[0])

@@ -20,7 +20,7 @@ from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from tenants.selectors import tenant_namespace
 from tests.builders import make_group, make_tenant
-from tests.kube.fake_apiserver import FakeApiServer
+from tests.kube.fake_apiserver import KINDS, FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
@@ -345,3 +345,32 @@ def test_invalid_hami_resources_refuse_the_object_and_name_the_field(fake, kube)
     report = _intake(cluster)
     assert "nvidia.com/gpumem" in report.refused[f"Job {NS}/bad"]
     assert f"Job {NS}/good" in report.jobs  # the rest keeps working
+
+
+def test_intake_watches_between_resyncs_and_relists_after_410(fake, kube):
+    from scheduling.services.intake import intake_cluster
+
+    cluster, _group, _queue = kube
+    first = intake_cluster(cluster.pk, watch_s=0)  # no resume point yet: a full list
+    assert first.jobs == {}
+    cluster.refresh_from_db()
+    assert cluster.intake_resource_versions["Job"]
+    fake.put(job_object("late"))
+    fake.requests.clear()
+    report = intake_cluster(cluster.pk, watch_s=6)
+    assert report.events >= 1 and f"Job {NS}/late" in report.jobs  # seen by the watch
+    listed = [p for m, p in fake.requests if "/jobs" in p and "watch=" not in p]
+    assert listed == [] and any("watch=true" in p for m, p in fake.requests)
+    # the object is deleted: the watch's DELETED event cancels the job
+    fake.delete(KINDS[("batch", "jobs")], "v1", NS, "late", None)
+    report = intake_cluster(cluster.pk, watch_s=6)
+    assert report.gone == [f"Job {NS}/late"]
+    assert Job.objects.get(name=f"Job/{NS}/late").state == JobState.CANCELLED
+    fake.put(job_object("later"))
+    fake.compact()  # the watch history is gone: 410, the next turn lists again
+    intake_cluster(cluster.pk, watch_s=6)
+    cluster.refresh_from_db()
+    assert cluster.intake_resource_versions["Job"] == ""
+    report = intake_cluster(cluster.pk, watch_s=0)
+    assert report.queued == [f"Job {NS}/later"]  # found by the relist
+    assert KubeWorkload.objects.filter(name="late").count() == 1
