@@ -39,7 +39,7 @@ from tests.builders import A100, make_cluster, make_group, make_tenant, make_use
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-JOBS = 120
+JOBS = 60
 WORKERS = 3
 DEADLINE_S = 70.0
 
@@ -128,7 +128,7 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
         count, cores, mem = shapes[rng.randrange(len(shapes))]
         status, body = _request(bases[i % 2], "POST", "/api/jobs/", token, {
             "queue": queue, "name": f"j{i}", "priority": i % 3, "cpu_milli": 500,
-            "memory_mib": 512, "duration_s": 0.5 + (i % 4) * 0.5,
+            "memory_mib": 512, "duration_s": 0.2 + (i % 4) * 0.2,
             "containers": [{"name": "main", "device_count": count, "cores_percent": cores,
                             "memory_mib": mem, "memory_percent": None if mem else 100}]})
         stats[f"submit {status}"] += 1
