@@ -44,6 +44,7 @@ from scheduling.choices import (
     PlacementState,
 )
 from scheduling.dispatch import enqueue_admission_cycle
+from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
 from scheduling.kube.errors import Expired, KubeError, NotFound, Retryable
 from scheduling.kube.workload_api import WorkloadApi
@@ -235,10 +236,10 @@ def _follow(api: WorkloadApi, row: KubeWorkload, kind: str, obj: dict,
         api_reason = job.pending_reason.splitlines()[0]
         try:
             if kind == "Pod":
-                api.patch_pod(workload.namespace, workload.name, wl.pending_patch(api_reason))
+                api.patch_pod(workload.namespace, workload.name, wp.pending_patch(api_reason))
             else:
                 api.patch_workload(kind, workload.namespace, workload.name,
-                                   wl.pending_patch(api_reason))
+                                   wp.pending_patch(api_reason))
         except KubeError as exc:
             report.errors.append(f"{key}: {exc}")
             return
@@ -288,7 +289,7 @@ def _gate(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
         report.refused[_key(kind, obj)] = why
         emit(api, kind, obj, reason, why, warning=True)
         return
-    patch = wl.gate_template_patch(obj)
+    patch = wp.gate_template_patch(obj)
     if patch is None:
         return
     try:

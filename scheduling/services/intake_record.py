@@ -16,6 +16,7 @@ from django.utils import timezone
 from scheduling.backends import SubmissionError
 from scheduling.backends.kubernetes import gateway_for, pod_assignment
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JOB_SOURCE_KUBE, JobState, PlacementState
+from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
 from scheduling.kube.device_resources import ManifestError, dra_drivers_for
 from scheduling.kube.errors import KubeError, Permanent, Retryable
@@ -35,7 +36,7 @@ def emit(api: WorkloadApi, kind: str, obj: dict, reason: str, message: str, *,
     """Record an Event about ``obj`` (never raises: a lost Event is logged)."""
     meta = obj.get("metadata") or {}
     info = wl.KINDS.get(kind)
-    body = wl.event_body(
+    body = wp.event_body(
         kind=kind, api_version=info.api_version if info else "v1",
         namespace=str(meta.get("namespace") or "default"), name=str(meta.get("name")),
         uid=str(meta.get("uid") or ""), reason=reason, message=message,
@@ -61,13 +62,13 @@ def _split(placements: list[Placement], workload: wl.Workload
 
 
 def _admissions(api: WorkloadApi, row: KubeWorkload, workload: wl.Workload,
-                placements: list[Placement], catalogue) -> list[wl.Admission]:
+                placements: list[Placement], catalogue) -> list[wp.Admission]:
     out = []
     mode = row.cluster.submission_mode
     for ps, mine in _split(placements, workload):
         assigns = tuple(pod_assignment(p) for p in mine)
         if mode != "dra":
-            out.append(wl.Admission(ps, assigns))
+            out.append(wp.Admission(ps, assigns))
             continue
         version = api.gw.dra_version()
         if version is None:
@@ -76,10 +77,10 @@ def _admissions(api: WorkloadApi, row: KubeWorkload, workload: wl.Workload,
         drivers: dict = {}
         for a in assigns:
             drivers.update(dra_drivers_for(a, catalogue))
-        template, refs = wl.claim_template(workload, ps, assigns, drivers,
+        template, refs = wp.claim_template(workload, ps, assigns, drivers,
                                            f"resource.k8s.io/{version}", str(row.job_id))
         api.ensure_claim_template(template)
-        out.append(wl.Admission(ps, assigns, template["metadata"]["name"], refs))
+        out.append(wp.Admission(ps, assigns, template["metadata"]["name"], refs))
     return out
 
 
@@ -116,13 +117,13 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict,
     job_id = str(row.job_id)
     try:
         if row.kind == "Pod":
-            patch = wl.pod_admission_patch(obj, pod_assignment(placements[0]),
+            patch = wp.pod_admission_patch(obj, pod_assignment(placements[0]),
                                            mode=row.cluster.submission_mode, job_id=job_id,
                                            catalogue=catalogue)
             api.patch_pod(row.namespace, row.name, patch)
         else:
             admissions = _admissions(api, row, workload, placements, catalogue)
-            patch = wl.admission_patch(row.kind, obj, admissions,
+            patch = wp.admission_patch(row.kind, obj, admissions,
                                        mode=row.cluster.submission_mode, job_id=job_id,
                                        catalogue=catalogue, configs=catalogue.configs)
             api.patch_workload(row.kind, row.namespace, row.name, patch)
@@ -154,7 +155,7 @@ def suspend_object(api: WorkloadApi, row: KubeWorkload, obj: dict, reason: str) 
             api.delete_pod(row.namespace, row.name)
         else:
             api.patch_workload(row.kind, row.namespace, row.name,
-                               wl.suspend_patch(row.kind, obj, row.original_spec or None,
+                               wp.suspend_patch(row.kind, obj, row.original_spec or None,
                                                 reason))
     except KubeError as exc:
         logger.warning("suspending %s %s/%s failed: %s", row.kind, meta.get("namespace"),
