@@ -214,7 +214,8 @@ def _follow(api: WorkloadApi, row: KubeWorkload, kind: str, obj: dict,
     row.job = job
     key = _key(kind, obj)
     report.jobs[key] = job.pk
-    if workload.finished and job.state in (JobState.ADMITTED, JobState.RUNNING):
+    if workload.finished and job.state in (JobState.QUEUED, JobState.ADMITTED,
+                                           JobState.RUNNING):
         _finish(row, workload.finished, now, report)
         report.finished.append(key)
         return
