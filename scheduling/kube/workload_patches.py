@@ -69,6 +69,13 @@ def claim_template_name(workload: Workload, pod_set: str) -> str:
     return dns_label(workload.name, pod_set, "devices")
 
 
+def _shape(request: dict) -> tuple:
+    """What must agree between the pods' requests for one template to serve them all."""
+    exact = request["exactly"]
+    return (request["name"], exact.get("deviceClassName"), exact.get("count"),
+            repr(exact.get("capacity")))
+
+
 def claim_template(workload: Workload, pod_set: PodSet, assignments: Sequence[PodAssignment],
                    drivers: Mapping[str, DraDriver], api_version: str, job_id: str
                    ) -> tuple[dict, dict]:
@@ -91,7 +98,8 @@ def claim_template(workload: Workload, pod_set: PodSet, assignments: Sequence[Po
         for i, req in enumerate(reqs):
             exprs = []
             for other in per_pod:
-                if len(other.get(cname, [])) != len(reqs):
+                if len(other.get(cname, [])) != len(reqs) or \
+                        _shape(other[cname][i]) != _shape(req):
                     raise ManifestError(f"pod set {pod_set.name!r}: pods were granted "
                                         "differently shaped device requests")
                 expr = other[cname][i]["exactly"]["selectors"][0]["cel"]["expression"]
