@@ -374,3 +374,33 @@ def test_intake_watches_between_resyncs_and_relists_after_410(fake, kube):
     report = intake_cluster(cluster.pk, watch_s=0)
     assert report.queued == [f"Job {NS}/later"]  # found by the relist
     assert KubeWorkload.objects.filter(name="late").count() == 1
+
+
+def test_dra_mode_records_a_claim_template_per_pod_set(fake, tmp_path, settings):
+    settings.KUBE_RETRY_BASE_DELAY_S = 0.0
+    cluster = make_kube_cluster(fake, tmp_path, name="kd", mode="dra")
+    fake.put(nvidia_node("gpu-1", ("GPU-aaaa", "GPU-bbbb")))
+    sync_cluster_inventory(cluster.pk, now=datetime(2025, 6, 1, 12, 0, tzinfo=UTC))
+    group = make_group("g1", models=(A100,))
+    tenant, _queue = make_tenant("team-a", group, devices_milli=4000)
+    ns = tenant_namespace(tenant, cluster)
+    fake.put(job_object("dra", ns=ns, parallelism=2))
+    job_id = sync_cluster_workloads(cluster.pk).jobs[f"Job {ns}/dra"]
+    _admit(group, job_id)
+    obj = _get(fake, "jobs", "dra", ns)
+    spec = obj["spec"]["template"]["spec"]
+    (claim_ref,) = spec["resourceClaims"]
+    template = fake.get("resourceclaimtemplates", claim_ref["resourceClaimTemplateName"], ns)
+    assert template is not None
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    uuids = {p.assignment["containers"][0]["devices"][0]["uuid"]
+             for p in Placement.objects.filter(job_id=job_id)}
+    cel = request["exactly"]["selectors"][0]["cel"]["expression"]
+    assert all(f'"{u}"' in cel for u in uuids)
+    limits = spec["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and "nvidia.com/gpumem" not in limits
+    assert spec["containers"][0]["resources"]["claims"] == [
+        {"name": claim_ref["name"], "request": request["name"]}]
+    assert obj["spec"]["suspend"] is False
+    _valid(obj, "batch/v1", "Job")
+    _valid(template, "resource.k8s.io/v1", "ResourceClaimTemplate")
