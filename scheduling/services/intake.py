@@ -184,6 +184,10 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
                        "failed": PlacementState.FAILED}.get(outcome, PlacementState.RELEASED)
     message = {"succeeded": "the workload completed", "failed": "the workload failed"}.get(
         outcome, f"{row.kind} {row.namespace}/{row.name} was deleted from the cluster")
+    if outcome == "gone" and row.kind == "Pod" and row.reason_written.startswith("preempted"):
+        # the console deleted the preempted replica; its controller made a new, gated one
+        message = (f"replica {row.namespace}/{row.name} was preempted and deleted; its "
+                   "replacement queues as a new job")
     with transaction.atomic():
         moved = Job.objects.filter(pk=job.pk, state__in=[
             JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]).update(

@@ -16,7 +16,7 @@ from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.intake import sync_cluster_workloads
-from scheduling.services.intake_record import submit_admitted_job
+from scheduling.services.intake_record import submit_admitted_job, suspend_kube_job
 from scheduling.services.inventory import sync_cluster_inventory
 from tenants.selectors import tenant_namespace
 from tests.builders import make_group, make_tenant
@@ -278,6 +278,16 @@ def test_deployment_scaled_up_gets_its_new_replica_admitted(fake, kube):
     a_uuid = fake.get("pods", "infer-a", NS)["metadata"]["annotations"]["nvidia.com/use-gpuuuid"]
     assert pod_b["metadata"]["annotations"]["nvidia.com/use-gpuuuid"] != a_uuid
     assert Job.objects.get(pk=first).state == JobState.ADMITTED
+
+    # preempted (the cycle's eviction, then its after-commit step): the replica is deleted,
+    # and its job ends saying a replacement queues (the ReplicaSet makes a new gated pod)
+    Job.objects.filter(pk=first).update(state=JobState.QUEUED)
+    Placement.objects.filter(job_id=first).update(state=PlacementState.RELEASED)
+    suspend_kube_job(first, "capacity reclaimed")
+    assert fake.get("pods", "infer-a", NS) is None
+    _intake(cluster)
+    job = Job.objects.get(pk=first)
+    assert job.state == JobState.CANCELLED and "replacement queues" in job.pending_reason
 
 
 def test_preempted_job_is_suspended_again_with_its_templates_restored(
