@@ -8,7 +8,7 @@ from scheduling.admission import (
     PendingCode,
     PreemptionReason,
     QueueingStrategy,
-    Tenant,
+    TenantSpec,
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
@@ -218,7 +218,7 @@ def test_two_reclaims_in_one_cycle_do_not_count_the_same_victim_twice():
 
 
 def test_two_lenders_reclaim_distinct_victims_in_one_cycle():
-    w = World(a100s(2), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
+    w = World(a100s(2), tenants=(TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c")),
               quotas=(quota("team-a", 3000), quota("team-b", 2000), quota("team-c", 3000)))
     for i, started in enumerate((4000, 3000, 2000, 1000), start=1):
         w.run(f"b{i}", "team-b", pods=2, started=started)
@@ -234,7 +234,7 @@ def test_two_lenders_reclaim_distinct_victims_in_one_cycle():
 # -- phase 3: fair sharing -------------------------------------------------------------------------
 
 def borrow_world(b_weight=1.0):
-    tenants = (Tenant("team-a"), Tenant("team-b", fair_share_weight=b_weight), Tenant("team-c"))
+    tenants = (TenantSpec("team-a"), TenantSpec("team-b", fair_share_weight=b_weight), TenantSpec("team-c"))
     w = World(a100s(2), tenants=tenants, quotas=(
         quota("team-a", 1000), quota("team-b", 1000), quota("team-c", 6000, lending_limit=2000)))
     w.run("a0", "team-a", pods=2)
@@ -267,7 +267,7 @@ def test_without_fair_sharing_fifo_decides_who_borrows():
 
 
 def reclaim_share_world():
-    tenants = (Tenant("team-a"), Tenant("team-b"), Tenant("team-c"))
+    tenants = (TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c"))
     w = World(a100s(2), tenants=tenants, quotas=(
         quota("team-a", 4000), quota("team-b", 2000), quota("team-c", 2000)))
     for i in range(1, 4):

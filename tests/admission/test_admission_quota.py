@@ -1,10 +1,10 @@
 """Phase 2: quota fit per dimension with borrowing/lending limits, kinds, nesting, caps."""
 
 from scheduling.admission import (
-    AggregateCap,
+    AggregateCapSpec,
     GroupKind,
     PendingCode,
-    Tenant,
+    TenantSpec,
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
@@ -97,7 +97,7 @@ def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
 
 
 def test_tenant_without_any_row_for_a_flavor_may_not_use_it():
-    w = World(a100s(1), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
+    w = World(a100s(1), tenants=(TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c")),
               quotas=(quota("team-a", 4000), quota("team-b", 4000)))
     w.submit("c1", "team-c")
     result = run_cycle(w.snapshot(), w.placer)
@@ -120,7 +120,7 @@ def test_dimension_without_a_row_on_the_tenant_path_is_not_limited():
 
 
 def test_team_without_own_row_draws_on_its_department_pool():
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"))
     w = World(a100s(2), tenants=tenants, quotas=(quota("dept", 3000),))
     w.run("b0", "team-b", pods=2)
     w.submit("a1", "team-a", pods=2)
@@ -145,8 +145,8 @@ def test_memory_dimension_blocks_with_its_own_numbers():
 
 
 def nested_world(dept_borrowing_limit=None):
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
-               Tenant("team-c"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"),
+               TenantSpec("team-c"))
     quotas = (quota("team-a", 2000), quota("team-b", 2000),
               quota("team-c", 4000, lending_limit=0))
     if dept_borrowing_limit is not None:
@@ -168,8 +168,8 @@ def test_nested_teams_borrow_from_their_department_sibling_not_from_a_private_le
 
 def test_department_borrowing_limit_is_named_as_the_blocking_level():
     # dept lends from the cohort (team-c has no lending limit here) at most 1000.
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
-               Tenant("team-c"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"),
+               TenantSpec("team-c"))
     w = World(a100s(3), tenants=tenants, quotas=(
         quota("team-a", 2000), quota("team-b", 2000), quota("team-c", 4000),
         quota("dept", 0, borrowing_limit=1000)))
@@ -184,10 +184,10 @@ def test_department_borrowing_limit_is_named_as_the_blocking_level():
 
 
 def test_aggregate_cap_over_a_department_limits_its_teams_together():
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"))
     w = World(a100s(3), tenants=tenants,
               quotas=(quota("team-a", 4000), quota("team-b", 4000)),
-              caps=(AggregateCap("dept-total", "dept", DEV, 3000),))
+              caps=(AggregateCapSpec("dept-total", "dept", DEV, 3000),))
     w.run("a0", "team-a", pods=2)
     w.submit("b1", "team-b", pods=2)
     w.submit("b2", "team-b", pods=1, created=30)
@@ -200,7 +200,7 @@ def test_aggregate_cap_over_a_department_limits_its_teams_together():
 
 def test_model_family_cap_counts_only_its_flavors():
     w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-a", 8000, flavor="t4")),
-              caps=(AggregateCap("a100-family", "team-a", DEV, 1000, flavors=("a100",)),))
+              caps=(AggregateCapSpec("a100-family", "team-a", DEV, 1000, flavors=("a100",)),))
     w.submit("a1", "team-a", pods=2)
     result = run_cycle(w.snapshot(), w.placer)
     assert verdicts(result)["a1"][:2] == (
