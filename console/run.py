@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-from console.settings.env import env_int, env_str
+from console import embedded
+from core.env import env_int, env_str
 
 
 def _manage(*args: str) -> None:
@@ -22,8 +23,6 @@ def _manage(*args: str) -> None:
 
 
 def main() -> int:
-    from console import embedded
-
     env = os.environ
     env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
     if not env.get("DATABASE_URL"):

@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from scheduling.backends.kubernetes import check_connection
+from scheduling.kube.errors import KubeError
 from scheduling.models import (
     Cluster,
     Device,
@@ -53,9 +55,6 @@ class ClusterAdmin(admin.ModelAdmin):
 
     @admin.action(description="Test connection (server version, resource.k8s.io versions)")
     def test_connection(self, request, queryset) -> None:
-        from scheduling.backends.kubernetes import check_connection
-        from scheduling.kube.errors import KubeError
-
         for cluster in queryset:
             if cluster.backend != "kubernetes":
                 self.message_user(request, f"{cluster.name}: simulated, nothing to test",

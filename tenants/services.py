@@ -13,8 +13,8 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import F
 
-from console.core.audit import record, snapshot
-from console.core.exceptions import Conflict, InvalidRequest
+from core.audit import record, snapshot
+from core.exceptions import Conflict, InvalidRequest
 from tenants.choices import Dimension
 from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage, ResourceGroup, Tenant
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
-from console.telemetry.schedule import beat_schedule as telemetry_beat_schedule
+from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -53,14 +53,15 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "console.core",
+    "core",
     "console.dashboards",
     "tenants",
     "scheduling",
-    "console.telemetry",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
+    "console.health.HealthProbeMiddleware",  # /healthz, /readyz: before host checks
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -201,7 +202,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
 }
 SPECTACULAR_SETTINGS = {

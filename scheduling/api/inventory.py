@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.db.models import Count, Prefetch, Q
 from rest_framework import serializers, viewsets
 
-from console.core.api.mixins import AuditedWritesMixin
-from console.core.api.throttling import WriteRateThrottle
-from console.core.api.validators import no_nul_characters
+from core.api.mixins import AuditedWritesMixin
+from core.api.throttling import WriteRateThrottle
+from core.api.validators import no_nul_characters
 from scheduling.choices import SlicingMode
 from scheduling.filtersets import ClusterFilterSet, DeviceModelFilterSet, PlacementFilterSet
 from scheduling.models import Cluster, DeviceModel, Placement, PlacementDevice

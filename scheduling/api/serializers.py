@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from scheduling.choices import PreemptionPolicy
@@ -17,6 +18,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
+from scheduling.selectors.jobs import job_estimated_start, queue_position
 from scheduling.services.cycle import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
@@ -197,10 +199,6 @@ class JobSerializer(serializers.ModelSerializer):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            from django.utils import timezone
-
-            from scheduling.selectors.jobs import job_estimated_start, queue_position
-
             position = queue_position(job)
             cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
         return cache[job.pk]

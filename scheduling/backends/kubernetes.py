@@ -28,13 +28,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
-from scheduling.backends import SubmissionError
+from scheduling.backends.base import SubmissionError
 from scheduling.kube import manifests as mf
 from scheduling.kube.client import ClusterInfo, build_api_client, test_connection
 from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
+from scheduling.models import Device
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 
 logger = logging.getLogger(__name__)
@@ -140,8 +142,6 @@ def check_connection(cluster) -> ClusterInfo:
     Raises:
         KubeError: the connection is not configured or the probe failed (message says why).
     """
-    from django.utils import timezone
-
     source = connection_source(cluster)
     api = build_api_client(**source, request_timeout_s=cluster.request_timeout_s)
     try:
@@ -185,8 +185,6 @@ def pod_assignment(placement) -> PodAssignment:
     Raises:
         ManifestError: a granted device is unknown to the inventory.
     """
-    from scheduling.models import Device
-
     data = placement.assignment or {}
     containers = data.get("containers") or []
     uuids = {g["uuid"] for c in containers for g in c.get("devices") or []}

@@ -1,7 +1,7 @@
 """Cluster objects -> plain inventory records, and Pod status -> job state.
 
 * Nodes: HAMi registration annotations are parsed by the placement core's parser
-  (``scheduling.placement.hami.nodes.snapshot_from_kube``, docs/hami.md §3.4), which already
+  (``scheduling.kube.hami.nodes.snapshot_from_kube``, docs/hami.md §3.4), which already
   marks devices of a stale handshake (``Requesting_<t>`` older than 60 s with allocatable 0)
   unhealthy; this module only adds the cluster-level rule that a node that is
   ``spec.unschedulable`` or whose ``Ready`` condition is not True is unavailable.
@@ -24,7 +24,9 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from scheduling.kube.hami.nodes import snapshot_from_kube
 from scheduling.placement.types import ClusterSnapshot, Device
+from scheduling.placement.vendors.config import default_device_configs
 
 __all__ = [
     "DraDevice",
@@ -153,7 +155,7 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
                       configs: Sequence[Any] | None = None) -> ClusterSnapshot:
     """Nodes (API dicts) -> placement ``ClusterSnapshot`` (HAMi registrations).
 
-    Delegates device parsing to ``scheduling.placement.hami.nodes.snapshot_from_kube`` with
+    Delegates device parsing to ``scheduling.kube.hami.nodes.snapshot_from_kube`` with
     ``configs`` (default: ``scheduling.placement.vendors.config.default_device_configs()``,
     HAMi v2.10.0 chart defaults), then marks nodes that are cordoned
     (``spec.unschedulable``) or not ``Ready`` as not schedulable.
@@ -167,9 +169,6 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
         ValueError: a node without a name or duplicate node names (per-node registration
             errors are kept in ``Node.error`` instead).
     """
-    from scheduling.placement.hami.nodes import snapshot_from_kube
-    from scheduling.placement.vendors.config import default_device_configs
-
     cfgs = list(configs) if configs is not None else default_device_configs()
     snap = snapshot_from_kube([dict(n) for n in nodes], cfgs, now)
     for obj in nodes:

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from console.core.models import BaseModel
+from core.models import BaseModel
 from scheduling.choices import Backend, SlicingMode
 
 

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from console.core.models import BaseModel
+from core.models import BaseModel
 from scheduling.choices import BOOKED_PLACEMENT_STATES, PlacementState
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 from scheduling.placement.plugins import build_in_tree_registry, names
 from scheduling.placement.registry import Registry
 from scheduling.placement.vendors import VendorPlugin, build_vendors, default_vendors
@@ -122,8 +123,6 @@ class Framework:
     CACHE_SHAPES = 256
 
     def __init__(self, profile: Profile, cache: bool = True) -> None:
-        from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
-
         self.profile = profile
         registry = build_in_tree_registry()
         if profile.registry is not None:

@@ -24,6 +24,7 @@ from scheduling.admission import (
     Queue,
     QueueingStrategy,
     Quota,
+    QuotaTree,
     ResourceGroup,
     RunningWorkload,
     Tenant,
@@ -504,8 +505,6 @@ def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, no
                       ) -> list[QuotaUsageRow]:
     """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
     live placements), for the tenants in ``tenant_names`` (None = all)."""
-    from scheduling.admission import QuotaTree
-
     ctx = build_admission_snapshot(group, now)
     snap = ctx.snapshot
     tree = QuotaTree(snap.group, snap.tenants, snap.quotas, snap.caps)

@@ -29,7 +29,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Case, F, Sum, Value, When
 from django.utils import timezone
 
-from console.core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, try_xact_lock
 from scheduling.accounting import collapse_pod_bookings
 from scheduling.admission import (
     Admission,
@@ -46,6 +46,7 @@ from scheduling.choices import (
     PlacementState,
     PreemptionPolicy,
 )
+from scheduling.dispatch import enqueue_submit_jobs
 from scheduling.models import Device, Job, JobEvent, Node, Placement, PlacementDevice
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
@@ -436,15 +437,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         for job_id in report.admitted:
             (submit_later if str(job_id) in waiting else submit_now).append(job_id)
         # 6. submit after commit
-        if submit_now or submit_later:
-            from scheduling.tasks import submit_jobs_task
-
-            grace = config.termination_grace_s
-            if submit_now:
-                transaction.on_commit(lambda: submit_jobs_task.delay(submit_now))
-            if submit_later:
-                transaction.on_commit(
-                    lambda: submit_jobs_task.apply_async((submit_later,), countdown=grace))
+        if submit_now:
+            enqueue_submit_jobs(submit_now)
+        if submit_later:
+            enqueue_submit_jobs(submit_later, countdown=config.termination_grace_s)
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,

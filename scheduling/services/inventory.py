@@ -40,8 +40,10 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from console.core import locks
+from core import locks
+from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import Backend, SlicingMode
+from scheduling.kube.errors import KubeError
 from scheduling.kube.inventory import (
     dra_devices_to_placement,
     nodes_to_snapshot,
@@ -49,11 +51,12 @@ from scheduling.kube.inventory import (
 )
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.placement.types import Device as CoreDevice
+from scheduling.services.kube_reconcile import handle_lost_node
 
 logger = logging.getLogger(__name__)
 
 KUBE_INVENTORY_SYNC_LOCK = locks.KUBE_INVENTORY_SYNC
-"""Advisory lock namespace of the per-cluster inventory sync (next to console.core.locks)."""
+"""Advisory lock namespace of the per-cluster inventory sync (next to core.locks)."""
 
 __all__ = ["InventoryReport", "sync_cluster_inventory", "apply_inventory",
            "KUBE_INVENTORY_SYNC_LOCK"]
@@ -136,11 +139,7 @@ def sync_cluster_inventory(cluster_id: int, *, gateway=None,
         raise ValueError(f"cluster {cluster.name!r} is {cluster.backend}, not kubernetes")
     now = now or timezone.now()
     if gateway is None:
-        from scheduling.backends.kubernetes import gateway_for
-
         gateway = gateway_for(cluster)
-    from scheduling.kube.errors import KubeError
-
     node_objs = gateway.list_nodes().items
     slice_error = None
     try:
@@ -278,8 +277,6 @@ def apply_inventory(cluster: Cluster, node_objs: list[dict], slices: list[dict],
         vanished = [n for name, n in existing_nodes.items()
                     if name not in nodes and n.removed_at is None]
         if vanished:
-            from scheduling.services.kube_reconcile import handle_lost_node
-
             for node in vanished:
                 live = Device.objects.filter(node=node, removed_at__isnull=True)
                 lost = list(live.values_list("uuid", flat=True))

@@ -48,16 +48,19 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from console.core import locks
+from core import locks
+from scheduling.backends import SubmissionError
+from scheduling.backends.kubernetes import KubernetesBackend, gateway_for
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Job, JobEvent, Placement
+from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
 
 KUBE_RECONCILE_LOCK = locks.KUBE_RECONCILE
-"""Advisory lock namespace of the per-cluster reconcile (next to console.core.locks)."""
+"""Advisory lock namespace of the per-cluster reconcile (next to core.locks)."""
 
 LOST_REASONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown",
                           "Terminated", "DeletedOutside", "NodeGone"})
@@ -118,8 +121,6 @@ def _is_lost(state: kinv.PodState, pod: dict) -> bool:
 def _gateway(cluster: Cluster, gateway):
     if gateway is not None:
         return gateway
-    from scheduling.backends.kubernetes import gateway_for
-
     return gateway_for(cluster)
 
 
@@ -137,8 +138,6 @@ def _group_of(job_id: int) -> int:
 
 
 def _delete_pods(placements: list[Placement]) -> None:
-    from scheduling.backends.kubernetes import KubernetesBackend
-
     backend = KubernetesBackend()
     for p in placements:
         backend.delete(p)
@@ -331,8 +330,6 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
     Returns:
         :class:`ReconcileReport` (``Cluster.unknown_pods`` and ``resynced_at`` are saved).
     """
-    from scheduling.services.submissions import submit_job
-
     now = now or timezone.now()
     report = ReconcileReport(cluster=cluster.name, relisted=True)
     gw = _gateway(cluster, gateway)
@@ -378,8 +375,6 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
             resubmit_jobs.add(p.job_id)
             report.resubmitted.append(pid)
     for job_id in sorted(resubmit_jobs):
-        from scheduling.backends import SubmissionError
-
         try:
             state = submit_job(job_id)
         except SubmissionError as exc:

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from scheduling.choices import Backend, JobState, SlicingMode
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
-from scheduling.placement.trace import device_memory_mib, read_nodes, read_pods
+from scheduling.placement.lab.trace import device_memory_mib, read_nodes, read_pods
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
 
 CLUSTER_LABEL = "console.llmops.io/cluster"
@@ -57,7 +57,7 @@ def import_trace(
         default_duration_s: run time of pods without both timestamps.
 
     Raises:
-        scheduling.placement.trace.TraceError: a malformed CSV (file, line, column named).
+        scheduling.placement.lab.trace.TraceError: a malformed CSV (file, line, column named).
         ValueError: bad arguments or an existing cluster of that name.
     """
     if tenants < 1:

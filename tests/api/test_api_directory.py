@@ -4,7 +4,7 @@
 import pytest
 from rest_framework.authtoken.models import Token
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from tenants.models import Membership, ResourceGroup, Tenant
 
 pytestmark = pytest.mark.django_db

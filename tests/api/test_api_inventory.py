@@ -3,7 +3,7 @@ platform admins, 400/401/403/404, no credentials in cluster output."""
 
 import pytest
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from scheduling.models import Cluster, DeviceModel, Placement
 from tests.api.test_api_directory import as_user
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 from placement_builders import kube_node, kube_pod, nvidia_register
 
-from scheduling.placement.hami import (
+from scheduling.kube.hami import (
     config_from_helm,
     decode_pod_devices,
     encode_pod_devices,
@@ -270,7 +270,7 @@ def test_bad_input_errors_name_the_field():
 
 def test_cli_exit_codes():
     env = {**os.environ, "PYTHONPATH": ROOT}
-    base = [sys.executable, "-m", "scheduling.placement.place",
+    base = [sys.executable, "-m", "scheduling.kube.hami.cli",
             "--nodes", os.path.join(FIX, "nvidia_nodes.json"),
             "--pods", os.path.join(FIX, "nvidia_pods.json")]
     ok = subprocess.run(base + ["--pod", os.path.join(FIX, "pod_nvidia_share.yaml"),
@@ -286,8 +286,8 @@ def test_cli_exit_codes():
 
 
 def test_import_keeps_django_out():
-    code = ("import sys, scheduling.placement, scheduling.placement.hami, "
-            "scheduling.placement.place; "
+    code = ("import sys, scheduling.placement, scheduling.kube.hami, "
+            "scheduling.kube.hami.cli; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', "
             "'celery', 'kubernetes', 'prometheus_client', 'yaml')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

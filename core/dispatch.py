@@ -1,0 +1,49 @@
+"""Enqueue Celery tasks by their registered name, after the current transaction commits.
+
+A service must never import its app's ``tasks`` module: the tasks call the services, so the
+two would import each other. Services call :func:`enqueue_on_commit` with a task-name
+constant instead (each app keeps its names in one module, e.g. ``scheduling.dispatch``), and
+the task runs only against rows that were committed (Saleor's ``call_event`` pattern).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+from django.db import transaction
+
+__all__ = ["enqueue_on_commit", "registered_task"]
+
+
+def registered_task(name: str) -> Any:
+    """The task registered under ``name`` in the current Celery app.
+
+    When ``name`` is not registered yet, every installed app's ``tasks`` module is imported
+    first (Celery's autodiscovery, as a worker does at start-up).
+
+    Raises:
+        KeyError: no task has that name.
+    """
+    app = current_app
+    if name not in app.tasks:
+        app.loader.import_default_modules()
+    return app.tasks[name]
+
+
+def enqueue_on_commit(name: str, *args: Any, countdown: float | None = None) -> None:
+    """Send task ``name`` with positional ``args`` once the current transaction commits (at
+    once outside a transaction); ``countdown`` delays it by that many seconds.
+
+    Sent through the task object (``delay`` / ``apply_async``), so ``task_always_eager`` runs
+    it in-process.
+    """
+
+    def send() -> None:
+        task = registered_task(name)
+        if countdown is None:
+            task.delay(*args)
+        else:
+            task.apply_async(args, countdown=countdown)
+
+    transaction.on_commit(send)
