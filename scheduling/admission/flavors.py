@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
 from scheduling.admission.candidates import Ask, Search
+from scheduling.admission.cycle_state import CycleState
 from scheduling.admission.fair_preemption import fair_targets
 from scheduling.admission.outcomes import PendingCode, RejectedCandidate
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome
@@ -47,9 +47,6 @@ from scheduling.admission.policy import (
 from scheduling.admission.preemption import Target, classical_targets
 from scheduling.admission.quota import merge_charges
 from scheduling.admission.types import FlavorResource, PendingWorkload, QueueSpec
-
-if TYPE_CHECKING:
-    from scheduling.admission.cycle import AdmissionCycle
 
 
 class Mode(IntEnum):
@@ -112,7 +109,7 @@ def is_preferred(a: FlavorTry, b: FlavorTry, fungibility: FlavorFungibility) -> 
     return a.borrow < b.borrow
 
 
-def assign_flavors(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSpec,
+def assign_flavors(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec,
                    pod_count: int | None = None) -> FlavorTry:
     """Choose a flavor per pod set (module docstring) and evaluate the whole job on them.
 
@@ -153,14 +150,14 @@ def assign_flavors(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSp
     return attempt
 
 
-def queue_flavors(cycle: AdmissionCycle, queue: QueueSpec) -> list[tuple[str, ...] | None]:
+def queue_flavors(cycle: CycleState, queue: QueueSpec) -> list[tuple[str, ...] | None]:
     """The flavor options of a queue: one per listed flavor, or [None] (no choice)."""
     known = {f.name for f in cycle.snapshot.group.flavors}
     listed = [(name,) for name in queue.flavors if name in known]
     return listed or [None]
 
 
-def evaluate(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSpec, pod_count: int,
+def evaluate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec, pod_count: int,
              flavors: FlavorChoice) -> FlavorTry:
     """One flavor choice: fit, preempt/reclaim, no candidates or no fit (module docstring)."""
     tree, placer = cycle.tree, cycle.placer
@@ -202,7 +199,7 @@ def evaluate(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSpec, po
     return _oracle(cycle, ask, attempt)
 
 
-def _gate(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSpec,
+def _gate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec,
           short: dict[FlavorResource, int]) -> str | None:
     """Kueue's gate before preemption (``fitsResourceQuota``): None = may preempt."""
     if not queue.borrow_within_cohort.forbidden:
@@ -221,7 +218,7 @@ def _gate(cycle: AdmissionCycle, entry: PendingWorkload, queue: QueueSpec,
     return None
 
 
-def _oracle(cycle: AdmissionCycle, ask: Ask, attempt: FlavorTry) -> FlavorTry:
+def _oracle(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     """Run the preemption search; the mode is Preempt/Reclaim or no candidates."""
     search = Search(cycle, ask)
     if cycle.fair_sharing:

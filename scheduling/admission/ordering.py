@@ -23,11 +23,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from scheduling.admission.cycle_state import CycleState
 from scheduling.admission.fair_share import Share, compare, dominant_share
 from scheduling.admission.types import FlavorResource, PendingWorkload
 
 if TYPE_CHECKING:
-    from scheduling.admission.cycle import AdmissionCycle
     from scheduling.admission.quota import QuotaNode
 
 
@@ -39,7 +39,7 @@ class Nomination:
     charges: dict[FlavorResource, int]
 
 
-def nominate(cycle: AdmissionCycle, entry: PendingWorkload) -> Nomination:
+def nominate(cycle: CycleState, entry: PendingWorkload) -> Nomination:
     """Tentative charges of ``entry`` on its queue's first flavor (no preemption)."""
     names = cycle.queues[entry.queue].flavors
     flavors = ((names[0],),) if names else None
@@ -49,7 +49,7 @@ def nominate(cycle: AdmissionCycle, entry: PendingWorkload) -> Nomination:
     return Nomination(entry, dict(outcome.charges) if outcome.placed else {})
 
 
-def history_share(cycle: AdmissionCycle, tenant: str) -> float:
+def history_share(cycle: CycleState, tenant: str) -> float:
     """Decayed usage / weight of ``tenant`` (0 without a history-aware fair share)."""
     if cycle.snapshot.options.history is None:
         return 0.0
@@ -60,7 +60,7 @@ def history_share(cycle: AdmissionCycle, tenant: str) -> float:
     return math.inf if node.weight == 0 else usage / node.weight
 
 
-def round_order(cycle: AdmissionCycle, heads: list[PendingWorkload]
+def round_order(cycle: CycleState, heads: list[PendingWorkload]
                 ) -> Iterator[PendingWorkload]:
     """Yield the round's heads in processing order (lazily: fair sharing re-picks after
     each processed head)."""
@@ -79,7 +79,7 @@ def round_order(cycle: AdmissionCycle, heads: list[PendingWorkload]
         yield winner
 
 
-def _classical_key(cycle: AdmissionCycle, nomination: Nomination) -> tuple:
+def _classical_key(cycle: CycleState, nomination: Nomination) -> tuple:
     entry = nomination.entry
     height = cycle.tree.borrowing_height(entry.tenant, nomination.charges)
     return (not entry.preempting, height, history_share(cycle, entry.tenant), -entry.priority,
@@ -89,7 +89,7 @@ def _classical_key(cycle: AdmissionCycle, nomination: Nomination) -> tuple:
 class _Tournament:
     """Kueue ``runTournament`` over the tenant tree for the given heads."""
 
-    def __init__(self, cycle: AdmissionCycle, nominations: list[Nomination]) -> None:
+    def __init__(self, cycle: CycleState, nominations: list[Nomination]) -> None:
         self.cycle = cycle
         self.by_tenant: dict[str, list[Nomination]] = {}
         for nomination in nominations:

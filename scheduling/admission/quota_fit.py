@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from scheduling.admission.types import AggregateCapSpec, Charges, Dimension, FlavorResource
-
-if TYPE_CHECKING:
-    from scheduling.admission.quota import QuotaTree
 
 _DIMENSION_ORDER = {Dimension.DEVICES: 0, Dimension.MEMORY_MIB: 1, Dimension.CORES_PERCENT: 2}
 
@@ -71,7 +67,7 @@ class QuotaViolation:
 class FitChecks:
     """Reasoned fit checks and invariants; mixed into ``QuotaTree``."""
 
-    def subtree_own_usage(self: QuotaTree, tenant: str, flavors: Iterable[str] | None,
+    def subtree_own_usage(self, tenant: str, flavors: Iterable[str] | None,
                           dimension: Dimension) -> int:
         """Raw usage of ``tenant`` and all its descendants over ``flavors`` (None = all)."""
         wanted = None if flavors is None else set(flavors)
@@ -82,7 +78,7 @@ class FitChecks:
                     total += amount
         return total
 
-    def check_fit(self: QuotaTree, tenant: str, charges: Charges, *,
+    def check_fit(self, tenant: str, charges: Charges, *,
                   allow_borrowing: bool = True) -> list[QuotaBlock]:
         """Every reason why ``charges`` do not fit for ``tenant`` now (empty = fits).
 
@@ -122,7 +118,7 @@ class FitChecks:
         blocks.extend(self._check_caps(tenant, charges))
         return blocks
 
-    def _check_resource(self: QuotaTree, tenant: str, fr: FlavorResource, need: int,
+    def _check_resource(self, tenant: str, fr: FlavorResource, need: int,
                         allow_borrowing: bool) -> QuotaBlock | None:
         flavor, dim = fr
         head = f"tenant {tenant}, group {self.group.name}, flavor {flavor}, {dim.value}"
@@ -161,7 +157,7 @@ class FitChecks:
             exceeds_max=False, flavor_resource=fr, need=need,
         )
 
-    def _check_caps(self: QuotaTree, tenant: str, charges: Charges) -> list[QuotaBlock]:
+    def _check_caps(self, tenant: str, charges: Charges) -> list[QuotaBlock]:
         path = set(self.ancestors(tenant))
         blocks = []
         for cap in self.caps:
@@ -183,7 +179,7 @@ class FitChecks:
                 ))
         return blocks
 
-    def violations(self: QuotaTree) -> list[QuotaViolation]:
+    def violations(self) -> list[QuotaViolation]:
         """Quota invariants broken by the current usage (DESIGN.md §7).
 
         * ``over_limit``: a tenant uses more than nominal + borrowing limit.

@@ -26,14 +26,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
+from scheduling.admission.cycle_state import CycleState
 from scheduling.admission.outcomes import PendingCode, Reservation
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome
 from scheduling.admission.types import Charges, PendingWorkload
-
-if TYPE_CHECKING:
-    from scheduling.admission.cycle import AdmissionCycle
 
 ELECTABLE = frozenset({PendingCode.WAITING_FOR_QUOTA, PendingCode.UNSCHEDULABLE})
 
@@ -85,7 +82,7 @@ def expected_end_s(started_at: datetime, max_runtime_s: float | None, now: datet
 class Reservations:
     """The reservations of one cycle (see the module docstring)."""
 
-    def __init__(self, cycle: AdmissionCycle) -> None:
+    def __init__(self, cycle: CycleState) -> None:
         self.cycle = cycle
         self.options = cycle.snapshot.options
         self.active: dict[str, Active] = {}

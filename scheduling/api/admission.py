@@ -135,7 +135,7 @@ class JobDryRunView(APIView):
         queues = _submit_queues(request.user)
         if not request.user.is_superuser and not queues.exists():
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
-        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         queue = serializer.validated_data["queue"]
         spec = serializer.to_spec()

@@ -78,7 +78,7 @@ class JobViewSet(
         queues = _submit_queues(request.user)
         if not request.user.is_superuser and not queues.exists():
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
-        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         job = submit_job(serializer.validated_data["queue"], serializer.to_spec(),
                          user=request.user)

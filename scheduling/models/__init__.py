@@ -1,7 +1,14 @@
 """Models of the scheduling app: inventory, queues and jobs, placements."""
 
 from scheduling.models.inventory import Cluster, Device, DeviceModel, Node
-from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
+from scheduling.models.jobs import (
+    Job,
+    JobContainer,
+    JobEvent,
+    Preemption,
+    PriorityClass,
+    Queue,
+)
 from scheduling.models.placements import Placement, PlacementDevice
 
 __all__ = [
@@ -15,5 +22,6 @@ __all__ = [
     "Placement",
     "PlacementDevice",
     "Preemption",
+    "PriorityClass",
     "Queue",
 ]
