@@ -5,8 +5,12 @@
    (Kueue's sticky preemptor head), then priority (higher first), ``created_at``, id. Every
    round takes the current head of every queue that is not blocked. A ``StrictFIFO`` queue
    whose head is not admitted is blocked for the rest of the cycle; a ``BestEffortFIFO``
-   queue lets the next job try in the next round. Starvation reservations kept from earlier
-   cycles are loaded (:mod:`scheduling.admission.reservation`).
+   queue lets the next job try in the next round. While any queue's head waits for its
+   preemption victims, rounds take only such heads: every waiting preemptor (of every queue)
+   is tried before any other job, so the capacity its victims freed is not taken by a
+   requeued victim or another queue's job (several rounds per cycle mean several preemptors
+   of one queue can wait at once, which Kueue's one head per queue never sees). Starvation
+   reservations kept from earlier cycles are loaded (:mod:`scheduling.admission.reservation`).
 2. **Nominate and order** (:mod:`scheduling.admission.ordering`): classical order by
    borrowing height, priority, FIFO; with fair sharing a tournament by dominant share, re-run
    after every admission.
@@ -173,6 +177,8 @@ class AdmissionCycle:
             ]
             if not heads:
                 break
+            if any(h.preempting for h in heads):  # waiting preemptors first, every queue
+                heads = [h for h in heads if h.preempting]
             for entry in round_order(self, heads):
                 admitted = self._process(entry)
                 if not admitted and self.queues[entry.queue].strategy == \

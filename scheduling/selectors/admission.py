@@ -530,4 +530,27 @@ def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, no
             lending_limit=q.lending_limit, used=used, borrowed=max(0, used - nominal),
             lent=unused - free, available=max(0, available),
         ))
+    rows.extend(_unquoted_usage(tree, snap.quotas, group, tenant_names))
+    return rows
+
+
+def _unquoted_usage(tree: QuotaTree, quotas, group: tm.ResourceGroup,
+                    tenant_names: set[str] | None) -> list[QuotaUsageRow]:
+    """Rows for a tenant's own running usage that no quota row of its covers (a row deleted or a
+    tenant without one) on a flavor resource the group manages: it stays counted in the
+    cohort, all of it borrowed (nominal 0, nothing available)."""
+    managed = {(q.flavor, Dimension(q.dimension)) for q in quotas}
+    quoted = {(q.tenant, q.flavor, Dimension(q.dimension)) for q in quotas}
+    rows = []
+    for tenant in sorted(tree.tenant_names()):
+        if tenant_names is not None and tenant not in tenant_names:
+            continue
+        own = tree.own_usage(tenant)
+        for fr in sorted(managed, key=lambda fr: (fr[0], fr[1].value)):
+            used = own.get(fr, 0)
+            if used and (tenant, *fr) not in quoted:
+                rows.append(QuotaUsageRow(
+                    tenant=tenant, resource_group=group.name, flavor=fr[0],
+                    dimension=fr[1].value, nominal=0, borrowing_limit=None,
+                    lending_limit=None, used=used, borrowed=used, lent=0, available=0))
     return rows
