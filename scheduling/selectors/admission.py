@@ -46,10 +46,17 @@ from scheduling.admission import (
 )
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.devices.overlay import Catalogue
-from scheduling.models import DeviceModel, Job, Placement, PlacementDevice, PriorityClass
+from scheduling.models import (
+    DeviceModel,
+    Job,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+    PriorityClass,
+)
 from scheduling.models import Queue as QueueModel
 from scheduling.placement.profile import Profile
-from scheduling.placement.types import ClusterSnapshot, PlacementRequest
+from scheduling.placement.types import ClusterSnapshot, MigInstance, PlacementRequest
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
@@ -248,7 +255,8 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
 
     Charges per device booking: ``memory_mib``, ``cores_percent`` and the dominant
     milli-device share (:func:`scheduling.admission.device_milli`), under the flavor of the
-    device's model.
+    device's model. The bookings (MIG instances included) let a preemption search take a
+    victim out of the cluster snapshot exactly as it was booked.
     """
     node_names = {pk: name for name, pk in index.node_ids.items()}
     placements = list(
@@ -258,10 +266,15 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
             "job_id", "pod_index", "pk")
     )
     bookings = defaultdict(list)
+    held_mig: dict[int, list] = defaultdict(list)
     for row in PlacementDevice.objects.filter(
         placement__in=[p.pk for p in placements]
     ).select_related("device__model").order_by("placement_id", "device_id"):
         bookings[row.placement_id].append(row)
+    for inst in PlacementMigInstance.objects.filter(
+            placement__in=[p.pk for p in placements]).select_related("device").order_by("pk"):
+        held_mig[inst.placement_id].append(
+            (inst.device.uuid, MigInstance(inst.profile, inst.start, inst.size)))
     jobs: dict[int, Job] = {}
     charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
     terminating: dict[int, list[datetime]] = defaultdict(list)
@@ -284,6 +297,7 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
                 charges[job.pk][(flavor, dim)] += amount
             grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
         booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.memory_mib, grants))
+        booking.migs.extend(held_mig.get(p.pk, ()))
     workloads = [_running(job, dict(charges[pk]), terminating.get(pk))
                  for pk, job in sorted(jobs.items())]
     return workloads, held

@@ -18,6 +18,7 @@ from scheduling.placement.profile import Framework
 from scheduling.placement.types import (
     ClusterSnapshot,
     Decision,
+    MigInstance,
     PlacementRequest,
     PodRequest,
 )
@@ -32,6 +33,8 @@ class RunningBooking:
     job_id: int
     pods: list[tuple[str, int, int, list[tuple[str, int, int, int]]]] = field(default_factory=list)
     """``[(node name, cpu_milli, memory_mib, [(uuid, memory_mib, cores_percent, slots)])]``"""
+    migs: list[tuple[str, MigInstance]] = field(default_factory=list)
+    """MIG instances it holds: ``[(GPU uuid, instance)]``."""
 
 
 def unschedulable_reason(decision: Decision) -> str:
@@ -73,7 +76,9 @@ class DbPlacer:
     * ``reserve``: books the decision (:func:`scheduling.placement.reserve`); undo unbooks it;
       ``remove`` of that workload id unbooks it too (a release in a starvation shadow).
     * ``remove``: unbooks a running job's placements exactly as they were booked from the
-      database (``PlacementDevice`` rows, node cpu/memory); undo books them again.
+      database (``PlacementDevice`` rows, MIG instances, node cpu/memory); undo books them
+      again. (DRA shared counters of a victim are not given back in the simulation: a
+      preemption that needs them is not found, never an overbooking.)
 
     Args:
         cluster: the snapshot (mutated by reserve/remove).
@@ -185,3 +190,11 @@ class DbPlacer:
                 device.used_memory_mib += sign * dev_mem
                 device.used_cores_percent += sign * cores
                 device.used_slots += sign * slots
+        for uuid, instance in booking.migs:
+            device = self.devices.get(uuid)
+            if device is None:
+                continue
+            if sign > 0:
+                device.mig_instances.append(instance)
+            elif instance in device.mig_instances:
+                device.mig_instances.remove(instance)

@@ -312,3 +312,29 @@ def test_a_tenant_admin_splits_only_what_the_parent_has(api):
     assert run_admission_cycle(group.pk).admitted == [j.pk for j in mine]
     assert (_devices_used(other, group), _devices_used(team, group)) == (2000, 2000)
     _assert_no_device_overbooked()
+
+
+def test_a_mig_victim_frees_its_instance_in_the_preemption_search():
+    from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+
+    make_cluster("c1", nodes=1, gpus=1)
+    Device.objects.update(mode="mig", split_count=7)
+    group = make_group("g1")
+    _, queue = make_tenant("team-a", group, devices_milli=100_000)
+
+    def mig_job(name, memory_mib, priority):
+        return submit_job(queue, JobSpec(
+            name=name, priority=priority, cpu_milli=1000, memory_mib=1024,
+            containers=[ContainerSpec(device_count=1, memory_mib=memory_mib)]),
+            enqueue=False)
+
+    low = mig_job("low", 70000, 1)  # 7g.79gb: the whole GPU
+    assert run_admission_cycle(group.pk).admitted == [low.pk]
+    Job.objects.filter(pk=low.pk).update(admitted_at=timezone.now() - timedelta(hours=1))
+    high = mig_job("high", 30000, 10)  # 3g.40gb: only once low's instance is gone
+    report = run_admission_cycle(group.pk)
+    assert (report.admitted, report.preempted) == ([], [low.pk])
+    _grace_over()
+    assert run_admission_cycle(group.pk).admitted == [high.pk]
+    assert list(Placement.objects.get(job=high).mig_instances.values_list(
+        "profile", flat=True)) == ["3g.40gb"]
