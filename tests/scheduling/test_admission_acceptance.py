@@ -111,6 +111,10 @@ def test_deleting_a_quota_row_keeps_the_tenants_running_usage_counted(api, cohor
     _stagger(b_jobs)
     root = make_user("root", is_superuser=True)
     api.force_authenticate(root)
+    # a tenant with jobs cannot be deleted (its usage would vanish from the cohort)
+    response = api.delete(f"/api/tenants/{b.pk}/")
+    assert response.status_code == 409, response.content
+    assert Tenant.objects.filter(pk=b.pk).exists()
     row = Quota.objects.get(tenant=b, dimension="devices")
     assert api.delete(f"/api/quotas/{row.pk}/").status_code == 204
     rows = {r["tenant"]: r for r in api.get("/api/usage/?resource_group=g1").json()}
