@@ -63,14 +63,9 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
     """
     with transaction.atomic():
         job = Job.objects.create(
-            tenant_id=queue.tenant_id,
-            queue=queue,
-            name=spec.name,
-            priority=spec.priority,
-            priority_class=spec.priority_class,
-            max_runtime_s=spec.max_runtime_s,
-            pod_count=spec.pod_count,
-            min_pods=spec.min_pods,
+            tenant_id=queue.tenant_id, queue=queue, name=spec.name,
+            priority=spec.priority, priority_class=spec.priority_class,
+            max_runtime_s=spec.max_runtime_s, pod_count=spec.pod_count, min_pods=spec.min_pods,
             cpu_milli=spec.cpu_milli,
             memory_mib=spec.memory_mib,
             duration_s=spec.duration_s,
