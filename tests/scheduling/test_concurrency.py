@@ -352,17 +352,26 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     assert Quota.objects.filter(resource_group_id=group_ids[0], dimension="devices").aggregate(
         total=Sum("nominal"))["total"] == 32000
 
-    # 0. placements still terminating belong to preempted (or stopped) jobs no longer
-    # admitted; once their pods are gone, nothing of theirs stays booked or charged
+    _release_terminating_victims()
+    _restore_deleted_rows(group_ids[0])
+    _assert_bookings_within_capacity()
+    _assert_jobs_consistent(states, JOBS + totals["urgent"])
+    _assert_quotas_and_usage(group_ids)
+
+
+def _release_terminating_victims() -> None:
+    """0. Placements still terminating belong to preempted jobs no longer admitted; once
+    their pods are gone, nothing of theirs stays booked (the checks below settle charges)."""
     for placement in Placement.objects.filter(state=PlacementState.TERMINATING).select_related(
             "job"):
         assert placement.job.state in (JobState.QUEUED, JobState.FAILED, JobState.CANCELLED)
         assert Preemption.objects.filter(victim=placement.job).exists(), placement.job_id
     release_due_simulated(timezone.now() + timedelta(seconds=GRACE_S + 1))
     assert not Placement.objects.filter(state=PlacementState.TERMINATING).exists()
-    _restore_deleted_rows(group_ids[0])
 
-    # 1. no device or node overbooked (sum of live bookings <= capacity)
+
+def _assert_bookings_within_capacity() -> None:
+    """1. No device or node overbooked (sum of live bookings <= capacity)."""
     booked = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
     for row in booked.values("device_id").annotate(
             mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")):
@@ -375,13 +384,14 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
         node = Node.objects.get(pk=row["node_id"])
         assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.memory_mib, node.name
 
-    # 2. every job in exactly one consistent state (a preempted or stopped job's placements
-    # may still be terminating: they book their devices but belong to no live job)
+
+def _assert_jobs_consistent(states: Counter, jobs: int) -> None:
+    """2. Every job in exactly one consistent state, none lost."""
     live = defaultdict(int)
     for job_id in Placement.objects.filter(state__in=ACTIVE_PLACEMENT_STATES).values_list(
             "job_id", flat=True):
         live[job_id] += 1
-    assert sum(states.values()) == JOBS + totals["urgent"]
+    assert sum(states.values()) == jobs
     assert set(states) <= set(JobState.values)
     for job in Job.objects.only("pk", "state", "pod_count", "min_pods"):
         if job.state in (JobState.ADMITTED, JobState.RUNNING):
@@ -389,7 +399,9 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
         else:
             assert live[job.pk] == 0, (job.pk, job.state)
 
-    # 3 and 4. quotas within nominal + borrowing limit, usage recomputed == stored usage
+
+def _assert_quotas_and_usage(group_ids: list[int]) -> None:
+    """3 and 4. Quotas within nominal + borrowing limit, usage recomputed == stored usage."""
     for group_id in group_ids:
         check = check_usage(group_id)
         assert not check.locked_out
