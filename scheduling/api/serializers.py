@@ -373,5 +373,13 @@ class DeviceSerializer(serializers.ModelSerializer):
         fields = [
             "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
             "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
-            "model_error",
+            "model_error", "console_unhealthy", "cordon_reason",
         ]
+
+
+class DeviceCordonSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """Input of ``POST /api/devices/<id>/cordon/``: why, and what happens to the jobs on it
+    (``wait``: keep running; ``requeue``: back to their queue; ``fail``)."""
+
+    reason = serializers.CharField(max_length=200, allow_blank=True, default="")
+    drain = serializers.ChoiceField(choices=["wait", "requeue", "fail"], default="wait")

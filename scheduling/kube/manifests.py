@@ -171,17 +171,20 @@ class JobMeta:
 
 @dataclass(frozen=True, slots=True)
 class Manifests:
-    """Objects to create for one pod, in order: ``claims`` first, then ``pod``.
+    """Objects to create for one pod, in order: the namespace, ``claims``, then ``pod``.
 
     Attributes:
         pod: the Pod dict.
         claims: ResourceClaim dicts (dra mode: exactly one; other modes: none).
         mode: ``"hami"`` | ``"dra"`` | ``"whole"``.
+        namespace_object: the tenant's Namespace (``scheduling.kube.namespaces``), created
+            or labelled before anything else; None = the namespace is not the console's.
     """
 
     pod: dict
     claims: tuple[dict, ...] = ()
     mode: str = "hami"
+    namespace_object: dict | None = None
 
     @property
     def namespace(self) -> str:

@@ -17,6 +17,7 @@ from scheduling.models.jobs import (
     Queue,
 )
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [
     "Cluster",
@@ -26,6 +27,8 @@ __all__ = [
     "Job",
     "JobContainer",
     "JobEvent",
+    "JobPodSet",
+    "KubeWorkload",
     "Node",
     "Placement",
     "PlacementDevice",

@@ -212,6 +212,10 @@ class JobContainer(BaseModel):
     """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="containers")
+    pod_set = models.ForeignKey(
+        "scheduling.JobPodSet", null=True, blank=True, on_delete=models.CASCADE,
+        related_name="containers", help_text="The pod set it belongs to (empty: every pod).",
+    )
     name = models.CharField(max_length=63)
     init = models.BooleanField(default=False)
     vendor = models.CharField(max_length=32, blank=True, default="NVIDIA")

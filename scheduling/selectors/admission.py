@@ -345,7 +345,7 @@ def queued_jobs(group: tm.ResourceGroup, limit: int | None = None) -> list[Job]:
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
         .exclude(placements__state__in=BOOKED_PLACEMENT_STATES)
         .select_related("queue__tenant", "tenant", "priority_class")
-        .prefetch_related("containers")
+        .prefetch_related("containers", "pod_sets")
         .annotate(_first=Case(When(preempting_since__isnull=False, then=Value(0)),
                               When(reserving_since__isnull=False, then=Value(1)),
                               default=Value(2), output_field=IntegerField()))

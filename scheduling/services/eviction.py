@@ -10,8 +10,8 @@ is never handed to another workload while its pods still run. Here:
   ``maximumExecutionTimeSeconds``; backfill around a starvation reservation relies on it);
 * the reconcile releases a terminating placement once its pods are gone:
   :func:`release_terminated` (kubernetes: the pod is deleted or finished) and
-  :func:`release_due_simulated` (simulated pods honour their grace period and end at
-  ``evict_by``). The charge is then settled by the next cycle, exactly once.
+  :func:`release_due_terminations` (simulated pods, and the pods of jobs taken in from a
+  cluster, end at ``evict_by``). The charge is then settled by the next cycle, exactly once.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from scheduling.admission import PreemptionTarget
 from scheduling.backends import get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
     Backend,
     JobState,
     PlacementState,
@@ -34,6 +35,7 @@ from scheduling.choices import (
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
+from scheduling.services.intake_record import suspend_kube_job
 
 CROSS_TENANT_PREEMPTION_MESSAGE = (
     "capacity this job borrowed from the cohort was reclaimed for its owner"
@@ -41,16 +43,21 @@ CROSS_TENANT_PREEMPTION_MESSAGE = (
 """What a victim's tenant is told when another tenant preempted it (never its name)."""
 
 
-def terminate_placements(placements: list[Placement], *, now: datetime, evict_by: datetime,
-                         message: str) -> int:
-    """Delete the pods of ``placements`` (``node__cluster`` loaded) through their backend and
-    move the still-active ones to ``terminating`` until ``evict_by``.
+def terminate_placements(job: Job, placements: list[Placement], *, now: datetime,
+                         evict_by: datetime, message: str) -> int:
+    """Stop the pods of ``placements`` (``node__cluster`` loaded) and move the still-active
+    ones to ``terminating`` until ``evict_by``. The console's own pods are deleted through
+    their backend; a job taken in from a cluster (``source`` kube) has its object suspended
+    after commit instead (its controller deletes the pods).
 
     Returns:
         Number of placements moved.
     """
-    for placement in placements:
-        get_backend(placement.node.cluster.backend).delete(placement)
+    if job.source == JOB_SOURCE_KUBE:
+        transaction.on_commit(lambda: suspend_kube_job(job.pk, message))
+    else:
+        for placement in placements:
+            get_backend(placement.node.cluster.backend).delete(placement)
     return Placement.objects.filter(
         pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES,
     ).update(state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000],
@@ -80,8 +87,9 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         .filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
         .select_related("node__cluster").order_by("pk")
     )
-    terminate_placements(placements, now=now, evict_by=preemption.evict_by,
-                         message=f"preempted: {shown}")
+    terminate_placements(victim, placements, now=now, evict_by=preemption.evict_by,
+                         message=f"preempted: {shown}" if victim.source != JOB_SOURCE_KUBE
+                         else shown)
     outcome = "requeued" if requeue else "failed"
     fields = {"preemption_count": F("preemption_count") + 1,
               "pending_reason": f"preempted: {shown}", "preempting_since": None,
@@ -130,7 +138,8 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
                 continue
             placements = list(Placement.objects.select_for_update().filter(
                 job=job, state__in=ACTIVE_PLACEMENT_STATES).select_related("node__cluster"))
-            terminate_placements(placements, now=now, evict_by=now + grace, message=message)
+            terminate_placements(job, placements, now=now, evict_by=now + grace,
+                                 message=message)
             JobEvent.objects.create(job=job, kind="failed", message=message)
         groups.add(job.queue.resource_group_id)
     return groups
@@ -154,15 +163,19 @@ def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) 
     return {group for _, group in rows}
 
 
-def release_due_simulated(now: datetime | None = None) -> set[int]:
-    """Simulated pods end when their grace period does: release terminating placements of
-    simulated clusters whose ``evict_by`` passed.
+def release_due_terminations(now: datetime | None = None) -> set[int]:
+    """Release the terminating placements whose pods nobody reports on and whose grace period
+    (``evict_by``) passed: simulated pods honour their grace period and end at ``evict_by``;
+    the pods of a job taken in from a cluster belong to the user's (now suspended) object,
+    which the reconcile does not watch, and the kubelet kills them at the end of the grace
+    period. The console's own kubernetes pods are released by the reconcile when they are
+    gone (:func:`release_terminated`).
 
     Returns:
         Ids of the resource groups where capacity was freed.
     """
     now = now or timezone.now()
     ids = list(Placement.objects.filter(
-        state=PlacementState.TERMINATING, node__cluster__backend=Backend.SIMULATED,
-        evict_by__lte=now).values_list("pk", flat=True))
+        Q(node__cluster__backend=Backend.SIMULATED) | Q(job__source=JOB_SOURCE_KUBE),
+        state=PlacementState.TERMINATING, evict_by__lte=now).values_list("pk", flat=True))
     return release_terminated(ids, now=now, reason="pods terminated")

@@ -11,7 +11,7 @@ from core.models import AuditEntry
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.models import Device, Job, Placement, PlacementDevice, PriorityClass
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.eviction import release_due_simulated
+from scheduling.services.eviction import release_due_terminations
 from tenants.models import Quota, QuotaUsage, Tenant
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
 
@@ -51,7 +51,7 @@ def _stagger(jobs):
 
 
 def _grace_over():
-    return release_due_simulated(timezone.now() + timedelta(seconds=31))
+    return release_due_terminations(timezone.now() + timedelta(seconds=31))
 
 
 # -- double booking ------------------------------------------------------------------------------

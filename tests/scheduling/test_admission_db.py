@@ -9,7 +9,7 @@ from django.utils import timezone
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import DeviceModel, Job, Placement, Preemption
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.eviction import release_due_simulated
+from scheduling.services.eviction import release_due_terminations
 from scheduling.services.jobs import cancel_job
 from scheduling.services.submissions import submit_job
 from scheduling.services.usage import check_usage, sync_ledger
@@ -37,7 +37,7 @@ def _state(job):
 
 def _grace_over(seconds=31):
     """The simulated victims' termination grace period (30 s) ended: their pods are gone."""
-    return release_due_simulated(timezone.now() + timedelta(seconds=seconds))
+    return release_due_terminations(timezone.now() + timedelta(seconds=seconds))
 
 
 def _placement_states(job):

@@ -43,7 +43,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
-from scheduling.services.eviction import release_due_simulated
+from scheduling.services.eviction import release_due_terminations
 from scheduling.services.usage import check_usage
 from tenants.models import Quota, QuotaUsage, Tenant
 from tests.builders import A100, make_cluster, make_group
@@ -253,7 +253,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
     from unittest import mock
 
     from scheduling.services.cycle import run_admission_cycle
-    from scheduling.services.eviction import release_due_simulated
+    from scheduling.services.eviction import release_due_terminations
     from scheduling.services.jobs import cancel_job
     from scheduling.services.submissions import reconcile_simulated, submit_job
 
@@ -277,7 +277,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                             .values_list("pk", flat=True)[:20]:
                         submit_job(job_id)
                     reconcile_simulated(timezone.now())
-                    stats["released"] += len(release_due_simulated(timezone.now()))
+                    stats["released"] += len(release_due_terminations(timezone.now()))
                     if rng.random() < 0.25:
                         _submit_urgent(rng, group_ids[0])
                         stats["urgent"] += 1
@@ -366,7 +366,7 @@ def _release_terminating_victims() -> None:
             "job"):
         assert placement.job.state in (JobState.QUEUED, JobState.FAILED, JobState.CANCELLED)
         assert Preemption.objects.filter(victim=placement.job).exists(), placement.job_id
-    release_due_simulated(timezone.now() + timedelta(seconds=GRACE_S + 1))
+    release_due_terminations(timezone.now() + timedelta(seconds=GRACE_S + 1))
     assert not Placement.objects.filter(state=PlacementState.TERMINATING).exists()
 
 

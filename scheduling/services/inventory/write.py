@@ -232,6 +232,11 @@ class InventoryWriter:
             Device.objects.create(uuid=uuid, **values)
             result.added.append(uuid)
             return
+        # The console's own verdicts win over the registration: a device the console marked
+        # unhealthy (telemetry, repeated failures) or cordoned (operator, health write-back)
+        # stays so until the console clears it (scheduling.services.device_health).
+        values["healthy"] = values["healthy"] and not row.console_unhealthy
+        values["cordoned"] = values["cordoned"] or bool(row.cordon_reason)
         changed = [k for k, v in values.items() if getattr(row, k) != v]
         if changed:
             for k in changed:
