@@ -286,7 +286,7 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, 
     low = [_job(kube, name=f"low{i}") for i in range(2)]
     for job in low:
         (name,) = _pod_names(job)
-        fake.set_pod_status("llmops", name, running_status("gpu-1"))
+        fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     reconcile_cluster(cluster.pk, watch_s=0)
     Job.objects.filter(pk=low[1].pk).update(priority=1)
     Job.objects.filter(pk=low[0].pk).update(priority=5)
@@ -299,7 +299,7 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, 
     assert (report.admitted, report.preempted) == ([], [low[1].pk])
     # the pod was deleted; until the reconcile sees it gone, its devices stay booked
     assert _states(low[1]) == (JobState.QUEUED, [PlacementState.TERMINATING])
-    assert fake.get("pods", _pod_names(low[1])[0], "llmops") is None
+    assert fake.get("pods", _pod_names(low[1])[0], "tenant-team-a") is None
     assert run_admission_cycle(group.pk).admitted == []
     report = reconcile_cluster(cluster.pk, watch_s=1)  # the watch brings the DELETED event
     assert report.groups == {group.pk}
