@@ -208,7 +208,8 @@ def pod_assignment(placement) -> PodAssignment:
                 cores_percent=int(g["cores_percent"]), vendor=vendor,
                 index=int(g.get("index", 0)), mig_profile=g.get("mig_profile", ""),
                 mig_start=int(g.get("mig_start", -1)), mig_size=int(g.get("mig_size", 0)),
-                template=g.get("template", ""), model=g.get("model", "")))
+                template=g.get("template", ""), model=g.get("model", ""),
+                slices=int(g.get("slices", 0))))
         out.append(ContainerAssignment(name=c["name"], devices=tuple(grants),
                                        init=bool(c.get("init"))))
     return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
@@ -277,7 +278,8 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
             assignment, meta, scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
             catalogue=granted_catalogue(assignment))
     else:
-        built = mf.build(cluster.submission_mode, assignment, meta)
+        built = mf.build(cluster.submission_mode, assignment, meta,
+                         catalogue=granted_catalogue(assignment))
     return replace(built, namespace_object=namespace)
 
 

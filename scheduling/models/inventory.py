@@ -221,7 +221,9 @@ class Device(BaseModel):
 
     ``mig_profiles`` are the MIG profiles a ``mig``-mode GPU can create, as registered (HAMi
     ``migProfiles``): ``[{"name": "1g.10gb", "memory_mib": 9856, "cores_percent": 14,
-    "slice_count": 1, "placements": [[start, size], ...]}]``.
+    "slice_count": 1, "placements": [[start, size], ...]}]``; for an Enflame DRS card the
+    DRS profiles of ``enflame.com/gcu-drs-capacity``: ``[{"name": "3g.24gb", "profile_id",
+    "slice_count": 3, "minor"}]`` (:func:`scheduling.devices.resources.drs_profiles_stored`).
 
     ``missing_since``: the registration stopped reporting the device while live placements
     booked it; it stays (unhealthy, flagged in ``error``, its bookings counted) until they end,

@@ -11,6 +11,7 @@ from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.devices.resources import (
     card_counters,
+    drs_custom,
     template_counters,
     template_share_count,
 )
@@ -166,6 +167,8 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
         core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+        if device.model.vendor == "EnflameDRS":
+            core.custom = drs_custom(device.mig_profiles, device.index)
         core.mig_instances = list(instances.get(device.pk, ()))
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
         if core.counters and cfg is not None:
@@ -264,6 +267,7 @@ def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequ
                     memory_percent=c.memory_percent,
                     cores_percent=cores,
                     types_include=types,
+                    types_exclude=tuple(c.device_types_exclude or ()),
                     chip=chip,
                 ),
             )
@@ -278,7 +282,8 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     A job with pod sets (taken in from a JobSet or PyTorchJob) gets each pod set's ``count``
     pods, in pod set order, with that set's containers and host request; otherwise
     ``pod_count`` copies of the job's containers. A container without ``device_types``
-    accepts the group's device models. Vendors whose requests name one chip (HAMi's per-chip
+    accepts the group's device models; ``device_types_exclude`` refuses models (whole-token
+    match). Vendors whose requests name one chip (HAMi's per-chip
     resource names: Ascend, Iluvatar) get ``chip`` set when exactly one accepted model
     remains. Ascend requests carry no cores (the vNPU template decides them).
     """

@@ -126,6 +126,7 @@ def _assignment_json(pod) -> dict:
                         **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
                             "mig_size": g.mig_size} if g.mig_start >= 0 else {}),
                         **({"template": g.template} if g.template else {}),
+                        **({"slices": g.slices} if g.slices else {}),
                     }
                     for g in c.devices
                 ],

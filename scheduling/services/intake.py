@@ -105,7 +105,8 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
         out.append(ContainerSpec(
             name=c.name, init=c.init, vendor=d.vendor, device_count=d.count,
             memory_mib=d.memory_mib, memory_percent=d.memory_percent,
-            cores_percent=min(d.cores_percent, 100), device_types=types))
+            cores_percent=min(d.cores_percent, 100), device_types=types,
+            device_types_exclude=list(d.types_exclude)))
     return out
 
 

@@ -34,6 +34,7 @@ class ContainerSpec:
     memory_percent: int | None = None
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
+    device_types_exclude: list[str] = field(default_factory=list)
     init: bool = False
     image: str = ""
     command: list[str] = field(default_factory=list)
@@ -79,7 +80,8 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
     return JobContainer(
         job=job, pod_set=pod_set, name=c.name, init=c.init, vendor=c.vendor,
         device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
-        cores_percent=c.cores_percent, device_types=list(c.device_types), image=c.image,
+        cores_percent=c.cores_percent, device_types=list(c.device_types),
+        device_types_exclude=list(c.device_types_exclude), image=c.image,
         command=list(c.command), args=list(c.args), env=dict(c.env))
 
 

@@ -421,3 +421,16 @@ def test_dra_mode_records_a_claim_template_per_pod_set(fake, tmp_path, settings)
     assert obj["spec"]["suspend"] is False
     _valid(obj, "batch/v1", "Job")
     _valid(template, "resource.k8s.io/v1", "ResourceClaimTemplate")
+
+
+def test_a_workloads_use_and_nouse_type_annotations_become_the_jobs_model_lists(fake, kube):
+    """HAMi's nvidia.com/use-gputype / nouse-gputype on the pod template are what the job's
+    containers accept and refuse (whole-token match in the cycle)."""
+    cluster, _group, _queue = kube
+    obj = job_object("typed")
+    obj["spec"]["template"]["metadata"]["annotations"] = {
+        "nvidia.com/use-gputype": "A100", "nvidia.com/nouse-gputype": "H200,H20"}
+    fake.put(obj)
+    job_id = _intake(cluster).jobs[f"Job {NS}/typed"]
+    (c,) = Job.objects.get(pk=job_id).pod_sets.get().containers.all()
+    assert (c.device_types, c.device_types_exclude) == (["A100"], ["H200", "H20"])

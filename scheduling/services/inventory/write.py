@@ -23,6 +23,7 @@ from datetime import datetime
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 
+from scheduling.devices.resources import drs_profiles_stored
 from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.services.inventory.device_models import model_for
@@ -254,8 +255,8 @@ class InventoryWriter:
             "cordoned": dev.cordoned, "mode": dev.mode, "source": rep.source,
             "dra_device": rep.dra_name, "removed_at": None, "missing_since": None,
             "hami_id": ident.hami_id if ident else "",
-            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else "",
-            "mig_profiles": [
+            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
+            "mig_profiles": drs_profiles_stored(dev.custom, dev.index) or [
                 {"name": p.name, "memory_mib": p.memory_mib, "cores_percent": p.cores_percent,
                  "slice_count": p.slice_count,
                  "placements": [[pl.start, pl.size] for pl in p.placements]}
