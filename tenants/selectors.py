@@ -68,3 +68,29 @@ def flavor_names(group) -> set[str]:
         if family:
             names.add(family)
     return names
+
+
+def pending_invitations_for(user):
+    """Open, unexpired invitations addressed to ``user`` (by username, or by e-mail ignoring
+    case), newest first, with their tenant."""
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from tenants.models import Invitation
+
+    addressed = Q(invitee=user.get_username())
+    email = (user.email or "").strip()
+    if email:
+        addressed |= Q(invitee__iexact=email)
+    return (Invitation.objects.filter(addressed, accepted_at__isnull=True,
+                                      revoked_at__isnull=True, expires_at__gt=timezone.now())
+            .select_related("tenant").order_by("-created", "-id"))
+
+
+def admin_tenant_ids(user) -> set[int] | None:
+    """Tenants whose members ``user`` manages: where they are tenant admin (None = every
+    tenant, platform admin)."""
+    if user.is_superuser:
+        return None
+    return set(Membership.objects.filter(user=user, role="tenant_admin")
+               .values_list("tenant_id", flat=True))

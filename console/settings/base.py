@@ -16,6 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
 from console.telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -63,6 +64,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "console.security.middleware.RejectNulCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -198,6 +200,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PARSER_CLASSES": [
+        "console.security.parsers.BoundedJSONParser",
+        "console.security.parsers.BoundedFormParser",
+        "console.security.parsers.BoundedMultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
