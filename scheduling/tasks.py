@@ -47,6 +47,18 @@ def submit_jobs_task(job_ids: list[int]) -> int:
     return len(job_ids)
 
 
+@shared_task(name="scheduling.tasks.sweep_task")
+def sweep_task() -> dict:
+    """Beat tick (``SWEEP_TICK_S``): submit again the admitted jobs whose placements stayed
+    reserved (their submission task was lost, e.g. while the broker was down)."""
+    from scheduling.services.sweeper import overdue_reservations
+
+    job_ids = overdue_reservations()
+    if job_ids:
+        submit_jobs_task.delay(job_ids)
+    return {"resubmitted": len(job_ids)}
+
+
 @shared_task(name="scheduling.tasks.reconcile_task")
 def reconcile_task() -> int:
     """Beat tick: finish simulated pods that ran their duration, then re-run the cycles of the

@@ -131,6 +131,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing from a web request gives up after about 3 x REDIS_TIMEOUT_S when the broker is
+# down; the job is committed anyway and the sweeper (below) enqueues the lost work later.
+REDIS_TIMEOUT_S = env_float("REDIS_TIMEOUT_S", 2.0, minimum=0.1)
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_S
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"socket_connect_timeout": REDIS_TIMEOUT_S}
+    if CELERY_BROKER_URL.startswith(("redis", "rediss")) else {})
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
@@ -139,6 +148,10 @@ ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0,
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
+# Sweeper of lost enqueues (scheduling.services.sweeper): every SWEEP_TICK_S, placements still
+# reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.
+SWEEP_TICK_S = env_int("SWEEP_TICK_S", 30, minimum=1)
+SUBMIT_SWEEP_GRACE_S = env_float("SUBMIT_SWEEP_GRACE_S", 120.0, minimum=0.0)
 
 # Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
@@ -167,6 +180,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.tasks.kube_tick_task",
         "schedule": float(KUBE_TICK_S),
     },
+    "sweep-tick": {
+        "task": "scheduling.tasks.sweep_task",
+        "schedule": float(SWEEP_TICK_S),
+    },
     **telemetry_beat_schedule(),
 }
 
@@ -181,7 +198,11 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-    }
+        # a Redis outage must cost a request seconds, not the OS's TCP timeout
+        "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_S, "socket_timeout": REDIS_TIMEOUT_S},
+    },
+    # per-process fallback of the write throttle while Redis is unreachable
+    "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
 # --- Auth, API ------------------------------------------------------------------------------

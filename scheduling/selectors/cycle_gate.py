@@ -6,18 +6,25 @@ until something that can change the outcome happened after that cycle started: a
 in the group, a placement ended anywhere (capacity freed), a quota of the group or a device
 changed, or the mark expired. Explicit triggers (a job arriving, capacity freed by a
 reconcile, a cancel) always run a cycle.
+
+The marks are an optimisation: while the cache (Redis) is unreachable nothing is marked and
+every group counts as needing a cycle.
 """
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.cache import cache
+from redis.exceptions import RedisError
 
 from scheduling.choices import JobState
 from scheduling.models import Device, Job, Placement
 from tenants.models import Quota
+
+CACHE_ERRORS = (RedisError, OSError)
 
 
 def _key(group_id: int) -> str:
@@ -26,17 +33,23 @@ def _key(group_id: int) -> str:
 
 def mark_blocked(group_id: int, cycle_started: datetime) -> None:
     """Remember that the cycle started at ``cycle_started`` left every head pending."""
-    cache.set(_key(group_id), cycle_started.timestamp(), timeout=settings.ADMISSION_IDLE_RECHECK_S)
+    with contextlib.suppress(*CACHE_ERRORS):  # unmarked: the next tick runs the cycle again
+        cache.set(_key(group_id), cycle_started.timestamp(),
+                  timeout=settings.ADMISSION_IDLE_RECHECK_S)
 
 
 def clear_blocked(group_id: int) -> None:
     """Forget the mark (the group's last cycle changed something)."""
-    cache.delete(_key(group_id))
+    with contextlib.suppress(*CACHE_ERRORS):  # a stale mark expires by itself
+        cache.delete(_key(group_id))
 
 
 def needs_cycle(group_id: int) -> bool:
     """True unless the group is marked blocked and nothing relevant changed since."""
-    stamp = cache.get(_key(group_id))
+    try:
+        stamp = cache.get(_key(group_id))
+    except CACHE_ERRORS:
+        return True
     if stamp is None:
         return True
     since = datetime.fromtimestamp(stamp, tz=UTC)

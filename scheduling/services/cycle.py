@@ -56,6 +56,7 @@ from scheduling.selectors.admission import (
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.enqueue import enqueue_after_commit
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -441,10 +442,9 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
 
             grace = config.termination_grace_s
             if submit_now:
-                transaction.on_commit(lambda: submit_jobs_task.delay(submit_now))
+                enqueue_after_commit(submit_jobs_task, submit_now)
             if submit_later:
-                transaction.on_commit(
-                    lambda: submit_jobs_task.apply_async((submit_later,), countdown=grace))
+                enqueue_after_commit(submit_jobs_task, submit_later, countdown=grace)
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,

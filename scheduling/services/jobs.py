@@ -12,6 +12,7 @@ from console.core.exceptions import Conflict
 from scheduling.backends import get_backend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.services.enqueue import enqueue_after_commit
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
         if enqueue:
             from scheduling.tasks import admission_cycle_task
 
-            group_id = queue.resource_group_id
-            transaction.on_commit(lambda: admission_cycle_task.delay(group_id))
+            enqueue_after_commit(admission_cycle_task, queue.resource_group_id)
     return job
 
 
@@ -152,6 +152,6 @@ def cancel_job(job: Job, *, user=None) -> Job:
         if placements:
             from scheduling.tasks import admission_cycle_task
 
-            transaction.on_commit(lambda: admission_cycle_task.delay(group_id))
+            enqueue_after_commit(admission_cycle_task, group_id)
     job.refresh_from_db()
     return job
