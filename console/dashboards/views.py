@@ -42,6 +42,7 @@ from scheduling.selectors.card_map import (
 )
 from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.jobs import preemption_as_seen
 from scheduling.selectors.overview import (
     capacity_by_group,
     capacity_by_model,
@@ -194,7 +195,10 @@ def job_detail(request, pk: int):
         "job": job, "slot": queue_slots([job]).get(job.pk),
         "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
         and can_submit_in(request.user, job.tenant_id),
-        "preemptions": list(job.preemptions.all()),
+        "preemptions": [
+            {"time": p.time, "reason": p.reason, "outcome": p.outcome,
+             **preemption_as_seen(p, platform_admin=request.user.is_superuser)}
+            for p in job.preemptions.all()],
         "state_colours": STATE_COLOURS,
     })
 

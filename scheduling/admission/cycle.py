@@ -323,8 +323,11 @@ class AdmissionCycle:
                 continue
             until = self._protected_until(workload)
             if until is not None:
-                details.append(f"preemption: {workload.id} (tenant {workload.tenant}) is "
-                               f"protected by its minimum runtime until {until}")
+                # another tenant's job is never named to this job's tenant
+                who = (f"{workload.id} (tenant {workload.tenant})" if is_same
+                       else "a job of another tenant")
+                details.append(f"preemption: {who} is protected by its minimum runtime "
+                               f"until {until}")
                 continue
             (same if is_same else reclaim).append(workload)
         if not may_reclaim:

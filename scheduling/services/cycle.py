@@ -55,6 +55,7 @@ from scheduling.selectors.admission import (
     queued_jobs,
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
+from scheduling.selectors.jobs import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.enqueue import enqueue_after_commit
 from scheduling.services.usage import (
@@ -216,11 +217,6 @@ def _lock_capacity(bookings) -> _Capacity:
     return _Capacity(devices, nodes)
 
 
-CROSS_TENANT_PREEMPTION_MESSAGE = (
-    "capacity this job borrowed from the cohort was reclaimed for its owner"
-)
-
-
 def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
            deltas: dict) -> bool:
     """Carry out one preemption; returns False when the victim already left (nothing to do).
@@ -280,8 +276,20 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
     return True
 
 
+def preempted_text(victims: list[Preemption]) -> str:
+    """The "preempted ..." part of a preemptor's admitted event, as its tenant may read it:
+    victims of its own tenant by job id, those of other tenants only counted."""
+    own = [v.victim_id for v in victims if v.victim_tenant == v.preemptor_tenant]
+    others = len(victims) - len(own)
+    parts = [", ".join(own)] if own else []
+    if others:
+        parts.append(f"{others} job{'s' if others > 1 else ''} of another tenant")
+    return f"; preempted {' and '.join(parts)}" if parts else ""
+
+
 def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, bookings,
-                      capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
+                      capacity: _Capacity, now, group_id: int, deltas: dict,
+                      victims: list[Preemption]) -> str | None:
     """Write one admitted job's placements (``bookings``: its :func:`_bookings`); return a
     conflict reason instead when another writer booked the capacity first or the job left
     the queued state."""
@@ -320,7 +328,7 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
         if admission.pod_count != job.pod_count else ""
     borrowing = "; borrowing from the cohort" if admission.borrowing else ""
-    waits = f"; preempted {', '.join(admission.waits_for)}" if admission.waits_for else ""
+    waits = preempted_text(victims)
     JobEvent.objects.create(job=job, kind="admitted",
                             message=f"placed on {nodes_text}{extra}{borrowing}{waits}")
     return None
@@ -354,7 +362,7 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
             capacity.refresh()
             refreshed = True
         conflict = _commit_admission(admission, job, ctx, bookings[admission.workload_id],
-                                     capacity, now, group.pk, deltas)
+                                     capacity, now, group.pk, deltas, victims)
         if conflict is None:
             report.admitted.append(job.pk)
         else:
