@@ -119,3 +119,20 @@ def test_same_tenant_preemptions_keep_their_job_ids(cohort):
     admitted = high.events.get(kind="admitted").message
     assert admitted.endswith(f"; preempted {report.preempted[0]}")
     assert low  # the victims are team-a's own jobs
+
+
+def test_the_data_migration_rewrites_events_written_before(reclaim):
+    import importlib
+
+    from django.apps import apps
+
+    from scheduling.models import JobEvent
+
+    migration = importlib.import_module(
+        "scheduling.migrations.0004_anonymise_preemptor_events")
+    preemptor, victim = reclaim["preemptor"], reclaim["victim"]
+    old = JobEvent.objects.create(job=preemptor, kind="admitted",
+                                  message=f"placed on c1-n1; preempted {victim.pk}")
+    migration.anonymise(apps, None)
+    old.refresh_from_db()
+    assert old.message == "placed on c1-n1; preempted 1 job of another tenant"
