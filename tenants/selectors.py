@@ -6,7 +6,10 @@ from tenants.models import Membership, Tenant
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
-    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction)."""
+    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction); an
+    anonymous user has none."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
     return set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
@@ -26,6 +29,8 @@ def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
 def get_visible_tenant_ids(user) -> set[int] | None:
     """Tenants whose quotas and usage the user may read: their own tenants and, where they
     are tenant admin, every tenant below (None = platform admin, no restriction)."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
     roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
@@ -78,6 +83,8 @@ def pending_invitations_for(user):
 
     from tenants.models import Invitation
 
+    if not user.is_authenticated:
+        return Invitation.objects.none()
     addressed = Q(invitee=user.get_username())
     email = (user.email or "").strip()
     if email:
@@ -90,6 +97,8 @@ def pending_invitations_for(user):
 def admin_tenant_ids(user) -> set[int] | None:
     """Tenants whose members ``user`` manages: where they are tenant admin (None = every
     tenant, platform admin)."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
     return set(Membership.objects.filter(user=user, role="tenant_admin")

@@ -1,4 +1,4 @@
-"""DRF parsers that bound what a request body may contain (``DEFAULT_PARSER_CLASSES``).
+"""The API's request parser (``DEFAULT_PARSER_CLASSES``: JSON only) and its bounds.
 
 * Size: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes are read (Django applies that limit to
   ``request.body`` only; DRF reads the raw stream, so the bound is enforced here).
@@ -81,20 +81,6 @@ def check_json_value(value, max_depth: int) -> None:
         raise ValidationError(errors)
 
 
-def check_form_data(data) -> None:
-    """Refuse a NUL character in any key or value of a parsed form (``QueryDict``).
-
-    Raises:
-        ValidationError: keyed by the form field.
-    """
-    errors = {}
-    for key, values in data.lists():
-        if "\x00" in key or any(isinstance(v, str) and "\x00" in v for v in values):
-            errors[key.replace("\x00", "") or "non_field_errors"] = [NUL_MESSAGE]
-    if errors:
-        raise ValidationError(errors)
-
-
 class BoundedJSONParser(parsers.JSONParser):
     """DRF's JSON parser with the size, depth and NUL bounds of this module."""
 
@@ -107,22 +93,3 @@ class BoundedJSONParser(parsers.JSONParser):
             raise ParseError(f"JSON is nested deeper than {_max_depth()} levels.") from None
         check_json_value(data, _max_depth())
         return data
-
-
-class BoundedFormParser(parsers.FormParser):
-    """DRF's form parser with the size bound, refusing NUL characters."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(io.BytesIO(read_bounded(stream)), media_type, parser_context)
-        check_form_data(data)
-        return data
-
-
-class BoundedMultiPartParser(parsers.MultiPartParser):
-    """DRF's multipart parser (Django applies its own size limits), refusing NUL characters
-    in the form fields."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        result = super().parse(stream, media_type, parser_context)
-        check_form_data(result.data)
-        return result

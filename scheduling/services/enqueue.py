@@ -24,7 +24,10 @@ def enqueue_after_commit(task, *args, countdown: float | None = None) -> None:
 
     def publish() -> None:
         try:
-            task.apply_async(args, countdown=countdown)
+            if countdown is None:
+                task.delay(*args)
+            else:
+                task.apply_async(args, countdown=countdown)
         except Exception as exc:  # noqa: BLE001 - kombu/redis/OS errors alike; see docstring
             logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it",
                            task.name, args, exc)

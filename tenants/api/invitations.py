@@ -16,6 +16,7 @@ An invitation the caller may not see answers 404.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -23,6 +24,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
+from console.api_filters import StrictBooleanField
 from console.core.api.throttling import WriteRateThrottle
 from tenants import services
 from tenants.choices import Role
@@ -72,13 +74,19 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def get_queryset(self):
         user = self.request.user
         mine = Q(pk__in=pending_invitations_for(user).values("pk"))
-        if self.request.query_params.get("mine") in ("1", "true"):
+        if self._only_mine():
             scope = mine
         else:
             admin_ids = admin_tenant_ids(user)
             scope = mine | (Q() if admin_ids is None else Q(tenant_id__in=admin_ids))
         return (Invitation.objects.filter(scope).select_related("tenant", "created_by")
                 .order_by("-created", "-id"))
+
+    def _only_mine(self) -> bool:
+        try:
+            return bool(StrictBooleanField().to_python(self.request.query_params.get("mine")))
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"mine": exc.messages}) from None
 
     @extend_schema(parameters=[OpenApiParameter(
         "mine", bool, description="Only the open invitations addressed to you.")])

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
@@ -85,6 +87,7 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = DevicePrice.objects.select_related("model").order_by("model__name",
                                                                     "effective_from")
 
+    @extend_schema(request=PriceWriteSerializer, responses={201: PriceSerializer})
     def create(self, request):
         data = PriceWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -92,6 +95,126 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
         price = services.set_price(values["model"], values["effective_from"],
                                    values["per_hour"], values["currency"])
         return Response(PriceSerializer(price).data, status=201)
+
+
+# -- response shapes of the function views (OpenAPI schema only) -------------------------------
+
+WINDOW = [OpenApiParameter(name, OpenApiTypes.DATETIME, description=text) for name, text in (
+    ("start", "ISO 8601 with a time zone (default: end minus the window)"),
+    ("end", "ISO 8601 with a time zone (default: now)"))]
+TENANT = OpenApiParameter("tenant", OpenApiTypes.INT, description="Only this tenant (an id).")
+# YYYY-MM from 0001-01 to 9999-11 (the report needs the month after the last one)
+_YEAR = r"(000[1-9]|00[1-9]\d|0[1-9]\d{2}|[1-8]\d{3}|9[0-8]\d{2}|99[0-8]\d|999[0-8])"
+MONTH = rf"^({_YEAR}-(0[1-9]|1[0-2])|9999-(0[1-9]|1[01]))$"
+MONTHS = [OpenApiParameter(name, OpenApiTypes.STR, pattern=MONTH,
+                           description=text) for name, text in (
+    ("month", "One month, YYYY-MM"), ("from", "First month, YYYY-MM (default: this one)"),
+    ("to", "Last month, YYYY-MM (default: from)"))]
+
+
+class HealthEventSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    kind = serializers.CharField()
+    severity = serializers.CharField()
+    value = serializers.FloatField()
+    message = serializers.CharField()
+    node = serializers.CharField()
+    cluster = serializers.CharField()
+    source = serializers.CharField()
+
+
+class DeviceHealthSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    node = serializers.CharField(allow_null=True)
+    inventory_healthy = serializers.BooleanField(allow_null=True)
+    healthy = serializers.BooleanField(allow_null=True)
+    reasons = serializers.DictField()
+    changed_at = serializers.DateTimeField(allow_null=True)
+    checked_at = serializers.DateTimeField(allow_null=True)
+    events = HealthEventSerializer(many=True)
+
+
+class HealthClearedSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    healthy = serializers.BooleanField()
+    reasons = serializers.DictField()
+
+
+class PointSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    mean = serializers.FloatField()
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+
+
+class UtilisationSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    resolution_s = serializers.IntegerField()
+    series = serializers.DictField(child=PointSerializer(many=True))
+
+
+class EfficiencySerializer(serializers.Serializer):
+    allocated_memory_mib = serializers.IntegerField()
+    allocated_cores_percent = serializers.IntegerField()
+    used_memory_mib = serializers.FloatField(allow_null=True)
+    used_cores_percent = serializers.FloatField(allow_null=True)
+    memory_ratio = serializers.FloatField(allow_null=True)
+    cores_ratio = serializers.FloatField(allow_null=True)
+    devices_with_data = serializers.IntegerField()
+
+
+class JobEfficiencySerializer(EfficiencySerializer):
+    job = serializers.IntegerField()
+    tenant = serializers.CharField()
+    idle_since = serializers.DateTimeField(allow_null=True)
+
+
+class TenantEfficiencySerializer(EfficiencySerializer):
+    tenant = serializers.CharField()
+    tenant_id = serializers.IntegerField()
+    jobs = serializers.IntegerField()
+    idle_jobs = serializers.IntegerField()
+
+
+class IdleJobSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    job_name = serializers.CharField()
+    tenant = serializers.CharField()
+    idle_since = serializers.DateTimeField()
+    used_cores_percent = serializers.FloatField()
+    allocated_cores_percent = serializers.IntegerField()
+
+
+class CostRowSerializer(serializers.Serializer):
+    month = serializers.CharField()
+    tenant = serializers.CharField()
+    tenant_id = serializers.IntegerField()
+    model = serializers.CharField()
+    gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
+    cost = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
+    currency = serializers.CharField()
+    unpriced_hours = serializers.DecimalField(max_digits=20, decimal_places=4,
+                                              coerce_to_string=True)
+    jobs = serializers.IntegerField()
+
+
+class CostReportSerializer(serializers.Serializer):
+    rows = CostRowSerializer(many=True)
+
+    def get_fields(self):  # "from" is a Python keyword
+        return {"from": serializers.DateTimeField(), "to": serializers.DateTimeField(),
+                **super().get_fields()}
+
+
+class CapacityAlertSerializer(serializers.Serializer):
+    resource_group = serializers.CharField()
+    flavor = serializers.CharField()
+    opened_at = serializers.DateTimeField()
+    healthy_devices = serializers.FloatField()
+    guaranteed_devices = serializers.FloatField()
+    message = serializers.CharField()
 
 
 def _window(request, default_hours: int = 6):
@@ -131,6 +254,7 @@ def _history(serial: str):
     return history
 
 
+@extend_schema(responses=DeviceHealthSerializer)
 @api_view(["GET"])
 def device_health(request, serial: str):
     """Current health and event history of a device by serial / UUID, across nodes."""
@@ -148,6 +272,7 @@ def device_health(request, serial: str):
     })
 
 
+@extend_schema(request=None, responses=HealthClearedSerializer)
 @api_view(["POST"])
 @permission_classes([permissions.IsAdminUser])
 def device_health_clear(request, serial: str):
@@ -157,6 +282,7 @@ def device_health_clear(request, serial: str):
     return Response({"serial": serial, "healthy": row.healthy, "reasons": row.reasons})
 
 
+@extend_schema(parameters=WINDOW, responses=UtilisationSerializer)
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def device_utilisation(request, serial: str):
@@ -192,6 +318,7 @@ def _efficiency(e):
     }
 
 
+@extend_schema(parameters=WINDOW, responses=JobEfficiencySerializer)
 @api_view(["GET"])
 def job_efficiency(request, job_id: int):
     """Allocated vs used memory and cores of a job of the caller's tenants."""
@@ -220,6 +347,8 @@ def _tenant_filter(request) -> list[int] | None:
     return [tenant_id]
 
 
+@extend_schema(parameters=[*WINDOW, TENANT],
+               responses=TenantEfficiencySerializer(many=True))
 @api_view(["GET"])
 def efficiency(request):
     """Allocated vs used per tenant (caller's tenants) over ``start``..``end`` (24 h)."""
@@ -232,6 +361,7 @@ def efficiency(request):
     ])
 
 
+@extend_schema(parameters=[TENANT], responses=IdleJobSerializer(many=True))
 @api_view(["GET"])
 def idle_jobs(request):
     """Jobs of the caller's tenants flagged as holding devices idle."""
@@ -284,6 +414,7 @@ def _row(r):
     }
 
 
+@extend_schema(parameters=[*MONTHS, TENANT], responses=CostReportSerializer)
 @api_view(["GET"])
 def cost_report(request):
     """GPU-hours and cost per tenant × device model × month (``?month=YYYY-MM`` or
@@ -292,6 +423,7 @@ def cost_report(request):
     return Response({"from": start, "to": end, "rows": [_row(r) for r in rows]})
 
 
+@extend_schema(parameters=[*MONTHS, TENANT], responses={(200, "text/csv"): OpenApiTypes.STR})
 @api_view(["GET"])
 def cost_report_csv(request):
     """The cost report as CSV (same parameters)."""
@@ -308,6 +440,7 @@ def cost_report_csv(request):
     return response
 
 
+@extend_schema(responses=CapacityAlertSerializer(many=True))
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def capacity_alerts(request):
