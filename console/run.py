@@ -16,8 +16,9 @@ import signal
 import subprocess
 import sys
 
-from console.settings.env import env_float, env_int, env_str
+from console import embedded
 from console.supervisor import Backoff, Supervisor
+from core.env import env_float, env_int, env_str
 
 
 def _manage(*args: str) -> None:
@@ -25,8 +26,6 @@ def _manage(*args: str) -> None:
 
 
 def main() -> int:
-    from console import embedded
-
     env = os.environ
     env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
     if not env.get("DATABASE_URL"):

@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from scheduling.backends.kubernetes import check_connection
+from scheduling.kube.errors import KubeError
 from scheduling.models import (
     Cluster,
     Device,
@@ -53,9 +55,6 @@ class ClusterAdmin(admin.ModelAdmin):
 
     @admin.action(description="Test connection (server version, resource.k8s.io versions)")
     def test_connection(self, request, queryset) -> None:
-        from scheduling.backends.kubernetes import check_connection
-        from scheduling.kube.errors import KubeError
-
         for cluster in queryset:
             if cluster.backend != "kubernetes":
                 self.message_user(request, f"{cluster.name}: simulated, nothing to test",
@@ -80,9 +79,12 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(DeviceModel)
 class DeviceModelAdmin(admin.ModelAdmin):
-    list_display = ["name", "vendor", "memory_mib", "cores_percent", "split_count", "slicing_mode"]
-    list_filter = ["vendor", "slicing_mode"]
+    """Device models; the form validates ``config`` against the catalogue (``clean``)."""
+
+    list_display = ["name", "vendor", "family", "slicing_mode", "error"]
+    list_filter = ["vendor"]
     search_fields = ["name", "vendor"]
+    readonly_fields = ["error"]
 
 
 class DeviceInline(admin.TabularInline):

@@ -2,7 +2,7 @@
 
 import django_filters
 
-from console.api_filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
+from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
@@ -59,7 +59,7 @@ class DeviceModelFilterSet(StrictFilterSet):
 
     class Meta:
         model = DeviceModel
-        fields = ["name", "vendor", "slicing_mode"]
+        fields = ["name", "vendor"]
 
 
 class ClusterFilterSet(StrictFilterSet):

@@ -2,29 +2,50 @@
 
 from __future__ import annotations
 
+import random
+
 from celery import shared_task
 
 from scheduling.backends import SubmissionError
+from scheduling.choices import Backend
+from scheduling.dispatch import (
+    ADMISSION_CYCLE_TASK,
+    ADMISSION_TICK_TASK,
+    DEMO_STREAM_TASK,
+    KUBE_INVENTORY_SYNC_TASK,
+    KUBE_RECONCILE_TASK,
+    KUBE_TICK_TASK,
+    RECONCILE_TASK,
+    SUBMIT_JOBS_TASK,
+    SWEEP_TASK,
+    USAGE_RECONCILE_TASK,
+)
+from scheduling.models import Cluster
+from scheduling.selectors.cycle_gate import needs_cycle
+from scheduling.selectors.snapshot import groups_with_queued_jobs
+from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.demo import submit_demo_job
+from scheduling.services.inventory import sync_cluster_inventory
+from scheduling.services.kube_reconcile import reconcile_cluster
+from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.sweeper import overdue_reservations
+from scheduling.services.usage import check_usage, sync_ledger
+from tenants.models import ResourceGroup
 
 
-@shared_task(name="scheduling.tasks.admission_cycle_task")
+@shared_task(name=ADMISSION_CYCLE_TASK)
 def admission_cycle_task(group_id: int) -> dict:
     """Run one admission cycle for a resource group; chain another when the batch was full."""
-    from scheduling.services.cycle import run_admission_cycle
-
     report = run_admission_cycle(group_id)
     if report.more:
         admission_cycle_task.delay(group_id)
     return {"group": group_id, "admitted": len(report.admitted), "locked": report.locked_out}
 
 
-@shared_task(name="scheduling.tasks.admission_tick_task")
+@shared_task(name=ADMISSION_TICK_TASK)
 def admission_tick_task() -> int:
     """Beat tick: enqueue a cycle for every resource group with queued jobs, except groups
     whose last cycle was blocked and where nothing changed since (``cycle_gate``)."""
-    from scheduling.selectors.cycle_gate import needs_cycle
-    from scheduling.selectors.snapshot import groups_with_queued_jobs
-
     groups = [g for g in groups_with_queued_jobs() if needs_cycle(g)]
     for group_id in groups:
         admission_cycle_task.delay(group_id)
@@ -32,7 +53,7 @@ def admission_tick_task() -> int:
 
 
 @shared_task(
-    name="scheduling.tasks.submit_jobs_task",
+    name=SUBMIT_JOBS_TASK,
     autoretry_for=(SubmissionError,),
     retry_backoff=True,
     retry_backoff_max=300,
@@ -40,44 +61,34 @@ def admission_tick_task() -> int:
 )
 def submit_jobs_task(job_ids: list[int]) -> int:
     """Submit admitted jobs to their cluster backends (retryable errors retry with backoff)."""
-    from scheduling.services.submissions import submit_job
-
     for job_id in job_ids:
         submit_job(job_id)
     return len(job_ids)
 
 
-@shared_task(name="scheduling.tasks.sweep_task")
+@shared_task(name=SWEEP_TASK)
 def sweep_task() -> dict:
     """Beat tick (``SWEEP_TICK_S``): submit again the admitted jobs whose placements stayed
     reserved (their submission task was lost, e.g. while the broker was down)."""
-    from scheduling.services.sweeper import overdue_reservations
-
     job_ids = overdue_reservations()
     if job_ids:
         submit_jobs_task.delay(job_ids)
     return {"resubmitted": len(job_ids)}
 
 
-@shared_task(name="scheduling.tasks.reconcile_task")
+@shared_task(name=RECONCILE_TASK)
 def reconcile_task() -> int:
     """Beat tick: finish simulated pods that ran their duration, then re-run the cycles of the
     groups that got capacity back."""
-    from scheduling.services.submissions import reconcile_simulated
-
     groups = reconcile_simulated()
     for group_id in groups:
         admission_cycle_task.delay(group_id)
     return len(groups)
 
 
-@shared_task(name="scheduling.tasks.demo_stream_task")
+@shared_task(name=DEMO_STREAM_TASK)
 def demo_stream_task() -> int | None:
     """Beat tick (``DEMO_STREAM_S``): submit one random sample job to the demo cluster."""
-    import random
-
-    from scheduling.services.demo import submit_demo_job
-
     job = submit_demo_job(random.Random())
     return job.pk if job else None
 
@@ -85,12 +96,10 @@ def demo_stream_task() -> int | None:
 # -- kubernetes clusters ---------------------------------------------------------------------
 
 
-@shared_task(name="scheduling.tasks.kube_inventory_sync_task")
+@shared_task(name=KUBE_INVENTORY_SYNC_TASK)
 def kube_inventory_sync_task(cluster_id: int) -> dict:
     """Sync one kubernetes cluster's Nodes / ResourceSlices into the inventory; re-run the
     cycles of groups where a vanished node freed capacity."""
-    from scheduling.services.inventory import sync_cluster_inventory
-
     report = sync_cluster_inventory(cluster_id)
     for group_id in sorted(report.lost_groups):
         admission_cycle_task.delay(group_id)
@@ -99,12 +108,10 @@ def kube_inventory_sync_task(cluster_id: int) -> dict:
             "errors": len(report.errors), "locked": report.locked_out}
 
 
-@shared_task(name="scheduling.tasks.kube_reconcile_task")
+@shared_task(name=KUBE_RECONCILE_TASK)
 def kube_reconcile_task(cluster_id: int) -> dict:
     """One reconcile turn (periodic resync when due, then a pod watch) of a kubernetes
     cluster; re-run the cycles of groups where capacity was freed."""
-    from scheduling.services.kube_reconcile import reconcile_cluster
-
     report = reconcile_cluster(cluster_id)
     for group_id in sorted(report.groups):
         admission_cycle_task.delay(group_id)
@@ -113,13 +120,10 @@ def kube_reconcile_task(cluster_id: int) -> dict:
             "locked": report.locked_out}
 
 
-@shared_task(name="scheduling.tasks.kube_tick_task")
+@shared_task(name=KUBE_TICK_TASK)
 def kube_tick_task() -> int:
     """Beat tick (``KUBE_TICK_S``): enqueue an inventory sync and a reconcile turn for every
     kubernetes cluster (each is single-flight per cluster)."""
-    from scheduling.choices import Backend
-    from scheduling.models import Cluster
-
     ids = list(Cluster.objects.filter(backend=Backend.KUBERNETES).values_list("pk", flat=True))
     for cluster_id in ids:
         kube_inventory_sync_task.delay(cluster_id)
@@ -127,13 +131,10 @@ def kube_tick_task() -> int:
     return len(ids)
 
 
-@shared_task(name="scheduling.tasks.usage_reconcile_task")
+@shared_task(name=USAGE_RECONCILE_TASK)
 def usage_reconcile_task() -> dict:
     """Beat tick: settle released usage, recompute every group's usage from live placements
     and report drift and broken invariants (logged as warnings), then sync the usage ledger."""
-    from scheduling.services.usage import check_usage, sync_ledger
-    from tenants.models import ResourceGroup
-
     drift = violations = 0
     for group_id in ResourceGroup.objects.order_by("pk").values_list("pk", flat=True):
         check = check_usage(group_id)

@@ -2,7 +2,7 @@
 
 import django_filters
 
-from console.api_filters import StrictFilterSet
+from core.api.filters import StrictFilterSet
 from tenants.models import Membership, ResourceGroup, Tenant
 
 

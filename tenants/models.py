@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
-from console.core.models import BaseModel
+from core.models import BaseModel
 from tenants.choices import Dimension, GroupKind, Role
 
 slug_validator = RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.apps import apps
+
 from tenants.models import Membership, Tenant
 
 
@@ -61,8 +63,6 @@ def flavor_names(group) -> set[str]:
     The device inventory belongs to the scheduling app; it is read here by app label
     (``apps.get_model``) so that this app keeps no import of ``scheduling``.
     """
-    from django.apps import apps
-
     device_model = apps.get_model("scheduling", "DeviceModel")
     models = device_model.objects.all()
     if group.device_models:

@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from console.core.audit import record, snapshot
-from console.core.exceptions import Conflict, InvalidRequest, NotFound
+from core.audit import record, snapshot
+from core.exceptions import Conflict, InvalidRequest, NotFound
 from tenants.choices import Dimension, Role
 from tenants.models import (
     AggregateCap,

@@ -17,8 +17,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from console.core.exceptions import DomainError
 from console.dashboards.forms import InviteForm, MemberForm, RoleForm
+from core.exceptions import DomainError
 from scheduling.selectors.quota_board import quota_board
 from tenants import services
 from tenants.models import Invitation, Membership, Tenant

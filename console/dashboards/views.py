@@ -8,6 +8,7 @@ tenant's slices on a device are drawn as "other tenant".
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,15 +22,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from console.core.audit import record as audit
-from console.core.exceptions import DomainError
-from console.core.filtersets import AuditFilterSet
-from console.core.models import AuditEntry
 from console.dashboards import charts
 from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm
-from console.telemetry.selectors import device_health_history
+from core.audit import record as audit
+from core.exceptions import DomainError
+from core.filtersets import AuditFilterSet
+from core.models import AuditEntry
 from scheduling.choices import JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
@@ -56,6 +56,15 @@ from scheduling.selectors.overview import (
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.jobs import cancel_job, submit_job
+from telemetry.charts import line_chart
+from telemetry.exporters import UTIL
+from telemetry.selectors import (
+    cost_report,
+    device_health_history,
+    device_utilisation,
+    latest_device_values,
+    node_utilisation,
+)
 from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
@@ -139,9 +148,6 @@ def _measured_util(loads) -> dict[str, float]:
     """Mean measured utilisation (%) of the devices of ``loads`` (present devices) per model
     and per vendor, from the newest telemetry minute (devices without recent samples are left
     out)."""
-    from console.telemetry.exporters import UTIL
-    from console.telemetry.selectors import latest_device_values
-
     devices = {pk: (load.model, load.vendor) for pk, load in loads.items()}
     sums: dict[str, list[float]] = {}
     for pk, values in latest_device_values(devices).items():
@@ -260,9 +266,6 @@ def node_detail(request, pk: int):
 
 
 def _node_util_chart(node):
-    from console.telemetry.charts import line_chart
-    from console.telemetry.selectors import node_utilisation
-
     return line_chart(node_utilisation(node.pk), title="Mean device utilisation, last 6 h",
                       unit=" %", y_max=100.0, width=640, height=120)
 
@@ -284,9 +287,6 @@ def device_detail(request, uuid: str):
 
 
 def _device_charts(device):
-    from console.telemetry.charts import line_chart
-    from console.telemetry.selectors import device_utilisation
-
     titles = {"util": ("Utilisation", " %", 100.0), "memory_used": ("Memory used", " MiB", None),
               "temperature": ("Temperature", " °C", None), "power": ("Power", " W", None)}
     charts_out = []
@@ -309,11 +309,7 @@ def _month(request) -> str:
 
 def _with_cost(rows, month: str, tenant_ids):
     """Fill ``cost`` (and return the currency) from the telemetry cost report: prices per
-    model in force over time (console.telemetry); rows without a priced hour keep None."""
-    from dataclasses import replace
-
-    from console.telemetry.selectors import cost_report
-
+    model in force over time (telemetry); rows without a priced hour keep None."""
     start, end = month_bounds(month)
     costs = {}
     for item in cost_report(start, end, tenant_ids):

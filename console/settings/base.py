@@ -15,9 +15,11 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from console.settings.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
-from console.telemetry.schedule import beat_schedule as telemetry_beat_schedule
+from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
+from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
+from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -56,15 +58,15 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
-    "console.security",
-    "console.core",
+    "core",
     "console.dashboards",
     "tenants",
     "scheduling",
-    "console.telemetry",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
+    "console.health.HealthProbeMiddleware",  # /healthz, /readyz: before host checks
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -167,6 +169,14 @@ KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
 KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
+# Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
+# bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
+# INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,
+# INVENTORY_MAX_MIG_PROFILES, INVENTORY_MAX_MIG_PLACEMENTS, INVENTORY_MAX_JSON_DEPTH (32),
+# INVENTORY_MAX_ANNOTATION_BYTES (1 MiB), INVENTORY_MAX_SLICE_DEVICES (128),
+# INVENTORY_MAX_NODE_CPU_MILLI, INVENTORY_MAX_NODE_MEMORY_MIB.
+for _attr, _name in INVENTORY_LIMIT_SETTINGS.items():
+    globals()[_name] = env_int(_name, getattr(DEFAULT_INVENTORY_LIMITS, _attr), minimum=1)
 
 CELERY_BEAT_SCHEDULE = {
     "admission-tick": {
@@ -229,14 +239,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["console.api_filters.StrictFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["core.api.filters.StrictFilterBackend"],
     # JSON only: nested bodies (containers, changes) have no form encoding
     "DEFAULT_PARSER_CLASSES": ["console.security.parsers.BoundedJSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
-    "DEFAULT_PAGINATION_CLASS": "console.api_filters.StrictPageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.filters.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "console.openapi.ConsoleAutoSchema",
-    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.api.openapi.ConsoleAutoSchema",
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
 }
 SPECTACULAR_SETTINGS = {
@@ -255,7 +265,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "console.openapi.document_error_responses",  # 400/401/403/404/409/429 everywhere
+        "core.api.openapi.document_error_responses",  # 400/401/403/404/409/429 everywhere
     ],
 }
 

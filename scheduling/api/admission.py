@@ -18,8 +18,8 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.core.api.throttling import WriteRateThrottle
-from console.core.exceptions import InvalidRequest
+from core.api.throttling import WriteRateThrottle
+from core.exceptions import InvalidRequest
 from scheduling.admission import (
     AdmissionInputError,
     Dimension,

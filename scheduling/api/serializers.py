@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from scheduling.choices import PreemptionPolicy
@@ -17,7 +18,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
-from scheduling.selectors.jobs import preemption_as_seen
+from scheduling.selectors.jobs import job_estimated_start, preemption_as_seen, queue_position
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -197,10 +198,6 @@ class JobSerializer(serializers.ModelSerializer):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            from django.utils import timezone
-
-            from scheduling.selectors.jobs import job_estimated_start, queue_position
-
             position = queue_position(job)
             cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
         return cache[job.pk]
@@ -253,10 +250,15 @@ class DeviceSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="node.cluster.name")
     model = serializers.CharField(source="model.name")
     vendor = serializers.CharField(source="model.vendor")
+    model_error = serializers.CharField(
+        source="model.error", read_only=True,
+        help_text="Why the device's model config does not resolve; the device is then kept "
+                  "out of placement (empty = fine).")
 
     class Meta:
         model = Device
         fields = [
             "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
             "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
+            "model_error",
         ]

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from console.core.api.throttling import WriteRateThrottle
+from core.api.throttling import WriteRateThrottle
 from scheduling.api.serializers import (
     DeviceSerializer,
     JobEventSerializer,

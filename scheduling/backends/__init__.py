@@ -7,37 +7,12 @@ official client (``scheduling.kube``).
 
 from __future__ import annotations
 
-from typing import Protocol
-
+from scheduling.backends.base import ClusterBackend, SubmissionError
+from scheduling.backends.kubernetes import KubernetesBackend
+from scheduling.backends.simulated import SimulatedBackend
 from scheduling.choices import Backend
 
-
-class SubmissionError(Exception):
-    """A submission failed. ``retryable`` says whether trying again may succeed."""
-
-    def __init__(self, message: str, *, retryable: bool):
-        super().__init__(message)
-        self.retryable = retryable
-
-
-class ClusterBackend(Protocol):
-    """What the submission and reconcile services need from a cluster."""
-
-    def submit(self, placement) -> str:
-        """Create the objects realising ``placement`` (a ``Placement`` row).
-
-        Idempotent: a retry for the same placement must not create a second pod.
-
-        Returns:
-            The placement's new state: ``"submitted"`` (pods created, not yet running) or
-            ``"running"``.
-
-        Raises:
-            SubmissionError: the cluster refused or could not be reached.
-        """
-
-    def delete(self, placement) -> None:
-        """Delete the objects of ``placement``; deleting what is already gone is not an error."""
+__all__ = ["ClusterBackend", "SubmissionError", "get_backend"]
 
 
 def get_backend(kind: str) -> ClusterBackend:
@@ -47,11 +22,7 @@ def get_backend(kind: str) -> ClusterBackend:
         ValueError: unknown backend.
     """
     if kind == Backend.SIMULATED:
-        from scheduling.backends.simulated import SimulatedBackend
-
         return SimulatedBackend()
     if kind == Backend.KUBERNETES:
-        from scheduling.backends.kubernetes import KubernetesBackend
-
         return KubernetesBackend()
     raise ValueError(f"unknown cluster backend {kind!r}")

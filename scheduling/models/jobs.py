@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from console.core.models import BaseModel
+from core.models import BaseModel
 from scheduling.choices import JobState, PreemptionPolicy, QueueStrategy
 
 

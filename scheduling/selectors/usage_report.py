@@ -7,7 +7,7 @@ runs from the placement's start (``started_at``, else ``submitted_at``) to its e
 (``ended_at``, else ``now``), clipped to the month. Placements that never started count nothing.
 
 ``cost`` is left ``None`` here: the usage page fills it from the telemetry app's cost report
-(time-varying prices per model, ``console.telemetry.selectors.cost_report``).
+(time-varying prices per model, ``telemetry.selectors.cost_report``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Case, F, Sum, Value, When
 from django.utils import timezone
 
-from console.core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, try_xact_lock
 from scheduling.accounting import collapse_pod_bookings
 from scheduling.admission import (
     Admission,
@@ -46,7 +46,16 @@ from scheduling.choices import (
     PlacementState,
     PreemptionPolicy,
 )
-from scheduling.models import Device, Job, JobEvent, Node, Placement, PlacementDevice
+from scheduling.dispatch import enqueue_submit_jobs
+from scheduling.models import (
+    Device,
+    Job,
+    JobEvent,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
 from scheduling.selectors.admission import (
@@ -57,7 +66,7 @@ from scheduling.selectors.admission import (
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.jobs import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.selectors.snapshot import SnapshotIndex
-from scheduling.services.enqueue import enqueue_after_commit
+from scheduling.services.devices import flag_device_models
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -320,6 +329,12 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
         for placement, pod in zip(placements, decision.pods, strict=True)
         for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
     )
+    PlacementMigInstance.objects.bulk_create(
+        PlacementMigInstance(placement=placement, device_id=ctx.index.device_ids[g.uuid],
+                             profile=g.mig_profile, start=g.mig_start, size=g.mig_size)
+        for placement, pod in zip(placements, decision.pods, strict=True)
+        for c in pod.containers for g in c.devices if g.mig_profile and g.mig_start >= 0
+    )
     for placement in placements:
         for key, amount in usage_deltas(
                 [(job.tenant_id, group_id, placement.charges)], +1).items():
@@ -431,6 +446,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         if not heads:
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
+        flag_device_models(ctx.catalogue.errors)
         # 4. the pure core
         result = run_cycle(ctx.snapshot, ctx.placer(), config)
         # 5. commit
@@ -445,14 +461,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         for job_id in report.admitted:
             (submit_later if str(job_id) in waiting else submit_now).append(job_id)
         # 6. submit after commit
-        if submit_now or submit_later:
-            from scheduling.tasks import submit_jobs_task
-
-            grace = config.termination_grace_s
-            if submit_now:
-                enqueue_after_commit(submit_jobs_task, submit_now)
-            if submit_later:
-                enqueue_after_commit(submit_jobs_task, submit_later, countdown=grace)
+        if submit_now:
+            enqueue_submit_jobs(submit_now)
+        if submit_later:
+            enqueue_submit_jobs(submit_later, countdown=config.termination_grace_s)
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from console.core.audit import record as audit
-from console.core.exceptions import Conflict
+from core.audit import record as audit
+from core.exceptions import Conflict
 from scheduling.backends import get_backend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
-from scheduling.services.enqueue import enqueue_after_commit
 
 
 @dataclass(frozen=True)
@@ -109,9 +109,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             },
         )
         if enqueue:
-            from scheduling.tasks import admission_cycle_task
-
-            enqueue_after_commit(admission_cycle_task, queue.resource_group_id)
+            enqueue_admission_cycle(queue.resource_group_id)
     return job
 
 
@@ -148,10 +146,7 @@ def cancel_job(job: Job, *, user=None) -> Job:
         )
         who = getattr(user, "username", "") or "system"
         JobEvent.objects.create(job=job, kind="cancelled", message=f"cancelled by {who}")
-        group_id = job.queue.resource_group_id
         if placements:
-            from scheduling.tasks import admission_cycle_task
-
-            enqueue_after_commit(admission_cycle_task, group_id)
+            enqueue_admission_cycle(job.queue.resource_group_id)
     job.refresh_from_db()
     return job

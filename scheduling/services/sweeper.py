@@ -1,6 +1,6 @@
 """Sweeper of lost enqueues: work the database says is due but no task was queued for.
 
-Every enqueue happens after commit (:mod:`scheduling.services.enqueue`) and is skipped with a
+Every enqueue happens after commit (:func:`core.dispatch.enqueue_on_commit`) and is skipped with a
 warning when the broker is down, so what a lost task should have done is found again here,
 from the database alone:
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from console.core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, try_xact_lock
 from scheduling.admission import Dimension, check_invariants, device_milli
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Placement, PlacementDevice

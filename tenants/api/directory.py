@@ -18,9 +18,9 @@ from django.db.models import Q
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 
-from console.core.api.mixins import AuditedWritesMixin
-from console.core.api.throttling import WriteRateThrottle
-from console.core.api.validators import no_nul_characters
+from core.api.mixins import AuditedWritesMixin
+from core.api.throttling import WriteRateThrottle
+from core.api.validators import no_nul_characters
 from tenants import services
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role

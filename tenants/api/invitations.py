@@ -24,8 +24,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
-from console.api_filters import StrictBooleanField
-from console.core.api.throttling import WriteRateThrottle
+from core.api.filters import StrictBooleanField
+from core.api.throttling import WriteRateThrottle
 from tenants import services
 from tenants.choices import Role
 from tenants.models import Invitation, Tenant

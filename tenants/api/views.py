@@ -3,7 +3,7 @@ from rest_framework import status, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from console.core.api.throttling import WriteRateThrottle
+from core.api.throttling import WriteRateThrottle
 from tenants import services
 from tenants.api.serializers import QuotaSerializer, QuotaWriteSerializer
 from tenants.models import Quota

@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 from django.db import connections
 
-from console.core.exceptions import Conflict
+from core.exceptions import Conflict
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services import cycle as cycle_service

@@ -70,7 +70,7 @@ def test_api_writes_work_and_are_still_throttled_per_process_when_the_cache_is_d
         world, cache_down, monkeypatch, caplog):
     from django.core.cache import caches
 
-    from console.core.api.throttling import WriteRateThrottle
+    from core.api.throttling import WriteRateThrottle
 
     monkeypatch.setattr(WriteRateThrottle, "rate", "3/min", raising=False)  # read at import
 

@@ -5,7 +5,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from tenants.models import Membership, ResourceGroup, Tenant
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from tenants.models import Invitation, Membership
 from tests.adversarial.helpers import client_for
 from tests.builders import make_user

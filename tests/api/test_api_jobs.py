@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from scheduling.models import Job
 from tests.api.test_api_directory import as_user
 
@@ -74,7 +74,7 @@ def test_write_endpoints_are_throttled(api, world, settings):
     from django.core.cache import cache
     from rest_framework.settings import api_settings
 
-    from console.core.api.throttling import WriteRateThrottle
+    from core.api.throttling import WriteRateThrottle
 
     cache.clear()
     rates = {"writes": "2/min"}

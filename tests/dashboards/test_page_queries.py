@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.core.audit import record
+from core.audit import record
 from scheduling.models import Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import submit_job

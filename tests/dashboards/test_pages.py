@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from scheduling.models import Job, Placement
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
@@ -142,8 +142,8 @@ def test_usage_csv_is_tenant_scoped(client, world):
 def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
     from decimal import Decimal
 
-    from console.telemetry.models import DevicePrice
     from scheduling.models import DeviceModel
+    from telemetry.models import DevicePrice
 
     jan = datetime(2026, 1, 10, tzinfo=UTC)
     Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=10))
@@ -232,9 +232,9 @@ def test_audit_page_lists_and_filters(client, world):
 
 
 def test_overview_shows_measured_utilisation_per_model(client, world):
-    from console.telemetry.exporters import UTIL
-    from console.telemetry.models import Rollup
     from scheduling.models import Device
+    from telemetry.exporters import UTIL
+    from telemetry.models import Rollup
 
     bucket = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=1)
     for uuid, util in (("GPU-c1-0-0", 80.0), ("GPU-c1-0-1", 40.0)):

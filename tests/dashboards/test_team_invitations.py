@@ -8,7 +8,7 @@ import re
 import pytest
 from django.contrib.messages import get_messages
 
-from console.core.models import AuditEntry
+from core.models import AuditEntry
 from tenants.models import Invitation, Membership
 from tests.builders import make_user
 

@@ -2,8 +2,8 @@
 
 import json
 
-from scheduling.placement import bench
-from scheduling.placement.trace import read_nodes, read_pods
+from scheduling.placement.lab import bench
+from scheduling.placement.lab.trace import read_nodes, read_pods
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,32768,1,T4\nn1,8000,32768,1,T4\n"
 PODS = (

@@ -8,11 +8,12 @@ from placement_builders import trace_node
 
 from scheduling.placement import reserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.plugins.baselines import BestFitPolicy
+from scheduling.placement.lab.baselines import BestFitPolicy
+from scheduling.placement.lab.policies import trace_policy_plugin
+from scheduling.placement.lab.trace import PodRecord, pod_request
 from scheduling.placement.plugins.frag import FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import LazySelector, NodeTable, TaskView
 from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
-from scheduling.placement.trace import PodRecord, pod_request
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -138,7 +139,7 @@ def test_gpuclustering_is_not_memoised_on_state():
     # the tag, so b wins (fullness 25 * 6000/8000 = 18, + 75) over a (18 + 25) despite a's
     # lower name. A memo keyed on the node state would give b a's score and a would win.
     snap = ClusterSnapshot.from_nodes([node("a", (1000, 1000)), node("b", (1000, 1000))])
-    plugin = TracePolicyPlugin("GpuClustering", workload=WL)
+    plugin = trace_policy_plugin("GpuClustering", workload=WL)
     plugin.decide(snap, request("warm"))  # binds the mirror
     plugin.sync(snap, [("b", "share", 1)])
     dec = plugin.decide(snap, request("p"))
@@ -147,7 +148,7 @@ def test_gpuclustering_is_not_memoised_on_state():
 
 def test_equal_grants_and_containers_are_shared_frozen_objects():
     snap = ClusterSnapshot.from_nodes([node("a", (1000,))])
-    plugin = TracePolicyPlugin("BestFit", workload=WL)
+    plugin = trace_policy_plugin("BestFit", workload=WL)
     g1 = plugin.decide(snap, request("p1")).pods[0].containers[0].devices[0]
     g2 = plugin.decide(snap, request("p2")).pods[0].containers[0].devices[0]
     assert g1 is g2

@@ -4,8 +4,14 @@ import pytest
 from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
+from scheduling.placement.lab.policies import POLICY_NAMES, trace_policy_plugin
 from scheduling.placement.plugins.frag import absorbed_fillers, residual_waste
-from scheduling.placement.plugins.frag_plugins import POLICY_NAMES, TracePolicyPlugin
+from scheduling.placement.plugins.frag_plugins import (
+    FRAG_POLICY_NAMES,
+    TracePolicyPlugin,
+    register_frag_policies,
+)
+from scheduling.placement.registry import Registry
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -31,7 +37,7 @@ def request(cpu=1000, gpus=1, milli=300):
 
 
 def choose(policy, snap, req, **kw):
-    dec = TracePolicyPlugin(policy, workload=WL, **kw).decide(snap, req)
+    dec = trace_policy_plugin(policy, workload=WL, **kw).decide(snap, req)
     assert dec.schedulable
     pa = dec.pods[0]
     return pa.node, [g.index for g in pa.containers[0].devices], pa.score
@@ -61,7 +67,7 @@ def test_gpupacking(snap):
 def test_gpuclustering_fullness_then_tags(snap):
     # no tags anywhere: a: 25*6600/8000 = 20 + 25 = 45; b: 12 + 25 = 37
     assert choose("GpuClustering", snap, request()) == ("a", [1], 45.0)
-    plugin = TracePolicyPlugin("GpuClustering")
+    plugin = trace_policy_plugin("GpuClustering")
     plugin.decide(snap, request())  # binds the mirror
     plugin.sync(snap, [("b", "share", 1)])
     dec = plugin.decide(snap, request())
@@ -97,7 +103,7 @@ def test_fragguard_puts_cpu_only_tasks_on_gpu_full_nodes():
 
 def fragguard(workload):
     """FragGuard without the residual-waste term (tests of the other terms)."""
-    plugin = TracePolicyPlugin("FragGuard", workload=workload)
+    plugin = trace_policy_plugin("FragGuard", workload=workload)
     plugin.policy.residual_weight = 0.0
     return plugin
 
@@ -182,7 +188,7 @@ def test_fragguard_pressure_moves_in_steps_and_rescores_the_models_nodes():
     from scheduling.placement.plugins.frag_engine import NodeTable
 
     snap = t4_and_g2()
-    policy = TracePolicyPlugin("FragGuard", workload=WL_T4).policy
+    policy = trace_policy_plugin("FragGuard", workload=WL_T4).policy
     table = NodeTable(snap)
     policy.prepare(table)
     assert policy.pressure == {"T4": 1.0} and table.journal == []
@@ -206,7 +212,7 @@ def test_fragguard_pressure_moves_in_steps_and_rescores_the_models_nodes():
 
 
 def test_fragguard_no_pressure_without_constrained_classes():
-    policy = TracePolicyPlugin("FragGuard", workload=WL).policy
+    policy = trace_policy_plugin("FragGuard", workload=WL).policy
     from scheduling.placement.plugins.frag_engine import NodeTable
 
     table = NodeTable(t4_and_g2())
@@ -223,13 +229,13 @@ def test_random_only_feasible_nodes():
 
 def test_no_fit_gives_reason_and_incremental_matches_rebuild():
     snap = ClusterSnapshot.from_nodes([node("a", (100,))])
-    dec = TracePolicyPlugin("FGD", workload=WL).decide(snap, request())
+    dec = trace_policy_plugin("FGD", workload=WL).decide(snap, request())
     assert not dec.schedulable and dec.unplaced == ("t",)
     assert "0/1 nodes fit" in dec.reasons["*"]
 
 
 def test_registry_names_and_recommended_first():
-    from scheduling.placement.plugins.frag_plugins import register_trace_policies
+    from scheduling.placement.lab.policies import register_trace_policies
     from scheduling.placement.registry import Registry
 
     reg = Registry()
@@ -252,6 +258,17 @@ def test_fragguard_avoids_stranding_gpus_behind_cpu():
     assert choose("FGD", snap, request()) == ("a", [0], 50.0)
     dec = fragguard(WL).decide(snap, request())
     assert (dec.pods[0].node, dec.pods[0].score) == ("b", 50.0)
-    plugin = TracePolicyPlugin("FragGuard", workload=WL)
+    plugin = trace_policy_plugin("FragGuard", workload=WL)
     assert plugin.policy.rho == 2.0
     assert plugin.policy.stranded(2500, 2000) == 750.0
+
+
+def test_the_live_core_registers_only_the_fragmentation_aware_policies():
+    reg = Registry()
+    register_frag_policies(reg)
+    assert reg.names() == ["FGD", "FragGuard"] == sorted(FRAG_POLICY_NAMES)
+    assert reg.create("FragGuard", workload=WL).name == "FragGuard"
+    with pytest.raises(KeyError, match="BestFit"):
+        TracePolicyPlugin("BestFit", workload=WL)  # the baselines live in the lab only
+    with pytest.raises(ValueError):
+        TracePolicyPlugin("FragGuard")  # needs a workload

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduling.placement.trace import (
+from scheduling.placement.lab.trace import (
     TraceError,
     build_snapshot,
     pod_request,

@@ -2,7 +2,7 @@
 
 from scheduling.placement import PlacementRequest, Profile, place, reserve, unreserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.plugins.frag_plugins import register_trace_policies
+from scheduling.placement.lab.policies import register_trace_policies
 from scheduling.placement.registry import Registry
 from scheduling.placement.runner import SUPPORTS_SELECT
 from scheduling.placement.types import (

@@ -3,7 +3,7 @@ completions and random cancellations over 2,000 jobs of 5 tenants in 2 resource 
 share the A100 devices; afterwards every invariant of issue #5 must hold.
 
 The workers are forked processes connected to this test's database (the settings they
-inherit already name it); Celery ``.delay`` calls are replaced by no-ops in the workers, which
+inherit already name it); Celery enqueues (``scheduling.dispatch``) are no-ops in the workers, which
 do the submission and completion work themselves.
 """
 
@@ -19,7 +19,7 @@ from django.db import OperationalError, connection, connections
 from django.db.models import Sum
 from django.utils import timezone
 
-from console.core.exceptions import Conflict
+from core.exceptions import Conflict
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import (
     Device,
@@ -113,8 +113,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
     rng = random.Random(1000 + index)
     noop = mock.MagicMock()
     try:
-        with mock.patch("scheduling.tasks.submit_jobs_task", noop), \
-                mock.patch("scheduling.tasks.admission_cycle_task", noop):
+        with mock.patch("scheduling.dispatch.enqueue_on_commit", noop):
             while time.monotonic() < deadline:
                 try:
                     group_id = group_ids[rng.randrange(len(group_ids))]

@@ -20,8 +20,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from console.telemetry.models import GroupGauge
-from console.telemetry.services import compute_group_gauges
 from scheduling.models import Device, Placement, PlacementDevice
 from scheduling.placement.fragmentation import TaskClass
 from scheduling.selectors.fragmentation import (
@@ -30,6 +28,8 @@ from scheduling.selectors.fragmentation import (
     groups_for_tenants,
     target_workload,
 )
+from telemetry.models import GroupGauge
+from telemetry.services.gauges import compute_group_gauges
 from tenants.models import Quota
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
 

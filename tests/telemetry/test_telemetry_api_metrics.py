@@ -6,11 +6,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
-from console.telemetry import selectors, services
-from console.telemetry.attribution import AttributedSample
-from console.telemetry.metrics import reason_category, record_cycle
-from console.telemetry.simulate import profile_of
 from scheduling.models import Cluster
+from telemetry import selectors
+from telemetry.attribution import AttributedSample
+from telemetry.metrics import reason_category, record_cycle
+from telemetry.services.device_health import apply_health
+from telemetry.services.gauges import compute_group_gauges
+from telemetry.services.idle_jobs import flag_idle_jobs
+from telemetry.services.ingestion import store_samples
+from telemetry.services.rollups import rollup
+from telemetry.services.simulation import simulate_tick
+from telemetry.simulate import profile_of
 from tests.builders import make_cluster, make_group, make_tenant, make_user
 from tests.telemetry.dbhelpers import devices, place
 
@@ -33,7 +39,7 @@ def world():
 def _feed(job, device, minutes, util, memory):
     for m in range(minutes):
         now = T0 + timedelta(minutes=m, seconds=10)
-        services.store_samples([
+        store_samples([
             AttributedSample("util_percent", util, "attributed", "", device.pk, device.uuid,
                              None, job.pk, job.tenant_id),
             AttributedSample("memory_used_mib", memory, "attributed", "", device.pk,
@@ -49,8 +55,8 @@ def test_efficiency_and_idle_flags_per_job_and_tenant(api, world):
     _feed(world["busy"], gpu0, 40, 80.0, 61440.0)
     _feed(world["idle"], gpu1, 40, 1.0, 4096.0)
     now = T0 + timedelta(minutes=40, seconds=30)
-    services.rollup(now=now)
-    assert services.flag_idle_jobs(now=now) == [world["idle"].pk]
+    rollup(now=now)
+    assert flag_idle_jobs(now=now) == [world["idle"].pk]
     row = selectors.job_efficiency(world["busy"], T0, now)
     e = row.efficiency
     assert (e.allocated_memory_mib, e.allocated_cores_percent) == (81920, 100)
@@ -76,13 +82,13 @@ def test_efficiency_and_idle_flags_per_job_and_tenant(api, world):
             for t in per_tenant] == [("team-b", 1, 1, 1.0)]
     assert api.get(f"/api/telemetry/efficiency/?tenant={world['team_a'].pk}").status_code == 404
     # the busy job picks up again: its flag would go, the notebook's stays
-    assert services.flag_idle_jobs(now=now) == [world["idle"].pk]
+    assert flag_idle_jobs(now=now) == [world["idle"].pk]
 
 
 def test_simulated_ticks_feed_device_charts_and_health(api, world):
     for s in range(0, 600, 15):
-        services.simulate_tick(now=T0 + timedelta(seconds=s))
-    services.rollup(now=T0 + timedelta(minutes=11))
+        simulate_tick(now=T0 + timedelta(seconds=s))
+    rollup(now=T0 + timedelta(minutes=11))
     from scheduling.models import Device
 
     gpu0 = Device.objects.get(uuid="GPU-s-0")
@@ -116,8 +122,8 @@ def test_health_clear_is_for_admins(api, world):
     from scheduling.models import Device
 
     gpu = Device.objects.get(uuid="GPU-s-2")
-    services.apply_health({gpu.pk: {"ecc_dbe_total": 1}}, now=T0)
-    services.apply_health({gpu.pk: {"ecc_dbe_total": 4}}, now=T0 + timedelta(minutes=1))
+    apply_health({gpu.pk: {"ecc_dbe_total": 1}}, now=T0)
+    apply_health({gpu.pk: {"ecc_dbe_total": 4}}, now=T0 + timedelta(minutes=1))
     gpu.refresh_from_db()
     assert gpu.healthy is False
     api.force_authenticate(make_user("alice", world["team_a"], "tenant_admin"))
@@ -144,7 +150,7 @@ def test_console_metrics_at_metrics(client, world):
                        "of nominal 1000")
     record_cycle("metrics-g", 0.03, admitted=2)
     record_cycle("metrics-g", 0.7)
-    services.compute_group_gauges(now=T0)
+    compute_group_gauges(now=T0)
     text = client.get("/metrics").content.decode()
     assert 'console_queue_depth{resource_group="metrics-g",tenant="team-m"} 1.0' in text
     assert 'console_pending_jobs{reason="quota",resource_group="metrics-g"} 1.0' in text

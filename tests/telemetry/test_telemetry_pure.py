@@ -6,14 +6,14 @@ from decimal import Decimal
 
 import pytest
 
-from console.telemetry import exporters as ex
-from console.telemetry.attribution import BookingRef, DeviceRef, Inventory, attribute
-from console.telemetry.charts import line_chart
-from console.telemetry.cost import Price, UsageInterval, cost_report
-from console.telemetry.efficiency import UsedSeries, idle_since, job_efficiency
-from console.telemetry.exposition import parse_exposition
-from console.telemetry.health import HealthState, clear_sticky, evaluate
-from console.telemetry.simulate import pod_values, profile_of
+from telemetry import exporters as ex
+from telemetry.attribution import BookingRef, DeviceRef, Inventory, attribute
+from telemetry.charts import line_chart
+from telemetry.cost import Price, UsageInterval, cost_report
+from telemetry.efficiency import UsedSeries, idle_since, job_efficiency
+from telemetry.exposition import parse_exposition
+from telemetry.health import HealthState, clear_sticky, evaluate
+from telemetry.simulate import pod_values, profile_of
 from tests.telemetry import payloads as P
 
 

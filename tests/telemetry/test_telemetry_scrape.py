@@ -5,11 +5,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from console.telemetry import services
-from console.telemetry.models import DeviceHealthEvent, Sample, ScrapeTarget
-from console.telemetry.selectors import device_health_history
 from scheduling.models import Cluster, Device, Node
 from scheduling.selectors.snapshot import build_cluster_snapshot
+from telemetry.models import DeviceHealthEvent, Sample, ScrapeTarget
+from telemetry.selectors import device_health_history
+from telemetry.services.device_health import apply_health
+from telemetry.services.gauges import compute_group_gauges
+from telemetry.services.ingestion import ingest_payload
+from telemetry.services.scraping import scrape_all, scrape_target
 from tests.builders import make_cluster, make_group, make_tenant
 from tests.telemetry import payloads as P
 from tests.telemetry.dbhelpers import devices, place
@@ -44,7 +47,7 @@ def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exp
     job, placement = place(world["qa"], "POD_A", [("GPU-aaaa", 20480, 30)], started=NOW)
     routes["/metrics"] = (200, P.HAMI_MONITOR, 0)
     target = _target(world, base, "/metrics", "hami-monitor")
-    assert services.scrape_target(target.pk, now=NOW) == "ok"
+    assert scrape_target(target.pk, now=NOW) == "ok"
     target.refresh_from_db()
     assert (target.last_samples, target.last_ignored, target.last_attributed) == (6, 2, 4)
     assert (target.last_unattributed, target.last_conflicts) == ({}, 0)
@@ -62,7 +65,7 @@ def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exp
     type(placement).objects.filter(pk=placement.pk).update(backend_ref="finetune-7b-0")
     routes["/legacy"] = (200, P.HAMI_MONITOR_LEGACY, 0)
     legacy = _target(world, base, "/legacy", "hami-monitor", name="legacy")
-    assert services.scrape_target(legacy.pk, now=NOW) == "ok"
+    assert scrape_target(legacy.pk, now=NOW) == "ok"
     legacy.refresh_from_db()
     assert (legacy.last_attributed, legacy.last_conflicts) == (4, 2)
     assert {s[3] for s in _samples(legacy)} == {job.pk}
@@ -76,7 +79,7 @@ def test_dcgm_mig_series_without_pod_labels_go_to_the_holder(world, exporter_ser
     job_e, _ = place(world["qb"], "POD_E", [("GPU-dddd-1", 40960, 42)], started=NOW)
     routes["/metrics"] = (200, P.DCGM, 0)
     target = _target(world, base, "/metrics", "dcgm")
-    assert services.scrape_target(target.pk, now=NOW) == "ok"
+    assert scrape_target(target.pk, now=NOW) == "ok"
     target.refresh_from_db()
     assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (
         11, {}, 0)
@@ -114,7 +117,7 @@ def test_failures_are_recorded_per_target_and_never_stop_the_others(world, expor
         "partial": _target(world, base, "/partial", "dcgm", name="partial"),
         "gone": _target(world, "http://127.0.0.1:9", "/metrics", "dcgm", name="gone"),
     }
-    result = services.scrape_all(now=NOW)
+    result = scrape_all(now=NOW)
     status = {name: result[t.pk] for name, t in targets.items()}
     assert status == {"ascend": "ok", "slow": "timeout", "broken": "http_error",
                       "html": "bad_payload", "partial": "partial", "gone": "unreachable"}
@@ -124,7 +127,7 @@ def test_failures_are_recorded_per_target_and_never_stop_the_others(world, expor
     assert rows["partial"].last_error.startswith("line 3:")
     assert rows["partial"].last_samples == 1 and rows["partial"].consecutive_failures == 0
     assert rows["gone"].consecutive_failures == 1 and rows["gone"].last_success_at is None
-    services.scrape_all(now=NOW + timedelta(seconds=30))
+    scrape_all(now=NOW + timedelta(seconds=30))
     assert ScrapeTarget.objects.get(name="gone").consecutive_failures == 2
     # Ascend: no node label, attribution through vdie_id; the sick chip leaves the pool
     ascend = rows["ascend"]
@@ -145,7 +148,7 @@ def test_health_history_follows_the_serial_across_node_moves(world):
     devices(cluster, "dcunode4", ["T8R1380019021101"], model="K100", vendor="DCU",
             memory_mib=32752)
     t0 = NOW
-    _, _, result = services.ingest_payload("hygon", hot, cluster_id=cluster.pk, now=t0)
+    _, _, result = ingest_payload("hygon", hot, cluster_id=cluster.pk, now=t0)
     assert result.unattributed_total == 0 and result.node_mismatches == 0
     assert Device.objects.get(uuid="T8R1380013061601").healthy is False
     assert Device.objects.get(uuid="T8R1380019021101").healthy is True
@@ -157,7 +160,7 @@ def test_health_history_follows_the_serial_across_node_moves(world):
     cool = P.HYGON.replace('node="dcunode3"', 'node="dcunode4"').replace(
         'minor_number="0",name="",node="dcunode4",pcieBus_number="0000:f6',
         'minor_number="1",name="",node="dcunode4",pcieBus_number="0000:f6')
-    _, _, result = services.ingest_payload("hygon", cool, cluster_id=cluster.pk,
+    _, _, result = ingest_payload("hygon", cool, cluster_id=cluster.pk,
                                            now=t0 + timedelta(hours=1))
     assert result.node_mismatches == 0
     assert Device.objects.get(uuid="T8R1380013061601").healthy is True
@@ -166,7 +169,7 @@ def test_health_history_follows_the_serial_across_node_moves(world):
         ("recovered", "dcunode4", 0.0), ("temperature", "dcunode3", 96.0)]
     assert history.current.healthy is True
     # A stale exporter still naming the old node: the serial wins, the mismatch is counted.
-    _, _, result = services.ingest_payload("hygon", P.HYGON, cluster_id=cluster.pk,
+    _, _, result = ingest_payload("hygon", P.HYGON, cluster_id=cluster.pk,
                                            now=t0 + timedelta(hours=2))
     assert result.node_mismatches == 5
     assert device_health_history("T8R1380019021101").events == []
@@ -178,24 +181,24 @@ def test_unhealthy_devices_leave_the_pool_and_alert_below_guarantees(world):
     make_tenant("t1", group, devices_milli=2000)
     make_tenant("t2", group, devices_milli=1000)
     now = NOW
-    gauges = {g.resource_group.name: g for g in services.compute_group_gauges(now=now)}
+    gauges = {g.resource_group.name: g for g in compute_group_gauges(now=now)}
     assert (gauges["pool"].healthy_milli, gauges["pool"].guaranteed_milli) == (4000, 3000)
     ids = list(Device.objects.filter(uuid__in=["GPU-c1-0-0", "GPU-c1-1-1"])
                .values_list("pk", flat=True))
-    services.apply_health({pk: {"health": 0} for pk in ids}, now=now, source="test")
+    apply_health({pk: {"health": 0} for pk in ids}, now=now, source="test")
     snapshot, _ = build_cluster_snapshot(group)
     flags = {d.uuid: d.healthy for n in snapshot.nodes.values() for d in n.devices}
     assert flags == {"GPU-c1-0-0": False, "GPU-c1-0-1": True, "GPU-c1-1-0": True,
                      "GPU-c1-1-1": False}
-    services.compute_group_gauges(now=now)
-    from console.telemetry.models import CapacityAlert
+    compute_group_gauges(now=now)
+    from telemetry.models import CapacityAlert
 
     alert = CapacityAlert.objects.get(resource_group=group, resolved_at__isnull=True)
     assert (alert.flavor, alert.healthy_milli, alert.guaranteed_milli) == ("*", 2000, 3000)
-    services.compute_group_gauges(now=now)  # still short: one open alert, not two
+    compute_group_gauges(now=now)  # still short: one open alert, not two
     assert CapacityAlert.objects.filter(resource_group=group).count() == 1
-    services.apply_health({pk: {"health": 1} for pk in ids}, now=now + timedelta(minutes=1))
-    services.compute_group_gauges(now=now + timedelta(minutes=1))
+    apply_health({pk: {"health": 1} for pk in ids}, now=now + timedelta(minutes=1))
+    compute_group_gauges(now=now + timedelta(minutes=1))
     alert.refresh_from_db()
     assert alert.resolved_at == now + timedelta(minutes=1)
     assert Device.objects.filter(healthy=False).count() == 0
@@ -208,7 +211,7 @@ def test_temperature_limit_comes_from_the_device_model_config_else_the_default(w
     strict, = devices(cluster, "n1", ["GPU-strict"], model="T4", memory_mib=15360)
     plain, = devices(cluster, "n1", ["GPU-plain"])
     DeviceModel.objects.filter(name="T4").update(config={"temperature_limit_c": 80})
-    services.apply_health({strict.pk: {"temperature_c": 85.0},
+    apply_health({strict.pk: {"temperature_c": 85.0},
                            plain.pk: {"temperature_c": 85.0}}, now=NOW, source="test")
     # T4's own limit is 80 °C; the A100 model has no config, so the default 90 °C applies.
     assert Device.objects.get(uuid="GPU-strict").healthy is False

@@ -7,11 +7,13 @@ from decimal import Decimal
 import pytest
 from django.test import override_settings
 
-from console.telemetry import services
-from console.telemetry.attribution import AttributedSample
-from console.telemetry.models import Rollup, Sample
-from console.telemetry.selectors import cost_report, device_series, node_utilisation
 from scheduling.models import Cluster, Device
+from telemetry.attribution import AttributedSample
+from telemetry.models import Rollup, Sample
+from telemetry.selectors import cost_report, device_series, node_utilisation
+from telemetry.services.ingestion import store_samples
+from telemetry.services.prices import set_price
+from telemetry.services.rollups import rollup
 from tenants.models import LedgerInterval
 from tests.builders import make_group, make_tenant, make_user
 from tests.telemetry.dbhelpers import devices, place
@@ -33,9 +35,9 @@ def test_rows_stay_bounded_under_a_week_of_scrapes():
         base = 10 + 20 * (now.hour % 2)
         samples = [AttributedSample(m, base + offset, "device", "", d.pk, d.uuid)
                    for d in devs for m in ("util_percent", "temperature_c")]
-        services.store_samples(samples, now)
+        store_samples(samples, now)
         if tick % 4 == 3:
-            services.rollup(now=now + timedelta(seconds=1))
+            rollup(now=now + timedelta(seconds=1))
             counts.append((
                 Sample.objects.count(),
                 Rollup.objects.filter(resolution_s=60).count(),
@@ -68,12 +70,12 @@ def test_node_utilisation_merges_the_present_devices_of_the_node_per_minute():
     d0, d1, gone = devices(cluster, "n1", ["GPU-u-0", "GPU-u-1", "GPU-u-2"])
     other, = devices(cluster, "n2", ["GPU-u-3"])
     Device.objects.filter(pk=gone.pk).update(removed_at=T0)
-    services.store_samples([AttributedSample("util_percent", v, "device", "", d.pk, d.uuid)
+    store_samples([AttributedSample("util_percent", v, "device", "", d.pk, d.uuid)
                             for d, v in ((d0, 10.0), (d1, 30.0), (gone, 90.0), (other, 70.0))],
                            T0)
-    services.store_samples([AttributedSample("util_percent", 20.0, "device", "", d0.pk,
+    store_samples([AttributedSample("util_percent", 20.0, "device", "", d0.pk,
                                              d0.uuid)], T0 + timedelta(seconds=30))
-    services.rollup(now=T0 + timedelta(minutes=2))
+    rollup(now=T0 + timedelta(minutes=2))
     # n1's present devices in minute T0: 10, 30 and 20 -> mean 20, min 10, max 30.
     points = node_utilisation(d0.node_id, T0, T0 + timedelta(hours=1))
     assert [(p.time, p.mean, p.minimum, p.maximum) for p in points] == [
@@ -87,8 +89,8 @@ def billing():
     group = make_group("g-bill", models=())
     team_a, qa = make_tenant("team-a", group, devices_milli=8000)
     team_b, qb = make_tenant("team-b", group, devices_milli=8000)
-    services.set_price("NVIDIA-A100-SXM4-80GB", datetime(2025, 1, 1, tzinfo=UTC), "3.00")
-    services.set_price("NVIDIA-A100-SXM4-80GB", datetime(2025, 3, 3, 12, tzinfo=UTC), "4.00")
+    set_price("NVIDIA-A100-SXM4-80GB", datetime(2025, 1, 1, tzinfo=UTC), "3.00")
+    set_price("NVIDIA-A100-SXM4-80GB", datetime(2025, 3, 3, 12, tzinfo=UTC), "4.00")
     # team-a: two whole devices for 24 h across the price change
     whole, _ = place(qa, "whole", [("GPU-b-0", 81920, 100), ("GPU-b-1", 81920, 100)],
                      state="succeeded", started=T0, ended=T0 + timedelta(days=1))

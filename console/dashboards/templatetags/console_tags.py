@@ -2,6 +2,8 @@
 
 from django import template
 
+from tenants.models import Membership
+
 register = template.Library()
 
 
@@ -38,8 +40,6 @@ def user_tenants(user):
     """``[(tenant name, role)]`` of the user's memberships, for the navigation bar."""
     if not getattr(user, "is_authenticated", False):
         return []
-    from tenants.models import Membership
-
     return list(Membership.objects.filter(user=user).order_by("tenant__name")
                 .values_list("tenant__name", "role"))
 

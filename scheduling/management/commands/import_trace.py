@@ -4,7 +4,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduling.placement.trace import TraceError
+from scheduling.dispatch import enqueue_admission_cycle
+from scheduling.placement.lab.trace import TraceError
 from scheduling.services.trace_import import import_trace
 
 
@@ -50,7 +51,5 @@ class Command(BaseCommand):
             f"{result.jobs} jobs over {result.tenants} tenants in {elapsed:.1f}s"
         )
         if not options["no_place"]:
-            from scheduling.tasks import admission_cycle_task
-
-            admission_cycle_task.delay(result.group_id)
+            enqueue_admission_cycle(result.group_id)
             self.stdout.write("admission cycle enqueued; the workers place the jobs")

@@ -1,9 +1,9 @@
 """Incremental node selection for the trace-shaped placement policies (FGD, BestFit, ...).
 
 The kube-scheduler shape (Filter + Score on every node for every pod) costs a Python call or
-more per node; at 1,213 nodes that is above a millisecond per pod. The policies of
-``baselines.py`` and ``frag.py`` score a node from its own state only, and only one node changes
-per placement, so this module keeps:
+more per node; at 1,213 nodes that is above a millisecond per pod. The policies of ``frag.py``
+(and the lab's ``lab/baselines.py``) score a node from its own state only, and only one node
+changes per placement, so this module keeps:
 
 - :class:`NodeTable`: a compact mirror of the snapshot (free CPU/memory, free milli per GPU,
   models), refreshed only for nodes reported changed (a journal of node indices);

@@ -1,7 +1,8 @@
-"""The trace placement policies as placement-core plugins (registry names, fast path, scoring).
+"""The fragmentation-aware policies (FragGuard, FGD) as placement-core plugins.
 
-Each policy of ``baselines.py`` / ``frag.py`` is wrapped in a :class:`TracePolicyPlugin` whose
-``name`` is the policy name. The plugin offers:
+Each policy object (``frag.py``, or any ``frag_engine.TracePolicy`` such as the lab's
+baselines, ``placement/lab/``) is wrapped in a :class:`TracePolicyPlugin` whose ``name`` is the
+policy name. The plugin offers:
 
 - ``select(state, snapshot, pod)``: the *fast path* (``runner`` module docstring): for a
   trace-shaped pod (``frag_engine.task_view``) it returns a :class:`FastSelection` with the node,
@@ -15,8 +16,13 @@ Each policy of ``baselines.py`` / ``frag.py`` is wrapped in a :class:`TracePolic
   call: the plugin re-reads the nodes named in the snapshot's change journal
   (``ClusterSnapshot.changed``, written by ``reserve``/``unreserve``/``touch``).
 
-Registry names (:data:`POLICY_NAMES`, recommended first): "FragGuard" (ours), "FGD", "BestFit",
-"GpuPacking", "GpuClustering", "DotProd", "Random".
+Two optional policy attributes change how the plugin drives a policy: ``uses_tags = True``
+(its scores read ``NodeTable.tags``, kept current through ``sync``) and a ``pick(table, task)``
+method (the policy chooses the node itself: no :class:`LazySelector`, score 0 in the general
+loop).
+
+Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended first):
+"FragGuard" (ours), "FGD".
 """
 
 from __future__ import annotations
@@ -26,14 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.plugins.baselines import (
-    BestFitPolicy,
-    DotProdPolicy,
-    GpuClusteringPolicy,
-    GpuPackingPolicy,
-    RandomPolicy,
-    gpu_tag,
-)
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import LazySelector, NodeTable, TaskView, task_view
 from scheduling.placement.types import (
@@ -48,45 +46,31 @@ from scheduling.placement.types import (
 )
 
 __all__ = [
-    "POLICY_NAMES",
+    "FRAG_POLICY_NAMES",
     "FastSelection",
     "TracePolicyPlugin",
-    "make_policy",
-    "register_trace_policies",
+    "make_frag_policy",
+    "register_frag_policies",
 ]
 
-#: Registered policy names, our recommended policy first.
-POLICY_NAMES = ("FragGuard", "FGD", "BestFit", "GpuPacking", "GpuClustering", "DotProd", "Random")
-
-_NEEDS_WORKLOAD = {"FragGuard", "FGD"}
+#: The live fragmentation-aware policies, our recommended policy first.
+FRAG_POLICY_NAMES = ("FragGuard", "FGD")
 
 #: Most grants a plugin keeps for reuse (the cache is emptied when it grows past this).
 _GRANT_CACHE_LIMIT = 65536
 
 
-def make_policy(name: str, workload: TargetWorkload | None = None, seed: int | None = 0) -> Any:
-    """Build the policy object ``name`` (one of :data:`POLICY_NAMES`).
+def make_frag_policy(name: str, workload: TargetWorkload | None) -> FgdPolicy:
+    """Build the policy ``name`` (one of :data:`FRAG_POLICY_NAMES`) for ``workload``.
 
     Raises:
-        KeyError: unknown name. ValueError: FGD/FragGuard without a workload.
+        KeyError: unknown name. ValueError: no workload.
     """
-    if name in _NEEDS_WORKLOAD and workload is None:
+    if name not in FRAG_POLICY_NAMES:
+        raise KeyError(f"unknown policy {name!r} (known: {', '.join(FRAG_POLICY_NAMES)})")
+    if workload is None:
         raise ValueError(f"policy {name!r} needs a target workload")
-    if name == "FragGuard":
-        return FragGuardPolicy(workload)
-    if name == "FGD":
-        return FgdPolicy(workload)
-    simple = {
-        "BestFit": BestFitPolicy,
-        "GpuPacking": GpuPackingPolicy,
-        "GpuClustering": GpuClusteringPolicy,
-        "DotProd": DotProdPolicy,
-    }
-    if name in simple:
-        return simple[name]()
-    if name == "Random":
-        return RandomPolicy(seed)
-    raise KeyError(f"unknown policy {name!r} (known: {', '.join(POLICY_NAMES)})")
+    return FragGuardPolicy(workload) if name == "FragGuard" else FgdPolicy(workload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +94,14 @@ class TracePolicyPlugin:
     """A trace placement policy as a core plugin (fast path + ScorePlugin).
 
     Args:
-        name: one of :data:`POLICY_NAMES`.
+        name: the policy name; one of :data:`FRAG_POLICY_NAMES` unless ``policy`` is given.
         workload: target workload (FGD, FragGuard).
         tie_seed: seed of the tie order (the simulator's seeded node permutation); None = ties
             to the lowest node name.
-        seed: RNG seed of the Random policy.
+        policy: the policy object to wrap (default: :func:`make_frag_policy` of ``name``).
+
+    Raises:
+        KeyError: no ``policy`` and ``name`` is not a live policy. ValueError: no workload.
     """
 
     def __init__(
@@ -122,11 +109,12 @@ class TracePolicyPlugin:
         name: str,
         workload: TargetWorkload | None = None,
         tie_seed: int | None = None,
-        seed: int | None = 0,
+        *,
+        policy: Any = None,
         **_: object,
     ) -> None:
         self.name = name
-        self.policy = make_policy(name, workload, seed)
+        self.policy = policy if policy is not None else make_frag_policy(name, workload)
         self.tie_seed = tie_seed
         self._snap_id: int | None = None
         self._snapshot: ClusterSnapshot | None = None
@@ -134,7 +122,9 @@ class TracePolicyPlugin:
         self.table: NodeTable | None = None
         self.selector: LazySelector | None = None
         #: whether the policy's scores read ``NodeTable.tags`` (GpuClustering).
-        self.uses_tags = isinstance(self.policy, GpuClusteringPolicy)
+        self.uses_tags = bool(getattr(self.policy, "uses_tags", False))
+        #: whether the policy picks nodes itself (``pick``; Random) instead of scoring them.
+        self._picks = hasattr(self.policy, "pick")
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
 
@@ -153,7 +143,7 @@ class TracePolicyPlugin:
             self.table = table
             self._snapshot = snapshot
             self.selector = (
-                None if isinstance(self.policy, RandomPolicy) else LazySelector(table, self.policy)
+                None if self._picks else LazySelector(table, self.policy)
             )
             self._journal_pos = len(journal)
             return table
@@ -235,7 +225,7 @@ class TracePolicyPlugin:
     def score(self, state: object, pod: PodRequest, node: Node, fit: object) -> float:
         """The policy's score of ``node`` for ``pod`` (0 for pods that are not trace-shaped)."""
         task = task_view(pod)
-        if task is None or isinstance(self.policy, RandomPolicy):
+        if task is None or self._picks:
             return 0.0
         one = NodeTable(ClusterSnapshot({node.name: node}))
         s = self.policy.score(one, 0, task)
@@ -291,16 +281,10 @@ def _grants(
     return tuple(out)
 
 
-def register_trace_policies(registry: Any) -> None:
-    """Register every policy of :data:`POLICY_NAMES` in a core ``Registry``.
+def register_frag_policies(registry: Any) -> None:
+    """Register FragGuard and FGD (:data:`FRAG_POLICY_NAMES`) in a core ``Registry``.
 
-    Factories take ``workload`` (FGD, FragGuard), ``tie_seed`` and ``seed`` keyword args.
+    Factories take ``workload`` and ``tie_seed`` keyword args.
     """
-    for name in POLICY_NAMES:
+    for name in FRAG_POLICY_NAMES:
         registry.register(name, lambda _n=name, **args: TracePolicyPlugin(_n, **args))
-
-
-def tag_of(pod: PodRequest) -> str:
-    """GpuClustering tag of a pod ("" for pods that are CPU-only or not trace-shaped)."""
-    task = task_view(pod)
-    return gpu_tag(task) if task is not None else ""

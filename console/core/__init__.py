@@ -1,1 +1,0 @@
-"""Shared base: abstract models, advisory locks, API helpers. Imports no console app."""

@@ -1,0 +1,62 @@
+"""API helpers: one exception handler that renders every error as the same JSON shape.
+
+Shape: ``{"error": {"code": str, "message": str, "fields": {field: [messages]}}}``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from core.exceptions import DomainError
+
+
+def _flatten(detail) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        out: dict[str, list[str]] = {}
+        for raw_key, value in detail.items():
+            key = f"[{raw_key}]" if isinstance(raw_key, int) else str(raw_key)
+            if isinstance(value, dict):
+                for sub, messages in _flatten(value).items():
+                    sep = "" if sub.startswith("[") else "."
+                    out[f"{key}{sep}{sub}"] = messages
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                for index, item in enumerate(value):
+                    for sub, messages in _flatten(item).items():
+                        out[f"{key}[{index}].{sub}"] = messages
+            else:
+                out[key] = [str(v) for v in (value if isinstance(value, list) else [value])]
+        return out
+    if isinstance(detail, list):
+        return {"non_field_errors": [str(v) for v in detail]}
+    return {}
+
+
+def exception_handler(exc, context):
+    """DRF ``EXCEPTION_HANDLER``: domain errors and DRF errors as one JSON error shape."""
+    if isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = exceptions.ParseError("Request body is larger than "
+                                    f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
+    if isinstance(exc, DomainError):
+        fields = {exc.field: [exc.message]} if exc.field else {}
+        body = {"error": {"code": exc.code, "message": exc.message, "fields": fields}}
+        return Response(body, status=exc.status_code)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        body = {
+            "error": {
+                "code": "invalid",
+                "message": "The request has invalid fields.",
+                "fields": _flatten(exc.detail),
+            }
+        }
+        return Response(body, status=status.HTTP_400_BAD_REQUEST, headers=response.headers)
+    detail = response.data.get("detail", "") if isinstance(response.data, dict) else ""
+    code = getattr(detail, "code", None) or "error"
+    response.data = {"error": {"code": code, "message": str(detail), "fields": {}}}
+    return response

@@ -1,0 +1,86 @@
+"""Group gauges (allocation, FGD fragmentation, healthy capacity vs guarantees) and the
+capacity alerts they open and resolve."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import datetime
+
+from django.utils import timezone
+
+from scheduling.placement.fragmentation import snapshot_fragmentation
+from scheduling.selectors.fragmentation import target_workload
+from scheduling.selectors.snapshot import build_cluster_snapshot
+from telemetry.models import CapacityAlert, GroupGauge
+from tenants.models import Quota, ResourceGroup
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["compute_group_gauges"]
+
+
+def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
+    """Allocation ratio, FGD fragmentation, healthy capacity and guarantees per resource
+    group; open / resolve :class:`CapacityAlert` rows (whole group and per flavor)."""
+    now = now or timezone.now()
+    out = []
+    for group in ResourceGroup.objects.order_by("pk"):
+        snapshot, _ = build_cluster_snapshot(group)
+        devices = [d for n in snapshot.nodes.values() for d in n.devices]
+        cores = sum(d.cores_percent for d in devices)
+        used = sum(d.used_cores_percent for d in devices)
+        frag = snapshot_fragmentation(snapshot, target_workload(group))
+        healthy_by_model: dict[str, int] = defaultdict(int)
+        for d in devices:
+            if d.healthy and not d.cordoned:
+                healthy_by_model[d.type] += 1000
+        guaranteed: dict[str, int] = defaultdict(int)
+        for flavor, nominal in Quota.objects.filter(
+            resource_group=group, dimension="devices"
+        ).values_list("flavor", "nominal"):
+            guaranteed[flavor] += nominal
+        total_guaranteed = sum(guaranteed.values())
+        healthy = sum(healthy_by_model.values())
+        gauge, _ = GroupGauge.objects.update_or_create(
+            resource_group=group,
+            defaults={
+                "capacity_milli": 1000 * len(devices),
+                "allocation_ratio": used / cores if cores else 0.0,
+                "fragmentation_rate": frag.rate,
+                "fragment_milli": frag.fragment_milli,
+                "healthy_milli": healthy,
+                "guaranteed_milli": total_guaranteed,
+                "computed_at": now,
+            },
+        )
+        out.append(gauge)
+        checks = {"*": (healthy, total_guaranteed)}
+        for flavor, amount in guaranteed.items():
+            if flavor != "*":
+                checks[flavor] = (healthy_by_model.get(flavor, 0), amount)
+        for flavor, (have, need) in checks.items():
+            _update_alert(group, flavor, have, need, now)
+    return out
+
+
+def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: datetime) -> None:
+    open_alert = CapacityAlert.objects.filter(
+        resource_group=group, flavor=flavor, resolved_at__isnull=True
+    ).first()
+    short = healthy < guaranteed
+    if short and open_alert is None:
+        message = (
+            f"group {group.name}, flavor {flavor}: healthy capacity {healthy / 1000:g} devices "
+            f"below guaranteed {guaranteed / 1000:g}"
+        )
+        CapacityAlert.objects.create(
+            resource_group=group, flavor=flavor, opened_at=now, healthy_milli=healthy,
+            guaranteed_milli=guaranteed, message=message,
+        )
+        logger.warning("capacity alert: %s", message)
+    elif short:
+        CapacityAlert.objects.filter(pk=open_alert.pk).update(
+            healthy_milli=healthy, guaranteed_milli=guaranteed)
+    elif open_alert is not None:
+        CapacityAlert.objects.filter(pk=open_alert.pk).update(resolved_at=now)

@@ -1,0 +1,47 @@
+"""Celery tasks of the telemetry app: thin wrappers around one service each (beat-driven)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from telemetry.services.gauges import compute_group_gauges
+from telemetry.services.idle_jobs import flag_idle_jobs
+from telemetry.services.rollups import rollup
+from telemetry.services.scraping import scrape_all, scrape_target
+from telemetry.services.simulation import simulate_tick
+
+
+@shared_task(name="telemetry.tasks.scrape_all_task")
+def scrape_all_task() -> dict:
+    """Scrape every enabled target (failures are recorded per target)."""
+    return {str(k): v for k, v in scrape_all().items()}
+
+
+@shared_task(name="telemetry.tasks.scrape_target_task")
+def scrape_target_task(target_id: int) -> str:
+    """Scrape one target."""
+    return scrape_target(target_id)
+
+
+@shared_task(name="telemetry.tasks.simulate_task")
+def simulate_task() -> int:
+    """Write one tick of simulated utilisation for running simulated pods."""
+    return simulate_tick()
+
+
+@shared_task(name="telemetry.tasks.rollup_task")
+def rollup_task() -> dict:
+    """Roll up samples and apply retention."""
+    return rollup()
+
+
+@shared_task(name="telemetry.tasks.gauges_task")
+def gauges_task() -> int:
+    """Recompute group gauges (allocation, fragmentation) and capacity alerts."""
+    return len(compute_group_gauges())
+
+
+@shared_task(name="telemetry.tasks.idle_check_task")
+def idle_check_task() -> int:
+    """Flag jobs holding devices idle longer than the threshold."""
+    return len(flag_idle_jobs())

@@ -1,0 +1,67 @@
+"""Strict settings: a bad value stops start-up with a message naming the variable."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from core.env import env_bool, env_int, env_list, env_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_env_bool_accepts_the_usual_spellings(monkeypatch):
+    monkeypatch.setenv("X_FLAG", "Yes")
+    assert env_bool("X_FLAG", False) is True
+    monkeypatch.setenv("X_FLAG", "off")
+    assert env_bool("X_FLAG", True) is False
+    monkeypatch.delenv("X_FLAG")
+    assert env_bool("X_FLAG", True) is True
+
+
+def test_env_bool_rejects_anything_else(monkeypatch):
+    monkeypatch.setenv("X_FLAG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="X_FLAG='maybe' is not a boolean"):
+        env_bool("X_FLAG", False)
+
+
+def test_env_int_checks_type_and_minimum(monkeypatch):
+    monkeypatch.setenv("X_N", "12")
+    assert env_int("X_N", 1, minimum=1) == 12
+    monkeypatch.setenv("X_N", "twelve")
+    with pytest.raises(ImproperlyConfigured, match="X_N='twelve' is not an integer"):
+        env_int("X_N", 1)
+    monkeypatch.setenv("X_N", "0")
+    with pytest.raises(ImproperlyConfigured, match="X_N=0 must be at least 1"):
+        env_int("X_N", 1, minimum=1)
+
+
+def test_env_list_and_url(monkeypatch):
+    monkeypatch.setenv("X_HOSTS", "a.example, ,b.example")
+    assert env_list("X_HOSTS", []) == ["a.example", "b.example"]
+    monkeypatch.setenv("X_DB", "mysql://db/x")
+    with pytest.raises(ImproperlyConfigured, match="X_DB must start with one of postgres"):
+        env_url("X_DB", ("postgres", "postgresql"))
+    monkeypatch.setenv("X_DB", "postgresql://u@db:5432/console")
+    assert env_url("X_DB", ("postgres", "postgresql")) == "postgresql://u@db:5432/console"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
+        ("DATABASE_URL", "sqlite:///x.db", "DATABASE_URL must start with one of postgres"),
+        ("ADMISSION_TICK_S", "0", "ADMISSION_TICK_S=0 must be at least 1"),
+    ],
+)
+def test_bad_value_stops_start_up(name, value, message):
+    env = {**os.environ, name: value, "DJANGO_SETTINGS_MODULE": "console.settings.base"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=120,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
