@@ -108,7 +108,11 @@ if DATABASE_URL is None:
         from console.embedded import ensure_postgres
 
         DATABASE_URL = ensure_postgres()
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Connections are reused for 60 s, and checked before their first use in each request or
+# task: after a PostgreSQL restart the next request reconnects instead of failing once per
+# process on the dead connection (tests/faults).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60,
+                                              conn_health_checks=True)}
 DATABASES["default"]["ENGINE"] = "django_prometheus.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
