@@ -15,7 +15,7 @@ from django.db import models
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 
 TRUE, FALSE = {"true", "1"}, {"false", "0"}
@@ -69,9 +69,26 @@ class StrictFilterSet(django_filters.FilterSet):
 
 
 class StrictFilterBackend(DjangoFilterBackend):
-    """DRF filter backend building ``filterset_fields`` filtersets on :class:`StrictFilterSet`."""
+    """DRF filter backend building ``filterset_fields`` filtersets on :class:`StrictFilterSet`,
+    where an empty value of a filter that is not free text (``?backend=``, ``?healthy=``,
+    ``?queue=``) is a 400 field error, not "no filter": the schema's enum, boolean or integer
+    has no empty value. (The pages' filter forms keep django-filter's reading: an empty select
+    means "any".)"""
 
     filterset_base = StrictFilterSet
+
+    def get_filterset(self, request, queryset, view):
+        filterset = super().get_filterset(request, queryset, view)
+        if filterset is None:
+            return None
+        params = request.query_params
+        empty = {name: ["This value may not be empty."]
+                 for name, declared in filterset.filters.items()
+                 if not isinstance(declared, django_filters.CharFilter)
+                 and "" in params.getlist(name)}
+        if empty:
+            raise ValidationError(empty)
+        return filterset
 
 
 class StrictPageNumberPagination(PageNumberPagination):
