@@ -11,9 +11,10 @@ Commands:
 * ``submit-across <prefix> <count> <folder>``: submit ``count`` jobs, create
   ``<folder>/ready``, wait for ``<folder>/go`` (the suite restarts PostgreSQL meanwhile), then
   submit ``count`` more in the same process: the web side recovers without a restart.
-* ``redeliver``: publish duplicate and out-of-order task deliveries to the broker: a
-  submission of every reserved or submitted job twice, then its cycle three times, then a
-  submission of queued jobs (not admitted yet: must change nothing).
+* ``redeliver``: publish duplicate and out-of-order task deliveries to the broker: the
+  submission of every job twice, newest first (whether it is admitted, running or already
+  finished), then its group's cycle three times, then a submission of the jobs still queued
+  (not admitted yet: must change nothing).
 * ``check``: the invariants (see :func:`check`).
 """
 
@@ -103,18 +104,17 @@ def redeliver() -> dict:
     from scheduling.tasks import admission_cycle_task, submit_jobs_task
     from tenants.models import ResourceGroup
 
-    admitted = list(Job.objects.filter(state__in=[JobState.ADMITTED, JobState.RUNNING])
-                    .order_by("-pk").values_list("pk", flat=True))
-    queued = list(Job.objects.filter(state=JobState.QUEUED).values_list("pk", flat=True))
-    for job_id in admitted:  # newest first: the reverse of their admission order
+    jobs = list(Job.objects.order_by("-pk").values_list("pk", "state"))
+    for job_id, _ in jobs:  # newest first: the reverse of their admission order
         submit_jobs_task.delay([job_id])
         submit_jobs_task.delay([job_id])
     for group_id in ResourceGroup.objects.values_list("pk", flat=True):
         for _ in range(3):
             admission_cycle_task.delay(group_id)
+    queued = [job_id for job_id, state in jobs if state == JobState.QUEUED]
     if queued:
         submit_jobs_task.delay(queued)
-    return {"admitted": len(admitted), "queued": len(queued)}
+    return {"jobs": len(jobs), "queued": len(queued)}
 
 
 def check() -> dict:

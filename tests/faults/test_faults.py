@@ -82,8 +82,7 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     overbooked += stack.sql(OVERBOOKED_SQL)
 
     # 4. duplicate and out-of-order deliveries of the cycle and submission tasks
-    redelivered = stack.actor("redeliver")
-    assert redelivered["admitted"] + redelivered["queued"] > 0
+    assert stack.actor("redeliver")["jobs"] == len(accepted)
 
     def all_finished():
         nonlocal overbooked
