@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
@@ -56,6 +57,9 @@ class ScrapeTargetSerializer(serializers.ModelSerializer):
             "last_node_mismatches",
         ]
         read_only_fields = fields[fields.index("last_scrape_at"):]
+        # a host name is at most 253 characters (Django's URL check, RFC 1035); a bound on the
+        # whole URL keeps every URL the schema allows acceptable to that check
+        extra_kwargs = {"url": {"max_length": 255}}
 
 
 class ScrapeTargetViewSet(viewsets.ModelViewSet):
@@ -74,10 +78,17 @@ class PriceSerializer(serializers.ModelSerializer):
         fields = ["id", "model", "effective_from", "per_hour", "currency"]
 
 
+@extend_schema_field({"oneOf": [
+    {"type": "string", "pattern": r"^\d{1,8}(\.\d{1,4})?$", "example": "2.5000"},
+    {"type": "number", "minimum": 0, "maximum": 99999999.9999, "multipleOf": 0.0001}]})
+class PriceAmountField(serializers.DecimalField):
+    """A price, at most 8 + 4 digits: a decimal string or a JSON number."""
+
+
 class PriceWriteSerializer(serializers.Serializer):
     model = serializers.CharField()
     effective_from = serializers.DateTimeField()
-    per_hour = serializers.DecimalField(max_digits=12, decimal_places=4, min_value=0)
+    per_hour = PriceAmountField(max_digits=12, decimal_places=4, min_value=0)
     currency = serializers.CharField(default="USD", max_length=3)
 
 
@@ -220,20 +231,27 @@ class CapacityAlertSerializer(serializers.Serializer):
 
 
 def _window(request, default_hours: int = 6):
+    """``start``/``end`` query parameters (ISO 8601 with a zone); 400 naming the field."""
     now = timezone.now()
+    values = {}
+    for name in ("end", "start"):
+        if name not in request.query_params:
+            continue
+        try:
+            values[name] = parse_datetime(request.query_params[name])
+        except (ValueError, OverflowError) as exc:
+            raise InvalidRequest(f"bad time: {exc}", field=name) from exc
+        if values[name] is None:
+            raise InvalidRequest(f"{name} must be an ISO 8601 date-time", field=name)
+        if timezone.is_naive(values[name]):
+            raise InvalidRequest(f"{name} needs a time zone", field=name)
+    end = values.get("end", now)
     try:
-        end = parse_datetime(request.query_params["end"]) if "end" in request.query_params \
-            else now
-        start = parse_datetime(request.query_params["start"]) if "start" in \
-            request.query_params else end - timedelta(hours=default_hours)
-    except (ValueError, OverflowError) as exc:  # malformed, or the default start before year 1
-        raise InvalidRequest(f"bad time: {exc}") from exc
-    if start is None or end is None:
-        raise InvalidRequest("start/end must be ISO 8601 date-times")
-    if timezone.is_naive(start) or timezone.is_naive(end):
-        raise InvalidRequest("start/end need a time zone")
+        start = values.get("start") or end - timedelta(hours=default_hours)
+    except OverflowError as exc:  # the default start before year 1
+        raise InvalidRequest(f"bad time: {exc}", field="end") from exc
     if end <= start:
-        raise InvalidRequest("end must be after start")
+        raise InvalidRequest("end must be after start", field="end")
     return start, end
 
 
@@ -377,11 +395,13 @@ def idle_jobs(request):
 
 
 def _month(raw: str, field: str) -> datetime:
-    try:
-        year, month = (int(x) for x in raw.split("-"))
-        return datetime(year, month, 1, tzinfo=UTC)
-    except ValueError as exc:
-        raise InvalidRequest(f"{field} must be YYYY-MM", field=field) from exc
+    """``YYYY-MM`` (ASCII digits, the schema's pattern ``MONTH``) -> its first instant."""
+    if not re.fullmatch(MONTH, raw):
+        in_calendar = re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", raw)
+        raise InvalidRequest(f"{field} must be a month from 0001-01 to 9999-11" if in_calendar
+                             else f"{field} must be YYYY-MM", field=field)
+    year, month = (int(x) for x in raw.split("-"))
+    return datetime(year, month, 1, tzinfo=UTC)
 
 
 def _month_end(start: datetime, field: str) -> datetime:
@@ -394,14 +414,14 @@ def _month_end(start: datetime, field: str) -> datetime:
 
 def _cost_rows(request):
     params = request.query_params
-    if "month" in params:
-        start = _month(params["month"], "month")
+    given = {name: _month(params[name], name) for name in ("month", "from", "to")
+             if name in params}  # each is checked, also when month wins
+    if "month" in given:
+        start = given["month"]
         end = _month_end(start, "month")
     else:
-        start = _month(params["from"], "from") if "from" in params else month_start(
-            timezone.now())
-        end = _month_end(_month(params["to"], "to"), "to") if "to" in params \
-            else _month_end(start, "from")
+        start = given.get("from") or month_start(timezone.now())
+        end = _month_end(given["to"], "to") if "to" in given else _month_end(start, "from")
     if end <= start:
         raise InvalidRequest("to must not be before from", field="to")
     return start, end, selectors.cost_report(start, end, _tenant_filter(request))
