@@ -6,8 +6,9 @@ Commands:
 
 * ``seed``: a simulated cluster (2 nodes x 4 A100), one resource group, two tenants with 4
   devices nominal quota each and a member each with an API token.
-* ``submit <prefix> <count>``: submit ``count`` one-device jobs through the API (POST
-  /api/jobs/ with the members' tokens, alternating tenants); prints the HTTP status per job.
+* ``submit <prefix> <count> [<seconds>]``: submit ``count`` one-device jobs running
+  ``seconds`` (default ``JOB_SECONDS``) through the API (POST /api/jobs/ with the members'
+  tokens, alternating tenants); prints the HTTP status per job.
 * ``submit-across <prefix> <count> <folder>``: submit ``count`` jobs, create
   ``<folder>/ready``, wait for ``<folder>/go`` (the suite restarts PostgreSQL meanwhile), then
   submit ``count`` more in the same process: the web side recovers without a restart.
@@ -52,7 +53,7 @@ def seed() -> dict:
     return out
 
 
-def submit(prefix: str, count: int) -> dict:
+def submit(prefix: str, count: int, duration_s: float = JOB_SECONDS) -> dict:
     from django.db import close_old_connections
     from django.test import Client
 
@@ -68,7 +69,7 @@ def submit(prefix: str, count: int) -> dict:
         name = f"{prefix}-{i}"
         close_old_connections()
         body = {"queue": queue.pk, "name": name, "cpu_milli": 1000, "memory_mib": 1024,
-                "duration_s": JOB_SECONDS, "containers": [{"device_count": 1}]}
+                "duration_s": duration_s, "containers": [{"device_count": 1}]}
         response = client.post("/api/jobs/", json.dumps(body), content_type="application/json",
                                HTTP_AUTHORIZATION=f"Token {tokens[queue.pk]}")
         statuses[name] = response.status_code
@@ -125,7 +126,8 @@ def check() -> dict:
         ``overbooked_devices`` (device uuid -> booked vs capacity, over its memory, cores or
         slots), ``multi_placed_jobs`` (jobs with more than one live placement),
         ``ran_twice`` (jobs with more than one placement that was not given back unused),
-        ``drift`` / ``violations`` (stored vs recomputed usage and quota invariants of each
+        ``live_usage`` (stored usage rows above zero), ``drift`` / ``violations`` (stored vs
+        recomputed usage and quota invariants of each
         resource group, :func:`scheduling.services.usage.check_usage`).
     """
     from django.db.models import Count, Sum
@@ -133,7 +135,7 @@ def check() -> dict:
     from scheduling.choices import BOOKED_PLACEMENT_STATES, PlacementState
     from scheduling.models import Device, Job, Placement, PlacementDevice
     from scheduling.services.usage import check_usage
-    from tenants.models import ResourceGroup
+    from tenants.models import QuotaUsage, ResourceGroup
 
     jobs = dict(Job.objects.values_list("name", "state"))
     names = Counter(Job.objects.values_list("name", flat=True))
@@ -163,7 +165,10 @@ def check() -> dict:
             report = check_usage(group_id)
         drift += report.drift
         violations += report.violations
-    return {"jobs": jobs, "duplicate_names": [n for n, c in names.items() if c > 1],
+    live_usage = list(QuotaUsage.objects.filter(amount__gt=0).values_list(
+        "tenant__name", "dimension", "amount"))
+    return {"jobs": jobs, "live_usage": live_usage,
+            "duplicate_names": [n for n, c in names.items() if c > 1],
             "overbooked_devices": overbooked, "multi_placed_jobs": multi,
             "ran_twice": ran_twice,
             "drift": drift, "violations": violations}
@@ -175,7 +180,7 @@ def main(argv: list[str]) -> int:
     if command == "seed":
         result = seed()
     elif command == "submit":
-        result = submit(args[0], int(args[1]))
+        result = submit(args[0], int(args[1]), *(float(a) for a in args[2:3]))
     elif command == "submit-across":
         result = submit_across(args[0], int(args[1]), args[2])
     elif command == "redeliver":

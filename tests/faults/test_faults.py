@@ -8,8 +8,9 @@ jobs are submitted (each must be accepted), then restarted; PostgreSQL stopped u
 running worker, beat and a web process, then restarted (they recover without a restart of
 their own);
 duplicate and out-of-order task deliveries. Afterwards every accepted job ran exactly once
-and finished, no device was ever booked beyond its capacity (sampled throughout), no quota
-invariant is broken and the usage stored equals the usage recomputed from placements.
+and finished (two long ones still run), no device was ever booked beyond its capacity
+(sampled throughout), no quota invariant is broken and the usage stored equals the usage
+recomputed from the live placements.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     stack.actor("seed")
     stack.start("worker")
     stack.start("beat")
-    accepted = _accepted(stack.actor("submit", "first", "16"))
+    # two jobs that run through it all: the final check compares live usage, not zeros
+    running = _accepted(stack.actor("submit", "long", "2", "3600"))
+    accepted = running + _accepted(stack.actor("submit", "first", "16"))
     overbooked: list = []
 
     # 1. worker and beat die while a cycle holds its group lock; both come back
@@ -87,8 +90,9 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     def all_finished():
         nonlocal overbooked
         overbooked += stack.sql(OVERBOOKED_SQL)
-        states = dict(stack.sql("SELECT state, count(*) FROM scheduling_job GROUP BY state"))
-        return states if set(states) == {"succeeded"} else None
+        states = dict(stack.sql("SELECT name, state FROM scheduling_job"))
+        return all(state == ("running" if name in running else "succeeded")
+                   for name, state in states.items())
 
     try:
         wait_for(all_finished, 30 * JOB_SECONDS + 60, step=0.25, what="every job finished")
@@ -100,7 +104,11 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
 
     found = stack.actor("check")
     assert sorted(found["jobs"]) == sorted(accepted)  # none lost, none extra
-    assert set(found["jobs"].values()) == {"succeeded"}
+    assert {name: state for name, state in found["jobs"].items() if name in running} == (
+        dict.fromkeys(running, "running"))
+    assert {state for name, state in found["jobs"].items() if name not in running} == {
+        "succeeded"}
+    assert found["live_usage"], "the long jobs' usage is stored"
     assert found["duplicate_names"] == []
     assert found["ran_twice"] == []
     assert found["multi_placed_jobs"] == []
