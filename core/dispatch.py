@@ -14,6 +14,7 @@ re-submits placements left ``reserved``; see :mod:`scheduling.services.sweeper`)
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from celery import current_app
@@ -22,6 +23,7 @@ from django.db import transaction
 __all__ = ["enqueue_on_commit", "registered_task"]
 
 logger = logging.getLogger(__name__)
+_import_lock = threading.Lock()
 
 
 def registered_task(name: str) -> Any:
@@ -35,7 +37,11 @@ def registered_task(name: str) -> Any:
     """
     app = current_app
     if name not in app.tasks:
-        app.loader.import_default_modules()
+        # One thread imports: Celery marks the modules imported before importing them, so a
+        # second request thread would look the task up half-way (gunicorn --threads).
+        with _import_lock:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 

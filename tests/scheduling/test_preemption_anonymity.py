@@ -129,7 +129,7 @@ def test_the_data_migration_rewrites_events_written_before(reclaim):
     from scheduling.models import JobEvent
 
     migration = importlib.import_module(
-        "scheduling.migrations.0006_anonymise_preemptor_events")
+        "scheduling.migrations.0009_anonymise_preemptor_events")
     preemptor, victim = reclaim["preemptor"], reclaim["victim"]
     old = JobEvent.objects.create(job=preemptor, kind="admitted",
                                   message=f"placed on c1-n1; preempted {victim.pk}")

@@ -28,7 +28,7 @@ def anonymise(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0005_device_identity_mig_missing'),
+        ('scheduling', '0008_jobcontainer_device_types_exclude'),
     ]
 
     operations = [
