@@ -20,6 +20,7 @@ __all__ = [
     "SUBMIT_JOBS_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
+    "WORKLOADS_TICK_TASK",
     "enqueue_admission_cycle",
     "enqueue_submit_jobs",
 ]
@@ -33,12 +34,13 @@ KUBE_INVENTORY_SYNC_TASK = "scheduling.tasks.kube_inventory_sync_task"
 KUBE_RECONCILE_TASK = "scheduling.tasks.kube_reconcile_task"
 KUBE_TICK_TASK = "scheduling.tasks.kube_tick_task"
 USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
+WORKLOADS_TICK_TASK = "scheduling.tasks.workloads_tick_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
     ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
-    USAGE_RECONCILE_TASK,
+    USAGE_RECONCILE_TASK, WORKLOADS_TICK_TASK,
 )
 
 

@@ -148,6 +148,11 @@ ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0,
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
+# Workload kinds (scheduling.services.workloads): time limits and replica replacement every
+# WORKLOADS_TICK_S; a notebook's defaults for idle culling and maximum lifetime.
+WORKLOADS_TICK_S = env_int("WORKLOADS_TICK_S", 15, minimum=1)
+NOTEBOOK_IDLE_CULL_S = env_float("NOTEBOOK_IDLE_CULL_S", 3600.0, minimum=60.0)
+NOTEBOOK_MAX_LIFETIME_S = env_float("NOTEBOOK_MAX_LIFETIME_S", 12 * 3600.0, minimum=60.0)
 
 # Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
@@ -183,6 +188,10 @@ CELERY_BEAT_SCHEDULE = {
     "usage-reconcile-tick": {
         "task": "scheduling.tasks.usage_reconcile_task",
         "schedule": float(USAGE_RECONCILE_TICK_S),
+    },
+    "workloads-tick": {
+        "task": "scheduling.tasks.workloads_tick_task",
+        "schedule": float(WORKLOADS_TICK_S),
     },
     "kube-tick": {
         "task": "scheduling.tasks.kube_tick_task",

@@ -5,7 +5,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from core.models import BaseModel
-from scheduling.choices import JobState, PreemptionPolicy, QueueStrategy
+from scheduling.choices import JobKind, JobState, PreemptionPolicy, QueueStrategy
+
+RESTART_POLICIES = [("Never", "Never"), ("OnFailure", "OnFailure"), ("Always", "Always")]
 
 
 class Queue(BaseModel):
@@ -72,11 +74,50 @@ class Job(BaseModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     restart_policy = models.CharField(
-        max_length=16, choices=[("Never", "Never"), ("OnFailure", "OnFailure")], default="Never",
+        max_length=16, choices=RESTART_POLICIES, default="Never",
         help_text="Pod restartPolicy. A pod lost outside the console (node gone, evicted, "
-                  "deleted) fails a Never job and requeues an OnFailure job.",
+                  "deleted) fails a Never job and requeues an OnFailure or Always job.",
     )
     requeue_count = models.PositiveIntegerField(default=0)
+    # -- workload kind (scheduling.services.workloads) ---------------------------------------
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.BATCH)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replica_jobs",
+        help_text="Inference replica: the service job it is a replica of.")
+    port = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        help_text="Container port: the service's (inference), the notebook's, or the "
+                  "rendezvous port MASTER_PORT (training).")
+    replicas = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Inference: desired replicas.")
+    replicas_min = models.PositiveIntegerField(null=True, blank=True)
+    replicas_max = models.PositiveIntegerField(null=True, blank=True)
+    max_runtime_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Seconds a run may last (training/batch: then failed, Kubernetes "
+                  "activeDeadlineSeconds; notebook: its maximum lifetime, then stopped).")
+    backoff_limit = models.PositiveIntegerField(
+        default=0, help_text="Failed runs (a pod failed) retried before the job fails.")
+    failed_attempts = models.PositiveIntegerField(default=0)
+    idle_cull_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(60)],
+        help_text="Notebook: stopped after its devices sat idle this long (telemetry).")
+    launcher_cpu_milli = models.PositiveIntegerField(default=0)
+    launcher_memory_mib = models.PositiveIntegerField(default=0)
+    volumes = models.JSONField(
+        default=list, blank=True,
+        help_text='PersistentVolumeClaims: [{"claim": "datasets", "mount_path": "/data", '
+                  '"read_only": true}].')
+    secrets = models.JSONField(
+        default=list, blank=True,
+        help_text='Secrets by reference: [{"name": "hf-token"}] (environment from every key) '
+                  'or [{"name": "certs", "mount_path": "/certs"}] (files).')
+    tolerations = models.JSONField(
+        default=list, blank=True, help_text="Pod tolerations (Kubernetes shape).")
+    node_selector = models.JSONField(
+        default=dict, blank=True,
+        help_text="Node labels every pod's node must carry (placement and nodeSelector).")
+    stopped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-priority", "created", "id"]
@@ -87,6 +128,11 @@ class Job(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.tenant.name}/{self.name}"
+
+    @property
+    def is_service(self) -> bool:
+        """An inference service (its replicas are child jobs; it has no pods itself)."""
+        return self.kind == JobKind.INFERENCE and self.parent_id is None
 
 
 class JobContainer(BaseModel):
@@ -112,6 +158,11 @@ class JobContainer(BaseModel):
     command = models.JSONField(default=list, blank=True, help_text="Entrypoint (list of str).")
     args = models.JSONField(default=list, blank=True, help_text="Arguments (list of str).")
     env = models.JSONField(default=dict, blank=True, help_text="Environment {name: value}.")
+    role = models.CharField(
+        max_length=16, blank=True, choices=[("", "every pod"), ("launcher", "launcher"),
+                                            ("worker", "worker")],
+        help_text="Training: the launcher pod's containers, or the workers' (blank = the "
+                  "workers' too).")
 
     class Meta:
         ordering = ["job", "-init", "id"]

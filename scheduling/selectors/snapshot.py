@@ -253,8 +253,14 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
     set when exactly one accepted model remains. Ascend requests carry no cores (the vNPU
     template decides them).
+
+    Training roles: when some containers have ``role`` launcher, pod 0 is the launcher
+    (those containers, ``launcher_cpu_milli``/``launcher_memory_mib``) and the other pods
+    are workers (the other containers); the gang minimum counts the launcher, which comes
+    first so a partial admission always holds it. Every pod carries the job's
+    ``node_selector``.
     """
-    containers = []
+    by_role: dict[str, list[ContainerRequest]] = {"launcher": [], "worker": []}
     for c in job.containers.all():
         devices: tuple[DeviceRequest, ...] = ()
         if c.device_count:
@@ -274,13 +280,19 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                     chip=chip,
                 ),
             )
-        containers.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+        role = "launcher" if getattr(c, "role", "") == "launcher" else "worker"
+        by_role[role].append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+    selector = dict(getattr(job, "node_selector", None) or {})
+    launcher = bool(by_role["launcher"])
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
-            cpu_milli=job.cpu_milli,
-            memory_mib=job.memory_mib,
-            containers=tuple(containers),
+            cpu_milli=getattr(job, "launcher_cpu_milli", 0) if launcher and i == 0
+            else job.cpu_milli,
+            memory_mib=getattr(job, "launcher_memory_mib", 0) if launcher and i == 0
+            else job.memory_mib,
+            containers=tuple(by_role["launcher" if launcher and i == 0 else "worker"]),
+            node_selector=selector,
         )
         for i in range(job.pod_count)
     )

@@ -1,0 +1,260 @@
+"""Workload kinds through the REST API and admission cycles on a simulated cluster: inference
+services scaled under quota and preempted only when preemptible, notebooks culled when idle,
+stopped and resumed, lifetimes, training time limits, and the per-kind input rules."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from scheduling.choices import JobState, PlacementState
+from scheduling.models import Job, Placement, PlacementDevice, Preemption
+from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.usage import sync_ledger
+from scheduling.services.workloads import enforce_time_limits, reconcile_services
+from telemetry.exporters import POD_UTIL
+from telemetry.models import Rollup
+from telemetry.services.culling import cull_idle_notebooks, idle_cull_eta
+from telemetry.services.rollups import MINUTE, floor_time
+from tenants.models import LedgerInterval, Quota, QuotaUsage
+from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
+
+pytestmark = pytest.mark.django_db
+
+GPU = {"name": "main", "device_count": 1, "memory_percent": 100, "cores_percent": 100,
+       "image": "vllm/vllm-openai:v0.6.3"}
+
+
+@pytest.fixture
+def world():
+    """4 whole A100s (2 nodes x 2); team-a may use 3 (no borrowing), team-b 1."""
+    make_cluster("c1", nodes=2, gpus=2)
+    group = make_group("g1")
+    team_a, queue_a = make_tenant("team-a", group, devices_milli=3000)
+    Quota.objects.filter(tenant=team_a).update(borrowing_limit=0)
+    team_b, queue_b = make_tenant("team-b", group, devices_milli=1000)
+    client = APIClient()
+    client.force_authenticate(make_user("alice", team_a))
+    return group, (team_a, queue_a), (team_b, queue_b), client
+
+
+def _cycle_and_submit(group) -> list[int]:
+    admitted = run_admission_cycle(group.pk).admitted
+    for job_id in admitted:
+        submit_job(job_id)
+    return admitted
+
+
+def _devices_used(tenant, group) -> int:
+    row = QuotaUsage.objects.filter(tenant=tenant, resource_group=group,
+                                    dimension="devices").first()
+    return row.amount if row else 0
+
+
+def _service(client, queue, **extra) -> dict:
+    body = {"queue": queue.pk, "name": "llama-serve", "kind": "inference", "port": 8000,
+            "replicas": 1, "max_replicas": 4, "cpu_milli": 2000, "memory_mib": 8192,
+            "containers": [GPU], **extra}
+    resp = client.post("/api/jobs/", body, format="json")
+    assert resp.status_code == 201, resp.json()
+    return resp.json()
+
+
+def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
+    group, (team_a, queue_a), _b, client = world
+    service = _service(client, queue_a)
+    assert (service["kind"], service["state"], service["placements"]) == (
+        "inference", "running", [])
+    assert service["service"]["desired"] == 1 and len(service["service"]["replica_jobs"]) == 1
+    assert len(_cycle_and_submit(group)) == 1
+    assert _devices_used(team_a, group) == 1000
+    resp = client.post(f"/api/jobs/{service['id']}/scale/", {"replicas": 3}, format="json")
+    assert resp.status_code == 200, resp.json()
+    assert resp.json()["service"]["live"] == 3
+    new = _cycle_and_submit(group)
+    assert len(new) == 2  # two more placements, each admitted like any job
+    assert _devices_used(team_a, group) == 3000
+    replicas = Job.objects.filter(parent_id=service["id"])
+    assert sorted(replicas.values_list("state", flat=True)) == ["running"] * 3
+    assert Placement.objects.filter(job__parent_id=service["id"],
+                                    state=PlacementState.RUNNING, ready=True).count() == 3
+    detail = client.get(f"/api/jobs/{service['id']}/").json()
+    assert detail["service"] == {"desired": 3, "live": 3, "running": 3, "ready": 3,
+                                 "replica_jobs": sorted(replicas.values_list("pk", flat=True))}
+    # a fourth replica is over the tenant's quota: queued with the quota reason
+    client.post(f"/api/jobs/{service['id']}/scale/", {"replicas": 4}, format="json")
+    assert _cycle_and_submit(group) == []
+    pending = replicas.get(state=JobState.QUEUED)
+    assert "devices: needs 1000" in pending.pending_reason
+    # outside min/max: 400 with the field
+    resp = client.post(f"/api/jobs/{service['id']}/scale/", {"replicas": 5}, format="json")
+    assert resp.status_code == 400 and "replicas" in str(resp.json())
+    # services never finish by duration in the simulator
+    reconcile_simulated(timezone.now() + timedelta(days=2))
+    assert replicas.filter(state=JobState.RUNNING).count() == 3
+
+
+@pytest.mark.parametrize("preemptible", [True, False])
+def test_replica_lost_to_higher_priority_job_only_if_preemptible(world, preemptible):
+    group, (team_a, queue_a), _b, client = world
+    service = _service(client, queue_a, replicas=3, preemptible=preemptible)
+    assert len(_cycle_and_submit(group)) == 3
+    high = gpu_job(queue_a, "urgent-eval", count=1, memory_percent=100, cores=100,
+                   priority=100)
+    report = run_admission_cycle(group.pk)
+    replicas = Job.objects.filter(parent_id=service["id"])
+    if preemptible:
+        assert report.admitted == [high.pk]
+        (victim,) = report.preempted
+        assert replicas.get(pk=victim).state == JobState.QUEUED  # requeued: replaced later
+        assert Preemption.objects.get().victim_id == victim
+        assert replicas.filter(state=JobState.RUNNING).count() == 2
+        assert _devices_used(team_a, group) == 3000
+        # capacity back: the lost replica is placed again
+        client.post(f"/api/jobs/{high.pk}/cancel/")
+        assert _cycle_and_submit(group) == [victim]
+    else:
+        assert report.admitted == [] and report.preempted == []
+        assert replicas.filter(state=JobState.RUNNING).count() == 3
+        high.refresh_from_db()
+        assert high.state == JobState.QUEUED
+
+
+def test_non_preemptible_service_is_admitted_only_within_nominal_quota(world):
+    group, (team_a, queue_a), (_team_b, _qb), client = world
+    Quota.objects.filter(tenant=team_a).update(borrowing_limit=None)  # may borrow team-b's
+    service = _service(client, queue_a, replicas=3, preemptible=False)
+    assert len(_cycle_and_submit(group)) == 3
+    client.post(f"/api/jobs/{service['id']}/scale/", {"replicas": 4}, format="json")
+    assert _cycle_and_submit(group) == []  # the 4th would borrow: not for non-preemptible
+    preemptible = gpu_job(queue_a, "batch", count=1, memory_percent=100, cores=100)
+    assert _cycle_and_submit(group) == [preemptible.pk]  # a preemptible job may borrow
+
+
+def test_replica_that_ended_is_replaced_and_service_cancel_stops_all(world):
+    group, _a, _b, client = world
+    queue_a = _a[1]
+    service = _service(client, queue_a, replicas=2)
+    _cycle_and_submit(group)
+    (gone, _other) = Job.objects.filter(parent_id=service["id"]).order_by("pk")
+    Job.objects.filter(pk=gone.pk).update(state=JobState.FAILED)  # e.g. node lost, Never
+    Placement.objects.filter(job=gone).update(state=PlacementState.FAILED)
+    assert reconcile_services() == 1
+    assert Job.objects.filter(parent_id=service["id"], state=JobState.QUEUED).count() == 1
+    resp = client.post(f"/api/jobs/{service['id']}/cancel/")
+    assert resp.json()["state"] == "cancelled"
+    assert not Job.objects.filter(parent_id=service["id"], state__in=[
+        JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]).exists()
+    assert not Placement.objects.filter(job__parent_id=service["id"], state__in=[
+        PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING]).exists()
+
+
+def _idle_minutes(job, device, end, minutes: int, used: float) -> None:
+    for i in range(1, minutes + 1):
+        Rollup.objects.create(resolution_s=MINUTE, bucket=end - timedelta(minutes=i),
+                              metric=POD_UTIL, device=device, job=job, tenant=job.tenant,
+                              count=4, total=4 * used, minimum=used, maximum=used)
+
+
+def test_idle_notebook_is_culled_and_its_devices_freed(world):
+    group, (team_a, queue_a), _b, client = world
+    resp = client.post("/api/jobs/", {
+        "queue": queue_a.pk, "name": "alice-nb", "kind": "notebook", "idle_cull_s": 600,
+        "max_runtime_s": 8 * 3600,
+        "containers": [{**GPU, "image": "quay.io/jupyter/pytorch-notebook:2024-12-02"}]},
+        format="json")
+    assert resp.status_code == 201, resp.json()
+    nb = resp.json()
+    assert (nb["port"], nb["restart_policy"], nb["pod_count"]) == (8888, "Always", 1)
+    _cycle_and_submit(group)
+    job = Job.objects.get(pk=nb["id"])
+    assert job.state == JobState.RUNNING
+    assert 8 * 3600 - 60 < client.get(f"/api/jobs/{job.pk}/").json()["lifetime_left_s"]
+    sync_ledger()
+    assert LedgerInterval.objects.filter(job_id=job.pk, end__isnull=True).count() == 1
+    device = PlacementDevice.objects.get(placement__job=job).device
+    now = timezone.now()
+    end = floor_time(now, MINUTE)
+    _idle_minutes(job, device, end, 6, used=1.0)  # idle 6 of 10 minutes: not yet
+    assert cull_idle_notebooks(now=now) == []
+    since, left = idle_cull_eta(job, now=now)
+    assert since == end - timedelta(minutes=6) and left == pytest.approx(240.0)
+    Rollup.objects.all().delete()
+    _idle_minutes(job, device, end, 12, used=1.0)
+    (culled,) = cull_idle_notebooks(now=now)
+    assert culled.job_id == job.pk
+    job.refresh_from_db()
+    assert job.state == JobState.STOPPED and job.pending_reason.startswith("culled: devices idle")
+    placement = Placement.objects.get(job=job)
+    assert placement.state == PlacementState.RELEASED
+    assert not PlacementDevice.objects.filter(device=device, placement__state__in=[
+        PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING]).exists()
+    run_admission_cycle(group.pk)  # settles the released usage
+    assert _devices_used(team_a, group) == 0
+    sync_ledger()
+    assert not LedgerInterval.objects.filter(job_id=job.pk, end__isnull=True).exists()
+    # resume asks for devices again; stop through the API frees them
+    assert client.post(f"/api/jobs/{job.pk}/resume/").json()["state"] == "queued"
+    assert _cycle_and_submit(group) == [job.pk]
+    assert client.post(f"/api/jobs/{job.pk}/stop/").json()["state"] == "stopped"
+    assert client.post(f"/api/jobs/{job.pk}/stop/").status_code == 409
+
+
+def test_busy_notebook_is_kept_and_lifetime_stops_it(world):
+    group, (_team_a, queue_a), _b, client = world
+    nb = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "nb", "kind": "notebook",
+                                    "idle_cull_s": 600, "max_runtime_s": 3600,
+                                    "containers": [GPU]}, format="json").json()
+    _cycle_and_submit(group)
+    job = Job.objects.get(pk=nb["id"])
+    device = PlacementDevice.objects.get(placement__job=job).device
+    now = timezone.now()
+    _idle_minutes(job, device, floor_time(now, MINUTE), 12, used=40.0)
+    assert cull_idle_notebooks(now=now) == []
+    assert enforce_time_limits(now + timedelta(seconds=1800)) == []
+    assert enforce_time_limits(now + timedelta(seconds=3700)) == [job.pk]
+    job.refresh_from_db()
+    assert job.state == JobState.STOPPED and "maximum lifetime" in job.pending_reason
+
+
+def test_training_past_max_runtime_fails(world):
+    group, (_a, queue_a), _b, client = world
+    job = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "ft", "kind": "training",
+                                     "workers": 2, "max_runtime_s": 600, "duration_s": 7200,
+                                     "containers": [GPU]}, format="json").json()
+    assert job["pod_count"] == 2
+    _cycle_and_submit(group)
+    assert enforce_time_limits(timezone.now() + timedelta(seconds=900)) == [job["id"]]
+    row = Job.objects.get(pk=job["id"])
+    assert row.state == JobState.FAILED and row.pending_reason.startswith("DeadlineExceeded")
+    assert not Placement.objects.filter(job=row, state=PlacementState.RUNNING).exists()
+
+
+def test_kind_rules_are_field_errors(world):
+    _g, (_a, queue_a), _b, client = world
+    base = {"queue": queue_a.pk, "name": "x", "containers": [GPU]}
+    cases = [
+        ({"kind": "training"}, {"workers"}),
+        ({"kind": "training", "workers": 2, "min_workers": 3}, {"min_workers"}),
+        ({"kind": "training", "workers": 2, "pod_count": 2}, {"pod_count"}),
+        ({"kind": "inference"}, {"port"}),
+        ({"kind": "inference", "port": 80, "replicas": 5, "max_replicas": 2}, {"replicas"}),
+        ({"kind": "inference", "port": 80, "restart_policy": "Never"}, {"restart_policy"}),
+        ({"kind": "notebook", "workers": 2}, {"workers"}),
+        ({"kind": "batch", "containers": [{**GPU, "role": "launcher"}]}, {"containers"}),
+        ({"volumes": [{"claim": "Data!", "mount_path": "data"}]}, {"volumes"}),
+        ({"tolerations": [{"key": "gpu", "operator": "Exists", "value": "x"}]},
+         {"tolerations"}),
+        ({"node_selector": {"bad key!": "x"}}, {"node_selector"}),
+    ]
+    for extra, fields in cases:
+        resp = client.post("/api/jobs/", {**base, **extra}, format="json")
+        assert resp.status_code == 400, (extra, resp.json())
+        got = set(resp.json()["error"]["fields"])
+        assert all(any(k == f or k.startswith(f + "[") for k in got) for f in fields), (
+            extra, got)
+    assert not Job.objects.exists()
