@@ -1,6 +1,7 @@
 """Queues, jobs and their device requests."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -128,6 +129,23 @@ class Job(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.tenant.name}/{self.name}"
+
+    def clean(self) -> None:
+        """The kind's rules (the API's ``scheduling.api.workloads`` for the admin): a service
+        names its port and replica bounds, a notebook and a replica are one pod."""
+        errors = {}
+        if self.kind == JobKind.INFERENCE and not self.port:
+            errors["port"] = "An inference service needs the port it listens on."
+        if self.kind == JobKind.INFERENCE and self.parent_id is None:
+            low, high = self.replicas_min or 1, self.replicas_max or self.replicas or 1
+            if not low <= (self.replicas or 0) <= high:
+                errors["replicas"] = f"Must be between {low} and {high}."
+        if self.kind == JobKind.NOTEBOOK and self.pod_count != 1:
+            errors["pod_count"] = "A notebook is one pod."
+        if self.kind in (JobKind.INFERENCE, JobKind.NOTEBOOK) and self.restart_policy != "Always":
+            errors["restart_policy"] = "Services and notebooks restart Always."
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def is_service(self) -> bool:

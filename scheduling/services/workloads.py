@@ -18,7 +18,7 @@ time limits. Views and tasks call these; the admission cycle knows nothing of ki
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -63,8 +63,6 @@ def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = T
         The new job (the service for inference).
     """
     if spec.kind == JobKind.NOTEBOOK:
-        from dataclasses import replace
-
         spec = replace(spec, idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
                        max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S)
     with transaction.atomic():
