@@ -2,7 +2,7 @@
 
 import django_filters
 
-from scheduling.choices import JobState, PlacementState
+from scheduling.choices import JobKind, JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
@@ -12,10 +12,16 @@ class JobFilterSet(django_filters.FilterSet):
     queue = django_filters.NumberFilter(field_name="queue_id")
     name = django_filters.CharFilter(lookup_expr="icontains")
     priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
+    kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices)
+    parent = django_filters.NumberFilter(field_name="parent_id",
+                                         help_text="Replicas of this inference service.")
+    replicas = django_filters.BooleanFilter(
+        field_name="parent", lookup_expr="isnull", exclude=True,
+        help_text="false: leave inference replicas out (services, not their pods).")
 
     class Meta:
         model = Job
-        fields = ["state", "tenant", "queue", "name", "source"]
+        fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
 
 
 class NodeFilterSet(django_filters.FilterSet):

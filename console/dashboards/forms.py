@@ -20,7 +20,7 @@ class JobSubmitForm(forms.Form):
 
     queue = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=JobKind.choices, initial=JobKind.BATCH)
+    kind = forms.ChoiceField(choices=JobKind.choices, initial=JobKind.BATCH, required=False)
     priority = forms.IntegerField(initial=0, min_value=-1000, max_value=1000)
     pod_count = forms.IntegerField(initial=1, min_value=1, max_value=1024,
                                    label="Pods (gang size) / workers / replicas")
@@ -34,7 +34,8 @@ class JobSubmitForm(forms.Form):
                               label="Command (shell words, empty = image default)")
     port = forms.IntegerField(min_value=1, max_value=65535, required=False,
                               label="Port (inference: required; notebook: 8888)")
-    preemptible = forms.BooleanField(initial=True, required=False)
+    non_preemptible = forms.BooleanField(
+        required=False, label="Not preemptible (admitted within nominal quota only)")
     max_runtime_s = forms.FloatField(min_value=1, required=False,
                                      label="Max run time / notebook lifetime (s)")
     idle_cull_s = forms.FloatField(min_value=60, required=False,
@@ -84,9 +85,9 @@ class JobSubmitForm(forms.Form):
             return data
         payload = {
             "queue": data["queue"].pk, "name": data["name"], "priority": data["priority"],
-            "kind": data["kind"], "cpu_milli": data["cpu_milli"],
+            "kind": data.get("kind") or JobKind.BATCH, "cpu_milli": data["cpu_milli"],
             "memory_mib": data["memory_mib"], "duration_s": data["duration_s"],
-            "preemptible": bool(data.get("preemptible")),
+            "preemptible": not data.get("non_preemptible"),
             "containers": [{
                 "name": "main", "vendor": data["vendor"], "device_count": data["device_count"],
                 "memory_mib": data.get("device_memory_mib") or 0,
@@ -122,7 +123,7 @@ class JobSubmitForm(forms.Form):
 
 def _kind_payload(data: dict) -> dict:
     """The form's count, minimum and optional settings under the API names of its kind."""
-    kind, count, low = data["kind"], data["pod_count"], data.get("min_count")
+    kind, count, low = data.get("kind") or JobKind.BATCH, data["pod_count"], data.get("min_count")
     out: dict = {}
     if kind == JobKind.TRAINING:
         out.update(workers=count, **({"min_workers": low} if low else {}))

@@ -122,8 +122,9 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
     on_preemption = serializers.ChoiceField(choices=PreemptionPolicy.choices,
                                             default=PreemptionPolicy.REQUEUE)
-    restart_policy = serializers.ChoiceField(choices=["Never", "OnFailure", "Always"],
-                                             default="Never")
+    restart_policy = serializers.ChoiceField(
+        choices=["Never", "OnFailure"], default="Never",
+        help_text="Batch and training pods; inference replicas and notebooks restart Always.")
     kind = serializers.ChoiceField(choices=JobKind.choices, default=JobKind.BATCH)
     workers = serializers.IntegerField(min_value=1, max_value=1024, required=False,
                                        help_text="Training: number of ranked workers.")

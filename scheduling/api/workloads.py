@@ -95,8 +95,6 @@ def _check_training(attrs: dict, errors: dict) -> None:
     roles = {c.get("role", "") for c in attrs["containers"] if not c.get("init")}
     if roles == {"launcher"}:
         errors["containers"] = "A training job needs worker containers (role worker or blank)."
-    if attrs.get("restart_policy") == "Always":
-        errors["restart_policy"] = "A training pod restarts Never or OnFailure."
 
 
 def validate_workload(attrs: dict) -> dict:
@@ -125,8 +123,8 @@ def validate_workload(attrs: dict) -> dict:
             errors["replicas"] = f"Must be between min_replicas ({low}) and max_replicas ({high})."
         attrs.update(replicas=replicas, min_replicas=low, max_replicas=high)
     if kind in (JobKind.INFERENCE, JobKind.NOTEBOOK):
-        if "restart_policy" in given and attrs.get("restart_policy") != "Always":
-            errors["restart_policy"] = f"A {kind} pod restarts Always."
+        if "restart_policy" in given:
+            errors["restart_policy"] = f"A {kind} pod restarts Always: leave this out."
         attrs["restart_policy"] = "Always"
     if kind == JobKind.NOTEBOOK:
         attrs["port"] = attrs.get("port") or 8888

@@ -85,6 +85,10 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
     detail = client.get(f"/api/jobs/{service['id']}/").json()
     assert detail["service"] == {"desired": 3, "live": 3, "running": 3, "ready": 3,
                                  "replica_jobs": sorted(replicas.values_list("pk", flat=True))}
+    listed = client.get("/api/jobs/?kind=inference&replicas=false").json()["results"]
+    assert [j["id"] for j in listed] == [service["id"]]
+    listed = client.get(f"/api/jobs/?parent={service['id']}").json()["results"]
+    assert len(listed) == 3 and {j["parent"] for j in listed} == {service["id"]}
     # a fourth replica is over the tenant's quota: queued with the quota reason
     client.post(f"/api/jobs/{service['id']}/scale/", {"replicas": 4}, format="json")
     assert _cycle_and_submit(group) == []
@@ -258,3 +262,73 @@ def test_kind_rules_are_field_errors(world):
         assert all(any(k == f or k.startswith(f + "[") for k in got) for f in fields), (
             extra, got)
     assert not Job.objects.exists()
+
+
+def test_service_cost_per_replica_hour_and_stopped_notebook_costs_nothing(world):
+    from telemetry.selectors import usage_intervals
+
+    group, (team_a, queue_a), _b, client = world
+    service = _service(client, queue_a, replicas=2)
+    nb = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "nb", "kind": "notebook",
+                                    "containers": [GPU]}, format="json").json()
+    _cycle_and_submit(group)
+    t0 = timezone.now().replace(microsecond=0) - timedelta(hours=3)
+    Placement.objects.filter(job__tenant=team_a).update(started_at=t0)
+    notebook = Job.objects.get(pk=nb["id"])
+    from scheduling.services.workloads import stop_notebook
+
+    stop_notebook(notebook, now=t0 + timedelta(minutes=30))
+    now = t0 + timedelta(hours=2)
+
+    def hours(job_ids):
+        rows = usage_intervals(t0, t0 + timedelta(days=1), [team_a.pk], now=now)
+        return sum((r.end - r.start).total_seconds() / 3600 * r.fraction_milli / 1000
+                   for r in rows if r.job_id in job_ids)
+
+    replicas = list(Job.objects.filter(parent_id=service["id"]).values_list("pk", flat=True))
+    assert hours(replicas) == pytest.approx(4.0)  # 2 replicas x 2 h, one device each
+    assert hours([notebook.pk]) == pytest.approx(0.5)  # nothing after the stop
+    now = t0 + timedelta(hours=3)  # an hour later the stopped notebook still cost 0.5 h
+    assert hours([notebook.pk]) == pytest.approx(0.5)
+    assert hours(replicas) == pytest.approx(6.0)
+
+
+def test_job_page_shows_readiness_and_time_left_and_acts(world):
+    from django.test import Client
+
+    group, (team_a, queue_a), _b, api = world
+    service = _service(api, queue_a, replicas=2)
+    nb = api.post("/api/jobs/", {"queue": queue_a.pk, "name": "lab", "kind": "notebook",
+                                 "max_runtime_s": 7200, "containers": [GPU]},
+                  format="json").json()
+    _cycle_and_submit(group)
+    page = Client()
+    page.force_login(make_user("bob", team_a))
+    html = page.get(f"/jobs/{service['id']}/").content.decode()
+    assert "2 ready / 2 running / 2 live of 2 desired" in html
+    assert 'id="scale-service"' in html
+    resp = page.post(f"/jobs/{service['id']}/scale/", {"replicas": "3"})
+    assert resp.status_code == 302
+    assert Job.objects.get(pk=service["id"]).replicas == 3
+    html = page.get(f"/jobs/{nb['id']}/").content.decode()
+    assert "Lifetime left" in html and ("1 h 59 min" in html or "2 h 00 min" in html)
+    assert 'id="stop-notebook"' in html
+    page.post(f"/jobs/{nb['id']}/stop/")
+    assert Job.objects.get(pk=nb["id"]).state == JobState.STOPPED
+    assert 'id="resume-notebook"' in page.get(f"/jobs/{nb['id']}/").content.decode()
+    # the submit form takes every kind
+    resp = page.post("/jobs/new/", {
+        "queue": queue_a.pk, "name": "svc2", "kind": "inference", "priority": 0,
+        "pod_count": 1, "max_replicas": 2, "port": 9000, "cpu_milli": 1000,
+        "memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
+        "cores_percent": 10, "device_memory_mib": 1000, "image": "nginx:1.27",
+        "non_preemptible": "on"})
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    made = Job.objects.get(name="svc2")
+    assert (made.kind, made.port, made.replicas_max, made.replica_jobs.count(),
+            made.preemptible) == ("inference", 9000, 2, 1, False)
+    resp = page.post("/jobs/new/", {
+        "queue": queue_a.pk, "name": "tr", "kind": "training", "priority": 0,
+        "pod_count": 2, "min_count": 3, "cpu_milli": 1000, "memory_mib": 1024,
+        "duration_s": 60, "vendor": "NVIDIA", "device_count": 1, "cores_percent": 10})
+    assert resp.status_code == 200 and "Must not exceed workers." in resp.content.decode()
