@@ -332,3 +332,21 @@ def test_job_page_shows_readiness_and_time_left_and_acts(world):
         "pod_count": 2, "min_count": 3, "cpu_milli": 1000, "memory_mib": 1024,
         "duration_s": 60, "vendor": "NVIDIA", "device_count": 1, "cores_percent": 10})
     assert resp.status_code == 200 and "Must not exceed workers." in resp.content.decode()
+
+
+def test_demo_seed_runs_one_of_each_kind_per_tenant():
+    from scheduling.services.demo import seed_demo, seed_demo_workloads
+
+    seed_demo("demo-password-1")
+    kinds = {}
+    for tenant, kind in Job.objects.filter(source="demo", parent__isnull=True).exclude(
+            kind="batch").values_list("tenant__name", "kind"):
+        kinds.setdefault(tenant, []).append(kind)
+    assert {t: sorted(k) for t, k in kinds.items()} == {
+        t: ["inference", "notebook", "training"] for t in ("platform", "team-nlp",
+                                                           "team-vision")}
+    assert Job.objects.filter(source="demo", parent__isnull=False).count() == 6  # 2 each
+    assert seed_demo_workloads() == 0  # idempotent
+    for group_id in set(Job.objects.values_list("queue__resource_group_id", flat=True)):
+        run_admission_cycle(group_id)
+    assert Job.objects.filter(kind="notebook", state=JobState.ADMITTED).count() == 3
