@@ -350,3 +350,20 @@ def test_demo_seed_runs_one_of_each_kind_per_tenant():
     for group_id in set(Job.objects.values_list("queue__resource_group_id", flat=True)):
         run_admission_cycle(group_id)
     assert Job.objects.filter(kind="notebook", state=JobState.ADMITTED).count() == 3
+
+
+def test_dry_run_of_a_training_job_places_the_launcher_and_the_workers(world):
+    _g, (_a, queue_a), _b, client = world
+    body = client.post("/api/dry-run/", {
+        "queue": queue_a.pk, "name": "mpi", "kind": "training", "workers": 2,
+        "launcher_cpu_milli": 500, "launcher_memory_mib": 512,
+        "node_selector": {"pool": "c1"},
+        "containers": [{"name": "launcher", "role": "launcher", "image": "mpi:1"},
+                       {**GPU, "role": "worker"}]}, format="json").json()
+    assert body["admitted"] is True, body
+    assert len(body["placement"]) == 3
+    assert sum(len(p["devices"]) for p in body["placement"]) == 2  # the launcher has none
+    body = client.post("/api/dry-run/", {
+        "queue": queue_a.pk, "name": "nowhere", "kind": "training", "workers": 1,
+        "node_selector": {"pool": "elsewhere"}, "containers": [GPU]}, format="json").json()
+    assert body["admitted"] is False
