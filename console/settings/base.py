@@ -134,6 +134,9 @@ def _celery_url(redis_url: str) -> str:
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp")) or _celery_url(
     REDIS_URL
 )
+# The queue every task goes to (and workers read with ``celery worker -Q``): installs sharing
+# one Redis keep apart by naming their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -158,7 +161,19 @@ NOTEBOOK_MAX_LIFETIME_S = env_float("NOTEBOOK_MAX_LIFETIME_S", 12 * 3600.0, mini
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
 KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
 KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
+# Full list of the labelled workloads (scheduling.services.intake) at least this often; the
+# intake watches between two lists.
+KUBE_INTAKE_RESYNC_S = env_float("KUBE_INTAKE_RESYNC_S", 30.0, minimum=1.0)
 KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
+# Device health written back (scheduling.services.cordons): what happens to jobs on a device
+# the console marks unhealthy (wait | requeue | fail), and how many failed pods within how many
+# seconds mark a device unhealthy.
+DEVICE_DRAIN_POLICY = env_str("DEVICE_DRAIN_POLICY", "wait")
+if DEVICE_DRAIN_POLICY not in ("wait", "requeue", "fail"):
+    raise ImproperlyConfigured(
+        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail")
+DEVICE_FAILURE_THRESHOLD = env_int("DEVICE_FAILURE_THRESHOLD", 3, minimum=1)
+DEVICE_FAILURE_WINDOW_S = env_float("DEVICE_FAILURE_WINDOW_S", 3600.0, minimum=1.0)
 KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)

@@ -41,7 +41,7 @@ from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
 from scheduling.kube.namespaces import build_namespace
-from scheduling.kube.workloads import WorkloadSpec, apply_workload, build_service, pod_ready
+from scheduling.kube.workload_pods import WorkloadSpec, apply_workload, build_service, pod_ready
 from scheduling.models import Device, DeviceModel, Placement
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 from tenants.selectors import tenant_namespace
@@ -210,7 +210,8 @@ def pod_assignment(placement) -> PodAssignment:
                 cores_percent=int(g["cores_percent"]), vendor=vendor,
                 index=int(g.get("index", 0)), mig_profile=g.get("mig_profile", ""),
                 mig_start=int(g.get("mig_start", -1)), mig_size=int(g.get("mig_size", 0)),
-                template=g.get("template", ""), model=g.get("model", "")))
+                template=g.get("template", ""), model=g.get("model", ""),
+                slices=int(g.get("slices", 0))))
         out.append(ContainerAssignment(name=c["name"], devices=tuple(grants),
                                        init=bool(c.get("init"))))
     return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
@@ -235,7 +236,7 @@ def _container_spec(c) -> mf.ContainerSpec:
 
 
 def workload_spec(placement) -> WorkloadSpec:
-    """What the placement's job kind adds to its pod (:mod:`scheduling.kube.workloads`).
+    """What the placement's job kind adds to its pod (:mod:`scheduling.kube.workload_pods`).
 
     Training: pod 0 is the launcher when the job has launcher containers; a worker's rank is
     its pod index among the workers, ``world_size`` the workers booked now (a gang admitted
@@ -308,7 +309,8 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
             assignment, meta, scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
             catalogue=granted_catalogue(assignment))
     else:
-        built = mf.build(cluster.submission_mode, assignment, meta)
+        built = mf.build(cluster.submission_mode, assignment, meta,
+                         catalogue=granted_catalogue(assignment))
     workload = workload_spec(placement)
     service = build_service(workload, namespace=meta.namespace, tenant=meta.tenant)
     return replace(built, pod=apply_workload(built.pod, workload), namespace_object=namespace,

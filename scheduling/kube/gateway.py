@@ -198,6 +198,7 @@ class KubernetesGateway:
         self.sleep = sleep
         self.core = k8s.CoreV1Api(api)
         self._dra: str | None | bool = False  # False = not discovered yet
+        self._served: tuple[str, ...] | None = None
         self._namespaces: set[str] = set()  # ensured by this gateway (process cache)
 
     # -- plumbing ------------------------------------------------------------------------
@@ -234,10 +235,16 @@ class KubernetesGateway:
 
     # -- discovery -----------------------------------------------------------------------
 
+    def served_versions(self) -> tuple[str, ...]:
+        """Every served resource.k8s.io version (preferred first), discovered once."""
+        if self._served is None:
+            self._served = self._call(lambda: served_resource_versions(self.api))
+        return self._served
+
     def dra_version(self) -> str | None:
         """Best served resource.k8s.io version, discovered once and cached."""
         if self._dra is False:
-            served = self._call(lambda: served_resource_versions(self.api))
+            served = self.served_versions()
             self._dra = next((v for v in DRA_VERSIONS if v in served), None)
         return self._dra  # type: ignore[return-value]
 

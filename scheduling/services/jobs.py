@@ -18,7 +18,7 @@ from scheduling.choices import (
     PlacementState,
 )
 from scheduling.dispatch import enqueue_admission_cycle
-from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.models import Job, JobContainer, JobEvent, JobPodSet, Placement, Queue
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,24 @@ class ContainerSpec:
     memory_percent: int | None = None
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
+    device_types_exclude: list[str] = field(default_factory=list)
     init: bool = False
     image: str = ""
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     role: str = ""
+
+
+@dataclass(frozen=True)
+class PodSetSpec:
+    """Identical pods of a job (see :class:`scheduling.models.JobPodSet`)."""
+
+    name: str
+    count: int
+    containers: list[ContainerSpec]
+    cpu_milli: int = 0
+    memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,12 +83,31 @@ class JobSpec:
     secrets: list[dict] = field(default_factory=list)
     tolerations: list[dict] = field(default_factory=list)
     node_selector: dict[str, str] = field(default_factory=dict)
+    pod_sets: list[PodSetSpec] = field(default_factory=list)
 
 
 WORKLOAD_FIELDS = ("kind", "port", "replicas", "replicas_min", "replicas_max", "max_runtime_s",
                    "backoff_limit", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
                    "volumes", "secrets", "tolerations", "node_selector")
 """JobSpec fields stored as they are on the Job (the workload kind's settings)."""
+
+
+def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
+                   ) -> JobContainer:
+    return JobContainer(
+        job=job, pod_set=pod_set, name=c.name, init=c.init, vendor=c.vendor,
+        device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
+        cores_percent=c.cores_percent, device_types=list(c.device_types),
+        device_types_exclude=list(c.device_types_exclude), image=c.image,
+        command=list(c.command), args=list(c.args), env=dict(c.env), role=c.role)
+
+
+def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
+    for position, ps in enumerate(pod_sets):
+        row = JobPodSet.objects.create(job=job, name=ps.name, position=position,
+                                       count=ps.count, cpu_milli=ps.cpu_milli,
+                                       memory_mib=ps.memory_mib)
+        JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
@@ -110,25 +141,8 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
-        JobContainer.objects.bulk_create(
-            JobContainer(
-                job=job,
-                name=c.name,
-                init=c.init,
-                vendor=c.vendor,
-                device_count=c.device_count,
-                memory_mib=c.memory_mib,
-                memory_percent=c.memory_percent,
-                cores_percent=c.cores_percent,
-                device_types=list(c.device_types),
-                image=c.image,
-                command=list(c.command),
-                args=list(c.args),
-                env=dict(c.env),
-                role=c.role,
-            )
-            for c in spec.containers
-        )
+        _create_pod_sets(job, spec.pod_sets)
+        JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
         JobEvent.objects.create(job=job, kind="running" if service else "queued",
                                 message=f"service up in {queue}" if service
                                 else f"queued in {queue}")

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0006_cluster_namespace_pattern'),
+        ('scheduling', '0008_jobcontainer_device_types_exclude'),
     ]
 
     operations = [
