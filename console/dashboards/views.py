@@ -56,8 +56,8 @@ from scheduling.selectors.overview import (
 )
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
-from scheduling.services.workloads import cancel_workload, submit_workload
 from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
+from scheduling.services.workloads import cancel_workload, submit_workload
 from telemetry.charts import line_chart
 from telemetry.exporters import UTIL
 from telemetry.selectors import (
