@@ -23,6 +23,7 @@ __all__ = [
     "SWEEP_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
+    "WORKLOADS_TICK_TASK",
     "enqueue_admission_cycle",
     "enqueue_cordon_sync",
     "enqueue_submit_jobs",
@@ -40,12 +41,13 @@ KUBE_TICK_TASK = "scheduling.tasks.kube_tick_task"
 KUBE_INTAKE_TASK = "scheduling.tasks.kube_intake_task"
 KUBE_CORDONS_TASK = "scheduling.tasks.kube_cordons_task"
 USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
+WORKLOADS_TICK_TASK = "scheduling.tasks.workloads_tick_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
     ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, SWEEP_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
-    USAGE_RECONCILE_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
+    USAGE_RECONCILE_TASK, WORKLOADS_TICK_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
 )
 
 

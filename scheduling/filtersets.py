@@ -3,7 +3,7 @@
 import django_filters
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
-from scheduling.choices import JobState, PlacementState
+from scheduling.choices import JobKind, JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
@@ -13,10 +13,16 @@ class JobFilterSet(StrictFilterSet):
     queue = IntegerFilter(field_name="queue_id")
     name = django_filters.CharFilter(lookup_expr="icontains")
     priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
+    kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices)
+    parent = IntegerFilter(field_name="parent_id",
+                                         help_text="Replicas of this inference service.")
+    replicas = StrictBooleanFilter(
+        field_name="parent", lookup_expr="isnull", exclude=True,
+        help_text="false: leave inference replicas out (services, not their pods).")
 
     class Meta:
         model = Job
-        fields = ["state", "tenant", "queue", "name", "source"]
+        fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
 
 
 class NodeFilterSet(StrictFilterSet):

@@ -21,6 +21,7 @@ from scheduling.dispatch import (
     SUBMIT_JOBS_TASK,
     SWEEP_TASK,
     USAGE_RECONCILE_TASK,
+    WORKLOADS_TICK_TASK,
 )
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
@@ -36,6 +37,7 @@ from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
+from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from tenants.models import ResourceGroup
 
 
@@ -174,3 +176,11 @@ def usage_reconcile_task() -> dict:
         violations += len(check.violations)
     opened, closed = sync_ledger()
     return {"drift": drift, "violations": violations, "opened": opened, "closed": closed}
+
+
+@shared_task(name=WORKLOADS_TICK_TASK)
+def workloads_tick_task() -> dict:
+    """Beat tick: end runs past their time limit (notebook lifetime, ``max_runtime_s``) and
+    replace the replicas of inference services that ended."""
+    ended = enforce_time_limits()
+    return {"ended": len(ended), "replicas_created": reconcile_services()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
@@ -43,5 +44,7 @@ def gauges_task() -> int:
 
 @shared_task(name="telemetry.tasks.idle_check_task")
 def idle_check_task() -> int:
-    """Flag jobs holding devices idle longer than the threshold."""
+    """Flag jobs holding devices idle longer than the threshold; stop notebooks idle for
+    their ``idle_cull_s`` (idle culling)."""
+    cull_idle_notebooks()
     return len(flag_idle_jobs())

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import team, views
+from console.dashboards import team, views, workload_views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -10,6 +10,9 @@ urlpatterns = [
     path("jobs/new/", views.job_submit, name="job-submit"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
+    path("jobs/<int:pk>/scale/", workload_views.job_scale, name="job-scale"),
+    path("jobs/<int:pk>/stop/", workload_views.job_stop, name="job-stop"),
+    path("jobs/<int:pk>/resume/", workload_views.job_resume, name="job-resume"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<int:pk>/", views.node_detail, name="node-detail"),
     path("devices/<path:uuid>/cordon/", views.device_cordon, name="device-cordon"),

@@ -26,6 +26,7 @@ from console.dashboards import charts
 from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm
+from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.audit import record as audit
 from core.exceptions import DomainError
 from core.filtersets import AuditFilterSet
@@ -56,7 +57,7 @@ from scheduling.selectors.overview import (
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
-from scheduling.services.jobs import cancel_job, submit_job
+from scheduling.services.workloads import cancel_workload, submit_workload
 from telemetry.charts import line_chart
 from telemetry.exporters import UTIL
 from telemetry.selectors import (
@@ -70,7 +71,8 @@ from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
-                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af"}
+                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af",
+                 "stopped": "#a16207"}
 ALLOC_COLOUR, FREE_COLOUR = "#2563eb", "#e5e7eb"
 PAGE_SIZE = 50
 #: Rows of the overview's "most fragmented nodes" table.
@@ -198,10 +200,15 @@ def job_detail(request, pk: int):
                      .prefetch_related(Prefetch("devices", queryset=PlacementDevice.objects
                                                 .select_related("device__model")))),
         ), pk=pk)
+    can_change = can_submit_in(request.user, job.tenant_id)
     return render(request, "dashboards/job_detail.html", {
         "job": job, "slot": queue_slots([job]).get(job.pk),
-        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
-        and can_submit_in(request.user, job.tenant_id),
+        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING,
+                                    JobState.STOPPED) and can_change,
+        "can_stop": can_change and can_stop(job),
+        "can_resume": can_change and can_resume(job),
+        "can_scale": can_change and job.is_service and job.state == JobState.RUNNING,
+        "workload": workload_context(job),
         "preemptions": [
             {"time": p.time, "reason": p.reason, "outcome": p.outcome,
              **preemption_as_seen(p, platform_admin=request.user.is_superuser)}
@@ -221,7 +228,7 @@ def job_submit(request):
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()
         spec = type(spec)(**{**spec.__dict__, "source": "ui"})
-        job = submit_job(data["queue"], spec, user=request.user)
+        job = submit_workload(data["queue"], spec, user=request.user)
         messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
         return redirect("dashboards:job-detail", pk=job.pk)
     return render(request, "dashboards/job_form.html", {"form": form})
@@ -235,7 +242,7 @@ def job_cancel(request, pk: int):
     if not can_submit_in(request.user, job.tenant_id):
         raise PermissionDenied("Viewers cannot cancel jobs.")
     try:
-        cancel_job(job, user=request.user)
+        cancel_workload(job, user=request.user)
         messages.success(request, f"Job {job.name} cancelled.")
     except DomainError as exc:
         messages.error(request, exc.message)

@@ -9,7 +9,14 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from scheduling.choices import PreemptionPolicy
+from scheduling.api.workloads import (
+    SecretRefSerializer,
+    TolerationSerializer,
+    VolumeSerializer,
+    validate_node_selector,
+    validate_workload,
+)
+from scheduling.choices import LIVE_JOB_STATES, JobKind, PreemptionPolicy
 from scheduling.models import (
     Device,
     Job,
@@ -23,6 +30,7 @@ from scheduling.models import (
 )
 from scheduling.selectors.jobs import job_estimated_start, preemption_as_seen, queue_position
 from scheduling.services.jobs import ContainerSpec, JobSpec
+from scheduling.services.workloads import lifetime_left_s, service_status
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 VENDORS = [
@@ -75,6 +83,10 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
                                  default=list, max_length=256)
     env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True),
                                 default=dict)
+    role = serializers.ChoiceField(
+        choices=["", "launcher", "worker"], default="",
+        help_text="Training: launcher containers make the launcher pod; worker (or blank) "
+                  "containers run in every worker pod.")
 
     def validate_env(self, value):
         for key in value:
@@ -127,7 +139,29 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
     on_preemption = serializers.ChoiceField(choices=PreemptionPolicy.choices,
                                             default=PreemptionPolicy.REQUEUE)
-    restart_policy = serializers.ChoiceField(choices=["Never", "OnFailure"], default="Never")
+    restart_policy = serializers.ChoiceField(
+        choices=["Never", "OnFailure"], default="Never",
+        help_text="Batch and training pods; inference replicas and notebooks restart Always.")
+    kind = serializers.ChoiceField(choices=JobKind.choices, default=JobKind.BATCH)
+    workers = serializers.IntegerField(min_value=1, max_value=1024, required=False,
+                                       help_text="Training: number of ranked workers.")
+    min_workers = serializers.IntegerField(min_value=1, required=False,
+                                           help_text="Training: gang minimum of workers.")
+    port = serializers.IntegerField(min_value=1, max_value=65535, required=False)
+    replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    min_replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    max_replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    backoff_limit = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    idle_cull_s = serializers.FloatField(min_value=60, max_value=30 * 24 * 3600, required=False)
+    launcher_cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+    launcher_memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000,
+                                                   default=0)
+    volumes = VolumeSerializer(many=True, default=list, max_length=32)
+    secrets = SecretRefSerializer(many=True, default=list, max_length=32)
+    tolerations = TolerationSerializer(many=True, default=list, max_length=32)
+    node_selector = serializers.DictField(child=serializers.CharField(max_length=63,
+                                                                      allow_blank=True),
+                                          default=dict, validators=[validate_node_selector])
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -141,6 +175,9 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"containers": "Container names must be unique."})
         attrs["priority_class"] = self._priority_class(attrs)
+        attrs["_given"] = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
+        attrs = validate_workload(attrs)
+        attrs.pop("_given", None)
         return attrs
 
     def _priority_class(self, attrs):
@@ -185,6 +222,19 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             on_preemption=data["on_preemption"],
             restart_policy=data["restart_policy"],
             containers=[ContainerSpec(**c) for c in data["containers"]],
+            kind=data["kind"],
+            port=data.get("port"),
+            replicas=data.get("replicas"),
+            replicas_min=data.get("min_replicas"),
+            replicas_max=data.get("max_replicas"),
+            backoff_limit=data["backoff_limit"],
+            idle_cull_s=data.get("idle_cull_s"),
+            launcher_cpu_milli=data["launcher_cpu_milli"],
+            launcher_memory_mib=data["launcher_memory_mib"],
+            volumes=[dict(v) for v in data["volumes"]],
+            secrets=[dict(v) for v in data["secrets"]],
+            tolerations=[dict(v) for v in data["tolerations"]],
+            node_selector=dict(data["node_selector"]),
         )
 
 
@@ -267,7 +317,7 @@ class JobContainerSerializer(serializers.ModelSerializer):
         fields = [
             "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
             "cores_percent", "device_types", "device_types_exclude", "image", "command", "args",
-            "env",
+            "env", "role",
         ]
 
 
@@ -277,8 +327,9 @@ class PlacementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Placement
         fields = [
-            "id", "pod_index", "node", "state", "cpu_milli", "memory_mib", "assignment",
-            "backend_ref", "message", "created", "submitted_at", "started_at", "ended_at",
+            "id", "pod_index", "node", "state", "ready", "cpu_milli", "memory_mib",
+            "assignment", "backend_ref", "message", "created", "submitted_at", "started_at",
+            "ended_at",
         ]
 
 
@@ -295,17 +346,39 @@ class JobSerializer(serializers.ModelSerializer):
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
+    service = serializers.SerializerMethodField(
+        help_text="Inference service: replicas desired / live / running / ready and the "
+                  "replica job ids (null for other jobs).")
+    lifetime_left_s = serializers.SerializerMethodField(
+        help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run.")
 
     class Meta:
         model = Job
         fields = [
-            "id", "name", "tenant", "queue", "resource_group", "priority", "priority_class",
-            "state", "pending_reason", "queue_position", "estimated_start", "pod_count",
-            "min_pods", "cpu_milli", "memory_mib", "duration_s", "max_runtime_s",
-            "preemptible", "min_runtime_s",
-            "on_preemption", "preemption_count", "restart_policy", "containers", "placements",
-            "created", "admitted_at", "started_at", "finished_at",
+            "id", "name", "kind", "tenant", "queue", "resource_group", "priority", "priority_class",
+            "state",
+            "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
+            "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
+            "on_preemption", "preemption_count", "restart_policy", "parent", "port",
+            "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
+            "failed_attempts", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
+            "volumes", "secrets", "tolerations", "node_selector", "service",
+            "lifetime_left_s", "containers", "placements", "created", "admitted_at",
+            "started_at", "finished_at", "stopped_at",
         ]
+
+    def get_service(self, job) -> dict | None:
+        if not job.is_service:
+            return None
+        status = service_status(job)
+        return {"desired": status.desired, "live": status.live, "running": status.running,
+                "ready": status.ready,
+                "replica_jobs": list(job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
+                                     .order_by("pk").values_list("pk", flat=True))}
+
+    def get_lifetime_left_s(self, job) -> float | None:
+        left = lifetime_left_s(job)
+        return round(left, 1) if left is not None else None
 
     def _queue_info(self, job):
         if not self.context.get("detail"):

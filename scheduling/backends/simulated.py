@@ -1,5 +1,6 @@
 """The simulated cluster: pods start as soon as they are submitted and succeed after the job's
-``duration_s`` (see :func:`scheduling.services.submissions.reconcile_simulated`)."""
+``duration_s`` (see :func:`scheduling.services.submissions.reconcile_simulated`); inference
+replicas and notebooks run until stopped."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ class SimulatedBackend:
     """In-database cluster used by the embedded demo, trace replay and what-if runs."""
 
     def submit(self, placement) -> str:
-        """Start the pod at once: the placement becomes ``running``."""
+        """Start the pod at once: the placement becomes ``running`` and ready."""
         placement.backend_ref = f"sim-{placement.job_id}-{placement.pod_index}-{placement.pk}"
+        placement.ready = True
         return "running"
 
     def delete(self, placement) -> None:

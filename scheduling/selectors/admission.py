@@ -495,6 +495,9 @@ class SpecJob:
         self.min_pods = spec.min_pods
         self.cpu_milli = spec.cpu_milli
         self.memory_mib = spec.memory_mib
+        self.node_selector = getattr(spec, "node_selector", {})
+        self.launcher_cpu_milli = getattr(spec, "launcher_cpu_milli", 0)
+        self.launcher_memory_mib = getattr(spec, "launcher_memory_mib", 0)
         self.containers = _SpecContainers(list(spec.containers))
 
 

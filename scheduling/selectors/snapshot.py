@@ -286,24 +286,38 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     match). Vendors whose requests name one chip (HAMi's per-chip
     resource names: Ascend, Iluvatar) get ``chip`` set when exactly one accepted model
     remains. Ascend requests carry no cores (the vNPU template decides them).
+
+    Training roles: when some containers have ``role`` launcher, pod 0 is the launcher
+    (those containers, ``launcher_cpu_milli``/``launcher_memory_mib``) and the other pods
+    are workers (the other containers); the gang minimum counts the launcher, which comes
+    first so a partial admission always holds it. Every pod carries the job's
+    ``node_selector``.
     """
     containers = list(job.containers.all())
+    selector = dict(getattr(job, "node_selector", None) or {})
     pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
     if pod_sets:
         pods = []
         for ps in pod_sets:
             mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
             pods.extend(PodRequest(name=f"{job.pk}-{len(pods) + i}", cpu_milli=ps.cpu_milli,
-                                   memory_mib=ps.memory_mib, containers=mine)
+                                   memory_mib=ps.memory_mib, containers=mine,
+                                   node_selector=selector)
                         for i in range(ps.count))
         return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
-    requests = _container_requests(containers, group)
+    launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
+    workers = _container_requests([c for c in containers if getattr(c, "role", "") != "launcher"],
+                                  group)
+    launcher = _container_requests(launchers, group)
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
-            cpu_milli=job.cpu_milli,
-            memory_mib=job.memory_mib,
-            containers=requests,
+            cpu_milli=getattr(job, "launcher_cpu_milli", 0) if launcher and i == 0
+            else job.cpu_milli,
+            memory_mib=getattr(job, "launcher_memory_mib", 0) if launcher and i == 0
+            else job.memory_mib,
+            containers=launcher if launcher and i == 0 else workers,
+            node_selector=selector,
         )
         for i in range(job.pod_count)
     )

@@ -28,6 +28,7 @@ from scheduling.backends import get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
+    LONG_RUNNING_KINDS,
     Backend,
     JobState,
     PlacementState,
@@ -110,7 +111,9 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
 
 def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
-    pods are deleted with the termination grace period (placements ``terminating``).
+    pods are deleted with the termination grace period (placements ``terminating``). Notebooks
+    (stopped at the end of their lifetime) and inference services are
+    :func:`scheduling.services.workloads.enforce_time_limits`' business.
 
     Returns:
         Ids of the resource groups of the jobs stopped.
@@ -120,7 +123,8 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     due = [
         job for job in Job.objects.filter(
             state__in=[JobState.ADMITTED, JobState.RUNNING], max_runtime_s__isnull=False,
-            admitted_at__isnull=False).select_related("queue").order_by("pk")
+            admitted_at__isnull=False).exclude(kind__in=LONG_RUNNING_KINDS)
+        .select_related("queue").order_by("pk")
         if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
     ]
     groups: set[int] = set()

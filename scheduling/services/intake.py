@@ -40,6 +40,7 @@ from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
+    JobKind,
     JobState,
     PlacementState,
 )
@@ -110,8 +111,15 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
     return out
 
 
+TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
+"""Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
+``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
+the console's ``inference`` kind is a service it runs itself (never queued)."""
+
+
 def _job_spec(workload: wl.Workload) -> JobSpec:
-    """The console job of a workload: one pod set per template, ``pod_count`` their sum."""
+    """The console job of a workload: one pod set per template, ``pod_count`` their sum;
+    ``kind`` training for a JobSet or PyTorchJob, else batch."""
     sets = [PodSetSpec(name=p.name[:63], count=p.count, containers=_container_specs(p),
                        cpu_milli=p.request.cpu_milli, memory_mib=p.request.memory_mib)
             for p in workload.pod_sets]
@@ -119,7 +127,9 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
     return JobSpec(name=name, containers=[], pod_count=workload.pod_count,
                    priority=workload.priority,
                    cpu_milli=sets[0].cpu_milli, memory_mib=sets[0].memory_mib,
-                   source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets)
+                   source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets,
+                   kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS
+                   else JobKind.BATCH)
 
 
 def _refuse(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, reason: str,

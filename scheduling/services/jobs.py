@@ -10,7 +10,13 @@ from django.utils import timezone
 from core.audit import record as audit
 from core.exceptions import Conflict
 from scheduling.backends import get_backend
-from scheduling.choices import ACTIVE_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.choices import (
+    ACTIVE_PLACEMENT_STATES,
+    LIVE_JOB_STATES,
+    JobKind,
+    JobState,
+    PlacementState,
+)
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import (
     Job,
@@ -40,6 +46,7 @@ class ContainerSpec:
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,26 @@ class JobSpec:
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
     restart_policy: str = "Never"
+    kind: str = JobKind.BATCH
+    port: int | None = None
+    replicas: int | None = None
+    replicas_min: int | None = None
+    replicas_max: int | None = None
+    backoff_limit: int = 0
+    idle_cull_s: float | None = None
+    launcher_cpu_milli: int = 0
+    launcher_memory_mib: int = 0
+    volumes: list[dict] = field(default_factory=list)
+    secrets: list[dict] = field(default_factory=list)
+    tolerations: list[dict] = field(default_factory=list)
+    node_selector: dict[str, str] = field(default_factory=dict)
     pod_sets: list[PodSetSpec] = field(default_factory=list)
+
+
+WORKLOAD_FIELDS = ("kind", "port", "replicas", "replicas_min", "replicas_max", "max_runtime_s",
+                   "backoff_limit", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
+                   "volumes", "secrets", "tolerations", "node_selector")
+"""JobSpec fields stored as they are on the Job (the workload kind's settings)."""
 
 
 def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
@@ -82,7 +108,7 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
         device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
         cores_percent=c.cores_percent, device_types=list(c.device_types),
         device_types_exclude=list(c.device_types_exclude), image=c.image,
-        command=list(c.command), args=list(c.args), env=dict(c.env))
+        command=list(c.command), args=list(c.args), env=dict(c.env), role=c.role)
 
 
 def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
@@ -95,16 +121,26 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
 
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
-    after commit.
+    after commit. An inference service (``kind`` inference) is created ``running`` and never
+    queued itself: its replicas are (``scheduling.services.workloads.submit_workload``).
 
     Returns:
-        The new Job (state ``queued``).
+        The new Job (state ``queued``, or ``running`` for an inference service).
     """
+    service = spec.kind == JobKind.INFERENCE
+    now = timezone.now()
     with transaction.atomic():
         job = Job.objects.create(
-            tenant_id=queue.tenant_id, queue=queue, name=spec.name,
-            priority=spec.priority, priority_class=spec.priority_class,
-            max_runtime_s=spec.max_runtime_s, pod_count=spec.pod_count, min_pods=spec.min_pods,
+            state=JobState.RUNNING if service else JobState.QUEUED,
+            started_at=now if service else None,
+            **{name: getattr(spec, name) for name in WORKLOAD_FIELDS},
+            tenant_id=queue.tenant_id,
+            queue=queue,
+            name=spec.name,
+            priority=spec.priority,
+            pod_count=spec.pod_count,
+            min_pods=spec.min_pods,
+            priority_class=spec.priority_class,
             cpu_milli=spec.cpu_milli,
             memory_mib=spec.memory_mib,
             duration_s=spec.duration_s,
@@ -117,13 +153,15 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
         )
         _create_pod_sets(job, spec.pod_sets)
         JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
-        JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
+        JobEvent.objects.create(job=job, kind="running" if service else "queued",
+                                message=f"service up in {queue}" if service
+                                else f"queued in {queue}")
         audit(
             "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
             after={
                 "queue": str(queue), "state": job.state, "priority": job.priority,
                 "priority_class": spec.priority_class.name if spec.priority_class else None,
-                "pod_count": job.pod_count,
+                "pod_count": job.pod_count, "kind": job.kind,
                 "containers": [
                     {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
                      "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
@@ -131,7 +169,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
                 ],
             },
         )
-        if enqueue:
+        if enqueue and not service:
             enqueue_admission_cycle(queue.resource_group_id)
     return job
 

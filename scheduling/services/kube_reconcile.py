@@ -16,14 +16,17 @@ Pod -> placement (:func:`scheduling.kube.inventory.pod_state`):
 pod state                      placement / job
 =============================  ===============================================================
 PENDING / STARTING             reserved -> submitted (message = reason, e.g. Unschedulable)
-RUNNING                        reserved/submitted -> running; job admitted -> running once
-                               every live placement of the job runs
+RUNNING                        reserved/submitted -> running (``ready`` = the Ready
+                               condition); job admitted -> running once every live
+                               placement of the job runs
 SUCCEEDED                      -> succeeded; job -> succeeded when nothing is left booked and
                                no placement failed
-FAILED (container/admission)   -> failed; the job fails, its other pods are deleted, every
-                               reservation is released
+FAILED (container/admission)   -> failed; the job fails (requeued instead while
+                               ``failed_attempts`` < ``backoff_limit``), its other pods are
+                               deleted, every reservation is released
 FAILED (evicted), or the Pod   "lost outside the console": devices released; the job is
-deleted outside the console    requeued when its ``restart_policy`` is OnFailure, else failed
+deleted outside the console    requeued when its ``restart_policy`` is OnFailure or Always,
+                               else failed
 TERMINATING / UNKNOWN          message only (the pod still holds its devices)
 any, placement terminating     (preempted or past its maximum runtime) released once the pod
                                is gone or finished; a pod still running without a deletion
@@ -64,6 +67,7 @@ from scheduling.choices import (
 from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
+from scheduling.kube.workload_pods import pod_ready
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services.cordons import note_pod_failure
 from scheduling.services.eviction import release_terminated
@@ -160,7 +164,12 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     """Fail or requeue a live job whose pod failed / was lost; release its other placements
     and delete their pods. Returns the job's group id when capacity was freed."""
     job = Job.objects.select_related("queue").get(pk=job_id)
-    requeue = lost and job.restart_policy == "OnFailure"
+    # lost: back to the queue unless restartPolicy Never; failed: retried while the job's
+    # backoff_limit allows (Kubernetes Job semantics), counted in failed_attempts
+    retry = not lost and job.failed_attempts < job.backoff_limit
+    requeue = (lost and job.restart_policy != "Never") or retry
+    if retry:
+        Job.objects.filter(pk=job_id).update(failed_attempts=F("failed_attempts") + 1)
     with transaction.atomic():
         others = list(Placement.objects.select_related("node__cluster").filter(
             job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
@@ -237,10 +246,12 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
         return set()
     if state.state == kinv.RUNNING:
         record_gpu_instances(placement, pod)
+        ready = pod_ready(pod)
         qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RUNNING, started_at=now, backend_ref=ref, message=note,
-            submitted_at=placement.submitted_at or now, updated=now)
-        qs.filter(state=PlacementState.RUNNING).exclude(message=note).update(message=note)
+            submitted_at=placement.submitted_at or now, ready=ready, updated=now)
+        qs.filter(state=PlacementState.RUNNING).exclude(message=note, ready=ready).update(
+            message=note, ready=ready)
         _mark_job_running(placement.job_id, now)
         return set()
     if state.state == kinv.SUCCEEDED:

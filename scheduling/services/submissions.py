@@ -13,6 +13,7 @@ from scheduling.backends import SubmissionError, get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     BOOKED_PLACEMENT_STATES,
+    LONG_RUNNING_KINDS,
     Backend,
     JobState,
     PlacementState,
@@ -52,7 +53,8 @@ def submit_job(job_id: int) -> str:
                 raise
             fail_job(job_id, f"submission refused: {exc}")
             return JobState.FAILED
-        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref}
+        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref,
+                  "ready": placement.ready}
         if new_state == PlacementState.RUNNING:
             fields["started_at"] = now
         moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED
@@ -108,7 +110,8 @@ def fail_job(job_id: int, message: str) -> None:
 
 
 def reconcile_simulated(now=None) -> set[int]:
-    """Finish simulated pods whose job ran for ``duration_s``; finish their jobs.
+    """Finish simulated pods whose job ran for ``duration_s``; finish their jobs. Inference
+    replicas and notebooks run until stopped (``LONG_RUNNING_KINDS``).
 
     Returns:
         Ids of the resource groups where capacity was freed (their cycles should run).
@@ -125,6 +128,7 @@ def reconcile_simulated(now=None) -> set[int]:
         Placement.objects.filter(
             state=PlacementState.RUNNING, node__cluster__backend=Backend.SIMULATED
         )
+        .exclude(job__kind__in=LONG_RUNNING_KINDS)
         .annotate(ends_at=ends)
         .filter(ends_at__lte=now)
     )

@@ -54,7 +54,7 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
             p = b.placement
             started = p.started_at or p.created
             elapsed = max(0.0, (now - started).total_seconds())
-            load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed)
+            load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed, p.job.kind)
             loads.append(load)
             for metric, value in ((POD_UTIL, load.util_percent),
                                   (POD_MEM_USED, load.memory_used_mib)):
