@@ -1,11 +1,24 @@
 """Celery application (Django pattern: settings under ``CELERY_``, tasks autodiscovered)."""
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import after_setup_logger
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
 
 app = Celery("console")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@after_setup_logger.connect
+def _routine_loggers_quiet(**_kwargs) -> None:
+    """Re-apply the levels of ``LOGGING["loggers"]`` (routine task chatter at WARNING) after
+    the worker or beat set up logging from its ``--loglevel``."""
+    from django.conf import settings
+
+    for name, config in settings.LOGGING.get("loggers", {}).items():
+        if "level" in config:
+            logging.getLogger(name).setLevel(config["level"])

@@ -2,6 +2,19 @@
 
 from django.db import models
 
+#: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
+VENDORS = (
+    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
+    "Kunlun", "KunlunVXPU", "AMD",
+)
+
+
+def canonical_vendor(value: str) -> str | None:
+    """``value`` spelled as in :data:`VENDORS`, matched case-insensitively (``nvidia`` ->
+    ``NVIDIA``); None when it is no known vendor."""
+    lowered = value.strip().lower()
+    return next((v for v in VENDORS if v.lower() == lowered), None)
+
 
 class Backend(models.TextChoices):
     """How a cluster is driven: in-process simulation or a real Kubernetes API server."""

@@ -2,14 +2,17 @@
 
 import django_filters
 
-from scheduling.choices import JobState, PlacementState
+from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
+from scheduling.choices import VENDORS, JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
 class JobFilterSet(django_filters.FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
-    tenant = django_filters.CharFilter(field_name="tenant__name")
-    queue = django_filters.NumberFilter(field_name="queue_id")
+    tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
+    queue = NameOrIdFilter(id_field="queue_id",
+                           name_fields=("queue__tenant__name", "queue__name"),
+                           help_text="a queue id, a queue name or tenant/queue")
     name = django_filters.CharFilter(lookup_expr="icontains")
     priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
 
@@ -34,7 +37,7 @@ class NodeFilterSet(django_filters.FilterSet):
 class DeviceFilterSet(django_filters.FilterSet):
     node = django_filters.CharFilter(field_name="node__name")
     model = django_filters.CharFilter(field_name="model__name")
-    vendor = django_filters.CharFilter(field_name="model__vendor")
+    vendor = ChoiceIgnoringCaseFilter(field_name="model__vendor", choices=VENDORS)
 
     class Meta:
         model = Device
@@ -44,7 +47,7 @@ class DeviceFilterSet(django_filters.FilterSet):
 class PlacementFilterSet(django_filters.FilterSet):
     job = django_filters.NumberFilter(field_name="job_id")
     node = django_filters.CharFilter(field_name="node__name")
-    tenant = django_filters.CharFilter(field_name="job__tenant__name")
+    tenant = NameOrIdFilter(id_field="job__tenant_id", name_fields="job__tenant__name")
     device = django_filters.CharFilter(field_name="devices__device__uuid", distinct=True)
     state = django_filters.MultipleChoiceFilter(choices=PlacementState.choices)
 
@@ -55,6 +58,7 @@ class PlacementFilterSet(django_filters.FilterSet):
 
 class DeviceModelFilterSet(django_filters.FilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
+    vendor = ChoiceIgnoringCaseFilter(field_name="vendor", choices=VENDORS)
 
     class Meta:
         model = DeviceModel

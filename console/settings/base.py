@@ -215,6 +215,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # two state machines both have a field named "state": name their enums after them
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "scheduling.choices.JobState",
+        "PlacementStateEnum": "scheduling.choices.PlacementState",
+    },
 }
 
 # --- i18n, static ---------------------------------------------------------------------------
@@ -237,4 +242,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Routine task chatter (every tick's "received" / "succeeded", beat's "sending due
+    # task") at WARNING: INFO stays for state changes worth reading (an admission cycle that
+    # admitted or preempted, a pod created). CELERY_ROUTINE_LOG_LEVEL=INFO brings it back.
+    "loggers": {
+        name: {"level": env_str("CELERY_ROUTINE_LOG_LEVEL", "WARNING")}
+        for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+    },
 }

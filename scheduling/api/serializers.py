@@ -7,7 +7,7 @@ import re
 from django.utils import timezone
 from rest_framework import serializers
 
-from scheduling.choices import PreemptionPolicy
+from scheduling.choices import VENDORS, PreemptionPolicy, canonical_vendor
 from scheduling.models import (
     Device,
     Job,
@@ -23,10 +23,20 @@ from scheduling.services.cycle import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-VENDORS = [
-    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD",
-]
+
+
+class VendorField(serializers.CharField):
+    """A vendor word of :data:`scheduling.choices.VENDORS`, matched case-insensitively and
+    stored as spelled there; an unknown word is a field error listing the valid ones."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        canonical = canonical_vendor(value)
+        if canonical is None:
+            raise serializers.ValidationError(
+                f"unknown vendor {value!r}; valid values: {', '.join(VENDORS)} "
+                f"(any case)")
+        return canonical
 
 
 class RejectUnknownFieldsMixin:
@@ -52,7 +62,7 @@ class RejectUnknownFieldsMixin:
 class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
     init = serializers.BooleanField(default=False)
-    vendor = serializers.ChoiceField(choices=VENDORS, default="NVIDIA")
+    vendor = VendorField(max_length=32, default="NVIDIA")
     device_count = serializers.IntegerField(min_value=0, max_value=64, default=0)
     memory_mib = serializers.IntegerField(min_value=0, max_value=16 * 1024 * 1024, default=0)
     memory_percent = serializers.IntegerField(
@@ -94,10 +104,33 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         return attrs
 
 
-class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues."""
+class QueueField(serializers.PrimaryKeyRelatedField):
+    """One of the caller's queues by id (``7``), by ``tenant/queue`` name, or by queue name
+    alone when exactly one of the caller's queues has it. Another tenant's queue is an
+    unknown one (the error never confirms it exists)."""
 
-    queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not data.strip().isdigit():
+            tenant, _, name = data.strip().rpartition("/")
+            queues = self.get_queryset().filter(name=name)
+            if tenant:
+                queues = queues.filter(tenant__name=tenant)
+            found = list(queues[:2])
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise serializers.ValidationError(
+                    f"{data!r} names queues of several tenants: write tenant/queue")
+            raise serializers.ValidationError(f"no queue {data!r} among your queues")
+        return super().to_internal_value(data)
+
+
+class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """Input of ``POST /api/jobs/``. ``queue``: one of the caller's queues, by id or by
+    ``tenant/queue`` name."""
+
+    queue = QueueField(queryset=Queue.objects.none(),
+                       help_text="a queue id, tenant/queue, or a queue name")
     name = serializers.CharField(max_length=200)
     priority = serializers.IntegerField(min_value=-1000, max_value=1000, default=0)
     pod_count = serializers.IntegerField(min_value=1, max_value=1024, default=1)

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
@@ -23,11 +25,13 @@ from rest_framework.response import Response
 from core.exceptions import InvalidRequest, NotFound
 from scheduling.models import Job
 from telemetry import selectors
+from telemetry.api import serializers as shapes
 from telemetry.cost import month_start, next_month
 from telemetry.models import DevicePrice, ScrapeTarget
 from telemetry.services.device_health import clear_device_health
 from telemetry.services.prices import set_price
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
+from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids
 
 
@@ -133,6 +137,7 @@ def _history(serial: str):
     return history
 
 
+@extend_schema(responses=shapes.DeviceHealthSerializer)
 @api_view(["GET"])
 def device_health(request, serial: str):
     """Current health and event history of a device by serial / UUID, across nodes."""
@@ -150,6 +155,7 @@ def device_health(request, serial: str):
     })
 
 
+@extend_schema(request=None, responses=shapes.DeviceHealthClearedSerializer)
 @api_view(["POST"])
 @permission_classes([permissions.IsAdminUser])
 def device_health_clear(request, serial: str):
@@ -159,6 +165,8 @@ def device_health_clear(request, serial: str):
     return Response({"serial": serial, "healthy": row.healthy, "reasons": row.reasons})
 
 
+@extend_schema(parameters=shapes.WINDOW_PARAMETERS,
+               responses=shapes.DeviceUtilisationSerializer)
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def device_utilisation(request, serial: str):
@@ -194,6 +202,8 @@ def _efficiency(e):
     }
 
 
+@extend_schema(parameters=shapes.WINDOW_PARAMETERS,
+               responses=shapes.JobEfficiencySerializer)
 @api_view(["GET"])
 def job_efficiency(request, job_id: int):
     """Allocated vs used memory and cores of a job of the caller's tenants."""
@@ -207,21 +217,21 @@ def job_efficiency(request, job_id: int):
 
 
 def _tenant_filter(request) -> list[int] | None:
-    """The tenants a request covers: the caller's (``?tenant=<id>`` narrows; another
-    tenant's id is 404)."""
+    """The tenants a request covers: the caller's (``?tenant=<name or id>`` narrows; another
+    tenant's, or an unknown one, is 404)."""
     allowed = get_user_tenant_ids(request.user)
-    raw = request.query_params.get("tenant")
-    if raw is None:
+    raw = request.query_params.get("tenant", "").strip()
+    if not raw:
         return None if allowed is None else sorted(allowed)
-    try:
-        tenant_id = int(raw)
-    except ValueError as exc:
-        raise InvalidRequest("tenant must be an id", field="tenant") from exc
-    if allowed is not None and tenant_id not in allowed:
-        raise NotFound(f"tenant {tenant_id} not found")
+    lookup = {"pk": int(raw)} if raw.isdigit() else {"name__iexact": raw}
+    tenant_id = Tenant.objects.filter(**lookup).values_list("pk", flat=True).first()
+    if tenant_id is None or (allowed is not None and tenant_id not in allowed):
+        raise NotFound(f"tenant {raw!r} not found")
     return [tenant_id]
 
 
+@extend_schema(parameters=[*shapes.WINDOW_PARAMETERS, shapes.TENANT_PARAMETER],
+               responses=shapes.TenantEfficiencySerializer(many=True))
 @api_view(["GET"])
 def efficiency(request):
     """Allocated vs used per tenant (caller's tenants) over ``start``..``end`` (24 h)."""
@@ -234,6 +244,8 @@ def efficiency(request):
     ])
 
 
+@extend_schema(parameters=[shapes.TENANT_PARAMETER],
+               responses=shapes.IdleJobSerializer(many=True))
 @api_view(["GET"])
 def idle_jobs(request):
     """Jobs of the caller's tenants flagged as holding devices idle."""
@@ -286,14 +298,18 @@ def _row(r):
     }
 
 
+@extend_schema(parameters=shapes.MONTH_PARAMETERS,
+               responses=shapes.CostReportSerializer)
 @api_view(["GET"])
 def cost_report(request):
     """GPU-hours and cost per tenant × device model × month (``?month=YYYY-MM`` or
-    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<id>``)."""
+    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<name or id>``)."""
     start, end, rows = _cost_rows(request)
     return Response({"from": start, "to": end, "rows": [_row(r) for r in rows]})
 
 
+@extend_schema(parameters=shapes.MONTH_PARAMETERS, responses={
+    (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the cost rows as CSV")})
 @api_view(["GET"])
 def cost_report_csv(request):
     """The cost report as CSV (same parameters)."""
@@ -310,6 +326,7 @@ def cost_report_csv(request):
     return response
 
 
+@extend_schema(responses=shapes.CapacityAlertSerializer(many=True))
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def capacity_alerts(request):
