@@ -26,3 +26,8 @@ class Conflict(DomainError):
 class InvalidRequest(DomainError):
     status_code = 400
     code = "invalid"
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "forbidden"

@@ -10,10 +10,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
 from core.audit import record, snapshot
+from core.events import QUOTA_NEARLY_EXHAUSTED, emit
 from core.exceptions import Conflict, InvalidRequest
 from tenants.choices import Dimension
 from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage, ResourceGroup, Tenant
@@ -170,6 +172,37 @@ def apply_usage_deltas(deltas: Mapping[UsageKey, int]) -> None:
         rows = lock_usage_rows(deltas)
         for key in sorted(deltas):
             QuotaUsage.objects.filter(pk=rows[key].pk).update(amount=F("amount") + deltas[key])
+        _announce_quota_crossings({key: (rows[key].amount, rows[key].amount + deltas[key])
+                                   for key in deltas if deltas[key] > 0})
+
+
+def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> None:
+    """Emit ``quota.nearly_exhausted`` for each quota whose usage went from below to at or
+    above ``QUOTA_ALERT_THRESHOLD_PERCENT`` % of its nominal quota (``changes``: key ->
+    (amount before, amount after)); once per crossing, so a tenant hovering above the line
+    is not told again until it dropped below."""
+    if not changes:
+        return
+    threshold = settings.QUOTA_ALERT_THRESHOLD_PERCENT
+    tenants = {key[0] for key in changes}
+    groups = {key[1] for key in changes}
+    quotas = {
+        (q.tenant_id, q.resource_group_id, q.flavor, q.dimension): q
+        for q in Quota.objects.filter(tenant_id__in=tenants, resource_group_id__in=groups)
+        .select_related("resource_group")
+    }
+    for key, (before, after) in sorted(changes.items()):
+        quota = quotas.get(key)
+        if quota is None or quota.nominal <= 0:
+            continue
+        line = quota.nominal * threshold / 100
+        if before < line <= after:
+            emit(QUOTA_NEARLY_EXHAUSTED, tenant_id=key[0], payload={
+                "resource_group": quota.resource_group.name, "flavor": quota.flavor,
+                "dimension": quota.dimension, "used": after, "nominal": quota.nominal,
+                "used_percent": round(100 * after / quota.nominal, 1),
+                "threshold_percent": threshold,
+            })
 
 
 def replace_usage(group_id: int, amounts: Mapping[tuple[int, str, str], int]) -> int:

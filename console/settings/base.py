@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "tenants",
     "scheduling",
     "telemetry",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -175,6 +176,28 @@ if DEMO_STREAM_S:
         "task": "scheduling.tasks.demo_stream_task",
         "schedule": float(DEMO_STREAM_S),
     }
+
+# Notifications (notifications/): webhook timeout and retries, quota threshold, e-mail
+QUOTA_ALERT_THRESHOLD_PERCENT = env_int("QUOTA_ALERT_THRESHOLD_PERCENT", 90, minimum=1)
+NOTIFY_TIMEOUT_S = env_float("NOTIFY_TIMEOUT_S", 5.0, minimum=0.1)
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+NOTIFY_BACKOFF_BASE_S = env_float("NOTIFY_BACKOFF_BASE_S", 30.0, minimum=0.0)
+NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 3600.0, minimum=0.0)
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587 if env_bool("EMAIL_USE_TLS", True) else 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive; set one")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "llmops-console@localhost")
 
 CACHES = {
     "default": {

@@ -57,6 +57,7 @@ from scheduling.selectors.admission import (
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.events import announce_preemption
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -277,6 +278,8 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         job=victim, kind="preempted",
         message=f"{preemption.reason.value}: {shown}; {outcome}",
     )
+    announce_preemption(victim, preemptor, reason=preemption.reason.value, outcome=outcome,
+                        victim_message=shown, cross_tenant=cross_tenant)
     return True
 
 

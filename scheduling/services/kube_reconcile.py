@@ -55,6 +55,7 @@ from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, Place
 from scheduling.kube import inventory as kinv
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Job, JobEvent, Placement
+from scheduling.services.events import announce_job_failed
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
                 updated=now)
             if moved:
                 _event(job_id, "failed", message)
+                announce_job_failed(job_id, message)
     kube = [p for p in others if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
         _delete_pods(kube)

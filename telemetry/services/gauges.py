@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.events import CAPACITY_ALERT, emit
 from scheduling.placement.fragmentation import snapshot_fragmentation
 from scheduling.selectors.fragmentation import target_workload
 from scheduling.selectors.snapshot import build_cluster_snapshot
@@ -79,6 +80,11 @@ def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: dateti
             guaranteed_milli=guaranteed, message=message,
         )
         logger.warning("capacity alert: %s", message)
+        emit(CAPACITY_ALERT, tenant_id=None, payload={
+            "resource_group": group.name, "flavor": flavor,
+            "healthy_devices": healthy / 1000, "guaranteed_devices": guaranteed / 1000,
+            "message": message,
+        })
     elif short:
         CapacityAlert.objects.filter(pk=open_alert.pk).update(
             healthy_milli=healthy, guaranteed_milli=guaranteed)
