@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import views
+from console.dashboards import notifications, views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -18,4 +18,7 @@ urlpatterns = [
     path("tenants/<slug:name>/", views.team, name="team"),
     path("account/token/", views.tokens, name="tokens"),
     path("audit/", views.audit_log, name="audit"),
+    path("notifications/", notifications.notifications_page, name="notifications"),
+    path("notifications/<int:pk>/", notifications.notifications_action,
+         name="notification-action"),
 ]

@@ -240,3 +240,28 @@ def test_api_scopes_secrets_and_delivery_log(api, cohort_users, receiver):
     assert bert.get(f"/api/notifications/subscriptions/{sub.pk}/").status_code == 404
     test = as_user(api, w["ada"]).post(f"/api/notifications/subscriptions/{sub.pk}/test/")
     assert test.status_code == 202 and test.json()["kind"] == "test"
+
+
+def test_notifications_page_adds_lists_and_logs(client, cohort_users, receiver):
+    w = cohort_users
+    client.force_login(w["ada"])
+    response = client.post("/notifications/", {
+        "name": "team-hook", "scope": "tenant", "tenant": "team-a", "channel": "webhook",
+        "url": receiver.url, "events": ["job.failed", "job.preempted"]})
+    assert response.status_code == 302
+    sub = Subscription.objects.get(name="team-hook")
+    assert (sub.tenant, sub.events) == (w["a"], ["job.failed", "job.preempted"])
+    [delivery_id] = services.notify("job.failed", w["a"].pk, {"job_name": "j"})
+    receiver.statuses = [503]
+    services.attempt_delivery(delivery_id)
+    page = client.get("/notifications/").content.decode()
+    assert "team-hook" in page and "HTTP 503: receiver says no" in page and "Retrying" in page
+    refused = client.post("/notifications/", {
+        "name": "b-hook", "scope": "tenant", "tenant": "team-b", "channel": "webhook",
+        "url": receiver.url})
+    assert refused.status_code == 200 and not Subscription.objects.filter(name="b-hook").exists()
+    client.force_login(w["bert"])
+    other = client.get("/notifications/").content.decode()
+    assert "team-hook" not in other and "receiver says no" not in other
+    assert client.post(f"/notifications/{sub.pk}/", {"action": "delete"}).status_code == 404
+    assert Subscription.objects.filter(pk=sub.pk).exists()
