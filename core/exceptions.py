@@ -28,6 +28,12 @@ class InvalidRequest(DomainError):
     code = "invalid"
 
 
+class NeverFits(InvalidRequest):
+    """A request no node of its pool could ever hold (by shape, not by current load)."""
+
+    code = "never_fits"
+
+
 class Forbidden(DomainError):
     status_code = 403
     code = "forbidden"

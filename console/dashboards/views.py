@@ -28,7 +28,7 @@ from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm, MemberForm
 from core.audit import record as audit
 from core.audit import snapshot
-from core.exceptions import DomainError
+from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
 from scheduling.choices import JobState
@@ -217,9 +217,13 @@ def job_submit(request):
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()
         spec = type(spec)(**{**spec.__dict__, "source": "ui"})
-        job = submit_job(data["queue"], spec, user=request.user)
-        messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
-        return redirect("dashboards:job-detail", pk=job.pk)
+        try:
+            job = submit_job(data["queue"], spec, user=request.user)
+        except NeverFits as exc:
+            form.add_error(None, f"This job can never run in its queue: {exc.message}")
+        else:
+            messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
+            return redirect("dashboards:job-detail", pk=job.pk)
     return render(request, "dashboards/job_form.html", {"form": form})
 
 

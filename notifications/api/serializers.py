@@ -37,7 +37,8 @@ class SubscriptionSerializer(serializers.ModelSerializer):
         super().__init__(*args, **kwargs)
         request = self.context.get("request")
         user = getattr(request, "user", None)
-        if user is not None and not user.is_superuser and "tenant" in self.fields:
+        if (user is not None and user.is_authenticated and not user.is_superuser
+                and "tenant" in self.fields):
             # another tenant's name reads as unknown, exactly like a name that does not exist
             self.fields["tenant"].queryset = Tenant.objects.filter(
                 pk__in=admin_tenant_ids(user))

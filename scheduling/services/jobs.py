@@ -8,11 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit import record as audit
-from core.exceptions import Conflict
+from core.exceptions import Conflict, NeverFits
 from scheduling.backends import get_backend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.selectors.feasibility import never_fits_reason
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,21 @@ class JobSpec:
     restart_policy: str = "Never"
 
 
-def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
+               check_fit: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
     after commit.
 
+    Args:
+        check_fit: refuse a job that can never fit any node of the group, whatever the load
+            (:func:`scheduling.selectors.feasibility.never_fits_reason`).
+
     Returns:
         The new Job (state ``queued``).
+
+    Raises:
+        NeverFits: ``check_fit`` and the job fits no node of the group even when empty
+            (``field="reason"``, the message says why); nothing is saved.
     """
     with transaction.atomic():
         job = Job.objects.create(
@@ -95,6 +105,10 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             )
             for c in spec.containers
         )
+        if check_fit:
+            reason = never_fits_reason(job, queue.resource_group)
+            if reason is not None:
+                raise NeverFits(reason, field="reason")
         JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
         audit(
             "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,

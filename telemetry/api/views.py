@@ -105,6 +105,8 @@ def _window(request, default_hours: int = 6):
     try:
         end = parse_datetime(request.query_params["end"]) if "end" in request.query_params \
             else now
+        if end is None:  # parse_datetime answers None for a string that is no date-time
+            raise InvalidRequest("start/end must be ISO 8601 date-times")
         start = parse_datetime(request.query_params["start"]) if "start" in \
             request.query_params else end - timedelta(hours=default_hours)
     except (ValueError, OverflowError) as exc:  # malformed, or the default start before year 1
