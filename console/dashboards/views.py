@@ -130,7 +130,7 @@ def overview(request):
         "model_chart": _capacity_chart(models, "Allocated vs capacity per device model"),
         "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group",
                                        width=560),
-        "jobs_chart": charts.donut(
+        "jobs_chart": charts.svg_donut(
             [Part(s, n, STATE_COLOURS[s]) for s, n in jobs.items()], "jobs",
             title="Jobs by state"),
         "tenant_chart": charts.stacked_bars(
