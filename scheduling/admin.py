@@ -79,9 +79,12 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(DeviceModel)
 class DeviceModelAdmin(admin.ModelAdmin):
-    list_display = ["name", "vendor", "memory_mib", "cores_percent", "split_count", "slicing_mode"]
-    list_filter = ["vendor", "slicing_mode"]
+    """Device models; the form validates ``config`` against the catalogue (``clean``)."""
+
+    list_display = ["name", "vendor", "family", "slicing_mode", "error"]
+    list_filter = ["vendor"]
     search_fields = ["name", "vendor"]
+    readonly_fields = ["error"]
 
 
 class DeviceInline(admin.TabularInline):

@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from scheduling.devices.schema import DeviceModelConfig
+
 
 class Backend(models.TextChoices):
     """How a cluster is driven: in-process simulation or a real Kubernetes API server."""
@@ -17,6 +19,19 @@ class SlicingMode(models.TextChoices):
     FRACTIONAL = "fractional", "Fractional (HAMi-core memory + cores)"
     TEMPLATE = "template", "Templates (MIG / vNPU)"
     UNIT = "unit", "Units (Cambricon sMLU, Hygon vDCU)"
+
+
+def sharing_mode(cfg: DeviceModelConfig) -> str:
+    """The :class:`SlicingMode` a resolved model config amounts to: whole-card slicers and
+    models with one task per card -> whole; Ascend/Enflame/Kunlun templates -> template;
+    Cambricon sMLU and Hygon vDCU -> unit; everything else fractional."""
+    if cfg.slicing == "whole" or cfg.split_count == 1:
+        return SlicingMode.WHOLE
+    if cfg.slicing in ("template", "drs", "vxpu"):
+        return SlicingMode.TEMPLATE
+    if cfg.slicing == "smlu" or cfg.vendor == "DCU":
+        return SlicingMode.UNIT
+    return SlicingMode.FRACTIONAL
 
 
 class QueueStrategy(models.TextChoices):

@@ -58,7 +58,7 @@ class DeviceModelFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = DeviceModel
-        fields = ["name", "vendor", "slicing_mode"]
+        fields = ["name", "vendor"]
 
 
 class ClusterFilterSet(django_filters.FilterSet):

@@ -3,17 +3,21 @@
 Rules (DESIGN.md §1: the pod-to-device mapping comes from the console's own allocation, not from
 what an exporter guesses):
 
-1. The device is found by the UUID / serial labels (each candidate tried in order). A series with
-   no such label is resolved by ``(node, index)`` only when it carries both; otherwise it is
-   unattributed (``no_device_label``). An id the inventory does not know is ``unknown_device``.
+1. The device is found by the UUID / serial labels (each candidate tried in order, against the
+   console's key and the device's hardware serial: the Hygon exporter's ``device_id`` is the
+   bare serial of ``DCU-<serial>``). A series whose labels name no known device is resolved by
+   ``(node, index)`` when it carries both (Cambricon's synthetic HAMi ids, a Hygon card whose
+   serial the inventory does not know yet); otherwise it is unattributed
+   (``no_device_label`` without id labels, ``unknown_device`` with unknown ones).
    A node label that disagrees with the device's node counts a ``node_mismatch`` (the serial
    wins: devices keep their identity across node moves).
 2. A device-scope series goes to the placement that books the device when exactly one does;
    on an idle or shared device it stays a device-only sample.
-3. A pod-scope series goes to the booking whose pod name equals the exporter's pod label *and*
-   books that device; otherwise (no pod label, as for MIG series, or a label naming a pod that
-   does not book the device) to the device's only booking; with none it is ``no_placement``,
-   with several ``ambiguous``.
+3. A MIG series (``GPU_I_ID``) goes to the booking holding that GPU instance on the device
+   (two tenants on one MIG GPU are told apart). A pod-scope series goes to the booking whose
+   pod name equals the exporter's pod label *and* books that device; otherwise (no pod label,
+   or a label naming a pod that does not book the device) to the device's only booking; with
+   none it is ``no_placement``, with several ``ambiguous``.
 4. Whenever the exporter's pod label disagrees with the console's placement, a ``conflict`` is
    counted (shown on the target), never trusted.
 """
@@ -40,12 +44,14 @@ ATTRIBUTED, DEVICE_ONLY, UNATTRIBUTED = "attributed", "device", "unattributed"
 
 @dataclass(frozen=True, slots=True)
 class DeviceRef:
-    """A device of the inventory: database id, UUID / serial and current node name."""
+    """A device of the inventory: database id, key (UUID / ``DCU-<serial>``), current node
+    name, index and hardware serial ("" = unknown)."""
 
     device_id: int
     uuid: str
     node: str
     index: int = 0
+    serial: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,7 @@ class BookingRef:
         placement_id, job_id, tenant_id: database ids.
         pod: the pod name the console gave the placement (``Placement.backend_ref``).
         device_id: the booked device.
+        gpu_instances: MIG GPU instance ids (DCGM ``GPU_I_ID``) the booking holds on it.
     """
 
     placement_id: int
@@ -63,6 +70,7 @@ class BookingRef:
     tenant_id: int
     pod: str
     device_id: int
+    gpu_instances: tuple[str, ...] = ()
 
 
 @dataclass
@@ -85,9 +93,13 @@ class Inventory:
     ) -> Inventory:
         """Index devices and bookings."""
         inv = cls()
+        devices = list(devices)
         for device in devices:
             inv.by_key[device.uuid] = device
             inv.by_node_index[(device.node, device.index)] = device
+        for device in devices:  # a serial never shadows another device's key
+            if device.serial:
+                inv.by_key.setdefault(device.serial, device)
         for booking in bookings:
             inv.bookings.setdefault(booking.device_id, []).append(booking)
         return inv
@@ -142,12 +154,10 @@ def _resolve(obs: Observation, inv: Inventory) -> tuple[DeviceRef | None, str]:
         device = inv.by_key.get(key)
         if device is not None:
             return device, ""
-    if obs.device_keys:
-        return None, "unknown_device"
     if obs.node and obs.index.isdigit():
         device = inv.by_node_index.get((obs.node, int(obs.index)))
         return (device, "") if device else (None, "unknown_device")
-    return None, "no_device_label"
+    return None, "unknown_device" if obs.device_keys else "no_device_label"
 
 
 def _claimed_pod(claim: str) -> str:
@@ -188,6 +198,10 @@ def attribute(observations: Sequence[Observation], inv: Inventory) -> Attributio
         named = [b for b in bookings if claim and b.pod == claim]
         if claim and not named:
             out.conflicts += 1
+        if obs.mig and not named:
+            named = [b for b in bookings if obs.mig in b.gpu_instances]
+            if not named:  # another instance's holder never gets this instance's series
+                bookings = [b for b in bookings if not b.gpu_instances]
         if named:
             out.samples.append(_held(obs.metric, obs.value, device, named[0]))
         elif len(bookings) == 1:

@@ -16,8 +16,8 @@ def make_cluster(name="c1", nodes=2, gpus=2, memory_mib=81920, model=A100, vendo
     """A simulated cluster of ``nodes`` nodes "<name>-n<i>" with ``gpus`` devices each."""
     cluster = Cluster.objects.create(name=name, backend="simulated")
     device_model, _ = DeviceModel.objects.get_or_create(
-        name=model, defaults={"vendor": vendor, "memory_mib": memory_mib,
-                              "split_count": split_count}
+        name=model, defaults={"vendor": vendor, "config": {"memory_mib": memory_mib,
+                                                           "split_count": split_count}}
     )
     for i in range(nodes):
         node = Node.objects.create(

@@ -20,6 +20,7 @@ APP_LAYERS = "Apps in a fixed order: console > telemetry > scheduling > tenants 
 SCHEDULING_LAYERS = "scheduling: interfaces > services > selectors/backends > models/kube > cores"
 NO_CYCLES = "No import circles between the modules or packages of any package"
 LAB = "The live placement core never imports the lab; only the trace import does"
+DEVICES = "Device catalogue: pure, imports nothing of the console"
 
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess:
@@ -33,7 +34,7 @@ def test_the_contracts_hold_on_the_tree():
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
-    for name in (PURE, TENANTS, APP_LAYERS, SCHEDULING_LAYERS, NO_CYCLES, LAB):
+    for name in (PURE, TENANTS, APP_LAYERS, SCHEDULING_LAYERS, NO_CYCLES, LAB, DEVICES):
         assert f"{name} KEPT" in result.stdout
 
 
@@ -43,6 +44,9 @@ def test_the_contracts_hold_on_the_tree():
     ("scheduling/services/jobs.py", "from scheduling import tasks",
      [SCHEDULING_LAYERS, NO_CYCLES]),
     ("scheduling/placement/runner.py", "from scheduling.placement.lab import policies", [LAB]),
+    ("scheduling/devices/schema.py", "import django", [DEVICES]),
+    ("scheduling/devices/matching.py", "from scheduling.placement import types",
+     [DEVICES, SCHEDULING_LAYERS]),
 ])
 def test_a_wrong_import_breaks_its_contract(tmp_path, path, wrong_import, broken):
     for package in PACKAGES:

@@ -16,6 +16,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
+from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -148,6 +150,14 @@ KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
 KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
+# Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
+# bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
+# INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,
+# INVENTORY_MAX_MIG_PROFILES, INVENTORY_MAX_MIG_PLACEMENTS, INVENTORY_MAX_JSON_DEPTH (32),
+# INVENTORY_MAX_ANNOTATION_BYTES (1 MiB), INVENTORY_MAX_SLICE_DEVICES (128),
+# INVENTORY_MAX_NODE_CPU_MILLI, INVENTORY_MAX_NODE_MEMORY_MIB.
+for _attr, _name in INVENTORY_LIMIT_SETTINGS.items():
+    globals()[_name] = env_int(_name, getattr(DEFAULT_INVENTORY_LIMITS, _attr), minimum=1)
 
 CELERY_BEAT_SCHEDULE = {
     "admission-tick": {

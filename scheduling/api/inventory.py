@@ -8,12 +8,15 @@ the placements of the caller's tenants' jobs (another tenant's answers 404).
 from __future__ import annotations
 
 from django.db.models import Count, Prefetch, Q
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
 from core.api.validators import no_nul_characters
 from scheduling.choices import SlicingMode
+from scheduling.devices.overlay import resolve_model
+from scheduling.devices.schema import ConfigError
 from scheduling.filtersets import ClusterFilterSet, DeviceModelFilterSet, PlacementFilterSet
 from scheduling.models import Cluster, DeviceModel, Placement, PlacementDevice
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
@@ -21,24 +24,44 @@ from tenants.selectors import get_user_tenant_ids
 
 
 class DeviceModelSerializer(serializers.ModelSerializer):
-    slicing_mode = serializers.ChoiceField(choices=SlicingMode.choices,
-                                           default=SlicingMode.FRACTIONAL)
-    resource_names = serializers.DictField(child=serializers.CharField(max_length=253),
-                                           required=False, validators=[no_nul_characters])
+    """A device model. ``config`` is its overlay on HAMi's defaults (docs/devices.md),
+    validated against the catalogue: an unknown key or a bad value is a 400 naming
+    ``config.<key>``. ``resolved`` is the effective configuration (null while ``error``)."""
+
     config = serializers.DictField(required=False, validators=[no_nul_characters])
+    resolved = serializers.SerializerMethodField()
+    slicing_mode = serializers.ChoiceField(choices=SlicingMode.choices, read_only=True)
 
     class Meta:
         model = DeviceModel
-        fields = ["id", "name", "vendor", "family", "memory_mib", "cores_percent", "split_count",
-                  "memory_factor", "slicing_mode", "resource_names", "config"]
-        extra_kwargs = {"memory_mib": {"min_value": 1, "max_value": 16 * 1024 * 1024},
-                        "cores_percent": {"min_value": 1, "max_value": 100_000},
-                        "split_count": {"min_value": 1, "max_value": 10_000},
-                        "memory_factor": {"min_value": 1, "max_value": 1024}}
+        fields = ["id", "name", "vendor", "family", "config", "resolved", "slicing_mode",
+                  "error"]
+        read_only_fields = ["error"]
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
+    def get_resolved(self, obj: DeviceModel) -> dict | None:
+        try:
+            return obj.resolved().to_dict()
+        except ConfigError:
+            return None
+
+    def validate(self, attrs: dict) -> dict:
+        instance = self.instance
+        vendor = attrs.get("vendor", getattr(instance, "vendor", ""))
+        name = attrs.get("name", getattr(instance, "name", ""))
+        config = attrs.get("config", getattr(instance, "config", {}))
+        try:
+            resolve_model(vendor, name, config)
+        except ConfigError as exc:
+            raise serializers.ValidationError(
+                {"config": {key: [message] for key, message in exc.errors.items()}}) from None
+        if instance is not None and "config" in attrs:
+            attrs["error"] = ""
+        return attrs
 
 
 class DeviceModelViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
-    """Device models with their per-model slicing configuration."""
+    """Device models with their per-model configuration overlay."""
 
     serializer_class = DeviceModelSerializer
     permission_classes = [IsPlatformAdminOrReadOnly]
@@ -46,8 +69,7 @@ class DeviceModelViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
     filterset_class = DeviceModelFilterSet
     queryset = DeviceModel.objects.order_by("vendor", "name")
     audit_name = "device_model"
-    audit_fields = ["name", "vendor", "family", "memory_mib", "cores_percent", "split_count",
-                    "memory_factor", "slicing_mode", "resource_names", "config"]
+    audit_fields = ["name", "vendor", "family", "config"]
 
 
 class ClusterSerializer(serializers.ModelSerializer):

@@ -254,10 +254,15 @@ class DeviceSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="node.cluster.name")
     model = serializers.CharField(source="model.name")
     vendor = serializers.CharField(source="model.vendor")
+    model_error = serializers.CharField(
+        source="model.error", read_only=True,
+        help_text="Why the device's model config does not resolve; the device is then kept "
+                  "out of placement (empty = fine).")
 
     class Meta:
         model = Device
         fields = [
             "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
             "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
+            "model_error",
         ]

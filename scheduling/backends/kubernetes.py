@@ -31,12 +31,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from scheduling.backends.base import SubmissionError
+from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.kube import manifests as mf
 from scheduling.kube.client import ClusterInfo, build_api_client, test_connection
 from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
-from scheduling.models import Device
+from scheduling.models import Device, DeviceModel
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 
 logger = logging.getLogger(__name__)
@@ -209,6 +210,14 @@ def pod_assignment(placement) -> PodAssignment:
                          cpu_milli=placement.cpu_milli, memory_mib=placement.memory_mib)
 
 
+def granted_catalogue(assignment: PodAssignment) -> Catalogue:
+    """The device catalogue of the granted devices' models (HAMi defaults overlaid by those
+    ``DeviceModel`` rows), for the manifest builders' per-model names and units."""
+    uuids = {g.uuid for c in assignment.containers for g in c.devices}
+    models = DeviceModel.objects.filter(devices__uuid__in=uuids).distinct()
+    return build_catalogue((m.vendor, m.name, m.config) for m in models)
+
+
 def _container_spec(c) -> mf.ContainerSpec:
     env = c.env if isinstance(c.env, dict) else {}
     return mf.ContainerSpec(
@@ -253,10 +262,13 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
         if version is None:
             raise Permanent(0, "NoDRA", f"cluster {cluster.name!r} serves no resource.k8s.io "
                                         "version; use submission mode hami or whole")
-        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}")
+        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}",
+                            drivers=mf.dra_drivers_for(assignment,
+                                                       granted_catalogue(assignment)))
     if cluster.submission_mode == "hami":
         return mf.build_hami(assignment, meta,
-                             scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME)
+                             scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
+                             catalogue=granted_catalogue(assignment))
     return mf.build(cluster.submission_mode, assignment, meta)
 
 

@@ -35,12 +35,23 @@ the order claim -> pod -> owner patch never lets the Pod run without its devices
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from scheduling.devices.overlay import Catalogue
+from scheduling.kube.device_resources import (
+    DEFAULT_DRA_DRIVERS,
+    HAMI_RESOURCES,
+    WHOLE_RESOURCES,
+    DraDriver,
+    HamiResources,
+    ManifestError,
+    ascend_family,
+    dra_drivers_for,
+    hami_container_resources,
+    model_resources,
+)
+from scheduling.kube.names import claim_name, dns_label, label_value, pod_name
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 
 __all__ = [
@@ -62,6 +73,7 @@ __all__ = [
     "JobMeta",
     "DraDriver",
     "DEFAULT_DRA_DRIVERS",
+    "dra_drivers_for",
     "HamiResources",
     "HAMI_RESOURCES",
     "WHOLE_RESOURCES",
@@ -95,10 +107,6 @@ HAMI_SCHEDULER_NAME = "hami-scheduler"
 
 POD_CLAIM_NAME = "devices"
 """Name of the Pod's ``spec.resourceClaims`` entry that refers to the pod's ResourceClaim."""
-
-
-class ManifestError(ValueError):
-    """The placement cannot be expressed in the requested mode (message says why)."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -162,115 +170,6 @@ class JobMeta:
 
 
 @dataclass(frozen=True, slots=True)
-class DraDriver:
-    """How to ask one DRA driver for devices (per vendor).
-
-    Attributes:
-        driver: driver name (ResourceSlice ``spec.driver``; CEL attribute domain).
-        device_class: DeviceClass name requests use.
-        consumable_capacity: devices have ``allowMultipleAllocations`` and capacities
-            ``memory`` (bytes) / ``cores`` (percent) that requests consume (KEP-5075).
-        uuid_attribute: device attribute holding the physical device uuid.
-        parent_attribute / profile_attribute: attributes of partition devices (MIG, vNPU
-            templates) naming the parent uuid and the profile/template; "" = the driver has
-            no partition devices.
-        memory_capacity / cores_capacity: capacity names.
-    """
-
-    driver: str
-    device_class: str
-    consumable_capacity: bool = True
-    uuid_attribute: str = "uuid"
-    parent_attribute: str = "parentUUID"
-    profile_attribute: str = "profile"
-    memory_capacity: str = "memory"
-    cores_capacity: str = "cores"
-
-
-DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = {
-    # Project-HAMi/k8s-dra-driver (hami.md §7.1); partition attributes are our assumption
-    # (the driver's dynamic MIG devices) - override per cluster if they differ.
-    "NVIDIA": DraDriver("hami-core-gpu.project-hami.io", "hami-core-gpu.project-hami.io"),
-    # Project-HAMi/ascend-dra-driver, HAMivNPUCore mode (hami.md §7.1); template partitions
-    # named by the "template" attribute.
-    "Ascend": DraDriver("ascend.project-hami.io", "ascend.project-hami.io",
-                        profile_attribute="template"),
-}
-"""Vendor word -> DraDriver for the drivers HAMi ships; other vendors must be configured."""
-
-
-@dataclass(frozen=True, slots=True)
-class HamiResources:
-    """HAMi resource names of one vendor (docs/hami.md §2) and its device pin annotation.
-
-    Attributes:
-        count: device count resource (``{chip}`` is replaced by the grant's common word).
-        memory: per-device memory resource ("" = vendor has none).
-        cores: per-device cores resource ("" = none).
-        memory_unit_mib: MiB per memory unit (Cambricon/Iluvatar 256, Mthreads 512); memory
-            is rounded UP to whole units.
-        memory_suffix: appended to the value (Metax sGPU: ``"Mi"``, a bare number is GiB).
-        cores_per_device: unit of the cores resource for one whole device (Mthreads 16).
-        use_uuid: pod annotation listing the granted device uuids (hami.md §3.1).
-    """
-
-    count: str
-    memory: str = ""
-    cores: str = ""
-    memory_unit_mib: int = 1
-    memory_suffix: str = ""
-    cores_per_device: int = 100
-    use_uuid: str = ""
-
-
-HAMI_RESOURCES: Mapping[str, HamiResources] = {
-    "NVIDIA": HamiResources("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
-                            use_uuid="nvidia.com/use-gpuuuid"),
-    "MLU": HamiResources("cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory",
-                         "cambricon.com/mlu.smlu.vcore", memory_unit_mib=256,
-                         use_uuid="cambricon.com/use-gpuuuid"),
-    "DCU": HamiResources("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores",
-                         use_uuid="hygon.com/use-gpuuuid"),
-    "Ascend": HamiResources("huawei.com/{chip}", "huawei.com/{chip}-memory",
-                            "huawei.com/{chip}-core", use_uuid="hami.io/use-{chip}-uuid"),
-    "Metax": HamiResources("metax-tech.com/gpu", use_uuid="metax-tech.com/use-gpuuuid"),
-    "MetaxSGPU": HamiResources("metax-tech.com/sgpu", "metax-tech.com/vmemory",
-                               "metax-tech.com/vcore", memory_suffix="Mi",
-                               use_uuid="metax-tech.com/use-gpuuuid"),
-    "Iluvatar": HamiResources("iluvatar.ai/{chip}-vgpu", "iluvatar.ai/{chip}.vMem",
-                              "iluvatar.ai/{chip}.vCore", memory_unit_mib=256,
-                              use_uuid="hami.io/use-{chip}-uuid"),
-    "Enflame": HamiResources("enflame.com/gcu", use_uuid="enflame.com/use-gpuuuid"),
-    "Mthreads": HamiResources("mthreads.com/vgpu", "mthreads.com/sgpu-memory",
-                              "mthreads.com/sgpu-core", memory_unit_mib=512,
-                              cores_per_device=16, use_uuid="mthreads.ai/use-gpuuuid"),
-    "Kunlun": HamiResources("kunlunxin.com/xpu", use_uuid="baidu.com/use-gpuuuid"),
-    "KunlunVXPU": HamiResources("kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory",
-                                use_uuid="hami.io/use-xpu-uuid"),
-    "AMD": HamiResources("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores",
-                         use_uuid="amd.com/use-gpu-uuid"),
-}
-"""Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
-
-WHOLE_RESOURCES: Mapping[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "MLU": "cambricon.com/mlu",
-    "DCU": "hygon.com/dcu",
-    "Ascend": "huawei.com/{family}",
-    "Metax": "metax-tech.com/gpu",
-    "MetaxSGPU": "metax-tech.com/gpu",
-    "Iluvatar": "iluvatar.ai/gpu",
-    "Enflame": "enflame.com/gcu",
-    "Mthreads": "mthreads.com/gpu",
-    "Kunlun": "kunlunxin.com/xpu",
-    "KunlunVXPU": "kunlunxin.com/xpu",
-    "AMD": "amd.com/gpu",
-}
-"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin. Ascend's
-MindX plugin names it by chip family (``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
-
-
-@dataclass(frozen=True, slots=True)
 class Manifests:
     """Objects to create for one pod, in order: ``claims`` first, then ``pod``.
 
@@ -298,55 +197,6 @@ class Manifests:
 
 
 # ------------------------------------------------------------------------------------------
-# Names
-# ------------------------------------------------------------------------------------------
-
-_NOT_LABEL_CHARS = re.compile(r"[^a-z0-9-]+")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-def dns_label(*parts: str, max_len: int = 63) -> str:
-    """Join ``parts`` with '-' into a DNS-1123 label (RFC 1123: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``).
-
-    Lower-cases, replaces runs of other characters by '-', trims '-' at the ends. When that
-    changed the text or it is longer than ``max_len``, it is cut and suffixed with
-    ``-<first 8 hex of sha256(original joined text)>`` so distinct inputs stay distinct.
-
-    Raises:
-        ManifestError: nothing usable is left (e.g. all parts empty).
-    """
-    raw = "-".join(p for p in parts if p != "")
-    clean = _NOT_LABEL_CHARS.sub("-", raw.lower()).strip("-")
-    clean = re.sub(r"-{2,}", "-", clean)
-    if not clean:
-        raise ManifestError(f"cannot make a DNS-1123 label from {parts!r}")
-    if clean == raw and len(clean) <= max_len:
-        return clean
-    digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
-    head = clean[: max_len - 9].rstrip("-")
-    return f"{head}-{digest}" if head else digest
-
-
-def _label_value(value: str) -> str:
-    if len(value) <= 63 and _LABEL_VALUE.match(value):
-        return value
-    return dns_label(value)
-
-
-def pod_name(placement_id: str, pod: str) -> str:
-    """Pod name for one pod of a placement: ``p-<placement id>-<pod>`` as a DNS label.
-
-    ``pod`` is ``PodAssignment.pod`` (a ``namespace/name`` prefix is dropped).
-    """
-    return dns_label("p", placement_id, pod.rsplit("/", 1)[-1])
-
-
-def claim_name(pod: str) -> str:
-    """ResourceClaim name of a pod: ``<pod name>-dev`` (DNS label, <= 63)."""
-    return dns_label(pod, "dev")
-
-
-# ------------------------------------------------------------------------------------------
 # Shared pieces
 # ------------------------------------------------------------------------------------------
 
@@ -355,10 +205,10 @@ def _meta(job: JobMeta, name: str, pod: str) -> dict:
     labels = dict(job.extra_labels)
     labels.update({
         LABEL_MANAGED_BY: MANAGED_BY,
-        LABEL_TENANT: _label_value(job.tenant),
-        LABEL_JOB: _label_value(job.job_id),
-        LABEL_PLACEMENT: _label_value(job.placement_id),
-        LABEL_POD: _label_value(pod),
+        LABEL_TENANT: label_value(job.tenant),
+        LABEL_JOB: label_value(job.job_id),
+        LABEL_PLACEMENT: label_value(job.placement_id),
+        LABEL_POD: label_value(pod),
     })
     annotations = dict(job.extra_annotations)
     annotations.update({
@@ -484,57 +334,19 @@ def _group_by_vendor(devices: Sequence[DeviceGrant]) -> dict[tuple[str, str], li
 # ------------------------------------------------------------------------------------------
 
 
-def _hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
-                              annotations: dict[str, str]) -> dict[str, str]:
-    res = HAMI_RESOURCES.get(vendor)
-    if res is None:
-        raise ManifestError(f"vendor {vendor!r} has no HAMi resource names")
-    if "{chip}" in res.count and not chip:
-        raise ManifestError(f"vendor {vendor!r} grants need the chip common word as type")
-    if any(g.mig_profile for g in grants) and vendor != "NVIDIA":
-        raise ManifestError(f"MIG profiles are NVIDIA only (vendor {vendor!r})")
-    out = {res.count.format(chip=chip): str(len(grants))}
-    # HAMi books the same memory / cores on every device of a container request (one
-    # ContainerDeviceRequest per vendor); with unequal grants the smallest is requested, so
-    # HAMi's own fit never needs more than our placement booked on any device.
-    mem = min(g.memory_mib for g in grants)
-    cores = min(g.cores_percent for g in grants)
-    if vendor == "Ascend":
-        soft = any(not g.template and g.cores_percent < 100 for g in grants)
-        if soft:
-            annotations["huawei.com/vnpu-mode"] = "hami-core"
-        elif all(g.cores_percent >= 100 and not g.template for g in grants):
-            return out  # whole NPUs: count only (webhook books the whole card)
-        if len(grants) > 1 and not soft:
-            raise ManifestError("Ascend vNPU templates are single-device (hami.md §2.4)")
-        out[res.memory.format(chip=chip)] = str(mem)
-        if soft and cores > 0:
-            out[res.cores.format(chip=chip)] = str(cores)
-        return out
-    if vendor == "Enflame" and cores < 100:
-        if len(grants) > 1:
-            raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
-        return {"enflame.com/gcu-memory": str(mem), "enflame.com/gcu-core": str(max(cores, 1))}
-    if res.memory and mem > 0:
-        units = math.ceil(mem / res.memory_unit_mib)
-        out[res.memory.format(chip=chip)] = f"{units}{res.memory_suffix}"
-    if res.cores and cores > 0:
-        value = math.ceil(cores * res.cores_per_device / 100)
-        out[res.cores.format(chip=chip)] = str(value)
-    if vendor == "NVIDIA" and any(g.mig_profile for g in grants):
-        annotations["nvidia.com/vgpu-mode"] = "mig"
-    return out
-
-
 def build_hami(assignment: PodAssignment, job: JobMeta, *,
-               scheduler_name: str = HAMI_SCHEDULER_NAME) -> Manifests:
+               scheduler_name: str = HAMI_SCHEDULER_NAME,
+               catalogue: Catalogue | None = None) -> Manifests:
     """Pod for HAMi ("pin, let HAMi bind", docs/hami.md §8).
 
     Each container asks, per vendor, for ``<count>`` = number of granted devices,
     ``<memory>`` = granted MiB per device (in the vendor's unit, rounded up) and ``<cores>`` =
     granted percent (in the vendor's unit); the pod carries each vendor's use-uuid
     annotation with the granted uuids in grant order, comma separated (§3.1), required node
-    affinity to ``assignment.node`` and ``schedulerName = scheduler_name``.
+    affinity to ``assignment.node`` and ``schedulerName = scheduler_name``. With a
+    ``catalogue`` the names, the memory unit and the use-uuid key are the grant model's
+    (:func:`_model_resources`; an MLU590 at unit 0 = 798 MiB asks 6 ``vmemory`` units for
+    4788 MiB), else HAMi's defaults (:data:`HAMI_RESOURCES`).
 
     Raises:
         ManifestError: unknown vendor, missing image, MIG on non-NVIDIA, multi-device vNPU
@@ -547,8 +359,9 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
     for c in assignment.containers:
         limits: dict[str, str] = {}
         for (vendor, chip), grants in _group_by_vendor(c.devices).items():
-            limits.update(_hami_container_resources(vendor, chip, grants, annotations))
-            key = HAMI_RESOURCES[vendor].use_uuid.format(chip=chip)
+            res = model_resources(vendor, chip, grants, catalogue)
+            limits.update(hami_container_resources(vendor, chip, grants, annotations, res))
+            key = res.use_uuid.format(chip=chip)
             for g in grants:
                 if g.uuid not in pins.setdefault(key, []):
                     pins[key].append(g.uuid)
@@ -566,13 +379,6 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
 # ------------------------------------------------------------------------------------------
 # whole
 # ------------------------------------------------------------------------------------------
-
-
-def _ascend_family(chip: str) -> str:
-    for family in ("Ascend910", "Ascend310P", "Ascend310"):
-        if chip.startswith(family):
-            return family
-    return chip
 
 
 def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
@@ -600,7 +406,7 @@ def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
             name = WHOLE_RESOURCES.get(vendor)
             if name is None:
                 raise ManifestError(f"vendor {vendor!r} has no device-plugin resource name")
-            name = name.format(family=_ascend_family(chip or grants[0].type))
+            name = name.format(family=ascend_family(chip or grants[0].type))
             limits[name] = str(int(limits.get(name, "0")) + len(grants))
         per_container[c.name] = limits
     pod = _pod(assignment, job, scheduler_name=None, annotations={})

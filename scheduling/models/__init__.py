@@ -1,19 +1,29 @@
 """Models of the scheduling app: inventory, queues and jobs, placements."""
 
-from scheduling.models.inventory import Cluster, Device, DeviceModel, Node
+from scheduling.models.inventory import (
+    Cluster,
+    Device,
+    DeviceModel,
+    DeviceSerial,
+    Node,
+    SerialSource,
+)
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
-from scheduling.models.placements import Placement, PlacementDevice
+from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
 
 __all__ = [
     "Cluster",
     "Device",
     "DeviceModel",
+    "DeviceSerial",
     "Job",
     "JobContainer",
     "JobEvent",
     "Node",
     "Placement",
     "PlacementDevice",
+    "PlacementMigInstance",
     "Preemption",
     "Queue",
+    "SerialSource",
 ]

@@ -9,9 +9,13 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models.signals import pre_save
+from django.dispatch import receiver
 
 from core.models import BaseModel
-from scheduling.choices import Backend, SlicingMode
+from scheduling.choices import Backend, SlicingMode, sharing_mode
+from scheduling.devices.overlay import resolve_model
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
 
 
 class SubmissionMode(models.TextChoices):
@@ -98,13 +102,17 @@ class DeviceModelManager(models.Manager):
 
 
 class DeviceModel(BaseModel):
-    """A vendor's device model with its slicing mode and per-model configuration.
+    """A device model: its name, vendor, quota family and its configuration overlay.
 
-    ``vendor`` is HAMi's common word (``NVIDIA``, ``MLU``, ``DCU``, ``Ascend``, ...); ``name`` is
-    the model string devices register with (e.g. ``NVIDIA-A100-SXM4-80GB``, ``Ascend910B4``,
-    ``MLU370-X8``). ``resource_names`` maps ``count``/``memory``/``cores`` (and vendor extras) to
-    the extended-resource names pods use; ``config`` holds vendor data such as MIG or vNPU
-    templates and the sMLU unit.
+    ``vendor`` is the backend's vendor word (``NVIDIA``, ``MLU``, ``DCU``, ``Ascend``, ...);
+    ``name`` the model (``NVIDIA-A100-SXM4-80GB``, ``Ascend910B4``, ``MLU590``; registrations
+    spelled differently, ``NVIDIA A100-SXM4-80GB``, are the same model by
+    :func:`scheduling.devices.matching.model_key`). ``config`` is the **only** per-model
+    setting: an overlay of :class:`scheduling.devices.DeviceModelConfig` keys on HAMi's
+    defaults (docs/devices.md), validated on every save (API, admin, ``loaddata``).
+    ``error`` is set by the admission cycle when a stored config no longer resolves (written
+    before validation existed, or by SQL): the model's devices are then kept out of placement.
+    ``slicing_mode`` is derived from the resolved config.
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -113,15 +121,14 @@ class DeviceModel(BaseModel):
         max_length=100, blank=True,
         help_text="Model family quota may name instead of the model (e.g. A100); blank = none.",
     )
-    memory_mib = models.PositiveIntegerField()
-    cores_percent = models.PositiveIntegerField(default=100)
-    split_count = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
-    memory_factor = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
-    slicing_mode = models.CharField(
-        max_length=16, choices=SlicingMode.choices, default=SlicingMode.FRACTIONAL
+    config = models.JSONField(
+        default=dict, blank=True,
+        help_text="Overlay on HAMi's defaults for this model (docs/devices.md): e.g. "
+                  '{"memory_factor": 0, "memory_mib": 79872} for 1 % sMLU units.',
     )
-    resource_names = models.JSONField(default=dict, blank=True)
-    config = models.JSONField(default=dict, blank=True)
+    error = models.TextField(
+        blank=True, help_text="Why the stored config does not resolve (set by the cycle)."
+    )
 
     objects = DeviceModelManager()
 
@@ -133,6 +140,34 @@ class DeviceModel(BaseModel):
 
     def natural_key(self) -> tuple[str]:
         return (self.name,)
+
+    def resolved(self) -> DeviceModelConfig:
+        """The model's resolved configuration. Raises :class:`ConfigError` naming the key."""
+        return resolve_model(self.vendor, self.name, self.config)
+
+    def clean(self) -> None:
+        """The config must resolve (unknown keys and bad values are field errors)."""
+        super().clean()
+        try:
+            self.resolved()
+        except ConfigError as exc:
+            raise ValidationError({"config": [f"{k}: {v}" for k, v in exc.errors.items()]}) \
+                from None
+
+    @property
+    def slicing_mode(self) -> str:
+        """How the model is shared (``SlicingMode``), derived from the resolved config;
+        ``fractional`` when the config does not resolve."""
+        try:
+            return sharing_mode(self.resolved())
+        except ConfigError:
+            return SlicingMode.FRACTIONAL
+
+
+@receiver(pre_save, sender=DeviceModel)
+def _validate_device_model(sender, instance: DeviceModel, raw: bool = False, **kwargs) -> None:
+    """Every save validates ``config``, ``loaddata`` (``raw``) included."""
+    instance.clean()
 
 
 class Node(BaseModel):
@@ -166,6 +201,20 @@ class Device(BaseModel):
 
     Capacity: ``memory_mib`` (MiB, as registered), ``cores_percent`` (100 = the whole device),
     ``split_count`` (max concurrent tasks). ``index`` is informational only.
+
+    Identity: ``uuid`` is the console's key (the registered UUID, or ``DCU-<serial>`` for a
+    Hygon card whatever id its node registers); ``hami_id`` is the id the node's HAMi
+    registration uses for it (what ``use-gpuuuid`` annotations and pod allocations name; ""
+    = the uuid), e.g. ``DCU-0`` for a legacy index-based Hygon registration; ``serial`` is the
+    hardware serial when a source names it (:class:`DeviceSerial`).
+
+    ``mig_profiles`` are the MIG profiles a ``mig``-mode GPU can create, as registered (HAMi
+    ``migProfiles``): ``[{"name": "1g.10gb", "memory_mib": 9856, "cores_percent": 14,
+    "slice_count": 1, "placements": [[start, size], ...]}]``.
+
+    ``missing_since``: the registration stopped reporting the device while live placements
+    booked it; it stays (unhealthy, flagged in ``error``, its bookings counted) until they end,
+    then gets ``removed_at``.
     """
 
     uuid = models.CharField(max_length=128, unique=True)
@@ -193,9 +242,62 @@ class Device(BaseModel):
     error = models.TextField(
         blank=True, help_text="Inventory problem (e.g. the uuid registered on two nodes)."
     )
+    hami_id = models.CharField(
+        max_length=128, blank=True,
+        help_text="Id of the device in its node's HAMi registration when it is not the uuid "
+                  "(e.g. a legacy index-based Hygon id DCU-0).",
+    )
+    serial = models.CharField(max_length=128, blank=True, db_index=True)
+    mig_profiles = models.JSONField(default=list, blank=True)
+    missing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["node__name", "index"]
 
     def __str__(self) -> str:
         return self.uuid
+
+    @property
+    def registered_id(self) -> str:
+        """The id HAMi knows the device by on its node."""
+        return self.hami_id or self.uuid
+
+
+class SerialSource(models.TextChoices):
+    """Where a hardware serial was read."""
+
+    REGISTRATION = "registration", "HAMi registration id"
+    ANNOTATION = "annotation", "node annotation"
+    LABEL = "label", "node label"
+    EXPORTER = "exporter", "metrics exporter"
+
+
+class DeviceSerial(BaseModel):
+    """The serial -> (node, index) map: where a hardware serial was last seen.
+
+    Fed by the inventory sync (registrations and node annotations / labels naming serials) and
+    by metrics ingestion (the Hygon dcu-exporter's ``device_id`` with ``minor_number`` and
+    ``node``; the Cambricon mlu-exporter's ``sn`` with ``mlu``). The sync names a legacy
+    index-based registration (``DCU-0``) by the serial last seen at its (node, index); a
+    serial seen on another node later moves there (never a conflict). ``node_name`` is the
+    node's name in ``cluster`` (no foreign key: an exporter may report a node the inventory
+    has not listed yet).
+    """
+
+    vendor = models.CharField(max_length=32)
+    serial = models.CharField(max_length=128)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="serials")
+    node_name = models.CharField(max_length=253)
+    index = models.PositiveIntegerField()
+    source = models.CharField(max_length=16, choices=SerialSource.choices)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "node_name", "vendor", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["vendor", "serial"], name="device_serial_unique")
+        ]
+        indexes = [models.Index(fields=["cluster", "node_name", "vendor", "index"])]
+
+    def __str__(self) -> str:
+        return f"{self.vendor} {self.serial} @ {self.node_name}#{self.index}"

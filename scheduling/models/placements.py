@@ -79,3 +79,33 @@ class PlacementDevice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.placement_id} on {self.device_id}"
+
+
+class PlacementMigInstance(models.Model):
+    """A MIG instance a placement holds on a GPU: profile, placement (first memory slice and
+    size, as the placement core chose it) and, once known, the GPU instance id.
+
+    ``gpu_instance_id`` is what DCGM exports as ``GPU_I_ID``; HAMi's device plugin writes it
+    into the pod's ``hami.io/vgpu-mig-allocations`` (``gpuInstanceID``) and the reconcile reads
+    it back, so a DCGM series of one instance is attributed to the tenant holding it even when
+    two tenants share the GPU.
+    """
+
+    placement = models.ForeignKey(Placement, on_delete=models.CASCADE,
+                                  related_name="mig_instances")
+    device = models.ForeignKey("scheduling.Device", on_delete=models.PROTECT,
+                               related_name="mig_instances")
+    profile = models.CharField(max_length=64)
+    start = models.PositiveSmallIntegerField()
+    size = models.PositiveSmallIntegerField()
+    gpu_instance_id = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["placement", "device", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["placement", "device", "start"],
+                                    name="placement_mig_instance_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.placement_id} {self.profile}@{self.start} on {self.device_id}"

@@ -9,11 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 from scheduling.placement.plugins import build_in_tree_registry, names
 from scheduling.placement.registry import Registry
-from scheduling.placement.vendors import VendorPlugin, build_vendors, default_vendors
-from scheduling.placement.vendors.config import DeviceModelConfig
+from scheduling.placement.vendors import (
+    VendorPlugin,
+    build_vendors,
+    default_device_configs,
+    default_vendors,
+)
 
 __all__ = ["Profile", "Framework", "NODE_POLICIES", "DEFAULT_FILTERS", "DEFAULT_SCORES"]
 
@@ -38,6 +43,9 @@ class Profile:
             scorer (e.g. an FGD plugin registered in ``registry``) instead of HAMiNodeScore.
         device_scoring_weights: default (slot, core, memory) device-score weights.
         device_configs: vendor configs (None = HAMi chart defaults).
+        hami_parity: answer as HAMi v2.10 where the console deliberately differs (type
+            selection by substring instead of whole tokens, MIG instances packed instead
+            of spread; ``manage.py place``).
         registry: extra plugins (merged with the in-tree registry; duplicates rejected).
         plugin_args: extra keyword args for plugin factories, ``{plugin name: {...}}``.
         select: ``"max"`` | ``"min"`` | None (derived from node_policy).
@@ -50,6 +58,7 @@ class Profile:
     scores: tuple[tuple[str, float], ...] = DEFAULT_SCORES
     device_scoring_weights: tuple[int, int, int] = (1, 1, 1)
     device_configs: tuple[DeviceModelConfig, ...] | None = None
+    hami_parity: bool = False
     registry: Registry | None = field(default=None, compare=False)
     plugin_args: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     select: str | None = None
@@ -80,7 +89,8 @@ class Profile:
         "scores": [[name, weight], ...], "device_scoring_weights": [s, c, m],
         "device_configs": [{...}], "select"}``. Raises ValueError on bad fields."""
         known = {"name", "node_policy", "device_policy", "filters", "scores",
-                 "device_scoring_weights", "device_configs", "select", "plugin_args"}
+                 "device_scoring_weights", "device_configs", "select", "plugin_args",
+                 "hami_parity"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"Profile: unknown field(s) {', '.join(unknown)}")
@@ -127,9 +137,13 @@ class Framework:
         registry = build_in_tree_registry()
         if profile.registry is not None:
             registry = registry.merge(profile.registry)
-        self.vendors: dict[str, VendorPlugin] = (
-            build_vendors(list(profile.device_configs)) if profile.device_configs is not None
-            else default_vendors())
+        if profile.device_configs is not None or profile.hami_parity:
+            configs = (list(profile.device_configs) if profile.device_configs is not None
+                       else default_device_configs())
+            self.vendors: dict[str, VendorPlugin] = build_vendors(configs,
+                                                                  profile.hami_parity)
+        else:
+            self.vendors = default_vendors()
         common = {"vendors": self.vendors, "device_policy": profile.device_policy,
                   "device_scoring_weights": profile.device_scoring_weights}
         made: dict[str, Any] = {}

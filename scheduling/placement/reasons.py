@@ -21,6 +21,10 @@ MODE_NOT_FIT = "ModeNotFit"
 # Our own, for checks HAMi leaves to kube-scheduler or to its webhook:
 CARD_TEMPLATE_NOT_FIT = "CardTemplateNotFit"
 INVALID_REQUEST = "InvalidDeviceRequest"
+DEVICE_MODEL_INVALID = "DeviceModelInvalid"
+"""The device's model configuration does not resolve (``Device.error``)."""
+CARD_SHARED_COUNTERS_EXHAUSTED = "CardSharedCountersExhausted"
+"""A template partition needs more of a card's DRA shared counters than are left."""
 
 
 def gen_reason(counts: dict[str, int], total: int) -> str:

@@ -182,7 +182,8 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
 def usage_stamp(node: Node) -> tuple:
     """What a cached per-node result is valid for: ``Node.version`` plus every field that
     code edits in place (node CPU/memory capacity and use, cordon, error, labels,
-    annotations; per device slots, memory, cores, health, cordon, MIG instance count).
+    annotations; per device slots, memory, cores, health, cordon, MIG instance count, error,
+    used counters).
     Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
     cache; edits of device capacity, device models or topology must call ``touch``.
     """
@@ -191,7 +192,9 @@ def usage_stamp(node: Node) -> tuple:
            tuple(node.annotations.items())]
     for d in node.devices:
         out += (d.used_slots, d.used_memory_mib, d.used_cores_percent, d.healthy,
-                d.cordoned, len(d.mig_instances))
+                d.cordoned, len(d.mig_instances), d.error)
+        if d.used_counters:
+            out.append(tuple(sorted(d.used_counters.items())))
     return tuple(out)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "MigPlacement",
@@ -98,6 +99,14 @@ class Device:
         mig_instances: booked MIG instances (mode ``"mig"`` only).
         network_id: Ascend ``custominfo.NetworkID`` (None when not reported).
         qos_policy: Metax sGPU QoS policy of the tasks on the device ("" = none yet).
+        error: why the device is kept out of placement although it is present (its model's
+            configuration does not resolve, ...); reason ``DeviceModelInvalid``.
+        counters: DRA shared counters of the card ``{name: capacity}`` that template
+            partitions consume (empty = none enforced).
+        used_counters: booked counters ``{name: used}``.
+        custom: vendor information HAMi keeps in ``custominfo`` (read-only): Vastai
+            ``AIC``/``DeviceStrategy``, Enflame DRS ``profiles``/``maxSlice``, AWS Neuron
+            ``AWSNodeType``.
     """
 
     uuid: str
@@ -119,14 +128,20 @@ class Device:
     mig_instances: list[MigInstance] = field(default_factory=list)
     network_id: int | None = None
     qos_policy: str = ""
+    error: str = ""
+    counters: dict[str, int] = field(default_factory=dict)
+    used_counters: dict[str, int] = field(default_factory=dict)
+    custom: dict[str, Any] = field(default_factory=dict)
 
     def clone(self) -> Device:
-        """Copy with its own mutable usage (profiles are shared, they are immutable)."""
+        """Copy with its own mutable usage (profiles, counters' capacity and custom info are
+        shared, they are not edited)."""
         return Device(
             self.uuid, self.node, self.index, self.type, self.vendor, self.memory_mib,
             self.cores_percent, self.split_count, self.numa, self.healthy, self.cordoned,
             self.mode, self.used_slots, self.used_memory_mib, self.used_cores_percent,
             self.mig_profiles, list(self.mig_instances), self.network_id, self.qos_policy,
+            self.error, self.counters, dict(self.used_counters), self.custom,
         )
 
 
@@ -347,8 +362,11 @@ class DeviceGrant:
         vendor: backend vendor word of the device.
         index: device index on the node.
         mig_profile / mig_start / mig_size: MIG instance (NVIDIA MIG only).
-        template: Ascend vNPU template name (hard split only).
+        template: Ascend vNPU template name (hard split only), Enflame DRS profile name.
         model: device model string as registered (``Device.type``).
+        counters: shared counters the grant consumes on its card, ``((name, n), ...)``.
+        slices: partition size booked in the device's slots (Enflame DRS slices, AWS
+            Neuron cores); 0 = one slot.
     """
 
     uuid: str
@@ -362,6 +380,8 @@ class DeviceGrant:
     mig_size: int = 0
     template: str = ""
     model: str = ""
+    counters: tuple[tuple[str, int], ...] = ()
+    slices: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,13 +34,14 @@ from scheduling.admission import (
     device_milli,
 )
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
+from scheduling.devices.overlay import Catalogue
 from scheduling.models import DeviceModel, Job, Placement, PlacementDevice
 from scheduling.models import Queue as QueueModel
 from scheduling.placement import place, reserve, unreserve
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import ClusterSnapshot, Decision, PlacementRequest
 from scheduling.placement.types import Device as CoreDevice
-from scheduling.selectors.device_models import get_device_configs
+from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import (
     SnapshotIndex,
     build_cluster_snapshot,
@@ -302,17 +303,15 @@ class AdmissionContext:
     devices: dict[str, CoreDevice]
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
+    catalogue: Catalogue
 
     def placer(self) -> DbPlacer:
         """A placer over this context's cluster snapshot (shared: the cycle mutates it), with
-        the placement profile built here (HAMi default policies and the device models'
-        configs): only runs that place need it, not usage tables or quota simulations.
-
-        Raises:
-            ValueError: a device model's ``config`` is invalid (see
-                :func:`~scheduling.selectors.device_models.get_device_configs`).
-        """
-        framework = Profile(device_configs=get_device_configs()).build()
+        the placement profile built here (HAMi default policies and the device catalogue's
+        resolved configs): only runs that place need it, not usage tables or quota
+        simulations. A model whose config does not resolve is left out of the catalogue
+        (its devices carry ``error`` in the snapshot); it never fails the run."""
+        framework = Profile(device_configs=self.catalogue.configs).build()
         return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
 
 
@@ -336,7 +335,8 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"))
     used = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
-    cluster, index = build_cluster_snapshot(group)
+    catalogue = get_catalogue()
+    cluster, index = build_cluster_snapshot(group, catalogue)
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
     running, held = running_workloads(group, flavors, index, devices)
     pending = pending or []
@@ -355,7 +355,7 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         usage=stored_usage(group),
     )
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending})
+                            {str(j.pk): j for j in pending}, catalogue)
 
 
 def group_queues(group: tm.ResourceGroup):

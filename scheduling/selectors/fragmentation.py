@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from django.db.models import F, Max, Q
 
+from scheduling.devices.matching import any_type_matches
 from scheduling.models import Device, Job, JobContainer, Node
 from scheduling.placement.fragmentation import (
     GPU_MILLI,
@@ -53,7 +54,6 @@ from scheduling.placement.fragmentation import (
 )
 from scheduling.placement.types import ClusterSnapshot
 from scheduling.placement.types import Node as CoreNode
-from scheduling.placement.vendors.base import model_matches
 from scheduling.selectors.snapshot import build_cluster_snapshot
 from tenants.models import ResourceGroup
 
@@ -217,13 +217,13 @@ def _task(cpu_milli: int, container: dict, group_models: Sequence[str], models: 
           ) -> TaskClass | None:
     """The task class of one device container (module docstring), None when no present
     device model can serve it. Model names match as in the placement core
-    (:func:`~scheduling.placement.vendors.base.model_matches`)."""
+    (:func:`~scheduling.devices.matching.type_matches`)."""
     wanted = container["device_types"] or group_models
     by_mib = not container["memory_percent"] and container["memory_mib"]
     types = tuple(sorted(
         m for m, vendor in models.vendor.items()
         if vendor == container["vendor"]
-        and (not wanted or any(model_matches(m, w) for w in wanted))
+        and (not wanted or any_type_matches(m, wanted))
         and (not by_mib or models.memory_mib[m] >= container["memory_mib"])
     ))
     if not types:

@@ -8,11 +8,28 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, Sum
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.devices.overlay import Catalogue, build_catalogue
+from scheduling.devices.resources import (
+    card_counters,
+    template_counters,
+    template_share_count,
+)
+from scheduling.devices.schema import DeviceModelConfig
+from scheduling.models import (
+    Device,
+    Job,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
     DeviceRequest,
+    MigInstance,
+    MigPlacement,
+    MigProfile,
     PlacementRequest,
     PodRequest,
 )
@@ -67,11 +84,14 @@ def group_devices(group: ResourceGroup):
     return devices.filter(node__removed_at__isnull=True)
 
 
-def build_cluster_snapshot(group: ResourceGroup) -> tuple[ClusterSnapshot, SnapshotIndex]:
+def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = None
+                           ) -> tuple[ClusterSnapshot, SnapshotIndex]:
     """Build the placement core's view of a resource group with current usage booked.
 
     Usage is the sum of the bookings of placements in state reserved/submitted/running on
-    every node and device of the group, whichever group booked them.
+    every node and device of the group, whichever group booked them. Each device gets its
+    model's resolved configuration (:func:`apply_model_config`; ``catalogue`` default: the
+    catalogue of the models the devices were loaded with, no extra query).
 
     Returns:
         ``(snapshot, index)``; snapshot node names are node names, prefixed with
@@ -102,48 +122,128 @@ def build_cluster_snapshot(group: ResourceGroup) -> tuple[ClusterSnapshot, Snaps
     for row in node_usage:
         core_nodes[row["node_id"]].used_cpu_milli = row["cpu"] or 0
         core_nodes[row["node_id"]].used_memory_mib = row["mem"] or 0
+    errors = _add_devices(group, core_nodes, index, catalogue)
+    snapshot = ClusterSnapshot.from_nodes(list(core_nodes.values()))
+    snapshot.errors.extend(errors)
+    return snapshot, index
 
+
+def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: SnapshotIndex,
+                 catalogue: Catalogue | None) -> list[str]:
+    """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
     devices = list(
         group_devices(group).select_related("model").order_by("node_id", "index", "uuid")
     )
+    if catalogue is None:
+        models = {d.model_id: d.model for d in devices}.values()
+        catalogue = build_catalogue((m.vendor, m.name, m.config) for m in models)
+    booked = PlacementDevice.objects.filter(
+        placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices])
     device_usage = {
         row["device_id"]: row
-        for row in PlacementDevice.objects.filter(
-            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices]
-        )
-        .values("device_id")
+        for row in booked.values("device_id")
         .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
     }
+    instances: dict[int, list[MigInstance]] = defaultdict(list)
+    mig = [d.pk for d in devices if d.mode == "mig"]  # booked MIG instances (no query without)
+    for device_id, profile, start, size in PlacementMigInstance.objects.filter(
+            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=mig
+    ).values_list("device_id", "profile", "start", "size") if mig else ():
+        instances[device_id].append(MigInstance(profile, start, size))
+    errors: list[str] = []
+    counted: list[tuple[int, CoreDevice, DeviceModelConfig]] = []
     for device in devices:
         node = core_nodes.get(device.node_id)
         if node is None:
             continue
         usage = device_usage.get(device.pk, {})
-        node.devices.append(
-            CoreDevice(
-                uuid=device.uuid,
-                node=node.name,
-                index=device.index,
-                type=device.model.name,
-                vendor=device.model.vendor,
-                memory_mib=device.memory_mib,
-                cores_percent=device.cores_percent,
-                split_count=device.split_count,
-                numa=device.numa,
-                healthy=device.healthy,
-                cordoned=device.cordoned,
-                mode=device.mode,
-                used_slots=usage.get("slots") or 0,
-                used_memory_mib=usage.get("mem") or 0,
-                used_cores_percent=usage.get("cores") or 0,
-            )
+        core = CoreDevice(
+            uuid=device.uuid, node=node.name, index=device.index, type=device.model.name,
+            vendor=device.model.vendor, memory_mib=device.memory_mib,
+            cores_percent=device.cores_percent, split_count=device.split_count,
+            numa=device.numa, healthy=device.healthy, cordoned=device.cordoned,
+            mode=device.mode, used_slots=usage.get("slots") or 0,
+            used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
+        core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+        core.mig_instances = list(instances.get(device.pk, ()))
+        cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
+        if core.counters and cfg is not None:
+            counted.append((device.pk, core, cfg))
+        node.devices.append(core)
         index.device_ids[device.uuid] = device.pk
         index.device_models[device.uuid] = device.model.name
         index.device_memory_mib[device.uuid] = device.memory_mib
         index.device_cores_percent[device.uuid] = device.cores_percent
-    snapshot = ClusterSnapshot.from_nodes(list(core_nodes.values()))
-    return snapshot, index
+    _book_counters(booked, counted)
+    return errors
+
+
+def stored_mig_profiles(rows: object) -> tuple[MigProfile, ...]:
+    """``Device.mig_profiles`` (``[{"name", "memory_mib", "cores_percent", "slice_count",
+    "placements": [[start, size], ...]}]``, written by the inventory sync) -> core profiles;
+    a malformed entry is skipped (the sync validated them when it wrote them)."""
+    out = []
+    for p in rows if isinstance(rows, list) else ():
+        try:
+            out.append(MigProfile(str(p["name"]), int(p["memory_mib"]), int(p["cores_percent"]),
+                                  int(p["slice_count"]),
+                                  tuple(MigPlacement(int(a), int(b))
+                                        for a, b in p.get("placements") or ())))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return tuple(out)
+
+
+def apply_model_config(dev: CoreDevice, catalogue: Catalogue, errors: list[str], *,
+                       dra: bool = False) -> DeviceModelConfig | None:
+    """Give a device its model's resolved configuration.
+
+    * a model whose stored config does not resolve: ``dev.error`` says so (the device stays
+      out of placement, reason ``DeviceModelInvalid``); returns None;
+    * a MIG-mode GPU without registered profiles gets the model's MIG templates (allowlist
+      profiles with NVML placements, :func:`scheduling.devices.defaults.mig_templates`);
+    * a template-sliced model (Ascend vNPU) whose registered share count contradicts the
+      template table is listed in ``errors`` and the table's count wins;
+    * a DRA device of a template model gets the card's shared counters.
+    """
+    message = catalogue.errors.get(dev.type)
+    if message is not None:
+        dev.error = message
+        return None
+    cfg = catalogue.for_device(dev.vendor, dev.type)
+    if cfg is None:
+        return None
+    if dev.mode == "mig" and not dev.mig_profiles and cfg.templates:
+        dev.mig_profiles = tuple(
+            MigProfile(t.name, t.memory_mib, t.cores_percent,
+                       int(t.name.split("g.", 1)[0]) if "g." in t.name else t.slices,
+                       tuple(MigPlacement(start, t.slices) for start in t.placements))
+            for t in cfg.templates)
+    shares = template_share_count(cfg, dev.memory_mib) if cfg.slicing == "template" else 0
+    if shares and dev.split_count != shares:
+        errors.append(f"device {dev.uuid}: registered {dev.split_count} shares but the "
+                      f"{cfg.chip} template table gives {shares}; the table wins")
+        dev.split_count = shares
+    if dra and cfg.templates and cfg.dra is not None:
+        dev.counters = card_counters(cfg, dev.memory_mib, dev.cores_percent)
+    return cfg
+
+
+def _book_counters(booked, counted: list[tuple[int, CoreDevice, DeviceModelConfig]]) -> None:
+    """Shared counters booked on counted devices: each booking consumes the counters of the
+    template of its memory (else its memory and cores)."""
+    if not counted:
+        return
+    by_pk = {pk: (dev, cfg) for pk, dev, cfg in counted}
+    for pk, mem, cores in booked.filter(device__in=list(by_pk)).values_list(
+            "device_id", "memory_mib", "cores_percent"):
+        dev, cfg = by_pk[pk]
+        tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
+        used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
+        for name, n in used.items():
+            if name in dev.counters:
+                dev.used_counters[name] = dev.used_counters.get(name, 0) + n
 
 
 def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:

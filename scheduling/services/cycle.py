@@ -47,7 +47,15 @@ from scheduling.choices import (
     PreemptionPolicy,
 )
 from scheduling.dispatch import enqueue_submit_jobs
-from scheduling.models import Device, Job, JobEvent, Node, Placement, PlacementDevice
+from scheduling.models import (
+    Device,
+    Job,
+    JobEvent,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
 from scheduling.selectors.admission import (
@@ -57,6 +65,7 @@ from scheduling.selectors.admission import (
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.devices import flag_device_models
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -312,6 +321,12 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
         for placement, pod in zip(placements, decision.pods, strict=True)
         for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
     )
+    PlacementMigInstance.objects.bulk_create(
+        PlacementMigInstance(placement=placement, device_id=ctx.index.device_ids[g.uuid],
+                             profile=g.mig_profile, start=g.mig_start, size=g.mig_size)
+        for placement, pod in zip(placements, decision.pods, strict=True)
+        for c in pod.containers for g in c.devices if g.mig_profile and g.mig_start >= 0
+    )
     for placement in placements:
         for key, amount in usage_deltas(
                 [(job.tenant_id, group_id, placement.charges)], +1).items():
@@ -423,6 +438,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         if not heads:
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
+        flag_device_models(ctx.catalogue.errors)
         # 4. the pure core
         result = run_cycle(ctx.snapshot, ctx.placer(), config)
         # 5. commit

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import transaction
 
-from scheduling.choices import Backend, JobState, QueueStrategy, SlicingMode
+from scheduling.choices import Backend, JobState, QueueStrategy
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
 from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
 from tenants.choices import Role
@@ -20,17 +20,13 @@ DEMO_CLUSTER = "demo"
 _NS = uuid.UUID("6f1c1a44-3f0e-4d8e-9a51-4d1f0b7c2e10")
 
 # name, vendor, memory MiB, split count, slicing mode, resource names
+# model (a shipped fixture row), vendor, registered MiB per device, tasks per device
 DEMO_MODELS = [
-    ("NVIDIA-A100-SXM4-80GB", "NVIDIA", 81920, 10, SlicingMode.FRACTIONAL,
-     {"count": "nvidia.com/gpu", "memory": "nvidia.com/gpumem", "cores": "nvidia.com/gpucores"}),
-    ("NVIDIA-H20", "NVIDIA", 97871, 10, SlicingMode.FRACTIONAL,
-     {"count": "nvidia.com/gpu", "memory": "nvidia.com/gpumem", "cores": "nvidia.com/gpucores"}),
-    ("Ascend910B3", "Ascend", 65536, 4, SlicingMode.TEMPLATE,
-     {"count": "huawei.com/Ascend910B3", "memory": "huawei.com/Ascend910B3-memory"}),
-    ("MLU370-X8", "MLU", 24576, 10, SlicingMode.UNIT,
-     {"count": "cambricon.com/mlu370.smlu.vmemory", "cores": "cambricon.com/mlu370.smlu.vcore"}),
-    ("K100_AI", "DCU", 65520, 4, SlicingMode.UNIT,
-     {"count": "hygon.com/dcunum", "memory": "hygon.com/dcumem", "cores": "hygon.com/dcucores"}),
+    ("NVIDIA-A100-SXM4-80GB", "NVIDIA", 81920, 10),
+    ("NVIDIA-H20", "NVIDIA", 97871, 10),
+    ("Ascend910B3", "Ascend", 65536, 4),
+    ("MLU370-X8", "MLU", 24576, 10),
+    ("K100_AI", "DCU", 65520, 4),
 ]
 # node name, model, devices, cpu_milli, memory_mib
 DEMO_NODES = [
@@ -88,14 +84,10 @@ def seed_demo(password: str) -> dict[str, int]:
             defaults={"backend": Backend.SIMULATED, "description": "built-in demo cluster"},
         )
         models = {}
-        for name, vendor, mem, split, mode, names in DEMO_MODELS:
-            models[name], _ = DeviceModel.objects.get_or_create(
-                name=name,
-                defaults={
-                    "vendor": vendor, "memory_mib": mem, "split_count": split,
-                    "slicing_mode": mode, "resource_names": names,
-                },
-            )
+        for name, vendor, mem, split in DEMO_MODELS:
+            models[name] = (DeviceModel.objects.get_or_create(name=name,
+                                                              defaults={"vendor": vendor})[0],
+                            mem, split)
         for node_name, model_name, count, cpu, mem in DEMO_NODES:
             node, made = Node.objects.get_or_create(
                 cluster=cluster,
@@ -104,13 +96,13 @@ def seed_demo(password: str) -> dict[str, int]:
                           "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
             )
             created["nodes"] += int(made)
-            model = models[model_name]
+            model, device_mib, split = models[model_name]
             for index in range(count):
                 _, made = Device.objects.get_or_create(
                     uuid=_serial(node_name, index, model.vendor),
                     defaults={
                         "node": node, "model": model, "index": index, "numa": index // 4,
-                        "memory_mib": model.memory_mib, "split_count": model.split_count,
+                        "memory_mib": device_mib, "split_count": split,
                     },
                 )
                 created["devices"] += int(made)

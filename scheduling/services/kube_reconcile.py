@@ -53,8 +53,9 @@ from scheduling.backends import SubmissionError
 from scheduling.backends.kubernetes import KubernetesBackend, gateway_for
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
+from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
-from scheduling.models import Cluster, Job, JobEvent, Placement
+from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -222,6 +223,7 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
             message=note, updated=now)
         return set()
     if state.state == kinv.RUNNING:
+        record_gpu_instances(placement, pod)
         qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RUNNING, started_at=now, backend_ref=ref, message=note,
             submitted_at=placement.submitted_at or now, updated=now)
@@ -245,6 +247,25 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
     qs.filter(state__in=BOOKED_PLACEMENT_STATES).exclude(message=note).update(
         message=note, updated=now)
     return set()
+
+
+def record_gpu_instances(placement: Placement, pod: dict) -> int:
+    """Store the MIG GPU instance ids the device plugin wrote on the pod
+    (:func:`scheduling.kube.hami.pods.mig_gpu_instances`) on the placement's MIG instances
+    (matched by GPU uuid and placement start), so DCGM series with ``GPU_I_ID`` attribute to
+    the right booking. Returns the number of instances updated."""
+    ids = mig_gpu_instances((pod.get("metadata") or {}).get("annotations") or {})
+    updated = 0
+    if not ids:
+        return 0
+    for inst in PlacementMigInstance.objects.filter(placement=placement).select_related(
+            "device"):
+        gi = ids.get((inst.device.hami_id or inst.device.uuid, inst.start))
+        if gi is not None and gi != inst.gpu_instance_id:
+            inst.gpu_instance_id = gi
+            inst.save(update_fields=["gpu_instance_id"])
+            updated += 1
+    return updated
 
 
 def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) -> set[int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from scheduling.choices import Backend, JobState, SlicingMode
+from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
 from scheduling.placement.lab.trace import device_memory_mib, read_nodes, read_pods
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
@@ -80,14 +80,8 @@ def import_trace(
                 name=name,
                 defaults={
                     "vendor": "NVIDIA",
-                    "memory_mib": device_memory_mib(name),
-                    "split_count": TRACE_SPLIT_COUNT,
-                    "slicing_mode": SlicingMode.FRACTIONAL,
-                    "resource_names": {
-                        "count": "nvidia.com/gpu",
-                        "memory_percentage": "nvidia.com/gpumem-percentage",
-                        "cores": "nvidia.com/gpucores",
-                    },
+                    "config": {"memory_mib": device_memory_mib(name),
+                               "split_count": TRACE_SPLIT_COUNT},
                 },
             )
         nodes = Node.objects.bulk_create(
@@ -107,7 +101,7 @@ def import_trace(
                     node=node,
                     model=models[r.model],
                     index=j,
-                    memory_mib=models[r.model].memory_mib,
+                    memory_mib=device_memory_mib(r.model),
                     cores_percent=100,
                     split_count=TRACE_SPLIT_COUNT,
                 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.exceptions import NotFound
@@ -46,13 +47,15 @@ def apply_health(
             "node__cluster", "model")
     }
     default_limit = float(conf.get("TELEMETRY_TEMPERATURE_LIMIT_C"))
-    states = {h.serial: h for h in DeviceHealth.objects.filter(
-        serial__in=[d.uuid for d in devices.values()])}
+    # by device too: a device re-keyed by the inventory (a Hygon DCU-0 whose serial became
+    # known) keeps its health record, which then takes the new key
+    states = {h.device_id or h.serial: h for h in DeviceHealth.objects.filter(
+        Q(serial__in=[d.uuid for d in devices.values()]) | Q(device_id__in=list(devices)))}
     events: list[DeviceHealthEvent] = []
     with transaction.atomic():
         for pk in sorted(devices):
             device = devices[pk]
-            row = states.get(device.uuid)
+            row = states.get(device.pk) or states.get(device.uuid)
             before = HealthState(
                 healthy=row.healthy if row else True,
                 reasons=dict(row.reasons) if row else {},
@@ -72,7 +75,7 @@ def apply_health(
             flip = (not after.healthy) if row is None else after.healthy != row.healthy
             if row is None:
                 row = DeviceHealth(serial=device.uuid, device=device, changed_at=now)
-            row.device = device
+            row.device, row.serial = device, device.uuid
             row.healthy, row.reasons, row.counters = after.healthy, after.reasons, after.counters
             row.checked_at = now
             if flip:

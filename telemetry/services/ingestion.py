@@ -10,9 +10,20 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.models import Device, PlacementDevice
+from scheduling.models import Cluster, Device, PlacementDevice, PlacementMigInstance
+from scheduling.services.inventory.plan import Sighting
+from scheduling.services.inventory.serials import record_sightings
 from telemetry.attribution import AttributedSample, BookingRef, DeviceRef, Inventory, attribute
-from telemetry.exporters import ECC_DBE, ERROR_CODE, HEALTH, TEMP, XID, XID_COUNT, normalise
+from telemetry.exporters import (
+    ECC_DBE,
+    ERROR_CODE,
+    HEALTH,
+    TEMP,
+    XID,
+    XID_COUNT,
+    Observation,
+    normalise,
+)
 from telemetry.exposition import parse_exposition
 from telemetry.models import Sample, ScrapeTarget
 from telemetry.services.device_health import apply_health
@@ -23,22 +34,29 @@ HEALTH_METRICS = (HEALTH, XID, TEMP, ECC_DBE, XID_COUNT, ERROR_CODE)
 
 
 def _inventory(keys: set[str], cluster_id: int | None, index_nodes: set[str]) -> Inventory:
-    """Devices named by ``keys`` (any cluster: a serial is global) plus the devices of the
-    cluster's nodes in ``index_nodes`` (for index fallback), and their live bookings."""
+    """Devices named by ``keys`` (their key or hardware serial; any cluster: a serial is
+    global) plus the devices of the cluster's nodes in ``index_nodes`` (for index fallback),
+    and their live bookings with the MIG GPU instances they hold."""
     devices = Device.objects.filter(removed_at__isnull=True).select_related("node")
-    query = Q(uuid__in=keys)
+    query = Q(uuid__in=keys) | Q(serial__in=keys)
     if index_nodes and cluster_id is not None:
         query |= Q(node__cluster_id=cluster_id, node__name__in=index_nodes)
     refs = [
-        DeviceRef(d.pk, d.uuid, d.node.name, d.index) for d in devices.filter(query)
+        DeviceRef(d.pk, d.uuid, d.node.name, d.index, d.serial) for d in devices.filter(query)
     ]
+    booked = PlacementDevice.objects.filter(
+        device_id__in=[r.device_id for r in refs], placement__state__in=BOOKED_PLACEMENT_STATES,
+    ).select_related("placement__job")
+    instances: dict[tuple[int, int], list[str]] = {}
+    for placement_id, device_id, gi in PlacementMigInstance.objects.filter(
+            placement_id__in={b.placement_id for b in booked}, gpu_instance_id__isnull=False
+    ).values_list("placement_id", "device_id", "gpu_instance_id"):
+        instances.setdefault((placement_id, device_id), []).append(str(gi))
     bookings = [
         BookingRef(b.placement_id, b.placement.job_id, b.placement.job.tenant_id,
-                   b.placement.backend_ref, b.device_id)
-        for b in PlacementDevice.objects.filter(
-            device_id__in=[r.device_id for r in refs],
-            placement__state__in=BOOKED_PLACEMENT_STATES,
-        ).select_related("placement__job")
+                   b.placement.backend_ref, b.device_id,
+                   tuple(instances.get((b.placement_id, b.device_id), ())))
+        for b in booked
     ]
     return Inventory.build(refs, bookings)
 
@@ -56,9 +74,11 @@ def ingest_payload(
     parsed = parse_exposition(text)
     normalised = normalise(kind, parsed.samples)
     keys = {k for o in normalised.observations for k in o.device_keys}
-    index_nodes = {o.node for o in normalised.observations if not o.device_keys and o.node}
+    index_nodes = {o.node for o in normalised.observations if o.node and o.index}
     inventory = _inventory(keys, cluster_id, index_nodes)
     result = attribute(normalised.observations, inventory)
+    if kind == "hygon" and cluster_id is not None:
+        _record_serials(cluster_id, normalised.observations, now)
     store_samples(result.samples, now, target=target)
     values: dict[int, dict[str, float]] = {}
     for sample in result.samples:
@@ -70,6 +90,18 @@ def ingest_payload(
     source = f"{target.cluster.name}/{target.name}" if target else kind
     apply_health(values, now=now, source=source)
     return parsed, normalised, result
+
+
+def _record_serials(cluster_id: int, observations: Iterable[Observation], now: datetime) -> None:
+    """Feed the serial map (``DeviceSerial``) with what the DCU exporter says: ``device_id``
+    (the bare serial) at (``node``, ``minor_number``). The next inventory sync keys a legacy
+    index-based ``DCU-<index>`` registration by that serial (:mod:`scheduling.kube.identity`)."""
+    sightings = {(o.device_keys[0], o.node, int(o.index))
+                 for o in observations if o.device_keys and o.node and o.index.isdigit()}
+    if sightings:
+        record_sightings(Cluster.objects.get(pk=cluster_id), [
+            Sighting("DCU", serial, node, index, "exporter")
+            for serial, node, index in sorted(sightings)], now)
 
 
 def store_samples(

@@ -20,18 +20,22 @@ def test_device_models_read_and_admin_write(api, world):
     member = as_user(api, world["alice"])
     body = member.get("/api/device-models/").json()
     assert [m["name"] for m in body["results"]] == ["NVIDIA-A100-SXM4-80GB"]
-    assert body["results"][0]["memory_mib"] == 81920
-    payload = {"name": "MLU370-X8", "vendor": "MLU", "memory_mib": 49152, "split_count": 100,
-               "slicing_mode": "unit", "resource_names": {"count": "cambricon.com/vmlu"}}
+    assert body["results"][0]["config"]["memory_mib"] == 81920
+    assert body["results"][0]["resolved"]["memory_mib"] == 81920
+    payload = {"name": "MLU370-X8", "vendor": "MLU",
+               "config": {"memory_mib": 49152, "split_count": 100,
+                          "resource_count": "cambricon.com/vmlu"}}
     assert member.post("/api/device-models/", payload, format="json").status_code == 403
     root = as_user(api, world["root"])
     created = root.post("/api/device-models/", payload, format="json")
     assert created.status_code == 201, created.content
     assert DeviceModel.objects.get(name="MLU370-X8").slicing_mode == "unit"
-    bad = root.post("/api/device-models/", {"name": "X", "vendor": "NVIDIA", "memory_mib": 0,
-                                            "slicing_mode": "magic"}, format="json")
+    assert created.json()["slicing_mode"] == "unit"
+    bad = root.post("/api/device-models/", {"name": "X", "vendor": "NVIDIA",
+                                            "config": {"memory_mib": -1, "slicing": "magic"}},
+                    format="json")
     assert bad.status_code == 400
-    assert set(bad.json()["error"]["fields"]) == {"memory_mib", "slicing_mode"}
+    assert set(bad.json()["error"]["fields"]) == {"config.memory_mib", "config.slicing"}
     assert root.get("/api/device-models/999999/").status_code == 404
     in_use = DeviceModel.objects.get(name="NVIDIA-A100-SXM4-80GB")
     assert root.delete(f"/api/device-models/{in_use.pk}/").status_code == 409
@@ -84,10 +88,14 @@ def test_nodes_devices_queues(api, world):
 def test_nul_characters_in_json_fields_are_field_errors(api, world):
     root = as_user(api, world["root"])
     response = root.post("/api/device-models/", {
-        "name": "X1", "vendor": "NVIDIA", "memory_mib": 1024,
-        "config": {"bad\u0000key": 1}, "resource_names": {"count": "a\u0000b"}}, format="json")
+        "name": "X1", "vendor": "NVIDIA", "config": {"bad\u0000key": 1}}, format="json")
     assert response.status_code == 400
-    assert set(response.json()["error"]["fields"]) == {"config", "resource_names.count"}
+    assert set(response.json()["error"]["fields"]) == {"config"}
+    response = root.post("/api/device-models/", {
+        "name": "X1", "vendor": "NVIDIA", "config": {"resource_count": "a\u0000b"}},
+        format="json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == {"config"}
     group = root.post("/api/resource-groups/", {"name": "nul", "node_selector": {"a\u0000": "b"}},
                       format="json")
     assert group.status_code == 400 and "node_selector" in group.json()["error"]["fields"]

@@ -27,7 +27,8 @@ def big_world(world):
         tenant = Tenant.objects.create(name=f"extra-{i}", parent=world["team_a"])
         Membership.objects.create(user=make_user(f"user-{i}"), tenant=tenant)
         ResourceGroup.objects.create(name=f"group-{i}")
-        DeviceModel.objects.create(name=f"model-{i}", vendor="NVIDIA", memory_mib=1024)
+        DeviceModel.objects.create(name=f"model-{i}", vendor="NVIDIA",
+                                   config={"memory_mib": 1024})
         Cluster.objects.create(name=f"cluster-{i}")
     return world
 

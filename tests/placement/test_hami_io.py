@@ -8,8 +8,8 @@ import sys
 import pytest
 from placement_builders import kube_node, kube_pod, nvidia_register
 
+from scheduling.devices.hami_files import read_hami_config
 from scheduling.kube.hami import (
-    config_from_helm,
     decode_pod_devices,
     encode_pod_devices,
     node_from_kube,
@@ -114,7 +114,7 @@ def test_pod_request_nvidia_defaults():
         req({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "16Gi"})
     with pytest.raises(ValueError, match="outside 0..100"):
         req({"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "120"})
-    cfg = config_from_helm({"nvidia": {"defaultMemory": 2000, "memoryFactor": 2}}).devices
+    cfg = read_hami_config({"nvidia": {"defaultMemory": 2000, "memoryFactor": 2}}).devices
     pod = pod_request_from_kube(kube_pod("p", [("c", {"nvidia.com/gpu": "1"})]), list(cfg))
     assert (pod.containers[0].devices[0].memory_mib,
             pod.containers[0].devices[0].cores_percent) == (2000, 0)
@@ -124,9 +124,9 @@ def test_pod_request_nvidia_defaults():
 
 def test_config_errors_name_the_key():
     with pytest.raises(ValueError, match="config nvidia.deviceSplitCont: unknown key"):
-        config_from_helm({"nvidia": {"deviceSplitCont": 3}})
+        read_hami_config({"nvidia": {"deviceSplitCont": 3}})
     with pytest.raises(ValueError, match="unknown key"):
-        config_from_helm({"nvidai": {}})
+        read_hami_config({"nvidai": {}})
 
 
 def test_place_from_kube_nvidia_fixture_existing_usage_and_policies():

@@ -205,7 +205,7 @@ def test_iluvatar_multi_device_is_exclusive():
 def test_device_model_config_round_trips_and_rejects_unknown_fields():
     for c in default_device_configs():
         assert DeviceModelConfig.from_dict(c.to_dict()) == c
-    with pytest.raises(ValueError, match="unknown field"):
+    with pytest.raises(ValueError, match="bogus: unknown key"):
         DeviceModelConfig.from_dict({"vendor": "X", "common_word": "X", "bogus": 1})
     cfg = DeviceModelConfig.from_dict({"vendor": "Foo", "common_word": "FOO",
                                        "templates": {"big": 2000, "small": 1000}})

@@ -73,9 +73,11 @@ def test_four_vendors_and_a_resource_slice(fake, tmp_path):
     assert report.nodes == ["dcu-1", "gpu-1", "gpu-2", "mlu-1", "npu-1"]
     assert report.errors == []
     assert _devices(cluster) == [
-        # Hygon legacy format: second card reports health false
-        ("DCU-0", "dcu-1", "Z100L", "DCU", 0, 65520, 100, 4, True, False, "hami", True),
-        ("DCU-1", "dcu-1", "Z100L", "DCU", 1, 65520, 100, 4, False, False, "hami", True),
+        # Hygon legacy format: second card reports health false; index-based ids with no
+        # serial source are keyed by node (issue 13) and flagged with a warning
+        ("dcu-1/DCU-0", "dcu-1", "Z100L", "DCU", 0, 65520, 100, 4, True, False, "hami", True),
+        ("dcu-1/DCU-1", "dcu-1", "Z100L", "DCU", 1, 65520, 100, 4, False, False, "hami",
+         True),
         ("GPU-aaaa", "gpu-1", "NVIDIA-A100-SXM4-80GB", "NVIDIA", 0, 81920, 100, 10, True, False,
          "hami", True),
         ("GPU-bbbb", "gpu-1", "NVIDIA-A100-SXM4-80GB", "NVIDIA", 1, 81920, 100, 10, True, True,
@@ -97,6 +99,10 @@ def test_four_vendors_and_a_resource_slice(fake, tmp_path):
         ("Ascend910B3-1", "npu-1", "Ascend910B3", "Ascend", 1, 65536, 20, 4, False, False,
          "hami", True),
     ]
+    assert [w.split(";")[0] for w in report.warnings] == [
+        "Node dcu-1: DCU-0 is an index-based id and no serial source names card 0",
+        "Node dcu-1: DCU-1 is an index-based id and no serial source names card 1"]
+    assert Device.objects.get(uuid="dcu-1/DCU-0").registered_id == "DCU-0"
     assert Device.objects.get(uuid="GPU-dddd").dra_device == \
         "hami-core-gpu.project-hami.io/gpu-2/hami-gpu-0"
     nodes = {n.name: n for n in Node.objects.filter(cluster=cluster)}

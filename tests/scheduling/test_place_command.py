@@ -51,3 +51,27 @@ def test_place_missing_file_exits_2():
                     "--pod", str(FIX / "pod_nvidia_share.yaml"))
     assert result.returncode == 2
     assert "/nonexistent.json" in result.stderr
+
+
+def test_place_config_accepts_chart_values_and_the_device_configmap():
+    """Both files say binpack: the pod goes to the busier GPU (GPU-a100-3), as HAMi would."""
+    answers = []
+    for config in ("chart_values.yaml", "device_configmap.yaml"):
+        result = _place("--nodes", str(FIX / "nvidia_nodes.json"), "--pods",
+                        str(FIX / "nvidia_pods.json"), "--pod",
+                        str(FIX / "pod_nvidia_share.yaml"), "--config", str(FIX / config))
+        assert result.returncode == 0, result.stderr
+        answers.append(json.loads(result.stdout))
+    assert answers[0] == answers[1]
+    assert answers[0]["containers"][0]["devices"][0]["uuid"] == "GPU-a100-3"
+
+
+def test_place_config_unknown_key_names_it(tmp_path):
+    bad = tmp_path / "values.yaml"
+    bad.write_text("resourceName: nvidia.com/gpu\nscheduler:\n  defaultSchedulerPolcy: {}\n")
+    result = _place("--nodes", str(FIX / "nvidia_nodes.json"), "--pods",
+                    str(FIX / "nvidia_pods.json"), "--pod", str(FIX / "pod_nvidia_share.yaml"),
+                    "--config", str(bad))
+    assert result.returncode == 2
+    assert "scheduler.defaultSchedulerPolcy: unknown key" in result.stderr
+    assert str(bad) in result.stderr

@@ -34,7 +34,7 @@ def devices(cluster, node_name, uuids, *, model="NVIDIA-A100-SXM4-80GB", vendor=
     from scheduling.models import DeviceModel, Node
 
     device_model, _ = DeviceModel.objects.get_or_create(
-        name=model, defaults={"vendor": vendor, "memory_mib": memory_mib})
+        name=model, defaults={"vendor": vendor, "config": {"memory_mib": memory_mib}})
     node, _ = Node.objects.get_or_create(
         cluster=cluster, name=node_name,
         defaults={"cpu_milli": 64000, "memory_mib": 262144, "labels": {"pool": cluster.name}})

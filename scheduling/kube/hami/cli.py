@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pod", required=True, help="Pod manifest to place (JSON/YAML)")
     ap.add_argument("--node-policy", choices=("binpack", "spread"))
     ap.add_argument("--device-policy", choices=("binpack", "spread", "topology-aware", "mutex"))
-    ap.add_argument("--config", help="HAMi Helm-named values (JSON/YAML)")
+    ap.add_argument("--config", help="HAMi chart values.yaml, the scheduler's "
+                    "device-config.yaml or its ConfigMap (JSON/YAML), detected by shape")
     args = ap.parse_args(argv)
     try:
         nodes = load_file(args.nodes, "--nodes")

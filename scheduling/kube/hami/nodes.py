@@ -20,29 +20,27 @@ conflict is listed in ``ClusterSnapshot.errors``.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduling.devices.matching import type_matches
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
+from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
+from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
 from scheduling.placement.types import ClusterSnapshot, Device, MigPlacement, MigProfile, Node
-from scheduling.placement.vendors.config import DeviceModelConfig
 
 __all__ = ["parse_node_devices", "parse_legacy_devices", "parse_json_devices", "node_from_kube",
-           "snapshot_from_kube", "HANDSHAKE_STALE_S", "CORDON_ANNOTATION", "SCORE_ANNOTATION"]
+           "snapshot_from_kube", "add_node", "cambricon_model", "HANDSHAKE_STALE_S",
+           "CORDON_ANNOTATION", "SCORE_ANNOTATION", "CAMBRICON_MODEL_LABEL"]
 
 HANDSHAKE_STALE_S = 60
+CAMBRICON_MODEL_LABEL = "Model"
+"""Node label the Cambricon device plugin writes with ``--node-label`` (bare key, the model
+of card 0, e.g. ``MLU370-X8``; ``pkg/nodeLabel/nodelabel.go``)."""
 CORDON_ANNOTATION = "hami.io/device-cordon"
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
-
-
-def _bool(v: Any, where: str) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.lower() in ("true", "false"):
-        return v.lower() == "true"
-    raise ValueError(f"{where}: {v!r} is not a boolean")
 
 
 def _int(v: Any, where: str) -> int:
@@ -54,84 +52,130 @@ def _int(v: Any, where: str) -> int:
         raise ValueError(f"{where}: {v!r} is not an integer") from None
 
 
-def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig) -> list[Device]:
+def _device(d: DeviceIn, node: str, cfg: DeviceModelConfig, index: int | None = None) -> Device:
+    """A placement ``Device`` of a validated registration entry."""
+    profiles = tuple(
+        MigProfile(p.name, p.memoryMB, p.core, p.sliceCount,
+                   tuple(MigPlacement(pl.start, pl.size) for pl in p.placements))
+        for p in d.migProfiles or ())
+    return Device(
+        uuid=d.id, node=node, index=d.index if index is None else index,
+        type=cfg.chip or d.type, vendor=cfg.vendor, memory_mib=d.devmem,
+        cores_percent=d.devcore, split_count=d.count, numa=d.numa, healthy=d.health,
+        mode=d.mode or "", mig_profiles=profiles, network_id=d.network_id)
+
+
+def _check_count(what: str, n: int, limits: InventoryLimits) -> None:
+    error = over_bound(what, n, limits, "max_devices_per_node", " devices")
+    if error:
+        raise ValueError(error)
+
+
+def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig,
+                         limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
     """Parse ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` entries.
 
-    Raises ValueError naming the entry on a malformed one.
+    7-field entries get mode ``hami-core`` and their position as index. Every field is
+    checked by :class:`~scheduling.kube.hami.registration.DeviceIn`.
+
+    Raises:
+        ValueError: naming the entry, on a malformed one or more entries than the bound.
     """
+    entries = [e for e in value.split(":") if e.strip()]
+    _check_count(cfg.register_annotation, len(entries), limits)
     out = []
-    for pos, entry in enumerate(e for e in value.split(":") if e.strip()):
+    for pos, entry in enumerate(entries):
         f = entry.split(",")
-        where = f"{cfg.register_annotation} entry {pos} {entry!r}"
+        where = f"{cfg.register_annotation} entry {pos} {entry[:80]!r}"
         if len(f) not in (7, 9):
             raise ValueError(f"{where}: expected 7 or 9 comma-separated fields, got {len(f)}")
-        index = _int(f[7], where) if len(f) == 9 else pos
-        mode = f[8] if len(f) == 9 else "hami-core"
-        out.append(Device(
-            uuid=f[0], node=node, index=index, type=cfg.chip or f[4], vendor=cfg.vendor,
-            memory_mib=_int(f[2], where), cores_percent=_int(f[3], where),
-            split_count=_int(f[1], where), numa=_int(f[5], where),
-            healthy=_bool(f[6], where), mode=mode))
+        data = dict(zip(("id", "count", "devmem", "devcore", "type", "numa", "health",
+                         "index", "mode"), f, strict=False))
+        data.setdefault("index", str(pos))
+        data.setdefault("mode", "hami-core")
+        out.append(_device(validate(DeviceIn, data, where, limits), node, cfg))
     return out
 
 
-def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig) -> list[Device]:
-    """Parse the JSON register format (``MarshalNodeDevices``). Raises ValueError."""
-    try:
-        data = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{cfg.register_annotation}: invalid JSON ({exc})") from None
+def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig,
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
+    """Parse the JSON register format (``MarshalNodeDevices``), each entry checked by
+    :class:`~scheduling.kube.hami.registration.DeviceIn`.
+
+    Raises:
+        ValueError: too long, too deep, not JSON, not an array, more entries than the
+            bound, or an entry that does not fit the schema (the message names it).
+    """
+    data = load_json(value, cfg.register_annotation, limits)
     if not isinstance(data, list):
         raise ValueError(f"{cfg.register_annotation}: expected a JSON array")
+    _check_count(cfg.register_annotation, len(data), limits)
     out = []
-    for pos, d in enumerate(data):
+    for pos, entry in enumerate(data):
         where = f"{cfg.register_annotation}[{pos}]"
-        if not isinstance(d, dict) or not isinstance(d.get("id"), str) or not d["id"]:
-            raise ValueError(f"{where}: each device needs a string 'id'")
-        profiles = []
-        for j, p in enumerate(d.get("migProfiles") or ()):
-            pw = f"{where}.migProfiles[{j}]"
-            if not isinstance(p, dict) or not isinstance(p.get("name"), str):
-                raise ValueError(f"{pw}: needs a string 'name'")
-            places = tuple(MigPlacement(_int(pl.get("start", 0), pw), _int(pl.get("size"), pw))
-                           for pl in p.get("placements") or ())
-            profiles.append(MigProfile(p["name"], _int(p.get("memoryMB", 0), pw),
-                                       _int(p.get("core", 0), pw),
-                                       _int(p.get("sliceCount", 0), pw), places))
-        custom = d.get("custominfo") or {}
-        net = custom.get("NetworkID") if isinstance(custom, dict) else None
-        health = d.get("health", False)
-        out.append(Device(
-            uuid=d["id"], node=node, index=_int(d.get("index", 0), where),
-            type=cfg.chip or str(d.get("type", "")), vendor=cfg.vendor,
-            memory_mib=_int(d.get("devmem", 0), where),
-            cores_percent=_int(d.get("devcore", 0), where),
-            split_count=_int(d.get("count", 0), where), numa=_int(d.get("numa", 0), where),
-            healthy=_bool(health, where + ".health"), mode=str(d.get("mode", "") or ""),
-            mig_profiles=tuple(profiles),
-            network_id=_int(net, where + ".custominfo.NetworkID") if net is not None else None))
+        out.append(_device(validate(DeviceIn, entry, where, limits), node, cfg))
     return out
 
 
-def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig) -> list[Device]:
+def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig,
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
     """Register annotation in either format (JSON when it starts with ``[``)."""
     v = value.strip()
+    error = over_bound(cfg.register_annotation, len(v), limits, "max_annotation_bytes",
+                       " characters")
+    if error:
+        raise ValueError(error)
     if v.startswith("["):
-        return parse_json_devices(v, node, cfg)
-    return parse_legacy_devices(v, node, cfg)
+        return parse_json_devices(v, node, cfg, limits)
+    return parse_legacy_devices(v, node, cfg, limits)
 
 
-def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any]) -> list[Device]:
-    """Devices of backends registered only through ``status.capacity``."""
+def cambricon_model(cfg: DeviceModelConfig, labels: dict[str, str],
+                    siblings: list[DeviceModelConfig]) -> tuple[str, DeviceModelConfig]:
+    """The model of a node's MLU cards and the config they follow.
+
+    A per-model config (``chip`` set, e.g. the ``cambricon.com/mlu590.smlu.*`` capacities of
+    the plugin's ``--enable-device-type``) names it. For the model-less
+    ``cambricon.com/mlu.smlu.*`` capacities the plugin's ``Model`` node label names it
+    (``MLU590-M9D``); the MLU model config whose name matches the label on whole tokens
+    (``MLU590``) then gives the memory and unit, else the vendor default does and the label
+    is the model. Without a label the model is HAMi's ``MLU``.
+    """
+    if cfg.chip:
+        return cfg.chip, cfg
+    label = str(labels.get(CAMBRICON_MODEL_LABEL, "")).strip()
+    if not label:
+        return cfg.common_word or "MLU", cfg
+    for other in siblings:
+        if other.vendor == "MLU" and other.chip and type_matches(label, other.chip):
+            return other.chip, other.model_copy(update={
+                "resource_memory": cfg.resource_memory})
+    return label, cfg
+
+
+def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
+           limits: InventoryLimits = DEFAULT_LIMITS, labels: dict[str, str] | None = None,
+           siblings: list[DeviceModelConfig] = ()) -> list[Device]:
+    """Devices of backends registered only through ``status.capacity`` (Cambricon models:
+    :func:`cambricon_model`).
+
+    Raises:
+        ValueError: a capacity that is not a plain integer, or more devices than the bound
+            (checked before any device is built).
+    """
+    what = f"status.capacity.{cfg.capacity_resource}"
     raw = capacity.get(cfg.capacity_resource)
     if raw is None:
         return []
-    cap = plain_int(raw, f"status.capacity.{cfg.capacity_resource}")
+    cap = plain_int(raw, what)
     if cap == 0:
         return []
     v = cfg.vendor
+    per_card = {"MLU": 100, "Mthreads": max(1, cfg.cores_percent)}.get(v, 1)
+    cards = math.ceil(cap / per_card)
+    _check_count(what, cards, limits)
     if v == "MLU":
-        cards = math.ceil(cap / 100)
+        model, cfg = cambricon_model(cfg, labels or {}, siblings)
         mem = cfg.memory_mib
         if not mem:
             if cfg.memory_factor == 0:
@@ -140,13 +184,14 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any]) -> list[
             vm = plain_int(capacity.get(cfg.resource_memory, 0),
                            f"status.capacity.{cfg.resource_memory}")
             mem = vm * cfg.memory_factor * 100 // cap
-        return [Device(f"{node}-cambricon-mlu-{i}", node, i, "MLU", v, mem, 100,
+        _check_memory(what, mem, limits)
+        return [Device(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100,
                        cfg.split_count) for i in range(cards)]
     if v == "Mthreads":
-        cards = math.ceil(cap / cfg.cores_percent)
         vm = plain_int(capacity.get(cfg.resource_memory, 0),
                        f"status.capacity.{cfg.resource_memory}")
         mem = cfg.memory_mib or vm * cfg.memory_factor // cards
+        _check_memory(what, mem, limits)
         return [Device(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
                        cfg.split_count) for i in range(cards)]
     if v == "Kunlun":
@@ -155,6 +200,12 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any]) -> list[
     word = {"Metax": "metax-gpu", "Enflame": "enflame-gcu"}.get(v, v.lower())
     return [Device(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
                    cfg.cores_percent, cfg.split_count) for i in range(cap)]
+
+
+def _check_memory(what: str, mem: int, limits: InventoryLimits) -> None:
+    error = over_bound(what, mem, limits, "max_memory_mib", " MiB per device")
+    if error:
+        raise ValueError(error)
 
 
 def _stale(value: str, now: datetime | None) -> bool:
@@ -168,9 +219,55 @@ def _stale(value: str, now: datetime | None) -> bool:
     return ref - t > timedelta(seconds=HANDSHAKE_STALE_S)
 
 
+def _host(node: Node, alloc: dict[str, Any], limits: InventoryLimits) -> None:
+    """Allocatable CPU / memory of the node (bounded; set only when within the bounds)."""
+    cpu = cpu_milli(alloc["cpu"], "status.allocatable.cpu") if "cpu" in alloc else 0
+    mem = memory_mib(alloc["memory"], "status.allocatable.memory") if "memory" in alloc else 0
+    for error in (over_bound("status.allocatable.cpu", cpu, limits, "max_node_cpu_milli",
+                             " millicores"),
+                  over_bound("status.allocatable.memory", mem, limits, "max_node_memory_mib",
+                             " MiB")):
+        if error:
+            raise ValueError(error)
+    node.cpu_milli, node.memory_mib = cpu, mem
+
+
+def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
+                capacity: dict[str, Any], configs: list[DeviceModelConfig],
+                now: datetime | None, limits: InventoryLimits,
+                labels: dict[str, str]) -> list[Device]:
+    """Every vendor's devices of one node: register annotations (a stale handshake with
+    allocatable 0 makes them unhealthy) and capacity-registered vendors; each annotation or
+    capacity is read once, by the first config naming it (the vendor's default precedes its
+    per-model configs in the catalogue)."""
+    devices: list[Device] = []
+    done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
+    for cfg in configs:
+        source = cfg.register_annotation or cfg.capacity_resource
+        if source in done:
+            continue
+        done.add(source)
+        if cfg.register_annotation and cfg.register_annotation in ann:
+            devs = parse_node_devices(ann[cfg.register_annotation], name, cfg, limits)
+            hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
+            if devs and _stale(hs, now) and str(alloc.get(cfg.resource_count, "0")) \
+                    in ("0", ""):
+                for d in devs:
+                    d.healthy = False
+            devices.extend(devs)
+        elif cfg.capacity_resource and not cfg.register_annotation:
+            devices.extend(_synth(name, cfg, capacity, limits, labels, configs))
+        _check_count("registered devices", len(devices), limits)
+    return devices
+
+
 def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
-                   now: datetime | None = None) -> Node:
+                   now: datetime | None = None,
+                   limits: InventoryLimits = DEFAULT_LIMITS) -> Node:
     """Build a Node from a Kubernetes Node dict. Registration errors go to ``Node.error``.
+
+    The envelope is checked by :class:`~scheduling.kube.hami.registration.NodeIn` and the
+    registrations by ``DeviceIn`` (bounded by ``limits``); any error names the field.
 
     Raises ValueError only when the object has no ``metadata.name``.
     """
@@ -178,41 +275,26 @@ def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
         raise ValueError("node object without metadata.name")
-    ann = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    status = obj.get("status") or {}
-    alloc = status.get("allocatable") or status.get("capacity") or {}
-    capacity = status.get("capacity") or alloc
-    node = Node(name, labels=dict(labels), annotations=dict(ann),
-                schedulable=not bool((obj.get("spec") or {}).get("unschedulable", False)))
+    node = Node(name)
     try:
-        if "cpu" in alloc:
-            node.cpu_milli = cpu_milli(alloc["cpu"], f"node {name} status.allocatable.cpu")
-        if "memory" in alloc:
-            node.memory_mib = memory_mib(alloc["memory"],
-                                         f"node {name} status.allocatable.memory")
+        env = validate(NodeIn, obj, "", limits)
     except ValueError as exc:
         node.error = str(exc)
         return node
-    devices: list[Device] = []
+    ann = dict(env.metadata.annotations or {})
+    status = env.status or NodeStatusIn()
+    alloc = dict(status.allocatable or status.capacity or {})
+    capacity = dict(status.capacity or alloc)
+    node.labels, node.annotations = dict(env.metadata.labels or {}), ann
+    node.schedulable = not (env.spec and env.spec.unschedulable)
     try:
-        for cfg in configs:
-            if cfg.register_annotation and cfg.register_annotation in ann:
-                devs = parse_node_devices(str(ann[cfg.register_annotation]), name, cfg)
-                hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
-                if devs and _stale(str(hs), now) and str(alloc.get(cfg.resource_count, "0")) \
-                        in ("0", ""):
-                    for d in devs:
-                        d.healthy = False
-                devices.extend(devs)
-            elif cfg.capacity_resource and not cfg.register_annotation:
-                devices.extend(_synth(name, cfg, capacity))
-        cordon = {u.strip() for u in str(ann.get(CORDON_ANNOTATION, "")).split(",") if u.strip()}
+        _host(node, alloc, limits)
+        devices = _registered(name, ann, alloc, capacity, configs, now, limits, node.labels)
+        cordon = {u.strip() for u in ann.get(CORDON_ANNOTATION, "").split(",") if u.strip()}
         for d in devices:
-            if d.uuid in cordon:
-                d.cordoned = True
+            d.cordoned = d.uuid in cordon
         if SCORE_ANNOTATION in ann:
-            node.pair_scores = _pair_scores(str(ann[SCORE_ANNOTATION]))
+            node.pair_scores = _pair_scores(ann[SCORE_ANNOTATION], limits)
         seen: set[str] = set()
         for d in devices:
             if d.uuid in seen:
@@ -225,11 +307,8 @@ def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
     return node
 
 
-def _pair_scores(value: str) -> dict[str, dict[str, int]]:
-    try:
-        data = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{SCORE_ANNOTATION}: invalid JSON ({exc})") from None
+def _pair_scores(value: str, limits: InventoryLimits) -> dict[str, dict[str, int]]:
+    data = load_json(value, SCORE_ANNOTATION, limits)
     if not isinstance(data, list):
         raise ValueError(f"{SCORE_ANNOTATION}: expected a JSON array")
     out: dict[str, dict[str, int]] = {}
@@ -242,20 +321,40 @@ def _pair_scores(value: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
+             configs: list[DeviceModelConfig], now: datetime | None,
+             limits: InventoryLimits) -> Node:
+    """Read ``nodes[i]`` (:func:`node_from_kube`) into ``snap``; an unexpected failure flags
+    the node (``Node.error``) instead of raising.
+
+    Raises:
+        ValueError: the node has no name, or its name is already in ``snap``.
+    """
+    try:
+        node = node_from_kube(obj, configs, now, limits)
+    except ValueError as exc:
+        raise ValueError(f"nodes[{i}]: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
+        node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
+    if node.name in snap.nodes:
+        raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
+    snap.nodes[node.name] = node
+    return node
+
+
 def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelConfig],
-                       now: datetime | None = None) -> ClusterSnapshot:
-    """Snapshot of Kubernetes Node dicts. Duplicate node names raise ValueError; duplicate
-    device uuids across nodes are reported in ``errors`` and those devices made unhealthy."""
+                       now: datetime | None = None,
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> ClusterSnapshot:
+    """Snapshot of Kubernetes Node dicts (each through :func:`node_from_kube`).
+
+    Duplicate node names and nameless nodes raise ValueError; duplicate device uuids across
+    nodes are reported in ``errors`` and those devices made unhealthy. An unexpected failure
+    while reading one node flags that node (``Node.error``), never the others.
+    """
     snap = ClusterSnapshot()
     owner: dict[str, Device] = {}
     for i, obj in enumerate(nodes):
-        try:
-            node = node_from_kube(obj, configs, now)
-        except ValueError as exc:
-            raise ValueError(f"nodes[{i}]: {exc}") from None
-        if node.name in snap.nodes:
-            raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
-        snap.nodes[node.name] = node
+        node = add_node(snap, i, obj, configs, now, limits)
         for d in node.devices:
             other = owner.get(d.uuid)
             if other is not None:

@@ -6,7 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from scheduling.kube.hami.config import config_from_helm
+from scheduling.devices.hami_files import read_hami_config
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.nodes import snapshot_from_kube
 from scheduling.kube.hami.pods import (
     MIG_ANNOTATION,
@@ -18,7 +19,6 @@ from scheduling.kube.hami.pods import (
 from scheduling.placement.profile import Profile
 from scheduling.placement.runner import place
 from scheduling.placement.types import PlacementRequest, PodAssignment
-from scheduling.placement.vendors.config import DeviceModelConfig
 
 __all__ = ["place_from_kube", "decision_annotations"]
 
@@ -81,7 +81,8 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
         pods_json: existing Pod objects (list or PodList); their allocations are usage.
         pod_manifest: the Pod to place.
         node_policy / device_policy: override the config's (HAMi defaults binpack / spread).
-        config: Helm-named HAMi values (``hami.config.config_from_helm``).
+        config: HAMi's chart ``values.yaml``, the scheduler's ``device-config.yaml`` or its
+            ConfigMap, parsed (``scheduling.devices.hami_files.read_hami_config``).
         now: current time for handshake staleness (None = no staleness check).
 
     Returns:
@@ -93,17 +94,14 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
     Raises:
         ValueError: bad input, the message names the input (nodes/pods/pod/config) and field.
     """
-    try:
-        cfg = config_from_helm(config)
-    except ValueError as exc:
-        raise ValueError(f"config: {exc}") from None
+    cfg = read_hami_config(config)
     configs = list(cfg.devices)
     snapshot = snapshot_from_kube(_items(nodes_json, "nodes"), configs, now)
     apply_existing_pods(snapshot, _items(pods_json, "pods"), configs)
     pod = pod_request_from_kube(pod_manifest, configs)
     profile = Profile(node_policy=node_policy or cfg.node_policy,
                       device_policy=device_policy or cfg.device_policy,
-                      device_configs=tuple(configs))
+                      device_configs=tuple(configs), hami_parity=True)
     decision = place(snapshot, PlacementRequest(pod.name, (pod,)), profile)
     if not decision.schedulable:
         return {"schedulable": False, "reasons": dict(decision.reasons)}

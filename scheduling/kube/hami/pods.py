@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.types import (
@@ -24,10 +25,9 @@ from scheduling.placement.types import (
     PodAssignment,
     PodRequest,
 )
-from scheduling.placement.vendors.config import DeviceModelConfig
 
 __all__ = ["decode_pod_devices", "encode_pod_devices", "apply_existing_pods",
-           "pod_request_from_kube", "NODE_ANNOTATION", "MIG_ANNOTATION"]
+           "pod_request_from_kube", "NODE_ANNOTATION", "MIG_ANNOTATION", "mig_gpu_instances"]
 
 NODE_ANNOTATION = "hami.io/vgpu-node"
 MIG_ANNOTATION = "hami.io/vgpu-mig-allocations"
@@ -303,3 +303,30 @@ def pod_request_from_kube(manifest: dict[str, Any], configs: list[DeviceModelCon
                       node_selector={str(k): str(v) for k, v in selector.items()},
                       node_policy=node_policy, device_policy=dev_policy,
                       device_scoring_weights=weights, namespace=ns)
+
+
+def mig_gpu_instances(annotations: dict[str, Any]) -> dict[tuple[str, int], int]:
+    """``{(gpu uuid, placement start): gpu instance id}`` of the MIG instances a pod's
+    :data:`MIG_ANNOTATION` names with a ``gpuInstanceID`` (what DCGM exports as ``GPU_I_ID``;
+    the device plugin adds ``migUUID``, ``gpuInstanceID`` and ``computeInstanceID`` once it
+    created the instances, HAMi ``mig_allocations.go``). Entries without an id yet and
+    malformed ones are skipped; a value that is not a JSON list gives ``{}`` (the annotation
+    is the device plugin's, never trusted to raise).
+    """
+    text = annotations.get(MIG_ANNOTATION) if isinstance(annotations, dict) else None
+    if not isinstance(text, str) or len(text) > 1_000_000:
+        return {}
+    try:
+        items = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    out: dict[tuple[str, int], int] = {}
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("placement"), dict):
+            continue
+        uuid, gi, start = item.get("gpuUUID"), item.get("gpuInstanceID"), \
+            item["placement"].get("start")
+        if isinstance(uuid, str) and all(isinstance(v, int) and not isinstance(v, bool)
+                                         and 0 <= v < 2**31 for v in (gi, start)):
+            out[(uuid, start)] = gi
+    return out

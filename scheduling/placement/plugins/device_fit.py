@@ -60,16 +60,18 @@ FITS: StateKey[dict[str, NodeFit]] = StateKey("DeviceFit/fits")
 
 def add_usage(overlay: dict[str, Usage], grants: list[DeviceGrant] | tuple[DeviceGrant, ...]
               ) -> None:
-    """Add grants to a pending-usage overlay (one slot per grant)."""
+    """Add grants to a pending-usage overlay (one slot per grant, a partition its size)."""
     for g in grants:
         u = overlay.get(g.uuid)
         if u is None:
             u = overlay[g.uuid] = Usage()
-        u.slots += 1
+        u.slots += g.slices or 1
         u.memory_mib += g.memory_mib
         u.cores_percent += g.cores_percent
         if g.mig_start >= 0:
             u.mig.append((g.mig_start, g.mig_size))
+        for name, n in g.counters:
+            u.counters[name] = u.counters.get(name, 0) + n
 
 
 def fit_pod(node: Node, prepared: PreparedPod, vendors: dict[str, VendorPlugin]

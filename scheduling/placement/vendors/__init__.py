@@ -7,18 +7,21 @@ plugin of each vendor; unknown vendor words get the generic :class:`VendorPlugin
 
 from __future__ import annotations
 
+from scheduling.devices.defaults import default_device_configs
+from scheduling.devices.schema import DeviceModelConfig, Template
 from scheduling.placement.vendors.amd import AmdPlugin
 from scheduling.placement.vendors.ascend import AscendPlugin
 from scheduling.placement.vendors.base import VendorPlugin
 from scheduling.placement.vendors.cambricon import CambriconPlugin
-from scheduling.placement.vendors.config import DeviceModelConfig, Template, default_device_configs
-from scheduling.placement.vendors.enflame import EnflamePlugin
+from scheduling.placement.vendors.enflame import EnflameDRSPlugin, EnflamePlugin
 from scheduling.placement.vendors.hygon import HygonPlugin
 from scheduling.placement.vendors.iluvatar import IluvatarPlugin
 from scheduling.placement.vendors.kunlun import KunlunPlugin, KunlunVXPUPlugin
 from scheduling.placement.vendors.metax import MetaxPlugin, MetaxSGPUPlugin
 from scheduling.placement.vendors.mthreads import MthreadsPlugin
+from scheduling.placement.vendors.neuron import NeuronPlugin
 from scheduling.placement.vendors.nvidia import NvidiaPlugin
+from scheduling.placement.vendors.vastai import VastaiPlugin
 
 __all__ = ["VENDOR_PLUGINS", "build_vendors", "default_vendors", "DeviceModelConfig",
            "Template", "VendorPlugin", "default_device_configs"]
@@ -28,18 +31,22 @@ VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
     "Ascend": AscendPlugin, "Metax": MetaxPlugin, "MetaxSGPU": MetaxSGPUPlugin,
     "Iluvatar": IluvatarPlugin, "Enflame": EnflamePlugin, "Mthreads": MthreadsPlugin,
     "Kunlun": KunlunPlugin, "KunlunVXPU": KunlunVXPUPlugin, "AMD": AmdPlugin,
+    "EnflameDRS": EnflameDRSPlugin, "AWSNeuron": NeuronPlugin, "Vastai": VastaiPlugin,
 }
 
 
-def build_vendors(configs: list[DeviceModelConfig]) -> dict[str, VendorPlugin]:
-    """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``)."""
+def build_vendors(configs: list[DeviceModelConfig], hami_parity: bool = False
+                  ) -> dict[str, VendorPlugin]:
+    """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``; disabled
+    backends are left out). ``hami_parity``: answer as HAMi where the console differs."""
     groups: dict[str, list[DeviceModelConfig]] = {}
     for c in configs:
-        groups.setdefault(c.vendor, []).append(c)
+        if c.enabled:
+            groups.setdefault(c.vendor, []).append(c)
     out: dict[str, VendorPlugin] = {}
     for vendor, cfgs in groups.items():
         cls = VENDOR_PLUGINS.get(vendor, VendorPlugin)
-        plugin = cls(cfgs)
+        plugin = cls(cfgs, hami_parity)
         if cls is VendorPlugin:
             plugin.vendor = vendor
         out[vendor] = plugin

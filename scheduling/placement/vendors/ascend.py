@@ -29,7 +29,11 @@ class AscendPlugin(VendorPlugin):
     collected; 1 device -> the first; N -> filled from the NetworkID group with most
     candidates (ties: lowest NetworkID), then the rest in candidate order. Node score term
     ``10 x sum over containers (max devices on one NetworkID / devices)``.
-    Not modelled: Ascend 910C superPod 2-NPU modules.
+    Ascend 910C (``superPod``, ``computeBestCombination910C`` ``device.go:677-733``): NPUs
+    come in 2-NPU modules (module = registered index // 2); a request for 1 NPU becomes 2,
+    an odd count above 1 is refused; several NPUs take whole modules whose both NPUs pass,
+    module by module (lowest module first) until the count is met, else
+    ``AllocatedCardsInsufficientRequest``.
     """
 
     vendor = "Ascend"
@@ -43,6 +47,11 @@ class AscendPlugin(VendorPlugin):
         cfg = self.configs.get(req.chip)
         if cfg is None:
             return f"{R.INVALID_REQUEST}: unknown Ascend chip {req.chip!r}"
+        if cfg.super_pod:
+            if req.count > 1 and req.count % 2:
+                return (f"{R.INVALID_REQUEST}: {req.chip} takes whole 2-NPU modules, "
+                        f"count {req.count} is odd")
+            req = replace(req, count=max(2, req.count))
         if req.soft_split:
             return req
         if req.cores_percent > 0:
@@ -92,12 +101,29 @@ class AscendPlugin(VendorPlugin):
         devs = self.candidates(node, req)
         return bool(devs) and all(d.network_id is not None for d in devs)
 
+    def _super_pod(self, req: DeviceRequest) -> bool:
+        cfg = self.configs.get(req.chip)
+        return cfg is not None and cfg.super_pod and req.count > 1
+
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
-        return self._network_aware(ctx.node, req)
+        return self._super_pod(req) or self._network_aware(ctx.node, req)
+
+    def select_failure(self, req: DeviceRequest) -> str:
+        if self._super_pod(req):
+            return R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST
+        return super().select_failure(req)
 
     def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
+        if self._super_pod(req):
+            modules: dict[int, list[DeviceGrant]] = {}
+            for g in grants:
+                modules.setdefault(g.index // 2, []).append(g)
+            whole = [sorted(gs, key=lambda g: g.index) for _, gs in sorted(modules.items())
+                     if len(gs) == 2]
+            chosen = [g for gs in whole for g in gs][: req.count]
+            return chosen if len(chosen) == req.count else None
         if req.count == 1:
             return grants[:1]
         net = {d.uuid: d.network_id for d in node.devices}

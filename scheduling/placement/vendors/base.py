@@ -5,16 +5,22 @@ to grant. :class:`VendorPlugin` implements HAMi's generic algorithm; vendors ove
 hooks (``prepare``, ``need``, ``custom_check``, ``select_from``, ``node_score``).
 
 Device checks, in HAMi's order (first failing check is the device's reason):
+ 0 ``DeviceModelInvalid`` (the console's: the device's model config does not resolve)
  1 ``CardNotHealth``  2 ``CardCordoned``  3 ``CardTypeMismatch`` (type include/exclude, mode)
  4 NUMA binding (``NumaNotFit``: a partial selection crossing NUMA nodes is discarded)
  5 ``CardUuidMismatch``  6 ``CardTimeSlicingExhausted`` (split count used up)
  7 ``ExclusiveDeviceAllocateConflict`` (device policy ``mutex`` and the device is used)
- 8 cores clamped to 100  9 memory = MiB, or percent of registered memory (integer division),
-   or the whole card  10 quota: not checked here (admission core's job)
+ 8 cores clamped to 100  9 memory = MiB (the console rounds it up to the model's minimum
+   slice and whole memory units, :func:`scheduling.devices.resources.charged_memory_mib`),
+   or percent of registered memory (integer division), or the whole card
+ 10 quota: not checked here (admission core's job)
  11 ``CardInsufficientMemory``  12 ``CardInsufficientCore``
  13 ``ExclusiveDeviceAllocateConflict`` (100 % cores needs an idle device)
  14 ``CardComputeUnitsExhausted`` (0-core task cannot join a device whose cores are full)
  15 vendor custom rule (``CardNotFoundCustomFilterRule``, ``CardMigTopologyInfeasible``)
+ 16 DRA shared counters of the card (``CardSharedCountersExhausted``; devices with
+    ``counters`` only: a template grant consumes its template's counters, others their
+    memory and cores)
 
 Device ordering (HAMi ``ComputeScore``; ``Fit`` consumes the sorted list from its end):
 ``score = 10*(slot_w*(1+used)/count + core_w*(cores+used_cores)/total_cores +
@@ -27,31 +33,35 @@ Deliberate differences from HAMi, documented here:
  * ties are deterministic: binpack prefers the higher NUMA id then the later device in
    registration order; spread prefers the later device in registration order. This is the
    order HAMi usually produces with its unstable sort (§4.4, §9.1).
- * type include/exclude is an exact (case-insensitive) model match, not a substring (§9.10).
+ * type include/exclude matches whole tokens (``scheduling.devices.matching.type_matches``:
+   ``A100`` selects ``NVIDIA A100-SXM4-80GB``, ``H20`` never ``H200``), not HAMi's
+   substring; a plugin built with ``hami_parity=True`` (``place``) uses HAMi's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from scheduling.devices.matching import any_hami_type_matches, any_type_matches, model_key
+from scheduling.devices.resources import charged_memory_mib, template_counters
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
-from scheduling.placement.vendors.config import DeviceModelConfig
 
-__all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin", "normalize_model",
-           "model_matches"]
+__all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin"]
 
 
 class Usage:
     """Usage added by the pod being placed (per device uuid), on top of ``Device.used_*``."""
 
-    __slots__ = ("slots", "memory_mib", "cores_percent", "mig")
+    __slots__ = ("slots", "memory_mib", "cores_percent", "mig", "counters")
 
     def __init__(self) -> None:
         self.slots = 0
         self.memory_mib = 0
         self.cores_percent = 0
         self.mig: list[tuple[int, int]] = []  # (start, size) of pending MIG instances
+        self.counters: dict[str, int] = {}
 
 
 class FitContext:
@@ -64,9 +74,12 @@ class FitContext:
         weights: (slot, core, memory) device score weights.
         pod_devices: uuids granted to earlier app containers of this pod (custom rules).
         extra_score: vendor node-score terms accumulated while fitting.
+        per_device_cap: most grants one device may give one request (0 = no cap; NVIDIA
+            MIG spreads instances with it).
     """
 
-    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score")
+    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score",
+                 "per_device_cap")
 
     def __init__(self, node: Node, overlay: dict[str, Usage], policy: str,
                  weights: tuple[int, int, int], pod_devices: set[str]) -> None:
@@ -76,6 +89,7 @@ class FitContext:
         self.weights = weights
         self.pod_devices = pod_devices
         self.extra_score = 0.0
+        self.per_device_cap = 0
 
 
 class FitResult:
@@ -88,46 +102,44 @@ class FitResult:
         self.reason = reason
 
 
-_PREFIXES = ("nvidia-", "nvidia ")
-
-
-def normalize_model(model: str) -> str:
-    """Lower-case, trimmed model with a leading ``NVIDIA-``/``NVIDIA `` removed."""
-    m = model.strip().lower()
-    for p in _PREFIXES:
-        if m.startswith(p):
-            return m[len(p):]
-    return m
-
-
-def model_matches(device_type: str, wanted: str) -> bool:
-    """Exact model match after :func:`normalize_model` on both sides ("H20" != "H200",
-    "910B4" != "910B4-1"). Differs from HAMi's substring ``CheckType`` on purpose (§9.10)."""
-    return normalize_model(device_type) == normalize_model(wanted)
-
-
 class VendorPlugin:
     """HAMi's generic Fit, parameterised by :class:`DeviceModelConfig`.
 
     Args:
-        configs: configs of this vendor (one per chip for Ascend/Iluvatar).
+        configs: configs of this vendor (one per chip/model; ``chip == ""`` = the default).
+        hami_parity: answer as HAMi v2.10 where the console deliberately differs (type
+            selection by substring, MIG instances packed; ``manage.py place``).
     """
 
     vendor = ""
     #: True when some device of this vendor may serve several devices of one request (MIG)
     may_revisit = False
 
-    def __init__(self, configs: list[DeviceModelConfig]) -> None:
+    def __init__(self, configs: list[DeviceModelConfig], hami_parity: bool = False) -> None:
         if not configs:
             raise ValueError(f"{type(self).__name__}: at least one config is required")
         self.configs = {c.chip: c for c in configs}
-        self.default = configs[0]
+        self.default = next((c for c in configs if not c.chip), configs[0])
+        self.hami_parity = hami_parity
+        self._by_key: dict[str, DeviceModelConfig] = {}
+        for c in configs:
+            for name in (c.chip, *c.aliases):
+                self._by_key.setdefault(model_key(name), c)
+        self._for_type: dict[str, DeviceModelConfig] = {}
+        #: some model books memory in units / minimum slices (the fast order path is off)
+        self.rounds = any(c.memory_factor != 1 or c.min_slice_mib for c in configs)
 
     # ---- configuration helpers ---------------------------------------------------------
 
     def config_for(self, chip: str) -> DeviceModelConfig:
-        """Config of a chip (falls back to the vendor's first config)."""
-        return self.configs.get(chip) or self.configs.get("") or self.default
+        """Config of a chip / device type: the model's own (matched by
+        :func:`~scheduling.devices.matching.model_key` on its chip or an alias), else the
+        vendor's default."""
+        cfg = self._for_type.get(chip)
+        if cfg is None:
+            cfg = self.configs.get(chip) or self._by_key.get(model_key(chip)) or self.default
+            self._for_type[chip] = cfg
+        return cfg
 
     def annotation_type(self, dev: Device) -> str:
         """TYPE field of the allocation annotation for this device (§3.2)."""
@@ -162,9 +174,23 @@ class VendorPlugin:
         """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9)."""
         cores = req.cores_percent if req.cores_percent <= 100 else 100
         if req.memory_mib > 0:
-            return req.memory_mib, cores
+            return self.charge(dev, req.memory_mib), cores
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, cores
+
+    def charge(self, dev: Device, memory_mib: int) -> int:
+        """MiB booked on ``dev`` for a request of ``memory_mib``: rounded up to the device
+        model's minimum slice and whole memory units (unit 0 = 1 % of the allocatable
+        memory), :func:`scheduling.devices.resources.charged_memory_mib`."""
+        if not self.rounds:
+            return memory_mib
+        cfg = self.config_for(dev.type)
+        if cfg.memory_factor == 1 and not cfg.min_slice_mib:
+            return memory_mib
+        try:
+            return charged_memory_mib(cfg, memory_mib, dev.memory_mib)
+        except ConfigError:
+            return memory_mib
 
     def device_score(self, dev: Device, req: DeviceRequest, ov: Usage | None,
                      weights: tuple[int, int, int]) -> float:
@@ -192,7 +218,8 @@ class VendorPlugin:
         binpack = pol == "binpack"
         numa = req.numa_bind
         cls = type(self)
-        fast = cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
+        fast = (cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
+                and not self.rounds)
         if fast:
             sw, cw, mw = w
             cores = req.cores_percent if req.cores_percent <= 100 else 100
@@ -228,10 +255,11 @@ class VendorPlugin:
         return [devs[p] for _, p in keyed]
 
     def type_ok(self, dev: Device, req: DeviceRequest) -> bool:
-        """Step 3: model include/exclude (exact) and mode."""
-        if req.types_include and not any(model_matches(dev.type, t) for t in req.types_include):
+        """Step 3: model include/exclude (whole tokens, or HAMi's substring) and mode."""
+        match = any_hami_type_matches if self.hami_parity else any_type_matches
+        if req.types_include and not match(dev.type, req.types_include):
             return False
-        if req.types_exclude and any(model_matches(dev.type, t) for t in req.types_exclude):
+        if req.types_exclude and match(dev.type, req.types_exclude):
             return False
         return not (req.modes and dev.mode not in req.modes)
 
@@ -240,19 +268,29 @@ class VendorPlugin:
         """Step 15 hook: vendor rule; returns a reason name or None."""
         return None
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
-        """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
+    def admit(self, dev: Device, req: DeviceRequest, ctx: FitContext, extra_slots: int = 0,
+              size: int = 1) -> tuple[int, Usage | None] | str:
+        """Steps 5-7: uuid lists, free slots for ``size`` more (``extra_slots`` already
+        taken by this request), mutex. Returns (slots in use, pending usage) or a reason."""
         if req.uuids_include and dev.uuid not in req.uuids_include:
             return R.CARD_UUID_MISMATCH
         if req.uuids_exclude and dev.uuid in req.uuids_exclude:
             return R.CARD_UUID_MISMATCH
         o = ctx.overlay.get(dev.uuid)
-        used = dev.used_slots + (o.slots if o else 0)
-        if dev.split_count <= used:
+        used = dev.used_slots + (o.slots if o else 0) + extra_slots
+        if dev.split_count < used + size:
             return R.CARD_TIME_SLICING_EXHAUSTED
         if ctx.policy == "mutex" and used > 0:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        return used, o
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
+        admitted = self.admit(dev, req, ctx)
+        if isinstance(admitted, str):
+            return admitted
+        used, o = admitted
         mem, cores = self.need(dev, req)
         umem = dev.used_memory_mib + (o.memory_mib if o else 0)
         ucores = dev.used_cores_percent + (o.cores_percent if o else 0)
@@ -267,12 +305,25 @@ class VendorPlugin:
         r = self.custom_check(dev, req, ctx, mem, cores)
         if r is not None:
             return r
-        return [self.grant(dev, mem, cores)]
+        g = self.grant(dev, mem, cores)
+        return [g] if counters_fit(dev, g, o) else R.CARD_SHARED_COUNTERS_EXHAUSTED
 
     def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
-        """The grant of ``mem`` MiB and ``cores`` on ``dev``."""
+        """The grant of ``mem`` MiB and ``cores`` on ``dev`` (with the shared counters it
+        consumes when the card has ``counters``)."""
+        if dev.counters and "counters" not in extra:
+            extra["counters"] = self.consumed_counters(dev, mem, cores,
+                                                       str(extra.get("template", "")))
         return DeviceGrant(dev.uuid, self.annotation_type(dev), mem, cores, dev.vendor,
                            dev.index, model=dev.type, **extra)
+
+    def consumed_counters(self, dev: Device, mem: int, cores: int, template: str
+                          ) -> tuple[tuple[str, int], ...]:
+        """Counters a grant consumes: its template's (catalogue), else memory and cores."""
+        tpl = next((t for t in self.config_for(dev.type).templates if t.name == template),
+                   None) if template else None
+        used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
+        return tuple(sorted((k, v) for k, v in used.items() if k in dev.counters))
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         """True to collect every passing device and let :meth:`select_from` choose."""
@@ -282,6 +333,10 @@ class VendorPlugin:
                     ctx: FitContext) -> list[DeviceGrant] | None:
         """Choose ``req.count`` devices among all passing ones (when :meth:`collect_all`)."""
         return [g for gs in passing[: req.count] for g in gs]
+
+    def select_failure(self, req: DeviceRequest) -> str:
+        """Reason counted for the passing devices when :meth:`select_from` finds no set."""
+        return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
 
     def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
         """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
@@ -301,8 +356,10 @@ class VendorPlugin:
         typed = bool(req.types_include or req.types_exclude or req.modes)
         revisit = self.may_revisit
         for dev in ordered:
-            if not dev.healthy:
-                r: str | None = R.CARD_NOT_HEALTH
+            if dev.error:
+                r: str | None = R.DEVICE_MODEL_INVALID
+            elif not dev.healthy:
+                r = R.CARD_NOT_HEALTH
             elif dev.cordoned:
                 r = R.CARD_CORDONED
             elif typed and not self.type_ok(dev, req):
@@ -333,7 +390,7 @@ class VendorPlugin:
             grants = self.select_from(node, chosen, req, ctx)
             if grants is not None:
                 return FitResult(grants)
-            counts[R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE] = nchosen
+            counts[self.select_failure(req)] = nchosen
         elif nchosen:
             counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
         return FitResult(None, R.gen_reason(counts, total) or
@@ -342,6 +399,16 @@ class VendorPlugin:
     def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
         return 0.0
+
+
+def counters_fit(dev: Device, grant: DeviceGrant, pending: Usage | None) -> bool:
+    """True when the card's shared counters have room for the grant's consumption (on top
+    of the booked ones and this pod's pending ones)."""
+    for name, n in grant.counters:
+        used = dev.used_counters.get(name, 0) + (pending.counters.get(name, 0) if pending else 0)
+        if used + n > dev.counters.get(name, 0):
+            return False
+    return True
 
 
 Factory = Callable[[list[DeviceModelConfig]], VendorPlugin]

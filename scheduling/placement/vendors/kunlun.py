@@ -7,6 +7,12 @@
   whose free count equals ``[1, 3, 2, 4][s-1]`` (count 1) or ``s`` (counts 2, 4) gives its
   lowest free indices; otherwise the cross-wing sets are tried in order: pairs 0-4, 1-5,
   2-6, 3-7 (count 2) or 0-1-4-5, 2-3-6-7, 0-2-4-6, 1-3-5-7, 0-3-4-7, 1-2-5-6 (count 4).
+* Node score term (HAMi ``ScoreNode``/``calcscore``, ``topo.go:50-97``): 0 unless every
+  Kunlun device of the node has HAMi's ``kunlun`` TYPE; ``prev`` = indices of devices used
+  before the pod, ``cur`` = the pod's indices; ``bubbles(t)`` = 1 for none, else
+  ``g(left) + g(right)`` over the wings (indices < 4 / >= 4) with ``g(4) = 0``, ``g(1) = 2``,
+  else 1; the term is 3000 / 2000 / 1000 / 0 for ``bubbles(cur) - bubbles(prev)`` = -1 / 0 /
+  1 / 2, else 1000 (binpack keeps the highest node score, spread the lowest).
 * ``KunlunVXPU``: memory rounded up to 24576 / 49152 / 98304 MiB (config templates), cores
   = memory x 100 / 98304; a partly used vXPU only takes slices of the size already on it
   (``CardNotFoundCustomFilterRule``). Device order is the generic one (HAMi's wing walk
@@ -60,6 +66,32 @@ class KunlunPlugin(VendorPlugin):
             if free.issuperset(combo):
                 return [by_index[i] for i in combo]
         return None
+
+    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+        devs = [d for d in node.devices if d.vendor == self.vendor]
+        word = "kunlun"
+        if any(word not in self.annotation_type(d).lower() for d in devs):
+            return 0.0
+        mine = {d.uuid for d in devs}
+        cur = {g.index for gs in containers for g in gs if g.uuid in mine}
+        if not cur:
+            return 0.0
+        prev = {d.index for d in devs if d.used_slots > 0}
+        return kunlun_topology_score(prev, cur)
+
+
+def _bubbles(indices: set[int]) -> int:
+    left = sum(1 for i in indices if i < 4)
+    right = len(indices) - left
+    if not left and not right:
+        return 1
+    return sum(0 if n == 4 else 2 if n == 1 else 1 for n in (left, right))
+
+
+def kunlun_topology_score(prev: set[int], cur: set[int]) -> float:
+    """HAMi ``calcscore`` (module doc)."""
+    return {-1: 3000.0, 0: 2000.0, 1: 1000.0, 2: 0.0}.get(_bubbles(cur) - _bubbles(prev),
+                                                          1000.0)
 
 
 class KunlunVXPUPlugin(VendorPlugin):

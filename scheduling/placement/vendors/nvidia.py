@@ -6,11 +6,12 @@ Sources: ``pkg/device/nvidia/device.go`` (Fit), ``mig_topology.go`` (MIG placeme
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, MigProfile, Node
-from scheduling.placement.vendors.base import FitContext, VendorPlugin
+from scheduling.placement.vendors.base import FitContext, FitResult, VendorPlugin
 
 
 class NvidiaPlugin(VendorPlugin):
@@ -24,6 +25,11 @@ class NvidiaPlugin(VendorPlugin):
       Booked memory/cores are the profile's. One GPU may give several instances to one
       container, so ``count`` may exceed the number of GPUs. No profile ->
       ``CardMigTopologyInfeasible``.
+    * MIG, several instances under device policy ``spread`` or ``topology-aware``: spread
+      over the MIG GPUs, at most ``ceil(count / MIG GPUs)`` per GPU; only when that does not
+      fit are they packed. **Deliberate difference**: HAMi packs the instances of one
+      container onto one GPU under every policy (``nvidia/device.go:846-848``); ``place``
+      keeps HAMi's packing (profile ``hami_parity``).
     * device policy ``topology-aware``: every passing GPU is collected; for 1 GPU the one
       with the lowest sum of pair scores to the other candidates is taken (keeps
       well-connected GPUs free); for N GPUs the first combination (candidate order) with the
@@ -39,21 +45,29 @@ class NvidiaPlugin(VendorPlugin):
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return ctx.policy == "topology-aware"
 
+    def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
+        if req.count > 1 and not self.hami_parity \
+                and ctx.policy in ("spread", "topology-aware"):
+            gpus = sum(1 for d in self.candidates(node, req) if d.mode == "mig")
+            if gpus > 1:
+                ctx.per_device_cap = math.ceil(req.count / gpus)
+                try:
+                    res = super().fit(node, req, ctx)
+                finally:
+                    ctx.per_device_cap = 0
+                if res.grants is not None:
+                    return res
+        return super().fit(node, req, ctx)
+
     def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         if dev.mode != "mig":
             return super().check(dev, req, ctx, taken)
-        if req.uuids_include and dev.uuid not in req.uuids_include:
-            return R.CARD_UUID_MISMATCH
-        if req.uuids_exclude and dev.uuid in req.uuids_exclude:
-            return R.CARD_UUID_MISMATCH
-        o = ctx.overlay.get(dev.uuid)
         mine = [g for g in taken if g.uuid == dev.uuid]
-        used = dev.used_slots + (o.slots if o else 0) + len(mine)
-        if dev.split_count <= used:
-            return R.CARD_TIME_SLICING_EXHAUSTED
-        if ctx.policy == "mutex" and used > 0:
-            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        admitted = self.admit(dev, req, ctx, len(mine))
+        if isinstance(admitted, str):
+            return admitted
+        used, o = admitted
         mem, _ = self.need(dev, req)
         busy = [(i.start, i.size) for i in dev.mig_instances]
         if o:
@@ -61,6 +75,8 @@ class NvidiaPlugin(VendorPlugin):
         busy.extend((g.mig_start, g.mig_size) for g in mine)
         out: list[DeviceGrant] = []
         remaining = req.count - len(taken)
+        if ctx.per_device_cap:
+            remaining = min(remaining, ctx.per_device_cap - len(mine))
         while remaining > 0 and used < dev.split_count:
             found = _pick_mig(dev.mig_profiles, mem, busy)
             if found is None:

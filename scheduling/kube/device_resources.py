@@ -1,0 +1,242 @@
+"""Device resource tables and per-model resolution for the manifest builders
+(:mod:`scheduling.kube.manifests`): HAMi resource names per vendor (the fallback when a grant's
+model is not in the catalogue), whole-device plugin resources, DRA drivers, and the
+catalogue lookups that give a grant's model its own names, memory unit, use-uuid key and DRA
+driver / device class (docs/devices.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from scheduling.devices.overlay import Catalogue
+from scheduling.devices.resources import dra_device_class, unit_mib
+from scheduling.devices.schema import ConfigError, DeviceModelConfig
+from scheduling.placement.types import DeviceGrant, PodAssignment
+
+__all__ = ["ManifestError", "DraDriver", "DEFAULT_DRA_DRIVERS", "HamiResources",
+           "HAMI_RESOURCES", "WHOLE_RESOURCES", "model_resources", "hami_container_resources",
+           "ascend_family", "dra_drivers_for"]
+
+
+class ManifestError(ValueError):
+    """The placement cannot be expressed in the requested mode (message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DraDriver:
+    """How to ask one DRA driver for devices (per vendor).
+
+    Attributes:
+        driver: driver name (ResourceSlice ``spec.driver``; CEL attribute domain).
+        device_class: DeviceClass name requests use.
+        consumable_capacity: devices have ``allowMultipleAllocations`` and capacities
+            ``memory`` (bytes) / ``cores`` (percent) that requests consume (KEP-5075).
+        uuid_attribute: device attribute holding the physical device uuid.
+        parent_attribute / profile_attribute: attributes of partition devices (MIG, vNPU
+            templates) naming the parent uuid and the profile/template; "" = the driver has
+            no partition devices.
+        memory_capacity / cores_capacity: capacity names.
+    """
+
+    driver: str
+    device_class: str
+    consumable_capacity: bool = True
+    uuid_attribute: str = "uuid"
+    parent_attribute: str = "parentUUID"
+    profile_attribute: str = "profile"
+    memory_capacity: str = "memory"
+    cores_capacity: str = "cores"
+
+
+DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = {
+    # Project-HAMi/k8s-dra-driver (hami.md §7.1); partition attributes are our assumption
+    # (the driver's dynamic MIG devices) - override per cluster if they differ.
+    "NVIDIA": DraDriver("hami-core-gpu.project-hami.io", "hami-core-gpu.project-hami.io"),
+    # Project-HAMi/ascend-dra-driver, HAMivNPUCore mode (hami.md §7.1); template partitions
+    # named by the "template" attribute.
+    "Ascend": DraDriver("ascend.project-hami.io", "ascend.project-hami.io",
+                        profile_attribute="template"),
+}
+"""Vendor word -> DraDriver for the drivers HAMi ships; other vendors must be configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class HamiResources:
+    """HAMi resource names of one vendor (docs/hami.md §2) and its device pin annotation.
+
+    Attributes:
+        count: device count resource (``{chip}`` is replaced by the grant's common word).
+        memory: per-device memory resource ("" = vendor has none).
+        cores: per-device cores resource ("" = none).
+        memory_unit_mib: MiB per memory unit (Cambricon/Iluvatar 256, Mthreads 512); memory
+            is rounded UP to whole units.
+        memory_suffix: appended to the value (Metax sGPU: ``"Mi"``, a bare number is GiB).
+        cores_per_device: unit of the cores resource for one whole device (Mthreads 16).
+        use_uuid: pod annotation listing the granted device uuids (hami.md §3.1).
+    """
+
+    count: str
+    memory: str = ""
+    cores: str = ""
+    memory_unit_mib: int = 1
+    memory_suffix: str = ""
+    cores_per_device: int = 100
+    use_uuid: str = ""
+
+
+HAMI_RESOURCES: Mapping[str, HamiResources] = {
+    "NVIDIA": HamiResources("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
+                            use_uuid="nvidia.com/use-gpuuuid"),
+    "MLU": HamiResources("cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory",
+                         "cambricon.com/mlu.smlu.vcore", memory_unit_mib=256,
+                         use_uuid="cambricon.com/use-gpuuuid"),
+    "DCU": HamiResources("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores",
+                         use_uuid="hygon.com/use-gpuuuid"),
+    "Ascend": HamiResources("huawei.com/{chip}", "huawei.com/{chip}-memory",
+                            "huawei.com/{chip}-core", use_uuid="hami.io/use-{chip}-uuid"),
+    "Metax": HamiResources("metax-tech.com/gpu", use_uuid="metax-tech.com/use-gpuuuid"),
+    "MetaxSGPU": HamiResources("metax-tech.com/sgpu", "metax-tech.com/vmemory",
+                               "metax-tech.com/vcore", memory_suffix="Mi",
+                               use_uuid="metax-tech.com/use-gpuuuid"),
+    "Iluvatar": HamiResources("iluvatar.ai/{chip}-vgpu", "iluvatar.ai/{chip}.vMem",
+                              "iluvatar.ai/{chip}.vCore", memory_unit_mib=256,
+                              use_uuid="hami.io/use-{chip}-uuid"),
+    "Enflame": HamiResources("enflame.com/gcu", use_uuid="enflame.com/use-gpuuuid"),
+    "Mthreads": HamiResources("mthreads.com/vgpu", "mthreads.com/sgpu-memory",
+                              "mthreads.com/sgpu-core", memory_unit_mib=512,
+                              cores_per_device=16, use_uuid="mthreads.ai/use-gpuuuid"),
+    "Kunlun": HamiResources("kunlunxin.com/xpu", use_uuid="baidu.com/use-gpuuuid"),
+    "KunlunVXPU": HamiResources("kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory",
+                                use_uuid="hami.io/use-xpu-uuid"),
+    "AMD": HamiResources("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores",
+                         use_uuid="amd.com/use-gpu-uuid"),
+}
+"""Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
+
+WHOLE_RESOURCES: Mapping[str, str] = {
+    "NVIDIA": "nvidia.com/gpu",
+    "MLU": "cambricon.com/mlu",
+    "DCU": "hygon.com/dcu",
+    "Ascend": "huawei.com/{family}",
+    "Metax": "metax-tech.com/gpu",
+    "MetaxSGPU": "metax-tech.com/gpu",
+    "Iluvatar": "iluvatar.ai/gpu",
+    "Enflame": "enflame.com/gcu",
+    "Mthreads": "mthreads.com/gpu",
+    "Kunlun": "kunlunxin.com/xpu",
+    "KunlunVXPU": "kunlunxin.com/xpu",
+    "AMD": "amd.com/gpu",
+}
+"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin. Ascend's
+MindX plugin names it by chip family (``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
+
+
+def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
+                     catalogue: Catalogue | None) -> HamiResources:
+    """HAMi resource names and memory unit of the grants' model: the catalogue's resolved
+    config of the model (per-model names such as ``cambricon.com/mlu590.smlu.vmemory``, the
+    model's ``memory_factor`` incl. 0 = 1 % of ``memory_mib``), else the vendor's table entry.
+
+    Raises:
+        ManifestError: unknown vendor, grants of several models in one vendor group, or a
+            model whose memory unit cannot be computed.
+    """
+    res = HAMI_RESOURCES.get(vendor)
+    if res is None:
+        raise ManifestError(f"vendor {vendor!r} has no HAMi resource names")
+    if catalogue is None:
+        return res
+    cfgs = {id(c): c for c in (catalogue.for_device(vendor, g.model or g.type) for g in grants)
+            if c is not None}
+    if len(cfgs) > 1:
+        raise ManifestError(f"vendor {vendor!r}: grants of several models in one container "
+                            f"({sorted({g.model or g.type for g in grants})})")
+    if not cfgs:
+        return res
+    cfg: DeviceModelConfig = next(iter(cfgs.values()))
+    try:
+        # a suffixed value is written in MiB whatever the model's bare-number unit
+        unit = unit_mib(cfg) if cfg.resource_memory and not res.memory_suffix else 1
+    except ConfigError as exc:
+        raise ManifestError(f"model {cfg.chip or vendor}: {exc}") from None
+    return HamiResources(
+        cfg.resource_count or res.count, cfg.resource_memory, cfg.resource_cores,
+        memory_unit_mib=unit, memory_suffix=res.memory_suffix,
+        cores_per_device=res.cores_per_device,
+        use_uuid=cfg.use_uuid_annotation or res.use_uuid)
+
+
+def hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
+                              annotations: dict[str, str], res: HamiResources
+                              ) -> dict[str, str]:
+    if "{chip}" in res.count and not chip:
+        raise ManifestError(f"vendor {vendor!r} grants need the chip common word as type")
+    if any(g.mig_profile for g in grants) and vendor != "NVIDIA":
+        raise ManifestError(f"MIG profiles are NVIDIA only (vendor {vendor!r})")
+    out = {res.count.format(chip=chip): str(len(grants))}
+    # HAMi books the same memory / cores on every device of a container request (one
+    # ContainerDeviceRequest per vendor); with unequal grants the smallest is requested, so
+    # HAMi's own fit never needs more than our placement booked on any device.
+    mem = min(g.memory_mib for g in grants)
+    cores = min(g.cores_percent for g in grants)
+    if vendor == "Ascend":
+        soft = any(not g.template and g.cores_percent < 100 for g in grants)
+        if soft:
+            annotations["huawei.com/vnpu-mode"] = "hami-core"
+        elif all(g.cores_percent >= 100 and not g.template for g in grants):
+            return out  # whole NPUs: count only (webhook books the whole card)
+        if len(grants) > 1 and not soft:
+            raise ManifestError("Ascend vNPU templates are single-device (hami.md §2.4)")
+        out[res.memory.format(chip=chip)] = str(mem)
+        if soft and cores > 0:
+            out[res.cores.format(chip=chip)] = str(cores)
+        return out
+    if vendor == "Enflame" and cores < 100:
+        if len(grants) > 1:
+            raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
+        return {"enflame.com/gcu-memory": str(mem), "enflame.com/gcu-core": str(max(cores, 1))}
+    if res.memory and mem > 0:
+        units = math.ceil(mem / res.memory_unit_mib)
+        out[res.memory.format(chip=chip)] = f"{units}{res.memory_suffix}"
+    if res.cores and cores > 0:
+        value = math.ceil(cores * res.cores_per_device / 100)
+        out[res.cores.format(chip=chip)] = str(value)
+    if vendor == "NVIDIA" and any(g.mig_profile for g in grants):
+        annotations["nvidia.com/vgpu-mode"] = "mig"
+    return out
+
+
+def ascend_family(chip: str) -> str:
+    for family in ("Ascend910", "Ascend310P", "Ascend310"):
+        if chip.startswith(family):
+            return family
+    return chip
+
+
+def dra_drivers_for(assignment: PodAssignment, catalogue: Catalogue,
+                    fallback: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS
+                    ) -> dict[str, DraDriver]:
+    """Vendor -> :class:`DraDriver` of the granted models, from each model's ``dra`` spec in
+    the catalogue (driver, device class with ``{model}`` filled in, consumable capacity,
+    attribute and capacity names); vendors whose model has none keep ``fallback``'s.
+
+    Raises:
+        ManifestError: one vendor's grants in the pod name models with different drivers or
+            device classes (one request set per vendor cannot serve both).
+    """
+    out: dict[str, DraDriver] = {}
+    for c in assignment.containers:
+        for g in c.devices:
+            cfg = catalogue.for_device(g.vendor, g.model or g.type)
+            if cfg is None or cfg.dra is None:
+                continue
+            d = cfg.dra
+            drv = DraDriver(d.driver, dra_device_class(cfg), d.consumable_capacity,
+                            d.uuid_attribute, d.parent_attribute, d.profile_attribute,
+                            d.memory_capacity, d.cores_capacity)
+            if out.setdefault(g.vendor, drv) != drv:
+                raise ManifestError(f"vendor {g.vendor!r}: grants of models with different "
+                                    f"DRA drivers or device classes in one pod")
+    return {**fallback, **out}

@@ -1,0 +1,75 @@
+"""Vastai (``pkg/device/vastai/device.go``; research notes §3.12).
+
+Count-only requests (``vastaitech.com/va``); a grant books no memory and the requested
+cores (0). Die mode, when the first candidate's ``custom["DeviceStrategy"]`` is ``"die"``:
+every passing die is collected; 1 die -> the first; N -> dies grouped by physical card
+(``custom["AIC"]``), cards with most passing dies first (stable), filled in order (HAMi
+``computeBestCombination``); under ``mutex`` an idle die of a card with a used die is
+refused (``ExclusiveDeviceAllocateConflict``). Node score term: per container, the most
+dies on one card / the container's dies (0 unless every die is in die mode with an AIC).
+"""
+
+from __future__ import annotations
+
+from scheduling.placement import reasons as R
+from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.vendors.base import FitContext, VendorPlugin
+
+
+def _die_mode(devs: list[Device]) -> bool:
+    return bool(devs) and devs[0].custom.get("DeviceStrategy") == "die"
+
+
+class VastaiPlugin(VendorPlugin):
+    """Vastai backend (vendor word ``Vastai``)."""
+
+    vendor = "Vastai"
+
+    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+        return 0, req.cores_percent
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        admitted = self.admit(dev, req, ctx)
+        if isinstance(admitted, str):
+            return admitted
+        if ctx.policy == "mutex" and self._card_busy(ctx.node, dev, req):
+            return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+        return [self.grant(dev, 0, req.cores_percent)]
+
+    def _card_busy(self, node: Node, dev: Device, req: DeviceRequest) -> bool:
+        if not _die_mode(self.candidates(node, req)) or "AIC" not in dev.custom:
+            return False
+        return any(d.used_slots > 0 and d.custom.get("AIC") == dev.custom["AIC"]
+                   for d in node.devices if d.vendor == self.vendor)
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        return _die_mode(self.candidates(ctx.node, req))
+
+    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+                    ctx: FitContext) -> list[DeviceGrant] | None:
+        grants = [g for gs in passing for g in gs]
+        if req.count == 1:
+            return grants[:1]
+        aic = {d.uuid: str(d.custom.get("AIC", "")) for d in node.devices}
+        cards: dict[str, list[DeviceGrant]] = {}
+        for g in grants:
+            cards.setdefault(aic.get(g.uuid, ""), []).append(g)
+        ordered = sorted(cards.values(), key=len, reverse=True)
+        return [g for gs in ordered for g in gs][: req.count]
+
+    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+        devs = {d.uuid: d for d in node.devices if d.vendor == self.vendor}
+        score = 0.0
+        for grants in containers:
+            mine = [devs[g.uuid] for g in grants if g.uuid in devs]
+            if not mine:
+                continue
+            if any(d.custom.get("DeviceStrategy") != "die" or "AIC" not in d.custom
+                   for d in mine):
+                return 0.0
+            counts: dict[str, int] = {}
+            for d in mine:
+                counts[str(d.custom["AIC"])] = counts.get(str(d.custom["AIC"]), 0) + 1
+            score += max(counts.values()) / len(mine)
+        return score
