@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-
 __all__ = [
     "Axis", "Mark", "Series", "RANGES", "DEFAULT_RANGE", "pick_range", "time_series",
     "bar_chart", "donut",
