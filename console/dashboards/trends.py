@@ -146,13 +146,15 @@ def _planning(group: ResourceGroup, start: datetime, end: datetime) -> dict:
     names = sorted(m for m in models.vendor
                    if not group.device_models or m in group.device_models)
     rows = [(m, [capacity_what_if(demand, m, n) for n in WHAT_IF_ADDED]) for m in names]
+    cells = [w for _m, row in rows for w in row]
     chart = bar_chart(
-        "planning", names,
-        [Series(f"+{n}", [row[1][i].absorbed_device_hours for row in rows], kind="bar")
-         for i, n in enumerate(WHAT_IF_ADDED)],
-        title="Waiting device-hours absorbed by added devices (upper bound)",
-        unit="device-h", independent=True,
-        capacity=[demand.pending_device_hours] * len(names)) if names else None
+        "planning", [f"+{w.added} {w.model}" for w in cells],
+        [Series("absorbed", [w.absorbed_device_hours for w in cells], kind="bar",
+                colour=ALLOC)],
+        title="Waiting device-hours absorbed by added devices (upper bound; bar end = all "
+              "that waited)", unit="device-h",
+        capacity=[demand.pending_device_hours] * len(cells),
+    ) if cells and demand.pending_device_hours >= 0.01 else None
     return {"demand": demand, "what_if": rows, "added": WHAT_IF_ADDED, "planning": chart}
 
 

@@ -101,7 +101,9 @@
     var out = [];
     spec.series.forEach(function (s, i) {
       var colour = colourOf(s, i);
-      var base = { name: s.name, type: "line", yAxisIndex: s.axis, showSymbol: false,
+      // A series of one or two values has no line to see: show its points.
+      var values = s.data.filter(function (p) { return p[1] !== null; }).length;
+      var base = { name: s.name, type: "line", yAxisIndex: s.axis, showSymbol: values < 3,
                    connectNulls: false, emphasis: { disabled: true },
                    itemStyle: { color: colour }, lineStyle: { color: colour, width: 2 } };
       if (s.stack) base.stack = s.stack;
@@ -151,7 +153,7 @@
       legend: named ? { top: 0, left: 0, type: "scroll", itemHeight: 8,
                         data: spec.series.map(function (s) { return s.name; })
                           .concat(spec.marks.length ? ["events"] : []) } : undefined,
-      grid: { left: 12, right: spec.axes.length > 1 ? 12 : 20, top: named ? 56 : 28, bottom: 8 },
+      grid: { left: 12, right: spec.axes.length > 1 ? 12 : 20, top: named ? 56 : 28, bottom: 22 },
       tooltip: { trigger: "axis", confine: true, formatter: function (params) {
         var list = Array.isArray(params) ? params : [params];
         if (!list.length) return "";

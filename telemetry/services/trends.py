@@ -47,13 +47,14 @@ from scheduling.selectors.demand import job_demands
 from telemetry import conf
 from telemetry.exporters import UTIL
 from telemetry.models import TrendRollup, TrendScope
+from telemetry.selectors import TREND_COARSE_S as COARSE_S
+from telemetry.selectors import TREND_FINE_S as FINE_S
 from telemetry.selectors import latest_device_values
 from telemetry.services.rollups import floor_time
 from tenants.models import Quota, ResourceGroup
 
 __all__ = ["FINE_S", "COARSE_S", "METRIC_UNITS", "record_trends", "prune_trends"]
 
-FINE_S, COARSE_S = 300, 3600
 RESOLUTIONS = (FINE_S, COARSE_S)
 #: Unit of each trend metric (axis labels of the trend charts).
 METRIC_UNITS = {
@@ -75,10 +76,10 @@ ON CONFLICT (resolution_s, scope, key, metric, bucket) DO UPDATE SET
 """
 
 
-def _inventory_values(loads) -> Values:
+def _inventory_values(loads, now: datetime) -> Values:
     """Capacity / allocated / used per scope all, vendor, model and group."""
     out: Values = {}
-    util = latest_device_values(loads)
+    util = latest_device_values(loads, now=now)
     used_by_device = {pk: v[UTIL] / 100.0 for pk, v in util.items() if UTIL in v}
     models = capacity_by_model(loads)
     groups = list(ResourceGroup.objects.order_by("pk"))
@@ -174,7 +175,7 @@ def record_trends(*, now: datetime | None = None) -> int:
     series values recorded. Also prunes expired buckets."""
     now = now or timezone.now()
     values: Values = {}
-    values.update(_inventory_values(present_device_loads()))
+    values.update(_inventory_values(present_device_loads(), now))
     values.update(_queue_values())
     values.update(_tenant_values())
     with transaction.atomic(), connection.cursor() as cursor:
