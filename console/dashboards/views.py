@@ -150,8 +150,9 @@ def overview(request):
         return render(request, "dashboards/_overview_live.html", context)
     range_key = charts.pick_range(request.GET.get("range"))
     start, end = trends.window(range_key)
-    context.update({"range": range_key, "trends": trends.scope_trend_charts(
-        "all", "", "overview", start, end, trends.simulated_inventory())})
+    simulated = trends.simulated_inventory()
+    context.update({"range": range_key, "simulated": simulated, "trends": trends.scope_trend_charts(
+        "all", "", "overview", start, end, simulated)})
     return render(request, "dashboards/overview.html", context)
 
 

@@ -105,6 +105,7 @@ def test_overview_trend_charts_read_rollups(client, world):
     queue = _spec(response, "overview-queue")
     assert queue["series"][0]["data"][-1][1] == 1.0
     assert 'class="active" aria-current="true">24h' in response.content.decode()
+    assert 'id="simulated-note"' in response.content.decode()
 
 
 def test_group_page_trends_and_scope(client, world):
