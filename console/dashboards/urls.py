@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import notifications, views
+from console.dashboards import notifications, trends, views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -13,6 +13,7 @@ urlpatterns = [
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<int:pk>/", views.node_detail, name="node-detail"),
     path("devices/<path:uuid>/", views.device_detail, name="device-detail"),
+    path("groups/<int:pk>/", trends.group_detail, name="group-detail"),
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),
     path("tenants/<slug:name>/", views.team, name="team"),

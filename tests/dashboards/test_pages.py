@@ -63,7 +63,8 @@ def test_card_map_shows_own_slices_by_name(client, world):
 
 
 def test_capacity_counts_booked_shares(world):
-    from scheduling.selectors.overview import capacity_by_group, capacity_by_model, top_tenants
+    from scheduling.selectors.allocation import capacity_by_group, capacity_by_model
+    from scheduling.selectors.overview import top_tenants
 
     (row,) = capacity_by_model()
     assert (row.devices, row.allocated_devices, row.allocated_memory_mib) == (4, 1.4, 114688)
