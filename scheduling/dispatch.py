@@ -17,10 +17,12 @@ __all__ = [
     "KUBE_RECONCILE_TASK",
     "KUBE_TICK_TASK",
     "RECONCILE_TASK",
+    "SIMULATION_TASK",
     "SUBMIT_JOBS_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
     "enqueue_admission_cycle",
+    "enqueue_simulation",
     "enqueue_submit_jobs",
 ]
 
@@ -33,12 +35,13 @@ KUBE_INVENTORY_SYNC_TASK = "scheduling.tasks.kube_inventory_sync_task"
 KUBE_RECONCILE_TASK = "scheduling.tasks.kube_reconcile_task"
 KUBE_TICK_TASK = "scheduling.tasks.kube_tick_task"
 USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
+SIMULATION_TASK = "scheduling.tasks.simulation_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
     ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
-    USAGE_RECONCILE_TASK,
+    USAGE_RECONCILE_TASK, SIMULATION_TASK,
 )
 
 
@@ -51,3 +54,8 @@ def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -
     """Submit the admitted jobs ``job_ids`` to their clusters after commit (``countdown``
     seconds later when given: preempted pods get their termination grace first)."""
     enqueue_on_commit(SUBMIT_JOBS_TASK, job_ids, countdown=countdown)
+
+
+def enqueue_simulation(run_id: int) -> None:
+    """Replay what-if simulation run ``run_id`` in a worker after commit."""
+    enqueue_on_commit(SIMULATION_TASK, run_id)

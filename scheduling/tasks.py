@@ -16,6 +16,7 @@ from scheduling.dispatch import (
     KUBE_RECONCILE_TASK,
     KUBE_TICK_TASK,
     RECONCILE_TASK,
+    SIMULATION_TASK,
     SUBMIT_JOBS_TASK,
     USAGE_RECONCILE_TASK,
 )
@@ -26,6 +27,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
+from scheduling.services.simulation import run_simulation
 from scheduling.services.submissions import reconcile_simulated, submit_job
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import ResourceGroup
@@ -130,3 +132,9 @@ def usage_reconcile_task() -> dict:
         violations += len(check.violations)
     opened, closed = sync_ledger()
     return {"drift": drift, "violations": violations, "opened": opened, "closed": closed}
+
+
+@shared_task(name=SIMULATION_TASK)
+def simulation_task(run_id: int) -> str:
+    """Replay a what-if simulation run (progress and result are stored on the run)."""
+    return run_simulation(run_id)

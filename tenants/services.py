@@ -18,7 +18,15 @@ from core.audit import record, snapshot
 from core.events import QUOTA_NEARLY_EXHAUSTED, emit
 from core.exceptions import Conflict, InvalidRequest
 from tenants.choices import Dimension
-from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage, ResourceGroup, Tenant
+from tenants.models import (
+    AggregateCap,
+    LedgerInterval,
+    Membership,
+    Quota,
+    QuotaUsage,
+    ResourceGroup,
+    Tenant,
+)
 
 QUOTA_FIELDS = ["tenant", "resource_group", "flavor", "dimension", "nominal", "borrowing_limit",
                 "lending_limit"]
@@ -277,3 +285,52 @@ def close_ledger_intervals(placement_ends: Mapping[int, datetime]) -> int:
             placement_id=placement_id, end__isnull=True
         ).update(end=F("start"))
     return closed
+
+
+#: Role precedence when several identity-provider groups grant roles in one tenant.
+ROLE_RANK = {"viewer": 0, "member": 1, "tenant_admin": 2}
+
+
+def sync_idp_memberships(user, grants: Mapping[str, str], managed: Iterable[str], *,
+                         source: str = "oidc") -> dict[str, str]:
+    """Make ``user``'s memberships follow their identity-provider groups.
+
+    Args:
+        user: the signed-in user.
+        grants: ``{tenant name: role}`` from the user's groups (the highest role per tenant).
+        managed: tenant names any mapping rule names; a membership in one of them that the
+            groups no longer grant is removed. Memberships in other tenants (granted in the
+            console by a tenant admin) are left alone.
+        source: the audit entries' source.
+
+    Returns:
+        ``{tenant name: role}`` after the sync for the managed tenants. Unknown tenant names are
+        skipped (logged by the caller's configuration check).
+    """
+    tenants = {t.name: t for t in Tenant.objects.filter(name__in=set(managed) | set(grants))}
+    out: dict[str, str] = {}
+    with transaction.atomic():
+        current = {m.tenant.name: m for m in Membership.objects.select_related("tenant")
+                   .filter(user=user, tenant__name__in=list(tenants))}
+        for name, tenant in tenants.items():
+            role = grants.get(name)
+            membership = current.get(name)
+            if role is None:
+                if membership is not None and name in set(managed):
+                    record("membership.delete", membership, actor=user, tenant_id=tenant.pk,
+                           before=snapshot(membership, ["user", "role"]), source=source)
+                    membership.delete()
+                continue
+            if membership is None:
+                membership = Membership.objects.create(user=user, tenant=tenant, role=role)
+                record("membership.create", membership, actor=user, tenant_id=tenant.pk,
+                       after=snapshot(membership, ["user", "role"]), source=source)
+            elif membership.role != role:
+                before = snapshot(membership, ["user", "role"])
+                membership.role = role
+                membership.save(update_fields=["role"])
+                record("membership.update", membership, actor=user, tenant_id=tenant.pk,
+                       before=before, after=snapshot(membership, ["user", "role"]),
+                       source=source)
+            out[name] = role
+    return out

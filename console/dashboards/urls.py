@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import notifications, trends, views
+from console.dashboards import notifications, simulation, trends, views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -19,6 +19,8 @@ urlpatterns = [
     path("tenants/<slug:name>/", views.team, name="team"),
     path("account/token/", views.tokens, name="tokens"),
     path("audit/", views.audit_log, name="audit"),
+    path("simulations/", simulation.simulation_page, name="simulations"),
+    path("simulations/<int:pk>/", simulation.simulation_detail, name="simulation-detail"),
     path("notifications/", notifications.notifications_page, name="notifications"),
     path("notifications/<int:pk>/", notifications.notifications_action,
          name="notification-action"),

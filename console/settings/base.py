@@ -225,6 +225,23 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboards:overview"
 LOGOUT_REDIRECT_URL = "login"
 
+# OpenID Connect sign-in (console/oidc.py): on when OIDC_RP_CLIENT_ID is set; local accounts stay.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+CONSOLE_OIDC_GROUPS_CLAIM = env_str("CONSOLE_OIDC_GROUPS_CLAIM", "groups")
+CONSOLE_OIDC_GROUP_MAP = env_str("CONSOLE_OIDC_GROUP_MAP", "{}")
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "console.oidc.ConsoleOIDCBackend",
+]
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",

@@ -10,6 +10,7 @@ from scheduling.models.inventory import (
 )
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models.simulation import SimulationRun, SimulationState
 
 __all__ = [
     "Cluster",
@@ -26,4 +27,6 @@ __all__ = [
     "Preemption",
     "Queue",
     "SerialSource",
+    "SimulationRun",
+    "SimulationState",
 ]

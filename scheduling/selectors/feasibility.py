@@ -17,7 +17,7 @@ from scheduling.placement.types import ClusterSnapshot
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
 from scheduling.selectors.admission import unschedulable_reason
-from scheduling.selectors.device_models import get_device_configs
+from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import build_cluster_snapshot, build_placement_request
 from tenants.models import ResourceGroup
 
@@ -82,7 +82,7 @@ def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
     if not empty.nodes:
         return f"group {group.name} has no nodes"
     decision = place(empty, build_placement_request(job, group),
-                     Profile(device_configs=get_device_configs()).build(cache=False))
+                     Profile(device_configs=get_catalogue().configs).build(cache=False))
     if decision.schedulable:
         return None
     per_node = {n: len(node.devices) for n, node in empty.nodes.items()}
