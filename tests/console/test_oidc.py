@@ -67,18 +67,20 @@ def provider() -> Iterator[Provider]:
             state.token_requests.append(form)
             if (form.get("client_id"), form.get("client_secret"), form.get("code")) != (
                     [CLIENT_ID], [CLIENT_SECRET], ["the-code"]):
-                return self._json(400, {"error": "invalid_grant"})
-            self._json(200, {"id_token": state.id_token(), "access_token": "at-1",
-                             "token_type": "Bearer", "expires_in": 300})
+                self._json(400, {"error": "invalid_grant"})
+            else:
+                self._json(200, {"id_token": state.id_token(), "access_token": "at-1",
+                                 "token_type": "Bearer", "expires_in": 300})
 
         def do_GET(self):  # noqa: N802
             if self.path == "/jwks":
                 jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(state.key.public_key()))
-                return self._json(200, {"keys": [{**jwk, "kid": "stub-1", "alg": "RS256",
-                                                  "use": "sig"}]})
-            if self.path == "/userinfo" and self.headers.get("Authorization") == "Bearer at-1":
-                return self._json(200, state.claims)
-            self._json(401, {"error": "invalid_token"})
+                self._json(200, {"keys": [{**jwk, "kid": "stub-1", "alg": "RS256",
+                                           "use": "sig"}]})
+            elif self.path == "/userinfo" and self.headers.get("Authorization") == "Bearer at-1":
+                self._json(200, state.claims)
+            else:
+                self._json(401, {"error": "invalid_token"})
 
         def log_message(self, *args):
             pass
