@@ -18,7 +18,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
-from scheduling.selectors.jobs import job_estimated_start, queue_position
+from scheduling.selectors.job_board import queue_slots
 from scheduling.services.cycle import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
@@ -205,9 +205,11 @@ class PlacementSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job. ``queue_position`` (1 = next) and ``estimated_start`` (from the queue's observed
-    drain rate over the last hour) are filled for a queued job on the detail endpoint only
-    (null in lists and for other states)."""
+    """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
+    ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
+    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job on
+    the detail endpoint only (null in lists, for other states and for a job that asks more
+    than its group has)."""
 
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
@@ -216,12 +218,14 @@ class JobSerializer(serializers.ModelSerializer):
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
+    estimated_start_latest = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = [
             "id", "name", "tenant", "queue", "resource_group", "priority", "state",
-            "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
+            "pending_reason", "queue_position", "estimated_start", "estimated_start_latest",
+            "pod_count", "min_pods",
             "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
             "on_preemption", "preemption_count", "restart_policy", "containers", "placements",
             "created", "admitted_at", "started_at", "finished_at",
@@ -232,8 +236,8 @@ class JobSerializer(serializers.ModelSerializer):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            position = queue_position(job)
-            cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
+            slot = queue_slots([job], timezone.now()).get(job.pk)
+            cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
         return cache[job.pk]
 
     def get_queue_position(self, job) -> int | None:
@@ -241,7 +245,11 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_estimated_start(self, job) -> str | None:
         eta = self._queue_info(job)[1]
-        return eta.isoformat() if eta else None
+        return eta.earliest.isoformat() if eta else None
+
+    def get_estimated_start_latest(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.latest.isoformat() if eta else None
 
 
 class PreemptionSerializer(serializers.ModelSerializer):
