@@ -132,11 +132,13 @@ def estimate_queue_starts(
 
     The group is a pool of ``capacity_devices``; each running job gives its devices back at
     its expected end (start + declared run time; an overdue job ends now); each queued job,
-    once started, holds its devices for its declared run time. ``earliest`` is a job's start
-    when a job that fits may pass the ones ahead (Kueue's BestEffortFIFO), ``latest`` when
-    jobs start strictly in order (StrictFIFO). Both treat devices as divisible, so placement
-    (fragmentation, gangs needing whole nodes) and quotas can make reality later; the
-    measured spread is in docs/benchmarks.md.
+    once started, holds its devices for its declared run time. ``earliest``: the whole pool,
+    and a job that fits may pass the ones ahead (Kueue's BestEffortFIFO). ``latest``: jobs
+    start strictly in order (StrictFIFO) on a pool of what the running jobs hold now (at
+    least the largest queued demand): the devices free while jobs wait are taken as
+    fragments that stay unusable (placement, gangs needing whole nodes). Devices are
+    otherwise divisible, so placement and quotas can still make reality later;
+    docs/benchmarks.md has the measured spread (``manage.py eta_bench``).
 
     Args:
         now: the current time (aware).
@@ -159,7 +161,11 @@ def estimate_queue_starts(
     fits = [i for i, (d, _) in enumerate(queue) if d <= capacity_devices + 1e-9]
     jobs = [queue[i] for i in fits]
     early = _fluid_starts(now_s, capacity_devices, run, jobs, True)
-    late = _fluid_starts(now_s, capacity_devices, run, jobs, False)
+    # latest: the pool is what the running jobs hold now (what is free while jobs wait is
+    # taken as fragments), at least the largest job's demand so that every job can start
+    held = sum(d for _, d in run)
+    pool = min(capacity_devices, max([held, *(d for d, _ in jobs)]))
+    late = _fluid_starts(now_s, pool, run, jobs, False)
     out: list[StartRange | None] = [None] * len(queue)
     for k, i in enumerate(fits):
         lo, hi = min(early[k], late[k]), max(early[k], late[k])

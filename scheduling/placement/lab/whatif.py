@@ -28,6 +28,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.lab.bench import _Replay, task_classes
@@ -132,6 +133,7 @@ class _Run:
         self.waits: list[int] = []
         self.res = WhatIfResult(policy, pods=len(pods), capacity_milli=self.rp.cap)
         self.seq = 0
+        self.observer: Any = None
 
     def try_start(self, now: int, sp: SimPod) -> bool:
         milli = sp.pod.total_gpu_milli
@@ -151,6 +153,8 @@ class _Run:
         t.wait_sum_s += wait
         t.gpu_hours += milli / GPU_MILLI * sp.duration_s / 3600
         heapq.heappush(self.leave, (now + sp.duration_s, self.seq, req, dec, milli, sp.tenant))
+        if self.observer is not None:
+            self.observer.started(now, sp)
         return True
 
     def admit(self, now: int) -> None:
@@ -164,7 +168,8 @@ class _Run:
 
 def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *,
              quotas: dict[str, int] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> WhatIfResult:
+             progress: Callable[[int, int], None] | None = None,
+             observer: Any = None) -> WhatIfResult:
     """Replay ``pods`` on ``nodes`` with ``policy`` (module docstring).
 
     Args:
@@ -173,6 +178,12 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
         pods: the workload; GPU-less pods are placed too but count no GPU.
         quotas: ``{tenant: nominal milli-GPU}``; None = no quota.
         progress: called as ``progress(events done, events total)`` every 200 events.
+        observer: optional; ``observer.arrived(now_s, pod, state)`` is called when a pod
+            arrives, before the admission pass (``state.leave``: heap of ``(end_s, seq, req,
+            decision, milli, tenant)`` of the running pods; ``state.waiting``: the queue,
+            ``(arrival_s, seq, SimPod)`` oldest first, the new pod last; ``state.rp.cap``:
+            capacity in milli-GPU) and ``observer.started(now_s, pod)`` when a pod starts
+            (the ETA benchmark, ``manage.py eta_bench``).
 
     Raises:
         KeyError: unknown policy. ValueError: no node, no pod, a negative duration.
@@ -182,6 +193,7 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
     if any(p.duration_s < 0 for p in pods):
         raise ValueError("pod durations must be >= 0 s")
     run = _Run(policy, nodes, pods, dict(quotas or {}))
+    run.observer = observer
     arrivals = sorted(pods, key=lambda p: (p.arrival_s, p.pod.name))
     for sp in arrivals:
         t = run.res.tenants.setdefault(sp.tenant, TenantResult())
@@ -206,6 +218,8 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
             sp = arrivals[ai]
             ai += 1
             run.waiting.append((sp.arrival_s, ai, sp))
+            if observer is not None:
+                observer.arrived(now, sp, run)
         run.admit(now)
         point = (now - start, 100.0 * run.rp.allocated / run.rp.cap if run.rp.cap else 0.0)
         if samples and samples[-1][0] == point[0]:
