@@ -236,7 +236,9 @@ def bar_chart(chart_id: str, categories: Sequence[str], series: Sequence[Series]
     if capacity is not None and len(capacity) != n:
         raise ValueError(f"chart {chart_id}: {len(capacity)} capacities for {n} categories")
     if height is None:
-        height = 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * 30
+        unstacked = sum(1 for s in series if not s.stack) if capacity is None else 1
+        per_row = 30 if unstacked <= 1 else 8 + 16 * unstacked  # grouped bars side by side
+        height = 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * per_row
     spec = _base(chart_id, "bars", title, height, simulated, note)
     spec.update({
         "unit": unit, "categories": list(categories),

@@ -195,8 +195,19 @@
       series.push({ name: "capacity", type: "bar", data: cap, silent: true, barGap: "-100%",
                     barWidth: 14, itemStyle: { color: "#eef2f6", borderColor: "#cbd5e1" }, z: 1 });
     }
+    // Several series without a stack are grouped side by side, each labelled with its value;
+    // otherwise the bars overlay the capacity bar (and stack), labelled with the row total.
+    var grouped = !cap && spec.series.length > 1 &&
+      spec.series.every(function (s) { return !s.stack; });
     spec.series.forEach(function (s, i) {
       var last = i === spec.series.length - 1;
+      if (grouped) {
+        series.push({ name: s.name, type: "bar", data: s.data, barGap: "15%", barMaxWidth: 12,
+          itemStyle: { color: colourOf(s, i) },
+          label: { show: true, position: "right", color: MUTED, fontSize: 11,
+                   formatter: function (p) { return withUnit(p.value, s.unit); } } });
+        return;
+      }
       series.push({ name: s.name, type: "bar", data: s.data, stack: s.stack || undefined,
         barGap: "-100%", barWidth: 14, itemStyle: { color: colourOf(s, i) }, z: 2 + i,
         label: last ? { show: true, position: "right", color: MUTED, fontSize: 11,
