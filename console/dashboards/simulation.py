@@ -145,11 +145,9 @@ def _charts(run: SimulationRun, result: dict) -> list[dict]:
         title="Queueing delay per policy", unit="s")
     fairness = bar_chart(
         "sim-fairness", names,
-        [Series("Jain's index", [p["fairness"] for p in pols], kind="bar"),
-         Series("mean allocation / 100", [p["mean_allocation_pct"] / 100 for p in pols],
-                kind="bar")],
-        title="Fairness (1 = equal share of what each tenant asked) and mean allocation",
-        unit="")
+        [Series("Jain's index", [p["fairness"] for p in pols], kind="bar")],
+        title="Fairness: Jain's index over the tenants' served / asked GPU-hours (1 = equal)",
+        unit="", capacity=[1.0] * len(names))
     tenants = sorted({t for p in pols for t in p["tenants"]})
     per_tenant = bar_chart(
         "sim-tenant-waits", tenants,
