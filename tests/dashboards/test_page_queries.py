@@ -10,12 +10,13 @@ from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
 
-BOUNDS = {"/": 27, "/?fragment=1": 27, "/quotas/": 10, "/jobs/": 12, "/nodes/": 10,
+BOUNDS = {"/": 27, "/?fragment=1": 27, "/quotas/": 10, "/jobs/": 18, "/nodes/": 10,
           "/usage/": 10, "/audit/": 10}
 """Session + user + memberships for the navigation, the page's own queries; none per row.
 The overview has one query per resource group (two groups here) and a fixed number for the
 FGD fragmentation: eight for a platform admin, nine for a member (their visible tenants and
-groups, then seven)."""
+groups, then seven). The jobs page adds the start ranges of its queued jobs: three queries,
+then six per resource group they are in (one here), whatever the number of rows."""
 
 
 @pytest.fixture
