@@ -38,6 +38,8 @@ class SimulationForm(forms.Form):
     policies = forms.MultipleChoiceField(
         choices=[(p, p) for p in POLICY_NAMES], widget=forms.CheckboxSelectMultiple,
         initial=list(DEFAULT_POLICIES), label="Placement policies to compare")
+    use_group_quotas = forms.BooleanField(
+        required=False, label="Start from the group's nominal device quotas")
     quotas = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),
         label="Quotas, one 'tenant = devices' per line (empty: none; for a trace the tenants "
@@ -87,7 +89,8 @@ def simulation_page(request):
                 run = create_run(user=request.user, group=data["group"],
                                  policies=data["policies"], quotas_text=data["quotas"],
                                  trace_name=getattr(request.FILES.get("trace"), "name", ""),
-                                 trace_text=data["trace"])
+                                 trace_text=data["trace"],
+                                 use_group_quotas=data["use_group_quotas"])
             except DomainError as exc:
                 field = ("quotas" if exc.message.startswith("quota") else
                          "trace" if exc.message.startswith("trace") else

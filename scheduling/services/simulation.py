@@ -33,12 +33,13 @@ from scheduling.placement.lab.trace import NodeRecord, PodRecord, TraceError, re
 from scheduling.placement.lab.whatif import SimPod, simulate
 from scheduling.selectors.demand import job_demands
 from scheduling.selectors.snapshot import build_cluster_snapshot
-from tenants.models import ResourceGroup
+from tenants.models import Quota, ResourceGroup
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["POLICY_NAMES", "MAX_PODS", "MAX_TRACE_BYTES", "RECENT_JOBS", "parse_quotas",
-           "create_run", "run_simulation", "group_nodes", "group_workload", "trace_workload"]
+           "create_run", "group_quotas", "run_simulation", "group_nodes", "group_workload",
+           "trace_workload"]
 
 #: Most pods replayed per run (the first by arrival).
 MAX_PODS = 3000
@@ -137,9 +138,22 @@ def group_workload(group: ResourceGroup) -> list[SimPod]:
     return out[:MAX_PODS]
 
 
+def group_quotas(group: ResourceGroup) -> dict[str, int]:
+    """The group's nominal ``devices`` quotas per tenant name (every flavor summed), milli."""
+    out: dict[str, int] = {}
+    for name, nominal in Quota.objects.filter(resource_group=group, dimension="devices"
+                                              ).values_list("tenant__name", "nominal"):
+        out[name] = out.get(name, 0) + nominal
+    return out
+
+
 def create_run(*, user, group: ResourceGroup, policies: list[str], quotas_text: str = "",
-               trace_name: str = "", trace_text: str = "") -> SimulationRun:
+               trace_name: str = "", trace_text: str = "",
+               use_group_quotas: bool = False) -> SimulationRun:
     """Validate a request, store it and enqueue the worker task after commit.
+
+    ``use_group_quotas`` starts from the group's nominal device quotas (:func:`group_quotas`);
+    the lines of ``quotas_text`` then add or replace tenants.
 
     Raises:
         DomainError: no or unknown policy, a bad quota line, a trace too large or unreadable,
@@ -150,6 +164,11 @@ def create_run(*, user, group: ResourceGroup, policies: list[str], quotas_text: 
         raise DomainError(f"policies: choose one or more of {', '.join(POLICY_NAMES)}"
                           + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
     quotas = parse_quotas(quotas_text)
+    if use_group_quotas:
+        if trace_text:
+            raise DomainError("quotas: the group's quotas name its tenants; a trace's tenants "
+                              "are its qos classes (give them as lines instead)")
+        quotas = {**group_quotas(group), **quotas}
     if len(trace_text.encode()) > MAX_TRACE_BYTES:
         raise DomainError(f"trace: larger than {MAX_TRACE_BYTES // (1024 * 1024)} MiB")
     if trace_text:

@@ -66,6 +66,15 @@ def test_trace_run_quota_changes_waits(world):
     assert p["span_s"] == 200
 
 
+def test_group_quotas_as_a_start(world):
+    run = create_run(user=world["root"], group=world["group"], policies=["BestFit"],
+                     use_group_quotas=True, quotas_text="team-b = 0.5")
+    assert run.quotas == {"team-a": 2000, "team-b": 500}
+    with pytest.raises(DomainError, match="qos"):
+        create_run(user=world["root"], group=world["group"], policies=["BestFit"],
+                   use_group_quotas=True, trace_text=TRACE)
+
+
 def test_bad_requests_are_refused(world):
     with pytest.raises(DomainError, match="policies"):
         create_run(user=world["root"], group=world["group"], policies=["Nope"])
