@@ -199,6 +199,25 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
         t = run.res.tenants.setdefault(sp.tenant, TenantResult())
         t.pods += 1
         t.asked_gpu_hours += sp.pod.total_gpu_milli / GPU_MILLI * sp.duration_s / 3600
+    samples, area, span = _replay(run, arrivals, progress)
+    res = run.res
+    res.never_ran = len(run.waiting)
+    res.span_s = span
+    res.mean_allocation_pct = (100.0 * area / (span * run.rp.cap)
+                               if span and run.rp.cap else 0.0)
+    waits = sorted(run.waits)
+    res.mean_wait_s = sum(waits) / len(waits) if waits else 0.0
+    res.p50_wait_s, res.p95_wait_s = _percentile(waits, 0.5), _percentile(waits, 0.95)
+    res.fairness = jain_index([t.served_ratio for t in res.tenants.values()])
+    step = max(1, len(samples) // MAX_POINTS)
+    res.allocation = samples[::step] + ([samples[-1]] if (len(samples) - 1) % step else [])
+    if progress:
+        progress(2 * len(arrivals), 2 * len(arrivals))
+    return res
+
+
+def _replay(run: _Run, arrivals: list[SimPod], progress) -> tuple[list, float, int]:
+    """The event loop: ``(allocation samples, allocated milli x s, span s)``."""
     total = 2 * len(arrivals)
     start = last = arrivals[0].arrival_s
     area = 0.0
@@ -218,8 +237,8 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
             sp = arrivals[ai]
             ai += 1
             run.waiting.append((sp.arrival_s, ai, sp))
-            if observer is not None:
-                observer.arrived(now, sp, run)
+            if run.observer is not None:
+                run.observer.arrived(now, sp, run)
         run.admit(now)
         point = (now - start, 100.0 * run.rp.allocated / run.rp.cap if run.rp.cap else 0.0)
         if samples and samples[-1][0] == point[0]:
@@ -229,17 +248,4 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
         done += 1
         if progress and done % 200 == 0:
             progress(done, total)
-    res = run.res
-    res.never_ran = len(run.waiting)
-    res.span_s = last - start
-    res.mean_allocation_pct = (100.0 * area / (res.span_s * run.rp.cap)
-                               if res.span_s and run.rp.cap else 0.0)
-    waits = sorted(run.waits)
-    res.mean_wait_s = sum(waits) / len(waits) if waits else 0.0
-    res.p50_wait_s, res.p95_wait_s = _percentile(waits, 0.5), _percentile(waits, 0.95)
-    res.fairness = jain_index([t.served_ratio for t in res.tenants.values()])
-    step = max(1, len(samples) // MAX_POINTS)
-    res.allocation = samples[::step] + ([samples[-1]] if (len(samples) - 1) % step else [])
-    if progress:
-        progress(total, total)
-    return res
+    return samples, area, last - start
