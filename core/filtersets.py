@@ -34,8 +34,10 @@ class NameOrIdFilter(django_filters.CharFilter):
         if value in (None, ""):
             return qs
         value = value.strip()
-        if value.isdigit():
-            return qs.filter(**{self.id_field: int(value)})
+        if value.isascii() and value.isdigit():  # not "¹" or "٣", which isdigit() accepts
+            number = int(value)
+            # an id beyond PostgreSQL's bigint matches nothing (rather than a database error)
+            return qs.filter(**{self.id_field: number}) if number < 2**63 else qs.none()
         parts = value.split("/") if len(self.name_fields) > 1 else [value]
         if len(parts) > len(self.name_fields):
             return qs.none()

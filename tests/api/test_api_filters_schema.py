@@ -28,6 +28,8 @@ def test_job_filters_take_names_and_ids(api, world):
     assert names("queue=no/such/queue") == []
     assert names("tenant=team-a") == team_a
     assert names(f"tenant={world['team_b'].pk}") == ["b-secret"]
+    # digits that are not ASCII are a name, an id beyond bigint matches nothing (never a 500)
+    assert names("tenant=%C2%B9") == [] and names("queue=99999999999999999999") == []
 
 
 def test_member_filter_by_other_tenant_name_finds_nothing(api, world):
