@@ -7,7 +7,7 @@ from scheduling.devices.schema import DeviceModelConfig
 #: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
 VENDORS = (
     "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD",
+    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
 )
 
 
@@ -74,6 +74,10 @@ class PreemptionPolicy(models.TextChoices):
 
 
 LIVE_JOB_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
+
+JOB_SOURCE_KUBE = "kube"
+"""``Job.source`` of a job taken in from a Kubernetes object a user created (the object, not
+the console, creates its pods: ``scheduling.services.intake``)."""
 
 
 class PlacementState(models.TextChoices):

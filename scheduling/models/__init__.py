@@ -11,6 +11,7 @@ from scheduling.models.inventory import (
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
 from scheduling.models.simulation import SimulationRun, SimulationState
+from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [
     "Cluster",
@@ -20,6 +21,8 @@ __all__ = [
     "Job",
     "JobContainer",
     "JobEvent",
+    "JobPodSet",
+    "KubeWorkload",
     "Node",
     "Placement",
     "PlacementDevice",

@@ -5,8 +5,8 @@ capacity planning): a device container asks ``device_count`` devices of ``10 x m
 memory %)`` milli each, where memory % is its ``memory_percent``, or its ``memory_mib`` over
 the largest registered memory of the models it accepts, or 100 when neither is given (HAMi:
 the whole card). The models it accepts are its ``device_types``, else its resource group's
-device models, else every present model of its vendor, less the models whose memory is below
-its ``memory_mib``; names match as in the placement core
+device models, else every present model of its vendor, less its ``device_types_exclude`` and
+the models whose memory is below its ``memory_mib``; names match as in the placement core
 (:func:`~scheduling.devices.matching.type_matches`).
 """
 
@@ -27,7 +27,7 @@ from scheduling.placement.types import ClusterSnapshot
 __all__ = ["JobDemand", "PresentModels", "job_demands", "task_class"]
 
 CONTAINER_FIELDS = ("job_id", "vendor", "device_count", "memory_mib", "memory_percent",
-                    "cores_percent", "device_types")
+                    "cores_percent", "device_types", "device_types_exclude")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ def task_class(cpu_milli: int, container: dict, group_models: Sequence[str],
         m for m, vendor in models.vendor.items()
         if vendor == container["vendor"]
         and (not wanted or any_type_matches(m, wanted))
+        and not any_type_matches(m, container.get("device_types_exclude") or ())
         and (not by_mib or models.memory_mib[m] >= container["memory_mib"])
     ))
     if not types:

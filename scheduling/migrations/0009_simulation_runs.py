@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0005_device_identity_mig_missing'),
+        ('scheduling', '0008_jobcontainer_device_types_exclude'),
         ('tenants', '0002_tenant_fair_share_weight_aggregatecap_ledgerinterval_and_more'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
