@@ -16,7 +16,7 @@ from scheduling.placement.profile import Profile
 from scheduling.placement.types import ClusterSnapshot
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
-from scheduling.selectors.admission import unschedulable_reason
+from scheduling.selectors.db_placer import unschedulable_reason
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import build_cluster_snapshot, build_placement_request
 from tenants.models import ResourceGroup

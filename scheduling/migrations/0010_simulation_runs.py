@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0008_jobcontainer_device_types_exclude'),
+        ('scheduling', '0009_admission_policies'),
         ('tenants', '0002_tenant_fair_share_weight_aggregatecap_ledgerinterval_and_more'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
