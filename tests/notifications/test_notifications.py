@@ -59,7 +59,7 @@ def test_cross_tenant_preemption_reaches_both_tenants_anonymously(
     b_jobs = [gpu_job(w["qb"], f"b-borrower-{i}", **WHOLE) for i in range(4)]
     with django_capture_on_commit_callbacks(execute=True):
         run_admission_cycle(w["group"].pk)
-    mine = gpu_job(w["qa"], "a-reclaimer", **WHOLE)
+    gpu_job(w["qa"], "a-reclaimer", **WHOLE)
     with django_capture_on_commit_callbacks(execute=True):
         report = run_admission_cycle(w["group"].pk)
     # the reclaimer is admitted once the victim's pods are gone (terminating until then)
