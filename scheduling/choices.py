@@ -4,6 +4,19 @@ from django.db import models
 
 from scheduling.devices.schema import DeviceModelConfig
 
+#: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
+VENDORS = (
+    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
+    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
+)
+
+
+def canonical_vendor(value: str) -> str | None:
+    """``value`` spelled as in :data:`VENDORS`, matched case-insensitively (``nvidia`` ->
+    ``NVIDIA``); None when it is no known vendor."""
+    lowered = value.strip().lower()
+    return next((v for v in VENDORS if v.lower() == lowered), None)
+
 
 class Backend(models.TextChoices):
     """How a cluster is driven: in-process simulation or a real Kubernetes API server."""
@@ -54,6 +67,11 @@ class JobState(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     STOPPED = "stopped", "Stopped"
+
+
+CONTAINER_ROLES = ["", "launcher", "worker"]
+"""A training container's role: launcher containers make the launcher pod; worker (or blank)
+containers run in every worker pod."""
 
 
 class JobKind(models.TextChoices):

@@ -19,12 +19,14 @@ __all__ = [
     "KUBE_RECONCILE_TASK",
     "KUBE_TICK_TASK",
     "RECONCILE_TASK",
+    "SIMULATION_TASK",
     "SUBMIT_JOBS_TASK",
     "SWEEP_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
     "WORKLOADS_TICK_TASK",
     "enqueue_admission_cycle",
+    "enqueue_simulation",
     "enqueue_cordon_sync",
     "enqueue_submit_jobs",
 ]
@@ -42,12 +44,14 @@ KUBE_INTAKE_TASK = "scheduling.tasks.kube_intake_task"
 KUBE_CORDONS_TASK = "scheduling.tasks.kube_cordons_task"
 USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
 WORKLOADS_TICK_TASK = "scheduling.tasks.workloads_tick_task"
+SIMULATION_TASK = "scheduling.tasks.simulation_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
     ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, SWEEP_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
     USAGE_RECONCILE_TASK, WORKLOADS_TICK_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
+    SIMULATION_TASK,
 )
 
 
@@ -65,3 +69,8 @@ def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -
 def enqueue_cordon_sync(cluster_id: int) -> None:
     """Write the console's device cordons of cluster ``cluster_id`` to it after commit."""
     enqueue_on_commit(KUBE_CORDONS_TASK, cluster_id)
+
+
+def enqueue_simulation(run_id: int) -> None:
+    """Replay what-if simulation run ``run_id`` in a worker after commit."""
+    enqueue_on_commit(SIMULATION_TASK, run_id)

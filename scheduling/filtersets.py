@@ -3,14 +3,17 @@
 import django_filters
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
-from scheduling.choices import JobKind, JobState, PlacementState
+from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
+from scheduling.choices import VENDORS, JobKind, JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
 class JobFilterSet(StrictFilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
-    tenant = django_filters.CharFilter(field_name="tenant__name")
-    queue = IntegerFilter(field_name="queue_id")
+    tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
+    queue = NameOrIdFilter(id_field="queue_id",
+                           name_fields=("queue__tenant__name", "queue__name"),
+                           help_text="a queue id, a queue name or tenant/queue")
     name = django_filters.CharFilter(lookup_expr="icontains")
     priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
     kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices)
@@ -41,7 +44,7 @@ class NodeFilterSet(StrictFilterSet):
 class DeviceFilterSet(StrictFilterSet):
     node = django_filters.CharFilter(field_name="node__name")
     model = django_filters.CharFilter(field_name="model__name")
-    vendor = django_filters.CharFilter(field_name="model__vendor")
+    vendor = ChoiceIgnoringCaseFilter(field_name="model__vendor", choices=VENDORS)
 
     class Meta:
         model = Device
@@ -51,7 +54,7 @@ class DeviceFilterSet(StrictFilterSet):
 class PlacementFilterSet(StrictFilterSet):
     job = IntegerFilter(field_name="job_id")
     node = django_filters.CharFilter(field_name="node__name")
-    tenant = django_filters.CharFilter(field_name="job__tenant__name")
+    tenant = NameOrIdFilter(id_field="job__tenant_id", name_fields="job__tenant__name")
     device = django_filters.CharFilter(field_name="devices__device__uuid", distinct=True)
     state = django_filters.MultipleChoiceFilter(choices=PlacementState.choices)
 
@@ -62,6 +65,7 @@ class PlacementFilterSet(StrictFilterSet):
 
 class DeviceModelFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
+    vendor = ChoiceIgnoringCaseFilter(field_name="vendor", choices=VENDORS)
 
     class Meta:
         model = DeviceModel

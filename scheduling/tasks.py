@@ -18,6 +18,7 @@ from scheduling.dispatch import (
     KUBE_RECONCILE_TASK,
     KUBE_TICK_TASK,
     RECONCILE_TASK,
+    SIMULATION_TASK,
     SUBMIT_JOBS_TASK,
     SWEEP_TASK,
     USAGE_RECONCILE_TASK,
@@ -34,6 +35,7 @@ from scheduling.services.intake import intake_cluster
 from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
+from scheduling.services.simulation import run_simulation
 from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
@@ -184,3 +186,9 @@ def workloads_tick_task() -> dict:
     replace the replicas of inference services that ended."""
     ended = enforce_time_limits()
     return {"ended": len(ended), "replicas_created": reconcile_services()}
+
+
+@shared_task(name=SIMULATION_TASK)
+def simulation_task(run_id: int) -> str:
+    """Replay a what-if simulation run (progress and result are stored on the run)."""
+    return run_simulation(run_id)

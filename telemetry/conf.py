@@ -15,6 +15,8 @@ TELEMETRY_ROLLUP_GRACE_S           120      late samples still folded into close
 TELEMETRY_TEMPERATURE_LIMIT_C      90       default device temperature limit (°C)
 TELEMETRY_IDLE_THRESHOLD_PERCENT   5        a job using less (cores %) is idle
 TELEMETRY_IDLE_AFTER_S             1800     idle this long → flagged (s)
+TELEMETRY_TREND_FINE_RETENTION_S   172800   5-minute trend buckets kept (s; 6 h / 24 h views)
+TELEMETRY_TREND_COARSE_RETENTION_S 3024000  1-hour trend buckets kept (s, 35 days; 7 d view)
 =================================  =======  ================================================
 """
 
@@ -35,6 +37,8 @@ DEFAULTS = {
     "TELEMETRY_TEMPERATURE_LIMIT_C": 90,
     "TELEMETRY_IDLE_THRESHOLD_PERCENT": 5,
     "TELEMETRY_IDLE_AFTER_S": 1800,
+    "TELEMETRY_TREND_FINE_RETENTION_S": 172800,
+    "TELEMETRY_TREND_COARSE_RETENTION_S": 35 * 86400,
 }
 
 

@@ -10,6 +10,7 @@ from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
 from telemetry.services.scraping import scrape_all, scrape_target
 from telemetry.services.simulation import simulate_tick
+from telemetry.services.trends import record_trends
 
 
 @shared_task(name="telemetry.tasks.scrape_all_task")
@@ -38,8 +39,11 @@ def rollup_task() -> dict:
 
 @shared_task(name="telemetry.tasks.gauges_task")
 def gauges_task() -> int:
-    """Recompute group gauges (allocation, fragmentation) and capacity alerts."""
-    return len(compute_group_gauges())
+    """Recompute group gauges (allocation, fragmentation) and capacity alerts, and fold the
+    present values into the trend rollups."""
+    gauges = len(compute_group_gauges())
+    record_trends()
+    return gauges
 
 
 @shared_task(name="telemetry.tasks.idle_check_task")

@@ -3,12 +3,13 @@
 import django_filters
 
 from core.api.filters import StrictFilterSet
+from core.filtersets import NameOrIdFilter
 from tenants.models import Membership, ResourceGroup, Tenant
 
 
 class TenantFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
-    parent = django_filters.CharFilter(field_name="parent__name")
+    parent = NameOrIdFilter(id_field="parent_id", name_fields="parent__name")
 
     class Meta:
         model = Tenant
@@ -16,7 +17,7 @@ class TenantFilterSet(StrictFilterSet):
 
 
 class MembershipFilterSet(StrictFilterSet):
-    tenant = django_filters.CharFilter(field_name="tenant__name")
+    tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
     user = django_filters.CharFilter(field_name="user__username")
 
     class Meta:

@@ -14,11 +14,13 @@ from tenants.models import Membership, Tenant, TenantNamespace
 
 def get_user_tenant_ids(user) -> set[int] | None:
     """Ids of the user's tenants, or ``None`` for a platform admin (no restriction); an
-    anonymous user has none."""
+    anonymous user (e.g. drf-spectacular's schema request) has none."""
     if not user.is_authenticated:
         return set()
     if user.is_superuser:
         return None
+    if not user.is_authenticated:
+        return set()
     return set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
 
 
@@ -40,6 +42,8 @@ def get_visible_tenant_ids(user) -> set[int] | None:
         return set()
     if user.is_superuser:
         return None
+    if not user.is_authenticated:
+        return set()
     roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
     admin = {tenant_id for tenant_id, role in roles if role == "tenant_admin"}
     return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)

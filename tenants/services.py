@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.audit import record, snapshot
+from core.events import QUOTA_NEARLY_EXHAUSTED, emit
 from core.exceptions import Conflict, InvalidRequest, NotFound
 from tenants.choices import Dimension, Role
 from tenants.models import (
@@ -231,6 +232,37 @@ def apply_usage_deltas(deltas: Mapping[UsageKey, int]) -> None:
         rows = lock_usage_rows(deltas)
         for key in sorted(deltas):
             QuotaUsage.objects.filter(pk=rows[key].pk).update(amount=F("amount") + deltas[key])
+        _announce_quota_crossings({key: (rows[key].amount, rows[key].amount + deltas[key])
+                                   for key in deltas if deltas[key] > 0})
+
+
+def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> None:
+    """Emit ``quota.nearly_exhausted`` for each quota whose usage went from below to at or
+    above ``QUOTA_ALERT_THRESHOLD_PERCENT`` % of its nominal quota (``changes``: key ->
+    (amount before, amount after)); once per crossing, so a tenant hovering above the line
+    is not told again until it dropped below."""
+    if not changes:
+        return
+    threshold = settings.QUOTA_ALERT_THRESHOLD_PERCENT
+    tenants = {key[0] for key in changes}
+    groups = {key[1] for key in changes}
+    quotas = {
+        (q.tenant_id, q.resource_group_id, q.flavor, q.dimension): q
+        for q in Quota.objects.filter(tenant_id__in=tenants, resource_group_id__in=groups)
+        .select_related("resource_group")
+    }
+    for key, (before, after) in sorted(changes.items()):
+        quota = quotas.get(key)
+        if quota is None or quota.nominal <= 0:
+            continue
+        line = quota.nominal * threshold / 100
+        if before < line <= after:
+            emit(QUOTA_NEARLY_EXHAUSTED, tenant_id=key[0], payload={
+                "resource_group": quota.resource_group.name, "flavor": quota.flavor,
+                "dimension": quota.dimension, "used": after, "nominal": quota.nominal,
+                "used_percent": round(100 * after / quota.nominal, 1),
+                "threshold_percent": threshold,
+            })
 
 
 def replace_usage(group_id: int, amounts: Mapping[tuple[int, str, str], int]) -> int:
@@ -494,6 +526,55 @@ def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api"
     return locked
 
 
+
+
+#: Role precedence when several identity-provider groups grant roles in one tenant.
+ROLE_RANK = {"viewer": 0, "member": 1, "tenant_admin": 2}
+
+
+def sync_idp_memberships(user, grants: Mapping[str, str], managed: Iterable[str], *,
+                         source: str = "oidc") -> dict[str, str]:
+    """Make ``user``'s memberships follow their identity-provider groups.
+
+    Args:
+        user: the signed-in user.
+        grants: ``{tenant name: role}`` from the user's groups (the highest role per tenant).
+        managed: tenant names any mapping rule names; a membership in one of them that the
+            groups no longer grant is removed. Memberships in other tenants (granted in the
+            console by a tenant admin) are left alone.
+        source: the audit entries' source.
+
+    Returns:
+        ``{tenant name: role}`` after the sync for the managed tenants. Unknown tenant names are
+        skipped (logged by the caller's configuration check).
+    """
+    tenants = {t.name: t for t in Tenant.objects.filter(name__in=set(managed) | set(grants))}
+    out: dict[str, str] = {}
+    with transaction.atomic():
+        current = {m.tenant.name: m for m in Membership.objects.select_related("tenant")
+                   .filter(user=user, tenant__name__in=list(tenants))}
+        for name, tenant in tenants.items():
+            role = grants.get(name)
+            membership = current.get(name)
+            if role is None:
+                if membership is not None and name in set(managed):
+                    record("membership.delete", membership, actor=user, tenant_id=tenant.pk,
+                           before=snapshot(membership, ["user", "role"]), source=source)
+                    membership.delete()
+                continue
+            if membership is None:
+                membership = Membership.objects.create(user=user, tenant=tenant, role=role)
+                record("membership.create", membership, actor=user, tenant_id=tenant.pk,
+                       after=snapshot(membership, ["user", "role"]), source=source)
+            elif membership.role != role:
+                before = snapshot(membership, ["user", "role"])
+                membership.role = role
+                membership.save(update_fields=["role"])
+                record("membership.update", membership, actor=user, tenant_id=tenant.pk,
+                       before=before, after=snapshot(membership, ["user", "role"]),
+                       source=source)
+            out[name] = role
+    return out
 # -- tenant namespaces --------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from console.dashboards import charts, trends
 from console.dashboards.forms import InviteForm, MemberForm, RoleForm
 from core.exceptions import DomainError
 from scheduling.selectors.quota_board import quota_board
@@ -133,7 +134,10 @@ def team(request, name: str):
         response = _post(request, tenant, invite_form, add_form)
         if response is not None:
             return response
+    range_key = charts.pick_range(request.GET.get("range"))
+    start, end = trends.window(range_key)
     return render(request, "dashboards/team.html", {
+        "range": range_key, "quota_charts": trends.tenant_quota_charts(tenant, start, end),
         "tenant": tenant, "is_admin": is_admin, "form": invite_form, "add_form": add_form,
         "members": tenant.memberships.select_related("user").order_by("user__username"),
         "invitations": tenant.invitations.filter(accepted_at__isnull=True,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import team, views, workload_views
+from console.dashboards import notifications, simulation, team, trends, views, workload_views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -18,6 +18,7 @@ urlpatterns = [
     path("devices/<path:uuid>/cordon/", views.device_cordon, name="device-cordon"),
     path("devices/<path:uuid>/uncordon/", views.device_uncordon, name="device-uncordon"),
     path("devices/<path:uuid>/", views.device_detail, name="device-detail"),
+    path("groups/<int:pk>/", trends.group_detail, name="group-detail"),
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),
     path("tenants/<slug:name>/", team.team, name="team"),
@@ -26,4 +27,9 @@ urlpatterns = [
     path("account/invitations/<int:pk>/<str:answer>/", team.invitation_answer,
          name="invitation-answer"),
     path("audit/", views.audit_log, name="audit"),
+    path("simulations/", simulation.simulation_page, name="simulations"),
+    path("simulations/<int:pk>/", simulation.simulation_detail, name="simulation-detail"),
+    path("notifications/", notifications.notifications_page, name="notifications"),
+    path("notifications/<int:pk>/", notifications.notifications_action,
+         name="notification-action"),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -22,52 +23,51 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from console.dashboards import charts
+from console.dashboards import charts, trends
 from console.dashboards.access import can_submit_in, roles, submit_queues
-from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.audit import record as audit
-from core.exceptions import DomainError
+from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
-from scheduling.choices import JobState
+from scheduling.choices import Backend, JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.selectors.allocation import (
+    capacity_by_group,
+    capacity_by_model,
+    capacity_by_node,
+    capacity_by_vendor,
+    present_device_loads,
+)
 from scheduling.selectors.card_map import (
     PALETTE,
     device_history,
     node_card_map,
     node_list,
-    tenant_colour,
 )
 from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
-from scheduling.selectors.jobs import preemption_as_seen
 from scheduling.selectors.overview import (
-    capacity_by_group,
-    capacity_by_model,
-    capacity_by_vendor,
     jobs_by_state,
     pending_reasons,
-    present_device_loads,
     queue_lengths,
     top_tenants,
 )
+from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
 from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
 from scheduling.services.workloads import cancel_workload, submit_workload
-from telemetry.charts import line_chart
 from telemetry.exporters import UTIL
 from telemetry.selectors import (
     cost_report,
     device_health_history,
-    device_utilisation,
     latest_device_values,
     node_utilisation,
 )
-from tenants.models import Tenant
+from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
@@ -83,11 +83,14 @@ def _scope(request) -> set[int] | None:
     return get_user_tenant_ids(request.user)
 
 
-def _capacity_chart(rows, title, width=720):
-    return charts.stacked_bars(
-        [(r.label, [Part("allocated", round(r.allocated_devices, 2), ALLOC_COLOUR)])
-         for r in rows],
-        "devices", capacity=[r.devices for r in rows], title=title, width=width)
+def _capacity_chart(chart_id: str, rows, title: str) -> dict:
+    """Allocated vs capacity, one row per model / group, each on its own scale (a small model
+    is never a sliver beside a large one)."""
+    return charts.bar_chart(
+        chart_id, [r.label for r in rows],
+        [charts.Series("allocated", [round(r.allocated_devices, 2) for r in rows], kind="bar",
+                       colour=ALLOC_COLOUR)],
+        title=title, unit="devices", capacity=[r.devices for r in rows], independent=True)
 
 
 def _fragmentation(request) -> dict:
@@ -97,7 +100,8 @@ def _fragmentation(request) -> dict:
     or a queue, and no node detail."""
     if request.user.is_superuser:
         report = cluster_fragmentation()
-        nodes = [n for n in report.nodes if n.fragment_milli > 0][:TOP_FRAGMENTED_NODES]
+        nodes = [n for n in report.nodes
+                 if n.fragment_milli > 0 or n.stranded][:TOP_FRAGMENTED_NODES]
         return {"frag": report, "frag_nodes": nodes, "frag_scope": "all nodes"}
     groups = groups_for_tenants(get_visible_tenant_ids(request.user))
     return {"frag": cluster_fragmentation(groups), "frag_nodes": None,
@@ -130,21 +134,29 @@ def overview(request):
         "allocated_devices": allocated,
         "allocation_pct": 100.0 * allocated / total_devices if total_devices else 0.0,
         "scope": "all tenants" if tenant_ids is None else "your tenants",
-        "model_chart": _capacity_chart(models, "Allocated vs capacity per device model"),
-        "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group",
-                                       width=560),
+        "model_chart": _capacity_chart("model-capacity", models,
+                                       "Allocated vs capacity per device model"),
+        "group_chart": _capacity_chart("group-capacity", groups,
+                                       "Allocated vs capacity per resource group"),
+        "group_ids": dict(ResourceGroup.objects.values_list("name", "pk")),
         "jobs_chart": charts.donut(
-            [Part(s, n, STATE_COLOURS[s]) for s, n in jobs.items()], "jobs",
-            title="Jobs by state"),
-        "tenant_chart": charts.stacked_bars(
-            [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant_id))])
-             for t in tenants], "devices", title="Devices held per tenant"),
+            "jobs-donut", [(s, n, STATE_COLOURS[s]) for s, n in jobs.items()],
+            title="Jobs by state", unit="jobs"),
+        "tenant_chart": charts.bar_chart(
+            "tenant-devices", [t.tenant for t in tenants],
+            [charts.Series("devices held", [round(t.devices, 2) for t in tenants], kind="bar")],
+            title="Devices held per tenant", unit="devices"),
         "state_colours": STATE_COLOURS,
         "used": _measured_util(loads),
     }
-    template = "dashboards/_overview_live.html" if request.GET.get("fragment") else \
-        "dashboards/overview.html"
-    return render(request, template, context)
+    if request.GET.get("fragment"):
+        return render(request, "dashboards/_overview_live.html", context)
+    range_key = charts.pick_range(request.GET.get("range"))
+    start, end = trends.window(range_key)
+    simulated = trends.simulated_inventory()
+    context.update({"range": range_key, "simulated": simulated, "trends": trends.scope_trend_charts(
+        "all", "", "overview", start, end, simulated)})
+    return render(request, "dashboards/overview.html", context)
 
 
 def _measured_util(loads) -> dict[str, float]:
@@ -228,9 +240,13 @@ def job_submit(request):
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()
         spec = type(spec)(**{**spec.__dict__, "source": "ui"})
-        job = submit_workload(data["queue"], spec, user=request.user)
-        messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
-        return redirect("dashboards:job-detail", pk=job.pk)
+        try:
+            job = submit_workload(data["queue"], spec, user=request.user)
+        except NeverFits as exc:
+            form.add_error(None, f"This job can never run in its queue: {exc.message}")
+        else:
+            messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
+            return redirect("dashboards:job-detail", pk=job.pk)
     return render(request, "dashboards/job_form.html", {"form": form})
 
 
@@ -254,7 +270,9 @@ def nodes(request):
     """Nodes with devices, booked share and health (filter: the API's NodeFilterSet)."""
     filterset = NodeFilterSet(request.GET, queryset=node_list(), request=request)
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "dashboards/nodes.html", {"filter": filterset, "page": page})
+    return render(request, "dashboards/nodes.html", {
+        "filter": filterset, "page": page,
+        "allocation": capacity_by_node([n.pk for n in page.object_list])})
 
 
 @login_required
@@ -274,8 +292,14 @@ def node_detail(request, pk: int):
 
 
 def _node_util_chart(node):
-    return line_chart(node_utilisation(node.pk), title="Mean device utilisation, last 6 h",
-                      unit=" %", y_max=100.0, width=640, height=120)
+    points = node_utilisation(node.pk)
+    return charts.time_series(
+        "node-util", [charts.Series("min..max", [(p.time, p.minimum, p.maximum) for p in points],
+                                    kind="range"),
+                      charts.Series("mean utilisation", [(p.time, p.mean) for p in points])],
+        title="Mean device utilisation, last 6 h", axes=[charts.Axis(" %", max=100)],
+        start=timezone.now() - timedelta(hours=6), end=timezone.now(), height=200,
+        simulated=node.cluster.backend == Backend.SIMULATED)
 
 
 @login_required
@@ -290,7 +314,7 @@ def device_detail(request, uuid: str):
         "device": device, "card": card, "history": device_history(device, tenant_ids),
         "health": device_health_history(device.uuid),
         # Measured utilisation mixes every tenant's work: platform admins only.
-        "charts": _device_charts(device) if request.user.is_superuser else [],
+        "charts": trends.device_charts(device) if request.user.is_superuser else [],
     })
 
 
@@ -324,17 +348,6 @@ def device_uncordon(request, uuid: str):
     return redirect("dashboards:device-detail", uuid=device.uuid)
 
 
-def _device_charts(device):
-    titles = {"util": ("Utilisation", " %", 100.0), "memory_used": ("Memory used", " MiB", None),
-              "temperature": ("Temperature", " °C", None), "power": ("Power", " W", None)}
-    charts_out = []
-    for metric, points in device_utilisation(device.pk).items():
-        title, unit, top = next((v for k, v in titles.items() if k in metric),
-                                (metric, "", None))
-        charts_out.append(line_chart(points, title=title, unit=unit, y_max=top))
-    return charts_out
-
-
 def _month(request) -> str:
     months = recent_months()
     month = request.GET.get("month") or months[0]
@@ -364,18 +377,20 @@ def usage(request):
     month = _month(request)
     tenant_ids = _scope(request)
     rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
-    per_tenant: dict[str, list[Part]] = {}
     model_names = sorted({r.model for r in rows})
-    for r in rows:
-        per_tenant.setdefault(r.tenant, []).append(
-            Part(r.model, round(r.gpu_hours, 2), PALETTE[model_names.index(r.model) % 10]))
+    tenants = sorted({r.tenant for r in rows})
+    hours = {(r.tenant, r.model): round(r.gpu_hours, 2) for r in rows}
     costs = [r.cost for r in rows if r.cost is not None]
     return render(request, "dashboards/usage.html", {
         "rows": rows, "month": month, "months": recent_months(), "currency": currency,
         "total_gpu_hours": sum(r.gpu_hours for r in rows),
         "total_cost": sum(costs) if costs else None,
-        "chart": charts.stacked_bars(list(per_tenant.items()), "GPU-h",
-                                     title=f"GPU-hours per tenant in {month}"),
+        "chart": charts.bar_chart(
+            "usage-chart", tenants,
+            [charts.Series(m, [hours.get((t, m), 0) for t in tenants], kind="bar",
+                           colour=PALETTE[i % 10], stack="gpu-h")
+             for i, m in enumerate(model_names)],
+            title=f"GPU-hours per tenant in {month}", unit="GPU-h"),
         "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
     })
 

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "tenants",
     "scheduling",
     "telemetry",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -249,6 +250,28 @@ if DEMO_STREAM_S:
         "schedule": float(DEMO_STREAM_S),
     }
 
+# Notifications (notifications/): webhook timeout and retries, quota threshold, e-mail
+QUOTA_ALERT_THRESHOLD_PERCENT = env_int("QUOTA_ALERT_THRESHOLD_PERCENT", 90, minimum=1)
+NOTIFY_TIMEOUT_S = env_float("NOTIFY_TIMEOUT_S", 5.0, minimum=0.1)
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+NOTIFY_BACKOFF_BASE_S = env_float("NOTIFY_BACKOFF_BASE_S", 30.0, minimum=0.0)
+NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 3600.0, minimum=0.0)
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587 if env_bool("EMAIL_USE_TLS", True) else 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive; set one")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "llmops-console@localhost")
+
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -265,13 +288,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out logins (AXES_*)
-    "django.contrib.auth.backends.ModelBackend",
-]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboards:overview"
 LOGOUT_REDIRECT_URL = "login"
+
+# OpenID Connect sign-in (console/oidc.py): on when OIDC_RP_CLIENT_ID is set; local accounts stay.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+CONSOLE_OIDC_GROUPS_CLAIM = env_str("CONSOLE_OIDC_GROUPS_CLAIM", "groups")
+CONSOLE_OIDC_GROUP_MAP = env_str("CONSOLE_OIDC_GROUP_MAP", "{}")
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out logins (AXES_*)
+    "django.contrib.auth.backends.ModelBackend",
+    "console.oidc.ConsoleOIDCBackend",
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -299,9 +336,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # two state machines both have a field named "state": name their enums after them
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "scheduling.choices.JobState",
         "PlacementStateEnum": "scheduling.choices.PlacementState",
+        "JobKindEnum": "scheduling.choices.JobKind",
+        "MembershipRoleEnum": "tenants.choices.Role",
+        "ContainerRoleEnum": "scheduling.choices.CONTAINER_ROLES",
+        "FungibilityPolicyEnum": "scheduling.choices.FungibilityPolicy",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -329,4 +371,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Routine task chatter (every tick's "received" / "succeeded", beat's "sending due
+    # task") at WARNING: INFO stays for state changes worth reading (an admission cycle that
+    # admitted or preempted, a pod created). CELERY_ROUTINE_LOG_LEVEL=INFO brings it back.
+    "loggers": {
+        name: {"level": env_str("CELERY_ROUTINE_LOG_LEVEL", "WARNING")}
+        for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+    },
 }

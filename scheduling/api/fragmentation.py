@@ -39,8 +39,10 @@ class FragStrandedDeviceSerializer(serializers.Serializer):
     model = serializers.CharField()
     free_milli = serializers.IntegerField(help_text="Free share, milli-GPU.")
     code = serializers.ChoiceField(
-        choices=["no_gpu_class", "model", "cpu", "too_small", "too_few_gpus"],
-        help_text="Why no class of the target workload can use it.")
+        choices=["no_gpu_class", "model", "cpu", "too_small", "too_few_gpus", "shape"],
+        help_text="Why no class of the target workload can use it (``model``: no recent task "
+                  "allows the model; ``shape``: the tasks that allow it need more GPUs or CPU "
+                  "than the node has).")
     reason = serializers.CharField()
 
 

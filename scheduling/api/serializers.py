@@ -16,7 +16,14 @@ from scheduling.api.workloads import (
     validate_node_selector,
     validate_workload,
 )
-from scheduling.choices import LIVE_JOB_STATES, JobKind, PreemptionPolicy
+from scheduling.choices import (
+    CONTAINER_ROLES,
+    LIVE_JOB_STATES,
+    VENDORS,
+    JobKind,
+    PreemptionPolicy,
+    canonical_vendor,
+)
 from scheduling.models import (
     Device,
     Job,
@@ -28,15 +35,26 @@ from scheduling.models import (
     PriorityClass,
     Queue,
 )
-from scheduling.selectors.jobs import job_estimated_start, preemption_as_seen, queue_position
+from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.services.jobs import ContainerSpec, JobSpec
 from scheduling.services.workloads import lifetime_left_s, service_status
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-VENDORS = [
-    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
-]
+
+
+class VendorField(serializers.CharField):
+    """A vendor word of :data:`scheduling.choices.VENDORS`, matched case-insensitively and
+    stored as spelled there; an unknown word is a field error listing the valid ones."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        canonical = canonical_vendor(value)
+        if canonical is None:
+            raise serializers.ValidationError(
+                f"unknown vendor {value!r}; valid values: {', '.join(VENDORS)} "
+                f"(any case)")
+        return canonical
 
 
 class RejectUnknownFieldsMixin:
@@ -62,7 +80,7 @@ class RejectUnknownFieldsMixin:
 class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
     init = serializers.BooleanField(default=False)
-    vendor = serializers.ChoiceField(choices=VENDORS, default="NVIDIA")
+    vendor = VendorField(max_length=32, default="NVIDIA")
     device_count = serializers.IntegerField(min_value=0, max_value=64, default=0)
     memory_mib = serializers.IntegerField(min_value=0, max_value=16 * 1024 * 1024, default=0)
     memory_percent = serializers.IntegerField(
@@ -84,7 +102,7 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True),
                                 default=dict)
     role = serializers.ChoiceField(
-        choices=["", "launcher", "worker"], default="",
+        choices=CONTAINER_ROLES, default="",
         help_text="Training: launcher containers make the launcher pod; worker (or blank) "
                   "containers run in every worker pod.")
 
@@ -112,8 +130,30 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         return attrs
 
 
+class QueueField(serializers.PrimaryKeyRelatedField):
+    """One of the caller's queues by id (``7``), by ``tenant/queue`` name, or by queue name
+    alone when exactly one of the caller's queues has it. Another tenant's queue is an
+    unknown one (the error never confirms it exists)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not data.strip().isdigit():
+            tenant, _, name = data.strip().rpartition("/")
+            queues = self.get_queryset().filter(name=name)
+            if tenant:
+                queues = queues.filter(tenant__name=tenant)
+            found = list(queues[:2])
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise serializers.ValidationError(
+                    f"{data!r} names queues of several tenants: write tenant/queue")
+            raise serializers.ValidationError(f"no queue {data!r} among your queues")
+        return super().to_internal_value(data)
+
+
 class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues.
+    """Input of ``POST /api/jobs/``. ``queue``: one of the caller's queues, by id or by
+    ``tenant/queue`` name.
 
     ``priority_class`` names a priority class the queue allows (default: the queue's default
     class); the job's priority is the class's value at submission and a non-preemptible
@@ -121,7 +161,8 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     admins only, for a job without a class.
     """
 
-    queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())
+    queue = QueueField(queryset=Queue.objects.none(),
+                       help_text="a queue id, tenant/queue, or a queue name")
     name = serializers.CharField(max_length=200)
     priority_class = serializers.SlugRelatedField(
         slug_field="name", queryset=PriorityClass.objects.all(), required=False,
@@ -334,14 +375,17 @@ class PlacementSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job. ``queue_position`` (1 = next) and ``estimated_start`` (from the queue's observed
-    drain rate over the last hour) are filled for a queued job on the detail endpoint only
-    (null in lists and for other states)."""
+    """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
+    ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
+    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job on
+    the detail endpoint only (null in lists, for other states and for a job that asks more
+    than its group has)."""
 
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
     resource_group = serializers.CharField(source="queue.resource_group.name")
-    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True,
+                                                  allow_null=True)
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
@@ -351,13 +395,15 @@ class JobSerializer(serializers.ModelSerializer):
                   "replica job ids (null for other jobs).")
     lifetime_left_s = serializers.SerializerMethodField(
         help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run.")
+    estimated_start_latest = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = [
             "id", "name", "kind", "tenant", "queue", "resource_group", "priority", "priority_class",
             "state",
-            "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
+            "pending_reason", "queue_position", "estimated_start",
+            "estimated_start_latest", "pod_count", "min_pods",
             "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
             "on_preemption", "preemption_count", "restart_policy", "parent", "port",
             "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
@@ -385,8 +431,8 @@ class JobSerializer(serializers.ModelSerializer):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            position = queue_position(job)
-            cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
+            slot = queue_slots([job], timezone.now()).get(job.pk)
+            cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
         return cache[job.pk]
 
     def get_queue_position(self, job) -> int | None:
@@ -394,7 +440,11 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_estimated_start(self, job) -> str | None:
         eta = self._queue_info(job)[1]
-        return eta.isoformat() if eta else None
+        return eta.earliest.isoformat() if eta else None
+
+    def get_estimated_start_latest(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.latest.isoformat() if eta else None
 
 
 class PreemptionSerializer(serializers.ModelSerializer):

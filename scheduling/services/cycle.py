@@ -409,7 +409,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,
         admitted=len(report.admitted), preempted=len(report.preempted),
     )
-    logger.info(
+    # INFO only when the cycle changed something; a cycle that left everything pending is
+    # routine (one every ADMISSION_TICK_S per blocked group)
+    logger.log(
+        logging.INFO if report.admitted or report.preempted else logging.DEBUG,
         "admission cycle group=%s considered=%d admitted=%d preempted=%d pending=%d in %.3fs",
         group_id, report.considered, len(report.admitted), len(report.preempted),
         len(report.pending), report.duration_s,

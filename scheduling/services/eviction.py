@@ -36,7 +36,8 @@ from scheduling.choices import (
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
-from scheduling.selectors.jobs import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.selectors.preemptions import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.services.events import announce_preemption
 from scheduling.services.intake_record import suspend_kube_job
 
 
@@ -106,6 +107,8 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         message=f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
                 f"{preemption.evict_by.isoformat()})",
     )
+    announce_preemption(victim, preemptor, reason=preemption.reason.value, outcome=outcome,
+                        victim_message=shown, cross_tenant=cross_tenant)
     return True
 
 

@@ -171,7 +171,9 @@ def _take_in(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
         _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
         return None
     with transaction.atomic():
-        job = submit_job(queue, spec)
+        # a workload that already exists in the cluster is recorded even if it never fits:
+        # its pending reason says why (submit-time refusal is for the console's own API/UI)
+        job = submit_job(queue, spec, check_fit=False)
         row, _ = KubeWorkload.objects.update_or_create(
             cluster=cluster, uid=workload.uid,
             defaults={"kind": kind, "namespace": workload.namespace, "name": workload.name,

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit import record as audit
-from core.exceptions import Conflict
+from core.exceptions import Conflict, NeverFits
 from scheduling.backends import get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
@@ -27,6 +27,7 @@ from scheduling.models import (
     PriorityClass,
     Queue,
 )
+from scheduling.selectors.feasibility import never_fits_reason
 
 
 @dataclass(frozen=True)
@@ -119,13 +120,22 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
         JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
-def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
+               check_fit: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
     after commit. An inference service (``kind`` inference) is created ``running`` and never
     queued itself: its replicas are (``scheduling.services.workloads.submit_workload``).
 
+    Args:
+        check_fit: refuse a job that can never fit any node of the group, whatever the load
+            (:func:`scheduling.selectors.feasibility.never_fits_reason`).
+
     Returns:
         The new Job (state ``queued``, or ``running`` for an inference service).
+
+    Raises:
+        NeverFits: ``check_fit`` and the job fits no node of the group even when empty
+            (``field="reason"``, the message says why); nothing is saved.
     """
     service = spec.kind == JobKind.INFERENCE
     now = timezone.now()
@@ -153,6 +163,10 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
         )
         _create_pod_sets(job, spec.pod_sets)
         JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
+        if check_fit:
+            reason = never_fits_reason(job, queue.resource_group)
+            if reason is not None:
+                raise NeverFits(reason, field="reason")
         JobEvent.objects.create(job=job, kind="running" if service else "queued",
                                 message=f"service up in {queue}" if service
                                 else f"queued in {queue}")

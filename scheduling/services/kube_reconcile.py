@@ -70,6 +70,7 @@ from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.kube.workload_pods import pod_ready
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services.cordons import note_pod_failure
+from scheduling.services.events import announce_job_failed
 from scheduling.services.eviction import release_terminated
 from scheduling.services.submissions import submit_job
 
@@ -193,6 +194,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
                 updated=now)
             if moved:
                 _event(job_id, "failed", message)
+                announce_job_failed(job_id, message)
     kube = [p for p in others if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
         _delete_pods(kube)

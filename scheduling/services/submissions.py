@@ -19,6 +19,7 @@ from scheduling.choices import (
     PlacementState,
 )
 from scheduling.models import Job, JobEvent, Placement
+from scheduling.services.events import announce_job_failed
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ def fail_job(job_id: int, message: str) -> None:
         ).update(state=JobState.FAILED, finished_at=now, pending_reason=message)
         if moved:
             JobEvent.objects.create(job_id=job_id, kind="failed", message=message)
+            announce_job_failed(job_id, message)
 
 
 def reconcile_simulated(now=None) -> set[int]:

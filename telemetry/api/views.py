@@ -31,6 +31,7 @@ from telemetry.models import DevicePrice, ScrapeTarget
 from telemetry.services.device_health import clear_device_health
 from telemetry.services.prices import set_price
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
+from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids
 
 
@@ -352,18 +353,16 @@ def job_efficiency(request, job_id: int):
 
 
 def _tenant_filter(request) -> list[int] | None:
-    """The tenants a request covers: the caller's (``?tenant=<id>`` narrows; another
-    tenant's id is 404)."""
+    """The tenants a request covers: the caller's (``?tenant=<name or id>`` narrows; another
+    tenant's, or an unknown one, is 404)."""
     allowed = get_user_tenant_ids(request.user)
-    raw = request.query_params.get("tenant")
-    if raw is None:
+    raw = request.query_params.get("tenant", "").strip()
+    if not raw:
         return None if allowed is None else sorted(allowed)
-    try:
-        tenant_id = int(raw)
-    except ValueError as exc:
-        raise InvalidRequest("tenant must be an id", field="tenant") from exc
-    if allowed is not None and tenant_id not in allowed:
-        raise NotFound(f"tenant {tenant_id} not found")
+    lookup = {"pk": int(raw)} if raw.isdigit() else {"name__iexact": raw}
+    tenant_id = Tenant.objects.filter(**lookup).values_list("pk", flat=True).first()
+    if tenant_id is None or (allowed is not None and tenant_id not in allowed):
+        raise NotFound(f"tenant {raw!r} not found")
     return [tenant_id]
 
 
@@ -440,7 +439,7 @@ def _row(r):
 @api_view(["GET"])
 def cost_report(request):
     """GPU-hours and cost per tenant × device model × month (``?month=YYYY-MM`` or
-    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<id>``)."""
+    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<name or id>``)."""
     start, end, rows = _cost_rows(request)
     return Response({"from": start, "to": end, "rows": [_row(r) for r in rows]})
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from scheduling.models import Job, Preemption
-from scheduling.selectors.jobs import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.selectors.preemptions import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.cycle import run_admission_cycle
 from tests.adversarial.helpers import client_for
 from tests.builders import gpu_job, make_user
