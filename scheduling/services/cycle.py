@@ -296,6 +296,22 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
     return True
 
 
+def _victims_text(job: Job, victim_ids: tuple[str, ...]) -> str:
+    """``"; preempted 12, 15"`` for the admitted event: victims of the job's own tenant by
+    id, those of other tenants only counted (their ids are not the tenant's to see, as in
+    :data:`CROSS_TENANT_PREEMPTION_MESSAGE`)."""
+    if not victim_ids:
+        return ""
+    own = {str(pk) for pk in Job.objects.filter(
+        pk__in=[int(v) for v in victim_ids], tenant_id=job.tenant_id).values_list(
+        "pk", flat=True)}
+    names = [v for v in victim_ids if v in own]
+    others = len(victim_ids) - len(names)
+    if others:
+        names.append(f"{others} job{'s' if others > 1 else ''} of another tenant")
+    return f"; preempted {', '.join(names)}"
+
+
 def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, bookings,
                       capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
     """Write one admitted job's placements (``bookings``: its :func:`_bookings`); return a
@@ -342,7 +358,7 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
         if admission.pod_count != job.pod_count else ""
     borrowing = "; borrowing from the cohort" if admission.borrowing else ""
-    waits = f"; preempted {', '.join(admission.waits_for)}" if admission.waits_for else ""
+    waits = _victims_text(job, admission.waits_for)
     JobEvent.objects.create(job=job, kind="admitted",
                             message=f"placed on {nodes_text}{extra}{borrowing}{waits}")
     return None
