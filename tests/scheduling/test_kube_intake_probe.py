@@ -81,3 +81,16 @@ def test_a_jobset_of_absurd_size_is_refused_not_overflowed(fake, kube):  # noqa:
     assert f"Job {NS}/good" in report.jobs
     assert "pods" in report.refused[f"JobSet {NS}/huge"]
     assert not JobContainer.objects.filter(job__name__contains="huge").exists()
+
+
+@pytest.mark.parametrize("status", [{"active": "many"}, {"active": [1]},
+                                    {"conditions": "Complete"}, {"conditions": [None, 3]}])
+def test_a_garbled_status_does_not_stop_the_sync(fake, kube, status):  # noqa: F811
+    cluster, _group, _queue = kube
+    odd = job_object("odd")
+    odd["status"] = status
+    fake.put(odd)
+    fake.put(job_object("good"))
+    report = _intake(cluster)
+    assert f"Job {NS}/good" in report.jobs
+    assert f"Job {NS}/odd" in report.jobs  # a status we cannot read counts as no pods yet
