@@ -112,10 +112,12 @@ def cordon_device(device: Device, *, reason: str, user=None, policy: str = "wait
     ``fail`` they are drained now.
 
     Raises:
-        ValueError: unknown policy.
+        ValueError: unknown policy, or a NUL character in ``reason``.
     """
     if policy not in DRAIN_POLICIES:
         raise ValueError(f"drain policy must be one of {', '.join(DRAIN_POLICIES)}")
+    if "\x00" in reason:
+        raise ValueError("the reason must not contain NUL characters")
     who = getattr(user, "username", "") or "operator"
     text = f"cordoned by {who}" + (f": {reason}" if reason else "")
     with transaction.atomic():

@@ -93,3 +93,41 @@ def test_a_second_cordon_with_requeue_drains_what_the_first_let_run(world):
     device.refresh_from_db()
     assert job.state == "queued" and "fan died" in job.pending_reason
     assert device.cordon_reason == "cordoned by root: fan died"
+
+
+def _page_client(user):
+    from django.test import Client
+
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("reason", ["a\x00b", "x" * 5000])
+def test_the_device_page_cordon_with_a_bad_reason_is_not_a_server_error(world, reason):
+    device = _device_of(world["a_train"])
+    response = _page_client(world["root"]).post(
+        f"/devices/{device.uuid}/cordon/", {"reason": reason, "drain": "wait"})
+    assert response.status_code in (200, 302), response.status_code
+    device.refresh_from_db()
+    if "\x00" in reason:
+        assert (device.cordoned, device.cordon_reason) == (False, "")
+
+
+def test_the_device_page_cordon_of_an_unknown_uuid_is_404(world):
+    client = _page_client(world["root"])
+    assert client.post("/devices/GPU-nope/cordon/", {"drain": "wait"}).status_code == 404
+    assert client.post("/devices/GPU-%00/cordon/", {"drain": "wait"}).status_code == 404
+
+
+def test_the_device_page_with_a_nul_in_its_address_is_404(world):
+    assert _page_client(world["alice"]).get("/devices/GPU-%00/").status_code == 404
+
+
+def test_the_device_page_refuses_an_unknown_drain_policy_without_cordoning(world):
+    device = _device_of(world["a_train"])
+    response = _page_client(world["root"]).post(
+        f"/devices/{device.uuid}/cordon/", {"reason": "r", "drain": "evict"})
+    assert response.status_code == 302
+    device.refresh_from_db()
+    assert (device.cordoned, device.cordon_reason) == (False, "")
