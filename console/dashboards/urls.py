@@ -1,7 +1,7 @@
 from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 
-from console.dashboards import views
+from console.dashboards import team, views
 
 
 class DeviceIdConverter(PathConverter):
@@ -28,7 +28,10 @@ urlpatterns = [
     path("devices/<device:uuid>/", views.device_detail, name="device-detail"),
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),
-    path("tenants/<slug:name>/", views.team, name="team"),
+    path("tenants/<slug:name>/", team.team, name="team"),
     path("account/token/", views.tokens, name="tokens"),
+    path("account/invitations/", team.invitations, name="invitations"),
+    path("account/invitations/<int:pk>/<str:answer>/", team.invitation_answer,
+         name="invitation-answer"),
     path("audit/", views.audit_log, name="audit"),
 ]
