@@ -142,9 +142,24 @@ def namespace_pattern(cluster) -> str:
     return getattr(cluster, "namespace_pattern", "") or settings.TENANT_NAMESPACE_PATTERN
 
 
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""Namespaces Kubernetes keeps for itself (with every ``kube-`` name: the prefix is reserved
+for the system, Kubernetes docs "Namespaces", "Initial namespaces")."""
+
+
 def render_namespace(pattern: str, tenant_name: str, cluster_name: str) -> str:
-    """The namespace name ``pattern`` gives a tenant in a cluster (a DNS-1123 label)."""
-    return _dns_label(pattern.format(slug=tenant_name, cluster=cluster_name))
+    """The namespace name ``pattern`` gives a tenant in a cluster (a DNS-1123 label).
+
+    A rendering Kubernetes reserves (:data:`RESERVED_NAMESPACES`, any ``kube-*``; e.g. the
+    tenant ``default`` under the pattern ``{slug}``) becomes ``tenant-<name>-<8 hex>``
+    instead: the console would otherwise adopt the system namespace, unlabelled, for the
+    tenant and take in what others create there.
+    """
+    name = _dns_label(pattern.format(slug=tenant_name, cluster=cluster_name))
+    if name in RESERVED_NAMESPACES or name.startswith("kube-"):
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"tenant-{name[: _MAX_NAMESPACE - 16].rstrip('-')}-{digest}"
+    return name
 
 
 def tenant_namespace(tenant: Tenant, cluster) -> str:
@@ -186,6 +201,8 @@ def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
     tenant whose pattern name it is, provided that tenant has no other namespace recorded in
     the cluster.
     """
+    if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+        return None  # never a tenant's, even if recorded before render_namespace refused it
     row = TenantNamespace.objects.filter(cluster_id=cluster.pk, name=namespace).select_related(
         "tenant").first()
     if row is not None:

@@ -1,6 +1,17 @@
-from django.urls import path
+from django.urls import path, register_converter
+from django.urls.converters import PathConverter
 
 from console.dashboards import notifications, simulation, team, trends, views, workload_views
+
+
+class DeviceIdConverter(PathConverter):
+    """A device uuid (DRA ids hold '/'): any characters but NUL, which PostgreSQL refuses in
+    a query (a NUL in the address is a 404, not a server error)."""
+
+    regex = "[^\x00]+"
+
+
+register_converter(DeviceIdConverter, "device")
 
 app_name = "dashboards"
 urlpatterns = [
@@ -15,9 +26,9 @@ urlpatterns = [
     path("jobs/<int:pk>/resume/", workload_views.job_resume, name="job-resume"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<int:pk>/", views.node_detail, name="node-detail"),
-    path("devices/<path:uuid>/cordon/", views.device_cordon, name="device-cordon"),
-    path("devices/<path:uuid>/uncordon/", views.device_uncordon, name="device-uncordon"),
-    path("devices/<path:uuid>/", views.device_detail, name="device-detail"),
+    path("devices/<device:uuid>/cordon/", views.device_cordon, name="device-cordon"),
+    path("devices/<device:uuid>/uncordon/", views.device_uncordon, name="device-uncordon"),
+    path("devices/<device:uuid>/", views.device_detail, name="device-detail"),
     path("groups/<int:pk>/", trends.group_detail, name="group-detail"),
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),

@@ -58,7 +58,7 @@ from scheduling.selectors.overview import (
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
-from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
+from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.workloads import cancel_workload, submit_workload
 from telemetry.exporters import UTIL
 from telemetry.selectors import (
@@ -327,11 +327,12 @@ def device_cordon(request, uuid: str):
         raise PermissionDenied("Only platform administrators cordon devices.")
     device = get_object_or_404(Device.objects.select_related("node__cluster"), uuid=uuid)
     policy = request.POST.get("drain", "wait")
-    if policy not in DRAIN_POLICIES:
-        messages.error(request, f"drain must be one of {', '.join(DRAIN_POLICIES)}")
-    else:
+    try:
         cordon_device(device, reason=request.POST.get("reason", "")[:200], user=request.user,
                       policy=policy)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
         messages.success(request, f"Device {device.uuid} cordoned ({policy}).")
     return redirect("dashboards:device-detail", uuid=device.uuid)
 

@@ -37,7 +37,15 @@ from scheduling.models import (
 )
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.preemptions import preemption_as_seen
-from scheduling.services.jobs import ContainerSpec, JobSpec
+from scheduling.services.jobs import (
+    MAX_CPU_MILLI,
+    MAX_DEVICE_COUNT,
+    MAX_DEVICE_MEMORY_MIB,
+    MAX_HOST_MEMORY_MIB,
+    MAX_POD_COUNT,
+    ContainerSpec,
+    JobSpec,
+)
 from scheduling.services.workloads import lifetime_left_s, service_status
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -81,8 +89,9 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
     init = serializers.BooleanField(default=False)
     vendor = VendorField(max_length=32, default="NVIDIA")
-    device_count = serializers.IntegerField(min_value=0, max_value=64, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=16 * 1024 * 1024, default=0)
+    device_count = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_COUNT, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_MEMORY_MIB,
+                                          default=0)
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
     )
@@ -170,10 +179,11 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     priority = serializers.IntegerField(min_value=-1000, max_value=1000, required=False)
     max_runtime_s = serializers.FloatField(min_value=1, max_value=365 * 24 * 3600,
                                            required=False, allow_null=True)
-    pod_count = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    pod_count = serializers.IntegerField(min_value=1, max_value=MAX_POD_COUNT, default=1)
     min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
+    cpu_milli = serializers.IntegerField(min_value=0, max_value=MAX_CPU_MILLI, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_HOST_MEMORY_MIB,
+                                          default=0)
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)

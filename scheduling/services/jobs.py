@@ -29,6 +29,41 @@ from scheduling.models import (
 )
 from scheduling.selectors.feasibility import never_fits_reason
 
+MAX_POD_COUNT = 1024
+"""Pods of one job (every pod set together), API or taken in from a cluster."""
+MAX_CPU_MILLI = 10_000_000
+"""Host cpu of one pod, milli-cores."""
+MAX_HOST_MEMORY_MIB = 100_000_000
+"""Host memory of one pod, MiB."""
+MAX_DEVICE_COUNT = 64
+"""Devices of one container."""
+MAX_DEVICE_MEMORY_MIB = 16 * 1024 * 1024
+"""Device memory per device of one container, MiB."""
+
+
+def spec_bound_errors(spec: JobSpec) -> list[str]:
+    """What in ``spec`` is beyond the bounds above (empty when nothing): the API serializer
+    enforces them field by field; the intake, whose specs come from cluster objects, asks
+    here before a value overflows a column."""
+    errors = []
+    if spec.pod_count > MAX_POD_COUNT:
+        errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
+    hosts = [(spec.name, spec.cpu_milli, spec.memory_mib)] + [
+        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets]
+    for where, cpu, memory in hosts:
+        if cpu > MAX_CPU_MILLI:
+            errors.append(f"{where}: cpu {cpu} m is above {MAX_CPU_MILLI} m")
+        if memory > MAX_HOST_MEMORY_MIB:
+            errors.append(f"{where}: memory {memory} MiB is above {MAX_HOST_MEMORY_MIB} MiB")
+    for c in [*spec.containers, *(c for ps in spec.pod_sets for c in ps.containers)]:
+        if c.device_count > MAX_DEVICE_COUNT:
+            errors.append(f"container {c.name!r}: {c.device_count} devices, more than "
+                          f"{MAX_DEVICE_COUNT}")
+        if c.memory_mib > MAX_DEVICE_MEMORY_MIB:
+            errors.append(f"container {c.name!r}: device memory {c.memory_mib} MiB is above "
+                          f"{MAX_DEVICE_MEMORY_MIB} MiB")
+    return errors
+
 
 @dataclass(frozen=True)
 class ContainerSpec:
