@@ -13,7 +13,14 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from core.models import BaseModel
-from tenants.choices import Dimension, GroupKind, Role
+from tenants.choices import (
+    DevicePolicy,
+    Dimension,
+    FragmentationPolicy,
+    GroupKind,
+    NodePolicy,
+    Role,
+)
 
 slug_validator = RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")
 ANY_FLAVOR = "*"
@@ -73,6 +80,12 @@ class ResourceGroup(BaseModel):
 
     ``device_models`` lists DeviceModel names (empty = every model); ``node_selector`` is a map
     of node labels that must all match (empty = every node).
+
+    Placement profile of the group's admission cycles: ``node_policy`` and ``device_policy``
+    (HAMi's scheduler policies, HAMi defaults binpack / spread), ``fragmentation_policy``
+    (FragGuard / FGD node scoring against the group's recent job shapes, or none) and
+    ``pod_policy_override`` (whether a job's pod annotations ``hami.io/node-scheduler-policy``
+    / ``hami.io/gpu-scheduler-policy`` override the group's policies for that job).
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
@@ -80,6 +93,20 @@ class ResourceGroup(BaseModel):
     device_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
+    node_policy = models.CharField(
+        max_length=16, choices=NodePolicy.choices, default=NodePolicy.BINPACK,
+        help_text="HAMi node scheduler policy: binpack fills busy nodes, spread idle ones.")
+    device_policy = models.CharField(
+        max_length=16, choices=DevicePolicy.choices, default=DevicePolicy.SPREAD,
+        help_text="HAMi GPU scheduler policy within the chosen node.")
+    fragmentation_policy = models.CharField(
+        max_length=16, choices=FragmentationPolicy.choices, default=FragmentationPolicy.NONE,
+        help_text="FragGuard/FGD: choose nodes and devices to keep free capacity usable by "
+                  "the group's recent job shapes (replaces the HAMi node score).")
+    pod_policy_override = models.BooleanField(
+        default=True,
+        help_text="Jobs may override the policies with the pod annotations "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.")
 
     class Meta:
         ordering = ["name"]

@@ -77,6 +77,11 @@ class Job(BaseModel):
                   "deleted) fails a Never job and requeues an OnFailure job.",
     )
     requeue_count = models.PositiveIntegerField(default=0)
+    annotations = models.JSONField(
+        default=dict, blank=True,
+        help_text="Pod annotations {key: value} put on every pod of the job; "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy override "
+                  "the resource group's placement policies where the group allows it.")
 
     class Meta:
         ordering = ["-priority", "created", "id"]

@@ -42,6 +42,7 @@ from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.types import ClusterSnapshot, Decision, PlacementRequest
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.selectors.device_models import get_catalogue
+from scheduling.selectors.placement_profile import group_framework
 from scheduling.selectors.snapshot import (
     SnapshotIndex,
     build_cluster_snapshot,
@@ -304,14 +305,19 @@ class AdmissionContext:
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
     catalogue: Catalogue
+    group_row: tm.ResourceGroup | None = None
 
     def placer(self) -> DbPlacer:
         """A placer over this context's cluster snapshot (shared: the cycle mutates it), with
-        the placement profile built here (HAMi default policies and the device catalogue's
-        resolved configs): only runs that place need it, not usage tables or quota
-        simulations. A model whose config does not resolve is left out of the catalogue
-        (its devices carry ``error`` in the snapshot); it never fails the run."""
-        framework = Profile(device_configs=self.catalogue.configs).build()
+        the group's placement profile built here (its node / device / fragmentation policy,
+        :func:`~scheduling.selectors.placement_profile.group_profile`, and the device
+        catalogue's resolved configs): only runs that place need it, not usage tables or
+        quota simulations. A model whose config does not resolve is left out of the
+        catalogue (its devices carry ``error`` in the snapshot); it never fails the run."""
+        if self.group_row is None:
+            framework = Profile(device_configs=self.catalogue.configs).build()
+        else:
+            framework = group_framework(self.group_row, self.catalogue)
         return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
 
 
@@ -355,7 +361,7 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         usage=stored_usage(group),
     )
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending}, catalogue)
+                            {str(j.pk): j for j in pending}, catalogue, group)
 
 
 def group_queues(group: tm.ResourceGroup):
@@ -477,6 +483,7 @@ class SpecJob:
         self.cpu_milli = spec.cpu_milli
         self.memory_mib = spec.memory_mib
         self.containers = _SpecContainers(list(spec.containers))
+        self.annotations = dict(getattr(spec, "annotations", None) or {})
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from scheduling.models import (
     PlacementDevice,
     PlacementMigInstance,
 )
+from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -252,7 +253,9 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     A container without ``device_types`` accepts the group's device models. Vendors whose
     requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
     set when exactly one accepted model remains. Ascend requests carry no cores (the vNPU
-    template decides them).
+    template decides them). The job's ``hami.io/node-scheduler-policy`` /
+    ``hami.io/gpu-scheduler-policy`` annotations become the pods' policies when the group's
+    ``pod_policy_override`` allows it.
     """
     containers = []
     for c in job.containers.all():
@@ -275,12 +278,17 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                 ),
             )
         containers.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+    node_policy, device_policy = PlacementPolicy(
+        pod_override=bool(getattr(group, "pod_policy_override", True))
+    ).pod_overrides(getattr(job, "annotations", None))
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
             cpu_milli=job.cpu_milli,
             memory_mib=job.memory_mib,
             containers=tuple(containers),
+            node_policy=node_policy,
+            device_policy=device_policy,
         )
         for i in range(job.pod_count)
     )

@@ -50,6 +50,7 @@ class JobSpec:
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
     restart_policy: str = "Never"
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
@@ -74,6 +75,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             min_runtime_s=spec.min_runtime_s,
             on_preemption=spec.on_preemption,
             restart_policy=spec.restart_policy,
+            annotations=dict(spec.annotations),
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
