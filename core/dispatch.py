@@ -8,12 +8,17 @@ the task runs only against rows that were committed (Saleor's ``call_event`` pat
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import current_app
 from django.db import transaction
 
 __all__ = ["enqueue_on_commit", "registered_task"]
+
+#: Serialises the first task-module import: a threaded web worker (gunicorn ``--threads``)
+#: otherwise lets a second thread see a half-imported ``tasks`` module and miss its tasks.
+_import_lock = threading.Lock()
 
 
 def registered_task(name: str) -> Any:
@@ -27,7 +32,9 @@ def registered_task(name: str) -> Any:
     """
     app = current_app
     if name not in app.tasks:
-        app.loader.import_default_modules()
+        with _import_lock:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 
