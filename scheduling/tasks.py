@@ -18,6 +18,7 @@ from scheduling.dispatch import (
     RECONCILE_TASK,
     SUBMIT_JOBS_TASK,
     USAGE_RECONCILE_TASK,
+    admission_cycle_started,
 )
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
@@ -34,6 +35,7 @@ from tenants.models import ResourceGroup
 @shared_task(name=ADMISSION_CYCLE_TASK)
 def admission_cycle_task(group_id: int) -> dict:
     """Run one admission cycle for a resource group; chain another when the batch was full."""
+    admission_cycle_started(group_id)
     report = run_admission_cycle(group_id)
     if report.more:
         admission_cycle_task.delay(group_id)

@@ -279,10 +279,13 @@ def pending_workload(job: Job, group: tm.ResourceGroup, request: PlacementReques
     )
 
 
-def queued_jobs(group: tm.ResourceGroup, limit: int | None = None) -> list[Job]:
-    """Queued jobs of the group in admission order (priority, age, id), up to ``limit``."""
+def queued_jobs(group: tm.ResourceGroup, limit: int | None = None,
+                exclude: set[int] | None = None) -> list[Job]:
+    """Queued jobs of the group in admission order (priority, age, id), up to ``limit``,
+    less the ids in ``exclude`` (the inadmissible set, :mod:`.inadmissible`)."""
     jobs = (
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
+        .exclude(pk__in=sorted(exclude or ()))
         .select_related("queue__tenant", "tenant")
         .prefetch_related("containers")
         .order_by("-priority", "created", "id")

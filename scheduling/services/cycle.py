@@ -4,8 +4,8 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
 :func:`scheduling.admission.run_cycle`):
   1. take the group's advisory lock (single-flight; another worker's cycle → skip);
   2. settle the stored usage of placements released since the last cycle;
-  3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``) and
-     build the snapshots (cluster with every live booking, quotas, caps, running jobs);
+  3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``; less
+     the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots (cluster with every live booking, quotas, caps, running jobs);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
   5. commit, in one transaction: lock every device and node the admissions touch (pk order),
@@ -64,6 +64,7 @@ from scheduling.selectors.admission import (
     queued_jobs,
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
+from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
 from scheduling.services.usage import (
@@ -433,9 +434,12 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 2. settle usage of released placements
         settle_released_usage(group_id)
         # 3. heads and snapshots
-        heads = queued_jobs(group, batch)
+        aside = inadmissible_ids(group_id)
+        heads = queued_jobs(group, batch, exclude=aside)
         report.considered = len(heads)
         if not heads:
+            if aside:  # every queued job is set aside: blocked until something changes
+                mark_blocked(group_id, now)
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
         flag_device_models(ctx.catalogue.errors)
@@ -444,7 +448,8 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 5. commit
         _commit(result, ctx, group, now, report)
         _store_verdicts(result, ctx, report)
-        report.more = len(heads) == batch and bool(report.admitted)
+        newly_aside = set_aside(group_id, result, ctx.jobs, now)
+        report.more = len(heads) == batch and (bool(report.admitted) or newly_aside > 0)
         if report.admitted or report.preempted:
             clear_blocked(group_id)
         elif report.pending:
