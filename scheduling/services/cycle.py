@@ -5,7 +5,8 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
   1. take the group's advisory lock (single-flight; another worker's cycle → skip);
   2. settle the stored usage of placements released since the last cycle;
   3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``; less
-     the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots (cluster with every live booking, quotas, caps, running jobs);
+     the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots
+     (cluster with every live booking, quotas, caps, running jobs);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
   5. commit, in one transaction: lock every device and node the admissions touch (pk order),
