@@ -220,51 +220,51 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
     device's model.
     """
     node_names = {pk: name for name, pk in index.node_ids.items()}
-    placements = list(
-        Placement.objects.filter(
-            state__in=BOOKED_PLACEMENT_STATES, job__queue__resource_group=group
-        ).select_related("job__tenant").order_by("job_id", "pod_index", "pk")
-    )
+    booked = Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES,
+                                      job__queue__resource_group=group)
+    # plain rows, not model instances: this runs every cycle over every running placement
+    placements = list(booked.order_by("job_id", "pod_index", "pk").values_list(
+        "pk", "job_id", "node_id", "cpu_milli", "memory_mib", "job__tenant__name",
+        "job__priority", "job__admitted_at", "job__created", "job__min_runtime_s",
+        "job__preemptible"))
     bookings = defaultdict(list)
-    for row in PlacementDevice.objects.filter(
-        placement__in=[p.pk for p in placements]
-    ).select_related("device__model").order_by("placement_id", "device_id"):
-        bookings[row.placement_id].append(row)
-    jobs: dict[int, Job] = {}
+    for row in PlacementDevice.objects.filter(placement__in=booked).order_by(
+            "placement_id", "device_id").values_list(
+            "placement_id", "device__uuid", "device__model__name", "device__model__vendor",
+            "device__index", "device__memory_mib", "device__cores_percent", "memory_mib",
+            "cores_percent", "slots"):
+        bookings[row[0]].append(row[1:])
+    jobs: dict[int, tuple] = {}
     charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
     held: dict[str, RunningBooking] = {}
-    for p in placements:
-        job = p.job
-        jobs[job.pk] = job
-        booking = held.setdefault(str(job.pk), RunningBooking(job.pk))
+    for pk, job_id, node_id, cpu, mem, *job in placements:
+        jobs[job_id] = tuple(job)
+        booking = held.setdefault(str(job_id), RunningBooking(job_id))
         grants = []
-        for b in bookings[p.pk]:
-            flavor = flavors.flavor_of_model.get(b.device.model.name, b.device.model.name)
-            info = devices.get(b.device.uuid) or _device_info(b.device)
+        for uuid, model, vendor, d_index, d_mem, d_cores, b_mem, b_cores, slots in bookings[pk]:
+            flavor = flavors.flavor_of_model.get(model, model)
+            info = devices.get(uuid) or CoreDevice(
+                uuid=uuid, node="", index=d_index, type=model, vendor=vendor,
+                memory_mib=d_mem, cores_percent=d_cores)
             for dim, amount in (
-                (Dimension.DEVICES, device_milli(b.memory_mib, b.cores_percent, info)),
-                (Dimension.MEMORY_MIB, b.memory_mib),
-                (Dimension.CORES_PERCENT, b.cores_percent),
+                (Dimension.DEVICES, device_milli(b_mem, b_cores, info)),
+                (Dimension.MEMORY_MIB, b_mem),
+                (Dimension.CORES_PERCENT, b_cores),
             ):
-                charges[job.pk][(flavor, dim)] += amount
-            grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
-        booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.memory_mib, grants))
+                charges[job_id][(flavor, dim)] += amount
+            grants.append((uuid, b_mem, b_cores, slots))
+        booking.pods.append((node_names.get(node_id, ""), cpu, mem, grants))
     live_flavors = {f.name for f in flavors.group.flavors}
     workloads = []
-    for pk, job in sorted(jobs.items()):
+    for job_id, (tenant, priority, admitted_at, created, min_runtime_s, preemptible) in sorted(
+            jobs.items()):
         workloads.append(RunningWorkload(
-            id=str(pk), tenant=job.tenant.name, priority=job.priority,
-            started_at=job.admitted_at or job.created,
-            charges={fr: a for fr, a in charges[pk].items() if fr[0] in live_flavors},
-            min_runtime_s=job.min_runtime_s, preemptible=job.preemptible,
+            id=str(job_id), tenant=tenant, priority=priority,
+            started_at=admitted_at or created,
+            charges={fr: a for fr, a in charges[job_id].items() if fr[0] in live_flavors},
+            min_runtime_s=min_runtime_s, preemptible=preemptible,
         ))
     return workloads, held
-
-
-def _device_info(device) -> CoreDevice:
-    return CoreDevice(uuid=device.uuid, node="", index=device.index, type=device.model.name,
-                      vendor=device.model.vendor, memory_mib=device.memory_mib,
-                      cores_percent=device.cores_percent)
 
 
 def pending_workload(job: Job, group: tm.ResourceGroup, request: PlacementRequest | None = None
