@@ -68,6 +68,7 @@ from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
+from scheduling.services.locking import lock_booked_placements, lock_capacity_rows, lock_jobs
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -213,17 +214,13 @@ def _bookings(decision: Decision, index: SnapshotIndex):
 
 
 def _lock_capacity(bookings) -> _Capacity:
-    """Lock every device, then every node, the admissions book (their :func:`_bookings`),
-    each in pk order (one fixed order for every writer, so cycles of groups sharing nodes
-    cannot deadlock)."""
+    """Lock every node, then every device, the admissions book (their :func:`_bookings`),
+    each in pk order (the lock order of :mod:`scheduling.services.locking`)."""
     device_ids, node_ids = set(), set()
     for _, extra_dev, extra_node in bookings:
         device_ids |= set(extra_dev)
         node_ids |= set(extra_node)
-    devices = {d.pk: d for d in Device.objects.select_for_update().filter(
-        pk__in=sorted(device_ids)).order_by("pk")}
-    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(
-        pk__in=sorted(node_ids)).order_by("pk")}
+    nodes, devices = lock_capacity_rows(node_ids, device_ids)
     return _Capacity(devices, nodes)
 
 
@@ -347,6 +344,10 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
             report: CycleReport) -> None:
     admissions = list(result.admitted)
     bookings = {a.workload_id: _bookings(a.placement, ctx.index) for a in admissions}
+    # lock order (scheduling.services.locking): jobs, their placements, nodes, devices
+    victim_ids = {int(p.victim_id) for p in result.preempted}
+    lock_jobs({int(a.workload_id) for a in admissions} | victim_ids)
+    lock_booked_placements(victim_ids)
     capacity = _lock_capacity(bookings.values())
     victims_of: dict[str, list[Preemption]] = {}
     for preemption in result.preempted:

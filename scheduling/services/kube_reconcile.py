@@ -56,6 +56,7 @@ from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
+from scheduling.services.locking import lock_jobs
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     job = Job.objects.select_related("queue").get(pk=job_id)
     requeue = lost and job.restart_policy == "OnFailure"
     with transaction.atomic():
+        lock_jobs([job_id])  # the job before its placements (services.locking)
         others = list(Placement.objects.select_related("node__cluster").filter(
             job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
         Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[

@@ -12,6 +12,7 @@ from django.utils import timezone
 from scheduling.backends import SubmissionError, get_backend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.models import Job, JobEvent, Placement
+from scheduling.services.locking import lock_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ def fail_job(job_id: int, message: str) -> None:
     """Fail a live job and release every booked placement (idempotent)."""
     now = timezone.now()
     with transaction.atomic():
+        lock_jobs([job_id])  # the job before its placements (services.locking)
         Placement.objects.filter(
             job_id=job_id, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
         ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
@@ -126,9 +128,7 @@ def reconcile_simulated(now=None) -> set[int]:
         return set()
     job_ids = {job_id for _, job_id, _ in rows}
     with transaction.atomic():
-        # jobs before placements, in pk order: the lock order of cancel and the cycle
-        list(Job.objects.select_for_update().filter(pk__in=job_ids).order_by("pk")
-             .values_list("pk", flat=True))
+        lock_jobs(job_ids)  # jobs before placements (scheduling.services.locking)
         Placement.objects.filter(
             pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
         ).update(state=PlacementState.SUCCEEDED, ended_at=now)

@@ -147,6 +147,15 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
         connections.close_all()
 
 
+def _deadlocks() -> int:
+    """Deadlocks PostgreSQL detected in this database so far (``pg_stat_database``)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                       "current_database()")
+        return cursor.fetchone()[0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_four_workers_2000_jobs_keep_every_invariant():
     rng = random.Random(5)
@@ -156,6 +165,7 @@ def test_four_workers_2000_jobs_keep_every_invariant():
     # the world must be committed before the workers fork (a test that leaked an open
     # transaction on this connection would hide it from them)
     assert not connection.in_atomic_block
+    deadlocks_before = _deadlocks()
     connections.close_all()  # never share a socket with the forked workers
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
@@ -179,6 +189,9 @@ def test_four_workers_2000_jobs_keep_every_invariant():
     print(f"\n{WORKERS} workers, {JOBS} jobs, {elapsed:.1f}s: {dict(totals)}; "
           f"final states {dict(states)}; preemption rows {Preemption.objects.count()}")
     assert totals["cycles"] > 0 and totals["admitted"] > 0 and totals["cancelled"] > 0
+    # 0. one lock order everywhere (scheduling.services.locking): PostgreSQL saw no deadlock
+    assert totals["deadlock_retries"] == 0
+    assert _deadlocks() == deadlocks_before
 
     # 1. no device or node overbooked (sum of live bookings <= capacity)
     booked = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
