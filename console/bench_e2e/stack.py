@@ -120,6 +120,9 @@ def fresh_stack(data_dir: Path, bind: str) -> Stack:
         conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}"')
         conn.execute(f'CREATE DATABASE "{DATABASE}"')
     db_url = urlunsplit(parts._replace(path=f"/{DATABASE}"))
+    import redis
+
+    redis.Redis.from_url(redis_url).flushall()  # the benchmark's own Redis: no stale tasks
     logs = data_dir / "logs"
     logs.mkdir(exist_ok=True)
     for old in logs.glob("*.log"):
