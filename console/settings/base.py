@@ -139,6 +139,8 @@ ADMISSION_PREEMPTION_DELAY_S = env_float("ADMISSION_PREEMPTION_DELAY_S", 0.0, mi
 ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0, minimum=0.0)
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
+# seconds a worker keeps a resource group's FragGuard/FGD target workload (0 = every cycle)
+PLACEMENT_WORKLOAD_TTL_S = env_float("PLACEMENT_WORKLOAD_TTL_S", 30.0, minimum=0.0)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 
 # Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)

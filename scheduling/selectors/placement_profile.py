@@ -53,7 +53,7 @@ def group_policy(group: ResourceGroup) -> PlacementPolicy:
 
 def group_workload(group: ResourceGroup, *, now_s: float | None = None) -> TargetWorkload:
     """The group's target workload M (module docstring: cached ``PLACEMENT_WORKLOAD_TTL_S``)."""
-    ttl = float(getattr(settings, "PLACEMENT_WORKLOAD_TTL_S", 30.0))
+    ttl = settings.PLACEMENT_WORKLOAD_TTL_S
     now_s = time.monotonic() if now_s is None else now_s
     with _lock:
         hit = _workloads.get(group.pk)
