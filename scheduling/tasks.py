@@ -23,11 +23,12 @@ from scheduling.dispatch import (
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
+from scheduling.services.bulk_submit import submit_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import ResourceGroup
 
@@ -60,9 +61,9 @@ def admission_tick_task() -> int:
     max_retries=10,
 )
 def submit_jobs_task(job_ids: list[int]) -> int:
-    """Submit admitted jobs to their cluster backends (retryable errors retry with backoff)."""
-    for job_id in job_ids:
-        submit_job(job_id)
+    """Submit admitted jobs to their cluster backends (simulated ones in bulk; retryable
+    errors retry with backoff)."""
+    submit_jobs(job_ids)
     return len(job_ids)
 
 
