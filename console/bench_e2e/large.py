@@ -125,7 +125,7 @@ def _pages(node_pk: int) -> list[str]:
             "/api/queues/", "/api/usage/"]
 
 
-def time_pages(repeat: int = 10) -> dict:
+def time_pages(repeat: int = 7) -> dict:
     """p50/p95 server time (ms) and query count of every page and API list, for a platform
     admin and a tenant member."""
     node_pk = Node.objects.filter(cluster__name="big").order_by("pk").values_list(

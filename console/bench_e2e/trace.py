@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" 
 
 
 def run_trace(pods: str = "openb_pod_list_default.csv", *, policy: str = "FragGuard",
-              time_scale: float = 1000.0, settle_s: float = 90.0,
+              time_scale: float = 1000.0, settle_s: float = 120.0,
               timeout_s: float = 1800.0) -> dict:
     """Import and place one trace through the worker (module docstring)."""
     from console.celery import app
