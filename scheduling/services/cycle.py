@@ -9,7 +9,9 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
      (cluster with every live booking, quotas, caps, running jobs);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
-  5. commit, in one transaction: lock every device and node the admissions touch (pk order),
+  5. commit, in one transaction: lock the admitted jobs and the victims, the victims' booked
+     placements, then every node and device the admissions touch (the lock order of
+     :mod:`scheduling.services.locking`, pk order in each table),
      then for each admission in order evict its victims (placements released through the
      backend, victim requeued or failed per its policy, a ``Preemption`` row and a
      ``JobEvent``), re-check device/node capacity against committed bookings, create the
