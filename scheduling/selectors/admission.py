@@ -326,7 +326,8 @@ class AdmissionContext:
 
 def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
                              pending: list[Job] | None = None,
-                             extra_flavor_names: set[str] | None = None) -> AdmissionContext:
+                             extra_flavor_names: set[str] | None = None,
+                             with_cluster: bool = True) -> AdmissionContext:
     """Build the admission core's input for one resource group.
 
     Args:
@@ -334,6 +335,8 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         now: cycle time (timezone-aware).
         pending: queued jobs to consider (default: none; pass :func:`queued_jobs`).
         extra_flavor_names: see :func:`resolve_flavors`.
+        with_cluster: False for quota tables that never place: no cluster snapshot (empty
+            ``cluster``, ``index`` and ``devices``; running charges from the device rows).
 
     Returns:
         The context: frozen :class:`AdmissionSnapshot`, flavors, cluster snapshot with every
@@ -345,7 +348,10 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
     used = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     catalogue = get_catalogue()
-    cluster, index = build_cluster_snapshot(group, catalogue)
+    if with_cluster:
+        cluster, index = build_cluster_snapshot(group, catalogue)
+    else:
+        cluster, index = ClusterSnapshot.from_nodes([]), SnapshotIndex()
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
     running, held = running_workloads(group, flavors, index, devices)
     pending = pending or []
@@ -514,12 +520,18 @@ class QuotaUsageRow:
 def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
                       ) -> list[QuotaUsageRow]:
     """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
-    live placements), for the tenants in ``tenant_names`` (None = all)."""
-    ctx = build_admission_snapshot(group, now)
+    live placements), for the tenants in ``tenant_names`` (None = all). No cluster snapshot
+    is built (charges come from the booked devices' rows)."""
+    ctx = build_admission_snapshot(group, now, with_cluster=False)
     snap = ctx.snapshot
     tree = QuotaTree(snap.group, snap.tenants, snap.quotas, snap.caps)
+    # one addition per tenant (the tree recomputes its totals on every add)
+    per_tenant: dict[str, dict] = defaultdict(lambda: defaultdict(int))
     for workload in snap.running:
-        tree.add(workload.tenant, workload.charges)
+        for fr, amount in workload.charges.items():
+            per_tenant[workload.tenant][fr] += amount
+    for tenant, charges in sorted(per_tenant.items()):
+        tree.add(tenant, dict(charges))
     rows = []
     for q in sorted(snap.quotas, key=lambda q: (q.tenant, q.flavor, q.dimension)):
         if tenant_names is not None and q.tenant not in tenant_names:

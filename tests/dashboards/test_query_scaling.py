@@ -54,3 +54,25 @@ def test_query_counts_do_not_grow_with_the_data(client, world, who):
     _grow(world, 12)
     large = _counts(client, urls)
     assert large == small
+
+
+def test_overview_shares_its_inventory_panels_between_views(client, world, settings):
+    from django.core.cache import cache
+
+    settings.DASHBOARD_CACHE_S = 60
+    cache.delete_many(["overview:fragmentation:all", "overview:measured-util"])
+    client.force_login(world["root"])
+    with CaptureQueriesContext(connection) as first:
+        cold = client.get("/?fragment=1")
+    with CaptureQueriesContext(connection) as second:
+        warm = client.get("/?fragment=1")
+    cache.delete_many(["overview:fragmentation:all", "overview:measured-util"])
+    # the cached fragmentation skips the inventory snapshot and the recent-job reads
+    assert len(second.captured_queries) < len(first.captured_queries)
+    for marker in ('id="fragmentation"', 'id="stranded-gpus"'):
+        assert _kpi(cold.content.decode(), marker) == _kpi(warm.content.decode(), marker)
+
+
+def _kpi(html: str, marker: str) -> str:
+    start = html.index(marker) + len(marker) + 1
+    return html[start:html.index("<", start)]
