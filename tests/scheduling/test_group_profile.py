@@ -143,3 +143,17 @@ def test_context_placer_uses_the_groups_profile():
     ctx = build_admission_snapshot(group, timezone.now(), pending=[job])
     profile = ctx.placer().framework.profile
     assert (profile.node_policy, profile.device_policy) == ("spread", "binpack")
+
+
+def test_a_stored_value_outside_the_choices_falls_back_for_that_field_only():
+    from scheduling.selectors.placement_profile import group_policy
+    from tenants.models import ResourceGroup
+
+    group, queue = _group(node_policy="spread")
+    ResourceGroup.objects.filter(pk=group.pk).update(fragmentation_policy="bogus")
+    group.refresh_from_db()
+    policy = group_policy(group)
+    assert (policy.node_policy, policy.device_policy, policy.fragmentation) == (
+        "spread", "spread", "none")
+    job = gpu_job(queue, "a", count=1, memory_percent=100, cores=100)
+    assert run_admission_cycle(group.pk).admitted == [job.pk]  # the group keeps working
