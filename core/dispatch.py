@@ -16,8 +16,6 @@ from django.db import transaction
 
 __all__ = ["enqueue_on_commit", "registered_task"]
 
-#: Serialises the first task-module import: a threaded web worker (gunicorn ``--threads``)
-#: otherwise lets a second thread see a half-imported ``tasks`` module and miss its tasks.
 _import_lock = threading.Lock()
 
 
@@ -32,6 +30,8 @@ def registered_task(name: str) -> Any:
     """
     app = current_app
     if name not in app.tasks:
+        # One thread imports: Celery marks the modules imported before importing them, so a
+        # second request thread would look the task up half-way (gunicorn --threads).
         with _import_lock:
             if name not in app.tasks:
                 app.loader.import_default_modules()

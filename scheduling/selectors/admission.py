@@ -287,7 +287,7 @@ def queued_jobs(group: tm.ResourceGroup, limit: int | None = None,
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
         .exclude(pk__in=sorted(exclude or ()))
         .select_related("queue__tenant", "tenant")
-        .prefetch_related("containers")
+        .prefetch_related("containers", "pod_sets")
         .order_by("-priority", "created", "id")
     )
     return list(jobs[:limit] if limit else jobs)

@@ -4,7 +4,7 @@ Jobs whose reserved placements are all on simulated clusters are started in one 
 (jobs locked in pk order, then one UPDATE of their placements, one of the jobs, one insert of
 their events: :mod:`scheduling.services.locking` order) instead of seven autocommitted queries
 per job; a trace cycle admits 500 jobs at a time. Every other job goes through
-:func:`scheduling.services.submissions.submit_job` (Kubernetes: one API call per pod, retried
+:func:`scheduling.services.intake_record.submit_admitted_job` (Kubernetes: one API call per pod, retried
 per job).
 """
 
@@ -18,12 +18,12 @@ from scheduling.backends.simulated import SimulatedBackend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.locking import lock_jobs
-from scheduling.services.submissions import submit_job
+from scheduling.services.intake_record import submit_admitted_job
 
 
 def submit_jobs(job_ids: list[int]) -> dict[str, int]:
     """Submit the admitted jobs ``job_ids`` (module docstring); idempotent like
-    :func:`submit_job`.
+    :func:`submit_admitted_job`.
 
     Returns:
         ``{"bulk": jobs started in bulk, "single": jobs submitted one by one}``.
@@ -42,7 +42,7 @@ def submit_jobs(job_ids: list[int]) -> dict[str, int]:
         _start_simulated(bulk)
     single = [pk for pk in job_ids if pk not in simulated_only]
     for job_id in single:
-        submit_job(job_id)
+        submit_admitted_job(job_id)
     return {"bulk": len(bulk), "single": len(single)}
 
 

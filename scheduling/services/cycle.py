@@ -45,6 +45,7 @@ from scheduling.admission import (
 from scheduling.backends import get_backend
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
     JobState,
     PlacementState,
     PreemptionPolicy,
@@ -70,6 +71,7 @@ from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
+from scheduling.services.intake_record import suspend_kube_job
 from scheduling.services.locking import lock_booked_placements, lock_capacity_rows, lock_jobs
 from scheduling.services.usage import (
     close_ledger_for,
@@ -139,6 +141,7 @@ def _assignment_json(pod) -> dict:
                         **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
                             "mig_size": g.mig_size} if g.mig_start >= 0 else {}),
                         **({"template": g.template} if g.template else {}),
+                        **({"slices": g.slices} if g.slices else {}),
                     }
                     for g in c.devices
                 ],
@@ -254,8 +257,12 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
         .select_related("node__cluster").order_by("pk")
     )
-    for placement in placements:
-        get_backend(placement.node.cluster.backend).delete(placement)
+    if victim.source == JOB_SOURCE_KUBE:
+        # the user's object runs the pods: suspend it (gated Pod: delete it) once committed
+        transaction.on_commit(lambda: suspend_kube_job(victim.pk, shown))
+    else:
+        for placement in placements:
+            get_backend(placement.node.cluster.backend).delete(placement)
     Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
         state=PlacementState.RELEASED, ended_at=now,
         message=f"preempted: {shown}", charged=False,

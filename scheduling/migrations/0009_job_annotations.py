@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0005_device_identity_mig_missing'),
+        ('scheduling', '0008_jobcontainer_device_types_exclude'),
     ]
 
     operations = [

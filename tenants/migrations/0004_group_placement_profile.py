@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0002_tenant_fair_share_weight_aggregatecap_ledgerinterval_and_more'),
+        ('tenants', '0003_tenant_namespace'),
     ]
 
     operations = [
