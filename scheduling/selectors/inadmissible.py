@@ -7,7 +7,8 @@ A queued job of a ``BestEffortFIFO`` queue whose verdict was "does not fit" (quo
 again by later cycles of its group until one of these happened after it was set aside:
 
 - capacity was freed: a placement of any group ended (the group's nodes may be shared);
-- a quota of the group changed, or a device anywhere changed (health, cordon, new devices);
+- a quota of the group changed, or a device, device model or node anywhere changed (health,
+  cordon, new devices, a model's config fixed, node labels);
 - a cycle of the group preempted victims (capacity moved between jobs: a higher head was
   admitted by preemption);
 - the set expired (``ADMISSION_IDLE_RECHECK_S``: a safety net against an event missed).
@@ -17,8 +18,8 @@ cohort on such events). ``StrictFIFO`` jobs are never set aside: a blocked head 
 blocking the jobs behind it. Jobs merely ``BlockedByHead`` are not set aside either.
 
 Storage: one cache entry per group (Redis in production), ``{"since": epoch seconds of the
-oldest entry, "ids": [job ids]}``; the "changed since" test is three indexed ``EXISTS``
-queries, run once per cycle.
+oldest entry, "ids": [job ids]}``; the "changed since" test is five ``EXISTS`` queries, run
+once per cycle while the set is not empty.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from django.core.cache import cache
 from scheduling.admission import CycleResult
 from scheduling.admission.types import PendingCode
 from scheduling.choices import QueueStrategy
-from scheduling.models import Device, Job, Placement
+from scheduling.models import Device, DeviceModel, Job, Node, Placement
 from tenants.models import Quota
 
 #: Verdict codes that set a job aside.
@@ -48,6 +49,8 @@ def _changed_since(group_id: int, since: datetime) -> bool:
         Placement.objects.filter(ended_at__gt=since).exists()
         or Quota.objects.filter(resource_group_id=group_id, updated__gt=since).exists()
         or Device.objects.filter(updated__gt=since).exists()
+        or DeviceModel.objects.filter(updated__gt=since).exists()
+        or Node.objects.filter(updated__gt=since).exists()
     )
 
 

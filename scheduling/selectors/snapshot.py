@@ -198,7 +198,7 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
         core.mig_profiles = stored_mig_profiles(device.mig_profiles)
-        if device.model.vendor == "EnflameDRS":
+        if device.model_vendor == "EnflameDRS":
             core.custom = drs_custom(device.mig_profiles, device.index)
         core.mig_instances = list(instances.get(device.pk, ()))
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")

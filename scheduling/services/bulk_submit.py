@@ -4,8 +4,8 @@ Jobs whose reserved placements are all on simulated clusters are started in one 
 (jobs locked in pk order, then one UPDATE of their placements, one of the jobs, one insert of
 their events: :mod:`scheduling.services.locking` order) instead of seven autocommitted queries
 per job; a trace cycle admits 500 jobs at a time. Every other job goes through
-:func:`scheduling.services.intake_record.submit_admitted_job` (Kubernetes: one API call per pod, retried
-per job).
+:func:`scheduling.services.intake_record.submit_admitted_job` (Kubernetes: one API call per
+pod, retried per job; jobs taken in from a cluster get their placement recorded).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from django.utils import timezone
 from scheduling.backends.simulated import SimulatedBackend
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.models import Job, JobEvent, Placement
-from scheduling.services.locking import lock_jobs
 from scheduling.services.intake_record import submit_admitted_job
+from scheduling.services.locking import lock_jobs
 
 
 def submit_jobs(job_ids: list[int]) -> dict[str, int]:
