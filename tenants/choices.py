@@ -58,3 +58,17 @@ class FragmentationPolicy(models.TextChoices):
     NONE = "none", "none (HAMi node score)"
     FRAGGUARD = "FragGuard", "FragGuard"
     FGD = "FGD", "FGD"
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+"""Kueue fair-sharing preemption strategies (KEP-1714 S2-a and S2-b)."""
+
+ALLOWED_STRATEGY_LISTS = (
+    list(FAIR_SHARING_STRATEGIES),
+    [FAIR_SHARING_STRATEGIES[0]],
+    [FAIR_SHARING_STRATEGIES[1]],
+)
+"""The strategy lists Kueue's configuration accepts (the first is the default)."""
+
+
+def default_strategies() -> list[str]:
+    """Kueue's default strategy list (a new list each time, for a JSONField default)."""
+    return list(FAIR_SHARING_STRATEGIES)

@@ -14,12 +14,14 @@ from django.db import models
 
 from core.models import BaseModel
 from tenants.choices import (
+    ALLOWED_STRATEGY_LISTS,
     DevicePolicy,
     Dimension,
     FragmentationPolicy,
     GroupKind,
     NodePolicy,
     Role,
+    default_strategies,
 )
 
 slug_validator = RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")
@@ -76,7 +78,8 @@ class Membership(BaseModel):
 
 
 class ResourceGroup(BaseModel):
-    """A pool of devices selected by device model names and/or node labels.
+    """A pool of devices selected by device model names and/or node labels; the root cohort
+    of its tenants' quotas.
 
     ``device_models`` lists DeviceModel names (empty = every model); ``node_selector`` is a map
     of node labels that must all match (empty = every node).
@@ -86,6 +89,8 @@ class ResourceGroup(BaseModel):
     (FragGuard / FGD node scoring against the group's recent job shapes, or none) and
     ``pod_policy_override`` (whether a job's pod annotations ``hami.io/node-scheduler-policy``
     / ``hami.io/gpu-scheduler-policy`` override the group's policies for that job).
+    The cohort options (fair sharing and its preemption strategies, history-aware fair share,
+    starvation reservation) are read by every admission cycle of the group.
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
@@ -107,6 +112,27 @@ class ResourceGroup(BaseModel):
         default=True,
         help_text="Jobs may override the policies with the pod annotations "
                   "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.")
+    fair_sharing = models.BooleanField(
+        null=True, blank=True,
+        help_text="Kueue fair sharing in this cohort (admission by dominant share, "
+                  "fair-sharing preemption); empty = the ADMISSION_FAIR_SHARING setting.")
+    preemption_strategies = models.JSONField(
+        default=default_strategies, blank=True,
+        help_text="Fair-sharing preemption strategies: [LessThanOrEqualToFinalShare, "
+                  "LessThanInitialShare] (default), or one of them alone.")
+    usage_half_life_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(1.0)],
+        help_text="History-aware fair share: past usage from the ledger, halved every this "
+                  "many seconds, orders tenants before priority; empty = off.")
+    reservation_after_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        help_text="Starvation protection: a queue head pending this long reserves capacity; "
+                  "smaller jobs then backfill only if they end (max runtime) before it can "
+                  "start. Empty = off.")
+    max_reservations = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    max_reservation_hold_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        help_text="A reservation not admitted after this long is dropped for one cycle.")
 
     class Meta:
         ordering = ["name"]
@@ -123,6 +149,9 @@ class ResourceGroup(BaseModel):
             isinstance(k, str) and isinstance(v, str) for k, v in self.node_selector.items()
         ):
             raise ValidationError({"node_selector": "A map of label name to label value."})
+        if self.preemption_strategies not in ALLOWED_STRATEGY_LISTS:
+            raise ValidationError({"preemption_strategies": (
+                "One of " + "; ".join(str(s) for s in ALLOWED_STRATEGY_LISTS) + ".")})
 
 
 class Quota(BaseModel):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0003_tenant_namespace'),
+        ('tenants', '0004_cohort_options'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0008_jobcontainer_device_types_exclude'),
+        ('scheduling', '0009_admission_policies'),
     ]
 
     operations = [
