@@ -15,7 +15,9 @@ again by later cycles of its group until one of these happened after it was set 
 
 Then the whole set is released at once (Kueue requeues all inadmissible workloads of the
 cohort on such events). ``StrictFIFO`` jobs are never set aside: a blocked head must keep
-blocking the jobs behind it. Jobs merely ``BlockedByHead`` are not set aside either.
+blocking the jobs behind it; nor are the jobs of a group with starvation protection
+(``reservation_after_s``): its reservation is elected among the pending heads. Jobs merely
+``BlockedByHead`` are not set aside either.
 
 Storage: one cache entry per group (Redis in production), ``{"since": epoch seconds of the
 oldest entry, "ids": [job ids]}``; the "changed since" test is five ``EXISTS`` queries, run
@@ -29,11 +31,10 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.cache import cache
 
-from scheduling.admission import CycleResult
-from scheduling.admission.types import PendingCode
+from scheduling.admission import CycleResult, PendingCode
 from scheduling.choices import QueueStrategy
 from scheduling.models import Device, DeviceModel, Job, Node, Placement
-from tenants.models import Quota
+from tenants.models import Quota, ResourceGroup
 
 #: Verdict codes that set a job aside.
 INADMISSIBLE_CODES = frozenset({PendingCode.WAITING_FOR_QUOTA, PendingCode.EXCEEDS_MAX_QUOTA,
@@ -85,8 +86,9 @@ def set_aside(group_id: int, result: CycleResult, jobs: dict[str, Job],
     Returns:
         The number of jobs newly set aside.
     """
-    if result.preempted:
-        release(group_id)
+    if result.preempted or ResourceGroup.objects.filter(
+            pk=group_id, reservation_after_s__isnull=False).exists():
+        release(group_id)  # starvation protection must see its pending heads age
         return 0
     ids = []
     for verdict in result.pending:
