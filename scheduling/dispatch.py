@@ -23,6 +23,7 @@ __all__ = [
     "KUBE_TICK_TASK",
     "RECONCILE_TASK",
     "SUBMIT_JOBS_TASK",
+    "SWEEP_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
     "admission_cycle_started",
@@ -34,6 +35,7 @@ __all__ = [
 ADMISSION_CYCLE_TASK = "scheduling.tasks.admission_cycle_task"
 ADMISSION_TICK_TASK = "scheduling.tasks.admission_tick_task"
 SUBMIT_JOBS_TASK = "scheduling.tasks.submit_jobs_task"
+SWEEP_TASK = "scheduling.tasks.sweep_task"
 RECONCILE_TASK = "scheduling.tasks.reconcile_task"
 DEMO_STREAM_TASK = "scheduling.tasks.demo_stream_task"
 KUBE_INVENTORY_SYNC_TASK = "scheduling.tasks.kube_inventory_sync_task"
@@ -45,7 +47,7 @@ USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
-    ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, RECONCILE_TASK,
+    ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, SWEEP_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
     USAGE_RECONCILE_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
 )

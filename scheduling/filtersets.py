@@ -2,26 +2,27 @@
 
 import django_filters
 
+from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(StrictFilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
     tenant = django_filters.CharFilter(field_name="tenant__name")
-    queue = django_filters.NumberFilter(field_name="queue_id")
+    queue = IntegerFilter(field_name="queue_id")
     name = django_filters.CharFilter(lookup_expr="icontains")
-    priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
+    priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
 
     class Meta:
         model = Job
         fields = ["state", "tenant", "queue", "name", "source"]
 
 
-class NodeFilterSet(django_filters.FilterSet):
+class NodeFilterSet(StrictFilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
-    has_error = django_filters.BooleanFilter(method="filter_has_error")
+    has_error = StrictBooleanFilter(method="filter_has_error")
 
     class Meta:
         model = Node
@@ -31,7 +32,7 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.exclude(error="") if value else queryset.filter(error="")
 
 
-class DeviceFilterSet(django_filters.FilterSet):
+class DeviceFilterSet(StrictFilterSet):
     node = django_filters.CharFilter(field_name="node__name")
     model = django_filters.CharFilter(field_name="model__name")
     vendor = django_filters.CharFilter(field_name="model__vendor")
@@ -41,8 +42,8 @@ class DeviceFilterSet(django_filters.FilterSet):
         fields = ["node", "model", "vendor", "healthy", "cordoned"]
 
 
-class PlacementFilterSet(django_filters.FilterSet):
-    job = django_filters.NumberFilter(field_name="job_id")
+class PlacementFilterSet(StrictFilterSet):
+    job = IntegerFilter(field_name="job_id")
     node = django_filters.CharFilter(field_name="node__name")
     tenant = django_filters.CharFilter(field_name="job__tenant__name")
     device = django_filters.CharFilter(field_name="devices__device__uuid", distinct=True)
@@ -53,7 +54,7 @@ class PlacementFilterSet(django_filters.FilterSet):
         fields = ["job", "node", "tenant", "device", "state"]
 
 
-class DeviceModelFilterSet(django_filters.FilterSet):
+class DeviceModelFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:
@@ -61,7 +62,7 @@ class DeviceModelFilterSet(django_filters.FilterSet):
         fields = ["name", "vendor"]
 
 
-class ClusterFilterSet(django_filters.FilterSet):
+class ClusterFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:

@@ -19,6 +19,7 @@ from scheduling.dispatch import (
     KUBE_TICK_TASK,
     RECONCILE_TASK,
     SUBMIT_JOBS_TASK,
+    SWEEP_TASK,
     USAGE_RECONCILE_TASK,
     admission_cycle_started,
 )
@@ -34,6 +35,7 @@ from scheduling.services.intake import intake_cluster
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.submissions import reconcile_simulated
+from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import ResourceGroup
 
@@ -70,6 +72,16 @@ def submit_jobs_task(job_ids: list[int]) -> int:
     errors retry with backoff)."""
     submit_jobs(job_ids)
     return len(job_ids)
+
+
+@shared_task(name=SWEEP_TASK)
+def sweep_task() -> dict:
+    """Beat tick (``SWEEP_TICK_S``): submit again the admitted jobs whose placements stayed
+    reserved (their submission task was lost, e.g. while the broker was down)."""
+    job_ids = overdue_reservations()
+    if job_ids:
+        submit_jobs_task.delay(job_ids)
+    return {"resubmitted": len(job_ids)}
 
 
 @shared_task(name=RECONCILE_TASK)

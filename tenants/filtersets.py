@@ -2,10 +2,11 @@
 
 import django_filters
 
+from core.api.filters import StrictFilterSet
 from tenants.models import Membership, ResourceGroup, Tenant
 
 
-class TenantFilterSet(django_filters.FilterSet):
+class TenantFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
     parent = django_filters.CharFilter(field_name="parent__name")
 
@@ -14,7 +15,7 @@ class TenantFilterSet(django_filters.FilterSet):
         fields = ["name", "parent"]
 
 
-class MembershipFilterSet(django_filters.FilterSet):
+class MembershipFilterSet(StrictFilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__name")
     user = django_filters.CharFilter(field_name="user__username")
 
@@ -23,7 +24,7 @@ class MembershipFilterSet(django_filters.FilterSet):
         fields = ["tenant", "user", "role"]
 
 
-class ResourceGroupFilterSet(django_filters.FilterSet):
+class ResourceGroupFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:

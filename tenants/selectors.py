@@ -13,7 +13,10 @@ from tenants.models import Membership, Tenant, TenantNamespace
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
-    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction)."""
+    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction); an
+    anonymous user has none."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
     return set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
@@ -33,6 +36,8 @@ def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
 def get_visible_tenant_ids(user) -> set[int] | None:
     """Tenants whose quotas and usage the user may read: their own tenants and, where they
     are tenant admin, every tenant below (None = platform admin, no restriction)."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
     roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
@@ -73,6 +78,36 @@ def flavor_names(group) -> set[str]:
         if family:
             names.add(family)
     return names
+
+
+def pending_invitations_for(user):
+    """Open, unexpired invitations addressed to ``user`` (by username, or by e-mail ignoring
+    case), newest first, with their tenant."""
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from tenants.models import Invitation
+
+    if not user.is_authenticated:
+        return Invitation.objects.none()
+    addressed = Q(invitee=user.get_username())
+    email = (user.email or "").strip()
+    if email:
+        addressed |= Q(invitee__iexact=email)
+    return (Invitation.objects.filter(addressed, accepted_at__isnull=True,
+                                      revoked_at__isnull=True, expires_at__gt=timezone.now())
+            .select_related("tenant").order_by("-created", "-id"))
+
+
+def admin_tenant_ids(user) -> set[int] | None:
+    """Tenants whose members ``user`` manages: where they are tenant admin (None = every
+    tenant, platform admin)."""
+    if not user.is_authenticated:
+        return set()
+    if user.is_superuser:
+        return None
+    return set(Membership.objects.filter(user=user, role="tenant_admin")
+               .values_list("tenant_id", flat=True))
 
 
 # -- tenant namespaces --------------------------------------------------------------------------

@@ -109,3 +109,20 @@ class MemberForm(forms.Form):
         except get_user_model().DoesNotExist:
             raise forms.ValidationError("No user with this username.") from None
         return name
+
+
+class InviteForm(forms.Form):
+    """Invite a user to a tenant by username or e-mail (the answer never says whether such a
+    user exists)."""
+
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]+\Z", max_length=254, label="Username or e-mail",
+        error_messages={"invalid": "A username or an e-mail address."})
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
+
+
+class RoleForm(forms.Form):
+    """Change the role of one membership of the tenant (``membership`` = its id)."""
+
+    membership = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    role = forms.ChoiceField(choices=Role.choices)

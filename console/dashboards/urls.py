@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.dashboards import views
+from console.dashboards import team, views
 
 app_name = "dashboards"
 urlpatterns = [
@@ -17,7 +17,10 @@ urlpatterns = [
     path("devices/<path:uuid>/", views.device_detail, name="device-detail"),
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),
-    path("tenants/<slug:name>/", views.team, name="team"),
+    path("tenants/<slug:name>/", team.team, name="team"),
     path("account/token/", views.tokens, name="tokens"),
+    path("account/invitations/", team.invitations, name="invitations"),
+    path("account/invitations/<int:pk>/<str:answer>/", team.invitation_answer,
+         name="invitation-answer"),
     path("audit/", views.audit_log, name="audit"),
 ]

@@ -25,11 +25,10 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from console.dashboards import charts
-from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
+from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
-from console.dashboards.forms import JobSubmitForm, MemberForm
+from console.dashboards.forms import JobSubmitForm
 from core.audit import record as audit
-from core.audit import snapshot
 from core.exceptions import DomainError
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
@@ -45,6 +44,7 @@ from scheduling.selectors.card_map import (
 )
 from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.jobs import preemption_as_seen
 from scheduling.selectors.overview import (
     capacity_by_group,
     capacity_by_model,
@@ -68,7 +68,7 @@ from telemetry.selectors import (
     latest_device_values,
     node_utilisation,
 )
-from tenants.models import Membership, Tenant
+from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
@@ -224,7 +224,10 @@ def job_detail(request, pk: int):
         "job": job, "slot": queue_slots([job]).get(job.pk),
         "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
         and can_submit_in(request.user, job.tenant_id),
-        "preemptions": list(job.preemptions.all()),
+        "preemptions": [
+            {"time": p.time, "reason": p.reason, "outcome": p.outcome,
+             **preemption_as_seen(p, platform_admin=request.user.is_superuser)}
+            for p in job.preemptions.all()],
         "state_colours": STATE_COLOURS,
     })
 
@@ -409,47 +412,6 @@ def usage_csv(request):
                          "" if r.cost is None else f"{r.cost:.2f}",
                          "" if r.cost is None else currency])
     return response
-
-
-@login_required
-def team(request, name: str):
-    """A tenant's members and queues; tenant admins add, re-role and remove members."""
-    tenant_ids = _scope(request)
-    tenant = get_object_or_404(Tenant.objects.all() if tenant_ids is None
-                               else Tenant.objects.filter(pk__in=tenant_ids), name=name)
-    admin_ids = admin_tenant_ids(request.user)
-    is_admin = admin_ids is None or tenant.pk in admin_ids
-    form = MemberForm(request.POST or None)
-    if request.method == "POST":
-        if not is_admin:
-            raise PermissionDenied("Only tenant admins manage members.")
-        if request.POST.get("remove"):
-            membership = get_object_or_404(Membership, pk=request.POST["remove"], tenant=tenant)
-            with transaction.atomic():
-                audit("membership.delete", membership, actor=request.user,
-                      tenant_id=tenant.pk, before=snapshot(membership, ["user", "role"]),
-                      source="ui")
-                membership.delete()
-            messages.success(request, "Member removed.")
-            return redirect("dashboards:team", name=tenant.name)
-        if form.is_valid():
-            with transaction.atomic():
-                membership, created = Membership.objects.get_or_create(
-                    user=form.user, tenant=tenant, defaults={"role": form.cleaned_data["role"]})
-                before = None if created else snapshot(membership, ["user", "role"])
-                membership.role = form.cleaned_data["role"]
-                membership.save()
-                audit("membership.create" if created else "membership.update", membership,
-                      actor=request.user, tenant_id=tenant.pk, before=before,
-                      after=snapshot(membership, ["user", "role"]), source="ui")
-            messages.success(request, f"{form.user.username} is now {membership.role}.")
-            return redirect("dashboards:team", name=tenant.name)
-    return render(request, "dashboards/team.html", {
-        "tenant": tenant, "is_admin": is_admin, "form": form,
-        "members": tenant.memberships.select_related("user").order_by("user__username"),
-        "queues": tenant.queues.select_related("resource_group").order_by("name"),
-        "boards": quota_board({tenant.pk}),
-    })
 
 
 @login_required

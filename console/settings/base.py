@@ -15,6 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
 from core.env import (
     env_bool,
     env_float,
@@ -63,6 +64,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "core",
     "console.dashboards",
     "tenants",
@@ -74,6 +77,8 @@ MIDDLEWARE = [
     "console.health.HealthProbeMiddleware",  # /healthz, /readyz: before host checks
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "console.security.middleware.RejectNulCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -82,6 +87,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "axes.middleware.AxesMiddleware",  # last (django-axes): turns a lockout into its page
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -110,7 +116,11 @@ if DATABASE_URL is None:
         from console.embedded import ensure_postgres
 
         DATABASE_URL = ensure_postgres()
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Connections are reused for 60 s, and checked before their first use in each request or
+# task: after a PostgreSQL restart the next request reconnects instead of failing once per
+# process on the dead connection (tests/faults).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60,
+                                              conn_health_checks=True)}
 DATABASES["default"]["ENGINE"] = "django_prometheus.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -143,6 +153,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing from a web request gives up after about 3 x REDIS_TIMEOUT_S when the broker is
+# down; the job is committed anyway and the sweeper (below) enqueues the lost work later.
+REDIS_TIMEOUT_S = env_float("REDIS_TIMEOUT_S", 2.0, minimum=0.1)
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_S
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"socket_connect_timeout": REDIS_TIMEOUT_S}
+    if CELERY_BROKER_URL.startswith(("redis", "rediss")) else {})
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
@@ -155,6 +174,10 @@ PLACEMENT_WORKLOAD_TTL_S = env_float("PLACEMENT_WORKLOAD_TTL_S", 30.0, minimum=0
 # seconds the overview shares its inventory-wide panels (fragmentation, utilisation) (0 = off)
 DASHBOARD_CACHE_S = env_float("DASHBOARD_CACHE_S", 10.0, minimum=0.0)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
+# Sweeper of lost enqueues (scheduling.services.sweeper): every SWEEP_TICK_S, placements still
+# reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.
+SWEEP_TICK_S = env_int("SWEEP_TICK_S", 30, minimum=1)
+SUBMIT_SWEEP_GRACE_S = env_float("SUBMIT_SWEEP_GRACE_S", 120.0, minimum=0.0)
 
 # Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
@@ -207,6 +230,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.tasks.kube_tick_task",
         "schedule": float(KUBE_TICK_S),
     },
+    "sweep-tick": {
+        "task": "scheduling.tasks.sweep_task",
+        "schedule": float(SWEEP_TICK_S),
+    },
     **telemetry_beat_schedule(),
 }
 
@@ -221,13 +248,21 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-    }
+        # a Redis outage must cost a request seconds, not the OS's TCP timeout
+        "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_S, "socket_timeout": REDIS_TIMEOUT_S},
+    },
+    # per-process fallback of the write throttle while Redis is unreachable
+    "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out logins (AXES_*)
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboards:overview"
@@ -239,10 +274,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_FILTER_BACKENDS": ["core.api.filters.StrictFilterBackend"],
+    # JSON only: nested bodies (containers, changes) have no form encoding
+    "DEFAULT_PARSER_CLASSES": ["console.security.parsers.BoundedJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_PAGINATION_CLASS": "core.api.filters.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.openapi.ConsoleAutoSchema",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
 }
@@ -256,6 +294,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "scheduling.choices.JobState",
+        "PlacementStateEnum": "scheduling.choices.PlacementState",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.api.openapi.document_error_responses",  # 400/401/403/404/409/429 everywhere
+    ],
 }
 
 # --- i18n, static ---------------------------------------------------------------------------

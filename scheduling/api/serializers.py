@@ -22,8 +22,7 @@ from scheduling.models import (
     Queue,
 )
 from scheduling.placement.group_profile import annotation_errors
-from scheduling.selectors.jobs import job_estimated_start, queue_position
-from scheduling.services.eviction import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.selectors.jobs import job_estimated_start, preemption_as_seen, queue_position
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -375,11 +374,8 @@ class PreemptionSerializer(serializers.ModelSerializer):
     def to_representation(self, instance):
         data = super().to_representation(instance)
         request = self.context.get("request")
-        is_admin = request is not None and request.user.is_superuser
-        if not is_admin and instance.preemptor_tenant and (
-                instance.preemptor_tenant != instance.victim_tenant):
-            data.update(preemptor=None, preemptor_tenant="another tenant",
-                        message=CROSS_TENANT_PREEMPTION_MESSAGE)
+        data.update(preemption_as_seen(
+            instance, platform_admin=request is not None and request.user.is_superuser))
         return data
 
 

@@ -76,8 +76,8 @@ class JobViewSet(
         job = self.get_object()
         return Response(JobSerializer(job, context={"request": request, "detail": True}).data)
 
-    @extend_schema(responses={200: PreemptionSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses={200: PreemptionSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def preemptions(self, request, pk=None):
         """Evictions of this job (as victim), oldest first."""
         job = self.get_object()
@@ -109,8 +109,8 @@ class JobViewSet(
         cancel_job(job, user=request.user)
         return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
 
-    @extend_schema(responses={200: JobEventSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses={200: JobEventSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def events(self, request, pk=None):
         """State changes and reasons of the job, oldest first."""
         job = self.get_object()

@@ -35,12 +35,8 @@ from scheduling.choices import (
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
+from scheduling.selectors.jobs import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.intake_record import suspend_kube_job
-
-CROSS_TENANT_PREEMPTION_MESSAGE = (
-    "capacity this job borrowed from the cohort was reclaimed for its owner"
-)
-"""What a victim's tenant is told when another tenant preempted it (never its name)."""
 
 
 def terminate_placements(job: Job, placements: list[Placement], *, now: datetime,

@@ -12,3 +12,11 @@
     }, every);
   });
 })();
+
+// Forms that ask before submitting: <form data-confirm="Question?"> (no inline handlers, so
+// the pages run under a Content-Security-Policy without 'unsafe-inline' scripts).
+document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+  form.addEventListener("submit", function (event) {
+    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+});

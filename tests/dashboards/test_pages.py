@@ -11,7 +11,7 @@ from scheduling.models import Job, Placement
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
-from tenants.models import Membership
+from tenants.models import Invitation, Membership
 from tests.builders import gpu_job
 
 pytestmark = pytest.mark.django_db
@@ -191,11 +191,18 @@ def test_tenant_admin_manages_members(client, world):
     assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
                        ).status_code == 403
     client.force_login(world["ada"])
+    # a tenant admin invites (issue 15): same answer for an existing and a missing user
     assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
                        ).status_code == 302
+    assert client.post("/tenants/team-a/", {"username": "ghost", "role": "viewer"}
+                       ).status_code == 302
+    assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
+    client.force_login(world["bob"])
+    invitation = Invitation.objects.get(invitee="bob")
+    assert client.post(f"/account/invitations/{invitation.pk}/accept/").status_code == 302
     membership = Membership.objects.get(user=world["bob"], tenant=world["team_a"])
     assert membership.role == "viewer"
-    assert client.post("/tenants/team-a/", {"username": "ghost"}).status_code == 200
+    client.force_login(world["ada"])
     assert client.post("/tenants/team-a/", {"remove": membership.pk}).status_code == 302
     assert not Membership.objects.filter(pk=membership.pk).exists()
     actions = list(AuditEntry.objects.filter(object_type="tenants.membership")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0009_admission_policies'),
+        ('scheduling', '0010_anonymise_preemptor_events'),
     ]
 
     operations = [

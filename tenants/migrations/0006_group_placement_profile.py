@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0004_cohort_options'),
+        ('tenants', '0005_invitation'),
     ]
 
     operations = [
