@@ -7,7 +7,10 @@ each task under the constant below; a test checks that every name is registered.
 
 from __future__ import annotations
 
-from core.dispatch import enqueue_on_commit
+from django.core.cache import cache
+from django.db import transaction
+
+from core.dispatch import enqueue_on_commit, registered_task
 
 __all__ = [
     "ADMISSION_CYCLE_TASK",
@@ -25,6 +28,7 @@ __all__ = [
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
     "WORKLOADS_TICK_TASK",
+    "admission_cycle_started",
     "enqueue_admission_cycle",
     "enqueue_simulation",
     "enqueue_cordon_sync",
@@ -55,9 +59,34 @@ TASK_NAMES = (
 )
 
 
+#: Seconds a "cycle requested" mark lives (a lost task is covered by the beat tick anyway).
+CYCLE_REQUEST_TTL_S = 30
+
+
+def _request_key(group_id: int) -> str:
+    return f"admission:requested:{group_id}"
+
+
 def enqueue_admission_cycle(group_id: int) -> None:
-    """Run an admission cycle of resource group ``group_id`` after commit."""
-    enqueue_on_commit(ADMISSION_CYCLE_TASK, group_id)
+    """Run an admission cycle of resource group ``group_id`` after commit.
+
+    Coalesced: while a cycle of the group is requested and has not started, further requests
+    send nothing (a burst of 1,000 submissions asks for a handful of cycles, each taking every
+    new head, instead of 1,000 cycle tasks). The cycle task calls
+    :func:`admission_cycle_started` first, so a request arriving during a cycle sends exactly
+    one follow-up.
+    """
+
+    def send() -> None:
+        if cache.add(_request_key(group_id), 1, timeout=CYCLE_REQUEST_TTL_S):
+            registered_task(ADMISSION_CYCLE_TASK).delay(group_id)
+
+    transaction.on_commit(send)
+
+
+def admission_cycle_started(group_id: int) -> None:
+    """Forget the group's pending request (the cycle task is about to read the queue)."""
+    cache.delete(_request_key(group_id))
 
 
 def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -> None:

@@ -23,16 +23,17 @@ from scheduling.dispatch import (
     SWEEP_TASK,
     USAGE_RECONCILE_TASK,
     WORKLOADS_TICK_TASK,
+    admission_cycle_started,
 )
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
+from scheduling.services.bulk_submit import submit_jobs
 from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.intake import intake_cluster
-from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.simulation import run_simulation
@@ -46,6 +47,7 @@ from tenants.models import ResourceGroup
 @shared_task(name=ADMISSION_CYCLE_TASK)
 def admission_cycle_task(group_id: int) -> dict:
     """Run one admission cycle for a resource group; chain another when the batch was full."""
+    admission_cycle_started(group_id)
     report = run_admission_cycle(group_id)
     if report.more:
         admission_cycle_task.delay(group_id)
@@ -70,10 +72,9 @@ def admission_tick_task() -> int:
     max_retries=10,
 )
 def submit_jobs_task(job_ids: list[int]) -> int:
-    """Submit admitted jobs to their cluster backends, or record their placement in the
-    user's object for jobs taken in from a cluster (retryable errors retry with backoff)."""
-    for job_id in job_ids:
-        submit_admitted_job(job_id)
+    """Submit admitted jobs to their cluster backends (simulated ones in bulk; retryable
+    errors retry with backoff)."""
+    submit_jobs(job_ids)
     return len(job_ids)
 
 

@@ -33,8 +33,14 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(ResourceGroup)
 class ResourceGroupAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "device_models", "node_selector"]
-    list_filter = ["kind"]
+    list_display = ["name", "kind", "device_models", "node_selector", "node_policy",
+                    "device_policy", "fragmentation_policy", "pod_policy_override"]
+    list_filter = ["kind", "fragmentation_policy"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "device_models", "node_selector", "description"]}),
+        ("Placement profile", {"fields": ["node_policy", "device_policy",
+                                          "fragmentation_policy", "pod_policy_override"]}),
+    ]
     search_fields = ["name"]
 
 

@@ -15,8 +15,11 @@ from django.db import models
 from core.models import BaseModel
 from tenants.choices import (
     ALLOWED_STRATEGY_LISTS,
+    DevicePolicy,
     Dimension,
+    FragmentationPolicy,
     GroupKind,
+    NodePolicy,
     Role,
     default_strategies,
 )
@@ -79,9 +82,15 @@ class ResourceGroup(BaseModel):
     of its tenants' quotas.
 
     ``device_models`` lists DeviceModel names (empty = every model); ``node_selector`` is a map
-    of node labels that must all match (empty = every node). The cohort options (fair
-    sharing and its preemption strategies, history-aware fair share, starvation reservation)
-    are read by every admission cycle of the group.
+    of node labels that must all match (empty = every node).
+
+    Placement profile of the group's admission cycles: ``node_policy`` and ``device_policy``
+    (HAMi's scheduler policies, HAMi defaults binpack / spread), ``fragmentation_policy``
+    (FragGuard / FGD node scoring against the group's recent job shapes, or none) and
+    ``pod_policy_override`` (whether a job's pod annotations ``hami.io/node-scheduler-policy``
+    / ``hami.io/gpu-scheduler-policy`` override the group's policies for that job).
+    The cohort options (fair sharing and its preemption strategies, history-aware fair share,
+    starvation reservation) are read by every admission cycle of the group.
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
@@ -89,6 +98,20 @@ class ResourceGroup(BaseModel):
     device_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
+    node_policy = models.CharField(
+        max_length=16, choices=NodePolicy.choices, default=NodePolicy.BINPACK,
+        help_text="HAMi node scheduler policy: binpack fills busy nodes, spread idle ones.")
+    device_policy = models.CharField(
+        max_length=16, choices=DevicePolicy.choices, default=DevicePolicy.SPREAD,
+        help_text="HAMi GPU scheduler policy within the chosen node.")
+    fragmentation_policy = models.CharField(
+        max_length=16, choices=FragmentationPolicy.choices, default=FragmentationPolicy.NONE,
+        help_text="FragGuard/FGD: choose nodes and devices to keep free capacity usable by "
+                  "the group's recent job shapes (replaces the HAMi node score).")
+    pod_policy_override = models.BooleanField(
+        default=True,
+        help_text="Jobs may override the policies with the pod annotations "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.")
     fair_sharing = models.BooleanField(
         null=True, blank=True,
         help_text="Kueue fair sharing in this cohort (admission by dominant share, "

@@ -11,8 +11,10 @@ import csv
 from dataclasses import replace
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -93,19 +95,39 @@ def _capacity_chart(chart_id: str, rows, title: str) -> dict:
         title=title, unit="devices", capacity=[r.devices for r in rows], independent=True)
 
 
+def _shared_panel(key: str, compute):
+    """A panel computed from the whole inventory (FGD fragmentation, measured utilisation),
+    shared by every visitor of the same scope for ``DASHBOARD_CACHE_S`` seconds (the overview
+    refreshes every 10 s; 0 = computed on every view): a page view then reads the cache
+    instead of building a snapshot of every node and device."""
+    ttl = settings.DASHBOARD_CACHE_S
+    if ttl <= 0:
+        return compute()
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, ttl)
+    return value
+
+
 def _fragmentation(request) -> dict:
     """FGD fragmentation for the overview, by the rule of ``GET /api/fragmentation/``: a
     platform admin gets the whole inventory and the most fragmented nodes with their stranded
     devices; anyone else the union of the groups where their (visible) tenants have a quota
-    or a queue, and no node detail."""
+    or a queue, and no node detail (:func:`_shared_panel` per scope)."""
     if request.user.is_superuser:
-        report = cluster_fragmentation()
-        nodes = [n for n in report.nodes
-                 if n.fragment_milli > 0 or n.stranded][:TOP_FRAGMENTED_NODES]
-        return {"frag": report, "frag_nodes": nodes, "frag_scope": "all nodes"}
+        def admin_panel() -> dict:
+            report = cluster_fragmentation()
+            nodes = [n for n in report.nodes
+                     if n.fragment_milli > 0 or n.stranded][:TOP_FRAGMENTED_NODES]
+            return {"frag": replace(report, nodes=nodes), "frag_nodes": nodes,
+                    "frag_scope": "all nodes"}
+        return _shared_panel("overview:fragmentation:all", admin_panel)
     groups = groups_for_tenants(get_visible_tenant_ids(request.user))
-    return {"frag": cluster_fragmentation(groups), "frag_nodes": None,
-            "frag_scope": "your resource groups"}
+    key = "overview:fragmentation:" + ",".join(str(g.pk) for g in groups)
+    return _shared_panel(key, lambda: {"frag": replace(cluster_fragmentation(groups), nodes=[]),
+                                       "frag_nodes": None,
+                                       "frag_scope": "your resource groups"})
 
 
 @login_required
@@ -147,7 +169,7 @@ def overview(request):
             [charts.Series("devices held", [round(t.devices, 2) for t in tenants], kind="bar")],
             title="Devices held per tenant", unit="devices"),
         "state_colours": STATE_COLOURS,
-        "used": _measured_util(loads),
+        "used": _shared_panel("overview:measured-util", lambda: _measured_util(loads)),
     }
     if request.GET.get("fragment"):
         return render(request, "dashboards/_overview_live.html", context)

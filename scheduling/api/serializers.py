@@ -35,6 +35,7 @@ from scheduling.models import (
     PriorityClass,
     Queue,
 )
+from scheduling.placement.group_profile import annotation_errors
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.services.jobs import (
@@ -49,6 +50,14 @@ from scheduling.services.jobs import (
 from scheduling.services.workloads import lifetime_left_s, service_status
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+#: Kubernetes annotation key: optional DNS-subdomain prefix (<= 253) and "/", then a name of
+#: <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric
+#: (apimachinery ``validation.IsQualifiedName``).
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_ANNOTATION_PREFIX = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: Kubernetes' limit on the total size of a pod's annotations (keys + values, bytes).
+ANNOTATIONS_MAX_BYTES = 256 * 1024
 
 
 class VendorField(serializers.CharField):
@@ -213,11 +222,34 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     node_selector = serializers.DictField(child=serializers.CharField(max_length=63,
                                                                       allow_blank=True),
                                           default=dict, validators=[validate_node_selector])
+    annotations = serializers.DictField(
+        child=serializers.CharField(max_length=65536, allow_blank=True, trim_whitespace=False),
+        required=False, default=dict,
+        help_text="Pod annotations; hami.io/node-scheduler-policy (binpack | spread) and "
+                  "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware) override "
+                  "the resource group's placement policies where the group allows it.")
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["queue"].queryset = queues if queues is not None else Queue.objects.none()
         self.platform_admin = bool(user is not None and user.is_superuser)
+
+    def validate_annotations(self, value):
+        errors = []
+        for key in value:
+            prefix, _, name = key.rpartition("/")
+            if (not _ANNOTATION_NAME.match(name) or len(name) > 63
+                    or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix)
+                                        or len(prefix) > 253))):
+                errors.append(f"{key!r} is not a valid annotation key")
+            elif "\x00" in value[key]:
+                errors.append(f"{key}: NUL characters are not allowed")
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
+        if size > ANNOTATIONS_MAX_BYTES:
+            errors.append(f"annotations take {size} bytes, more than {ANNOTATIONS_MAX_BYTES}")
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
 
     def validate(self, attrs):
         if attrs.get("min_pods") and attrs["min_pods"] > attrs["pod_count"]:
@@ -225,6 +257,10 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         names = [c["name"] for c in attrs["containers"]]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"containers": "Container names must be unique."})
+        group = attrs["queue"].resource_group
+        errors = annotation_errors(attrs.get("annotations") or {}, group.pod_policy_override)
+        if errors:
+            raise serializers.ValidationError({"annotations": errors})
         attrs["priority_class"] = self._priority_class(attrs)
         attrs["_given"] = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
         attrs = validate_workload(attrs)
@@ -272,6 +308,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             min_runtime_s=data["min_runtime_s"],
             on_preemption=data["on_preemption"],
             restart_policy=data["restart_policy"],
+            annotations=dict(data.get("annotations") or {}),
             containers=[ContainerSpec(**c) for c in data["containers"]],
             kind=data["kind"],
             port=data.get("port"),
@@ -415,7 +452,7 @@ class JobSerializer(serializers.ModelSerializer):
             "pending_reason", "queue_position", "estimated_start",
             "estimated_start_latest", "pod_count", "min_pods",
             "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
-            "on_preemption", "preemption_count", "restart_policy", "parent", "port",
+            "on_preemption", "preemption_count", "restart_policy", "annotations", "parent", "port",
             "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
             "failed_attempts", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
             "volumes", "secrets", "tolerations", "node_selector", "service",

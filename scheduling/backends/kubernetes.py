@@ -278,7 +278,8 @@ def job_meta(placement) -> mf.JobMeta:
     return mf.JobMeta(
         tenant=job.tenant.name, job_id=str(job.pk), placement_id=str(placement.pk),
         namespace=placement_namespace(placement), default=default, containers=specs,
-        restart_policy=job.restart_policy or "Never")
+        restart_policy=job.restart_policy or "Never",
+        extra_annotations=dict(job.annotations or {}))
 
 
 def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.Manifests:

@@ -231,6 +231,11 @@ class Job(BaseModel):
         default=dict, blank=True,
         help_text="Node labels every pod's node must carry (placement and nodeSelector).")
     stopped_at = models.DateTimeField(null=True, blank=True)
+    annotations = models.JSONField(
+        default=dict, blank=True,
+        help_text="Pod annotations {key: value} put on every pod of the job; "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy override "
+                  "the resource group's placement policies where the group allows it.")
 
     class Meta:
         ordering = ["-priority", "created", "id"]

@@ -128,6 +128,7 @@ class JobSpec:
     secrets: list[dict] = field(default_factory=list)
     tolerations: list[dict] = field(default_factory=list)
     node_selector: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
     pod_sets: list[PodSetSpec] = field(default_factory=list)
 
 
@@ -193,6 +194,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
             min_runtime_s=spec.min_runtime_s,
             on_preemption=spec.on_preemption,
             restart_policy=spec.restart_policy,
+            annotations=dict(spec.annotations),
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )

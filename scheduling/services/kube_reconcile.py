@@ -72,6 +72,7 @@ from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigIns
 from scheduling.services.cordons import note_pod_failure
 from scheduling.services.events import announce_job_failed
 from scheduling.services.eviction import release_terminated
+from scheduling.services.locking import lock_jobs
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     if retry:
         Job.objects.filter(pk=job_id).update(failed_attempts=F("failed_attempts") + 1)
     with transaction.atomic():
+        lock_jobs([job_id])  # the job before its placements (services.locking)
         others = list(Placement.objects.select_related("node__cluster").filter(
             job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
         Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[

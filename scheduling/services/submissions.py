@@ -20,6 +20,7 @@ from scheduling.choices import (
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.events import announce_job_failed
+from scheduling.services.locking import lock_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ def fail_job(job_id: int, message: str) -> None:
     """Fail a live job and release every booked placement (idempotent)."""
     now = timezone.now()
     with transaction.atomic():
+        lock_jobs([job_id])  # the job before its placements (services.locking)
         Placement.objects.filter(
             job_id=job_id, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
         ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
@@ -139,9 +141,7 @@ def reconcile_simulated(now=None) -> set[int]:
         return set()
     job_ids = {job_id for _, job_id, _ in rows}
     with transaction.atomic():
-        # jobs before placements, in pk order: the lock order of cancel and the cycle
-        list(Job.objects.select_for_update().filter(pk__in=job_ids).order_by("pk")
-             .values_list("pk", flat=True))
+        lock_jobs(job_ids)  # jobs before placements (scheduling.services.locking)
         Placement.objects.filter(
             pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
         ).update(state=PlacementState.SUCCEEDED, ended_at=now)

@@ -154,7 +154,8 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ResourceGroup
-        fields = ["id", "name", "kind", "device_models", "node_selector", "description"]
+        fields = ["id", "name", "kind", "device_models", "node_selector", "description",
+                  "node_policy", "device_policy", "fragmentation_policy", "pod_policy_override"]
 
     def validate_name(self, value):
         taken = ResourceGroup.objects.filter(name=value)
@@ -173,7 +174,9 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
     throttle_classes = [WriteRateThrottle]
     filterset_class = ResourceGroupFilterSet
     audit_name = "resource_group"
-    audit_fields = ["name", "kind", "device_models", "node_selector", "description"]
+    audit_fields = ["name", "kind", "device_models", "node_selector", "description",
+                    "node_policy", "device_policy", "fragmentation_policy",
+                    "pod_policy_override"]
 
     def get_queryset(self):
         groups = ResourceGroup.objects.order_by("name")
