@@ -19,10 +19,14 @@ from typing import Any
 
 from celery import current_app
 from django.db import transaction
+from redis.exceptions import RedisError
 
 __all__ = ["enqueue_on_commit", "registered_task"]
 
 logger = logging.getLogger(__name__)
+
+CACHE_ERRORS = (RedisError, OSError)
+"""What the Redis cache raises while it is unreachable (callers degrade instead of failing)."""
 _import_lock = threading.Lock()
 
 
@@ -54,15 +58,20 @@ def enqueue_on_commit(name: str, *args: Any, countdown: float | None = None) -> 
     ``CELERY_TASK_PUBLISH_RETRY_POLICY``) is logged as a warning and swallowed.
     """
 
-    def send() -> None:
-        task = registered_task(name)
-        try:
-            if countdown is None:
-                task.delay(*args)
-            else:
-                task.apply_async(args, countdown=countdown)
-        except Exception as exc:  # noqa: BLE001 - kombu/redis/OS errors alike; see docstring
-            logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it",
-                           name, args, exc)
+    transaction.on_commit(lambda: send_task(name, *args, countdown=countdown))
 
-    transaction.on_commit(send)
+
+def send_task(name: str, *args: Any, countdown: float | None = None) -> bool:
+    """Send task ``name`` now; a publishing error is logged as a warning and swallowed (the
+    beat sweeps redo what was lost). Returns whether it was sent."""
+    task = registered_task(name)
+    try:
+        if countdown is None:
+            task.delay(*args)
+        else:
+            task.apply_async(args, countdown=countdown)
+    except Exception as exc:  # noqa: BLE001 - kombu/redis/OS errors alike; see docstring
+        logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it",
+                       name, args, exc)
+        return False
+    return True

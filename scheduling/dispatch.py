@@ -7,10 +7,12 @@ each task under the constant below; a test checks that every name is registered.
 
 from __future__ import annotations
 
+import contextlib
+
 from django.core.cache import cache
 from django.db import transaction
 
-from core.dispatch import enqueue_on_commit, registered_task
+from core.dispatch import CACHE_ERRORS, enqueue_on_commit, send_task
 
 __all__ = [
     "ADMISSION_CYCLE_TASK",
@@ -78,15 +80,20 @@ def enqueue_admission_cycle(group_id: int) -> None:
     """
 
     def send() -> None:
-        if cache.add(_request_key(group_id), 1, timeout=CYCLE_REQUEST_TTL_S):
-            registered_task(ADMISSION_CYCLE_TASK).delay(group_id)
+        try:
+            first = cache.add(_request_key(group_id), 1, timeout=CYCLE_REQUEST_TTL_S)
+        except CACHE_ERRORS:  # coalescing is an optimisation: without the cache, always send
+            first = True
+        if first and not send_task(ADMISSION_CYCLE_TASK, group_id):
+            admission_cycle_started(group_id)  # not sent: let the next request try again
 
     transaction.on_commit(send)
 
 
 def admission_cycle_started(group_id: int) -> None:
     """Forget the group's pending request (the cycle task is about to read the queue)."""
-    cache.delete(_request_key(group_id))
+    with contextlib.suppress(*CACHE_ERRORS):  # an unreadable mark expires by itself
+        cache.delete(_request_key(group_id))
 
 
 def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -> None:

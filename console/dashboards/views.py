@@ -7,6 +7,7 @@ tenant's slices on a device are drawn as "other tenant".
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from dataclasses import replace
 from datetime import timedelta
@@ -30,6 +31,7 @@ from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.audit import record as audit
+from core.dispatch import CACHE_ERRORS
 from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
@@ -103,10 +105,14 @@ def _shared_panel(key: str, compute):
     ttl = settings.DASHBOARD_CACHE_S
     if ttl <= 0:
         return compute()
-    value = cache.get(key)
+    try:
+        value = cache.get(key)
+    except CACHE_ERRORS:  # Redis down: the page still renders, computed for this view
+        return compute()
     if value is None:
         value = compute()
-        cache.set(key, value, ttl)
+        with contextlib.suppress(*CACHE_ERRORS):
+            cache.set(key, value, ttl)
     return value
 
 

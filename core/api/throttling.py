@@ -4,9 +4,10 @@ import logging
 import time
 
 from django.core.cache import caches
-from redis.exceptions import RedisError
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import UserRateThrottle
+
+from core.dispatch import CACHE_ERRORS
 
 logger = logging.getLogger(__name__)
 #: Seconds between two "cache unavailable" warnings of one process.
@@ -30,7 +31,7 @@ class WriteRateThrottle(UserRateThrottle):
             return True
         try:
             return super().allow_request(request, view)
-        except (RedisError, OSError) as exc:
+        except CACHE_ERRORS as exc:
             global _last_warning
             if time.monotonic() - _last_warning > WARN_EVERY_S:
                 _last_warning = time.monotonic()

@@ -388,7 +388,8 @@ class QueueSerializer(serializers.ModelSerializer):
     resource_group = serializers.CharField(source="resource_group.name")
     allowed_priority_classes = serializers.SlugRelatedField(
         slug_field="name", many=True, read_only=True)
-    default_priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    default_priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True,
+                                                          allow_null=True)
 
     class Meta:
         model = Queue

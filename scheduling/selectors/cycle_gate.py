@@ -21,13 +21,11 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.cache import cache
-from redis.exceptions import RedisError
 
+from core.dispatch import CACHE_ERRORS
 from scheduling.choices import JobState
 from scheduling.models import Device, Job, Placement, PriorityClass, Queue
 from tenants.models import Quota, ResourceGroup, Tenant
-
-CACHE_ERRORS = (RedisError, OSError)
 
 
 def _key(group_id: int) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from scheduling.models import Job
 from scheduling.placement import place
 from scheduling.placement.profile import Profile
+from scheduling.placement.reasons import DEVICE_MODEL_INVALID
 from scheduling.placement.types import ClusterSnapshot
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
@@ -84,6 +85,10 @@ def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
     decision = place(empty, build_placement_request(job, group),
                      Profile(device_configs=get_catalogue().configs).build(cache=False))
     if decision.schedulable:
+        return None
+    if DEVICE_MODEL_INVALID in unschedulable_reason(decision):
+        # an operator's broken device-model config is flagged and temporary: the job queues
+        # and its pending reason names the model (issue 15), it is not refused for ever
         return None
     per_node = {n: len(node.devices) for n, node in empty.nodes.items()}
     hint = _shape_hint(job, devices, per_node, group)

@@ -26,11 +26,13 @@ once per cycle while the set is not empty.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.cache import cache
 
+from core.dispatch import CACHE_ERRORS
 from scheduling.admission import CycleResult, PendingCode
 from scheduling.choices import QueueStrategy
 from scheduling.models import Device, DeviceModel, Job, Node, Placement
@@ -57,8 +59,12 @@ def _changed_since(group_id: int, since: datetime) -> bool:
 
 def inadmissible_ids(group_id: int) -> set[int]:
     """Ids of the group's jobs set aside (empty, and the set released, when something that can
-    change their answer happened since the oldest was set aside)."""
-    entry = cache.get(_key(group_id))
+    change their answer happened since the oldest was set aside). Without the cache (Redis
+    down) nothing is set aside: every head is examined."""
+    try:
+        entry = cache.get(_key(group_id))
+    except CACHE_ERRORS:
+        return set()
     if not entry:
         return set()
     if _changed_since(group_id, datetime.fromtimestamp(entry["since"], tz=UTC)):
@@ -69,7 +75,8 @@ def inadmissible_ids(group_id: int) -> set[int]:
 
 def release(group_id: int) -> None:
     """Put every set-aside job of the group back (the next cycle examines them)."""
-    cache.delete(_key(group_id))
+    with contextlib.suppress(*CACHE_ERRORS):  # unreadable: the entry expires by itself
+        cache.delete(_key(group_id))
 
 
 def set_aside(group_id: int, result: CycleResult, jobs: dict[str, Job],
@@ -98,10 +105,13 @@ def set_aside(group_id: int, result: CycleResult, jobs: dict[str, Job],
             ids.append(job.pk)
     if not ids:
         return 0
-    entry = cache.get(_key(group_id)) or {"since": cycle_started.timestamp(), "ids": []}
-    known = set(entry["ids"])
-    new = [pk for pk in ids if pk not in known]
-    entry["ids"] = sorted(known | set(new))
-    entry["since"] = min(entry["since"], cycle_started.timestamp())
-    cache.set(_key(group_id), entry, timeout=settings.ADMISSION_IDLE_RECHECK_S)
+    try:
+        entry = cache.get(_key(group_id)) or {"since": cycle_started.timestamp(), "ids": []}
+        known = set(entry["ids"])
+        new = [pk for pk in ids if pk not in known]
+        entry["ids"] = sorted(known | set(new))
+        entry["since"] = min(entry["since"], cycle_started.timestamp())
+        cache.set(_key(group_id), entry, timeout=settings.ADMISSION_IDLE_RECHECK_S)
+    except CACHE_ERRORS:  # an optimisation only: the next cycle examines them again
+        return 0
     return len(new)
