@@ -1,4 +1,5 @@
-"""Write side of the tenants app: quotas, aggregate caps, stored usage and the usage ledger.
+"""Write side of the tenants app: quotas, aggregate caps, stored usage, the usage ledger and
+memberships.
 
 Scheduling tells this app about charges through these functions (it never writes the rows
 itself); this app never imports ``scheduling`` (STYLE.md §3).
@@ -16,7 +17,15 @@ from django.db.models import F
 from core.audit import record, snapshot
 from core.exceptions import Conflict, InvalidRequest
 from tenants.choices import Dimension
-from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage, ResourceGroup, Tenant
+from tenants.models import (
+    AggregateCap,
+    LedgerInterval,
+    Membership,
+    Quota,
+    QuotaUsage,
+    ResourceGroup,
+    Tenant,
+)
 
 QUOTA_FIELDS = ["tenant", "resource_group", "flavor", "dimension", "nominal", "borrowing_limit",
                 "lending_limit"]
@@ -244,3 +253,65 @@ def close_ledger_intervals(placement_ends: Mapping[int, datetime]) -> int:
             placement_id=placement_id, end__isnull=True
         ).update(end=F("start"))
     return closed
+
+
+# -- memberships --------------------------------------------------------------------------------
+
+MEMBERSHIP_FIELDS = ["user", "tenant", "role"]
+
+
+def add_membership(*, tenant: Tenant, user, role: str, actor=None,
+                   source: str = "api") -> Membership:
+    """Give ``user`` the ``role`` (a :class:`tenants.choices.Role` value) in ``tenant``.
+
+    The row and its ``membership.create`` audit entry commit together. The caller checks that
+    ``actor`` may manage ``tenant``'s members.
+
+    Raises:
+        Conflict: the user is already a member of the tenant (change the role instead).
+    """
+    with transaction.atomic():
+        if Membership.objects.filter(user=user, tenant=tenant).exists():
+            raise Conflict(f"{user} is already a member of {tenant}", field="user")
+        membership = Membership.objects.create(user=user, tenant=tenant, role=role)
+        record("membership.create", membership, actor=actor, tenant_id=tenant.pk,
+               after=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
+    return membership
+
+
+def change_membership(membership: Membership, *, role: str | None = None, user=None,
+                      actor=None, source: str = "api") -> Membership:
+    """Change a membership's role and/or user (never its tenant); one ``membership.update``
+    audit entry with the before and after values, in the same transaction."""
+    with transaction.atomic():
+        before = snapshot(membership, MEMBERSHIP_FIELDS)
+        if role is not None:
+            membership.role = role
+        if user is not None:
+            membership.user = user
+        membership.save()
+        record("membership.update", membership, actor=actor, tenant_id=membership.tenant_id,
+               before=before, after=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
+    return membership
+
+
+def set_membership(*, tenant: Tenant, user, role: str, actor=None,
+                   source: str = "api") -> tuple[Membership, bool]:
+    """Add ``user`` to ``tenant`` with ``role``, or re-role an existing member (the team page's
+    single form). Returns ``(membership, created)``."""
+    with transaction.atomic():
+        existing = Membership.objects.select_for_update().filter(user=user,
+                                                                 tenant=tenant).first()
+        if existing is None:
+            return add_membership(tenant=tenant, user=user, role=role, actor=actor,
+                                  source=source), True
+        return change_membership(existing, role=role, actor=actor, source=source), False
+
+
+def remove_membership(membership: Membership, *, actor=None, source: str = "api") -> None:
+    """Delete a membership; its ``membership.delete`` audit entry (with the old values)
+    commits with the delete."""
+    with transaction.atomic():
+        record("membership.delete", membership, actor=actor, tenant_id=membership.tenant_id,
+               before=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
+        membership.delete()

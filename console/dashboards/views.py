@@ -14,7 +14,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -26,11 +25,10 @@ from console.dashboards import charts
 from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
 from console.dashboards.charts import Part
 from console.dashboards.forms import JobSubmitForm, MemberForm
-from core.audit import record as audit
-from core.audit import snapshot
 from core.exceptions import DomainError
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
+from core.tokens import replace_api_token
 from scheduling.choices import JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
@@ -67,6 +65,7 @@ from telemetry.selectors import (
 )
 from tenants.models import Membership, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
+from tenants.services import remove_membership, set_membership
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
                  "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af"}
@@ -372,23 +371,13 @@ def team(request, name: str):
             raise PermissionDenied("Only tenant admins manage members.")
         if request.POST.get("remove"):
             membership = get_object_or_404(Membership, pk=request.POST["remove"], tenant=tenant)
-            with transaction.atomic():
-                audit("membership.delete", membership, actor=request.user,
-                      tenant_id=tenant.pk, before=snapshot(membership, ["user", "role"]),
-                      source="ui")
-                membership.delete()
+            remove_membership(membership, actor=request.user, source="ui")
             messages.success(request, "Member removed.")
             return redirect("dashboards:team", name=tenant.name)
         if form.is_valid():
-            with transaction.atomic():
-                membership, created = Membership.objects.get_or_create(
-                    user=form.user, tenant=tenant, defaults={"role": form.cleaned_data["role"]})
-                before = None if created else snapshot(membership, ["user", "role"])
-                membership.role = form.cleaned_data["role"]
-                membership.save()
-                audit("membership.create" if created else "membership.update", membership,
-                      actor=request.user, tenant_id=tenant.pk, before=before,
-                      after=snapshot(membership, ["user", "role"]), source="ui")
+            membership, _ = set_membership(tenant=tenant, user=form.user,
+                                           role=form.cleaned_data["role"], actor=request.user,
+                                           source="ui")
             messages.success(request, f"{form.user.username} is now {membership.role}.")
             return redirect("dashboards:team", name=tenant.name)
     return render(request, "dashboards/team.html", {
@@ -404,20 +393,10 @@ def tokens(request):
     """The user's API token: show, create / regenerate, revoke."""
     token = Token.objects.filter(user=request.user).first()
     if request.method == "POST":
-        action = request.POST.get("action")
-        with transaction.atomic():
-            if token is not None:
-                token.delete()
-            if action == "create":
-                token = Token.objects.create(user=request.user)
-                audit("token.create", request.user, actor=request.user,
-                      object_type="authtoken.token", source="ui")
-                messages.success(request, "New token created; the old one no longer works.")
-            else:
-                token = None
-                audit("token.revoke", request.user, actor=request.user,
-                      object_type="authtoken.token", source="ui")
-                messages.success(request, "Token revoked.")
+        create = request.POST.get("action") == "create"
+        token = replace_api_token(request.user, create=create, source="ui")
+        messages.success(request, "New token created; the old one no longer works." if create
+                         else "Token revoked.")
         return redirect("dashboards:tokens")
     return render(request, "dashboards/tokens.html", {
         "token": token, "memberships": roles(request.user),

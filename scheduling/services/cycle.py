@@ -39,7 +39,7 @@ from scheduling.admission import (
     charges_for_pods,
     run_cycle,
 )
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
     JobState,
@@ -234,9 +234,10 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
            deltas: dict) -> bool:
     """Carry out one preemption; returns False when the victim already left (nothing to do).
 
-    The victim's booked placements are deleted through their backend (grace period
-    ``evict_by - at``) and released; it goes back to ``queued`` (keeping its age) or to
-    ``failed`` per ``Job.on_preemption``; its stored usage is released at once.
+    The victim's booked placements are released and their pods deleted through their backend
+    after the cycle commits (grace period ``evict_by - at``); it goes back to ``queued``
+    (keeping its age) or to ``failed`` per ``Job.on_preemption``; its stored usage is released
+    at once.
     """
     victim = Job.objects.select_for_update().filter(
         pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
@@ -253,12 +254,11 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
         .select_related("node__cluster").order_by("pk")
     )
-    for placement in placements:
-        get_backend(placement.node.cluster.backend).delete(placement)
     Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
         state=PlacementState.RELEASED, ended_at=now,
         message=f"preempted: {shown}", charged=False,
     )
+    delete_pods_on_commit(placements)
     for key, amount in usage_deltas(
         [(victim.tenant_id, group_id, p.charges) for p in placements if p.charged], -1
     ).items():

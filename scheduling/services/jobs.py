@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.audit import record as audit
 from core.exceptions import Conflict
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
@@ -139,11 +139,10 @@ def cancel_job(job: Job, *, user=None) -> Job:
                 state__in=BOOKED_PLACEMENT_STATES,
             ).select_related("node__cluster")
         )
-        for placement in placements:
-            get_backend(placement.node.cluster.backend).delete(placement)
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
             state=PlacementState.RELEASED, ended_at=now, message="job cancelled"
         )
+        delete_pods_on_commit(placements)
         who = getattr(user, "username", "") or "system"
         JobEvent.objects.create(job=job, kind="cancelled", message=f"cancelled by {who}")
         if placements:

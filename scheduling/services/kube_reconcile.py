@@ -49,8 +49,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import locks
-from scheduling.backends import SubmissionError
-from scheduling.backends.kubernetes import KubernetesBackend, gateway_for
+from scheduling.backends import SubmissionError, delete_pods_on_commit
+from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
@@ -139,9 +139,8 @@ def _group_of(job_id: int) -> int:
 
 
 def _delete_pods(placements: list[Placement]) -> None:
-    backend = KubernetesBackend()
-    for p in placements:
-        backend.delete(p)
+    """Delete the pods after the caller's transaction commits (inventory sync, reconcile)."""
+    delete_pods_on_commit(placements)
 
 
 def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,

@@ -24,6 +24,7 @@ from tenants.choices import Role
 from tenants.filtersets import MembershipFilterSet, ResourceGroupFilterSet, TenantFilterSet
 from tenants.models import Membership, ResourceGroup, Tenant, slug_validator
 from tenants.selectors import get_user_tenant_ids
+from tenants.services import add_membership, change_membership, remove_membership
 
 
 class TenantWriteSerializer(serializers.ModelSerializer):
@@ -98,17 +99,13 @@ def _require_tenant_admin(user, tenant_id: int) -> None:
         raise PermissionDenied("Only tenant admins manage members.")
 
 
-class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
-    """Members of the caller's tenants; tenant admins add, re-role and remove them."""
+class MembershipViewSet(viewsets.ModelViewSet):
+    """Members of the caller's tenants; tenant admins add, re-role and remove them (through
+    :mod:`tenants.services`, which audits each write)."""
 
     serializer_class = MembershipSerializer
     throttle_classes = [WriteRateThrottle]
     filterset_class = MembershipFilterSet
-    audit_name = "membership"
-    audit_fields = ["user", "tenant", "role"]
-
-    def audit_tenant_id(self, instance):
-        return instance.tenant_id
 
     def get_queryset(self):
         members = Membership.objects.select_related("tenant", "user").order_by(
@@ -125,16 +122,22 @@ class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
         return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
-        _require_tenant_admin(self.request.user, serializer.validated_data["tenant"].pk)
-        super().perform_create(serializer)
+        data = serializer.validated_data
+        _require_tenant_admin(self.request.user, data["tenant"].pk)
+        serializer.instance = add_membership(
+            tenant=data["tenant"], user=data["user"], role=data.get("role", Role.MEMBER),
+            actor=self.request.user, source="api")
 
     def perform_update(self, serializer):
         _require_tenant_admin(self.request.user, serializer.instance.tenant_id)
-        super().perform_update(serializer)
+        data = serializer.validated_data
+        serializer.instance = change_membership(
+            serializer.instance, role=data.get("role"), user=data.get("user"),
+            actor=self.request.user, source="api")
 
     def perform_destroy(self, instance):
         _require_tenant_admin(self.request.user, instance.tenant_id)
-        super().perform_destroy(instance)
+        remove_membership(instance, actor=self.request.user, source="api")
 
 
 class ResourceGroupSerializer(serializers.ModelSerializer):
