@@ -23,6 +23,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) .ci/check_sizes.py
 	$(PY) manage.py makemigrations --check --dry-run
 
 bench-placement: $(STAMP)

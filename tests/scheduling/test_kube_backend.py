@@ -260,11 +260,14 @@ def test_cancel_deletes_the_pod_only_after_commit(fake, tmp_path,
     class Rollback(Exception):
         pass
 
-    with django_capture_on_commit_callbacks(execute=True) as callbacks, \
-            pytest.raises(Rollback), transaction.atomic():
-        cancel_job(Job.objects.get(pk=job.pk))
-        assert [m for m, _p in fake.requests].count("DELETE") == 0  # not inside the block
-        raise Rollback
+    def cancel_then_roll_back():
+        with transaction.atomic():
+            cancel_job(Job.objects.get(pk=job.pk))
+            assert [m for m, _p in fake.requests].count("DELETE") == 0  # not inside the block
+            raise Rollback
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(Rollback):
+        cancel_then_roll_back()
     assert callbacks == [] and fake.list("pods") == [pod]
     assert Job.objects.get(pk=job.pk).state == JobState.ADMITTED
 
