@@ -172,7 +172,7 @@ def _pre_filter_and_select(snapshot: ClusterSnapshot, pod: PodRequest, fw: Frame
     sel = fw.select_plugin
     if sel is None:
         return None
-    fs = sel.select(state, snapshot, pod)
+    fs = sel.select(state, snapshot, pod)  # type: ignore[attr-defined]  # a SelectHook
     if fs is None:
         return None
     if fs.node is None:
@@ -203,7 +203,7 @@ def usage_stamp(node: Node) -> tuple:
     Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
     cache; edits of device capacity, device models or topology must call ``touch``.
     """
-    out = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
+    out: list[Any] = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
            node.error, node.cpu_milli, node.memory_mib, tuple(node.labels.items()),
            tuple(node.annotations.items())]
     for d in node.devices:

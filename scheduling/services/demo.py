@@ -126,7 +126,8 @@ def _seed_tenants() -> dict[str, Tenant]:
     tenants: dict[str, Tenant] = {}
     for name, parent, display in DEMO_TENANTS:
         tenants[name], _ = Tenant.objects.get_or_create(
-            name=name, defaults={"display_name": display, "parent": tenants.get(parent)}
+            name=name,
+            defaults={"display_name": display, "parent": tenants.get(parent) if parent else None}
         )
     groups = {}
     for name, kind, group_models in DEMO_GROUPS:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from scheduling.admission import (
     preview_submission,
     simulate_quota_change,
 )
-from scheduling.models import Queue
+from scheduling.models import Job, Queue
 from scheduling.selectors.admission import (
     SpecJob,
     build_admission_snapshot,
@@ -58,7 +58,8 @@ def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None
         id="dry-run", tenant=queue.tenant.name, queue=queue_key(queue),
         priority=spec.priority, created_at=now, pod_count=spec.pod_count,
         min_pod_count=spec.min_pods,
-        request=build_placement_request(SpecJob(spec), group),
+        # SpecJob answers the attributes build_placement_request reads of a Job
+        request=build_placement_request(cast(Job, SpecJob(spec)), group),
     )
     try:
         return preview_submission(ctx.snapshot, ctx.placer(), workload)

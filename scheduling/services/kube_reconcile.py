@@ -150,8 +150,10 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     job = Job.objects.select_related("queue").get(pk=job_id)
     requeue = lost and job.restart_policy == "OnFailure"
     with transaction.atomic():
-        others = list(Placement.objects.select_related("node__cluster").filter(
-            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
+        booked = Placement.objects.select_related("node__cluster").filter(
+            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
+        others = list(booked if except_placement is None
+                      else booked.exclude(pk=except_placement))
         Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[
             PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RELEASED, ended_at=now, message=message)

@@ -335,7 +335,8 @@ def device_memory_mib(model: str) -> int:
     return _MODEL_MEMORY_MIB.get(model, _DEFAULT_MEMORY_MIB)
 
 
-def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100):
+def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
+                   ) -> ClusterSnapshot:
     """A :class:`~scheduling.placement.types.ClusterSnapshot` of trace nodes (HAMi semantics).
 
     Each trace GPU becomes a ``Device`` with vendor "NVIDIA", ``type`` = the CSV model,
@@ -378,7 +379,7 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
     return ClusterSnapshot.from_nodes(out)
 
 
-def pod_request(pod: PodRecord, name: str | None = None):
+def pod_request(pod: PodRecord, name: str | None = None) -> PodRequest:
     """The :class:`~scheduling.placement.types.PodRequest` of a trace pod (HAMi semantics).
 
     One container "main"; a GPU pod gets one ``DeviceRequest(vendor="NVIDIA", count=num_gpu,
