@@ -277,4 +277,7 @@ def test_reconcile_is_single_flight_and_refuses_simulated(fake, kube):
     with psycopg.connect(**params) as other:
         other.execute("SELECT pg_advisory_lock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
         assert reconcile_cluster(cluster.pk, watch_s=0).locked_out is True
+        # Unlock explicitly: closing the connection releases the lock only once the server
+        # backend has exited, which can lag behind the next query under load.
+        other.execute("SELECT pg_advisory_unlock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
     assert reconcile_cluster(cluster.pk, watch_s=0).locked_out is False
