@@ -8,12 +8,15 @@ the task runs only against rows that were committed (Saleor's ``call_event`` pat
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import current_app
 from django.db import transaction
 
 __all__ = ["enqueue_on_commit", "registered_task"]
+
+_import_lock = threading.Lock()
 
 
 def registered_task(name: str) -> Any:
@@ -27,7 +30,11 @@ def registered_task(name: str) -> Any:
     """
     app = current_app
     if name not in app.tasks:
-        app.loader.import_default_modules()
+        # One thread imports: Celery marks the modules imported before importing them, so a
+        # second request thread would look the task up half-way (gunicorn --threads).
+        with _import_lock:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
     return app.tasks[name]
 
 

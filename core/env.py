@@ -7,6 +7,7 @@ typo stops start-up with a clear message instead of running with a silent defaul
 from __future__ import annotations
 
 import os
+import string
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -101,4 +102,44 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
         raise ImproperlyConfigured(f"{name} must start with one of {allowed}; got {value!r}")
     if not (parsed.netloc or parsed.path or parsed.query):
         raise ImproperlyConfigured(f"{name}={value!r} names no server")
+    return value
+
+
+def template_error(template: str, fields: tuple[str, ...], required: tuple[str, ...] = ()
+                   ) -> str | None:
+    """Why ``template`` is not a ``str.format`` template over ``fields``, or None when it is.
+
+    Every replacement field must be a plain name among ``fields`` (no index, attribute,
+    conversion or format spec) and each name in ``required`` must appear.
+    """
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return f"{template!r} is not a format template ({exc})"
+    used = set()
+    for _text, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in fields or spec or conversion:
+            allowed = ", ".join("{" + f + "}" for f in fields)
+            return f"{template!r}: unknown placeholder {{{name}}} (use {allowed})"
+        used.add(name)
+    missing = [f for f in required if f not in used]
+    if missing:
+        return f"{template!r} must contain " + ", ".join("{" + f + "}" for f in missing)
+    return None
+
+
+def env_template(name: str, default: str, *, fields: tuple[str, ...],
+                 required: tuple[str, ...] = ()) -> str:
+    """Return ``$name`` as a ``str.format`` template over ``fields`` (see
+    :func:`template_error`), or ``default`` when unset.
+
+    Raises:
+        ImproperlyConfigured: a placeholder outside ``fields``, or a required one missing.
+    """
+    value = env_str(name, default)
+    error = template_error(value, fields, required)
+    if error is not None:
+        raise ImproperlyConfigured(f"{name}: {error}")
     return value

@@ -22,7 +22,7 @@ class ClusterAdmin(admin.ModelAdmin):
     path, or the ``CLUSTER_<NAME>_KUBECONFIG`` environment variable) is stored or shown; the
     kubeconfig's contents never are."""
 
-    list_display = ["name", "backend", "submission_mode", "namespace", "connection",
+    list_display = ["name", "backend", "submission_mode", "namespace_pattern", "connection",
                     "server_version", "inventory_synced_at"]
     list_filter = ["backend", "submission_mode"]
     search_fields = ["name"]
@@ -33,7 +33,7 @@ class ClusterAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "backend", "description"]}),
         ("Kubernetes connection", {
-            "fields": ["in_cluster", "kubeconfig_path", "kube_context", "namespace",
+            "fields": ["in_cluster", "kubeconfig_path", "kube_context", "namespace_pattern",
                        "submission_mode", "hami_scheduler_name", "request_timeout_s"],
             "description": "Credentials stay in the kubeconfig file or the service account; "
                            "with no path and not in-cluster the environment variable "

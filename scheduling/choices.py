@@ -62,6 +62,10 @@ class PreemptionPolicy(models.TextChoices):
 
 LIVE_JOB_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
 
+JOB_SOURCE_KUBE = "kube"
+"""``Job.source`` of a job taken in from a Kubernetes object a user created (the object, not
+the console, creates its pods: ``scheduling.services.intake``)."""
+
 
 class PlacementState(models.TextChoices):
     """Placement lifecycle (kube-scheduler Reserve → Bind analogue).

@@ -12,6 +12,8 @@ from scheduling.dispatch import (
     ADMISSION_CYCLE_TASK,
     ADMISSION_TICK_TASK,
     DEMO_STREAM_TASK,
+    KUBE_CORDONS_TASK,
+    KUBE_INTAKE_TASK,
     KUBE_INVENTORY_SYNC_TASK,
     KUBE_RECONCILE_TASK,
     KUBE_TICK_TASK,
@@ -22,11 +24,14 @@ from scheduling.dispatch import (
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
+from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
+from scheduling.services.intake import intake_cluster
+from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import ResourceGroup
 
@@ -58,9 +63,10 @@ def admission_tick_task() -> int:
     max_retries=10,
 )
 def submit_jobs_task(job_ids: list[int]) -> int:
-    """Submit admitted jobs to their cluster backends (retryable errors retry with backoff)."""
+    """Submit admitted jobs to their cluster backends, or record their placement in the
+    user's object for jobs taken in from a cluster (retryable errors retry with backoff)."""
     for job_id in job_ids:
-        submit_job(job_id)
+        submit_admitted_job(job_id)
     return len(job_ids)
 
 
@@ -110,13 +116,37 @@ def kube_reconcile_task(cluster_id: int) -> dict:
 
 @shared_task(name=KUBE_TICK_TASK)
 def kube_tick_task() -> int:
-    """Beat tick (``KUBE_TICK_S``): enqueue an inventory sync and a reconcile turn for every
-    kubernetes cluster (each is single-flight per cluster)."""
+    """Beat tick (``KUBE_TICK_S``): enqueue an inventory sync, a reconcile turn, a workload
+    intake pass and a device-cordon write-back for every kubernetes cluster (each is
+    single-flight per cluster)."""
     ids = list(Cluster.objects.filter(backend=Backend.KUBERNETES).values_list("pk", flat=True))
     for cluster_id in ids:
         kube_inventory_sync_task.delay(cluster_id)
         kube_reconcile_task.delay(cluster_id)
+        kube_intake_task.delay(cluster_id)
+        kube_cordons_task.delay(cluster_id)
     return len(ids)
+
+
+@shared_task(name=KUBE_INTAKE_TASK)
+def kube_intake_task(cluster_id: int) -> dict:
+    """One intake turn of a kubernetes cluster (list of every labelled workload when the
+    periodic resync is due, then a watch); the service enqueues the cycles of groups that got
+    capacity back."""
+    report = intake_cluster(cluster_id)
+    return {"cluster": report.cluster, "queued": len(report.queued),
+            "released": len(report.released), "suspended": len(report.suspended),
+            "refused": len(report.refused), "locked": report.locked_out}
+
+
+@shared_task(name=KUBE_CORDONS_TASK)
+def kube_cordons_task(cluster_id: int) -> dict:
+    """Write the console's device cordons to a kubernetes cluster (HAMi's device-cordon node
+    annotation, DeviceTaintRules where served)."""
+    report = sync_device_cordons(cluster_id)
+    return {"cluster": report.cluster, "nodes": len(report.nodes_patched),
+            "rules": len(report.rules_created) + len(report.rules_deleted),
+            "locked": report.locked_out}
 
 
 @shared_task(name=USAGE_RECONCILE_TASK)

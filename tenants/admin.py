@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tenants.models import Membership, Quota, ResourceGroup, Tenant
+from tenants.models import Membership, Quota, ResourceGroup, Tenant, TenantNamespace
 
 
 class MembershipInline(admin.TabularInline):
@@ -40,3 +40,21 @@ class QuotaAdmin(admin.ModelAdmin):
     list_filter = ["resource_group", "dimension"]
     list_select_related = ["tenant", "resource_group"]
     search_fields = ["tenant__name", "flavor"]
+
+
+@admin.register(TenantNamespace)
+class TenantNamespaceAdmin(admin.ModelAdmin):
+    """The namespaces the console created for tenants (read-only: the console writes them on
+    a tenant's first submission to a cluster)."""
+
+    list_display = ["name", "tenant", "cluster_id", "created", "ensured_at"]
+    list_filter = ["cluster_id"]
+    list_select_related = ["tenant"]
+    search_fields = ["name", "tenant__name"]
+    readonly_fields = ["tenant", "cluster_id", "name", "created", "ensured_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -250,3 +250,33 @@ class LedgerInterval(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("ledger intervals are immutable")
+
+
+class TenantNamespace(models.Model):
+    """The Kubernetes namespace a tenant owns in one cluster, as created (and labelled) by the
+    console the first time one of the tenant's pods went to that cluster.
+
+    ``cluster_id`` is the ``scheduling.Cluster`` id as a plain value (this app never imports
+    ``scheduling``). The stored ``name`` outlives a later change of the naming pattern: the
+    tenant's pods keep going to the namespace that holds their Services and claims.
+    ``tenants.selectors.tenant_namespace`` / ``tenant_for_namespace`` read it.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="namespaces")
+    cluster_id = models.BigIntegerField()
+    name = models.CharField(max_length=63, validators=[slug_validator])
+    created = models.DateTimeField(auto_now_add=True)
+    ensured_at = models.DateTimeField(
+        help_text="Last time the console created or found the namespace with its labels.")
+
+    class Meta:
+        ordering = ["cluster_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "cluster_id"],
+                                    name="tenant_namespace_one_per_cluster"),
+            models.UniqueConstraint(fields=["cluster_id", "name"],
+                                    name="tenant_namespace_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant} in cluster {self.cluster_id}: {self.name}"

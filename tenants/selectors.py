@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from django.apps import apps
+import hashlib
+import re
+import string
 
-from tenants.models import Membership, Tenant
+from django.apps import apps
+from django.conf import settings
+
+from tenants.models import Membership, Tenant, TenantNamespace
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
@@ -68,3 +73,93 @@ def flavor_names(group) -> set[str]:
         if family:
             names.add(family)
     return names
+
+
+# -- tenant namespaces --------------------------------------------------------------------------
+
+_NOT_DNS = re.compile(r"[^a-z0-9-]+")
+_DASHES = re.compile(r"-{2,}")
+_MAX_NAMESPACE = 63
+_HASHED = re.compile(r"(^|-)[0-9a-f]{8}$")
+
+
+def _dns_label(text: str) -> str:
+    """``text`` as an RFC 1123 label (a namespace name): lower-cased, other characters as
+    '-', at most 63 characters. A name that had to change gets ``-<8 hex of sha256(text)>``
+    so that two distinct inputs never meet (the rule of ``scheduling.kube.names.dns_label``,
+    repeated here because this app does not import ``scheduling``)."""
+    clean = _DASHES.sub("-", _NOT_DNS.sub("-", text.lower())).strip("-")
+    if clean == text and len(clean) <= _MAX_NAMESPACE:
+        return clean
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    head = clean[: _MAX_NAMESPACE - 9].rstrip("-")
+    return f"{head}-{digest}" if head else digest
+
+
+def namespace_pattern(cluster) -> str:
+    """The naming pattern of tenant namespaces in ``cluster``: the cluster's
+    ``namespace_pattern`` when set, else the ``TENANT_NAMESPACE_PATTERN`` setting
+    (placeholders ``{slug}``, the tenant name, and ``{cluster}``, the cluster name)."""
+    return getattr(cluster, "namespace_pattern", "") or settings.TENANT_NAMESPACE_PATTERN
+
+
+def render_namespace(pattern: str, tenant_name: str, cluster_name: str) -> str:
+    """The namespace name ``pattern`` gives a tenant in a cluster (a DNS-1123 label)."""
+    return _dns_label(pattern.format(slug=tenant_name, cluster=cluster_name))
+
+
+def tenant_namespace(tenant: Tenant, cluster) -> str:
+    """The namespace ``tenant`` owns in ``cluster`` (a ``scheduling.Cluster``, or any object
+    with ``pk``, ``name`` and optionally ``namespace_pattern``).
+
+    The name the console recorded when it created the namespace (``TenantNamespace``) wins;
+    otherwise the cluster's pattern (:func:`namespace_pattern`) applied to the tenant's name,
+    e.g. ``tenant-team-nlp``. Reads only: the namespace is created on the tenant's first
+    submission to the cluster.
+    """
+    stored = TenantNamespace.objects.filter(tenant=tenant, cluster_id=cluster.pk).values_list(
+        "name", flat=True).first()
+    if stored:
+        return stored
+    return render_namespace(namespace_pattern(cluster), tenant.name, cluster.name)
+
+
+def _slug_candidates(pattern: str, cluster_name: str, namespace: str) -> list[str]:
+    """Tenant names the pattern could have turned into ``namespace`` (exact renderings only;
+    a cleaned or shortened name, with its hash suffix, is found by the caller's scan)."""
+    regex, seen_slug = "", False
+    for literal, field, _spec, _conv in string.Formatter().parse(pattern):
+        regex += re.escape(literal)
+        if field == "slug":
+            regex += "(?P=slug)" if seen_slug else "(?P<slug>[a-z0-9]([-a-z0-9]*[a-z0-9])?)"
+            seen_slug = True
+        elif field == "cluster":
+            regex += re.escape(cluster_name)
+    match = re.fullmatch(regex, namespace)
+    return [match.group("slug")] if match else []
+
+
+def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
+    """The tenant owning ``namespace`` in ``cluster``, or None (a namespace the console does
+    not give to any tenant: ``kube-system``, a user's own, another tenant's stored name).
+
+    A recorded ``TenantNamespace`` answers first; otherwise the namespace belongs to the
+    tenant whose pattern name it is, provided that tenant has no other namespace recorded in
+    the cluster.
+    """
+    row = TenantNamespace.objects.filter(cluster_id=cluster.pk, name=namespace).select_related(
+        "tenant").first()
+    if row is not None:
+        return row.tenant
+    pattern = namespace_pattern(cluster)
+    names = _slug_candidates(pattern, cluster.name, namespace)
+    recorded = TenantNamespace.objects.filter(cluster_id=cluster.pk).values("tenant_id")
+    tenants = Tenant.objects.exclude(pk__in=recorded)
+    searches = [tenants.filter(name__in=names)] if names else []
+    if _HASHED.search(namespace):
+        searches.append(tenants)  # a cleaned/shortened rendering: compare with each tenant
+    for candidates in searches:
+        for tenant in candidates.order_by("name"):
+            if render_namespace(pattern, tenant.name, cluster.name) == namespace:
+                return tenant
+    return None

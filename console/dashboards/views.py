@@ -53,6 +53,7 @@ from scheduling.selectors.overview import (
 )
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
+from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
 from scheduling.services.jobs import cancel_job, submit_job
 from telemetry.charts import line_chart
 from telemetry.exporters import UTIL
@@ -280,6 +281,36 @@ def device_detail(request, uuid: str):
         # Measured utilisation mixes every tenant's work: platform admins only.
         "charts": _device_charts(device) if request.user.is_superuser else [],
     })
+
+
+@login_required
+@require_POST
+def device_cordon(request, uuid: str):
+    """Platform admins cordon a device: no new work here, HAMi / DRA told, jobs drained by
+    the chosen policy (:func:`scheduling.services.cordons.cordon_device`)."""
+    if not request.user.is_superuser:
+        raise PermissionDenied("Only platform administrators cordon devices.")
+    device = get_object_or_404(Device.objects.select_related("node__cluster"), uuid=uuid)
+    policy = request.POST.get("drain", "wait")
+    if policy not in DRAIN_POLICIES:
+        messages.error(request, f"drain must be one of {', '.join(DRAIN_POLICIES)}")
+    else:
+        cordon_device(device, reason=request.POST.get("reason", "")[:200], user=request.user,
+                      policy=policy)
+        messages.success(request, f"Device {device.uuid} cordoned ({policy}).")
+    return redirect("dashboards:device-detail", uuid=device.uuid)
+
+
+@login_required
+@require_POST
+def device_uncordon(request, uuid: str):
+    """Platform admins lift the console's cordon of a device."""
+    if not request.user.is_superuser:
+        raise PermissionDenied("Only platform administrators uncordon devices.")
+    device = get_object_or_404(Device.objects.select_related("node__cluster"), uuid=uuid)
+    uncordon_device(device, user=request.user)
+    messages.success(request, f"Device {device.uuid} uncordoned.")
+    return redirect("dashboards:device-detail", uuid=device.uuid)
 
 
 def _device_charts(device):

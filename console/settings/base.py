@@ -15,7 +15,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from core.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    env_template,
+    env_url,
+)
 from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
 from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
@@ -126,6 +134,9 @@ def _celery_url(redis_url: str) -> str:
 CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp")) or _celery_url(
     REDIS_URL
 )
+# The queue every task goes to (and workers read with ``celery worker -Q``): installs sharing
+# one Redis keep apart by naming their own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -145,11 +156,27 @@ USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
 KUBE_RESYNC_S = env_float("KUBE_RESYNC_S", 300.0, minimum=1.0)
 KUBE_WATCH_S = env_int("KUBE_WATCH_S", 20, minimum=1)
+# Full list of the labelled workloads (scheduling.services.intake) at least this often; the
+# intake watches between two lists.
+KUBE_INTAKE_RESYNC_S = env_float("KUBE_INTAKE_RESYNC_S", 30.0, minimum=1.0)
 KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
+# Device health written back (scheduling.services.cordons): what happens to jobs on a device
+# the console marks unhealthy (wait | requeue | fail), and how many failed pods within how many
+# seconds mark a device unhealthy.
+DEVICE_DRAIN_POLICY = env_str("DEVICE_DRAIN_POLICY", "wait")
+if DEVICE_DRAIN_POLICY not in ("wait", "requeue", "fail"):
+    raise ImproperlyConfigured(
+        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail")
+DEVICE_FAILURE_THRESHOLD = env_int("DEVICE_FAILURE_THRESHOLD", 3, minimum=1)
+DEVICE_FAILURE_WINDOW_S = env_float("DEVICE_FAILURE_WINDOW_S", 3600.0, minimum=1.0)
 KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
 KUBE_RETRY_BASE_DELAY_S = env_float("KUBE_RETRY_BASE_DELAY_S", 0.2, minimum=0.0)
 KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
 KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
+# Each tenant's namespace in each cluster (tenants.selectors.tenant_namespace): {slug} is the
+# tenant's name, {cluster} the cluster's; a Cluster row's namespace_pattern overrides it.
+TENANT_NAMESPACE_PATTERN = env_template("TENANT_NAMESPACE_PATTERN", "tenant-{slug}",
+                                        fields=("slug", "cluster"), required=("slug",))
 # Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
 # bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
 # INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,

@@ -78,7 +78,7 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = ["id", "name", "backend", "description", "submission_mode", "namespace",
+        fields = ["id", "name", "backend", "description", "submission_mode", "namespace_pattern",
                   "server_version", "connection_checked_at", "inventory_synced_at",
                   "node_count", "device_count"]
 

@@ -25,7 +25,7 @@ from scheduling.services.jobs import ContainerSpec, JobSpec
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 VENDORS = [
     "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD",
+    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
 ]
 
 
@@ -62,6 +62,9 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     device_types = serializers.ListField(
         child=serializers.CharField(max_length=100), default=list, max_length=32
     )
+    device_types_exclude = serializers.ListField(
+        child=serializers.CharField(max_length=100), default=list, max_length=32,
+        help_text="Device models this container must not get (HAMi nouse-*type).")
     image = serializers.CharField(max_length=512, default="", allow_blank=True,
                                   help_text="Container image (needed on Kubernetes clusters).")
     command = serializers.ListField(child=serializers.CharField(max_length=4096),
@@ -85,7 +88,8 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
                 {"memory_percent": "Give memory_mib or memory_percent, not both."}
             )
         per_device = [name for name in ("memory_mib", "memory_percent", "cores_percent",
-                                        "device_types") if attrs.get(name)]
+                                        "device_types", "device_types_exclude")
+                      if attrs.get(name)]
         if per_device and not attrs.get("device_count"):
             # would be dropped silently (HAMi would instead default the count to 1)
             raise serializers.ValidationError({"device_count": (
@@ -156,7 +160,8 @@ class JobContainerSerializer(serializers.ModelSerializer):
         model = JobContainer
         fields = [
             "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
-            "cores_percent", "device_types", "image", "command", "args", "env",
+            "cores_percent", "device_types", "device_types_exclude", "image", "command", "args",
+            "env",
         ]
 
 
@@ -264,5 +269,13 @@ class DeviceSerializer(serializers.ModelSerializer):
         fields = [
             "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
             "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
-            "model_error",
+            "model_error", "console_unhealthy", "cordon_reason",
         ]
+
+
+class DeviceCordonSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """Input of ``POST /api/devices/<id>/cordon/``: why, and what happens to the jobs on it
+    (``wait``: keep running; ``requeue``: back to their queue; ``fail``)."""
+
+    reason = serializers.CharField(max_length=200, allow_blank=True, default="")
+    drain = serializers.ChoiceField(choices=["wait", "requeue", "fail"], default="wait")

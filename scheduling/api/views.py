@@ -7,10 +7,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from core.api.throttling import WriteRateThrottle
 from scheduling.api.serializers import (
+    DeviceCordonSerializer,
     DeviceSerializer,
     JobEventSerializer,
     JobSerializer,
@@ -21,6 +23,7 @@ from scheduling.api.serializers import (
 )
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, Queue
+from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.jobs import cancel_job, submit_job
 from tenants.choices import Role
 from tenants.models import Membership
@@ -131,8 +134,26 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
-    """Physical devices, keyed by UUID (``/api/devices/?model=...``)."""
+    """Physical devices, keyed by UUID (``/api/devices/?model=...``); platform admins cordon
+    and uncordon them (``POST /api/devices/<id>/cordon/`` with ``reason`` and ``drain``)."""
 
     serializer_class = DeviceSerializer
     filterset_class = DeviceFilterSet
     queryset = Device.objects.select_related("node__cluster", "model").order_by("uuid")
+
+    @extend_schema(request=DeviceCordonSerializer, responses=DeviceSerializer)
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def cordon(self, request, pk=None):
+        """Cordon the device in the console and its cluster; drain its jobs by policy."""
+        data = DeviceCordonSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        device = cordon_device(self.get_object(), reason=data.validated_data["reason"],
+                               user=request.user, policy=data.validated_data["drain"])
+        return Response(DeviceSerializer(device).data)
+
+    @extend_schema(request=None, responses=DeviceSerializer)
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def uncordon(self, request, pk=None):
+        """Lift the console's cordon (a device still unhealthy keeps its health cordon)."""
+        device = uncordon_device(self.get_object(), user=request.user)
+        return Response(DeviceSerializer(device).data)

@@ -25,11 +25,13 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
+from core.exceptions import Conflict
 from scheduling.backends.base import SubmissionError
 from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.kube import manifests as mf
@@ -37,8 +39,11 @@ from scheduling.kube.client import ClusterInfo, build_api_client, test_connectio
 from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
+from scheduling.kube.namespaces import build_namespace
 from scheduling.models import Device, DeviceModel
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
+from tenants.selectors import tenant_namespace
+from tenants.services import record_tenant_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -171,10 +176,11 @@ def placement_pod_name(placement) -> str:
 
 def placement_namespace(placement) -> str:
     """Namespace of the placement's objects: from ``backend_ref`` (``ns/name``) once
-    submitted, else the cluster's namespace."""
+    submitted, else its tenant's namespace in the cluster
+    (:func:`tenants.selectors.tenant_namespace`)."""
     if "/" in (placement.backend_ref or ""):
         return placement.backend_ref.split("/", 1)[0]
-    return placement.node.cluster.namespace
+    return tenant_namespace(placement.job.tenant, placement.node.cluster)
 
 
 def pod_assignment(placement) -> PodAssignment:
@@ -202,7 +208,8 @@ def pod_assignment(placement) -> PodAssignment:
                 cores_percent=int(g["cores_percent"]), vendor=vendor,
                 index=int(g.get("index", 0)), mig_profile=g.get("mig_profile", ""),
                 mig_start=int(g.get("mig_start", -1)), mig_size=int(g.get("mig_size", 0)),
-                template=g.get("template", ""), model=g.get("model", "")))
+                template=g.get("template", ""), model=g.get("model", ""),
+                slices=int(g.get("slices", 0))))
         out.append(ContainerAssignment(name=c["name"], devices=tuple(grants),
                                        init=bool(c.get("init"))))
     return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
@@ -257,19 +264,23 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
     cluster = placement.node.cluster
     assignment = pod_assignment(placement)
     meta = job_meta(placement)
+    namespace = build_namespace(meta.namespace, meta.tenant)
     if cluster.submission_mode == "dra":
         version = gateway.dra_version() if gateway is not None else "v1"
         if version is None:
             raise Permanent(0, "NoDRA", f"cluster {cluster.name!r} serves no resource.k8s.io "
                                         "version; use submission mode hami or whole")
-        return mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}",
-                            drivers=mf.dra_drivers_for(assignment,
-                                                       granted_catalogue(assignment)))
-    if cluster.submission_mode == "hami":
-        return mf.build_hami(assignment, meta,
-                             scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
-                             catalogue=granted_catalogue(assignment))
-    return mf.build(cluster.submission_mode, assignment, meta)
+        built = mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}",
+                             drivers=mf.dra_drivers_for(assignment,
+                                                        granted_catalogue(assignment)))
+    elif cluster.submission_mode == "hami":
+        built = mf.build_hami(
+            assignment, meta, scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
+            catalogue=granted_catalogue(assignment))
+    else:
+        built = mf.build(cluster.submission_mode, assignment, meta,
+                         catalogue=granted_catalogue(assignment))
+    return replace(built, namespace_object=namespace)
 
 
 def _as_submission_error(exc: KubeError) -> SubmissionError:
@@ -277,6 +288,18 @@ def _as_submission_error(exc: KubeError) -> SubmissionError:
     if exc.status:
         text = f"HTTP {exc.status} {text}"
     return SubmissionError(text, retryable=isinstance(exc, Retryable))
+
+
+def _record_namespace(placement, name: str) -> None:
+    """Remember the tenant's namespace in the cluster (``tenants.TenantNamespace``) once the
+    gateway ensured it; a conflict is logged (the pod is already in the namespace the
+    labels say is the tenant's)."""
+    try:
+        record_tenant_namespace(tenant_id=placement.job.tenant_id,
+                                cluster_id=placement.node.cluster_id, name=name,
+                                now=timezone.now())
+    except Conflict as exc:
+        logger.warning("placement %s: %s", placement.pk, exc)
 
 
 class KubernetesBackend:
@@ -304,6 +327,7 @@ class KubernetesBackend:
         except KubeError as exc:
             raise _as_submission_error(exc) from exc
         placement.backend_ref = f"{manifests.namespace}/{manifests.pod_name}"
+        _record_namespace(placement, manifests.namespace)
         if result.created:
             logger.info("placement %s: created %s", placement.pk, ", ".join(result.created))
         return "running" if pod_state(result.pod).state == RUNNING else "submitted"

@@ -10,14 +10,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.overlay import Catalogue
 from scheduling.devices.resources import dra_device_class, unit_mib
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement.types import DeviceGrant, PodAssignment
 
 __all__ = ["ManifestError", "DraDriver", "DEFAULT_DRA_DRIVERS", "HamiResources",
-           "HAMI_RESOURCES", "WHOLE_RESOURCES", "model_resources", "hami_container_resources",
-           "ascend_family", "dra_drivers_for"]
+           "HAMI_RESOURCES", "WHOLE_RESOURCES", "whole_resource", "model_resources",
+           "hami_container_resources", "ascend_family", "dra_drivers_for"]
 
 
 class ManifestError(ValueError):
@@ -50,16 +51,25 @@ class DraDriver:
     cores_capacity: str = "cores"
 
 
-DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = {
-    # Project-HAMi/k8s-dra-driver (hami.md §7.1); partition attributes are our assumption
-    # (the driver's dynamic MIG devices) - override per cluster if they differ.
-    "NVIDIA": DraDriver("hami-core-gpu.project-hami.io", "hami-core-gpu.project-hami.io"),
-    # Project-HAMi/ascend-dra-driver, HAMivNPUCore mode (hami.md §7.1); template partitions
-    # named by the "template" attribute.
-    "Ascend": DraDriver("ascend.project-hami.io", "ascend.project-hami.io",
-                        profile_attribute="template"),
-}
-"""Vendor word -> DraDriver for the drivers HAMi ships; other vendors must be configured."""
+def _default_dra_drivers() -> dict[str, DraDriver]:
+    out: dict[str, DraDriver] = {}
+    for cfg in default_device_configs():
+        d = cfg.dra
+        if d is None or cfg.vendor in out:
+            continue
+        # a per-model class ("npu-{model}...") has no vendor-wide name: the driver's is used
+        cls = d.driver if "{model}" in d.device_class else d.device_class
+        out[cfg.vendor] = DraDriver(d.driver, cls, d.consumable_capacity, d.uuid_attribute,
+                                    d.parent_attribute, d.profile_attribute,
+                                    d.memory_capacity, d.cores_capacity)
+    return out
+
+
+DEFAULT_DRA_DRIVERS: Mapping[str, DraDriver] = _default_dra_drivers()
+"""Vendor word -> DraDriver of the drivers HAMi ships (the catalogue's HAMi defaults:
+``hami-core-gpu.project-hami.io`` for NVIDIA, ``ascend.project-hami.io`` for Ascend): the
+fallback for a grant whose model the catalogue does not know; other vendors must be
+configured per model (``dra``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,25 +122,46 @@ HAMI_RESOURCES: Mapping[str, HamiResources] = {
                                 use_uuid="hami.io/use-xpu-uuid"),
     "AMD": HamiResources("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores",
                          use_uuid="amd.com/use-gpu-uuid"),
+    "AWSNeuron": HamiResources("aws.amazon.com/neuron", cores="aws.amazon.com/neuroncore",
+                               use_uuid="aws.amazon.com/use-neuron-uuid"),
+    "Vastai": HamiResources("vastaitech.com/va", use_uuid="vastaitech.com/use-gpuuuid"),
+    "Biren": HamiResources("birentech.com/gpu", use_uuid="birentech.com/use-gpuuuid"),
+    "EnflameDRS": HamiResources("enflame.com/drs-gcu", use_uuid="enflame.com/use-gpuuuid"),
 }
 """Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
 
-WHOLE_RESOURCES: Mapping[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "MLU": "cambricon.com/mlu",
-    "DCU": "hygon.com/dcu",
-    "Ascend": "huawei.com/{family}",
-    "Metax": "metax-tech.com/gpu",
-    "MetaxSGPU": "metax-tech.com/gpu",
-    "Iluvatar": "iluvatar.ai/gpu",
-    "Enflame": "enflame.com/gcu",
-    "Mthreads": "mthreads.com/gpu",
-    "Kunlun": "kunlunxin.com/xpu",
-    "KunlunVXPU": "kunlunxin.com/xpu",
-    "AMD": "amd.com/gpu",
-}
-"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin. Ascend's
-MindX plugin names it by chip family (``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
+def _whole_resources() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for cfg in default_device_configs():
+        if cfg.whole_resource:
+            out.setdefault(cfg.vendor, cfg.whole_resource)
+    out["Ascend"] = "huawei.com/{family}"  # per chip family; the catalogue names each chip's
+    return out
+
+
+WHOLE_RESOURCES: Mapping[str, str] = _whole_resources()
+"""Vendor word -> count resource of the vendor's own (non-HAMi) device plugin, from the
+catalogue's HAMi defaults (``whole_resource``): the fallback for a grant whose model the
+catalogue does not know. Ascend's MindX plugin names it by chip family
+(``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
+
+
+def whole_resource(vendor: str, chip: str, grants: list[DeviceGrant],
+                   catalogue: Catalogue | None) -> str:
+    """The whole-device count resource of the grants' model: the catalogue's resolved
+    ``whole_resource``, else :data:`WHOLE_RESOURCES`.
+
+    Raises:
+        ManifestError: a vendor without a device-plugin resource name.
+    """
+    cfg = catalogue.for_device(vendor, grants[0].model or grants[0].type) \
+        if catalogue is not None else None
+    if cfg is not None and cfg.whole_resource:
+        return cfg.whole_resource
+    name = WHOLE_RESOURCES.get(vendor)
+    if name is None:
+        raise ManifestError(f"vendor {vendor!r} has no device-plugin resource name")
+    return name.format(family=ascend_family(chip or grants[0].type))
 
 
 def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
@@ -193,10 +224,16 @@ def hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
         if soft and cores > 0:
             out[res.cores.format(chip=chip)] = str(cores)
         return out
-    if vendor == "Enflame" and cores < 100:
+    if vendor == "AWSNeuron":
+        # several devices are whole devices; one device asks its NeuronCores (1 or 2)
+        if len(grants) > 1:
+            return out
+        return {res.cores: str(max(1, grants[0].cores_percent))}
+    if vendor == "EnflameDRS":
+        # one card per container; the profile by its slice count (HAMi's direct request)
         if len(grants) > 1:
             raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
-        return {"enflame.com/gcu-memory": str(mem), "enflame.com/gcu-core": str(max(cores, 1))}
+        return {res.count: str(grants[0].slices or 1)}
     if res.memory and mem > 0:
         units = math.ceil(mem / res.memory_unit_mib)
         out[res.memory.format(chip=chip)] = f"{units}{res.memory_suffix}"

@@ -31,6 +31,7 @@ from kubernetes import client as k8s
 from kubernetes.watch.watch import iter_resp_lines
 
 from scheduling.kube.client import DRA_VERSIONS, served_resource_versions
+from scheduling.kube.device_resources import ManifestError
 from scheduling.kube.errors import (
     AlreadyExists,
     Expired,
@@ -41,6 +42,7 @@ from scheduling.kube.errors import (
     classify,
 )
 from scheduling.kube.manifests import CONSOLE_SELECTOR, LABEL_PLACEMENT, Manifests
+from scheduling.kube.namespaces import namespace_labels_patch
 
 __all__ = [
     "KubeGateway",
@@ -127,8 +129,13 @@ class KubeGateway(Protocol):
         """Best served resource.k8s.io version (``"v1"`` > ``"v1beta2"`` > ``"v1beta1"``)."""
         ...
 
+    def ensure_namespace(self, namespace: dict) -> dict:
+        """Create the Namespace, or label an existing unlabelled one; idempotent."""
+        ...
+
     def submit(self, manifests: Manifests) -> SubmitResult:
-        """Create claims, then the Pod, then owner references; idempotent."""
+        """Ensure the namespace, create claims, then the Pod, then owner references;
+        idempotent."""
         ...
 
     def delete(self, namespace: str, pod_name: str, claim_names: tuple[str, ...] = ()) -> bool:
@@ -190,6 +197,8 @@ class KubernetesGateway:
         self.sleep = sleep
         self.core = k8s.CoreV1Api(api)
         self._dra: str | None | bool = False  # False = not discovered yet
+        self._served: tuple[str, ...] | None = None
+        self._namespaces: set[str] = set()  # ensured by this gateway (process cache)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -225,10 +234,16 @@ class KubernetesGateway:
 
     # -- discovery -----------------------------------------------------------------------
 
+    def served_versions(self) -> tuple[str, ...]:
+        """Every served resource.k8s.io version (preferred first), discovered once."""
+        if self._served is None:
+            self._served = self._call(lambda: served_resource_versions(self.api))
+        return self._served
+
     def dra_version(self) -> str | None:
         """Best served resource.k8s.io version, discovered once and cached."""
         if self._dra is False:
-            served = self._call(lambda: served_resource_versions(self.api))
+            served = self.served_versions()
             self._dra = next((v for v in DRA_VERSIONS if v in served), None)
         return self._dra  # type: ignore[return-value]
 
@@ -249,17 +264,64 @@ class KubernetesGateway:
                             f"placement {theirs!r}, not {mine!r}")
         return existing, False
 
+    def ensure_namespace(self, namespace: dict) -> dict:
+        """Create ``namespace`` (a :func:`~scheduling.kube.namespaces.build_namespace`
+        object); when it exists, add the console's labels it lacks (merge patch).
+
+        Returns:
+            The Namespace as the server holds it.
+
+        Raises:
+            Permanent: the server refused, or the namespace is labelled for another tenant.
+            Retryable: still failing after ``retry.max_attempts`` tries.
+        """
+        name = namespace["metadata"]["name"]
+        try:
+            created = _raw(self._call(lambda: self.core.create_namespace(namespace,
+                                                                         **self._kw())))
+        except AlreadyExists:
+            existing = _raw(self._call(lambda: self.core.read_namespace(name, **self._kw())))
+            try:
+                patch = namespace_labels_patch(existing, namespace)
+            except ManifestError as exc:
+                raise Permanent(409, "AlreadyExists", str(exc)) from exc
+            if patch is not None:
+                existing = _raw(self._call(lambda: self.core.patch_namespace(
+                    name, patch, _content_type="application/merge-patch+json",
+                    **self._kw())))
+            created = existing
+        self._namespaces.add(name)
+        return created
+
     def submit(self, manifests: Manifests) -> SubmitResult:
-        """Create the claims, then the Pod, then make the Pod own each claim.
+        """Ensure the tenant's namespace (``manifests.namespace_object``, once per gateway),
+        create the claims, then the Pod, then make the Pod own each claim.
+
+        A namespace deleted behind the console's back (the create answers 404 for it) is
+        created again and the objects retried once.
 
         Returns:
             :class:`SubmitResult` with the server's objects.
 
         Raises:
             Permanent: rejected by the server (message from the server), a name already used
-                by another placement, or a claim apiVersion the server does not serve.
+                by another placement, a namespace of another tenant, or a claim apiVersion the
+                server does not serve.
             Retryable: still failing after ``retry.max_attempts`` tries.
         """
+        wanted = manifests.namespace_object
+        if wanted is not None and wanted["metadata"]["name"] not in self._namespaces:
+            self.ensure_namespace(wanted)
+        try:
+            return self._submit_objects(manifests)
+        except NotFound:
+            if wanted is None:
+                raise
+            self._namespaces.discard(wanted["metadata"]["name"])
+            self.ensure_namespace(wanted)
+            return self._submit_objects(manifests)
+
+    def _submit_objects(self, manifests: Manifests) -> SubmitResult:
         ns = manifests.namespace
         created: list[str] = []
         claim_apis = []

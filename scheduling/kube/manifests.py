@@ -46,10 +46,10 @@ from scheduling.kube.device_resources import (
     DraDriver,
     HamiResources,
     ManifestError,
-    ascend_family,
     dra_drivers_for,
     hami_container_resources,
     model_resources,
+    whole_resource,
 )
 from scheduling.kube.names import claim_name, dns_label, label_value, pod_name
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
@@ -171,17 +171,20 @@ class JobMeta:
 
 @dataclass(frozen=True, slots=True)
 class Manifests:
-    """Objects to create for one pod, in order: ``claims`` first, then ``pod``.
+    """Objects to create for one pod, in order: the namespace, ``claims``, then ``pod``.
 
     Attributes:
         pod: the Pod dict.
         claims: ResourceClaim dicts (dra mode: exactly one; other modes: none).
         mode: ``"hami"`` | ``"dra"`` | ``"whole"``.
+        namespace_object: the tenant's Namespace (``scheduling.kube.namespaces``), created
+            or labelled before anything else; None = the namespace is not the console's.
     """
 
     pod: dict
     claims: tuple[dict, ...] = ()
     mode: str = "hami"
+    namespace_object: dict | None = None
 
     @property
     def namespace(self) -> str:
@@ -381,12 +384,14 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
 # ------------------------------------------------------------------------------------------
 
 
-def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
+def build_whole(assignment: PodAssignment, job: JobMeta, *,
+                catalogue: Catalogue | None = None) -> Manifests:
     """Pod with plain device-plugin count resources (whole devices), pinned to the node.
 
-    Each container asks for ``<vendor count resource>: <number of granted devices>``
-    (:data:`WHOLE_RESOURCES`). The vendor's device plugin chooses which devices; only the
-    node is pinned. Default scheduler.
+    Each container asks for ``<count resource>: <number of granted devices>``: the grant
+    model's ``whole_resource`` from the ``catalogue``, else :data:`WHOLE_RESOURCES`. The
+    vendor's device plugin chooses which devices; only the node is pinned. Default
+    scheduler.
 
     Raises:
         ManifestError: a grant is fractional (cores < 100, or a MIG/template partition),
@@ -403,10 +408,7 @@ def build_whole(assignment: PodAssignment, job: JobMeta) -> Manifests:
                         f"container {c.name!r}: device {g.uuid!r} is shared or partitioned "
                         f"(cores {g.cores_percent}%, profile {g.mig_profile or g.template!r});"
                         " whole mode needs whole devices")
-            name = WHOLE_RESOURCES.get(vendor)
-            if name is None:
-                raise ManifestError(f"vendor {vendor!r} has no device-plugin resource name")
-            name = name.format(family=ascend_family(chip or grants[0].type))
+            name = whole_resource(vendor, chip, grants, catalogue)
             limits[name] = str(int(limits.get(name, "0")) + len(grants))
         per_container[c.name] = limits
     pod = _pod(assignment, job, scheduler_name=None, annotations={})
@@ -549,7 +551,7 @@ def build(mode: str, assignment: PodAssignment, job: JobMeta, **options: object)
     if mode == "dra":
         return build_dra(assignment, job, **options)  # type: ignore[arg-type]
     if mode == "whole":
-        return build_whole(assignment, job)
+        return build_whole(assignment, job, **options)  # type: ignore[arg-type]
     raise ManifestError(f"unknown submission mode {mode!r}; expected one of {MODES}")
 
 

@@ -10,6 +10,7 @@ from scheduling.models.inventory import (
 )
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [
     "Cluster",
@@ -19,6 +20,8 @@ __all__ = [
     "Job",
     "JobContainer",
     "JobEvent",
+    "JobPodSet",
+    "KubeWorkload",
     "Node",
     "Placement",
     "PlacementDevice",

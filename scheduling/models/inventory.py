@@ -7,11 +7,12 @@ another node keeps its row (and so its history).
 import re
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
+from core.env import template_error
 from core.models import BaseModel
 from scheduling.choices import Backend, SlicingMode, sharing_mode
 from scheduling.devices.overlay import resolve_model
@@ -48,10 +49,12 @@ class Cluster(BaseModel):
     submission_mode = models.CharField(
         max_length=8, choices=SubmissionMode.choices, default=SubmissionMode.HAMI
     )
-    namespace = models.CharField(
-        max_length=63, default="default",
-        validators=[RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-                                   "a DNS-1123 label (lower case, digits, '-')")],
+    namespace_pattern = models.CharField(
+        max_length=120, blank=True,
+        help_text="Name of each tenant's namespace in this cluster, e.g. 'tenant-{slug}' "
+                  "({slug} = tenant name, {cluster} = cluster name). Empty: the "
+                  "TENANT_NAMESPACE_PATTERN setting. A namespace already created keeps its "
+                  "name.",
     )
     in_cluster = models.BooleanField(
         default=False, help_text="Use the service account of the pod the console runs in."
@@ -73,6 +76,10 @@ class Cluster(BaseModel):
     watch_resource_version = models.CharField(max_length=64, blank=True)
     inventory_synced_at = models.DateTimeField(null=True, blank=True)
     resynced_at = models.DateTimeField(null=True, blank=True)
+    intake_resource_versions = models.JSONField(
+        default=dict, blank=True,
+        help_text="Watch resume point per taken-in kind (scheduling.services.intake).")
+    intake_resynced_at = models.DateTimeField(null=True, blank=True)
     inventory_errors = models.JSONField(default=list, blank=True)
     unknown_pods = models.JSONField(default=list, blank=True)
 
@@ -94,6 +101,10 @@ class Cluster(BaseModel):
             )
         if self.kube_context and self.in_cluster:
             raise ValidationError({"kube_context": "a context needs a kubeconfig"})
+        if self.namespace_pattern:
+            error = template_error(self.namespace_pattern, ("slug", "cluster"), ("slug",))
+            if error is not None:
+                raise ValidationError({"namespace_pattern": error})
 
 
 class DeviceModelManager(models.Manager):
@@ -210,7 +221,9 @@ class Device(BaseModel):
 
     ``mig_profiles`` are the MIG profiles a ``mig``-mode GPU can create, as registered (HAMi
     ``migProfiles``): ``[{"name": "1g.10gb", "memory_mib": 9856, "cores_percent": 14,
-    "slice_count": 1, "placements": [[start, size], ...]}]``.
+    "slice_count": 1, "placements": [[start, size], ...]}]``; for an Enflame DRS card the
+    DRS profiles of ``enflame.com/gcu-drs-capacity``: ``[{"name": "3g.24gb", "profile_id",
+    "slice_count": 3, "minor"}]`` (:func:`scheduling.devices.resources.drs_profiles_stored`).
 
     ``missing_since``: the registration stopped reporting the device while live placements
     booked it; it stays (unhealthy, flagged in ``error``, its bookings counted) until they end,
@@ -229,6 +242,16 @@ class Device(BaseModel):
     split_count = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
     healthy = models.BooleanField(default=True)
     cordoned = models.BooleanField(default=False)
+    console_unhealthy = models.BooleanField(
+        default=False,
+        help_text="Marked unhealthy by the console (telemetry XID/ECC, repeated pod failures);"
+                  " the inventory sync never clears it, only the console does.",
+    )
+    cordon_reason = models.CharField(
+        max_length=500, blank=True,
+        help_text="Why the console cordons the device in its cluster (operator, health); "
+                  "empty = not cordoned by the console.",
+    )
     mode = models.CharField(max_length=32, blank=True, default="hami-core")
     removed_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(

@@ -94,10 +94,17 @@ class JobContainer(BaseModel):
 
     ``device_count`` distinct devices of ``vendor``, each with ``memory_mib`` MiB (or
     ``memory_percent`` % of the card; both 0/None = the whole card) and ``cores_percent`` %.
-    ``device_types`` lists accepted device model names (empty = any model of the group).
+    ``device_types`` lists accepted device model names (empty = any model of the group),
+    ``device_types_exclude`` refused ones (HAMi's ``use-*type`` / ``nouse-*type``, e.g.
+    ``cambricon.com/nouse-mlutype``); both match whole tokens after the vendor prefix
+    (``MLU370`` is ``MLU370-X8``, never ``MLU370X``).
     """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="containers")
+    pod_set = models.ForeignKey(
+        "scheduling.JobPodSet", null=True, blank=True, on_delete=models.CASCADE,
+        related_name="containers", help_text="The pod set it belongs to (empty: every pod).",
+    )
     name = models.CharField(max_length=63)
     init = models.BooleanField(default=False)
     vendor = models.CharField(max_length=32, blank=True, default="NVIDIA")
@@ -108,6 +115,7 @@ class JobContainer(BaseModel):
     )
     cores_percent = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
     device_types = models.JSONField(default=list, blank=True)
+    device_types_exclude = models.JSONField(default=list, blank=True)
     image = models.CharField(max_length=512, blank=True, help_text="Container image (Kubernetes).")
     command = models.JSONField(default=list, blank=True, help_text="Entrypoint (list of str).")
     args = models.JSONField(default=list, blank=True, help_text="Arguments (list of str).")

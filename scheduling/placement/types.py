@@ -280,6 +280,9 @@ class DeviceRequest:
         soft_split: Ascend ``huawei.com/vnpu-mode: hami-core`` (memory as-is, cores honoured).
         qos_policy: Metax sGPU QoS policy of the pod ("" = not applicable).
         slices: Enflame DRS slice size (0 = not a DRS request).
+        drs_memory: Enflame DRS ``enflame.com/gcu-memory`` as the Pod writes it (0 = unset):
+            GB when at most twice the node's largest profile GB, else MiB (HAMi
+            ``normalizeMemoryRequestToGB``); the console's own requests use ``memory_mib``.
     """
 
     vendor: str
@@ -297,6 +300,7 @@ class DeviceRequest:
     soft_split: bool = False
     qos_policy: str = ""
     slices: int = 0
+    drs_memory: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -283,7 +283,7 @@ def queued_jobs(group: tm.ResourceGroup, limit: int | None = None) -> list[Job]:
     jobs = (
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
         .select_related("queue__tenant", "tenant")
-        .prefetch_related("containers")
+        .prefetch_related("containers", "pod_sets")
         .order_by("-priority", "created", "id")
     )
     return list(jobs[:limit] if limit else jobs)

@@ -224,6 +224,7 @@ def _task(cpu_milli: int, container: dict, group_models: Sequence[str], models: 
         m for m, vendor in models.vendor.items()
         if vendor == container["vendor"]
         and (not wanted or any_type_matches(m, wanted))
+        and not any_type_matches(m, container.get("device_types_exclude") or ())
         and (not by_mib or models.memory_mib[m] >= container["memory_mib"])
     ))
     if not types:
@@ -262,7 +263,7 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: _Models
                                     device_count__gt=0)
         .order_by("job_id", "id")
         .values("job_id", "vendor", "device_count", "memory_mib", "memory_percent",
-                "cores_percent", "device_types")
+                "cores_percent", "device_types", "device_types_exclude")
     ):
         containers[row["job_id"]].append(row)
     counts: Counter[int] = Counter()

@@ -11,6 +11,7 @@ from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.devices.resources import (
     card_counters,
+    drs_custom,
     template_counters,
     template_share_count,
 )
@@ -166,6 +167,8 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
         core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+        if device.model.vendor == "EnflameDRS":
+            core.custom = drs_custom(device.mig_profiles, device.index)
         core.mig_instances = list(instances.get(device.pk, ()))
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
         if core.counters and cfg is not None:
@@ -246,16 +249,9 @@ def _book_counters(booked, counted: list[tuple[int, CoreDevice, DeviceModelConfi
                 dev.used_counters[name] = dev.used_counters.get(name, 0) + n
 
 
-def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
-    """Translate a job (``containers`` prefetched) into the core's PlacementRequest.
-
-    A container without ``device_types`` accepts the group's device models. Vendors whose
-    requests name one chip (HAMi's per-chip resource names: Ascend, Iluvatar) get ``chip``
-    set when exactly one accepted model remains. Ascend requests carry no cores (the vNPU
-    template decides them).
-    """
-    containers = []
-    for c in job.containers.all():
+def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequest, ...]:
+    out = []
+    for c in containers:
         devices: tuple[DeviceRequest, ...] = ()
         if c.device_count:
             types = tuple(c.device_types) or tuple(group.device_models)
@@ -271,16 +267,43 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                     memory_percent=c.memory_percent,
                     cores_percent=cores,
                     types_include=types,
+                    types_exclude=tuple(c.device_types_exclude or ()),
                     chip=chip,
                 ),
             )
-        containers.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+        out.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
+    return tuple(out)
+
+
+def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
+    """Translate a job (``containers`` and ``pod_sets`` prefetched) into the core's
+    PlacementRequest.
+
+    A job with pod sets (taken in from a JobSet or PyTorchJob) gets each pod set's ``count``
+    pods, in pod set order, with that set's containers and host request; otherwise
+    ``pod_count`` copies of the job's containers. A container without ``device_types``
+    accepts the group's device models; ``device_types_exclude`` refuses models (whole-token
+    match). Vendors whose requests name one chip (HAMi's per-chip
+    resource names: Ascend, Iluvatar) get ``chip`` set when exactly one accepted model
+    remains. Ascend requests carry no cores (the vNPU template decides them).
+    """
+    containers = list(job.containers.all())
+    pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
+    if pod_sets:
+        pods = []
+        for ps in pod_sets:
+            mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
+            pods.extend(PodRequest(name=f"{job.pk}-{len(pods) + i}", cpu_milli=ps.cpu_milli,
+                                   memory_mib=ps.memory_mib, containers=mine)
+                        for i in range(ps.count))
+        return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
+    requests = _container_requests(containers, group)
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
             cpu_milli=job.cpu_milli,
             memory_mib=job.memory_mib,
-            containers=tuple(containers),
+            containers=requests,
         )
         for i in range(job.pod_count)
     )

@@ -42,6 +42,7 @@ from scheduling.admission import (
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
     JobState,
     PlacementState,
     PreemptionPolicy,
@@ -66,6 +67,7 @@ from scheduling.selectors.admission import (
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
+from scheduling.services.intake_record import suspend_kube_job
 from scheduling.services.usage import (
     close_ledger_for,
     encode_charges,
@@ -134,6 +136,7 @@ def _assignment_json(pod) -> dict:
                         **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
                             "mig_size": g.mig_size} if g.mig_start >= 0 else {}),
                         **({"template": g.template} if g.template else {}),
+                        **({"slices": g.slices} if g.slices else {}),
                     }
                     for g in c.devices
                 ],
@@ -254,11 +257,14 @@ def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
         .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
         .select_related("node__cluster").order_by("pk")
     )
+    kube_job = victim.source == JOB_SOURCE_KUBE
+    if kube_job:  # the user's object runs the pods: suspend it (gated Pod: delete it) after commit
+        transaction.on_commit(lambda: suspend_kube_job(victim.pk, shown))
     Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
         state=PlacementState.RELEASED, ended_at=now,
         message=f"preempted: {shown}", charged=False,
     )
-    delete_pods_on_commit(placements)
+    delete_pods_on_commit([] if kube_job else placements)
     for key, amount in usage_deltas(
         [(victim.tenant_id, group_id, p.charges) for p in placements if p.charged], -1
     ).items():

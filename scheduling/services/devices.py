@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduling.models import Device, DeviceModel
+from scheduling.services.cordons import clear_unhealthy, mark_unhealthy
 
 __all__ = ["set_device_health", "flag_device_models"]
 
@@ -28,15 +29,21 @@ def flag_device_models(errors: Mapping[str, str]) -> int:
     return changed
 
 
-def set_device_health(device_id: int, *, healthy: bool) -> bool:
-    """Set ``Device.healthy`` with a conditional UPDATE.
+def set_device_health(device_id: int, *, healthy: bool, reason: str = "") -> bool:
+    """The console's health verdict on a device (telemetry, operator clearing).
 
-    An unhealthy device leaves the schedulable pool: the snapshot hands ``healthy`` to the
-    placement core. Safe inside the caller's transaction; a device that already has the flag
-    is not written.
+    Unhealthy: the device leaves the schedulable pool, stays unhealthy across inventory syncs
+    (``console_unhealthy``), is cordoned in its cluster and its jobs are drained by
+    ``DEVICE_DRAIN_POLICY`` (:func:`scheduling.services.cordons.mark_unhealthy`). Healthy:
+    the console's verdict and its health cordon are lifted. Safe inside the caller's
+    transaction (the cluster write-back runs after commit).
 
     Returns:
-        True when the flag changed, False when it already had that value (or no such device).
+        True when the verdict changed, False when it already had that value (or no such
+        device).
     """
-    return bool(Device.objects.filter(pk=device_id).exclude(healthy=healthy).update(
-        healthy=healthy))
+    if not healthy:
+        return mark_unhealthy(device_id, reason or "marked unhealthy by telemetry")
+    changed = clear_unhealthy(device_id)
+    return bool(Device.objects.filter(pk=device_id).exclude(healthy=True).update(
+        healthy=True)) or changed

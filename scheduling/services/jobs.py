@@ -12,7 +12,7 @@ from core.exceptions import Conflict
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
-from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.models import Job, JobContainer, JobEvent, JobPodSet, Placement, Queue
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,23 @@ class ContainerSpec:
     memory_percent: int | None = None
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
+    device_types_exclude: list[str] = field(default_factory=list)
     init: bool = False
     image: str = ""
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PodSetSpec:
+    """Identical pods of a job (see :class:`scheduling.models.JobPodSet`)."""
+
+    name: str
+    count: int
+    containers: list[ContainerSpec]
+    cpu_milli: int = 0
+    memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,25 @@ class JobSpec:
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
     restart_policy: str = "Never"
+    pod_sets: list[PodSetSpec] = field(default_factory=list)
+
+
+def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
+                   ) -> JobContainer:
+    return JobContainer(
+        job=job, pod_set=pod_set, name=c.name, init=c.init, vendor=c.vendor,
+        device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
+        cores_percent=c.cores_percent, device_types=list(c.device_types),
+        device_types_exclude=list(c.device_types_exclude), image=c.image,
+        command=list(c.command), args=list(c.args), env=dict(c.env))
+
+
+def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
+    for position, ps in enumerate(pod_sets):
+        row = JobPodSet.objects.create(job=job, name=ps.name, position=position,
+                                       count=ps.count, cpu_milli=ps.cpu_milli,
+                                       memory_mib=ps.memory_mib)
+        JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
@@ -77,24 +108,8 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
-        JobContainer.objects.bulk_create(
-            JobContainer(
-                job=job,
-                name=c.name,
-                init=c.init,
-                vendor=c.vendor,
-                device_count=c.device_count,
-                memory_mib=c.memory_mib,
-                memory_percent=c.memory_percent,
-                cores_percent=c.cores_percent,
-                device_types=list(c.device_types),
-                image=c.image,
-                command=list(c.command),
-                args=list(c.args),
-                env=dict(c.env),
-            )
-            for c in spec.containers
-        )
+        _create_pod_sets(job, spec.pod_sets)
+        JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
         JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
         audit(
             "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,

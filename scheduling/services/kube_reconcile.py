@@ -51,11 +51,18 @@ from django.utils import timezone
 from core import locks
 from scheduling.backends import SubmissionError, delete_pods_on_commit
 from scheduling.backends.kubernetes import gateway_for
-from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
+from scheduling.choices import (
+    BOOKED_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
+    Backend,
+    JobState,
+    PlacementState,
+)
 from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
+from scheduling.services.cordons import note_pod_failure
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -242,6 +249,8 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
             state=PlacementState.FAILED, ended_at=now, message=note, updated=now)
         if not moved:
             return set()
+        if not lost:
+            note_pod_failure(placement.pk, now=now)
         return _end_job(placement.job_id, f"pod {ref} {'lost' if lost else 'failed'}: {note}",
                         lost=lost, now=now, except_placement=placement.pk)
     # TERMINATING / UNKNOWN: the pod still holds its devices
@@ -470,8 +479,11 @@ def watch(cluster: Cluster, *, gateway=None, timeout_s: int = 30,
 
 
 def _booked(cluster: Cluster) -> list[Placement]:
+    """Booked placements whose Pods the console creates (jobs taken in from the cluster run
+    the user's objects, followed by :mod:`scheduling.services.intake`)."""
     return list(Placement.objects.select_related("node__cluster", "job").filter(
-        node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES))
+        node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES).exclude(
+        job__source=JOB_SOURCE_KUBE))
 
 
 def _merge(report: ReconcileReport, sub: ReconcileReport) -> None:

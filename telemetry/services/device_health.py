@@ -82,7 +82,8 @@ def apply_health(
                 row.changed_at = now
             row.save()
             if flip:
-                set_device_health(device.pk, healthy=after.healthy)
+                set_device_health(device.pk, healthy=after.healthy,
+                                  reason="; ".join(sorted(after.reasons.values())))
         DeviceHealthEvent.objects.bulk_create(events)
     return events
 

@@ -16,7 +16,8 @@ from functools import cache
 
 from tests.deploy.sources import first_party_modules
 
-READERS = {"env_str", "env_int", "env_float", "env_bool", "env_list", "env_url", "getenv"}
+READERS = {"env_str", "env_int", "env_float", "env_bool", "env_list", "env_url", "env_template",
+           "getenv"}
 _ENVIRON_METHODS = {"get", "setdefault", "pop"}
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
 

@@ -9,7 +9,8 @@ as against a cluster. It serves:
   constructor argument (``resource_versions``), an unserved version answers 404 like a real
   server without that API.
 * core/v1 ``pods`` (create/get/list/watch/delete/patch, ``/status`` subresource),
-  ``nodes`` (create/get/list/watch/patch/delete), ``namespaces`` (create/get/list);
+  ``nodes`` (create/get/list/watch/patch/delete), ``namespaces``
+  (create/get/list/patch/delete; deleting one deletes the objects in it);
   resource.k8s.io ``resourceclaims`` (create/get/list/watch/delete/patch) and
   ``resourceslices`` / ``deviceclasses`` (create/get/list/watch/delete).
 * One global ``resourceVersion`` counter; every write bumps it and is recorded in a bounded
@@ -80,8 +81,24 @@ KINDS: dict[tuple[str, str], _Kind] = {
         _Kind(RESOURCE_GROUP, "resourceclaims", "ResourceClaim", True, (), True),
         _Kind(RESOURCE_GROUP, "resourceslices", "ResourceSlice", False, ()),
         _Kind(RESOURCE_GROUP, "deviceclasses", "DeviceClass", False, ()),
+        _Kind(RESOURCE_GROUP, "resourceclaimtemplates", "ResourceClaimTemplate", True, ()),
+        _Kind(RESOURCE_GROUP, "devicetaintrules", "DeviceTaintRule", False, ()),
+        _Kind("", "events", "Event", True, ("ev",)),
+        _Kind("batch", "jobs", "Job", True, (), True),
+        _Kind("apps", "deployments", "Deployment", True, ("deploy",), True),
+        _Kind("apps", "statefulsets", "StatefulSet", True, ("sts",), True),
+        _Kind("jobset.x-k8s.io", "jobsets", "JobSet", True, (), True),
+        _Kind("kubeflow.org", "pytorchjobs", "PyTorchJob", True, (), True),
     )
 }
+
+#: API groups besides core and resource.k8s.io, with their served versions.
+WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
+    "batch": ("v1",), "apps": ("v1",), "jobset.x-k8s.io": ("v1alpha2",),
+    "kubeflow.org": ("v1",),
+}
+TAINT_RULE_VERSION = "v1alpha3"
+"""resource.k8s.io version serving only DeviceTaintRule (1.33-1.34 with the feature gate)."""
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(
@@ -585,6 +602,10 @@ def validate(kind: _Kind, obj: dict) -> None:
         for f in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(f):
                 causes.append((f"metadata.ownerReferences[{i}].{f}", "Required value"))
+    if kind.namespaced is False and kind.plural == "namespaces" and name and (
+            len(name) > 63 or not _DNS1123_LABEL.match(name)):
+        causes.append(("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
+                       "label must consist of lower case alphanumeric characters or '-'"))
     if kind.plural == "pods":
         _validate_pod(obj, causes)
     elif kind.plural == "resourceclaims":
@@ -684,6 +705,9 @@ class FakeApiServer:
         namespaces: namespaces that exist; None = any namespace is accepted.
         history_limit: watch events retained; older resourceVersions get 410.
         watch_timeout_s: watch duration when the client gives no ``timeoutSeconds``.
+        device_taint_rules: serve resource.k8s.io/v1alpha3 DeviceTaintRule (KEP-5055).
+        workload_groups: workload API groups served (batch, apps, jobset.x-k8s.io,
+            kubeflow.org; leaving one out is a cluster without that CRD).
 
     Use as a context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -691,11 +715,14 @@ class FakeApiServer:
     def __init__(self, *, resource_versions: tuple[str, ...] = ALL_RESOURCE_VERSIONS,
                  server_version: tuple[int, int] = (1, 34),
                  namespaces: tuple[str, ...] | None = None, history_limit: int = 1000,
-                 watch_timeout_s: float = 5.0) -> None:
+                 watch_timeout_s: float = 5.0, device_taint_rules: bool = False,
+                 workload_groups: tuple[str, ...] = tuple(WORKLOAD_GROUPS)) -> None:
         unknown = set(resource_versions) - set(ALL_RESOURCE_VERSIONS)
         if unknown:
             raise ValueError(f"unsupported resource.k8s.io versions {sorted(unknown)}")
         self.resource_versions = tuple(resource_versions)
+        self.device_taint_rules = device_taint_rules
+        self.workload_groups = {g: WORKLOAD_GROUPS[g] for g in workload_groups}
         self.server_version = server_version
         self.namespaces = None if namespaces is None else set(namespaces)
         self.history_limit = history_limit
@@ -712,6 +739,25 @@ class FakeApiServer:
         self.request_log: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def served_groups(self) -> dict[str, tuple[str, ...]]:
+        """Served API groups (besides core) -> versions, preferred first."""
+        out = dict(self.workload_groups)
+        resource = list(self.resource_versions)
+        if self.device_taint_rules:
+            resource.append(TAINT_RULE_VERSION)
+        if resource:
+            out[RESOURCE_GROUP] = tuple(resource)
+        return out
+
+    def kind_served(self, group: str, version: str, plural: str) -> bool:
+        """Whether ``plural`` is served in ``group/version`` (DeviceTaintRule only in
+        :data:`TAINT_RULE_VERSION`, which serves nothing else)."""
+        if group != RESOURCE_GROUP:
+            return True
+        if version == TAINT_RULE_VERSION:
+            return plural == "devicetaintrules"
+        return plural != "devicetaintrules"
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -789,6 +835,11 @@ class FakeApiServer:
                 stored["metadata"]["namespace"] = ns = "default"
             validate(kind, stored)
             old = self._store[kind.plural].get((ns, stored["metadata"]["name"]))
+            # an object keeps its uid when replaced, a new one gets one (as a create would)
+            stored["metadata"].setdefault(
+                "uid", old["metadata"].get("uid") if old else str(_uuid.uuid4()))
+            if kind.plural == "namespaces" and self.namespaces is not None:
+                self.namespaces.add(stored["metadata"]["name"])
             self._write(kind, stored, "MODIFIED" if old else "ADDED", old=old)
             return copy.deepcopy(stored)
 
@@ -972,10 +1023,23 @@ class FakeApiServer:
                     obj["metadata"]["resourceVersion"]:
                 raise ApiError(409, "Conflict", "Precondition failed: resourceVersion")
             gone = self._write(kind, copy.deepcopy(obj), "DELETED", old=obj)
+            if kind.plural == "namespaces":
+                self._empty_namespace(name)
             if policy == "Orphan":
                 self._orphan(obj["metadata"]["uid"])
             self._collect_garbage()
             return _from_storage(kind, gone, version)
+
+    def _empty_namespace(self, ns: str) -> None:
+        """A deleted namespace takes its objects with it (at once here; the namespace
+        controller does it while the namespace is Terminating)."""
+        if self.namespaces is not None:
+            self.namespaces.discard(ns)
+        for other in KINDS.values():
+            if other.namespaced:
+                for key, obj in list(self._store[other.plural].items()):
+                    if key[0] == ns:
+                        self._write(other, copy.deepcopy(obj), "DELETED", old=obj)
 
     def patch(self, kind: _Kind, version: str, ns: str, name: str, content_type: str,
               body: Any, subresource: str) -> dict:
@@ -1274,33 +1338,33 @@ class _Handler(BaseHTTPRequestHandler):
                                        "serverAddress": "127.0.0.1"}]})
             return
         if segs == ["apis"]:
-            groups = []
-            if fake.resource_versions:
-                groups.append(self._group_doc())
+            groups = [self._group_doc(g) for g in fake.served_groups()]
             self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
                                   "groups": groups})
             return
-        if segs == ["apis", RESOURCE_GROUP]:
-            if not fake.resource_versions:
+        served = fake.served_groups()
+        if len(segs) == 2 and segs[0] == "apis":
+            if segs[1] not in served:
                 self._send_text(404, "404 page not found\n")
                 return
-            self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group_doc()})
+            self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
+                                  **self._group_doc(segs[1])})
             return
         if segs == ["api", "v1"]:
             self._send_json(200, self._resource_list("", "v1"))
             return
-        if len(segs) == 3 and segs[:2] == ["apis", RESOURCE_GROUP]:
-            if segs[2] not in fake.resource_versions:
+        if len(segs) == 3 and segs[0] == "apis":
+            if segs[2] not in served.get(segs[1], ()):
                 self._send_text(404, "404 page not found\n")
                 return
-            self._send_json(200, self._resource_list(RESOURCE_GROUP, segs[2]))
+            self._send_json(200, self._resource_list(segs[1], segs[2]))
             return
         # resource paths
         if segs[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", segs[2:]
-        elif len(segs) >= 3 and segs[:2] == ["apis", RESOURCE_GROUP]:
-            group, version, rest = RESOURCE_GROUP, segs[2], segs[3:]
-            if version not in fake.resource_versions:
+        elif len(segs) >= 3 and segs[0] == "apis":
+            group, version, rest = segs[1], segs[2], segs[3:]
+            if version not in served.get(group, ()):
                 self._send_text(404, "404 page not found\n")
                 return
         else:
@@ -1313,6 +1377,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_text(404, "404 page not found\n")
             return
         kind = KINDS.get((group, rest[0]))
+        if kind is not None and not fake.kind_served(group, version, kind.plural):
+            kind = None
         if kind is None or (ns is not None and not kind.namespaced):
             self._send_text(404, "404 page not found\n")
             return
@@ -1350,15 +1416,15 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource")
 
-    def _group_doc(self) -> dict:
-        vs = self.fake.resource_versions
-        versions = [{"groupVersion": f"{RESOURCE_GROUP}/{v}", "version": v} for v in vs]
-        return {"name": RESOURCE_GROUP, "versions": versions, "preferredVersion": versions[0]}
+    def _group_doc(self, group: str) -> dict:
+        vs = self.fake.served_groups()[group]
+        versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in vs]
+        return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
     def _resource_list(self, group: str, version: str) -> dict:
         resources = []
         for k in KINDS.values():
-            if k.group != group:
+            if k.group != group or not self.fake.kind_served(group, version, k.plural):
                 continue
             verbs = ["create", "delete", "get", "list", "patch", "watch"]
             resources.append({"name": k.plural, "singularName": k.kind.lower(),

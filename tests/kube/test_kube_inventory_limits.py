@@ -46,7 +46,7 @@ def test_json_entries_name_the_field_and_keep_unknown_keys_ignored():
 def test_json_depth_and_size_are_bounded_before_parsing():
     assert load_json('{"a": "[[[[[[[["}', "x", InventoryLimits(max_json_depth=1)) == \
         {"a": "[[[[[[[["}
-    with pytest.raises(ValueError, match="x: JSON nested 3 deep, deeper than 2"):
+    with pytest.raises(ValueError, match=r"x: JSON nested deeper than 2 \(setting "):
         load_json("[[[1]]]", "x", InventoryLimits(max_json_depth=2))
     with pytest.raises(ValueError, match="x: 12 bytes exceed the bound of 8"):
         load_json('"0123456789"', "x", InventoryLimits(max_annotation_bytes=8))
@@ -61,3 +61,13 @@ def test_a_slice_over_the_device_bound_is_refused_with_its_pool():
     assert inv.errors == ("ResourceSlice big: spec.devices: 3 devices exceed the bound of 2 "
                           "(setting INVENTORY_MAX_SLICE_DEVICES) per slice",)
     assert inv.broken_pools == {("d.example.com", "p"): inv.errors[0]}
+
+
+def test_the_depth_scan_stops_at_the_bound_and_skips_strings():
+    from scheduling.kube.limits import _depth
+
+    assert _depth('[[1, {"a": "[[[[[["}], []]') == 3  # brackets inside strings do not count
+    assert _depth('"[[["') == 0
+    assert _depth("[" * 100_000, stop_above=32) == 33  # ends at the first level over 32
+    with pytest.raises(ValueError, match="deeper than 32"):
+        load_json("[" * (1 << 20), "x", InventoryLimits(max_annotation_bytes=2 << 20))

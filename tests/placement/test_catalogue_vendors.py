@@ -120,10 +120,11 @@ def npu(i, cw="Ascend910C"):
 def test_ascend_910c_takes_whole_two_npu_modules():
     s = snap(node("n1", [npu(i) for i in range(4)]))
     first = place(s, one(DeviceRequest("Ascend", 2, chip="Ascend910C")))
-    assert uuids(first) == ["C0", "C1"]  # lowest module first
+    # lowest module first, its NPUs in candidate order (the last device first, as HAMi)
+    assert uuids(first) == ["C1", "C0"]
     reserve(s, first)
     d = place(s, one(DeviceRequest("Ascend", 1, chip="Ascend910C")))
-    assert uuids(d) == ["C2", "C3"]  # a request for 1 NPU is a whole module
+    assert uuids(d) == ["C3", "C2"]  # a request for 1 NPU is a whole module
     odd = place(s, one(DeviceRequest("Ascend", 3, chip="Ascend910C")))
     assert not odd.schedulable
     s2 = snap(node("n1", [npu(i) for i in range(4)]))

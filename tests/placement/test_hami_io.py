@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -194,8 +195,9 @@ def test_place_from_kube_ascend_template():
         {"uuid": "NPU-1", "type": "Ascend910B3", "memory_mib": 16384, "cores_percent": 0}]
     a = out["annotations"]
     assert a["hami.io/Ascend910B3-devices-to-allocate"] == "NPU-1,Ascend910B3,16384,0:;"
+    # RuntimeInfo fields are omitempty: core 0 is not written
     assert json.loads(a["huawei.com/Ascend910B3"]) == [
-        {"UUID": "NPU-1", "temp": "vir05_1c_16g", "memory": 16384, "core": 0}]
+        {"UUID": "NPU-1", "temp": "vir05_1c_16g", "memory": 16384}]
     # node score: no usage + 10 * (1 device on one NetworkID / 1)
     assert out["node_scores"] == {"npu": 10.0}
 
@@ -250,7 +252,7 @@ def test_place_from_kube_hygon_legacy_and_existing_usage():
 
 
 def test_init_containers_come_first_in_the_annotation():
-    reg = nvidia_register([("GPU-0", 10, 81920, "A100", 0)])
+    reg = nvidia_register([("GPU-0", 10, 81920, "NVIDIA A100-SXM4-80GB", 0)])
     pod = kube_pod("p", [("app", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "5000"}),
                          ("side", {})],
                    init=[("init", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})])
@@ -296,3 +298,36 @@ def test_import_keeps_django_out():
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+DRS_OK = json.dumps({"devices": [{"index": "0", "capacity": 6}],
+                     "profiles": {"1g.8gb": "p1", "6g.48gb": "p6"}})
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("{not json", "enflame.com/gcu-drs-capacity: "),
+    (json.dumps({"devices": [{"index": "0", "capacity": 6}], "profiles": {"x": "p"}}),
+     "enflame.com/gcu-drs-capacity.profiles: no valid DRS profile"),
+    (json.dumps({"devices": [{"index": "0", "capacity": "lots"}],
+                 "profiles": {"1g.8gb": "p1"}}),
+     "enflame.com/gcu-drs-capacity.devices[0].capacity: 'lots' is not a slice count"),
+    (json.dumps({"devices": 5, "profiles": {}}), "enflame.com/gcu-drs-capacity"),
+])
+def test_enflame_drs_cards_from_the_node_annotation_and_a_bad_one_flags_its_node(value, error):
+    good = node_from_kube(kube_node("d1", {"enflame.com/gcu-drs-capacity": DRS_OK}), CFGS)
+    (card,) = good.devices
+    assert (card.uuid, card.type, card.vendor, card.memory_mib, card.split_count,
+            card.custom["minor"], card.custom["maxSlice"]) == (
+        "d1-enflame-drs-0", "Enflame", "EnflameDRS", 49152, 6, "0", 6)
+    bad = node_from_kube(kube_node("d2", {"enflame.com/gcu-drs-capacity": value}), CFGS)
+    assert bad.devices == [] and bad.error.startswith(error), bad.error
+
+
+@pytest.mark.parametrize(("limits", "field"), [
+    ({"enflame.com/drs-gcu": "0"}, "enflame.com/drs-gcu: must be greater than 0"),
+    ({"enflame.com/gcu-memory": "0"}, "enflame.com/gcu-memory: must be greater than 0"),
+    ({"enflame.com/gcu-core": "150"}, "enflame.com/gcu-core: must be in range (0,100]"),
+])
+def test_enflame_drs_requests_the_webhook_refuses_name_the_resource(limits, field):
+    with pytest.raises(ValueError, match=re.escape(field)):
+        pod_request_from_kube(kube_pod("p", [("c", limits)]), CFGS)

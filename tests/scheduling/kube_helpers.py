@@ -29,11 +29,13 @@ def write_kubeconfig(server: FakeApiServer, path: Path, *, context: str = "fake"
 
 
 def make_kube_cluster(server: FakeApiServer, tmp_path: Path, *, name: str = "k1",
-                      mode: str = "hami", namespace: str = "llmops") -> Cluster:
-    """A kubernetes Cluster row connected to ``server`` through a kubeconfig file."""
+                      mode: str = "hami", namespace_pattern: str = "") -> Cluster:
+    """A kubernetes Cluster row connected to ``server`` through a kubeconfig file (tenant
+    namespaces from ``TENANT_NAMESPACE_PATTERN``, ``tenant-{slug}``, unless
+    ``namespace_pattern`` is given)."""
     cfg = write_kubeconfig(server, tmp_path / f"{name}.kubeconfig")
     return Cluster.objects.create(name=name, backend="kubernetes", submission_mode=mode,
-                                  namespace=namespace, kubeconfig_path=str(cfg),
+                                  namespace_pattern=namespace_pattern, kubeconfig_path=str(cfg),
                                   kube_context="fake", request_timeout_s=5.0)
 
 

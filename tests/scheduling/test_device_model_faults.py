@@ -40,6 +40,11 @@ def test_the_api_refuses_an_unknown_key_with_a_field_error(api, mixed):
                     format="json")
     assert bad.status_code == 400, bad.content
     assert bad.json()["error"]["fields"] == {"config.bogus_key": ["unknown key"]}
+    posted = api.post("/api/device-models/", {"name": "X", "vendor": "MLU",
+                                              "config": {"bogus_key": 1}}, format="json")
+    assert posted.status_code == 400, posted.content
+    assert posted.json()["error"]["fields"] == {"config.bogus_key": ["unknown key"]}
+    assert not DeviceModel.objects.filter(name="X").exists()
     created = api.post("/api/device-models/", {"name": "X", "vendor": "MLU",
                                                "config": {"memory_factor": "256"}},
                        format="json")

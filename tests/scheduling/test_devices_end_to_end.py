@@ -331,3 +331,264 @@ def test_a_unit_that_would_flood_kubelet_with_plugin_devices_is_warned(fake, tmp
         "kubelet refuses a ListAndWatch reply over 4 MiB): raise the memory unit "
         "(memory_factor) or the bound"]
     assert Device.objects.filter(node__name="mlu370-1").count() == 2  # still synced
+
+
+# -- DRA template devices: Ascend vNPU partitions consume the card's shared counters ---------
+
+def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_template(
+        fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="dra")
+    model = DeviceModel.objects.get(name="Ascend910B3")
+    # counters of the card and of each template (the driver's sharedCounters convention)
+    model.config = {"dra": {"counters": {"aicore": 20, "hbm-gib": 64}}, "templates": [
+        {"name": "vir05_1c_16g", "memory_mib": 16384, "cores_percent": 5,
+         "counters": {"aicore": 5, "hbm-gib": 16}},
+        {"name": "vir10_3c_32g", "memory_mib": 32768, "cores_percent": 10,
+         "counters": {"aicore": 12, "hbm-gib": 32}}]}
+    model.save()
+    fake.put(node_json("npu-1", {}, {"cpu": "192", "memory": "1024Gi"}))
+    fake.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+              "metadata": {"name": "npu-1-ascend-project-hami-io"},
+              "spec": {"driver": "ascend.project-hami.io", "nodeName": "npu-1",
+                       "pool": {"name": "npu-1", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "npu-0", "allowMultipleAllocations": True,
+                                    "attributes": {"uuid": {"string": "NPU-dra-0"},
+                                                   "productName": {"string": "Ascend910B3"},
+                                                   "minor": {"int": 0}},
+                                    "capacity": {"cores": {"value": "20"},
+                                                 "memory": {"value": "64Gi"}}}]}})
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    card = Device.objects.get(uuid="NPU-dra-0")
+    assert (card.model.name, card.source, card.memory_mib) == ("Ascend910B3", "dra", 65536)
+    group = make_group("npu", models=("Ascend910B3",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    big = [_job(queue, group, vendor="Ascend", memory_mib=20000, types=[], name=f"big-{i}")
+           for i in range(2)]
+    # the first vir10 takes 12 of 20 aicore: the second one is refused by the counter
+    # although 32 GiB of memory is left on the card
+    assert run_admission_cycle(group.pk).admitted == [big[0].pk]
+    big[1].refresh_from_db()
+    assert big[1].state == JobState.QUEUED
+    assert "CardSharedCountersExhausted" in big[1].pending_reason
+    small = _job(queue, group, vendor="Ascend", memory_mib=8000, types=[], name="small")
+    assert run_admission_cycle(group.pk).admitted == [small.pk]  # 5 + 12 <= 20 aicore
+    assert dict(PlacementDevice.objects.filter(device=card).values_list(
+        "placement__job_id", "memory_mib")) == {big[0].pk: 32768, small.pk: 16384}
+
+    assert submit_job(big[0].pk) == JobState.ADMITTED
+    manifests = build_manifests(Placement.objects.get(job=big[0]))
+    (claim,) = manifests.claims
+    kubernetes_validate.validate(claim, K8S, strict=True)
+    kubernetes_validate.validate(manifests.pod, K8S, strict=True)
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == "npu-ascend910b3.project-hami.io"
+    assert req["exactly"]["count"] == 1
+    assert req["exactly"]["selectors"][0]["cel"]["expression"] == (
+        'device.driver == "ascend.project-hami.io" && '
+        'device.attributes["ascend.project-hami.io"].parentUUID == "NPU-dra-0" && '
+        'device.attributes["ascend.project-hami.io"].template == "vir10_3c_32g"')
+    assert "capacity" not in req["exactly"]  # the partition device carries its size
+
+
+def test_an_ascend_share_count_against_the_template_table_is_flagged_and_the_table_wins(
+        fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    # 910B3: 65536 MiB allocatable, smallest template 16384 MiB -> 4 vNPUs, not 7
+    fake.put(node_json("npu-1", {"hami.io/node-register-Ascend910B3": json.dumps([
+        {"id": f"NPU-{i}", "index": i, "count": c, "devmem": 65536, "devcore": 20,
+         "type": "Ascend910B3", "health": True} for i, c in ((0, 7), (1, 4))])},
+        {"cpu": "192", "memory": "1024Gi", "huawei.com/Ascend910B3": "8"}))
+    report = sync_cluster_inventory(cluster.pk)
+    assert report.errors == []
+    assert report.warnings == [
+        "Node npu-1: device NPU-0: registered 7 shares but the Ascend910B3 template table "
+        "gives 4; the table wins"]
+    rows = {d.uuid: (d.split_count, d.error) for d in Device.objects.all()}
+    assert rows == {"NPU-0": (4, "registered 7 shares but the Ascend910B3 template table "
+                                 "gives 4; the table wins"),
+                    "NPU-1": (4, "")}
+
+
+# -- minimum slice: a small request is rounded up and charged so -----------------------------
+
+def test_a_request_below_the_minimum_slice_is_rounded_up_charged_and_emitted(fake, tmp_path):
+    from scheduling.models import DeviceModel
+    from scheduling.services.usage import recomputed_usage
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    model = DeviceModel.objects.get(name="MLU370-X8")
+    model.config = {**model.config, "min_slice_mib": 1000}  # -> 4 units of 256 MiB
+    model.save()
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 1, 96))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8",))
+    tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    job = _job(queue, group, vendor="MLU", memory_mib=300, types=[], cores=5)
+    assert run_admission_cycle(group.pk).admitted == [job.pk]
+    assert PlacementDevice.objects.get(placement__job=job).memory_mib == 1024
+    charged = [v for (t, _flavor, dim), v in recomputed_usage(group).items()
+               if (t, dim) == (tenant.pk, "memory_mib")]
+    assert charged == [1024]  # the tenant's quota is charged the rounded slice
+    _stored, built = _submitted_pod(fake, job)
+    limits = built["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["cambricon.com/mlu370.smlu.vmemory"] == "4"
+
+
+# -- type matching: whole tokens after the vendor prefix --------------------------------------
+
+def test_short_model_names_match_whole_tokens_in_the_live_cycle(fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+
+    def gpus(name, kind, n=1):
+        return node_json(name, {"hami.io/node-nvidia-register": json.dumps([
+            {"id": f"GPU-{name}-{i}", "index": i, "count": 10, "devmem": 97871,
+             "devcore": 100, "type": kind, "numa": 0, "mode": "hami-core", "health": True}
+            for i in range(n)])}, {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "10"})
+
+    fake.put(gpus("h20", "NVIDIA H20"))
+    fake.put(gpus("h200", "NVIDIA H200", 2))
+    fake.put(gpus("a100", "NVIDIA A100-SXM4-80GB"))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    models = {d.uuid: d.model.name for d in Device.objects.all()}
+    assert models["GPU-h20-0"] == "NVIDIA-H20" and models["GPU-h200-0"] == "NVIDIA-H200"
+    group = make_group("gpu", models=("NVIDIA-H20", "NVIDIA-H200", "NVIDIA-A100-SXM4-80GB"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    on_h20 = [_job(queue, group, vendor="NVIDIA", memory_mib=60000, types=["H20"], cores=50,
+                   name=f"h20-{i}") for i in range(2)]
+    on_a100 = _job(queue, group, vendor="NVIDIA", memory_mib=1000, types=["A100"], cores=10,
+                   name="a100")
+    admitted = run_admission_cycle(group.pk).admitted
+    # one H20 card holds one 60000 MiB job; the idle H200s are never taken for "H20"
+    assert sorted(admitted) == sorted([on_h20[0].pk, on_a100.pk])
+    assert PlacementDevice.objects.get(placement__job=on_h20[0]).device.uuid == "GPU-h20-0"
+    assert PlacementDevice.objects.get(placement__job=on_a100).device.uuid == "GPU-a100-0"
+    on_h20[1].refresh_from_db()
+    assert on_h20[1].state == JobState.QUEUED
+
+
+def test_910b4_never_takes_a_910b4_1_card(fake, tmp_path):
+    import json
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    for chip, mem in (("Ascend910B4", 32768), ("Ascend910B4-1", 65536)):
+        fake.put(node_json(chip.lower(), {f"hami.io/node-register-{chip}": json.dumps([
+            {"id": f"{chip}-0", "index": 0, "count": 4, "devmem": mem, "devcore": 20,
+             "type": chip, "health": True}])},
+            {"cpu": "64", "memory": "512Gi", f"huawei.com/{chip}": "4"}))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("npu", models=("Ascend910B4", "Ascend910B4-1"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    jobs = [_job(queue, group, vendor="Ascend", memory_mib=30000, types=["Ascend910B4"],
+                 name=f"b4-{i}") for i in range(2)]
+    admitted = run_admission_cycle(group.pk).admitted
+    # the 910B4 card (32 GiB) holds one whole-card job; the idle 910B4-1 is not a 910B4
+    assert admitted == [jobs[0].pk]
+    assert PlacementDevice.objects.get(placement__job=jobs[0]).device.uuid == "Ascend910B4-0"
+
+
+def test_a_hygon_card_is_one_dra_device_with_consumable_capacity(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="dra")
+    model = DeviceModel.objects.get(name="K100_AI")
+    model.config = {**model.config, "dra": {"driver": "dcu.hygon.example.com",
+                                            "device_class": "dcu.hygon.example.com"}}
+    model.save()
+    fake.put(node_json("dcu-1", {}, {"cpu": "64", "memory": "256Gi"}))
+    fake.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+              "metadata": {"name": "dcu-1-dcu-hygon-example-com"},
+              "spec": {"driver": "dcu.hygon.example.com", "nodeName": "dcu-1",
+                       "pool": {"name": "dcu-1", "generation": 1, "resourceSliceCount": 1},
+                       "devices": [{"name": "dcu-0", "allowMultipleAllocations": True,
+                                    "attributes": {"uuid": {"string": "DCU-T8R1380013061601"},
+                                                   "productName": {"string": "K100_AI"},
+                                                   "minor": {"int": 0}},
+                                    "capacity": {"cores": {"value": "100"},
+                                                 "memory": {"value": "65520Mi"}}}]}})
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    card = Device.objects.get(uuid="DCU-T8R1380013061601")
+    assert (card.model.name, card.source, card.memory_mib) == ("K100_AI", "dra", 65520)
+    group = make_group("dcu", models=("K100_AI",))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    jobs = [_job(queue, group, vendor="DCU", memory_mib=30000, types=[], cores=40,
+                 name=f"d{i}") for i in range(3)]
+    # two 30000 MiB / 40 % shares fit the card's consumable capacity, a third does not
+    assert sorted(run_admission_cycle(group.pk).admitted) == sorted(j.pk for j in jobs[:2])
+    assert submit_job(jobs[0].pk) == JobState.ADMITTED
+    (claim,) = build_manifests(Placement.objects.get(job=jobs[0])).claims
+    kubernetes_validate.validate(claim, K8S, strict=True)
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == "dcu.hygon.example.com"
+    assert req["exactly"]["capacity"] == {"requests": {"memory": "30000Mi", "cores": "40"}}
+
+
+def test_whole_mode_asks_for_the_models_own_device_plugin_resource(fake, tmp_path):
+    from scheduling.models import DeviceModel
+
+    cluster = make_kube_cluster(fake, tmp_path, mode="whole")
+    # this cluster runs Cambricon's own plugin with per-model names for MLU590 cards
+    model = DeviceModel.objects.get(name="MLU590")
+    model.config = {**model.config, "whole_resource": "cambricon.com/mlu590"}
+    model.save()
+    fake.put(mlu_node("mlu590-1", "cambricon.com/mlu590", 2, 100))
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 2, 96))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8", "MLU590"))
+    _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    jobs = {t: _job(queue, group, vendor="MLU", memory_mib=0, types=[t], count=2, cores=100,
+                    name=t.lower()) for t in ("MLU590", "MLU370")}
+    assert len(run_admission_cycle(group.pk).admitted) == 2
+    for t, resource in (("MLU590", "cambricon.com/mlu590"), ("MLU370", "cambricon.com/mlu")):
+        _stored, built = _submitted_pod(fake, jobs[t])
+        limits = built["spec"]["containers"][0]["resources"]["limits"]
+        assert {k: v for k, v in limits.items() if k.startswith("cambricon")} == {resource: "2"}
+
+
+def test_a_job_that_refuses_mlu370_through_the_api_lands_on_an_mlu590(fake, tmp_path):
+    from rest_framework.test import APIClient
+
+    from scheduling.models import Job
+    from tests.builders import make_user
+
+    cluster = make_kube_cluster(fake, tmp_path)
+    fake.put(mlu_node("mlu370-1", "cambricon.com/mlu370", 2, 96))
+    fake.put(mlu_node("mlu590-1", "cambricon.com/mlu590", 1, 100))
+    assert sync_cluster_inventory(cluster.pk).errors == []
+    group = make_group("mlu", models=("MLU370-X8", "MLU590"))
+    tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
+    api = APIClient()
+    api.force_authenticate(make_user("ann", tenant, "member"))
+    body = {"queue": queue.pk, "name": "not-370", "cpu_milli": 1000, "memory_mib": 1024,
+            "containers": [{"name": "main", "vendor": "MLU", "device_count": 1,
+                            "memory_mib": 4096, "cores_percent": 10,
+                            "device_types_exclude": ["MLU370"]}]}
+    bad = api.post("/api/jobs/", {**body, "containers": [
+        {**body["containers"][0], "device_types_exclude": "MLU370"}]}, format="json")
+    assert bad.status_code == 400
+    assert [k for k in bad.json()["error"]["fields"] if "device_types_exclude" in k] == [
+        "containers[0].device_types_exclude"], bad.json()
+    big = {**body, "containers": [{**body["containers"][0], "memory_mib": 76000}]}
+    created = api.post("/api/jobs/", big, format="json")
+    assert created.status_code == 201, created.content
+    job = Job.objects.get(pk=created.json()["id"])
+    assert created.json()["containers"][0]["device_types_exclude"] == ["MLU370"]
+    assert run_admission_cycle(group.pk).admitted == [job.pk]
+    assert Placement.objects.get(job=job).node.name == "mlu590-1"
+    # the MLU590 is full; the idle MLU370 cards are refused, so the next one waits ...
+    again = Job.objects.get(pk=api.post("/api/jobs/", {**body, "name": "again"},
+                                        format="json").json()["id"])
+    assert run_admission_cycle(group.pk).admitted == []
+    again.refresh_from_db()
+    assert again.state == JobState.QUEUED
+    # ... while the same job without the exclusion takes an MLU370
+    free = api.post("/api/jobs/", {**body, "name": "any", "containers": [
+        {k: v for k, v in body["containers"][0].items() if k != "device_types_exclude"}]},
+        format="json").json()["id"]
+    assert run_admission_cycle(group.pk).admitted == [free]
+    assert Placement.objects.get(job_id=free).node.name == "mlu370-1"

@@ -72,8 +72,8 @@ def test_hami_submit_creates_one_pinned_pod(fake, tmp_path):
     placement.refresh_from_db()
     name = f"p-{placement.pk}-{job.pk}-0"
     assert (placement.state, placement.backend_ref) == (PlacementState.SUBMITTED,
-                                                        f"llmops/{name}")
-    pod = fake.get("pods", name, "llmops")
+                                                        f"tenant-team-a/{name}")
+    pod = fake.get("pods", name, "tenant-team-a")
     meta, spec = pod["metadata"], pod["spec"]
     assert meta["labels"]["console.llmops.io/placement"] == str(placement.pk)
     assert meta["labels"]["app.kubernetes.io/managed-by"] == "llmops-console"
@@ -111,7 +111,8 @@ def test_name_taken_by_another_placement_is_permanent(fake, tmp_path):
     placement = Placement.objects.get(job=job)
     name = f"p-{placement.pk}-{job.pk}-0"
     fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "namespace": "llmops", "labels": {"console.llmops.io/placement": "999"}},
+        "name": name, "namespace": "tenant-team-a",
+        "labels": {"console.llmops.io/placement": "999"}},
         "spec": {"containers": [{"name": "x", "image": "busybox"}]}})
     assert submit_job(job.pk) == JobState.FAILED
     job.refresh_from_db()
@@ -175,9 +176,9 @@ def test_dra_submit_creates_claim_before_pod_with_owner_reference(
     assert submit_job(job.pk) == JobState.ADMITTED
     name = f"p-{placement.pk}-{job.pk}-0"
     posts = [p.rsplit("/", 1)[-1] for m, p in fake.requests if m == "POST"]
-    assert posts == ["resourceclaims", "pods"]
-    pod = fake.get("pods", name, "llmops")
-    claim = fake.get("resourceclaims", f"{name}-dev", "llmops")
+    assert posts == ["namespaces", "resourceclaims", "pods"]  # tenant namespace first
+    pod = fake.get("pods", name, "tenant-team-a")
+    claim = fake.get("resourceclaims", f"{name}-dev", "tenant-team-a")
     assert claim["metadata"]["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"]}]
     (req,) = claim["spec"]["devices"]["requests"]
@@ -196,7 +197,7 @@ def test_dra_submit_creates_claim_before_pod_with_owner_reference(
 
 
 def test_dra_on_a_cluster_without_dra_api_is_refused(tmp_path):
-    with FakeApiServer(namespaces=("llmops",), resource_versions=()) as server:
+    with FakeApiServer(namespaces=("tenant-team-a",), resource_versions=()) as server:
         try:
             _cluster, group, queue = _setup(server, tmp_path, mode="dra")
             job = _job(queue, group)

@@ -148,7 +148,7 @@ def test_killed_worker_leads_to_exactly_one_pod_and_the_job_runs(
     assert Placement.objects.get(pk=placement.pk).state == PlacementState.SUBMITTED
     assert Placement.objects.filter(job=job).count() == 1
 
-    fake.set_pod_status("llmops", pods[0]["metadata"]["name"], running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", pods[0]["metadata"]["name"], running_status("gpu-1"))
     reconcile_cluster(cluster.pk, watch_s=0, now=later + timedelta(seconds=400))
     job.refresh_from_db()
     assert job.state == JobState.RUNNING

@@ -73,7 +73,7 @@ def test_job_state_follows_pod_phases_by_list_and_watch(fake, kube):
     cluster = kube[0]
     job = _job(kube)
     (name,) = _pod_names(job)
-    fake.set_pod_status("llmops", name, {"phase": "Pending", "conditions": [
+    fake.set_pod_status("tenant-team-a", name, {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]})
     report = reconcile_cluster(cluster.pk, watch_s=0)
@@ -82,13 +82,13 @@ def test_job_state_follows_pod_phases_by_list_and_watch(fake, kube):
     assert Placement.objects.get(job=job).message == \
         "Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
     # now the watch (resync not due) sees the pod start, run and finish
-    fake.set_pod_status("llmops", name, {"phase": "Pending", "containerStatuses": [
+    fake.set_pod_status("tenant-team-a", name, {"phase": "Pending", "containerStatuses": [
         {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}]})
-    fake.set_pod_status("llmops", name, running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     report = reconcile_cluster(cluster.pk, watch_s=1)
     assert not report.relisted and report.events == 2
     assert _states(job) == (JobState.RUNNING, [PlacementState.RUNNING])
-    fake.set_pod_status("llmops", name, succeeded_status())
+    fake.set_pod_status("tenant-team-a", name, succeeded_status())
     report = reconcile_cluster(cluster.pk, watch_s=1)
     assert report.groups == {kube[1].pk}
     assert _states(job) == (JobState.SUCCEEDED, [PlacementState.SUCCEEDED])
@@ -101,18 +101,18 @@ def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(
     cluster = kube[0]
     job = _job(kube, pods=2, count=2)
     first, second = _pod_names(job)
-    fake.set_pod_status("llmops", first, running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", first, running_status("gpu-1"))
     resync(cluster)
     assert _states(job) == (JobState.ADMITTED, [PlacementState.RUNNING, PlacementState.SUBMITTED])
-    fake.set_pod_status("llmops", second, running_status("gpu-2"))
+    fake.set_pod_status("tenant-team-a", second, running_status("gpu-2"))
     resync(cluster)
     assert _states(job) == (JobState.RUNNING, [PlacementState.RUNNING, PlacementState.RUNNING])
-    fake.set_pod_status("llmops", second, failed_status(137, "OOMKilled"))
+    fake.set_pod_status("tenant-team-a", second, failed_status(137, "OOMKilled"))
     with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
         resync(cluster)
     job.refresh_from_db()
     assert _states(job) == (JobState.FAILED, [PlacementState.FAILED, PlacementState.FAILED])
-    assert job.pending_reason == (f"pod llmops/{second} failed: OOMKilled: container main "
+    assert job.pending_reason == (f"pod tenant-team-a/{second} failed: OOMKilled: container main "
                                   "exited with code 137")
     assert [p["metadata"]["name"] for p in fake.list("pods")] == [second]  # first deleted
 
@@ -123,15 +123,15 @@ def test_evicted_pod_fails_or_requeues_per_restart_policy(fake, kube, restart, j
     cluster = kube[0]
     job = _job(kube, restart=restart)
     (name,) = _pod_names(job)
-    fake.set_pod_status("llmops", name, running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     resync(cluster)
-    fake.set_pod_status("llmops", name, evicted_status())
+    fake.set_pod_status("tenant-team-a", name, evicted_status())
     report = resync(cluster)
     assert report.groups == {kube[1].pk}
     job.refresh_from_db()
     assert _states(job) == (job_state, [PlacementState.FAILED])
     assert job.requeue_count == (1 if restart == "OnFailure" else 0)
-    reason = f"pod llmops/{name} lost: Evicted: The node was low on resource: memory."
+    reason = f"pod tenant-team-a/{name} lost: Evicted: The node was low on resource: memory."
     assert job.pending_reason == (f"requeued: {reason}" if restart == "OnFailure" else reason)
     if restart == "OnFailure":  # admitted again on the next cycle, a new placement and pod
         assert run_admission_cycle(kube[1].pk).admitted == [job.pk]
@@ -144,20 +144,20 @@ def test_pod_deleted_outside_the_console_releases_its_devices(fake, kube):
     cluster = kube[0]
     job = _job(kube, restart="Never")
     (name,) = _pod_names(job)
-    fake.set_pod_status("llmops", name, running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     reconcile_cluster(cluster.pk, watch_s=0)
     from kubernetes import client as k8s
 
     from tests.kube.conftest import api_client_for
 
     api = api_client_for(fake)
-    k8s.CoreV1Api(api).delete_namespaced_pod(name, "llmops")  # kubectl delete pod
+    k8s.CoreV1Api(api).delete_namespaced_pod(name, "tenant-team-a")  # kubectl delete pod
     api.close()
     report = reconcile_cluster(cluster.pk, watch_s=1)
     assert report.lost == [Placement.objects.get(job=job).pk]
     job.refresh_from_db()
     assert _states(job) == (JobState.FAILED, [PlacementState.FAILED])
-    assert job.pending_reason == f"pod llmops/{name} was deleted outside the console"
+    assert job.pending_reason == f"pod tenant-team-a/{name} was deleted outside the console"
 
 
 def test_watch_from_an_expired_resource_version_relists(fake, kube):
@@ -165,7 +165,7 @@ def test_watch_from_an_expired_resource_version_relists(fake, kube):
     job = _job(kube)
     (name,) = _pod_names(job)
     reconcile_cluster(cluster.pk, watch_s=0)
-    fake.set_pod_status("llmops", name, running_status("gpu-1"))
+    fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     fake.compact()  # the resume point is now older than the server's history
     report = reconcile_cluster(cluster.pk, watch_s=1)
     assert report.relisted
@@ -179,7 +179,7 @@ def test_missing_pods_found_by_resync_and_deleted_pods_while_not_watching(fake, 
     job = _job(kube, restart="OnFailure")
     (name,) = _pod_names(job)
     with fake._lock:  # gone while no one watched (e.g. the node's pods were force-deleted)
-        fake._store["pods"].pop(("llmops", name))
+        fake._store["pods"].pop(("tenant-team-a", name))
     report = resync(cluster)
     assert report.lost == [Placement.objects.get(job=job).pk]
     assert _states(job) == (JobState.QUEUED, [PlacementState.FAILED])
@@ -195,18 +195,18 @@ def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported
     Placement.objects.filter(pk=placement.pk).update(state=PlacementState.RELEASED)
     Job.objects.filter(pk=job.pk).update(state=JobState.CANCELLED)
     stranger = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "p-99999-1-0", "namespace": "llmops", "labels": {
+        "name": "p-99999-1-0", "namespace": "tenant-team-a", "labels": {
             "app.kubernetes.io/managed-by": "llmops-console",
             "console.llmops.io/placement": "99999"}},
         "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
     fake.put(stranger)
     with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
         report = resync(cluster)
-    assert report.orphans_deleted == [f"llmops/{name}"]
-    assert report.unknown == ["llmops/p-99999-1-0"]
+    assert report.orphans_deleted == [f"tenant-team-a/{name}"]
+    assert report.unknown == ["tenant-team-a/p-99999-1-0"]
     assert [p["metadata"]["name"] for p in fake.list("pods")] == ["p-99999-1-0"]
     cluster.refresh_from_db()
-    assert cluster.unknown_pods == ["llmops/p-99999-1-0"]
+    assert cluster.unknown_pods == ["tenant-team-a/p-99999-1-0"]
     # never adopted, never booked: no placement appeared for it
     assert not Placement.objects.filter(pk=99999).exists()
 
@@ -219,7 +219,7 @@ def test_vanished_node_removes_devices_and_fails_or_requeues_jobs(
     job = _job(kube, restart=restart)
     placement = Placement.objects.get(job=job)
     node = placement.node.name
-    fake.set_pod_status("llmops", _pod_names(job)[0], running_status(node))
+    fake.set_pod_status("tenant-team-a", _pod_names(job)[0], running_status(node))
     resync(cluster)
     with fake._lock:
         fake._store["nodes"].pop(("", node))

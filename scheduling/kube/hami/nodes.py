@@ -5,7 +5,8 @@ Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
 "custominfo"}]``; a missing ``health`` means false, missing ``index``/``numa`` mean 0) or in
 the legacy ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` format (7-field entries
 get mode ``hami-core``). Backends without a register annotation (Cambricon, Metax GPU,
-Mthreads, Kunlun XPU, Enflame GCU) get devices synthesised from ``status.capacity``.
+Mthreads, Kunlun XPU, Enflame GCU) get devices synthesised from ``status.capacity``; Enflame
+DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
 
 Health: a device type is unhealthy when its handshake annotation is ``Requesting_<time>``
 older than 60 s at ``now`` and the node's allocatable count for the resource is 0 (HAMi
@@ -26,6 +27,7 @@ from typing import Any
 
 from scheduling.devices.matching import type_matches
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
@@ -195,11 +197,30 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
         return [Device(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
                        cfg.split_count) for i in range(cards)]
     if v == "Kunlun":
-        return [Device(f"{node}-kunlun-xpu-{i}", node, i, "XPU", v, cfg.memory_mib, 100,
+        return [Device(f"{node}-kunlun-{i}", node, i, cfg.common_word, v, cfg.memory_mib, 100,
                        cfg.split_count, numa=1 if i >= cap // 2 else 0) for i in range(cap)]
-    word = {"Metax": "metax-gpu", "Enflame": "enflame-gcu"}.get(v, v.lower())
+    if v == "AWSNeuron":
+        return _neuron(node, cfg, cap, capacity, labels or {}, limits)
+    # HAMi's ids of capacity-registered devices (GetNodeDevices of each backend)
+    word = {"Metax": "metax", "Enflame": "GCU", "AWSNeuron": "AWSNeuron"}.get(v, v.lower())
     return [Device(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
                    cfg.cores_percent, cfg.split_count) for i in range(cap)]
+
+
+def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any],
+            labels: dict[str, str], limits: InventoryLimits) -> list[Device]:
+    """AWS Neuron devices (``awsneuron/device.go`` ``GetNodeDevices``): ``<node>-AWSNeuron-<i>``
+    with NeuronCores per device = ``aws.amazon.com/neuroncore`` / ``aws.amazon.com/neuron``
+    capacity (the config's ``split_count`` when the node advertises no cores) as both cores
+    and slots, and the instance type label (``inf*`` instances allow any contiguous run)."""
+    what = f"status.capacity.{cfg.resource_cores}"
+    cores = plain_int(capacity.get(cfg.resource_cores, 0), what) // cap or cfg.split_count
+    error = over_bound(what, cores, limits, "max_split_count", " cores per device")
+    if error:
+        raise ValueError(error)
+    kind = labels.get("node.kubernetes.io/instance-type", "")
+    return [Device(f"{node}-AWSNeuron-{i}", node, i, cfg.common_word, cfg.vendor, 0, cores,
+                   cores, custom={"AWSNodeType": kind}) for i in range(cap)]
 
 
 def _check_memory(what: str, mem: int, limits: InventoryLimits) -> None:
@@ -245,11 +266,15 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
     devices: list[Device] = []
     done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
     for cfg in configs:
-        source = cfg.register_annotation or cfg.capacity_resource
+        source = cfg.register_annotation or cfg.capacity_resource or (
+            ENFLAME_DRS_ANNOTATION if cfg.vendor == "EnflameDRS" else "")
         if source in done:
             continue
         done.add(source)
-        if cfg.register_annotation and cfg.register_annotation in ann:
+        if source == ENFLAME_DRS_ANNOTATION:
+            if source in ann:
+                devices.extend(parse_drs_capacity(ann[source], name, cfg, limits))
+        elif cfg.register_annotation and cfg.register_annotation in ann:
             devs = parse_node_devices(ann[cfg.register_annotation], name, cfg, limits)
             hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
             if devs and _stale(hs, now) and str(alloc.get(cfg.resource_count, "0")) \

@@ -131,6 +131,8 @@ def apply_existing_pods(snapshot: ClusterSnapshot, pods: list[dict[str, Any]],
                     continue
                 for ci, devs in enumerate(decode_pod_devices(str(ann[key]), f"pod {pname} {key}")):
                     for di, (uuid, typ, m, c) in enumerate(devs):
+                        if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
+                            c = bin(max(c, 0)).count("1")
                         prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
                         per_container.setdefault(ci, []).append(DeviceGrant(
                             uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size))
@@ -160,6 +162,64 @@ def _csv(ann: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in str(ann[key]).split(",") if s.strip())
 
 
+def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
+                 ) -> DeviceRequest:
+    """Enflame DRS (``enflame/device.go`` ``MutateAdmission`` / ``GenerateResourceRequests``):
+    ``enflame.com/drs-gcu: N`` is one card with the profile of N slices; otherwise
+    ``enflame.com/gcu-memory`` (> 0; GB, or MiB when large: see ``DeviceRequest.drs_memory``)
+    and ``enflame.com/gcu-core`` (1..100) pick the smallest covering profile.
+
+    Raises:
+        ValueError: a value the webhook refuses, naming the resource.
+    """
+    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
+            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
+    size, mem, core = (get(n) for n in (cfg.resource_count, cfg.resource_memory,
+                                        cfg.resource_cores))
+    if size is not None:
+        n = plain_int(size, f"{r}.{cfg.resource_count}")
+        if n <= 0:
+            raise ValueError(f"{r}.{cfg.resource_count}: must be greater than 0")
+        return DeviceRequest(vendor=cfg.vendor, count=1, slices=n, **pins)
+    m = plain_int(mem, f"{r}.{cfg.resource_memory}") if mem is not None else 0
+    c = plain_int(core, f"{r}.{cfg.resource_cores}") if core is not None else 0
+    if mem is not None and m <= 0:
+        raise ValueError(f"{r}.{cfg.resource_memory}: must be greater than 0")
+    if core is not None and not 0 < c <= 100:
+        raise ValueError(f"{r}.{cfg.resource_cores}: must be in range (0,100]")
+    return DeviceRequest(vendor=cfg.vendor, count=1, drs_memory=m, cores_percent=c, **pins)
+
+
+NEURON_CORES_PER_DEVICE = 2
+"""HAMi's ``maxCoresPerNeuronDevice``: a cores request is split in devices of 2 cores."""
+
+
+def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
+                    ) -> DeviceRequest:
+    """AWS Neuron (``awsneuron/device.go`` ``GenerateResourceRequests``): ``neuron: N`` is N
+    whole devices; ``neuroncore: C`` is one device with C cores when C <= 2, else C / 2
+    whole devices (C must then be even).
+
+    Raises:
+        ValueError: a value the webhook refuses, naming the resource.
+    """
+    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
+            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
+    count, cores = get(cfg.resource_count), get(cfg.resource_cores)
+    name = cfg.resource_count if count is not None else cfg.resource_cores
+    n = plain_int(count if count is not None else cores, f"{r}.{name}")
+    if n <= 0:
+        raise ValueError(f"{r}.{name}: must be greater than 0")
+    if count is not None:
+        return DeviceRequest(vendor=cfg.vendor, count=n, **pins)
+    per = NEURON_CORES_PER_DEVICE
+    if n <= per:
+        return DeviceRequest(vendor=cfg.vendor, count=1, cores_percent=n, **pins)
+    if n % per:
+        raise ValueError(f"{r}.{name}: must be 1 or a multiple of {per}, got {n}")
+    return DeviceRequest(vendor=cfg.vendor, count=n // per, cores_percent=per, **pins)
+
+
 def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
                        configs: list[DeviceModelConfig]) -> tuple[DeviceRequest, ...]:
     lim, req = _resources(c)
@@ -180,6 +240,10 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
         if not any(get(n) is not None for n in names):
             continue
         r = f"{where}.resources.limits"
+        if cfg.vendor in ("EnflameDRS", "AWSNeuron"):
+            build = _drs_request if cfg.vendor == "EnflameDRS" else _neuron_request
+            out.append(build(get, r, cfg, ann))
+            continue
         raw_count = get(cfg.resource_count)
         count = plain_int(raw_count, f"{r}.{cfg.resource_count}") if raw_count is not None \
             else cfg.default_count

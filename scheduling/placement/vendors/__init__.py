@@ -21,7 +21,7 @@ from scheduling.placement.vendors.metax import MetaxPlugin, MetaxSGPUPlugin
 from scheduling.placement.vendors.mthreads import MthreadsPlugin
 from scheduling.placement.vendors.neuron import NeuronPlugin
 from scheduling.placement.vendors.nvidia import NvidiaPlugin
-from scheduling.placement.vendors.vastai import VastaiPlugin
+from scheduling.placement.vendors.vastai import BirenPlugin, VastaiPlugin
 
 __all__ = ["VENDOR_PLUGINS", "build_vendors", "default_vendors", "DeviceModelConfig",
            "Template", "VendorPlugin", "default_device_configs"]
@@ -32,6 +32,7 @@ VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
     "Iluvatar": IluvatarPlugin, "Enflame": EnflamePlugin, "Mthreads": MthreadsPlugin,
     "Kunlun": KunlunPlugin, "KunlunVXPU": KunlunVXPUPlugin, "AMD": AmdPlugin,
     "EnflameDRS": EnflameDRSPlugin, "AWSNeuron": NeuronPlugin, "Vastai": VastaiPlugin,
+    "Biren": BirenPlugin,
 }
 
 

@@ -32,7 +32,8 @@ class AscendPlugin(VendorPlugin):
     Ascend 910C (``superPod``, ``computeBestCombination910C`` ``device.go:677-733``): NPUs
     come in 2-NPU modules (module = registered index // 2); a request for 1 NPU becomes 2,
     an odd count above 1 is refused; several NPUs take whole modules whose both NPUs pass,
-    module by module (lowest module first) until the count is met, else
+    module by module (lowest module first; HAMi takes full modules in map order) until the
+    count is met, each module's NPUs in candidate order, else
     ``AllocatedCardsInsufficientRequest``.
     """
 
@@ -120,8 +121,8 @@ class AscendPlugin(VendorPlugin):
             modules: dict[int, list[DeviceGrant]] = {}
             for g in grants:
                 modules.setdefault(g.index // 2, []).append(g)
-            whole = [sorted(gs, key=lambda g: g.index) for _, gs in sorted(modules.items())
-                     if len(gs) == 2]
+            # a module's NPUs in candidate order, as HAMi appends them
+            whole = [gs for _, gs in sorted(modules.items()) if len(gs) == 2]
             chosen = [g for gs in whole for g in gs][: req.count]
             return chosen if len(chosen) == req.count else None
         if req.count == 1:

@@ -161,11 +161,19 @@ class VendorPlugin:
     # ---- per-node fit ------------------------------------------------------------------
 
     def candidates(self, node: Node, req: DeviceRequest) -> list[Device]:
-        """Devices of the node this request may use (vendor and chip match)."""
+        """Devices of the node this request may use (vendor and chip match). Under HAMi
+        parity only devices whose registered type contains the request's HAMi type
+        (the chip or the backend's common word, case-insensitive; ``getNodeResources``,
+        ``pkg/scheduler/score.go``) are offered, as HAMi does."""
         v, chip = req.vendor, req.chip
         if chip:
-            return [d for d in node.devices if d.vendor == v and d.type == chip]
-        return [d for d in node.devices if d.vendor == v]
+            devs = [d for d in node.devices if d.vendor == v and d.type == chip]
+        else:
+            devs = [d for d in node.devices if d.vendor == v]
+        if self.hami_parity:
+            word = (chip or self.default.common_word).lower()
+            devs = [d for d in devs if word in d.type.lower()]
+        return devs
 
     def allows_revisit(self, dev: Device) -> bool:
         """True when one device may serve several devices of one request (MIG)."""

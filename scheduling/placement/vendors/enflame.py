@@ -57,6 +57,9 @@ def pick_drs_profile(profiles: list[tuple[str, int, int, int]], req: DeviceReque
     if req.slices:
         return next((p for p in profiles if p[1] == req.slices), None)
     gb = math.ceil(req.memory_mib / 1024) if req.memory_mib > 0 else 0
+    if req.drs_memory > 0 and profiles:  # as the Pod wrote it: GB, or MiB when large
+        raw, max_gb = req.drs_memory, profiles[-1][2]
+        gb = raw if raw <= 2 * max_gb else math.ceil(raw / 1024)
     for p in profiles:
         if (gb and p[2] < gb) or (req.cores_percent and p[3] < req.cores_percent):
             continue
@@ -75,7 +78,7 @@ class EnflameDRSPlugin(VendorPlugin):
             return base
         if req.count != 1:
             return f"{R.INVALID_REQUEST}: an Enflame DRS request takes one card, got {req.count}"
-        if not (req.slices or req.memory_mib or req.cores_percent):
+        if not (req.slices or req.memory_mib or req.drs_memory or req.cores_percent):
             return f"{R.INVALID_REQUEST}: Enflame DRS needs drs-gcu, gcu-memory or gcu-core"
         if req.cores_percent > 100:
             return f"{R.INVALID_REQUEST}: enflame.com/gcu-core {req.cores_percent} above 100"

@@ -15,8 +15,9 @@
   1 / 2, else 1000 (binpack keeps the highest node score, spread the lowest).
 * ``KunlunVXPU``: memory rounded up to 24576 / 49152 / 98304 MiB (config templates), cores
   = memory x 100 / 98304; a partly used vXPU only takes slices of the size already on it
-  (``CardNotFoundCustomFilterRule``). Device order is the generic one (HAMi's wing walk
-  for vXPU is not modelled).
+  (``CardNotFoundCustomFilterRule``). The XPUs that fit are chosen by the same wing walk
+  as whole XPUs (``vdevice.go`` ``Fit`` -> ``graghSelect``), so one slice on an idle node
+  takes the lowest index of the lower wing.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class KunlunPlugin(VendorPlugin):
         by_index = {g.index: g for gs in passing for g in gs}
         free = set(by_index)
         n = req.count
+        if n not in (1, 2, 4, 8):  # graghSelect has no walk for other counts
+            return None
         if n == 8:
             return [by_index[i] for i in range(8)] if free >= set(range(8)) else None
         wings = [sorted(i for i in free if i // 4 == w) for w in (0, 1)]
@@ -124,3 +127,8 @@ class KunlunVXPUPlugin(VendorPlugin):
         if slots and umem // slots != mem:
             return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
         return None
+
+    def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
+        return True
+
+    select_from = KunlunPlugin.select_from

@@ -73,3 +73,22 @@ class VastaiPlugin(VendorPlugin):
                 counts[str(d.custom["AIC"])] = counts.get(str(d.custom["AIC"]), 0) + 1
             score += max(counts.values()) / len(mine)
         return score
+
+
+class BirenPlugin(VendorPlugin):
+    """Biren (``pkg/device/biren/device.go``): count-only requests (``birentech.com/gpu``);
+    like Vastai outside die mode, a grant books no memory and the requested cores (0): HAMi's
+    Fit sets no ``Usedmem`` (``Fit``, biren/device.go), so the allocation reads
+    ``<uuid>,Biren,0,0``. A card is exclusive through its split count (1)."""
+
+    vendor = "Biren"
+
+    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+        return 0, req.cores_percent
+
+    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+        admitted = self.admit(dev, req, ctx)
+        if isinstance(admitted, str):
+            return admitted
+        return [self.grant(dev, 0, req.cores_percent)]

@@ -28,7 +28,7 @@ from typing import Any
 
 from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.overlay import Catalogue
-from scheduling.devices.resources import plugin_devices_per_card
+from scheduling.devices.resources import plugin_devices_per_card, template_share_count
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.identity import Identity, device_identity, node_serials
 from scheduling.kube.inventory import (
@@ -42,7 +42,7 @@ from scheduling.placement.types import Device as CoreDevice
 from scheduling.placement.types import Node as CoreNode
 
 __all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes",
-           "plugin_device_warnings"]
+           "plugin_device_warnings", "template_share_notes"]
 
 
 @dataclass
@@ -55,6 +55,9 @@ class Reported:
     source: str
     dra_name: str = ""
     identity: Identity | None = None
+    note: str = ""
+    """A problem of the registration the row keeps in ``Device.error`` (e.g. a share count
+    the template table overrides)."""
 
     @property
     def key(self) -> str:
@@ -189,6 +192,25 @@ def plugin_device_warnings(name: str, node: CoreNode,
             for key, (cfg, n) in sorted(per_model.items()) if n > cfg.max_plugin_devices]
 
 
+def template_share_notes(name: str, node: CoreNode,
+                         configs: Sequence[DeviceModelConfig]) -> dict[str, str]:
+    """``{uuid: note}`` of registered devices of template-sliced models (Ascend vNPU) whose
+    share count contradicts the model's template table (allocatable memory // smallest
+    template, the plugin's ``VDeviceCount``): the table wins, the device's split count is
+    set to it and the note names both counts."""
+    catalogue = Catalogue(tuple(configs))
+    notes = {}
+    for dev in node.devices:
+        cfg = catalogue.for_device(dev.vendor, dev.type)
+        shares = template_share_count(cfg, dev.memory_mib) \
+            if cfg is not None and cfg.slicing == "template" else 0
+        if shares and dev.split_count != shares:
+            notes[dev.uuid] = (f"registered {dev.split_count} shares but the {cfg.chip} "
+                               f"template table gives {shares}; the table wins")
+            dev.split_count = shares
+    return notes
+
+
 def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
                    now: datetime, limits: InventoryLimits, slice_error: str | None = None,
                    serials_seen: Mapping[str, Mapping[int, str]] | None = None,
@@ -217,7 +239,12 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
         broken_pools=dict(inv.broken_pools), slice_list_failed=bool(slice_error),
         errors=errors)
     for name in sorted(snap.nodes):
+        notes = template_share_notes(name, snap.nodes[name], configs or default_device_configs())
         _identify(plan, name, snap.nodes[name], (serials_seen or {}).get(name, {}))
+        for rep in plan.per_node[name].values():
+            if rep.dev.uuid in notes:
+                rep.note = notes[rep.dev.uuid]
+                plan.warnings.append(f"Node {name}: device {rep.dev.uuid}: {rep.note}")
         plan.warnings.extend(plugin_device_warnings(name, snap.nodes[name],
                                                     configs or default_device_configs()))
     _merge_dra(plan, inv, prefer_dra, configs)

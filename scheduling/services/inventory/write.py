@@ -23,6 +23,7 @@ from datetime import datetime
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 
+from scheduling.devices.resources import drs_profiles_stored
 from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.services.inventory.device_models import model_for
@@ -232,6 +233,11 @@ class InventoryWriter:
             Device.objects.create(uuid=uuid, **values)
             result.added.append(uuid)
             return
+        # The console's own verdicts win over the registration: a device the console marked
+        # unhealthy (telemetry, repeated failures) or cordoned (operator, health write-back)
+        # stays so until the console clears it (scheduling.services.device_health).
+        values["healthy"] = values["healthy"] and not row.console_unhealthy
+        values["cordoned"] = values["cordoned"] or bool(row.cordon_reason)
         changed = [k for k, v in values.items() if getattr(row, k) != v]
         if changed:
             for k in changed:
@@ -249,8 +255,8 @@ class InventoryWriter:
             "cordoned": dev.cordoned, "mode": dev.mode, "source": rep.source,
             "dra_device": rep.dra_name, "removed_at": None, "missing_since": None,
             "hami_id": ident.hami_id if ident else "",
-            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else "",
-            "mig_profiles": [
+            "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
+            "mig_profiles": drs_profiles_stored(dev.custom, dev.index) or [
                 {"name": p.name, "memory_mib": p.memory_mib, "cores_percent": p.cores_percent,
                  "slice_count": p.slice_count,
                  "placements": [[pl.start, pl.size] for pl in p.placements]}

@@ -1,0 +1,368 @@
+"""Workloads users create with kubectl: read them, and the patches that admit or suspend them.
+
+Pure (dicts in, dicts out). The console takes in five kinds labelled
+``console.llmops.io/queue: <queue>`` (:data:`LABEL_QUEUE`), following Kueue's job integrations
+(``pkg/controller/jobs/``):
+
+===========================  =================================  ===============================
+kind (apiVersion)            pod sets                           held back by
+===========================  =================================  ===============================
+Job (batch/v1)               one, ``min(parallelism, completions)`` pods   ``spec.suspend``
+JobSet (jobset.x-k8s.io/     one per ``replicatedJobs[]``:      ``spec.suspend``
+v1alpha2)                    ``replicas`` x the job's pods
+PyTorchJob (kubeflow.org/v1) one per ``pytorchReplicaSpecs``    ``spec.runPolicy.suspend``
+                             entry (Master, Worker): replicas
+Deployment, StatefulSet      one single-pod workload per Pod    the Pod's scheduling gate
+(apps/v1)                    (Kueue's pod integration)          :data:`SCHEDULING_GATE`
+===========================  =================================  ===============================
+
+Device requests come from the HAMi resources of each pod template through the HAMi codec
+(:func:`scheduling.kube.hami.pods.pod_request_from_kube`), so a template is read exactly as
+HAMi's webhook reads a Pod.
+
+Why a scheduling gate for Deployments and StatefulSets: they have no ``suspend``, and holding
+``replicas`` at 0 would fight the user's (or an autoscaler's) own writes to that field. A Pod
+created with ``spec.schedulingGates`` is not scheduled until every gate is removed
+(KEP-3521), and while gated its node affinity may still be narrowed and its annotations set
+(KEP-3838). So each Pod is one single-pod workload, as Kueue's pod integration does with its
+``kueue.x-k8s.io/admission`` gate: admitting it pins it (annotations, node affinity) and
+removes :data:`SCHEDULING_GATE`; preempting it deletes the Pod, and the ReplicaSet /
+StatefulSet controller creates a new, gated one that queues again. The gate must be in the
+pod template; the console adds it when the user left it out (one rollout).
+
+What admission writes into a suspended object
+(:func:`scheduling.kube.workload_patches.admission_patch`) is limited by what a
+suspended Job's template lets one change (KEP-2926, "mutable scheduling directives"): node
+affinity, labels and annotations. Node affinity ANDs ``metadata.name In [nodes]`` into every
+required term the user wrote; in ``hami`` mode the pod template also gets each vendor's
+use-uuid annotation listing the devices the console reserved for that pod set (HAMi's
+webhook sets the scheduler name; a Job's ``schedulerName`` cannot change). A pod set of
+several pods shares one template, so the annotation and the node list are the union over
+its pods: the console reserved exactly that capacity, so HAMi finds room for every pod in it.
+``dra`` mode creates one ResourceClaimTemplate per pod set (each pod gets its own claim), with
+each request's CEL selector the OR of what each pod was granted, and points the template's
+containers at it in place of their HAMi resources. ``whole`` mode pins the nodes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduling.devices.schema import DeviceModelConfig
+from scheduling.kube.hami.pods import pod_request_from_kube
+from scheduling.placement.types import PodRequest
+
+__all__ = [
+    "LABEL_QUEUE",
+    "LABEL_PRIORITY",
+    "LABEL_WORKLOAD",
+    "ANNOTATION_PENDING",
+    "ANNOTATION_ADMITTED",
+    "SCHEDULING_GATE",
+    "KINDS",
+    "KindInfo",
+    "PodSet",
+    "Workload",
+    "WorkloadError",
+    "read_workload",
+    "read_gated_pod",
+]
+
+LABEL_QUEUE = "console.llmops.io/queue"
+"""Label naming the tenant queue a workload goes to; objects without it are left alone."""
+LABEL_PRIORITY = "console.llmops.io/priority"
+"""Optional label: the workload's priority in its queue (an integer, default 0; Kueue reads a
+``kueue.x-k8s.io/priority-class`` instead)."""
+LABEL_WORKLOAD = "console.llmops.io/workload"
+"""Label the console puts on an admitted pod template: the console's job id."""
+ANNOTATION_PENDING = "console.llmops.io/pending-reason"
+"""Why the workload waits (the admission cycle's verdict), on the object."""
+ANNOTATION_ADMITTED = "console.llmops.io/admitted"
+"""The console job id whose placement is recorded in the object ("" while queued)."""
+SCHEDULING_GATE = "console.llmops.io/admission"
+"""Pod scheduling gate holding a Deployment / StatefulSet Pod until the console admits it."""
+
+
+class WorkloadError(ValueError):
+    """The object cannot be taken in (message names the field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """Where a kind lives in the API and how it is suspended.
+
+    Attributes:
+        kind / group / version / plural: API coordinates.
+        suspend_path: keys of the boolean ``suspend`` field under the object, or () for kinds
+            held by the pods' scheduling gate.
+    """
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    suspend_path: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+KINDS: dict[str, KindInfo] = {k.kind: k for k in (
+    KindInfo("Job", "batch", "v1", "jobs", ("spec", "suspend")),
+    KindInfo("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", ("spec", "suspend")),
+    KindInfo("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs",
+             ("spec", "runPolicy", "suspend")),
+    KindInfo("Deployment", "apps", "v1", "deployments"),
+    KindInfo("StatefulSet", "apps", "v1", "statefulsets"),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    """Identical pods of one workload (Kueue ``PodSet``).
+
+    Attributes:
+        name: pod set name (``main``, a replicated job's name, ``Master`` / ``Worker``).
+        count: number of pods.
+        path: keys leading from the object to the pod template (``spec.template`` ...).
+        request: one pod's request as the HAMi codec reads the template.
+    """
+
+    name: str
+    count: int
+    path: tuple[str, ...]
+    request: PodRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A labelled object as the console sees it.
+
+    Attributes:
+        kind / namespace / name / uid / queue: identity and the queue label's value.
+        suspended: held back (suspend true, or the Pod still carries the gate).
+        pod_sets: the pods it needs, in template order.
+        finished: "" while live, ``"succeeded"`` / ``"failed"`` once its status says so.
+        active: pods the object's status reports running or active.
+        resource_version / generation: of the object read.
+        priority: :data:`LABEL_PRIORITY`.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    suspended: bool
+    pod_sets: tuple[PodSet, ...] = ()
+    finished: str = ""
+    active: int = 0
+    resource_version: str = ""
+    generation: int = 0
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
+
+    @property
+    def pod_count(self) -> int:
+        return sum(p.count for p in self.pod_sets)
+
+
+def _get(obj: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _int(value: Any, where: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WorkloadError(f"{where}: must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _job_pods(job_spec: Any, where: str) -> int:
+    """Pods a Job runs at once: ``parallelism`` (default 1) capped by ``completions``."""
+    if not isinstance(job_spec, Mapping):
+        raise WorkloadError(f"{where}: required")
+    parallelism = _int(job_spec.get("parallelism"), f"{where}.parallelism", 1)
+    completions = job_spec.get("completions")
+    if completions is not None:
+        parallelism = min(parallelism, _int(completions, f"{where}.completions", 1))
+    return parallelism
+
+
+def _pod_sets_of(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, int, tuple[str, ...]]]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise WorkloadError("spec: required")
+    if kind == "Job":
+        return [("main", _job_pods(spec, "spec"), ("spec", "template"))]
+    if kind == "JobSet":
+        jobs = spec.get("replicatedJobs")
+        if not isinstance(jobs, list) or not jobs:
+            raise WorkloadError("spec.replicatedJobs: required")
+        out = []
+        for i, rj in enumerate(jobs):
+            w = f"spec.replicatedJobs[{i}]"
+            if not isinstance(rj, Mapping) or not rj.get("name"):
+                raise WorkloadError(f"{w}.name: required")
+            replicas = _int(rj.get("replicas"), f"{w}.replicas", 1)
+            pods = _job_pods(_get(rj, ("template", "spec")), f"{w}.template.spec")
+            out.append((str(rj["name"]), replicas * pods,
+                        ("spec", "replicatedJobs", str(i), "template", "spec", "template")))
+        return out
+    if kind == "PyTorchJob":
+        specs = spec.get("pytorchReplicaSpecs")
+        if not isinstance(specs, Mapping) or not specs:
+            raise WorkloadError("spec.pytorchReplicaSpecs: required")
+        # Master first (rank 0), then the others by name: a stable order
+        names = sorted(specs, key=lambda n: (n != "Master", n))
+        return [(n, _int(_get(specs, (n, "replicas")), f"spec.pytorchReplicaSpecs.{n}"
+                         ".replicas", 1), ("spec", "pytorchReplicaSpecs", n, "template"))
+                for n in names]
+    raise WorkloadError(f"kind {kind!r} is not taken in as a whole object")
+
+
+def _at(obj: Any, path: Sequence[str]) -> Any:
+    """Like :func:`_get`, with digit keys indexing lists."""
+    for key in path:
+        if isinstance(obj, list) and key.isdigit() and int(key) < len(obj):
+            obj = obj[int(key)]
+        elif isinstance(obj, Mapping):
+            obj = obj.get(key)
+        else:
+            return None
+    return obj
+
+
+def codec_configs(configs: Sequence[DeviceModelConfig]) -> list[DeviceModelConfig]:
+    """One config per set of HAMi resource names, the first in catalogue order (vendor
+    defaults come first), so a template asking ``nvidia.com/gpu`` yields one request however
+    many NVIDIA models the catalogue knows; per-model names (Cambricon ``<model>.smlu``)
+    keep their own config."""
+    out, seen = [], set()
+    for c in configs:
+        names = (c.resource_count, c.resource_memory, c.resource_memory_percent,
+                 c.resource_cores)
+        if not any(names) or names in seen:
+            continue
+        seen.add(names)
+        out.append(c)
+    return out
+
+
+def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> PodRequest:
+    if not isinstance(template, Mapping):
+        raise WorkloadError(f"{where}: required")
+    pod = {"kind": "Pod", "metadata": template.get("metadata") or {},
+           "spec": template.get("spec")}
+    try:
+        return pod_request_from_kube(pod, codec_configs(configs), where)
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
+
+
+def _finished(kind: str, obj: Mapping[str, Any]) -> tuple[str, int]:
+    status = obj.get("status") or {}
+    conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []
+             if isinstance(c, Mapping)}
+    if conds.get("Complete") == "True" or conds.get("Completed") == "True" \
+            or conds.get("Succeeded") == "True":
+        return "succeeded", 0
+    if conds.get("Failed") == "True":
+        return "failed", 0
+    if kind == "Job":
+        return "", int(status.get("active") or 0)
+    if kind == "JobSet":
+        return "", sum(int(r.get("active") or 0) for r in status.get("replicatedJobsStatus")
+                       or [] if isinstance(r, Mapping))
+    if kind == "PyTorchJob":
+        return "", sum(int((r or {}).get("active") or 0)
+                       for r in (status.get("replicaStatuses") or {}).values()
+                       if isinstance(r, Mapping))
+    return "", 0
+
+
+def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelConfig]
+                  ) -> Workload:
+    """A suspendable object (Job, JobSet, PyTorchJob) as a :class:`Workload`.
+
+    Raises:
+        WorkloadError: the object's shape or a template's HAMi resources are invalid (the
+            message names the field, e.g. ``spec.template.spec.containers[0].resources
+            .limits.nvidia.com/gpumem: ...``).
+    """
+    info = KINDS[kind]
+    meta = obj.get("metadata") or {}
+    sets = []
+    for name, count, path in _pod_sets_of(kind, obj):
+        where = ".".join(path)
+        request = _request(_at(obj, path), where, configs)
+        sets.append(PodSet(name, count, path, request))
+    if not any(p.count for p in sets):
+        raise WorkloadError("the workload runs no pods (every count is 0)")
+    finished, active = _finished(kind, obj)
+    return Workload(
+        kind=kind, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""), queue=str((meta.get("labels") or {}).get(LABEL_QUEUE,
+                                                                                  "")),
+        suspended=bool(_get(obj, info.suspend_path)), pod_sets=tuple(sets),
+        finished=finished, active=active,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        generation=int(meta.get("generation") or 0),
+        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
+
+
+def _priority(meta: Mapping[str, Any]) -> int:
+    value = str((meta.get("labels") or {}).get(LABEL_PRIORITY, "0")).strip()
+    try:
+        priority = int(value)
+    except ValueError:
+        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {value!r} is not an integer"
+                            ) from None
+    if abs(priority) > 1_000_000_000:
+        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {priority} is out of range")
+    return priority
+
+
+def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("kind") or ""), str(ref.get("name") or "")
+    return "", ""
+
+
+def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> Workload:
+    """A Pod of a labelled Deployment / StatefulSet as a single-pod :class:`Workload`.
+
+    ``suspended`` is True while the Pod still carries :data:`SCHEDULING_GATE`.
+
+    Raises:
+        WorkloadError: the Pod's HAMi resources are invalid.
+    """
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    gates = {g.get("name") for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)}
+    phase = (pod.get("status") or {}).get("phase")
+    request = _request({"metadata": meta, "spec": spec}, "spec", configs)
+    return Workload(
+        kind="Pod", namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""), queue=str((meta.get("labels") or {}).get(LABEL_QUEUE,
+                                                                                  "")),
+        suspended=SCHEDULING_GATE in gates,
+        pod_sets=(PodSet("main", 1, ("spec",), request),),
+        finished={"Succeeded": "succeeded", "Failed": "failed"}.get(str(phase), ""),
+        active=1 if phase == "Running" else 0,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
+
+
+def pod_owner(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """(kind, name) of a Pod's controller (``ReplicaSet``/``StatefulSet``), or ("", "")."""
+    return _owner(pod.get("metadata") or {})
