@@ -72,11 +72,16 @@ class PlacementState(models.TextChoices):
 
     ``reserved`` (committed, devices booked) → ``submitted`` (objects created) → ``running``
     → ``succeeded``|``failed``; ``released`` when the reservation is given back unused.
+    ``terminating``: the job was preempted (or ran past its maximum runtime) and its pods
+    were deleted with a grace period; the placement keeps its devices and its quota charge
+    until the pods are gone (Kueue keeps ``QuotaReserved`` until the job is inactive), then
+    the reconcile moves it to ``released``.
     """
 
     RESERVED = "reserved", "Reserved"
     SUBMITTED = "submitted", "Submitted"
     RUNNING = "running", "Running"
+    TERMINATING = "terminating", "Terminating"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     RELEASED = "released", "Released"
@@ -86,4 +91,46 @@ BOOKED_PLACEMENT_STATES = (
     PlacementState.RESERVED,
     PlacementState.SUBMITTED,
     PlacementState.RUNNING,
+    PlacementState.TERMINATING,
 )
+"""States in which a placement holds its devices and its quota charge."""
+
+ACTIVE_PLACEMENT_STATES = (
+    PlacementState.RESERVED,
+    PlacementState.SUBMITTED,
+    PlacementState.RUNNING,
+)
+"""Booked states of a placement whose job still owns it (not being terminated)."""
+
+
+class PreemptionScope(models.TextChoices):
+    """Kueue ``PreemptionPolicy`` values used by a queue's preemption fields."""
+
+    NEVER = "Never", "Never"
+    LOWER_PRIORITY = "LowerPriority", "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority", "LowerOrNewerEqualPriority"
+    ANY = "Any", "Any"
+
+
+WITHIN_CLUSTER_QUEUE_CHOICES = [
+    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY,
+                                 PreemptionScope.LOWER_OR_NEWER_EQUAL_PRIORITY)]
+RECLAIM_WITHIN_COHORT_CHOICES = [
+    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY,
+                                 PreemptionScope.ANY)]
+BORROW_WITHIN_COHORT_CHOICES = [
+    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY)]
+
+
+class FungibilityPolicy(models.TextChoices):
+    """Kueue ``FlavorFungibilityPolicy``."""
+
+    MAY_STOP_SEARCH = "MayStopSearch", "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor", "TryNextFlavor"
+
+
+class FlavorPreference(models.TextChoices):
+    """Kueue ``FlavorFungibilityPreference``."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption", "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing", "PreemptionOverBorrowing"

@@ -27,6 +27,7 @@ from scheduling.selectors.snapshot import groups_with_queued_jobs
 from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
+from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.intake import intake_cluster
 from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
@@ -72,10 +73,11 @@ def submit_jobs_task(job_ids: list[int]) -> int:
 
 @shared_task(name=RECONCILE_TASK)
 def reconcile_task() -> int:
-    """Beat tick: finish simulated pods that ran their duration, then re-run the cycles of the
-    groups that got capacity back."""
-    groups = reconcile_simulated()
-    for group_id in groups:
+    """Beat tick: finish simulated pods that ran their duration, release simulated pods whose
+    termination grace ended, stop jobs past their maximum runtime (every backend), then re-run
+    the cycles of the groups that got capacity back."""
+    groups = reconcile_simulated() | release_due_terminations() | enforce_max_runtime()
+    for group_id in sorted(groups):
         admission_cycle_task.delay(group_id)
     return len(groups)
 

@@ -30,3 +30,19 @@ class Dimension(models.TextChoices):
     DEVICES = "devices", "devices (milli-devices)"
     MEMORY_MIB = "memory_mib", "device memory (MiB)"
     CORES_PERCENT = "cores_percent", "device cores (percent of one device)"
+
+
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+"""Kueue fair-sharing preemption strategies (KEP-1714 S2-a and S2-b)."""
+
+ALLOWED_STRATEGY_LISTS = (
+    list(FAIR_SHARING_STRATEGIES),
+    [FAIR_SHARING_STRATEGIES[0]],
+    [FAIR_SHARING_STRATEGIES[1]],
+)
+"""The strategy lists Kueue's configuration accepts (the first is the default)."""
+
+
+def default_strategies() -> list[str]:
+    """Kueue's default strategy list (a new list each time, for a JSONField default)."""
+    return list(FAIR_SHARING_STRATEGIES)

@@ -13,7 +13,13 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from core.models import BaseModel
-from tenants.choices import Dimension, GroupKind, Role
+from tenants.choices import (
+    ALLOWED_STRATEGY_LISTS,
+    Dimension,
+    GroupKind,
+    Role,
+    default_strategies,
+)
 
 slug_validator = RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")
 ANY_FLAVOR = "*"
@@ -69,10 +75,13 @@ class Membership(BaseModel):
 
 
 class ResourceGroup(BaseModel):
-    """A pool of devices selected by device model names and/or node labels.
+    """A pool of devices selected by device model names and/or node labels; the root cohort
+    of its tenants' quotas.
 
     ``device_models`` lists DeviceModel names (empty = every model); ``node_selector`` is a map
-    of node labels that must all match (empty = every node).
+    of node labels that must all match (empty = every node). The cohort options (fair
+    sharing and its preemption strategies, history-aware fair share, starvation reservation)
+    are read by every admission cycle of the group.
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
@@ -80,6 +89,27 @@ class ResourceGroup(BaseModel):
     device_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
+    fair_sharing = models.BooleanField(
+        null=True, blank=True,
+        help_text="Kueue fair sharing in this cohort (admission by dominant share, "
+                  "fair-sharing preemption); empty = the ADMISSION_FAIR_SHARING setting.")
+    preemption_strategies = models.JSONField(
+        default=default_strategies, blank=True,
+        help_text="Fair-sharing preemption strategies: [LessThanOrEqualToFinalShare, "
+                  "LessThanInitialShare] (default), or one of them alone.")
+    usage_half_life_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(1.0)],
+        help_text="History-aware fair share: past usage from the ledger, halved every this "
+                  "many seconds, orders tenants before priority; empty = off.")
+    reservation_after_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        help_text="Starvation protection: a queue head pending this long reserves capacity; "
+                  "smaller jobs then backfill only if they end (max runtime) before it can "
+                  "start. Empty = off.")
+    max_reservations = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    max_reservation_hold_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        help_text="A reservation not admitted after this long is dropped for one cycle.")
 
     class Meta:
         ordering = ["name"]
@@ -96,6 +126,9 @@ class ResourceGroup(BaseModel):
             isinstance(k, str) and isinstance(v, str) for k, v in self.node_selector.items()
         ):
             raise ValidationError({"node_selector": "A map of label name to label value."})
+        if self.preemption_strategies not in ALLOWED_STRATEGY_LISTS:
+            raise ValidationError({"preemption_strategies": (
+                "One of " + "; ".join(str(s) for s in ALLOWED_STRATEGY_LISTS) + ".")})
 
 
 class Quota(BaseModel):

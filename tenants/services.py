@@ -50,18 +50,54 @@ def _check_quota_values(nominal: int, borrowing_limit: int | None,
         raise InvalidRequest("lending_limit must be between 0 and nominal", field="lending_limit")
 
 
+def check_within_parent(tenant: Tenant, resource_group: ResourceGroup, flavor: str,
+                        dimension: str, nominal: int, *, exclude_pk: int | None = None) -> None:
+    """A child tenant's nominal quota must come out of its parent's: the parent's row for
+    the same group, flavor and dimension, minus what its other children already hold, must
+    cover ``nominal``. Locks the parent's row, so two concurrent splits cannot both pass
+    (call inside the writing transaction). A top-level tenant is not bounded.
+
+    Raises:
+        InvalidRequest (field ``nominal``): the parent has no such row, or not enough left.
+    """
+    parent = tenant.parent
+    if parent is None:
+        return
+    row = Quota.objects.select_for_update().filter(
+        tenant=parent, resource_group=resource_group, flavor=flavor, dimension=dimension
+    ).first()
+    if row is None:
+        raise InvalidRequest(
+            f"tenant {parent.name} has no {dimension} quota for flavor {flavor} in "
+            f"{resource_group.name}: a child's quota is a split of its parent's",
+            field="nominal")
+    siblings = Quota.objects.filter(
+        tenant__parent=parent, resource_group=resource_group, flavor=flavor,
+        dimension=dimension).exclude(pk=exclude_pk).values_list("nominal", flat=True)
+    given = sum(siblings)
+    left = max(0, row.nominal - given)
+    if nominal > left:
+        raise InvalidRequest(
+            f"nominal {nominal} exceeds what tenant {parent.name} has left to split: its "
+            f"{dimension} quota for {flavor} in {resource_group.name} is {row.nominal}, its "
+            f"other children hold {given}, so at most {left}", field="nominal")
+
+
 def create_quota(*, tenant: Tenant, resource_group: ResourceGroup, flavor: str, dimension: str,
                  nominal: int, borrowing_limit: int | None = None,
                  lending_limit: int | None = None, allowed_flavors: set[str] | None = None,
-                 actor=None) -> Quota:
+                 within_parent: bool = False, actor=None) -> Quota:
     """Create one quota row (Kueue nominal quota / borrowing limit / lending limit).
 
     Args:
         allowed_flavors: flavor names valid in the group (``"*"``, model names, families);
             None skips the check (the caller knows the inventory, this app does not).
+        within_parent: bound a child tenant's nominal by what its parent has left
+            (:func:`check_within_parent`; a tenant admin splitting their tenant's quota).
 
     Raises:
-        InvalidRequest: bad amounts, an unknown flavor or dimension.
+        InvalidRequest: bad amounts, an unknown flavor or dimension, more than the parent
+            has left.
         Conflict: a row for the same tenant, group, flavor and dimension exists.
     """
     _check_quota_values(nominal, borrowing_limit, lending_limit, dimension)
@@ -72,6 +108,8 @@ def create_quota(*, tenant: Tenant, resource_group: ResourceGroup, flavor: str, 
             field="flavor",
         )
     with transaction.atomic():
+        if within_parent:
+            check_within_parent(tenant, resource_group, flavor, dimension, nominal)
         if Quota.objects.filter(tenant=tenant, resource_group=resource_group, flavor=flavor,
                                 dimension=dimension).exists():
             raise Conflict(
@@ -87,14 +125,22 @@ def create_quota(*, tenant: Tenant, resource_group: ResourceGroup, flavor: str, 
 
 
 def update_quota(quota: Quota, *, nominal: int, borrowing_limit: int | None,
-                 lending_limit: int | None, actor=None) -> Quota:
-    """Change the amounts of a quota row (conditional on the row still existing).
+                 lending_limit: int | None, within_parent: bool = False, actor=None) -> Quota:
+    """Change the amounts of a quota row (conditional on the row still existing). Usage
+    already running above a smaller nominal stays counted (it becomes borrowing, reclaimable
+    by the tenants whose quota it now uses); nothing is evicted here.
+
+    Args:
+        within_parent: see :func:`create_quota`.
 
     Raises:
-        InvalidRequest: bad amounts.
+        InvalidRequest: bad amounts, more than the parent has left.
     """
     _check_quota_values(nominal, borrowing_limit, lending_limit, quota.dimension)
     with transaction.atomic():
+        if within_parent:
+            check_within_parent(quota.tenant, quota.resource_group, quota.flavor,
+                                quota.dimension, nominal, exclude_pk=quota.pk)
         locked = Quota.objects.select_for_update().get(pk=quota.pk)
         before = snapshot(locked, QUOTA_FIELDS)
         locked.nominal, locked.borrowing_limit, locked.lending_limit = (

@@ -7,7 +7,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from scheduling.api.serializers import VENDORS, JobSubmitSerializer
-from scheduling.models import DeviceModel
+from scheduling.models import DeviceModel, PriorityClass
 from tenants.choices import Role
 
 
@@ -16,7 +16,8 @@ class JobSubmitForm(forms.Form):
 
     queue = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200)
-    priority = forms.IntegerField(initial=0, min_value=-1000, max_value=1000)
+    priority_class = forms.ChoiceField(
+        required=False, label="Priority class (empty = the queue's default)")
     pod_count = forms.IntegerField(initial=1, min_value=1, max_value=1024,
                                    label="Pods (gang size)")
     cpu_milli = forms.IntegerField(initial=1000, min_value=0, label="CPU per pod (milli-cores)")
@@ -34,9 +35,13 @@ class JobSubmitForm(forms.Form):
                                        label="Device cores per device (%, 0 = any share)")
     device_type = forms.ChoiceField(required=False, label="Device model (empty = any)")
 
-    def __init__(self, *args, queues, **kwargs):
+    def __init__(self, *args, queues, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.queues = queues
+        self.user = user
+        self.fields["priority_class"].choices = [("", "queue default")] + [
+            (c.name, f"{c.name} ({c.value}{'' if c.preemptible else ', not preemptible'})")
+            for c in PriorityClass.objects.order_by("-value", "name")]
         self.fields["queue"].queryset = queues
         self.fields["queue"].label_from_instance = (
             lambda q: f"{q.tenant.name} / {q.name} (group {q.resource_group.name})")
@@ -49,7 +54,8 @@ class JobSubmitForm(forms.Form):
         if self.errors:
             return data
         payload = {
-            "queue": data["queue"].pk, "name": data["name"], "priority": data["priority"],
+            "queue": data["queue"].pk, "name": data["name"],
+            **({"priority_class": data["priority_class"]} if data.get("priority_class") else {}),
             "pod_count": data["pod_count"], "cpu_milli": data["cpu_milli"],
             "memory_mib": data["memory_mib"], "duration_s": data["duration_s"],
             "containers": [{
@@ -60,7 +66,7 @@ class JobSubmitForm(forms.Form):
                 "device_types": [data["device_type"]] if data.get("device_type") else [],
             }],
         }
-        serializer = JobSubmitSerializer(data=payload, queues=self.queues)
+        serializer = JobSubmitSerializer(data=payload, queues=self.queues, user=self.user)
         if not serializer.is_valid():
             mapping = {"containers[0].memory_percent": "device_memory_percent",
                        "containers[0].memory_mib": "device_memory_mib",

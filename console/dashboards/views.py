@@ -212,7 +212,7 @@ def job_submit(request):
     queues = submit_queues(request.user)
     if not queues.exists():
         raise PermissionDenied("Your role does not allow submitting jobs.")
-    form = JobSubmitForm(request.POST or None, queues=queues)
+    form = JobSubmitForm(request.POST or None, queues=queues, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()

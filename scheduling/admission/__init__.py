@@ -9,57 +9,89 @@ Public API:
     charges_for(decision, devices, group) -> {(flavor, dimension): amount}
     preview_submission(snapshot, placer, workload, config=None) -> SubmissionPreview
     simulate_quota_change(snapshot, changed=(), removed=(), caps=None) -> QuotaChangeImpact
+    children_over_parent(tenants, quotas) -> [ChildExcess]
     check_invariants(snapshot, placements=None, devices=None) -> tuple[InvariantViolation]
+    decayed_usage(intervals, now, half_life_s) -> float
     drain_rate_per_s(departures, now, ...) / estimate_start(position, departures, now, ...)
 """
 
 from scheduling.admission.charges import charges_for, charges_for_pods, device_milli
-from scheduling.admission.cycle import AdmissionCycle, run_cycle, validate_snapshot
+from scheduling.admission.cycle import AdmissionCycle, run_cycle
 from scheduling.admission.eta import drain_rate_per_s, estimate_start
+from scheduling.admission.fair_share import Share, dominant_share
+from scheduling.admission.history import UsageInterval, decayed_usage, entry_penalty
 from scheduling.admission.invariants import InvariantViolation, check_invariants
-from scheduling.admission.placer import PlacementOutcome, Placer, Undo
-from scheduling.admission.quota import QuotaBlock, QuotaTree, QuotaViolation
+from scheduling.admission.outcomes import (
+    Admission,
+    CycleResult,
+    PendingCode,
+    PendingVerdict,
+    PreemptionReason,
+    PreemptionTarget,
+    RejectedCandidate,
+    Reservation,
+)
+from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
+from scheduling.admission.policy import (
+    BorrowWithinCohort,
+    BorrowWithinCohortPolicy,
+    FairSharingStrategy,
+    FlavorFungibility,
+    FlavorPreference,
+    FungibilityPolicy,
+    PreemptionPolicy,
+    policy_problem,
+)
+from scheduling.admission.quota import QuotaTree
+from scheduling.admission.quota_fit import QuotaBlock, QuotaViolation
 from scheduling.admission.simulate import (
+    ChildExcess,
+    OverNominal,
     QuotaChangeImpact,
     QuotaChangeVictim,
     SubmissionPreview,
+    children_over_parent,
     preview_submission,
     simulate_quota_change,
 )
 from scheduling.admission.types import (
-    Admission,
     AdmissionInputError,
     AdmissionSnapshot,
-    AggregateCap,
+    AggregateCapSpec,
     Charges,
+    CohortOptions,
     CycleConfig,
-    CycleResult,
     Dimension,
     Flavor,
     FlavorResource,
     GroupKind,
-    PendingCode,
-    PendingVerdict,
+    GroupSpec,
+    HistoryFairShare,
     PendingWorkload,
-    Preemption,
-    PreemptionReason,
-    Queue,
+    PodSetSpec,
+    PriorityClassSpec,
     QueueingStrategy,
-    Quota,
-    ResourceGroup,
+    QueueSpec,
+    QuotaSpec,
     RunningWorkload,
-    Tenant,
+    TenantSpec,
     Usage,
 )
+from scheduling.admission.validation import validate_snapshot
 
 __all__ = [
-    "Admission", "AdmissionCycle", "AdmissionInputError", "AdmissionSnapshot", "AggregateCap",
-    "Charges", "CycleConfig", "CycleResult", "Dimension", "Flavor", "FlavorResource",
-    "GroupKind", "InvariantViolation", "PendingCode", "PendingVerdict", "PendingWorkload",
-    "PlacementOutcome", "Placer", "Preemption", "PreemptionReason", "Queue", "QueueingStrategy",
-    "Quota", "QuotaBlock", "QuotaChangeImpact", "QuotaChangeVictim", "QuotaTree",
-    "QuotaViolation", "ResourceGroup", "RunningWorkload", "SubmissionPreview", "Tenant",
-    "Undo", "Usage", "charges_for", "charges_for_pods", "check_invariants", "device_milli",
-    "drain_rate_per_s", "estimate_start", "preview_submission", "run_cycle",
-    "simulate_quota_change", "validate_snapshot",
+    "Admission", "AdmissionCycle", "AdmissionInputError", "AdmissionSnapshot",
+    "AggregateCapSpec", "BorrowWithinCohort", "BorrowWithinCohortPolicy", "Charges",
+    "ChildExcess", "CohortOptions", "CycleConfig", "CycleResult", "Dimension",
+    "FairSharingStrategy", "Flavor", "FlavorChoice", "FlavorFungibility", "FlavorPreference",
+    "FlavorResource", "FungibilityPolicy", "GroupKind", "GroupSpec", "HistoryFairShare",
+    "InvariantViolation", "OverNominal", "PendingCode", "PendingVerdict", "PendingWorkload",
+    "PlacementOutcome", "Placer", "PodSetSpec", "PreemptionPolicy", "PreemptionReason",
+    "PreemptionTarget", "PriorityClassSpec", "QueueSpec", "QueueingStrategy", "QuotaBlock",
+    "QuotaChangeImpact", "QuotaChangeVictim", "QuotaSpec", "QuotaTree", "QuotaViolation",
+    "RejectedCandidate", "Reservation", "RunningWorkload", "Share", "SubmissionPreview",
+    "TenantSpec", "Undo", "Usage", "UsageInterval", "charges_for", "charges_for_pods",
+    "check_invariants", "children_over_parent", "decayed_usage", "device_milli",
+    "dominant_share", "drain_rate_per_s", "entry_penalty", "estimate_start", "policy_problem",
+    "preview_submission", "run_cycle", "simulate_quota_change", "validate_snapshot",
 ]

@@ -28,7 +28,7 @@ from scheduling.admission.types import (
     AdmissionInputError,
     Dimension,
     FlavorResource,
-    ResourceGroup,
+    GroupSpec,
 )
 from scheduling.placement.types import Decision, PodAssignment
 
@@ -101,7 +101,7 @@ def collapse_pod(pod: PodAssignment) -> dict[str, tuple[int, int]]:
 def charges_for_pods(
     pods: Iterable[PodAssignment],
     devices: Mapping[str, DeviceInfo],
-    group: ResourceGroup,
+    group: GroupSpec,
 ) -> dict[FlavorResource, int]:
     """Exact charges of placed pods, per ``(flavor, dimension)``.
 
@@ -143,7 +143,7 @@ def charges_for_pods(
 def charges_for(
     decision: Decision,
     devices: Mapping[str, DeviceInfo],
-    group: ResourceGroup,
+    group: GroupSpec,
 ) -> dict[FlavorResource, int]:
     """Exact charges of a schedulable placement ``Decision`` (see the module docstring).
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduling.admission.charges import charges_for
-from scheduling.admission.placer import PlacementOutcome, Undo
-from scheduling.admission.types import AdmissionInputError, PendingWorkload, ResourceGroup
+from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Undo
+from scheduling.admission.types import AdmissionInputError, GroupSpec, PendingWorkload
 from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
@@ -51,7 +51,7 @@ class PoolPlacer:
         devices: the devices; their ``used_*`` fields are the starting usage.
     """
 
-    def __init__(self, group: ResourceGroup, devices: Iterable[Device]) -> None:
+    def __init__(self, group: GroupSpec, devices: Iterable[Device]) -> None:
         self.group = group
         self.devices = {d.uuid: d.clone() for d in devices}
         self.held: dict[str, Decision] = {}
@@ -59,23 +59,39 @@ class PoolPlacer:
 
     # -- protocol --------------------------------------------------------------------------
 
-    def try_place(self, workload: PendingWorkload, pod_count: int) -> PlacementOutcome:
-        """Place ``pod_count`` pods of ``workload`` (request must be a :class:`PodShape`)."""
-        shape = workload.request
-        if not isinstance(shape, PodShape):
-            raise AdmissionInputError(f"workload {workload.id}: request is not a PodShape")
+    def try_place(self, workload: PendingWorkload, pod_count: int,
+                  flavors: FlavorChoice = None) -> PlacementOutcome:
+        """Place ``pod_count`` pods of ``workload`` in pod-set order (each pod set's request
+        must be a :class:`PodShape`), pod set ``i`` restricted to ``flavors[i]``."""
         free = {u: [d.memory_mib - d.used_memory_mib, d.cores_percent - d.used_cores_percent,
                     d.used_slots] for u, d in self.devices.items()}
+        return self._place(workload, pod_count, flavors, free)
+
+    def estimate(self, workload: PendingWorkload, pod_count: int,
+                 flavors: FlavorChoice = None) -> PlacementOutcome:
+        """:meth:`try_place` on the same devices with nothing booked."""
+        free = {u: [d.memory_mib, d.cores_percent, 0] for u, d in self.devices.items()}
+        return self._place(workload, pod_count, flavors, free)
+
+    def _place(self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice,
+               free: dict[str, list[int]]) -> PlacementOutcome:
         pods = []
-        for index in range(pod_count):
-            pod = self._place_pod(f"{workload.id}-{index}", shape, free)
-            if pod is None:
-                return PlacementOutcome(
-                    placed=False,
-                    reason=f"pod {index + 1}/{pod_count}: no node has {shape.devices} free "
-                    f"device(s) for the shape",
-                )
-            pods.append(pod)
+        for set_index, pod_set in enumerate(workload.sets()):
+            shape = pod_set.request
+            if not isinstance(shape, PodShape):
+                raise AdmissionInputError(f"workload {workload.id}: request is not a PodShape")
+            allowed = flavors[set_index] if flavors and set_index < len(flavors) else None
+            for _ in range(pod_set.count):
+                if len(pods) == pod_count:
+                    break
+                pod = self._place_pod(f"{workload.id}-{len(pods)}", shape, allowed, free)
+                if pod is None:
+                    return PlacementOutcome(
+                        placed=False,
+                        reason=f"pod {len(pods) + 1}/{pod_count}: no node has {shape.devices} "
+                        f"free device(s) for the shape",
+                    )
+                pods.append(pod)
         decision = Decision(schedulable=True, pods=tuple(pods))
         return PlacementOutcome(
             placed=True, pod_count=pod_count, token=decision,
@@ -89,7 +105,8 @@ class PoolPlacer:
         return self.hold(workload.id, outcome.token)
 
     def remove(self, workload_id: str) -> Undo:
-        """Free the devices of ``workload_id`` until the returned undo is called."""
+        """Free the devices of ``workload_id`` (running or reserved) until the returned undo
+        is called."""
         decision = self.held.pop(workload_id)
         self._book(decision, -1)
 
@@ -122,11 +139,14 @@ class PoolPlacer:
                     device.used_cores_percent += sign * grant.cores_percent
                     device.used_slots += sign
 
-    def _wants(self, shape: PodShape, device: Device) -> tuple[int, int] | None:
+    def _wants(self, shape: PodShape, device: Device, allowed: tuple[str, ...] | None
+               ) -> tuple[int, int] | None:
         if not device.healthy or device.cordoned:
             return None
         flavor = self.group.flavor_of(device.type)
         if flavor is None or (shape.flavors and flavor not in shape.flavors):
+            return None
+        if allowed is not None and flavor not in allowed:
             return None
         if shape.memory_mib:
             memory = shape.memory_mib
@@ -138,7 +158,7 @@ class PoolPlacer:
             memory = 0
         return memory, min(shape.cores_percent, 100)
 
-    def _place_pod(self, name: str, shape: PodShape,
+    def _place_pod(self, name: str, shape: PodShape, allowed: tuple[str, ...] | None,
                    free: dict[str, list[int]]) -> PodAssignment | None:
         nodes = sorted({d.node for d in self._order})
         for node in nodes:
@@ -146,7 +166,7 @@ class PoolPlacer:
             for device in self._order:
                 if device.node != node or len(grants) == shape.devices:
                     continue
-                want = self._wants(shape, device)
+                want = self._wants(shape, device, allowed)
                 if want is None:
                     continue
                 memory, cores = want

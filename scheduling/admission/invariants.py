@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduling.admission.charges import DeviceInfo, charges_for
-from scheduling.admission.cycle import validate_snapshot
 from scheduling.admission.quota import QuotaTree, fr_sort_key, merge_charges
 from scheduling.admission.types import AdmissionSnapshot, Dimension, FlavorResource
+from scheduling.admission.validation import validate_snapshot
 from scheduling.placement.types import Decision
 
 

@@ -15,6 +15,9 @@ from typing import Protocol
 
 from scheduling.admission.types import FlavorResource, PendingWorkload
 
+FlavorChoice = tuple[tuple[str, ...] | None, ...] | None
+"""Allowed flavor names per pod set (None = no restriction)."""
+
 Undo = Callable[[], None]
 """Reverts one tentative change. Undo callables of different workloads must commute (each
 adds or removes one workload's booked usage), like Kueue's ``SimulateWorkloadRemoval``."""
@@ -48,10 +51,21 @@ class Placer(Protocol):
     deterministic for a given state.
     """
 
-    def try_place(self, workload: PendingWorkload, pod_count: int) -> PlacementOutcome:
+    def try_place(self, workload: PendingWorkload, pod_count: int,
+                  flavors: FlavorChoice = None) -> PlacementOutcome:
         """Where the first ``pod_count`` pods of ``workload`` would go, all or none.
 
-        Must not change the placer's state.
+        Pods are taken in pod-set order (``workload.sets()``); ``flavors[i]``, when given,
+        restricts pod set ``i`` to the devices of those flavors (a pod set past the end of
+        ``flavors``, or a None entry, is not restricted). Must not change the placer's state.
+        """
+        ...
+
+    def estimate(self, workload: PendingWorkload, pod_count: int,
+                 flavors: FlavorChoice = None) -> PlacementOutcome:
+        """Like :meth:`try_place` on the same cluster with nothing booked: the charges the
+        job would have if capacity were free (used when it cannot be placed now, to judge
+        quota and preemption). Not placed = it can never be placed there.
         """
         ...
 
@@ -64,7 +78,8 @@ class Placer(Protocol):
         ...
 
     def remove(self, workload_id: str) -> Undo:
-        """Tentatively free the devices of a running/admitted workload (a preemption victim).
+        """Tentatively free the devices of a running workload, or of one reserved in this
+        cycle (a preemption victim, a release in a starvation shadow).
 
         Returns:
             An undo callable booking them again.

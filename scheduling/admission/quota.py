@@ -1,30 +1,41 @@
 """Quota arithmetic of one resource group's cohort tree (Kueue semantics).
 
-Source: Kueue ``pkg/cache/scheduler/resource_node.go`` (subtree quota, local/guaranteed
-quota, ``available``, ``potentialAvailable``, usage bubbling) and Kueue fair sharing
-(``pkg/cache/scheduler/fair_sharing.go``: dominant resource share).
+Source: Kueue ``pkg/cache/scheduler/resource_node.go`` (subtree quota, local quota,
+``available``, ``potentialAvailable``, ``addUsage``/``removeUsage``,
+``QuantitiesFitInQuota``, ``IsWithinNominalInResources``) and
+``pkg/scheduler/preemption/classical/hierarchical_preemption.go`` (``getNodeHeight``,
+``FindHeightOfLowestSubtreeThatFits``).
 
 The tree: the cohort (one per resource group) is the root; top-level tenants hang below it
-and nested tenants below their parents. Per flavor resource ``fr = (flavor, dimension)``:
+and nested tenants below their parents. A tenant with children is a Kueue Cohort; a tenant's
+own jobs behave like a ClusterQueue located at its node. Per flavor resource
+``fr = (flavor, dimension)``:
 
-* ``subtree(n)`` = own nominal + sum over children of ``subtree(c) - guaranteed(c)``.
-* ``guaranteed(n)`` = ``max(0, subtree(n) - lending_limit)`` when a lending limit is set,
-  else 0. It is never lent upward.
-* ``usage(n)`` = own workloads' usage + sum over children of
-  ``max(0, usage(c) - guaranteed(c))`` (usage beyond the guaranteed part bubbles up).
-* ``available(n)`` = ``max(0, guaranteed(n) - usage(n))`` + what the parent can supply,
-  the latter capped by ``subtree(n) - guaranteed(n) - max(0, usage(n) - guaranteed(n))
-  + borrowing_limit`` when a borrowing limit is set; at the root it is
-  ``subtree - usage``.
+* ``nominal(n)``: a row's nominal quota is the quota of the tenant's whole subtree: its
+  children's rows are carved out of it (a tenant admin splits what the parent has, Run:ai
+  department/project). In Kueue's additive terms the node's own nominal is
+  ``max(0, row - sum of the direct children's rows)``.
+* ``subtree(n)`` = own nominal + sum over children of ``subtree(c) - local(c)``.
+* ``local(n)`` = ``max(0, subtree(n) - lending_limit)`` when a lending limit is set, else 0
+  (Kueue ``localQuota``). It is never lent upward.
+* ``usage(n)`` = own workloads' usage + sum over children of ``max(0, usage(c) - local(c))``
+  (usage beyond the local part bubbles up), maintained incrementally as Kueue does.
+* ``available(n)`` = ``max(0, local(n) - usage(n))`` + what the parent can supply, the latter
+  capped by ``subtree(n) - local(n) - max(0, usage(n) - local(n)) + borrowing_limit`` when a
+  borrowing limit is set; at the root it is ``subtree - usage``.
 
 Which quota applies (documented rule, avoiding Volcano's "deserved must list every
 dimension" trap, volcano#4658):
 
-* A tenant may use a flavor only when it or an ancestor has at least one quota row for that
-  flavor; otherwise the job is rejected with "no quota for this flavor".
+* A tenant may be admitted on a flavor only when it or an ancestor has at least one quota row
+  for that flavor; otherwise the job is rejected with "no quota for this flavor".
 * A flavor resource is *managed* for a tenant when it or an ancestor has a row for exactly
-  that ``(flavor, dimension)``. Unmanaged dimensions are not limited and their usage is not
-  counted in the cohort (e.g. only ``devices`` rows means memory and cores are free).
+  that ``(flavor, dimension)``. A dimension the tenant's path does not manage on a flavor it
+  does manage is not limited and its usage is not counted (only ``devices`` rows means memory
+  and cores are free).
+* Usage on a flavor the tenant's path has no row for at all (its row was deleted, or the
+  tenant moved) still counts in the cohort against a nominal of 0: it is borrowing and can be
+  reclaimed (Kueue ``updateWorkloadUsage`` counts every flavor resource of a workload).
 * A tenant without its own row for a resource managed through an ancestor is a pass-through
   node (nominal 0, no limits): it draws on the ancestor's pool (Kueue cohort-owned quota).
 * In an ``exclusive`` group every row's lending and borrowing limit is 0.
@@ -33,59 +44,45 @@ dimension" trap, volcano#4658):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
 
+from scheduling.admission.quota_fit import FitChecks, fr_sort_key, merge_charges
 from scheduling.admission.types import (
     AdmissionInputError,
-    AggregateCap,
+    AggregateCapSpec,
     Charges,
     Dimension,
     FlavorResource,
     GroupKind,
-    Quota,
-    ResourceGroup,
-    Tenant,
+    GroupSpec,
+    QuotaSpec,
+    TenantSpec,
 )
 
-_DIMENSION_ORDER = {Dimension.DEVICES: 0, Dimension.MEMORY_MIB: 1, Dimension.CORES_PERCENT: 2}
-
-ShareKey = tuple[int, Fraction]
-"""A weighted dominant share: ``(1, 0)`` is infinite (weight 0 and borrowing), else
-``(0, share)`` with ``share`` in per-mille of the cohort's lendable capacity / weight."""
+__all__ = ["QuotaNode", "QuotaTree", "fr_sort_key", "merge_charges"]
 
 
-def fr_sort_key(fr: FlavorResource) -> tuple[str, int]:
-    """Deterministic order of flavor resources: flavor name, then devices/memory/cores."""
-    return (fr[0], _DIMENSION_ORDER[fr[1]])
+class QuotaNode:
+    """One node of the cohort tree (a tenant, or the root cohort with ``name`` None).
 
-
-@dataclass(frozen=True, slots=True)
-class QuotaBlock:
-    """Why some charges do not fit, for one flavor resource or one aggregate cap.
-
-    Attributes:
-        text: the human reason (see :meth:`QuotaTree.check_fit`).
-        exceeds_max: True when the charge exceeds what the tenant could ever get
-            (nominal + borrowing limit, or the cap), so no preemption can help.
-        flavor_resource: the blocking ``(flavor, dimension)`` (None for a cap).
+    Attributes (per flavor resource): ``row`` (the tenant's quota row nominal),
+    ``nominal`` (own nominal after the carve-out), ``borrowing_limit``, ``lending_limit``,
+    ``subtree``, ``own`` (own workloads' usage), ``usage`` (Kueue usage); plus ``weight``
+    (fair-share weight), ``history`` (decayed past usage), ``explicit`` (resources with an own
+    row), ``managed`` (resources with a row on the node or an ancestor) and ``flavors``
+    (flavors managed on the path).
     """
 
-    text: str
-    exceeds_max: bool
-    flavor_resource: FlavorResource | None = None
-
-
-class _Node:
     __slots__ = (
-        "name", "parent", "children", "nominal", "borrowing_limit", "lending_limit",
-        "subtree", "own", "usage", "weight", "explicit", "managed",
+        "name", "parent", "children", "row", "nominal", "borrowing_limit", "lending_limit",
+        "subtree", "own", "usage", "weight", "history", "explicit", "managed", "flavors",
     )
 
-    def __init__(self, name: str | None, parent: _Node | None, weight: float) -> None:
+    def __init__(self, name: str | None, parent: QuotaNode | None, weight: float,
+                 history: float = 0.0) -> None:
         self.name = name
         self.parent = parent
-        self.children: list[_Node] = []
+        self.children: list[QuotaNode] = []
+        self.row: dict[FlavorResource, int] = {}
         self.nominal: dict[FlavorResource, int] = {}
         self.borrowing_limit: dict[FlavorResource, int | None] = {}
         self.lending_limit: dict[FlavorResource, int | None] = {}
@@ -93,11 +90,28 @@ class _Node:
         self.own: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
         self.weight = weight
+        self.history = history
         self.explicit: set[FlavorResource] = set()
         self.managed: set[FlavorResource] = set()
+        self.flavors: set[str] = set()
+
+    @property
+    def label(self) -> str:
+        """``"tenant NAME"`` or ``"cohort"`` for the root (used in reasons)."""
+        return f"tenant {self.name}" if self.name is not None else "cohort"
+
+    def path_to_root(self) -> list[QuotaNode]:
+        """The ancestors, parent first, ending with the root cohort (Kueue
+        ``PathParentToRoot``)."""
+        out = []
+        node = self.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
 
 
-class QuotaTree:
+class QuotaTree(FitChecks):
     """Mutable quota/usage state of one cohort, used during one cycle or simulation.
 
     Args:
@@ -113,15 +127,15 @@ class QuotaTree:
 
     def __init__(
         self,
-        group: ResourceGroup,
-        tenants: Iterable[Tenant],
-        quotas: Iterable[Quota],
-        caps: Iterable[AggregateCap] = (),
+        group: GroupSpec,
+        tenants: Iterable[TenantSpec],
+        quotas: Iterable[QuotaSpec],
+        caps: Iterable[AggregateCapSpec] = (),
     ) -> None:
         self.group = group
         self.caps = tuple(caps)
-        self._root = _Node(None, None, 1.0)
-        self._nodes: dict[str, _Node] = {}
+        self.root = QuotaNode(None, None, 1.0)
+        self._nodes: dict[str, QuotaNode] = {}
         self._build_tree(tuple(tenants))
         quota_rows = tuple(quotas)
         self.managed: frozenset[FlavorResource] = frozenset(
@@ -133,12 +147,15 @@ class QuotaTree:
         for node in reversed(self._post_order):  # parents before children
             parent_managed = node.parent.managed if node.parent is not None else set()
             node.managed = node.explicit | parent_managed
+            node.flavors = {fr[0] for fr in node.managed}
+        self._carve_out()
         self._compute_subtree()
-        self._recompute_usage()
+        for node in self._post_order:
+            node.usage = dict.fromkeys(self.managed, 0)
 
     # -- construction -------------------------------------------------------------------
 
-    def _build_tree(self, tenants: tuple[Tenant, ...]) -> None:
+    def _build_tree(self, tenants: tuple[TenantSpec, ...]) -> None:
         for tenant in tenants:
             if tenant.name in self._nodes:
                 raise AdmissionInputError(f"duplicate tenant {tenant.name!r}")
@@ -146,11 +163,12 @@ class QuotaTree:
                 raise AdmissionInputError(
                     f"tenant {tenant.name!r}: fair_share_weight must be >= 0"
                 )
-            self._nodes[tenant.name] = _Node(tenant.name, None, tenant.fair_share_weight)
+            self._nodes[tenant.name] = QuotaNode(tenant.name, None, tenant.fair_share_weight,
+                                                 tenant.history_usage)
         for tenant in tenants:
             node = self._nodes[tenant.name]
             if tenant.parent is None:
-                node.parent = self._root
+                node.parent = self.root
             elif tenant.parent in self._nodes:
                 node.parent = self._nodes[tenant.parent]
             else:
@@ -160,14 +178,14 @@ class QuotaTree:
             node.parent.children.append(node)
         for tenant in tenants:  # cycle check: every chain must reach the root
             seen: set[str] = set()
-            walk: _Node | None = self._nodes[tenant.name]
+            walk: QuotaNode | None = self._nodes[tenant.name]
             while walk is not None and walk.name is not None:
                 if walk.name in seen:
                     raise AdmissionInputError(f"tenant tree has a cycle through {walk.name!r}")
                 seen.add(walk.name)
                 walk = walk.parent
 
-    def _load_quotas(self, quotas: tuple[Quota, ...]) -> None:
+    def _load_quotas(self, quotas: tuple[QuotaSpec, ...]) -> None:
         flavors = {f.name for f in self.group.flavors}
         exclusive = self.group.kind == GroupKind.EXCLUSIVE
         seen: set[tuple[str, str, Dimension]] = set()
@@ -189,16 +207,27 @@ class QuotaTree:
             if q.lending_limit is not None and not 0 <= q.lending_limit <= q.nominal:
                 raise AdmissionInputError(f"{where}: lending_limit must be in [0, nominal]")
             node = self._nodes[q.tenant]
-            node.nominal[(q.flavor, dim)] = q.nominal
+            node.row[(q.flavor, dim)] = q.nominal
             node.explicit.add((q.flavor, dim))
             node.borrowing_limit[(q.flavor, dim)] = 0 if exclusive else q.borrowing_limit
             node.lending_limit[(q.flavor, dim)] = 0 if exclusive else q.lending_limit
         for node in self._nodes.values():
             for fr in self.managed:
-                if fr in node.nominal:
+                if fr in node.row:
                     continue
-                node.nominal[fr] = 0  # pass-through (Kueue cohort without quota)
+                node.row[fr] = 0  # pass-through (Kueue cohort without quota)
                 node.borrowing_limit[fr], node.lending_limit[fr] = None, None
+
+    def _carve_out(self) -> None:
+        """Own nominal = row - sum of the direct children's rows (floored at 0) for a node
+        with an own row; a pass-through node keeps 0."""
+        for node in self._nodes.values():
+            for fr in self.managed:
+                if fr not in node.explicit:
+                    node.nominal[fr] = 0
+                    continue
+                carved = sum(c.row[fr] for c in node.children if fr in c.explicit)
+                node.nominal[fr] = max(0, node.row[fr] - carved)
 
     def _validate_caps(self) -> None:
         flavors = {f.name for f in self.group.flavors}
@@ -211,15 +240,16 @@ class QuotaTree:
             if unknown:
                 raise AdmissionInputError(f"cap {cap.name!r}: unknown flavors {sorted(unknown)}")
 
-    def _compute_post_order(self) -> list[_Node]:
-        order: list[_Node] = []
+    def _compute_post_order(self) -> list[QuotaNode]:
+        order: list[QuotaNode] = []
 
-        def visit(node: _Node) -> None:
-            for child in sorted(node.children, key=lambda c: c.name or ""):
+        def visit(node: QuotaNode) -> None:
+            node.children.sort(key=lambda c: c.name or "")
+            for child in node.children:
                 visit(child)
             order.append(node)
 
-        visit(self._root)
+        visit(self.root)
         return order
 
     def _compute_subtree(self) -> None:
@@ -227,22 +257,17 @@ class QuotaTree:
             for fr in self.managed:
                 total = node.nominal.get(fr, 0)
                 for child in node.children:
-                    total += child.subtree[fr] - self._guaranteed(child, fr)
+                    total += child.subtree[fr] - self.local_quota(child, fr)
                 node.subtree[fr] = total
 
-    def _recompute_usage(self) -> None:
-        for node in self._post_order:
-            usage = {fr: v for fr, v in node.own.items() if fr in node.managed}
-            for child in node.children:  # a child's usage holds managed keys only
-                for fr, used in child.usage.items():
-                    excess = used - self._guaranteed(child, fr)
-                    if excess > 0:
-                        usage[fr] = usage.get(fr, 0) + excess
-            node.usage = usage
+    # -- nodes and names ------------------------------------------------------------------
 
-    # -- basic accessors ------------------------------------------------------------------
+    def node(self, tenant: str) -> QuotaNode:
+        """The node of ``tenant``.
 
-    def _node(self, tenant: str) -> _Node:
+        Raises:
+            AdmissionInputError: unknown tenant.
+        """
         try:
             return self._nodes[tenant]
         except KeyError:
@@ -258,17 +283,13 @@ class QuotaTree:
 
     def ancestors(self, tenant: str) -> list[str]:
         """``tenant`` followed by its ancestors, nearest first (the cohort excluded)."""
-        out: list[str] = []
-        node: _Node | None = self._node(tenant)
-        while node is not None and node.name is not None:
-            out.append(node.name)
-            node = node.parent
-        return out
+        node = self.node(tenant)
+        return [tenant] + [n.name for n in node.path_to_root() if n.name is not None]
 
     def descendants(self, tenant: str) -> list[str]:
         """``tenant`` and every tenant below it."""
         out: list[str] = []
-        stack = [self._node(tenant)]
+        stack = [self.node(tenant)]
         while stack:
             node = stack.pop()
             if node.name is not None:
@@ -276,53 +297,102 @@ class QuotaTree:
             stack.extend(node.children)
         return out
 
-    def _guaranteed(self, node: _Node, fr: FlavorResource) -> int:
-        if node.parent is None:
-            return node.subtree.get(fr, 0)
-        lending = node.lending_limit.get(fr)
+    # -- Kueue node arithmetic --------------------------------------------------------------
+
+    @staticmethod
+    def local_quota(node: QuotaNode, fr: FlavorResource) -> int:
+        """Kueue ``localQuota``: ``max(0, subtree - lending_limit)``; 0 without a lending
+        limit and at the root."""
+        lending = node.lending_limit.get(fr) if node.parent is not None else None
         if lending is None:
             return 0
         return max(0, node.subtree.get(fr, 0) - lending)
 
-    def nominal(self, tenant: str, fr: FlavorResource) -> int:
-        """The tenant's subtree quota for ``fr`` (own nominal + what its children lend up)."""
-        return self._node(tenant).subtree.get(fr, 0)
+    def local_available(self, node: QuotaNode, fr: FlavorResource) -> int:
+        """Kueue ``LocalAvailable``: local quota not used yet, never visible to the parent."""
+        return max(0, self.local_quota(node, fr) - node.usage.get(fr, 0))
 
-    def usage(self, tenant: str, fr: FlavorResource) -> int:
-        """Kueue usage of the tenant node: own usage + usage bubbled up from children."""
-        return self._node(tenant).usage.get(fr, 0)
+    @staticmethod
+    def borrowing_with(node: QuotaNode, fr: FlavorResource, amount: int) -> bool:
+        """Kueue ``BorrowingWith``: ``subtree < usage + amount``."""
+        return node.subtree.get(fr, 0) < node.usage.get(fr, 0) + amount
 
-    def own_usage(self, tenant: str) -> dict[FlavorResource, int]:
-        """Usage of the tenant's own workloads (not its children's), non-zero entries."""
-        return {fr: v for fr, v in self._node(tenant).own.items() if v}
+    @staticmethod
+    def within_nominal_in(node: QuotaNode, frs: Iterable[FlavorResource]) -> bool:
+        """Kueue ``IsWithinNominalInResources``: ``usage <= subtree`` for every ``fr``."""
+        return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
 
-    def managed_for(self, tenant: str) -> frozenset[FlavorResource]:
-        """Flavor resources whose quota applies to ``tenant`` (rows on it or an ancestor)."""
-        return frozenset(self._node(tenant).managed)
+    def fits_in_quota(self, node: QuotaNode, requests: Mapping[FlavorResource, int]
+                      ) -> tuple[bool, dict[FlavorResource, int]]:
+        """Kueue ``QuantitiesFitInQuota``: do ``requests`` fit the node's subtree quota, and
+        what remains after its local available quota (for the same test on the parent)."""
+        fits = True
+        remaining = {}
+        for fr, amount in requests.items():
+            if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + amount:
+                fits = False
+            remaining[fr] = max(0, amount - self.local_available(node, fr))
+        return fits, remaining
 
-    def flavors_for(self, tenant: str) -> frozenset[str]:
-        """Flavors ``tenant`` may use (some row on it or an ancestor)."""
-        return frozenset(fr[0] for fr in self._node(tenant).managed)
+    def height(self, node: QuotaNode) -> int:
+        """Kueue ``getNodeHeight``: distance to the furthest leaf below a cohort node (1 for
+        a cohort whose children are all leaves)."""
+        best = min(len(node.children), 1)
+        for child in node.children:
+            if child.children:
+                best = max(best, self.height(child) + 1)
+        return best
 
-    def borrowing_limit(self, tenant: str, fr: FlavorResource) -> int | None:
-        """Effective borrowing limit (None = unlimited)."""
-        return self._node(tenant).borrowing_limit.get(fr)
+    def lowest_fitting_height(self, node: QuotaNode, fr: FlavorResource, amount: int
+                              ) -> tuple[int, bool]:
+        """Kueue ``FindHeightOfLowestSubtreeThatFits``: the height of the lowest subtree on
+        the node's path that can hold ``amount`` more of ``fr`` (0 = the node's own quota),
+        and whether that subtree is smaller than the whole cohort (``mayReclaimInHierarchy``).
+        """
+        if not self.borrowing_with(node, fr, amount) or node.parent is None:
+            return 0, node.parent is not None
+        remaining = amount - self.local_available(node, fr)
+        for ancestor in node.path_to_root():
+            if not self.borrowing_with(ancestor, fr, remaining):
+                return self.height(ancestor), ancestor.parent is not None
+            remaining -= self.local_available(ancestor, fr)
+        return self.height(self.root), False
 
-    # -- usage changes ----------------------------------------------------------------------
+    def _available(self, node: QuotaNode, fr: FlavorResource) -> tuple[int, str]:
+        if node.parent is None:
+            return node.subtree.get(fr, 0) - node.usage.get(fr, 0), f"cohort {self.group.name}"
+        local = self.local_quota(node, fr)
+        used = node.usage.get(fr, 0)
+        parent_amount, bound = self._available(node.parent, fr)
+        limit = node.borrowing_limit.get(fr)
+        if limit is not None:
+            stored_in_parent = node.subtree.get(fr, 0) - local
+            used_in_parent = max(0, used - local)
+            capped = stored_in_parent - used_in_parent + limit
+            if capped <= parent_amount:
+                parent_amount, bound = capped, self._limit_label(node)
+        return max(0, local - used) + parent_amount, bound
 
-    def add(self, tenant: str, charges: Charges) -> None:
-        """Book ``charges`` on ``tenant`` (own usage) and re-bubble usage up the tree."""
-        node = self._node(tenant)
-        for fr, amount in charges.items():
-            key = (fr[0], Dimension(fr[1]))
-            node.own[key] = node.own.get(key, 0) + amount
-        self._recompute_usage()
+    def _limit_label(self, node: QuotaNode) -> str:
+        if self.group.kind == GroupKind.EXCLUSIVE:
+            return f"exclusive group {self.group.name}, no borrowing"
+        return f"borrowing limit of tenant {node.name}"
 
-    def remove(self, tenant: str, charges: Charges) -> None:
-        """Release ``charges`` from ``tenant``; the inverse of :meth:`add`."""
-        self.add(tenant, {fr: -amount for fr, amount in charges.items()})
+    def _potential(self, node: QuotaNode, fr: FlavorResource) -> tuple[int, str]:
+        if node.parent is None:
+            return node.subtree.get(fr, 0), f"cohort {self.group.name}"
+        parent_amount, bound = self._potential(node.parent, fr)
+        amount = self.local_quota(node, fr) + parent_amount
+        limit = node.borrowing_limit.get(fr)
+        if limit is not None and node.subtree.get(fr, 0) + limit <= amount:
+            amount, bound = node.subtree.get(fr, 0) + limit, self._limit_label(node)
+        return amount, bound
 
-    # -- Kueue availability ----------------------------------------------------------------
+    def potential_at(self, node: QuotaNode, fr: FlavorResource) -> int:
+        """Kueue ``potentialAvailable`` of any node (the root included)."""
+        return self._potential(node, fr)[0]
+
+    # -- tenant-level accessors --------------------------------------------------------------
 
     def available(self, tenant: str, fr: FlavorResource) -> tuple[int, str]:
         """Capacity ``tenant`` can still use for ``fr``, and the level that bounds it.
@@ -333,293 +403,98 @@ class QuotaTree:
             be borrowed, e.g. ``"borrowing limit of tenant team-a"`` or
             ``"cohort a100-shared"``.
         """
-        return self._available(self._node(tenant), fr)
-
-    def _available(self, node: _Node, fr: FlavorResource) -> tuple[int, str]:
-        if node.parent is None:
-            return node.subtree.get(fr, 0) - node.usage.get(fr, 0), f"cohort {self.group.name}"
-        guaranteed = self._guaranteed(node, fr)
-        used = node.usage.get(fr, 0)
-        local = max(0, guaranteed - used)
-        parent_amount, bound = self._available(node.parent, fr)
-        limit = node.borrowing_limit.get(fr)
-        if limit is not None:
-            stored_in_parent = node.subtree.get(fr, 0) - guaranteed
-            used_in_parent = max(0, used - guaranteed)
-            capped = stored_in_parent - used_in_parent + limit
-            if capped <= parent_amount:
-                parent_amount, bound = capped, self._limit_label(node)
-        return local + parent_amount, bound
-
-    def _limit_label(self, node: _Node) -> str:
-        if self.group.kind == GroupKind.EXCLUSIVE:
-            return f"exclusive group {self.group.name}, no borrowing"
-        return f"borrowing limit of tenant {node.name}"
+        return self._available(self.node(tenant), fr)
 
     def potential(self, tenant: str, fr: FlavorResource) -> tuple[int, str]:
         """Most ``tenant`` could ever use of ``fr`` with an empty cohort (Kueue
-        ``potentialAvailable``), and the level that bounds it.
+        ``potentialAvailable``), and the level that bounds it (as in :meth:`available`)."""
+        return self._potential(self.node(tenant), fr)
 
-        Returns:
-            ``(amount, bound)``, ``bound`` as in :meth:`available`.
-        """
-        return self._potential(self._node(tenant), fr)
+    def nominal(self, tenant: str, fr: FlavorResource) -> int:
+        """The tenant's subtree quota for ``fr`` (its row, or own nominal + what its children
+        lend up)."""
+        return self.node(tenant).subtree.get(fr, 0)
 
-    def _potential(self, node: _Node, fr: FlavorResource) -> tuple[int, str]:
-        if node.parent is None:
-            return node.subtree.get(fr, 0), f"cohort {self.group.name}"
-        parent_amount, bound = self._potential(node.parent, fr)
-        amount = self._guaranteed(node, fr) + parent_amount
-        limit = node.borrowing_limit.get(fr)
-        if limit is not None and node.subtree.get(fr, 0) + limit <= amount:
-            amount, bound = node.subtree.get(fr, 0) + limit, self._limit_label(node)
-        return amount, bound
+    def usage(self, tenant: str, fr: FlavorResource) -> int:
+        """Kueue usage of the tenant node: own usage + usage bubbled up from children."""
+        return self.node(tenant).usage.get(fr, 0)
 
-    # -- fit ---------------------------------------------------------------------------------
+    def own_usage(self, tenant: str) -> dict[FlavorResource, int]:
+        """Usage of the tenant's own workloads (not its children's), non-zero entries."""
+        return {fr: v for fr, v in self.node(tenant).own.items() if v}
 
-    def subtree_own_usage(self, tenant: str, flavors: Iterable[str] | None,
-                          dimension: Dimension) -> int:
-        """Raw usage of ``tenant`` and all its descendants over ``flavors`` (None = all)."""
-        wanted = None if flavors is None else set(flavors)
-        total = 0
-        for name in self.descendants(tenant):
-            for (flavor, dim), amount in self._nodes[name].own.items():
-                if dim == dimension and (wanted is None or flavor in wanted):
-                    total += amount
-        return total
+    def managed_for(self, tenant: str) -> frozenset[FlavorResource]:
+        """Flavor resources whose quota applies to ``tenant`` (rows on it or an ancestor)."""
+        return frozenset(self.node(tenant).managed)
 
-    def check_fit(self, tenant: str, charges: Charges, *,
-                  allow_borrowing: bool = True) -> list[QuotaBlock]:
-        """Every reason why ``charges`` do not fit for ``tenant`` now (empty = fits).
+    def flavors_for(self, tenant: str) -> frozenset[str]:
+        """Flavors ``tenant`` may use (some row on it or an ancestor)."""
+        return frozenset(self.node(tenant).flavors)
 
-        Checks, in order: each managed flavor resource (sorted by flavor, then devices,
-        memory_mib, cores_percent), then the aggregate caps of the tenant and its ancestors.
+    def borrowing_limit(self, tenant: str, fr: FlavorResource) -> int | None:
+        """Effective borrowing limit (None = unlimited)."""
+        return self.node(tenant).borrowing_limit.get(fr)
 
-        Reason formats (amounts in the dimension's unit)::
+    def counted(self, node: QuotaNode, fr: FlavorResource) -> bool:
+        """Whether the node's own usage of ``fr`` counts in the cohort (module docstring)."""
+        return fr in self.managed and (fr in node.managed or fr[0] not in node.flavors)
 
-            tenant T, group G, flavor F: no quota for this flavor
-            tenant T, group G, flavor F, DIM: needs N, free X, borrowable Y (NOTES)
-            tenant T, group G, flavor F, DIM: needs N, max M (nominal X; bounded by LEVEL)
-            tenant T, cap NAME, DIM: needs N, used U, cap C
+    # -- usage changes ----------------------------------------------------------------------
 
-        ``free`` is the unused part of T's nominal quota T can use now, ``borrowable`` what
-        the cohort can still lend to it; NOTES name the level that bounded borrowing and
-        any of T's nominal currently lent to others.
-
-        Args:
-            tenant: requesting tenant.
-            charges: exact charges of the job.
-            allow_borrowing: False for non-preemptible jobs, which must fit in nominal.
-        """
-        blocks: list[QuotaBlock] = []
-        managed = self._node(tenant).managed
-        allowed = self.flavors_for(tenant)
-        for flavor in sorted({fr[0] for fr, a in charges.items() if a > 0} - allowed):
-            blocks.append(QuotaBlock(
-                f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
-                f"no quota for this flavor", exceeds_max=True))
-        for fr in sorted(charges, key=fr_sort_key):
-            key = (fr[0], Dimension(fr[1]))
-            need = charges[fr]
-            if key not in managed or need <= 0:
-                continue
-            block = self._check_resource(tenant, key, need, allow_borrowing)
-            if block is not None:
-                blocks.append(block)
-        blocks.extend(self._check_caps(tenant, charges))
-        return blocks
-
-    def _check_resource(self, tenant: str, fr: FlavorResource, need: int,
-                        allow_borrowing: bool) -> QuotaBlock | None:
-        flavor, dim = fr
-        head = f"tenant {tenant}, group {self.group.name}, flavor {flavor}, {dim.value}"
-        potential, max_bound = self.potential(tenant, fr)
-        nominal = self.nominal(tenant, fr)
-        if not allow_borrowing and nominal < potential:
-            potential, max_bound = nominal, "non-preemptible jobs may not borrow"
-        if need > potential:
-            return QuotaBlock(
-                f"{head}: needs {need}, max {potential} (nominal {nominal}; bounded by "
-                f"{max_bound})",
-                exceeds_max=True, flavor_resource=fr,
-            )
-        available, bound = self.available(tenant, fr)
-        used = self.usage(tenant, fr)
-        unused_nominal = max(0, nominal - used)
-        free = max(0, min(available, unused_nominal))
-        borrowable = max(0, available - free)
-        notes = []
-        if not allow_borrowing:
-            borrowable = 0
-            notes.append("non-preemptible jobs may not borrow")
-            fits = need <= free
-        else:
-            fits = need <= available
-            notes.append(f"bounded by {bound}")
-        if fits:
-            return None
-        if fr not in self._node(tenant).explicit:
-            notes.append("no quota row for this tenant")
-        lent = unused_nominal - free
-        if lent > 0:
-            notes.append(f"{lent} of its nominal quota in use by other tenants")
-        return QuotaBlock(
-            f"{head}: needs {need}, free {free}, borrowable {borrowable} ({'; '.join(notes)})",
-            exceeds_max=False, flavor_resource=fr,
-        )
-
-    def _check_caps(self, tenant: str, charges: Charges) -> list[QuotaBlock]:
-        path = set(self.ancestors(tenant))
-        blocks = []
-        for cap in self.caps:
-            if cap.tenant not in path:
-                continue
-            wanted = None if cap.flavors is None else set(cap.flavors)
-            need = sum(
-                amount for (flavor, dim), amount in charges.items()
-                if Dimension(dim) == cap.dimension and (wanted is None or flavor in wanted)
-            )
-            if need <= 0:
-                continue
-            used = self.subtree_own_usage(cap.tenant, cap.flavors, cap.dimension)
-            if used + need > cap.limit:
-                blocks.append(QuotaBlock(
-                    f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
-                    f"needs {need}, used {used}, cap {cap.limit}",
-                    exceeds_max=need > cap.limit,
-                ))
-        return blocks
-
-    def within_nominal(self, tenant: str, charges: Charges) -> bool:
-        """True when ``tenant`` stays within its nominal quota after adding ``charges``."""
-        managed = self._node(tenant).managed
+    def add(self, tenant: str, charges: Charges) -> None:
+        """Book ``charges`` on ``tenant`` (own usage) and bubble the usage up (Kueue
+        ``addUsage``/``removeUsage``; a negative amount releases)."""
+        node = self.node(tenant)
         for fr, amount in charges.items():
             key = (fr[0], Dimension(fr[1]))
-            if key in managed and amount > 0 and (
-                self.usage(tenant, key) + amount > self.nominal(tenant, key)
-            ):
+            node.own[key] = node.own.get(key, 0) + amount
+            if amount and self.counted(node, key):
+                if amount > 0:
+                    self._add_usage(node, key, amount)
+                else:
+                    self._remove_usage(node, key, -amount)
+
+    def remove(self, tenant: str, charges: Charges) -> None:
+        """Release ``charges`` from ``tenant``; the inverse of :meth:`add`."""
+        self.add(tenant, {fr: -amount for fr, amount in charges.items()})
+
+    def _add_usage(self, node: QuotaNode, fr: FlavorResource, amount: int) -> None:
+        local_available = self.local_available(node, fr)
+        node.usage[fr] = node.usage.get(fr, 0) + amount
+        if node.parent is not None and amount > local_available:
+            self._add_usage(node.parent, fr, amount - local_available)
+
+    def _remove_usage(self, node: QuotaNode, fr: FlavorResource, amount: int) -> None:
+        stored_in_parent = node.usage.get(fr, 0) - self.local_quota(node, fr)
+        node.usage[fr] = node.usage.get(fr, 0) - amount
+        if stored_in_parent <= 0 or node.parent is None:
+            return
+        self._remove_usage(node.parent, fr, min(amount, stored_in_parent))
+
+    # -- nominal ------------------------------------------------------------------------------
+
+    def within_nominal(self, tenant: str, charges: Charges) -> bool:
+        """True when ``tenant`` stays within its nominal quota after adding ``charges``
+        (Kueue ``not BorrowingWith`` for every counted flavor resource)."""
+        node = self.node(tenant)
+        for fr, amount in charges.items():
+            key = (fr[0], Dimension(fr[1]))
+            if amount > 0 and self.counted(node, key) and self.borrowing_with(node, key, amount):
                 return False
         return True
 
     def borrowing_resources(self, tenant: str) -> list[FlavorResource]:
-        """Managed flavor resources where ``tenant`` uses more than its nominal quota."""
-        return sorted(
-            (fr for fr in self._node(tenant).managed
-             if self.usage(tenant, fr) > self.nominal(tenant, fr)),
-            key=fr_sort_key,
-        )
+        """Flavor resources where ``tenant`` uses more than its nominal quota."""
+        node = self.node(tenant)
+        return sorted((fr for fr in self.managed if self.borrowing_with(node, fr, 0)),
+                      key=fr_sort_key)
 
-    # -- fair sharing ------------------------------------------------------------------------
-
-    def dominant_share(self, tenant: str, extra: Charges | None = None) -> ShareKey:
-        """Weighted dominant resource share of ``tenant`` (Kueue fair sharing).
-
-        For each managed flavor resource: ``borrowed = max(0, usage + extra - nominal)``;
-        ``ratio = borrowed * 1000 / lendable`` where ``lendable`` is the cohort's total
-        subtree quota. The share is the largest ratio divided by the tenant's
-        ``fair_share_weight``; weight 0 with any borrowing is infinite.
-
-        Returns:
-            A sortable :data:`ShareKey`.
-        """
-        node = self._node(tenant)
-        extra = extra or {}
-        share = Fraction(0)
-        for fr in node.managed:
-            lendable = self._root.subtree.get(fr, 0)
-            if lendable <= 0:
-                continue
-            added = sum(a for k, a in extra.items() if (k[0], Dimension(k[1])) == fr)
-            borrowed = node.usage.get(fr, 0) + added - node.subtree.get(fr, 0)
-            if borrowed > 0:
-                share = max(share, Fraction(borrowed * 1000, lendable))
-        if share == 0:
-            return (0, Fraction(0))
-        if node.weight == 0:
-            return (1, Fraction(0))
-        return (0, share / Fraction(node.weight))
-
-    # -- invariants ----------------------------------------------------------------------------
-
-    def violations(self) -> list[QuotaViolation]:
-        """Quota invariants broken by the current usage (DESIGN.md §7).
-
-        * ``no_quota``: a tenant uses a flavor it has no quota row for.
-        * ``over_limit``: a tenant uses more than nominal + borrowing limit.
-        * ``cohort_overcommit``: the cohort's usage exceeds its total quota (somebody borrowed
-          capacity that is not there, or more than the lending limits allow).
-        * ``over_cap``: an aggregate cap is exceeded.
-        """
-        found: list[QuotaViolation] = []
-        for name in self.tenant_names():
-            node = self._nodes[name]
-            no_quota = sorted({fr[0] for fr, a in node.own.items() if a > 0}
-                              - self.flavors_for(name))
-            for flavor in no_quota:
-                found.append(QuotaViolation(
-                    "no_quota", name, None,
-                    f"tenant {name}, group {self.group.name}, flavor {flavor}: "
-                    f"usage without quota for this flavor",
-                    flavor=flavor,
-                ))
-            for fr in sorted(node.managed, key=fr_sort_key):
-                limit = node.borrowing_limit.get(fr)
-                if limit is None:
-                    continue
-                used, nominal = node.usage.get(fr, 0), node.subtree.get(fr, 0)
-                if used > nominal + limit:
-                    found.append(QuotaViolation(
-                        "over_limit", name, fr,
-                        f"tenant {name}, group {self.group.name}, flavor {fr[0]}, "
-                        f"{fr[1].value}: usage {used} exceeds nominal {nominal} + "
-                        f"borrowing limit {limit}",
-                    ))
-        for fr in sorted(self.managed, key=fr_sort_key):
-            used, total = self._root.usage.get(fr, 0), self._root.subtree.get(fr, 0)
-            if used > total:
-                found.append(QuotaViolation(
-                    "cohort_overcommit", None, fr,
-                    f"cohort {self.group.name}, flavor {fr[0]}, {fr[1].value}: "
-                    f"usage {used} exceeds cohort quota {total}",
-                ))
-        for cap in self.caps:
-            used = self.subtree_own_usage(cap.tenant, cap.flavors, cap.dimension)
-            if used > cap.limit:
-                found.append(QuotaViolation(
-                    "over_cap", cap.tenant, None,
-                    f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
-                    f"usage {used} exceeds cap {cap.limit}",
-                    cap=cap,
-                ))
-        return found
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaViolation:
-    """One broken quota invariant.
-
-    Attributes:
-        kind: ``no_quota`` | ``over_limit`` | ``cohort_overcommit`` | ``over_cap``.
-        tenant: the tenant concerned (None for the cohort).
-        flavor_resource: the flavor resource concerned (None for a cap).
-        message: human-readable description with the amounts.
-        cap: the aggregate cap concerned (``over_cap`` only).
-        flavor: the flavor concerned (``no_quota`` only).
-    """
-
-    kind: str
-    tenant: str | None
-    flavor_resource: FlavorResource | None
-    message: str
-    cap: AggregateCap | None = None
-    flavor: str | None = None
-
-
-def merge_charges(*parts: Mapping[FlavorResource, int]) -> dict[FlavorResource, int]:
-    """Sum several charge mappings (keys normalised to :class:`Dimension`)."""
-    total: dict[FlavorResource, int] = {}
-    for part in parts:
-        for fr, amount in part.items():
-            key = (fr[0], Dimension(fr[1]))
-            total[key] = total.get(key, 0) + amount
-    return total
+    def borrowing_height(self, tenant: str, charges: Charges) -> int:
+        """Max over ``charges`` of :meth:`lowest_fitting_height` (Kueue
+        ``Assignment.Borrowing``): 0 = fits the tenant's own quota."""
+        node = self.node(tenant)
+        height = 0
+        for fr, amount in merge_charges(charges).items():
+            if amount > 0 and self.counted(node, fr):
+                height = max(height, self.lowest_fitting_height(node, fr, amount)[0])
+        return height

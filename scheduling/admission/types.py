@@ -1,9 +1,12 @@
-"""Plain frozen inputs and outputs of the admission core.
+"""Plain frozen inputs of the admission core (the outputs are in
+:mod:`scheduling.admission.outcomes`).
 
 Everything here is built by the Django side from database rows (one row, one dataclass) and
-handed to :func:`scheduling.admission.cycle.run_cycle`. Names follow Kueue
-(kubernetes-sigs/kueue, API ``kueue.x-k8s.io/v1beta2``): nominal quota, borrowing limit,
-lending limit, cohort, preemption.
+handed to :func:`scheduling.admission.cycle.run_cycle`. The classes are named ``*Spec`` so
+they never clash with the Django models they are built from (``tenants.models.Tenant`` ->
+:class:`TenantSpec`, ``scheduling.models.Queue`` -> :class:`QueueSpec`, ...). Names of fields
+follow Kueue (kubernetes-sigs/kueue, API ``kueue.x-k8s.io/v1beta2``): nominal quota,
+borrowing limit, lending limit, cohort, preemption, flavor fungibility, priority class.
 
 Units:
     * ``devices``: milli-devices (1000 = one whole physical device; fractions allowed).
@@ -22,6 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+
+from scheduling.admission.policy import (
+    DEFAULT_STRATEGIES,
+    BorrowWithinCohort,
+    FairSharingStrategy,
+    FlavorFungibility,
+    PreemptionPolicy,
+)
 
 
 class AdmissionInputError(ValueError):
@@ -86,13 +97,14 @@ class Flavor:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceGroup:
-    """The pool one admission cycle works on; its tenants form the cohort.
+class GroupSpec:
+    """The resource group one admission cycle works on: the root cohort of its tenants.
 
     Attributes:
         name: group name (also the cohort name in reasons).
         kind: :class:`GroupKind`.
-        flavors: the flavors of the group; a device type belongs to at most one flavor.
+        flavors: the flavors of the group, in the group's order; a device type belongs to at
+            most one flavor.
     """
 
     name: str
@@ -108,7 +120,7 @@ class ResourceGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class Tenant:
+class TenantSpec:
     """An organisation unit; tenants nest (department -> team) through ``parent``.
 
     Attributes:
@@ -117,21 +129,27 @@ class Tenant:
             the group's cohort).
         fair_share_weight: Kueue ``fairSharing.weight`` (>= 0); a larger weight lowers the
             tenant's weighted dominant share, so it borrows earlier and is reclaimed later.
-            0 means any borrowing gives an infinite share.
+            0 means any borrowing gives an infinite share (Kueue).
+        history_usage: decayed past usage (:func:`scheduling.admission.history.decayed_usage`
+            weighted by :attr:`HistoryFairShare.resource_weights`); only read when the cohort
+            has :attr:`CohortOptions.history` set.
     """
 
     name: str
     parent: str | None = None
     fair_share_weight: float = 1.0
+    history_usage: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
-class Quota:
+class QuotaSpec:
     """One quota row: tenant x flavor x dimension in the snapshot's resource group.
 
     Kueue semantics (pkg/cache/scheduler/resource_node.go): a tenant may use its nominal
     quota plus whatever the cohort can supply, capped by ``borrowing_limit``; at most
     ``lending_limit`` of its nominal quota may be used by others (None = unlimited for both).
+    A parent tenant's row is the nominal quota of its whole subtree: its children's rows are
+    carved out of it (see :mod:`scheduling.admission.quota`).
 
     Attributes:
         tenant: tenant name.
@@ -151,7 +169,7 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True)
-class AggregateCap:
+class AggregateCapSpec:
     """A hard cap on a tenant's total usage over several flavors (model family or all).
 
     The cap counts the usage of the tenant and all its descendants (a department cap limits
@@ -187,12 +205,69 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class Queue:
-    """A tenant's queue of pending jobs (Kueue LocalQueue + ClusterQueue strategy)."""
+class PriorityClassSpec:
+    """A priority class defined by platform admins (Kueue ``WorkloadPriorityClass`` plus the
+    Run:ai/KAI preemptible flag).
+
+    A job copies ``value`` at submission (Kueue: later changes of the class value do not
+    affect existing workloads); ``preemptible`` is read live: a class made non-preemptible
+    protects its running jobs at once.
+
+    Attributes:
+        name: unique class name.
+        value: priority (larger runs first and may preempt lower ones).
+        preemptible: False protects every job of the class from preemption; such jobs never
+            borrow.
+    """
+
+    name: str
+    value: int
+    preemptible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A tenant's queue: Kueue LocalQueue plus the ClusterQueue settings that are per queue
+    here (queueing strategy, preemption policy, flavor fungibility, allowed classes).
+
+    Attributes:
+        name: unique queue name.
+        tenant: owning tenant.
+        strategy: :class:`QueueingStrategy`.
+        within_cluster_queue: Kueue ``withinClusterQueue`` for candidates of the own tenant.
+        reclaim_within_cohort: Kueue ``reclaimWithinCohort`` for other tenants' candidates.
+        borrow_within_cohort: Kueue ``borrowWithinCohort``.
+        flavors: flavor names tried in this order for each pod set (Kueue resource group
+            flavor list); () = no flavor choice: the placer lands anywhere the job's device
+            types allow.
+        fungibility: Kueue ``flavorFungibility`` (used with ``flavors``).
+        allowed_priority_classes: classes jobs of this queue may use; None = any.
+    """
 
     name: str
     tenant: str
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    within_cluster_queue: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY
+    reclaim_within_cohort: PreemptionPolicy = PreemptionPolicy.ANY
+    borrow_within_cohort: BorrowWithinCohort = field(default_factory=BorrowWithinCohort)
+    flavors: tuple[str, ...] = ()
+    fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    allowed_priority_classes: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetSpec:
+    """One pod set of a workload: ``count`` identical pods (Kueue ``PodSet``).
+
+    Attributes:
+        name: pod set name (e.g. ``"driver"``, ``"workers"``).
+        count: pods (>= 1).
+        request: opaque request the placer understands for one pod of the set.
+    """
+
+    name: str
+    count: int
+    request: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +278,26 @@ class PendingWorkload:
         id: unique workload id (the job's primary key as a string).
         tenant: owning tenant (must equal the queue's tenant).
         queue: queue name.
-        priority: larger runs first and may preempt lower priorities of the same tenant.
-        created_at: submission time (FIFO order; also the start of the preemption delay).
-        pod_count: number of pods of the gang (>= 1); all are placed or none.
-        min_pod_count: smallest acceptable gang (Kueue ``minCount``); None = ``pod_count``.
+        priority: larger runs first and may preempt lower priorities (the class value copied
+            at submission).
+        created_at: submission time (FIFO order; Kueue queue-order timestamp; also the start
+            of the preemption delay and of the starvation wait).
+        pod_count: number of pods of the gang (>= 1); all are placed or none. With
+            ``pod_sets``, the sum of their counts.
+        min_pod_count: smallest acceptable gang (Kueue ``minCount``); None = ``pod_count``;
+            single pod set only.
         request: opaque request the :class:`~scheduling.admission.placer.Placer` understands
             (the Django side passes a ``scheduling.placement.types.PlacementRequest``).
         preemptible: False for jobs that must stay inside nominal quota (Run:ai
             non-preemptible): such a job never borrows.
+        pod_sets: several pod sets (driver + workers, ...); () = one pod set of ``pod_count``
+            pods of ``request``. Each pod set chooses its flavor (Kueue flavor fungibility).
+        priority_class: the job's priority class name (None = none).
+        max_runtime_s: the job's runtime bound (Kueue ``maximumExecutionTimeSeconds``);
+            None = unbounded. Backfill needs it.
+        preempting: True when the job issued preemptions in an earlier cycle and waits for
+            its victims (Kueue's sticky preemptor head): it goes first.
+        reserving_since: when its starvation reservation started (None = none).
     """
 
     id: str
@@ -222,21 +309,39 @@ class PendingWorkload:
     min_pod_count: int | None = None
     request: object = None
     preemptible: bool = True
+    pod_sets: tuple[PodSetSpec, ...] = ()
+    priority_class: str | None = None
+    max_runtime_s: float | None = None
+    preempting: bool = False
+    reserving_since: datetime | None = None
+
+    def sets(self) -> tuple[PodSetSpec, ...]:
+        """The pod sets: ``pod_sets``, or one set ``"main"`` of ``pod_count`` x ``request``."""
+        return self.pod_sets or (PodSetSpec("main", self.pod_count, self.request),)
 
 
 @dataclass(frozen=True, slots=True)
 class RunningWorkload:
-    """A job holding quota (admitted, starting or running).
+    """A job holding quota and devices (admitted, starting, running or terminating).
 
     Attributes:
         id: unique workload id.
         tenant: owning tenant.
         priority: priority it was admitted with.
-        started_at: admission time; minimum runtime counts from here.
+        started_at: admission time (Kueue ``QuotaReserved`` transition); minimum runtime
+            counts from here; newer admissions are preempted first.
         charges: exact charges it holds per ``(flavor, dimension)``.
         min_runtime_s: seconds after ``started_at`` during which it cannot be preempted.
         preemptible: False protects it from every preemption.
         borrowing: True when it was admitted above its tenant's nominal quota.
+        created_at: submission time (Kueue queue-order timestamp, for
+            ``LowerOrNewerEqualPriority``); None = ``started_at``.
+        priority_class: its priority class name (None = none).
+        max_runtime_s: runtime bound; None = unbounded (expected end +inf for backfill).
+        terminating: True while it is being evicted (its pods are in their termination grace
+            period): it still holds its quota and devices (Kueue keeps ``QuotaReserved`` until
+            the pods are gone) and is a preemption candidate first, never evicted twice.
+        evict_by: end of its termination grace period (terminating only).
     """
 
     id: str
@@ -247,20 +352,75 @@ class RunningWorkload:
     min_runtime_s: float = 0.0
     preemptible: bool = True
     borrowing: bool = False
+    created_at: datetime | None = None
+    priority_class: str | None = None
+    max_runtime_s: float | None = None
+    terminating: bool = False
+    evict_by: datetime | None = None
+
+    @property
+    def queue_order_time(self) -> datetime:
+        """Kueue ``GetQueueOrderTimestamp``: the creation time (``started_at`` if unknown)."""
+        return self.created_at or self.started_at
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFairShare:
+    """History-aware fair share (Kueue Admission Fair Sharing, per tenant here).
+
+    Attributes:
+        half_life_s: usage half-life (Kueue ``usageHalfLifeTime``; > 0).
+        resource_weights: weight per dimension when summing usage (Kueue
+            ``resourceWeights``); a missing dimension weighs 0. Default: devices only, one
+            unit per whole device (0.001 per milli-device).
+        entry_penalty_interval_s: Kueue ``usageSamplingInterval``: a job admitted in this
+            cycle adds ``weighted charges x alpha(interval, half life)`` to its tenant at once.
+    """
+
+    half_life_s: float
+    resource_weights: Mapping[Dimension, float] = field(
+        default_factory=lambda: {Dimension.DEVICES: 0.001})
+    entry_penalty_interval_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class CohortOptions:
+    """Per-cohort (resource group) options of the admission cycle.
+
+    Attributes:
+        fair_sharing: Kueue fair sharing (tournament admission order by dominant share,
+            fair-sharing preemption); None = :attr:`CycleConfig.fair_sharing`.
+        preemption_strategies: fair-sharing preemption strategies, one of
+            :data:`~scheduling.admission.policy.ALLOWED_STRATEGY_LISTS`.
+        reservation_after_s: a queue head pending this long gets a starvation reservation
+            (smaller jobs then backfill only where they end before it could start); None =
+            off.
+        max_reservations: reservations held at once in the group.
+        max_reservation_hold_s: a reservation not admitted after this long is dropped for
+            one cycle (LSF ``MAX_RESERVE_TIME``); None = kept until admitted.
+        history: history-aware fair share; None = off.
+    """
+
+    fair_sharing: bool | None = None
+    preemption_strategies: tuple[FairSharingStrategy, ...] = DEFAULT_STRATEGIES
+    reservation_after_s: float | None = None
+    max_reservations: int = 1
+    max_reservation_hold_s: float | None = None
+    history: HistoryFairShare | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CycleConfig:
-    """Knobs of one admission cycle.
+    """Knobs of the admission cycles (from settings; per-cohort options are in
+    :class:`CohortOptions`).
 
     Attributes:
         preemption_delay_s: a pending job may reclaim capacity from other tenants only after
-            waiting this long (YuniKorn ``preemption.delay``); same-tenant priority
+            waiting this long (YuniKorn ``preemption.delay``; our extra); same-tenant
             preemption is immediate.
-        termination_grace_s: grace period given to a victim; ``Preemption.evict_by`` is
+        termination_grace_s: grace period given to a victim; ``evict_by`` is
             ``now + termination_grace_s``.
-        fair_sharing: order borrowing candidates and reclaim victims by weighted dominant
-            share (Kueue fair sharing); False keeps classic priority/FIFO order.
+        fair_sharing: default of :attr:`CohortOptions.fair_sharing`.
     """
 
     preemption_delay_s: float = 0.0
@@ -276,134 +436,24 @@ class AdmissionSnapshot:
         group: the resource group (its tenants form the cohort).
         tenants: every tenant of the tree (ancestors included).
         quotas: quota rows of this group.
-        caps: aggregate caps (model family / per tenant) of this group.
         queues: queues of this group.
         pending: pending workloads (any order; the core sorts them).
-        running: workloads holding quota in this group.
-        usage: stored usage rows (only read by the invariant checker).
+        running: workloads holding quota in this group (terminating ones included).
         now: cycle time (timezone-aware).
+        caps: aggregate caps (model family / per tenant) of this group.
+        usage: stored usage rows (only read by the invariant checker).
+        priority_classes: the priority classes (every class a queue or job names).
+        options: per-cohort options.
     """
 
-    group: ResourceGroup
-    tenants: tuple[Tenant, ...]
-    quotas: tuple[Quota, ...]
-    queues: tuple[Queue, ...]
+    group: GroupSpec
+    tenants: tuple[TenantSpec, ...]
+    quotas: tuple[QuotaSpec, ...]
+    queues: tuple[QueueSpec, ...]
     pending: tuple[PendingWorkload, ...]
     running: tuple[RunningWorkload, ...]
     now: datetime
-    caps: tuple[AggregateCap, ...] = ()
+    caps: tuple[AggregateCapSpec, ...] = ()
     usage: tuple[Usage, ...] = ()
-
-
-# ------------------------------------------------------------------------------------------
-# Outputs
-# ------------------------------------------------------------------------------------------
-
-
-class PendingCode(StrEnum):
-    """Why a job is still pending (Kueue ``QuotaReserved`` condition reasons, extended)."""
-
-    WAITING_FOR_QUOTA = "WaitingForQuota"
-    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
-    UNSCHEDULABLE = "Unschedulable"
-    BLOCKED_BY_HEAD = "BlockedByHead"
-
-
-class PreemptionReason(StrEnum):
-    """Why a victim was chosen (Kueue ``Preempted`` condition reasons)."""
-
-    IN_TENANT = "InTenant"
-    RECLAIM_WITHIN_COHORT = "InCohortReclamation"
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """A job admitted by the cycle (quota reserved and devices chosen).
-
-    Attributes:
-        workload_id / tenant / queue: identity.
-        pod_count: pods admitted (< the job's ``pod_count`` only for partial gangs).
-        charges: exact charges per ``(flavor, dimension)``.
-        placement: the opaque placement token returned by the placer (a placement
-            ``Decision`` on the Django side).
-        borrowing: True when the tenant is above nominal after this admission.
-        preemptible: effective preemptibility (always True in an elastic group).
-        waits_for: ids of the victims this job preempted; submit it only after they released
-            their devices (Kueue ``WaitingForPreemptedWorkloads``).
-        order: 0-based admission order within the cycle.
-    """
-
-    workload_id: str
-    tenant: str
-    queue: str
-    pod_count: int
-    charges: Charges
-    placement: object
-    borrowing: bool
-    preemptible: bool
-    waits_for: tuple[str, ...] = ()
-    order: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Preemption:
-    """A running job evicted to make room.
-
-    Attributes:
-        victim_id / victim_tenant: the evicted workload.
-        preemptor_id / preemptor_tenant: the job admitted in its place.
-        reason: :class:`PreemptionReason`.
-        message: human-readable explanation.
-        at: cycle time.
-        evict_by: ``at + termination_grace_s``.
-    """
-
-    victim_id: str
-    victim_tenant: str
-    preemptor_id: str
-    preemptor_tenant: str
-    reason: PreemptionReason
-    message: str
-    at: datetime
-    evict_by: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class PendingVerdict:
-    """Why a job is still pending, and where it stands.
-
-    Attributes:
-        workload_id / tenant / queue: identity.
-        position: 1-based position among the still-pending jobs of its queue (1 = next).
-        code: :class:`PendingCode`.
-        reason: the blocking dimension, quota and level, e.g. ``"tenant team-a, group
-            a100-shared, flavor a100, memory_mib: needs 40960, free 8192, borrowable 0
-            (bounded by cohort a100-shared)"``.
-        details: extra lines (why preemption did not help, ...).
-    """
-
-    workload_id: str
-    tenant: str
-    queue: str
-    position: int
-    code: PendingCode
-    reason: str
-    details: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CycleResult:
-    """Output of one admission cycle.
-
-    Attributes:
-        admitted: admissions in admission order.
-        preempted: preemptions in the order they were decided.
-        pending: one verdict per job not admitted, sorted by queue then position.
-        usage: tenant usage after the cycle, ``{tenant: {(flavor, dimension): amount}}``
-            (own workloads only, victims removed and admissions added).
-    """
-
-    admitted: tuple[Admission, ...]
-    preempted: tuple[Preemption, ...]
-    pending: tuple[PendingVerdict, ...]
-    usage: Mapping[str, Mapping[FlavorResource, int]] = field(default_factory=dict)
+    priority_classes: tuple[PriorityClassSpec, ...] = ()
+    options: CohortOptions = field(default_factory=CohortOptions)

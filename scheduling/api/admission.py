@@ -122,7 +122,7 @@ class JobDryRunView(APIView):
         queues = _submit_queues(request.user)
         if not request.user.is_superuser and not queues.exists():
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
-        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         queue = serializer.validated_data["queue"]
         preview = preview_job(queue, serializer.to_spec())
@@ -156,6 +156,20 @@ class JobDryRunView(APIView):
         return Response(body)
 
 
+def _over_nominal_json(over, visible: set[str] | None) -> dict:
+    """A tenant that would run above its nominal quota after the change: its jobs over the
+    quota, in reclaim order (nothing is evicted now: they become reclaimable). A tenant the
+    caller may not see is told without amounts or job ids."""
+    flavor, dimension = over.flavor_resource
+    if visible is not None and over.tenant not in visible:
+        return {"tenant": over.tenant, "flavor": flavor, "dimension": dimension.value,
+                "jobs": [None for _ in over.jobs],
+                "message": f"tenant {over.tenant} would use more than its nominal quota"}
+    return {"tenant": over.tenant, "flavor": flavor, "dimension": dimension.value,
+            "usage": over.usage, "nominal": over.nominal,
+            "jobs": [int(j) for j in over.jobs], "message": over.message}
+
+
 class QuotaChangeSerializer(serializers.Serializer):
     tenant = VisibleTenantField()
     resource_group = NameField(queryset=ResourceGroup.objects.all())
@@ -187,8 +201,11 @@ class QuotaDryRunView(APIView):
     Input ``{"changes": [{"tenant", "resource_group", "flavor", "dimension", "nominal",
     "borrowing_limit", "lending_limit"} | {..., "remove": true}]}``. Per resource group the
     answer lists the invariants the new quotas break, a minimal set of running jobs whose
-    eviction restores them (with the earliest time their minimum runtime allows) and what no
-    eviction can fix. Allowed to whoever may change those quotas.
+    eviction restores them (with the earliest time their minimum runtime allows), what no
+    eviction can fix, the tenants whose running usage would go over their nominal quota
+    (``over_nominal``: the jobs over it, in reclaim order; running usage stays counted, so
+    they become reclaimable, nothing is evicted) and the parents whose children's quotas
+    would exceed theirs (``child_excess``). Allowed to whoever may change those quotas.
     """
 
     throttle_classes = [WriteRateThrottle]
@@ -222,6 +239,9 @@ class QuotaDryRunView(APIView):
                     for v in impact.victims
                 ],
                 "unresolved": [shown[v.message] for v in impact.unresolved],
+                "over_nominal": [_over_nominal_json(o, visible) for o in impact.over_nominal],
+                "child_excess": [e.message for e in impact.child_excess
+                                 if visible is None or e.parent in visible],
             })
         return Response({"groups": answer}, status=status.HTTP_200_OK)
 

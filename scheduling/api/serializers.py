@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -16,10 +18,11 @@ from scheduling.models import (
     Node,
     Placement,
     Preemption,
+    PriorityClass,
     Queue,
 )
 from scheduling.selectors.jobs import job_estimated_start, queue_position
-from scheduling.services.cycle import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.services.eviction import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services.jobs import ContainerSpec, JobSpec
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -99,11 +102,22 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
 
 
 class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues."""
+    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues.
+
+    ``priority_class`` names a priority class the queue allows (default: the queue's default
+    class); the job's priority is the class's value at submission and a non-preemptible
+    class makes the job non-preemptible. ``priority`` (a raw value) is accepted from platform
+    admins only, for a job without a class.
+    """
 
     queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())
     name = serializers.CharField(max_length=200)
-    priority = serializers.IntegerField(min_value=-1000, max_value=1000, default=0)
+    priority_class = serializers.SlugRelatedField(
+        slug_field="name", queryset=PriorityClass.objects.all(), required=False,
+        allow_null=True, error_messages={"does_not_exist": "No priority class named {value}."})
+    priority = serializers.IntegerField(min_value=-1000, max_value=1000, required=False)
+    max_runtime_s = serializers.FloatField(min_value=1, max_value=365 * 24 * 3600,
+                                           required=False, allow_null=True)
     pod_count = serializers.IntegerField(min_value=1, max_value=1024, default=1)
     min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
@@ -116,9 +130,10 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
                                             default=PreemptionPolicy.REQUEUE)
     restart_policy = serializers.ChoiceField(choices=["Never", "OnFailure"], default="Never")
 
-    def __init__(self, *args, queues=None, **kwargs):
+    def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["queue"].queryset = queues if queues is not None else Queue.objects.none()
+        self.platform_admin = bool(user is not None and user.is_superuser)
 
     def validate(self, attrs):
         if attrs.get("min_pods") and attrs["min_pods"] > attrs["pod_count"]:
@@ -126,19 +141,47 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         names = [c["name"] for c in attrs["containers"]]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"containers": "Container names must be unique."})
+        attrs["priority_class"] = self._priority_class(attrs)
         return attrs
+
+    def _priority_class(self, attrs):
+        """The class the job gets (checked against the queue), or None (raw priority)."""
+        queue = attrs["queue"]
+        if "priority" in attrs and not self.platform_admin:
+            raise serializers.ValidationError({"priority": (
+                "Set by the priority class: give priority_class (one of the queue's allowed "
+                "classes) instead.")})
+        cls = attrs.get("priority_class")
+        if cls is None and "priority" not in attrs:
+            cls = queue.default_priority_class
+        allowed = {c.name for c in queue.allowed_priority_classes.all()}
+        if cls is not None and allowed and cls.name not in allowed:
+            raise serializers.ValidationError({"priority_class": (
+                f"{cls.name} is not allowed in queue {queue.name} (allowed: "
+                f"{', '.join(sorted(allowed))}).")})
+        if cls is None and allowed and not self.platform_admin:
+            raise serializers.ValidationError({"priority_class": (
+                f"Queue {queue.name} needs a priority class (allowed: "
+                f"{', '.join(sorted(allowed))}).")})
+        if cls is not None and "priority" in attrs:
+            raise serializers.ValidationError({"priority": (
+                "Give priority_class or priority, not both.")})
+        return cls
 
     def to_spec(self) -> JobSpec:
         data = self.validated_data
+        cls = data.get("priority_class")
         return JobSpec(
             name=data["name"],
-            priority=data["priority"],
+            priority=cls.value if cls is not None else data.get("priority", 0),
+            priority_class=cls,
+            max_runtime_s=data.get("max_runtime_s"),
             pod_count=data["pod_count"],
             min_pods=data.get("min_pods"),
             cpu_milli=data["cpu_milli"],
             memory_mib=data["memory_mib"],
             duration_s=data["duration_s"],
-            preemptible=data["preemptible"],
+            preemptible=data["preemptible"] and (cls is None or cls.preemptible),
             min_runtime_s=data["min_runtime_s"],
             on_preemption=data["on_preemption"],
             restart_policy=data["restart_policy"],
@@ -146,13 +189,77 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         )
 
 
-class QueueSerializer(serializers.ModelSerializer):
-    tenant = serializers.CharField(source="tenant.name")
-    resource_group = serializers.CharField(source="resource_group.name")
+class PriorityClassSerializer(serializers.ModelSerializer):
+    """A priority class (Kueue ``WorkloadPriorityClass`` plus ``preemptible``): platform
+    admins write, everyone reads. ``value`` (-1,000,000..1,000,000) is copied into a job's
+    priority at submission; ``preemptible`` False protects the class's jobs from
+    preemption (and keeps them within nominal quota)."""
+
+    class Meta:
+        model = PriorityClass
+        fields = ["id", "name", "value", "preemptible", "description"]
+
+
+QUEUE_POLICY_FIELDS = [
+    "strategy", "within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort",
+    "borrow_max_priority_threshold", "flavors", "when_can_borrow", "when_can_preempt",
+    "flavor_preference",
+]
+
+
+class QueueWriteSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+    """Input of ``PATCH /api/queues/<id>/`` (platform admins): the queue's preemption policy,
+    flavor fungibility and priority classes, checked as Kueue's API checks them
+    (:meth:`scheduling.models.Queue.clean`); the default class must be one of the allowed
+    ones when the queue restricts them."""
+
+    allowed_priority_classes = serializers.SlugRelatedField(
+        slug_field="name", many=True, queryset=PriorityClass.objects.all(), required=False)
+    default_priority_class = serializers.SlugRelatedField(
+        slug_field="name", queryset=PriorityClass.objects.all(), required=False,
+        allow_null=True)
 
     class Meta:
         model = Queue
-        fields = ["id", "tenant", "name", "resource_group", "strategy"]
+        fields = [*QUEUE_POLICY_FIELDS, "allowed_priority_classes", "default_priority_class"]
+
+    def validate(self, attrs):
+        probe = copy.copy(self.instance)
+        for name in QUEUE_POLICY_FIELDS:
+            if name in attrs:
+                setattr(probe, name, attrs[name])
+        try:
+            probe.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        allowed = attrs.get("allowed_priority_classes")
+        if allowed is None and self.instance is not None:
+            allowed = list(self.instance.allowed_priority_classes.all())
+        default = attrs.get("default_priority_class",
+                            getattr(self.instance, "default_priority_class", None))
+        if default is not None and allowed and default not in allowed:
+            raise serializers.ValidationError({"default_priority_class": (
+                f"{default.name} is not one of the queue's allowed classes "
+                f"({', '.join(sorted(c.name for c in allowed))}).")})
+        return attrs
+
+
+class QueueSerializer(serializers.ModelSerializer):
+    """A queue with its preemption policy, flavor fungibility and priority classes."""
+
+    tenant = serializers.CharField(source="tenant.name")
+    resource_group = serializers.CharField(source="resource_group.name")
+    allowed_priority_classes = serializers.SlugRelatedField(
+        slug_field="name", many=True, read_only=True)
+    default_priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Queue
+        fields = ["id", "tenant", "name", "resource_group", "strategy", "within_cluster_queue",
+                  "reclaim_within_cohort", "borrow_within_cohort",
+                  "borrow_max_priority_threshold", "flavors", "when_can_borrow",
+                  "when_can_preempt", "flavor_preference", "allowed_priority_classes",
+                  "default_priority_class"]
 
 
 class JobContainerSerializer(serializers.ModelSerializer):
@@ -184,6 +291,7 @@ class JobSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
     resource_group = serializers.CharField(source="queue.resource_group.name")
+    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True)
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
@@ -192,9 +300,10 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "name", "tenant", "queue", "resource_group", "priority", "state",
-            "pending_reason", "queue_position", "estimated_start", "pod_count", "min_pods",
-            "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
+            "id", "name", "tenant", "queue", "resource_group", "priority", "priority_class",
+            "state", "pending_reason", "queue_position", "estimated_start", "pod_count",
+            "min_pods", "cpu_milli", "memory_mib", "duration_s", "max_runtime_s",
+            "preemptible", "min_runtime_s",
             "on_preemption", "preemption_count", "restart_policy", "containers", "placements",
             "created", "admitted_at", "started_at", "finished_at",
         ]

@@ -4,11 +4,18 @@ from rest_framework.routers import DefaultRouter
 from scheduling.api.admission import JobDryRunView, QuotaDryRunView, UsageView
 from scheduling.api.fragmentation import FragmentationView
 from scheduling.api.inventory import ClusterViewSet, DeviceModelViewSet, PlacementViewSet
-from scheduling.api.views import DeviceViewSet, JobViewSet, NodeViewSet, QueueViewSet
+from scheduling.api.views import (
+    DeviceViewSet,
+    JobViewSet,
+    NodeViewSet,
+    PriorityClassViewSet,
+    QueueViewSet,
+)
 
 router = DefaultRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("queues", QueueViewSet, basename="queue")
+router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
 router.register("nodes", NodeViewSet, basename="node")
 router.register("devices", DeviceViewSet, basename="device")
 router.register("device-models", DeviceModelViewSet, basename="device-model")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import Count, Prefetch
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -10,8 +11,11 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
+from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
+from core.audit import record, snapshot
 from scheduling.api.serializers import (
+    QUEUE_POLICY_FIELDS,
     DeviceCordonSerializer,
     DeviceSerializer,
     JobEventSerializer,
@@ -19,12 +23,15 @@ from scheduling.api.serializers import (
     JobSubmitSerializer,
     NodeSerializer,
     PreemptionSerializer,
+    PriorityClassSerializer,
     QueueSerializer,
+    QueueWriteSerializer,
 )
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
-from scheduling.models import Device, Job, Node, Placement, Queue
+from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.jobs import cancel_job, submit_job
+from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
 from tenants.models import Membership
 from tenants.selectors import get_user_tenant_ids
@@ -54,7 +61,8 @@ class JobViewSet(
     throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        jobs = Job.objects.select_related("tenant", "queue__resource_group").prefetch_related(
+        jobs = Job.objects.select_related(
+            "tenant", "queue__resource_group", "priority_class").prefetch_related(
             "containers",
             Prefetch("placements", queryset=Placement.objects.select_related("node")),
         )
@@ -81,7 +89,7 @@ class JobViewSet(
         queues = _submit_queues(request.user)
         if not request.user.is_superuser and not queues.exists():
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
-        serializer = JobSubmitSerializer(data=request.data, queues=queues)
+        serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         job = submit_job(serializer.validated_data["queue"], serializer.to_spec(),
                          user=request.user)
@@ -109,16 +117,59 @@ class JobViewSet(
         return Response(JobEventSerializer(job.events.all(), many=True).data)
 
 
-class QueueViewSet(viewsets.ReadOnlyModelViewSet):
-    """Queues of the caller's tenants."""
+def _queue_audit(queue: Queue) -> dict:
+    return {**snapshot(queue, QUEUE_POLICY_FIELDS),
+            "allowed_priority_classes": sorted(
+                c.name for c in queue.allowed_priority_classes.all()),
+            "default_priority_class": getattr(queue.default_priority_class, "name", None)}
+
+
+class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Queues of the caller's tenants. Platform admins change a queue's preemption policy,
+    flavor fungibility and allowed priority classes with ``PATCH`` (audited; see
+    :class:`~scheduling.api.serializers.QueueWriteSerializer`); others get 403."""
 
     serializer_class = QueueSerializer
     filterset_fields = ["name", "strategy"]
+    permission_classes = [IsPlatformAdminOrReadOnly]
+    throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        queues = Queue.objects.select_related("tenant", "resource_group").order_by("pk")
+        queues = Queue.objects.select_related(
+            "tenant", "resource_group", "default_priority_class").prefetch_related(
+            "allowed_priority_classes").order_by("pk")
         tenant_ids = get_user_tenant_ids(self.request.user)
         return queues if tenant_ids is None else queues.filter(tenant_id__in=tenant_ids)
+
+    def get_serializer_class(self):
+        return QueueWriteSerializer if self.action in ("update", "partial_update") \
+            else QueueSerializer
+
+    @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
+    def update(self, request, *args, **kwargs):
+        super().update(request, *args, **kwargs)
+        return Response(QueueSerializer(self.get_queryset().get(pk=kwargs["pk"])).data)
+
+    def perform_update(self, serializer):
+        with transaction.atomic():
+            before = _queue_audit(serializer.instance)
+            queue = serializer.save()
+            record("queue.update", queue, actor=self.request.user, before=before,
+                   after=_queue_audit(queue), tenant_id=queue.tenant_id)
+
+
+class PriorityClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
+    """Priority classes: everyone reads, platform admins write (audited). A class still
+    named by a job or a queue cannot be deleted (409). Changing ``value`` does not change
+    the priority of jobs already submitted (Kueue ``WorkloadPriorityClass``)."""
+
+    serializer_class = PriorityClassSerializer
+    permission_classes = [IsPlatformAdminOrReadOnly]
+    throttle_classes = [WriteRateThrottle]
+    queryset = PriorityClass.objects.order_by("-value", "name")
+    filterset_fields = ["name", "preemptible"]
+    audit_name = "priority_class"
+    audit_fields = ["name", "value", "preemptible", "description"]
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):

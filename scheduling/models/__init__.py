@@ -8,7 +8,14 @@ from scheduling.models.inventory import (
     Node,
     SerialSource,
 )
-from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, Queue
+from scheduling.models.jobs import (
+    Job,
+    JobContainer,
+    JobEvent,
+    Preemption,
+    PriorityClass,
+    Queue,
+)
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
 from scheduling.models.workloads import JobPodSet, KubeWorkload
 
@@ -27,6 +34,7 @@ __all__ = [
     "PlacementDevice",
     "PlacementMigInstance",
     "Preemption",
+    "PriorityClass",
     "Queue",
     "SerialSource",
 ]

@@ -1,15 +1,61 @@
 """Queues, jobs and their device requests."""
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from core.models import BaseModel
-from scheduling.choices import JobState, PreemptionPolicy, QueueStrategy
+from scheduling.choices import (
+    BORROW_WITHIN_COHORT_CHOICES,
+    RECLAIM_WITHIN_COHORT_CHOICES,
+    WITHIN_CLUSTER_QUEUE_CHOICES,
+    FlavorPreference,
+    FungibilityPolicy,
+    JobState,
+    PreemptionPolicy,
+    PreemptionScope,
+    QueueStrategy,
+)
+
+
+class PriorityClass(BaseModel):
+    """A priority class defined by platform admins (Kueue ``WorkloadPriorityClass`` plus the
+    Run:ai/KAI preemptible flag).
+
+    A job copies ``value`` into ``Job.priority`` at submission (Kueue: later value changes do
+    not affect existing jobs); ``preemptible`` is read by every cycle: False protects the
+    class's jobs from preemption, and such jobs are never admitted above nominal quota.
+    """
+
+    name = models.CharField(max_length=63, unique=True, validators=[
+        RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")])
+    value = models.IntegerField(validators=[MinValueValidator(-1_000_000),
+                                            MaxValueValidator(1_000_000)])
+    preemptible = models.BooleanField(default=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-value", "name"]
+        verbose_name_plural = "priority classes"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.value})"
 
 
 class Queue(BaseModel):
-    """A tenant's ordered queue of jobs on one resource group (Kueue LocalQueue+ClusterQueue)."""
+    """A tenant's ordered queue of jobs on one resource group (Kueue LocalQueue plus the
+    ClusterQueue settings that are per queue here).
+
+    Preemption policy (Kueue ``ClusterQueuePreemption``; the preemptor's queue decides):
+    ``within_cluster_queue`` for the tenant's own jobs, ``reclaim_within_cohort`` for other
+    tenants' jobs, ``borrow_within_cohort`` (+ ``borrow_max_priority_threshold``) to preempt
+    while borrowing. Flavor choice (Kueue ``flavorFungibility``): ``flavors`` lists flavor names
+    (device models, families or ``"*"``) tried in order for each pod set (empty = wherever the
+    job's device types allow); ``when_can_borrow`` / ``when_can_preempt`` / ``flavor_preference``.
+    ``allowed_priority_classes`` (empty = any class) and ``default_priority_class`` decide
+    which classes its jobs may use.
+    """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="queues")
     resource_group = models.ForeignKey(
@@ -19,6 +65,40 @@ class Queue(BaseModel):
     strategy = models.CharField(
         max_length=16, choices=QueueStrategy.choices, default=QueueStrategy.BEST_EFFORT_FIFO
     )
+    within_cluster_queue = models.CharField(
+        max_length=32, choices=WITHIN_CLUSTER_QUEUE_CHOICES,
+        default=PreemptionScope.LOWER_PRIORITY,
+        help_text="Kueue withinClusterQueue: which of the tenant's own jobs may be preempted.")
+    reclaim_within_cohort = models.CharField(
+        max_length=32, choices=RECLAIM_WITHIN_COHORT_CHOICES, default=PreemptionScope.ANY,
+        help_text="Kueue reclaimWithinCohort: which jobs of tenants borrowing this tenant's "
+                  "quota may be preempted to get it back.")
+    borrow_within_cohort = models.CharField(
+        max_length=32, choices=BORROW_WITHIN_COHORT_CHOICES, default=PreemptionScope.NEVER,
+        help_text="Kueue borrowWithinCohort.policy: LowerPriority lets a job preempt lower "
+                  "priority jobs of other tenants even though it then borrows.")
+    borrow_max_priority_threshold = models.IntegerField(
+        null=True, blank=True,
+        help_text="Kueue borrowWithinCohort.maxPriorityThreshold (empty = none).")
+    flavors = models.JSONField(
+        default=list, blank=True,
+        help_text="Flavor names (device models, families or *) tried in order; empty = any.")
+    when_can_borrow = models.CharField(
+        max_length=16, choices=FungibilityPolicy.choices,
+        default=FungibilityPolicy.MAY_STOP_SEARCH)
+    when_can_preempt = models.CharField(
+        max_length=16, choices=FungibilityPolicy.choices,
+        default=FungibilityPolicy.TRY_NEXT_FLAVOR)
+    flavor_preference = models.CharField(
+        max_length=32, choices=FlavorPreference.choices, blank=True, default="",
+        help_text="Only with both when_can_* set to TryNextFlavor (empty = "
+                  "BorrowingOverPreemption).")
+    allowed_priority_classes = models.ManyToManyField(
+        PriorityClass, blank=True, related_name="queues",
+        help_text="Priority classes the queue's jobs may use (none selected = any class).")
+    default_priority_class = models.ForeignKey(
+        PriorityClass, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Class of a job submitted without one.")
 
     class Meta:
         ordering = ["tenant__name", "name"]
@@ -29,21 +109,55 @@ class Queue(BaseModel):
     def __str__(self) -> str:
         return f"{self.tenant.name}/{self.name}"
 
+    def clean(self) -> None:
+        """Kueue's API validation of the preemption and fungibility fields."""
+        if self.reclaim_within_cohort == PreemptionScope.NEVER and \
+                self.borrow_within_cohort != PreemptionScope.NEVER:
+            raise ValidationError({"borrow_within_cohort": (
+                "Needs reclaim_within_cohort other than Never (Kueue refuses "
+                "reclaimWithinCohort: Never with a borrowWithinCohort policy).")})
+        if self.borrow_max_priority_threshold is not None and \
+                self.borrow_within_cohort == PreemptionScope.NEVER:
+            raise ValidationError({"borrow_max_priority_threshold": (
+                "Only meaningful with a borrow_within_cohort policy.")})
+        both_try = (self.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
+                    and self.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR)
+        if self.flavor_preference and not both_try:
+            raise ValidationError({"flavor_preference": (
+                "Only with when_can_borrow and when_can_preempt both TryNextFlavor.")})
+        if not isinstance(self.flavors, list) or not all(
+                isinstance(f, str) and f for f in self.flavors) or \
+                len(set(self.flavors)) != len(self.flavors):
+            raise ValidationError({"flavors": "A list of distinct flavor names."})
+
 
 class Job(BaseModel):
     """A unit of work: ``pod_count`` identical pods (a gang when > 1), each with the host
     request ``cpu_milli``/``memory_mib`` and the containers in ``containers``.
 
     ``duration_s`` is how long simulated pods run. ``pending_reason`` says why a queued job is
-    not admitted yet (blocking quota or placement check). ``preemptible``, ``min_runtime_s``
-    and ``on_preemption`` (requeue or fail) are its preemption contract; every eviction is
-    recorded as a :class:`scheduling.models.Preemption`.
+    not admitted yet (the rule that blocked it). ``preemptible``, ``min_runtime_s``,
+    ``on_preemption`` (requeue or fail) and its priority class are its preemption contract;
+    every eviction is recorded as a :class:`scheduling.models.Preemption`.
     """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="jobs")
     queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="jobs")
     name = models.CharField(max_length=200)
     priority = models.IntegerField(default=0)
+    priority_class = models.ForeignKey(
+        PriorityClass, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs",
+        help_text="The class the job was submitted with; priority is its value at submission.")
+    max_runtime_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0)],
+        help_text="Seconds after admission after which the job is stopped (Kueue "
+                  "maximumExecutionTimeSeconds); lets smaller jobs backfill around a "
+                  "starvation reservation. Empty = unbounded.")
+    preempting_since = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Set while the job waits for the victims it preempted to terminate.")
+    reserving_since = models.DateTimeField(
+        null=True, blank=True, help_text="Start of its starvation reservation (if any).")
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     pod_count = models.PositiveIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(1024)]
@@ -146,7 +260,8 @@ class JobEvent(models.Model):
 class Preemption(models.Model):
     """An eviction: ``victim`` lost its devices to ``preemptor`` (audit trail, append-only).
 
-    ``reason`` is Kueue's condition reason (``InTenant``, ``InCohortReclamation``);
+    ``reason`` is Kueue's condition reason (``InTenant``, ``InCohortReclamation``,
+    ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``);
     ``evict_by`` = ``time`` + the termination grace period; ``outcome`` says what happened to
     the victim (``requeued`` or ``failed``).
     """

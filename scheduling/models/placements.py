@@ -15,6 +15,8 @@ class Placement(BaseModel):
     ``charges`` are the pod's quota charges ``{"<flavor>|<dimension>": amount}`` fixed at
     admission; ``charged`` is True while they are counted in ``tenants.QuotaUsage`` (it is
     cleared, and the usage decremented, once the placement leaves the booked states).
+    A ``terminating`` placement (preempted, pods in their grace period until ``evict_by``)
+    still books its devices and its charges until the reconcile sees its pods gone.
     """
 
     job = models.ForeignKey("scheduling.Job", on_delete=models.CASCADE, related_name="placements")
@@ -33,6 +35,9 @@ class Placement(BaseModel):
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    evict_by = models.DateTimeField(
+        null=True, blank=True,
+        help_text="terminating: end of the pods' termination grace period.")
 
     class Meta:
         ordering = ["job", "pod_index", "id"]

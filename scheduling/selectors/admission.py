@@ -10,37 +10,55 @@ no row names is its own flavor (so a job landing there gets "no quota for this f
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Case, IntegerField, Q, Value, When
 
 from scheduling.admission import (
     AdmissionSnapshot,
-    AggregateCap,
+    AggregateCapSpec,
+    BorrowWithinCohort,
+    BorrowWithinCohortPolicy,
+    CohortOptions,
     Dimension,
+    FairSharingStrategy,
     Flavor,
+    FlavorFungibility,
+    FlavorPreference,
+    FungibilityPolicy,
     GroupKind,
+    GroupSpec,
+    HistoryFairShare,
     PendingWorkload,
-    PlacementOutcome,
-    Queue,
+    PreemptionPolicy,
+    PriorityClassSpec,
     QueueingStrategy,
-    Quota,
+    QueueSpec,
+    QuotaSpec,
     QuotaTree,
-    ResourceGroup,
     RunningWorkload,
-    Tenant,
-    Undo,
+    TenantSpec,
     Usage,
-    charges_for,
+    UsageInterval,
+    decayed_usage,
     device_milli,
 )
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.devices.overlay import Catalogue
-from scheduling.models import DeviceModel, Job, Placement, PlacementDevice
+from scheduling.models import (
+    DeviceModel,
+    Job,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+    PriorityClass,
+)
 from scheduling.models import Queue as QueueModel
-from scheduling.placement import place, reserve, unreserve
-from scheduling.placement.profile import Framework, Profile
-from scheduling.placement.types import ClusterSnapshot, Decision, PlacementRequest
+from scheduling.placement.profile import Profile
+from scheduling.placement.types import ClusterSnapshot, MigInstance, PlacementRequest
 from scheduling.placement.types import Device as CoreDevice
+from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import (
     SnapshotIndex,
@@ -68,12 +86,12 @@ class GroupFlavors:
     Attributes:
         flavor_of_model: ``{DeviceModel.name: flavor name}``.
         models: the group's device models by name.
-        group: the admission core's :class:`ResourceGroup`.
+        group: the admission core's :class:`GroupSpec`.
     """
 
     flavor_of_model: dict[str, str]
     models: dict[str, DeviceModel]
-    group: ResourceGroup
+    group: GroupSpec
 
     def allowed_names(self) -> set[str]:
         """Names a quota row or cap of the group may use: ``"*"``, model names, families."""
@@ -93,14 +111,18 @@ class GroupFlavors:
 
 def group_models(group: tm.ResourceGroup) -> dict[str, DeviceModel]:
     """Device models of a group: its ``device_models`` list, else every model present on
-    the group's devices."""
+    the group's devices; plus the models its jobs still hold devices of (so their usage keeps
+    counting after a model leaves the group)."""
     if group.device_models:
         models = DeviceModel.objects.filter(name__in=group.device_models)
     else:
         models = DeviceModel.objects.filter(
             pk__in=group_devices(group).values("model_id")
         )
-    return {m.name: m for m in models.order_by("name")}
+    held = DeviceModel.objects.filter(pk__in=PlacementDevice.objects.filter(
+        placement__state__in=BOOKED_PLACEMENT_STATES,
+        placement__job__queue__resource_group=group).values("device__model_id"))
+    return {m.name: m for m in (models | held).distinct().order_by("name")}
 
 
 def resolve_flavors(group: tm.ResourceGroup, *, extra_names: set[str] | None = None
@@ -138,7 +160,7 @@ def _map_flavors(group: tm.ResourceGroup, used: set[str]) -> GroupFlavors:
     by_flavor: dict[str, list[str]] = defaultdict(list)
     for model_name, flavor in flavor_of.items():
         by_flavor[flavor].append(model_name)
-    core_group = ResourceGroup(
+    core_group = GroupSpec(
         name=group.name,
         kind=GroupKind(group.kind),
         flavors=tuple(Flavor(name, tuple(sorted(types))) for name, types in
@@ -150,23 +172,47 @@ def _map_flavors(group: tm.ResourceGroup, used: set[str]) -> GroupFlavors:
 # -- quota tree ---------------------------------------------------------------------------------
 
 
-def build_tenants() -> tuple[Tenant, ...]:
-    """Every tenant as the core's :class:`Tenant` (parents by name)."""
+HISTORY_HORIZON_HALF_LIVES = 10
+"""Ledger intervals that ended more than this many half-lives ago weigh < 0.1 %: not read."""
+
+
+def history_usage(group: tm.ResourceGroup, now: datetime) -> dict[str, float]:
+    """Decayed past device usage per tenant of ``group`` (whole devices; Kueue Admission Fair
+    Sharing over the usage ledger, :func:`scheduling.admission.decayed_usage`), or {} when
+    the group has no ``usage_half_life_s``."""
+    half_life = group.usage_half_life_s
+    if not half_life:
+        return {}
+    horizon = now - timedelta(seconds=half_life * HISTORY_HORIZON_HALF_LIVES)
+    intervals: dict[str, list[UsageInterval]] = defaultdict(list)
+    for tenant, milli, start, end in tm.LedgerInterval.objects.filter(
+            resource_group_id=group.pk).filter(Q(end__isnull=True) | Q(end__gte=horizon)
+                                               ).values_list("tenant__name", "devices_milli",
+                                                             "start", "end"):
+        intervals[tenant].append(UsageInterval(milli / 1000, start, end))
+    return {t: decayed_usage(rows, now, half_life) for t, rows in sorted(intervals.items())}
+
+
+def build_tenants(history: dict[str, float] | None = None) -> tuple[TenantSpec, ...]:
+    """Every tenant as the core's :class:`TenantSpec` (parents by name; ``history`` from
+    :func:`history_usage`)."""
+    history = history or {}
     return tuple(
-        Tenant(name=t.name, parent=t.parent.name if t.parent else None,
-               fair_share_weight=t.fair_share_weight)
+        TenantSpec(name=t.name, parent=t.parent.name if t.parent else None,
+                   fair_share_weight=t.fair_share_weight,
+                   history_usage=history.get(t.name, 0.0))
         for t in tm.Tenant.objects.select_related("parent").order_by("name")
     )
 
 
-def core_quota(row: tm.Quota, flavor: str) -> Quota:
-    """One quota row as the core's :class:`Quota` under its resolved flavor name."""
-    return Quota(tenant=row.tenant.name, flavor=flavor, dimension=Dimension(row.dimension),
-                 nominal=row.nominal, borrowing_limit=row.borrowing_limit,
-                 lending_limit=row.lending_limit)
+def core_quota(row: tm.Quota, flavor: str) -> QuotaSpec:
+    """One quota row as the core's :class:`QuotaSpec` under its resolved flavor name."""
+    return QuotaSpec(tenant=row.tenant.name, flavor=flavor, dimension=Dimension(row.dimension),
+                     nominal=row.nominal, borrowing_limit=row.borrowing_limit,
+                     lending_limit=row.lending_limit)
 
 
-def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[Quota, ...]:
+def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[QuotaSpec, ...]:
     """The group's quota ``rows`` (``tenant`` loaded) whose flavor covers at least one model
     of the group (a row on a name no model resolves to would constrain nothing and is left
     out)."""
@@ -175,13 +221,13 @@ def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[Quota, ..
 
 
 def build_caps(rows: list[tm.AggregateCap], flavors: GroupFlavors
-               ) -> tuple[AggregateCap, ...]:
+               ) -> tuple[AggregateCapSpec, ...]:
     """The group's aggregate caps ``rows`` (``tenant`` loaded); a cap's names (models,
     families) become the flavors covering those models, an empty list means every flavor."""
     caps = []
     for cap in rows:
         covered = flavors.flavors_for(cap.flavors) if cap.flavors else None
-        caps.append(AggregateCap(name=cap.name, tenant=cap.tenant.name,
+        caps.append(AggregateCapSpec(name=cap.name, tenant=cap.tenant.name,
                                  dimension=Dimension(cap.dimension), limit=cap.limit,
                                  flavors=covered))
     return tuple(caps)
@@ -200,41 +246,44 @@ def stored_usage(group: tm.ResourceGroup) -> tuple[Usage, ...]:
 # -- workloads ----------------------------------------------------------------------------------
 
 
-@dataclass
-class RunningBooking:
-    """What a running job books in the cluster snapshot (from its placement rows)."""
-
-    job_id: int
-    pods: list[tuple[str, int, int, list[tuple[str, int, int, int]]]] = field(default_factory=list)
-    """``[(node name, cpu_milli, memory_mib, [(uuid, memory_mib, cores_percent, slots)])]``"""
-
-
 def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: SnapshotIndex,
                       devices: dict[str, CoreDevice]
                       ) -> tuple[list[RunningWorkload], dict[str, RunningBooking]]:
-    """Jobs of the group holding booked placements, with charges recomputed from bookings.
+    """Jobs of the group holding booked placements (terminating ones included: a preempted
+    job keeps its devices and quota until its pods are gone), with charges recomputed from
+    bookings.
 
     Charges per device booking: ``memory_mib``, ``cores_percent`` and the dominant
     milli-device share (:func:`scheduling.admission.device_milli`), under the flavor of the
-    device's model.
+    device's model. The bookings (MIG instances included) let a preemption search take a
+    victim out of the cluster snapshot exactly as it was booked.
     """
     node_names = {pk: name for name, pk in index.node_ids.items()}
     placements = list(
         Placement.objects.filter(
             state__in=BOOKED_PLACEMENT_STATES, job__queue__resource_group=group
-        ).select_related("job__tenant").order_by("job_id", "pod_index", "pk")
+        ).select_related("job__tenant", "job__priority_class").order_by(
+            "job_id", "pod_index", "pk")
     )
     bookings = defaultdict(list)
+    held_mig: dict[int, list] = defaultdict(list)
     for row in PlacementDevice.objects.filter(
         placement__in=[p.pk for p in placements]
     ).select_related("device__model").order_by("placement_id", "device_id"):
         bookings[row.placement_id].append(row)
+    for inst in PlacementMigInstance.objects.filter(
+            placement__in=[p.pk for p in placements]).select_related("device").order_by("pk"):
+        held_mig[inst.placement_id].append(
+            (inst.device.uuid, MigInstance(inst.profile, inst.start, inst.size)))
     jobs: dict[int, Job] = {}
     charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
+    terminating: dict[int, list[datetime]] = defaultdict(list)
     held: dict[str, RunningBooking] = {}
     for p in placements:
         job = p.job
         jobs[job.pk] = job
+        if p.state == PlacementState.TERMINATING:
+            terminating[job.pk].append(p.evict_by or p.updated)
         booking = held.setdefault(str(job.pk), RunningBooking(job.pk))
         grants = []
         for b in bookings[p.pk]:
@@ -248,16 +297,22 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
                 charges[job.pk][(flavor, dim)] += amount
             grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
         booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.memory_mib, grants))
-    live_flavors = {f.name for f in flavors.group.flavors}
-    workloads = []
-    for pk, job in sorted(jobs.items()):
-        workloads.append(RunningWorkload(
-            id=str(pk), tenant=job.tenant.name, priority=job.priority,
-            started_at=job.admitted_at or job.created,
-            charges={fr: a for fr, a in charges[pk].items() if fr[0] in live_flavors},
-            min_runtime_s=job.min_runtime_s, preemptible=job.preemptible,
-        ))
+        booking.migs.extend(held_mig.get(p.pk, ()))
+    workloads = [_running(job, dict(charges[pk]), terminating.get(pk))
+                 for pk, job in sorted(jobs.items())]
     return workloads, held
+
+
+def _running(job: Job, charges: dict, evict_by: list[datetime] | None) -> RunningWorkload:
+    cls = job.priority_class
+    return RunningWorkload(
+        id=str(job.pk), tenant=job.tenant.name, priority=job.priority,
+        started_at=job.admitted_at or job.created, charges=charges,
+        min_runtime_s=job.min_runtime_s, preemptible=job.preemptible,
+        created_at=job.created, priority_class=cls.name if cls else None,
+        max_runtime_s=job.max_runtime_s, terminating=bool(evict_by),
+        evict_by=max(evict_by) if evict_by else None,
+    )
 
 
 def _device_info(device) -> CoreDevice:
@@ -268,25 +323,81 @@ def _device_info(device) -> CoreDevice:
 
 def pending_workload(job: Job, group: tm.ResourceGroup, request: PlacementRequest | None = None
                      ) -> PendingWorkload:
-    """A queued job (``containers``, ``queue__tenant`` loaded) as a :class:`PendingWorkload`."""
+    """A queued job (``containers``, ``queue__tenant``, ``priority_class`` loaded) as a
+    :class:`PendingWorkload`."""
     return PendingWorkload(
         id=str(job.pk), tenant=job.tenant.name, queue=queue_key(job.queue),
         priority=job.priority, created_at=job.created, pod_count=job.pod_count,
         min_pod_count=job.min_pods,
         request=request if request is not None else build_placement_request(job, group),
         preemptible=job.preemptible,
+        priority_class=job.priority_class.name if job.priority_class_id else None,
+        max_runtime_s=job.max_runtime_s, preempting=job.preempting_since is not None,
+        reserving_since=job.reserving_since,
     )
 
 
 def queued_jobs(group: tm.ResourceGroup, limit: int | None = None) -> list[Job]:
-    """Queued jobs of the group in admission order (priority, age, id), up to ``limit``."""
+    """Queued jobs of the group in admission order, up to ``limit``: jobs waiting for their
+    preemption victims first, then reserving jobs, then priority, age, id. A requeued victim
+    whose old pods still terminate is left out until they are gone."""
     jobs = (
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
-        .select_related("queue__tenant", "tenant")
+        .exclude(placements__state__in=BOOKED_PLACEMENT_STATES)
+        .select_related("queue__tenant", "tenant", "priority_class")
         .prefetch_related("containers", "pod_sets")
-        .order_by("-priority", "created", "id")
+        .annotate(_first=Case(When(preempting_since__isnull=False, then=Value(0)),
+                              When(reserving_since__isnull=False, then=Value(1)),
+                              default=Value(2), output_field=IntegerField()))
+        .order_by("_first", "-priority", "created", "id")
     )
     return list(jobs[:limit] if limit else jobs)
+
+
+def queue_spec(queue: QueueModel, flavors: GroupFlavors) -> QueueSpec:
+    """A queue (``allowed_priority_classes`` prefetched) as the core's :class:`QueueSpec`;
+    its flavor names (models, families, ``"*"``) become the group's flavors in order."""
+    names: list[str] = []
+    for name in queue.flavors or []:
+        for flavor in flavors.flavors_for([name]):
+            if flavor not in names:
+                names.append(flavor)
+    allowed = [c.name for c in queue.allowed_priority_classes.all()]
+    threshold = queue.borrow_max_priority_threshold
+    return QueueSpec(
+        name=queue_key(queue), tenant=queue.tenant.name,
+        strategy=QueueingStrategy(queue.strategy),
+        within_cluster_queue=PreemptionPolicy(queue.within_cluster_queue),
+        reclaim_within_cohort=PreemptionPolicy(queue.reclaim_within_cohort),
+        borrow_within_cohort=BorrowWithinCohort(
+            BorrowWithinCohortPolicy(queue.borrow_within_cohort), threshold),
+        flavors=tuple(names),
+        fungibility=FlavorFungibility(
+            FungibilityPolicy(queue.when_can_borrow), FungibilityPolicy(queue.when_can_preempt),
+            FlavorPreference(queue.flavor_preference) if queue.flavor_preference else None),
+        allowed_priority_classes=tuple(sorted(allowed)) or None,
+    )
+
+
+def cohort_options(group: tm.ResourceGroup) -> CohortOptions:
+    """The group's cohort options as the core's :class:`CohortOptions`."""
+    history = (HistoryFairShare(half_life_s=group.usage_half_life_s)
+               if group.usage_half_life_s else None)
+    return CohortOptions(
+        fair_sharing=group.fair_sharing,
+        preemption_strategies=tuple(FairSharingStrategy(s)
+                                    for s in group.preemption_strategies or ()),
+        reservation_after_s=group.reservation_after_s,
+        max_reservations=group.max_reservations,
+        max_reservation_hold_s=group.max_reservation_hold_s,
+        history=history,
+    )
+
+
+def priority_classes() -> tuple[PriorityClassSpec, ...]:
+    """Every priority class as the core's :class:`PriorityClassSpec`."""
+    return tuple(PriorityClassSpec(c.name, c.value, c.preemptible)
+                 for c in PriorityClass.objects.order_by("name"))
 
 
 # -- the snapshot -------------------------------------------------------------------------------
@@ -342,117 +453,25 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
     pending = pending or []
     snapshot = AdmissionSnapshot(
         group=flavors.group,
-        tenants=build_tenants(),
+        tenants=build_tenants(history_usage(group, now)),
         quotas=build_quotas(quota_rows, flavors),
         caps=build_caps(cap_rows, flavors),
-        queues=tuple(
-            Queue(name=queue_key(q), tenant=q.tenant.name, strategy=QueueingStrategy(q.strategy))
-            for q in group_queues(group)
-        ),
+        queues=tuple(queue_spec(q, flavors) for q in group_queues(group)),
         pending=tuple(pending_workload(j, group) for j in pending),
         running=tuple(running),
         now=now,
         usage=stored_usage(group),
+        priority_classes=priority_classes(),
+        options=cohort_options(group),
     )
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
                             {str(j.pk): j for j in pending}, catalogue)
 
 
 def group_queues(group: tm.ResourceGroup):
-    """Queues of the group (tenant loaded), in a stable order."""
-    return QueueModel.objects.filter(resource_group=group).select_related("tenant").order_by(
-        "tenant__name", "name"
-    )
-
-
-# -- the placer -------------------------------------------------------------------------------
-
-
-def unschedulable_reason(decision: Decision) -> str:
-    """Summary of the placement core's per-node reasons (most frequent first, at most 5)."""
-    if not decision.reasons:
-        return "no node in the resource group"
-    counts: dict[str, int] = {}
-    for reason in decision.reasons.values():
-        counts[reason] = counts.get(reason, 0) + 1
-    parts = [f"{n} node(s): {r}" for r, n in
-             sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return f"0/{len(decision.reasons)} nodes fit; " + "; ".join(parts[:5])
-
-
-class DbPlacer:
-    """The admission core's ``Placer`` over the placement core and a cluster snapshot built
-    from the database (``scheduling.admission.placer.Placer`` protocol).
-
-    * ``try_place``: :func:`scheduling.placement.place` of the first ``pod_count`` pods (gang:
-      all or none), charged with :func:`scheduling.admission.charges_for`; the snapshot is
-      left unchanged.
-    * ``reserve``: books the decision (:func:`scheduling.placement.reserve`); undo unbooks it.
-    * ``remove``: unbooks a running job's placements exactly as they were booked from the
-      database (``PlacementDevice`` rows, node cpu/memory); undo books them again.
-
-    Args:
-        cluster: the snapshot (mutated by reserve/remove).
-        devices: ``{uuid: Device}`` of the snapshot.
-        group: the core's resource group (flavors).
-        held: running jobs' bookings by workload id.
-        framework: the placement profile, built once per cycle (HAMi default policies with
-            the device models' configs; its per-node cache lives as long as the cycle).
-    """
-
-    def __init__(self, cluster: ClusterSnapshot, devices: dict[str, CoreDevice],
-                 group: ResourceGroup, held: dict[str, RunningBooking],
-                 framework: Framework | None = None) -> None:
-        self.cluster = cluster
-        self.devices = devices
-        self.group = group
-        self.held = held
-        self.framework = framework
-
-    def try_place(self, workload: PendingWorkload, pod_count: int) -> PlacementOutcome:
-        """Place ``pod_count`` pods of ``workload`` (its request is a PlacementRequest)."""
-        request = workload.request
-        if not isinstance(request, PlacementRequest):
-            raise TypeError(f"workload {workload.id}: request is not a PlacementRequest")
-        sub = PlacementRequest(name=request.name, pods=request.pods[:pod_count], min_pods=None)
-        decision = place(self.cluster, sub, self.framework)
-        if not decision.schedulable:
-            return PlacementOutcome(placed=False, reason=unschedulable_reason(decision))
-        return PlacementOutcome(placed=True, pod_count=pod_count, token=decision,
-                                charges=charges_for(decision, self.devices, self.group))
-
-    def reserve(self, workload: PendingWorkload, outcome: PlacementOutcome) -> Undo:
-        """Book ``outcome.token`` (a Decision) in the snapshot."""
-        decision = outcome.token
-        if not isinstance(decision, Decision):
-            raise TypeError(f"workload {workload.id}: outcome carries no Decision")
-        reserve(self.cluster, decision)
-        return lambda: unreserve(self.cluster, decision)
-
-    def remove(self, workload_id: str) -> Undo:
-        """Unbook a running job's placements until the returned undo is called.
-
-        Raises:
-            KeyError: unknown workload.
-        """
-        booking = self.held[workload_id]
-        self._book(booking, -1)
-        return lambda: self._book(booking, +1)
-
-    def _book(self, booking: RunningBooking, sign: int) -> None:
-        for node_name, cpu, mem, grants in booking.pods:
-            node = self.cluster.nodes.get(node_name)
-            if node is not None:
-                node.used_cpu_milli += sign * cpu
-                node.used_memory_mib += sign * mem
-                self.cluster.touch(node_name)
-            for uuid, dev_mem, cores, slots in grants:
-                device = self.devices.get(uuid)
-                if device is None:
-                    continue
-                device.used_memory_mib += sign * dev_mem
-                device.used_cores_percent += sign * cores
-                device.used_slots += sign * slots
+    """Queues of the group (tenant and allowed classes loaded), in a stable order."""
+    return (QueueModel.objects.filter(resource_group=group).select_related("tenant")
+            .prefetch_related("allowed_priority_classes").order_by("tenant__name", "name"))
 
 
 # -- dry runs and usage tables ------------------------------------------------------------------
@@ -525,4 +544,27 @@ def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, no
             lending_limit=q.lending_limit, used=used, borrowed=max(0, used - nominal),
             lent=unused - free, available=max(0, available),
         ))
+    rows.extend(_unquoted_usage(tree, snap.quotas, group, tenant_names))
+    return rows
+
+
+def _unquoted_usage(tree: QuotaTree, quotas, group: tm.ResourceGroup,
+                    tenant_names: set[str] | None) -> list[QuotaUsageRow]:
+    """Rows for a tenant's own running usage that no quota row of its covers (a row deleted or a
+    tenant without one) on a flavor resource the group manages: it stays counted in the
+    cohort, all of it borrowed (nominal 0, nothing available)."""
+    managed = {(q.flavor, Dimension(q.dimension)) for q in quotas}
+    quoted = {(q.tenant, q.flavor, Dimension(q.dimension)) for q in quotas}
+    rows = []
+    for tenant in sorted(tree.tenant_names()):
+        if tenant_names is not None and tenant not in tenant_names:
+            continue
+        own = tree.own_usage(tenant)
+        for fr in sorted(managed, key=lambda fr: (fr[0], fr[1].value)):
+            used = own.get(fr, 0)
+            if used and (tenant, *fr) not in quoted:
+                rows.append(QuotaUsageRow(
+                    tenant=tenant, resource_group=group.name, flavor=fr[0],
+                    dimension=fr[1].value, nominal=0, borrowing_limit=None,
+                    lending_limit=None, used=used, borrowed=used, lent=0, available=0))
     return rows

@@ -8,14 +8,17 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
      build the snapshots (cluster with every live booking, quotas, caps, running jobs);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
-  5. commit, in one transaction: lock every device and node the admissions touch (pk order),
-     then for each admission in order evict its victims (placements released through the
-     backend, victim requeued or failed per its policy, a ``Preemption`` row and a
-     ``JobEvent``), re-check device/node capacity against committed bookings, create the
-     placements and move the job queued → admitted with a conditional UPDATE; charge the
-     stored usage (``QuotaUsage`` rows locked in a fixed order); store pending reasons;
-  6. after commit, enqueue the submission of the admitted jobs (a preemptor waits for its
-     victims' termination grace period).
+  5. commit, in one transaction: lock every device and node the admissions touch (pk order);
+     issue the preemptions (:func:`scheduling.services.eviction.evict`: victims' pods
+     deleted with the grace period, their placements ``terminating`` so their devices and
+     quota stay booked until the pods are gone; victim requeued or failed per its policy; a
+     ``Preemption`` row and a ``JobEvent``) - the preemptor is not admitted in this cycle
+     but waits (Kueue "preempt now, admit after the victims are gone"); re-check device/node
+     capacity against committed bookings (terminating ones included), create the placements
+     and move each admitted job queued → admitted with a conditional UPDATE; charge the
+     stored usage (``QuotaUsage`` rows locked in a fixed order); store pending reasons,
+     who waits for preempted workloads and who holds a starvation reservation;
+  6. after commit, enqueue the submission of the admitted jobs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import OperationalError, transaction
-from django.db.models import Case, F, Sum, Value, When
+from django.db.models import Case, Sum, Value, When
 from django.utils import timezone
 
 from core.locks import ADMISSION_CYCLE, try_xact_lock
@@ -35,18 +38,11 @@ from scheduling.admission import (
     Admission,
     CycleConfig,
     CycleResult,
-    Preemption,
+    PreemptionTarget,
     charges_for_pods,
     run_cycle,
 )
-from scheduling.backends import delete_pods_on_commit
-from scheduling.choices import (
-    BOOKED_PLACEMENT_STATES,
-    JOB_SOURCE_KUBE,
-    JobState,
-    PlacementState,
-    PreemptionPolicy,
-)
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.dispatch import enqueue_submit_jobs
 from scheduling.models import (
     Device,
@@ -57,7 +53,6 @@ from scheduling.models import (
     PlacementDevice,
     PlacementMigInstance,
 )
-from scheduling.models import Preemption as PreemptionRow
 from scheduling.placement.types import Decision
 from scheduling.selectors.admission import (
     AdmissionContext,
@@ -67,13 +62,8 @@ from scheduling.selectors.admission import (
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
-from scheduling.services.intake_record import suspend_kube_job
-from scheduling.services.usage import (
-    close_ledger_for,
-    encode_charges,
-    settle_released_usage,
-    usage_deltas,
-)
+from scheduling.services.eviction import evict
+from scheduling.services.usage import encode_charges, settle_released_usage, usage_deltas
 from scheduling.signals import admission_cycle_finished
 from tenants import services as tenant_services
 from tenants.models import ResourceGroup
@@ -228,73 +218,6 @@ def _lock_capacity(bookings) -> _Capacity:
     return _Capacity(devices, nodes)
 
 
-CROSS_TENANT_PREEMPTION_MESSAGE = (
-    "capacity this job borrowed from the cohort was reclaimed for its owner"
-)
-
-
-def _evict(preemption: Preemption, preemptor: Job | None, now, group_id: int,
-           deltas: dict) -> bool:
-    """Carry out one preemption; returns False when the victim already left (nothing to do).
-
-    The victim's booked placements are released and their pods deleted through their backend
-    after the cycle commits (grace period ``evict_by - at``); it goes back to ``queued``
-    (keeping its age) or to ``failed`` per ``Job.on_preemption``; its stored usage is released
-    at once.
-    """
-    victim = Job.objects.select_for_update().filter(
-        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
-    ).first()
-    if victim is None:
-        return False
-    requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
-    # what the victim's tenant sees never names another tenant or its job
-    cross_tenant = bool(preemption.preemptor_tenant) and (
-        preemption.preemptor_tenant != preemption.victim_tenant)
-    shown = (CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message)
-    placements = list(
-        Placement.objects.select_for_update()
-        .filter(job=victim, state__in=BOOKED_PLACEMENT_STATES)
-        .select_related("node__cluster").order_by("pk")
-    )
-    kube_job = victim.source == JOB_SOURCE_KUBE
-    if kube_job:  # the user's object runs the pods: suspend it (gated Pod: delete it) after commit
-        transaction.on_commit(lambda: suspend_kube_job(victim.pk, shown))
-    Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-        state=PlacementState.RELEASED, ended_at=now,
-        message=f"preempted: {shown}", charged=False,
-    )
-    delete_pods_on_commit([] if kube_job else placements)
-    for key, amount in usage_deltas(
-        [(victim.tenant_id, group_id, p.charges) for p in placements if p.charged], -1
-    ).items():
-        deltas[key] = deltas.get(key, 0) + amount
-    close_ledger_for([p.pk for p in placements], now)
-    outcome = "requeued" if requeue else "failed"
-    if requeue:
-        Job.objects.filter(pk=victim.pk).update(
-            state=JobState.QUEUED, admitted_at=None, started_at=None,
-            preemption_count=F("preemption_count") + 1,
-            pending_reason=f"preempted: {shown}",
-        )
-    else:
-        Job.objects.filter(pk=victim.pk).update(
-            state=JobState.FAILED, finished_at=now,
-            preemption_count=F("preemption_count") + 1,
-            pending_reason=f"preempted: {shown}",
-        )
-    PreemptionRow.objects.create(
-        victim=victim, preemptor=preemptor, victim_tenant=preemption.victim_tenant,
-        preemptor_tenant=preemption.preemptor_tenant, reason=preemption.reason.value,
-        message=preemption.message, time=now, evict_by=preemption.evict_by, outcome=outcome,
-    )
-    JobEvent.objects.create(
-        job=victim, kind="preempted",
-        message=f"{preemption.reason.value}: {shown}; {outcome}",
-    )
-    return True
-
-
 def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, bookings,
                       capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
     """Write one admitted job's placements (``bookings``: its :func:`_bookings`); return a
@@ -306,7 +229,8 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     if conflict is not None:
         return conflict
     moved = Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
-        state=JobState.ADMITTED, admitted_at=now, pending_reason=""
+        state=JobState.ADMITTED, admitted_at=now, pending_reason="", preempting_since=None,
+        reserving_since=None,
     )
     if not moved:
         return "job left the queue during the cycle"
@@ -341,10 +265,27 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
         if admission.pod_count != job.pod_count else ""
     borrowing = "; borrowing from the cohort" if admission.borrowing else ""
-    waits = f"; preempted {', '.join(admission.waits_for)}" if admission.waits_for else ""
+    backfill = "; backfilled before a starvation reservation" if admission.backfill else ""
     JobEvent.objects.create(job=job, kind="admitted",
-                            message=f"placed on {nodes_text}{extra}{borrowing}{waits}")
+                            message=f"placed on {nodes_text}{extra}{borrowing}{backfill}")
     return None
+
+
+def _preempt(result: CycleResult, ctx: AdmissionContext, now, report: CycleReport) -> None:
+    """Issue the preemptions of preemptors still queued (locked until commit). The victims'
+    placements become terminating: they keep their devices and quota until their pods are
+    gone, and the preemptors stay queued, waiting for them."""
+    by_preemptor: dict[str, list[PreemptionTarget]] = {}
+    for preemption in result.preempted:
+        by_preemptor.setdefault(preemption.preemptor_id, []).append(preemption)
+    for preemptor_id, preemptions in by_preemptor.items():
+        job = ctx.jobs[preemptor_id]
+        if not Job.objects.select_for_update().filter(pk=job.pk, state=JobState.QUEUED).exists():
+            report.pending[job.pk] = "job left the queue during the cycle"
+            continue
+        for preemption in preemptions:
+            if evict(preemption, job, now):
+                report.preempted.append(int(preemption.victim_id))
 
 
 def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, now,
@@ -352,28 +293,11 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
     admissions = list(result.admitted)
     bookings = {a.workload_id: _bookings(a.placement, ctx.index) for a in admissions}
     capacity = _lock_capacity(bookings.values())
-    victims_of: dict[str, list[Preemption]] = {}
-    for preemption in result.preempted:
-        victims_of.setdefault(preemption.preemptor_id, []).append(preemption)
+    _preempt(result, ctx, now, report)
+    capacity.refresh()  # terminating victims still book their devices
     deltas: dict = {}
-    refreshed = False
     for admission in admissions:
         job = ctx.jobs[admission.workload_id]
-        victims = victims_of.get(admission.workload_id, [])
-        if victims:
-            # Preempt only for a preemptor that is still queued (locked until commit).
-            still = Job.objects.select_for_update().filter(
-                pk=job.pk, state=JobState.QUEUED).exists()
-            if not still:
-                report.pending[job.pk] = "job left the queue during the cycle"
-                continue
-            for preemption in victims:
-                if _evict(preemption, job, now, group.pk, deltas):
-                    report.preempted.append(int(preemption.victim_id))
-            refreshed = False
-        if not refreshed:
-            capacity.refresh()
-            refreshed = True
         conflict = _commit_admission(admission, job, ctx, bookings[admission.workload_id],
                                      capacity, now, group.pk, deltas)
         if conflict is None:
@@ -381,6 +305,29 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
         else:
             report.pending[job.pk] = conflict
     tenant_services.apply_usage_deltas(deltas)
+
+
+def _wake_at(result: CycleResult, now):
+    """When a blocked group should be looked at again without any event: the earliest
+    expected start of a starvation reservation (None = only the usual recheck)."""
+    starts = [r.expected_start for r in result.reservations
+              if r.expected_start is not None and r.expected_start > now]
+    return min(starts, default=None)
+
+
+def _store_marks(result: CycleResult, ctx: AdmissionContext, now) -> None:
+    """Persist who waits for preempted workloads (``preempting_since``: Kueue's sticky
+    preemptor head) and who holds a starvation reservation (``reserving_since``)."""
+    waiting = {int(v.workload_id) for v in result.pending if v.waiting_for}
+    reserving = {int(r.workload_id): r.since for r in result.reservations}
+    pending_ids = [int(v.workload_id) for v in result.pending]
+    queued = Job.objects.filter(pk__in=pending_ids, state=JobState.QUEUED)
+    queued.filter(pk__in=waiting, preempting_since__isnull=True).update(preempting_since=now)
+    queued.exclude(pk__in=waiting).exclude(preempting_since=None).update(preempting_since=None)
+    for job_id, since in sorted(reserving.items()):
+        queued.filter(pk=job_id).exclude(reserving_since=since).update(reserving_since=since)
+    queued.exclude(pk__in=list(reserving)).exclude(reserving_since=None).update(
+        reserving_since=None)
 
 
 def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleReport) -> None:
@@ -427,8 +374,6 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
     batch = batch or settings.ADMISSION_BATCH
     report = CycleReport(group_id=group_id)
     config = cycle_config()
-    submit_now: list[int] = []
-    submit_later: list[int] = []
     with transaction.atomic():
         # 1. single flight per group
         if not try_xact_lock(ADMISSION_CYCLE, group_id):
@@ -450,19 +395,15 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 5. commit
         _commit(result, ctx, group, now, report)
         _store_verdicts(result, ctx, report)
+        _store_marks(result, ctx, now)
         report.more = len(heads) == batch and bool(report.admitted)
         if report.admitted or report.preempted:
             clear_blocked(group_id)
         elif report.pending:
-            mark_blocked(group_id, now)
-        waiting = {a.workload_id for a in result.admitted if a.waits_for}
-        for job_id in report.admitted:
-            (submit_later if str(job_id) in waiting else submit_now).append(job_id)
+            mark_blocked(group_id, now, _wake_at(result, now))
         # 6. submit after commit
-        if submit_now:
-            enqueue_submit_jobs(submit_now)
-        if submit_later:
-            enqueue_submit_jobs(submit_later, countdown=config.termination_grace_s)
+        if report.admitted:
+            enqueue_submit_jobs(list(report.admitted))
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,

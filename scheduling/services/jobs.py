@@ -10,9 +10,17 @@ from django.utils import timezone
 from core.audit import record as audit
 from core.exceptions import Conflict
 from scheduling.backends import delete_pods_on_commit
-from scheduling.choices import BOOKED_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.choices import ACTIVE_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
-from scheduling.models import Job, JobContainer, JobEvent, JobPodSet, Placement, Queue
+from scheduling.models import (
+    Job,
+    JobContainer,
+    JobEvent,
+    JobPodSet,
+    Placement,
+    PriorityClass,
+    Queue,
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,8 @@ class JobSpec:
     name: str
     containers: list[ContainerSpec]
     priority: int = 0
+    priority_class: PriorityClass | None = None
+    max_runtime_s: float | None = None
     pod_count: int = 1
     min_pods: int | None = None
     cpu_milli: int = 0
@@ -92,12 +102,9 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
     """
     with transaction.atomic():
         job = Job.objects.create(
-            tenant_id=queue.tenant_id,
-            queue=queue,
-            name=spec.name,
-            priority=spec.priority,
-            pod_count=spec.pod_count,
-            min_pods=spec.min_pods,
+            tenant_id=queue.tenant_id, queue=queue, name=spec.name,
+            priority=spec.priority, priority_class=spec.priority_class,
+            max_runtime_s=spec.max_runtime_s, pod_count=spec.pod_count, min_pods=spec.min_pods,
             cpu_milli=spec.cpu_milli,
             memory_mib=spec.memory_mib,
             duration_s=spec.duration_s,
@@ -115,6 +122,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
             after={
                 "queue": str(queue), "state": job.state, "priority": job.priority,
+                "priority_class": spec.priority_class.name if spec.priority_class else None,
                 "pod_count": job.pod_count,
                 "containers": [
                     {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
@@ -148,10 +156,11 @@ def cancel_job(job: Job, *, user=None) -> Job:
             "job.cancel", job, actor=user, tenant_id=job.tenant_id,
             before={"state": previous}, after={"state": JobState.CANCELLED.value},
         )
+        # pods already terminating (a preempted job) keep their devices until they are gone
         placements = list(
             Placement.objects.filter(
                 job=job,
-                state__in=BOOKED_PLACEMENT_STATES,
+                state__in=ACTIVE_PLACEMENT_STATES,
             ).select_related("node__cluster")
         )
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(

@@ -25,6 +25,9 @@ FAILED (container/admission)   -> failed; the job fails, its other pods are dele
 FAILED (evicted), or the Pod   "lost outside the console": devices released; the job is
 deleted outside the console    requeued when its ``restart_policy`` is OnFailure, else failed
 TERMINATING / UNKNOWN          message only (the pod still holds its devices)
+any, placement terminating     (preempted or past its maximum runtime) released once the pod
+                               is gone or finished; a pod still running without a deletion
+                               under way is deleted again
 =============================  ===============================================================
 
 Crash consistency: a placement still ``reserved`` ``KUBE_SUBMIT_GRACE_S`` (default 60 s) after
@@ -63,6 +66,7 @@ from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services.cordons import note_pod_failure
+from scheduling.services.eviction import release_terminated
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -223,6 +227,8 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
     note = ": ".join(x for x in (state.reason, state.message) if x)
     ref = _pod_key(pod)
     qs = Placement.objects.filter(pk=placement.pk)
+    if placement.state == PlacementState.TERMINATING:
+        return _apply_terminating(placement, state, ref, note, now)
     if state.state in (kinv.PENDING, kinv.STARTING):
         qs.filter(state=PlacementState.RESERVED).update(
             state=PlacementState.SUBMITTED, submitted_at=now, backend_ref=ref, message=note,
@@ -259,6 +265,19 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
     return set()
 
 
+def _apply_terminating(placement: Placement, state: kinv.PodState, ref: str, note: str,
+                       now: datetime) -> set[int]:
+    """A preempted placement's pod: once it has finished, its devices are free (release);
+    while it still runs without a deletion under way (the delete failed or raced its
+    creation), delete it again."""
+    if state.terminal:
+        return release_terminated([placement.pk], now=now,
+                                  reason=f"pod {ref} ended after preemption: {note or state.state}")
+    if state.state != kinv.TERMINATING:
+        _delete_pods([placement])
+    return set()
+
+
 def record_gpu_instances(placement: Placement, pod: dict) -> int:
     """Store the MIG GPU instance ids the device plugin wrote on the pod
     (:func:`scheduling.kube.hami.pods.mig_gpu_instances`) on the placement's MIG instances
@@ -286,6 +305,8 @@ def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) 
         Resource group ids where capacity was freed.
     """
     now = now or timezone.now()
+    if placement.state == PlacementState.TERMINATING:
+        return release_terminated([placement.pk], now=now, reason=f"pods gone: {reason}")
     moved = Placement.objects.filter(
         pk=placement.pk, state__in=[PlacementState.SUBMITTED, PlacementState.RUNNING]
     ).update(state=PlacementState.FAILED, ended_at=now, message=reason, updated=now)
@@ -414,7 +435,10 @@ def _missing_pods(by_id: dict[int, dict], booked: dict[int, Placement],
     for pid, p in sorted(booked.items()):
         if pid in by_id:
             continue
-        if p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
+        if p.state == PlacementState.TERMINATING:
+            report.groups |= pod_gone(p, f"pod {p.backend_ref or pid} deleted", now=now)
+            report.changed.append(pid)
+        elif p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
             report.groups |= pod_gone(p, f"pod {p.backend_ref or pid} was deleted outside the "
                                          "console", now=now)
             report.lost.append(pid)
@@ -503,6 +527,8 @@ def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileRepor
             report.unknown.append(_pod_key(pod))
         return set()
     if etype == "DELETED":
+        if p.state == PlacementState.TERMINATING:
+            return pod_gone(p, f"pod {_pod_key(pod)} deleted", now=now)
         if p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
             state = kinv.pod_state(pod)
             if state.terminal:  # deleted after it finished: record the outcome first

@@ -10,7 +10,13 @@ from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F,
 from django.utils import timezone
 
 from scheduling.backends import SubmissionError, get_backend
-from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
+from scheduling.choices import (
+    ACTIVE_PLACEMENT_STATES,
+    BOOKED_PLACEMENT_STATES,
+    Backend,
+    JobState,
+    PlacementState,
+)
 from scheduling.models import Job, JobEvent, Placement
 
 logger = logging.getLogger(__name__)
@@ -52,11 +58,12 @@ def submit_job(job_id: int) -> str:
         moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED
                                          ).update(**fields)
         if not moved and not Placement.objects.filter(
-                pk=placement.pk, state__in=BOOKED_PLACEMENT_STATES).exists():
-            # Released (job cancelled, preempted or failed) while the backend was creating
-            # the pod: the release found nothing to delete, so delete it now or it runs on
-            # devices the console counts as free. (Still booked = a concurrent submission
-            # of the same placement won; its pod is this pod, keep it.)
+                pk=placement.pk, state__in=ACTIVE_PLACEMENT_STATES).exists():
+            # Released or terminating (job cancelled, preempted or failed) while the backend
+            # was creating the pod: the release found nothing to delete, so delete it now or
+            # it runs on devices the console counts as free (or never lets a terminating
+            # placement go). (Still active = a concurrent submission of the same placement
+            # won; its pod is this pod, keep it.)
             _undo_submission(backend, placement)
     _mark_running_if_started(job_id, now)
     return Job.objects.values_list("state", flat=True).get(pk=job_id)

@@ -19,7 +19,9 @@ class QuotaViewSet(viewsets.ModelViewSet):
     group × flavor × dimension.
 
     Reads: quotas of the caller's tenants (and, for tenant admins, of the tenants below).
-    Writes: platform admins; a tenant admin for the tenants strictly below their tenant.
+    Writes: platform admins; a tenant admin for the tenants strictly below their tenant,
+    and only by splitting what the parent has (a child's nominal quotas together stay within
+    the parent's row for the same group, flavor and dimension; else 400 on ``nominal``).
     Another tenant's quota answers 404; viewers and members get 403 on writes.
     """
 
@@ -50,7 +52,8 @@ class QuotaViewSet(viewsets.ModelViewSet):
             tenant=data["tenant"], resource_group=data["resource_group"],
             flavor=data["flavor"], dimension=data["dimension"], nominal=data["nominal"],
             borrowing_limit=data.get("borrowing_limit"), lending_limit=data.get("lending_limit"),
-            allowed_flavors=flavor_names(data["resource_group"]), actor=request.user,
+            allowed_flavors=flavor_names(data["resource_group"]),
+            within_parent=not request.user.is_superuser, actor=request.user,
         )
         return Response(QuotaSerializer(quota).data, status=status.HTTP_201_CREATED)
 
@@ -68,7 +71,7 @@ class QuotaViewSet(viewsets.ModelViewSet):
             if partial else data.get("borrowing_limit"),
             lending_limit=data.get("lending_limit", quota.lending_limit)
             if partial else data.get("lending_limit"),
-            actor=request.user,
+            within_parent=not request.user.is_superuser, actor=request.user,
         )
         return Response(QuotaSerializer(quota).data)
 

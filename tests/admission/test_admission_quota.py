@@ -1,10 +1,12 @@
 """Phase 2: quota fit per dimension with borrowing/lending limits, kinds, nesting, caps."""
 
 from scheduling.admission import (
-    AggregateCap,
+    AggregateCapSpec,
     GroupKind,
     PendingCode,
-    Tenant,
+    QuotaTree,
+    TenantSpec,
+    children_over_parent,
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
@@ -14,6 +16,7 @@ from tests.admission.admission_builders import (
     NO_FAIR,
     World,
     a100s,
+    group,
     ids,
     quota,
     verdicts,
@@ -71,8 +74,8 @@ def test_lending_limit_keeps_part_of_the_lenders_nominal_private():
         PendingCode.WAITING_FOR_QUOTA,
         "tenant team-a, group a100-shared, flavor a100, devices: needs 5000, free 4000, "
         "borrowable 500 (bounded by cohort a100-shared)",
-        1, ("preemption: reclaim from other tenants needs the job to fit in tenant team-a's "
-            "nominal quota",))}
+        1, ("preemption: no valid candidates",
+            "preemption: 4 job(s) of other tenants rejected: borrower within nominal x4"))}
 
 
 def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
@@ -87,8 +90,8 @@ def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
         "a1": (PendingCode.WAITING_FOR_QUOTA,
                "tenant team-a, group a100-shared, flavor a100, devices: needs 3000, free 2000, "
                "borrowable 0 (bounded by exclusive group a100-shared, no borrowing)",
-               1, ("preemption: reclaim from other tenants needs the job to fit in tenant "
-                   "team-a's nominal quota",)),
+               1, ("preemption: no valid candidates",
+                   "preemption: a0 rejected: withinClusterQueue LowerPriority: priority 0 >= 0")),
         "a2": (PendingCode.EXCEEDS_MAX_QUOTA,
                "tenant team-a, group a100-shared, flavor a100, devices: needs 6000, max 4000 "
                "(nominal 4000; bounded by exclusive group a100-shared, no borrowing)",
@@ -97,7 +100,7 @@ def test_exclusive_group_never_lends_nor_borrows_whatever_the_rows_say():
 
 
 def test_tenant_without_any_row_for_a_flavor_may_not_use_it():
-    w = World(a100s(1), tenants=(Tenant("team-a"), Tenant("team-b"), Tenant("team-c")),
+    w = World(a100s(1), tenants=(TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c")),
               quotas=(quota("team-a", 4000), quota("team-b", 4000)))
     w.submit("c1", "team-c")
     result = run_cycle(w.snapshot(), w.placer)
@@ -120,7 +123,7 @@ def test_dimension_without_a_row_on_the_tenant_path_is_not_limited():
 
 
 def test_team_without_own_row_draws_on_its_department_pool():
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"))
     w = World(a100s(2), tenants=tenants, quotas=(quota("dept", 3000),))
     w.run("b0", "team-b", pods=2)
     w.submit("a1", "team-a", pods=2)
@@ -145,8 +148,8 @@ def test_memory_dimension_blocks_with_its_own_numbers():
 
 
 def nested_world(dept_borrowing_limit=None):
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
-               Tenant("team-c"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"),
+               TenantSpec("team-c"))
     quotas = (quota("team-a", 2000), quota("team-b", 2000),
               quota("team-c", 4000, lending_limit=0))
     if dept_borrowing_limit is not None:
@@ -168,8 +171,8 @@ def test_nested_teams_borrow_from_their_department_sibling_not_from_a_private_le
 
 def test_department_borrowing_limit_is_named_as_the_blocking_level():
     # dept lends from the cohort (team-c has no lending limit here) at most 1000.
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"),
-               Tenant("team-c"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"),
+               TenantSpec("team-c"))
     w = World(a100s(3), tenants=tenants, quotas=(
         quota("team-a", 2000), quota("team-b", 2000), quota("team-c", 4000),
         quota("dept", 0, borrowing_limit=1000)))
@@ -184,10 +187,10 @@ def test_department_borrowing_limit_is_named_as_the_blocking_level():
 
 
 def test_aggregate_cap_over_a_department_limits_its_teams_together():
-    tenants = (Tenant("dept"), Tenant("team-a", "dept"), Tenant("team-b", "dept"))
+    tenants = (TenantSpec("dept"), TenantSpec("team-a", "dept"), TenantSpec("team-b", "dept"))
     w = World(a100s(3), tenants=tenants,
               quotas=(quota("team-a", 4000), quota("team-b", 4000)),
-              caps=(AggregateCap("dept-total", "dept", DEV, 3000),))
+              caps=(AggregateCapSpec("dept-total", "dept", DEV, 3000),))
     w.run("a0", "team-a", pods=2)
     w.submit("b1", "team-b", pods=2)
     w.submit("b2", "team-b", pods=1, created=30)
@@ -200,7 +203,7 @@ def test_aggregate_cap_over_a_department_limits_its_teams_together():
 
 def test_model_family_cap_counts_only_its_flavors():
     w = World(a100s(2), quotas=(quota("team-a", 8000), quota("team-a", 8000, flavor="t4")),
-              caps=(AggregateCap("a100-family", "team-a", DEV, 1000, flavors=("a100",)),))
+              caps=(AggregateCapSpec("a100-family", "team-a", DEV, 1000, flavors=("a100",)),))
     w.submit("a1", "team-a", pods=2)
     result = run_cycle(w.snapshot(), w.placer)
     assert verdicts(result)["a1"][:2] == (
@@ -218,3 +221,75 @@ def test_non_preemptible_job_may_not_borrow():
     assert verdicts(result)["a1"][1] == (
         "tenant team-a, group a100-shared, flavor a100, devices: needs 2000, free 1000, "
         "borrowable 0 (non-preemptible jobs may not borrow)")
+
+
+# -- quota shrink and deletion keep usage counted (issue 16, S13) -------------------------------
+
+def s13_world(quotas):
+    w = World(a100s(4), quotas=quotas)
+    for i in range(4):
+        w.run(f"a-{i}", "team-a", pods=2, started=4000 - i)
+    w.run("b-0", "team-b", pods=4)
+    w.submit("b-new", "team-b", pods=4)
+    w.submit("a-new", "team-a", pods=1)
+    return w
+
+
+def test_s13_shrinking_a_quota_evicts_nothing_but_makes_the_excess_reclaimable():
+    w = s13_world((quota("team-a", 4000), quota("team-b", 8000)))
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    # B may reclaim its nominal quota from A, now above its own; A cannot admit more
+    assert [(p.victim_id, p.preemptor_id) for p in result.preempted] == [
+        ("a-3", "b-new"), ("a-2", "b-new")]
+    assert verdicts(result)["a-new"][:2] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100, devices: needs 1000, free 0, "
+        "borrowable 0 (bounded by cohort a100-shared)")
+
+
+def test_s13_a_deleted_row_still_counts_the_tenants_running_usage():
+    # team-a has no a100 row any more: its 8 GPUs count against a nominal of 0
+    w = s13_world((quota("team-b", 8000),))
+    tree = QuotaTree(w.group, w.tenants, w.quotas)
+    for workload in w.running:
+        tree.add(workload.tenant, workload.charges)
+    assert (tree.usage("team-a", ("a100", DEV)), tree.nominal("team-a", ("a100", DEV))) == (
+        8000, 0)
+    assert tree.available("team-b", ("a100", DEV)) == (-4000, "cohort a100-shared")
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    # the cohort's only quota is team-b's 8: all of team-a's usage is reclaimable
+    assert [(p.victim_id, p.preemptor_id) for p in result.preempted] == [
+        ("a-3", "b-new"), ("a-2", "b-new"), ("a-1", "b-new"), ("a-0", "b-new")]
+    assert verdicts(result)["a-new"][:2] == (
+        PendingCode.EXCEEDS_MAX_QUOTA,
+        "tenant team-a, group a100-shared, flavor a100: no quota for this flavor")
+
+
+# -- child quotas are carved out of the parent's (S15) -------------------------------------------
+
+DEPT = (TenantSpec("dept"), TenantSpec("team-x", "dept"), TenantSpec("team-y", "dept"),
+        TenantSpec("other"))
+
+
+def test_s15_a_parent_row_is_the_quota_of_its_whole_subtree():
+    tree = QuotaTree(group(), DEPT, (quota("dept", 8000), quota("team-x", 5000),
+                                     quota("other", 8000)))
+    fr = ("a100", DEV)
+    assert (tree.nominal("dept", fr), tree.node("dept").nominal[fr]) == (8000, 3000)
+    assert tree.root.subtree[fr] == 16000
+    # team-y has no row: it draws on dept's own 3000
+    assert tree.potential("team-y", fr) == (16000, "cohort a100-shared")
+    tree.add("team-x", {fr: 5000})
+    tree.add("team-y", {fr: 3000})
+    assert tree.usage("dept", fr) == 8000
+    assert tree.available("other", fr)[0] == 8000
+
+
+def test_s15_children_over_their_parent_are_reported():
+    rows = (quota("dept", 8000), quota("team-x", 5000), quota("team-y", 4000))
+    assert [e.message for e in children_over_parent(DEPT, rows)] == [
+        "children's nominal 9000 exceeds dept's 8000 (flavor a100, devices)"]
+    assert children_over_parent(DEPT, rows[1:]) == []
+    assert [e.message for e in children_over_parent(DEPT, rows[1:],
+                                                    missing_parent_row_is_zero=True)] == [
+        "children's nominal 9000 exceeds dept's none (flavor a100, devices)"]

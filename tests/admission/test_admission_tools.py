@@ -10,7 +10,7 @@ from scheduling.admission import (
     PendingCode,
     PendingWorkload,
     PreemptionReason,
-    Tenant,
+    TenantSpec,
     Usage,
     check_invariants,
     drain_rate_per_s,
@@ -66,13 +66,20 @@ def test_preview_says_where_and_whom_and_changes_nothing():
     job = PendingWorkload(id="a1", tenant="team-a", queue="q-team-a", priority=0,
                           created_at=ago(60), pod_count=2, request=WHOLE)
     preview = preview_submission(w.snapshot(), w.placer, job)
-    assert preview.admitted is True
-    assert [pod.node for pod in preview.admission.placement.pods] == ["n2", "n2"]
+    # it would preempt b3 now and be admitted once b3 is gone
+    assert preview.admitted is False and preview.admission is None
     assert [(p.victim_id, p.reason) for p in preview.victims] == [
         ("b3", PreemptionReason.RECLAIM_WITHIN_COHORT)]
-    assert preview.verdict is None and preview.other_admissions == ()
+    assert (preview.verdict.code, preview.verdict.waiting_for) == (
+        PendingCode.WAITING_FOR_PREEMPTED, ("b3",))
+    assert preview.other_admissions == ()
     assert set(w.placer.held) == before_held
     assert device_usage(w.placer) == before_usage
+    free = World(a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)))
+    preview = preview_submission(free.snapshot(), free.placer, job)
+    assert preview.admitted is True and preview.victims == ()
+    assert [pod.node for pod in preview.admission.placement.pods] == ["n1", "n1"]
+    assert free.placer.held == {}
 
 
 def test_preview_of_a_job_that_would_wait_gives_its_verdict_and_position():
@@ -82,8 +89,9 @@ def test_preview_of_a_job_that_would_wait_gives_its_verdict_and_position():
                           created_at=ago(60), pod_count=2, request=WHOLE)
     preview = preview_submission(w.snapshot(), w.placer, job)
     assert preview.admitted is False and preview.victims == ()
-    assert preview.other_admissions == ("a-first",)
-    assert (preview.verdict.code, preview.verdict.position) == (PendingCode.UNSCHEDULABLE, 1)
+    assert preview.other_admissions == ()
+    # a-first (ahead) reclaims b3 and holds team-a's remaining nominal quota
+    assert (preview.verdict.code, preview.verdict.position) == (PendingCode.WAITING_FOR_QUOTA, 2)
     assert set(w.placer.held) == {"a0", "b1", "b2", "b3"}
 
 
@@ -110,15 +118,38 @@ def test_quota_change_shrinking_the_cohort_evicts_until_it_fits():
     assert run_cycle(w.snapshot(), w.placer).preempted == ()
 
 
+def test_quota_change_dry_run_reports_the_jobs_that_would_go_over_and_evicts_nothing():
+    w = World(a100s(4), quotas=(quota("team-a", 8000), quota("team-b", 8000)))
+    for i in range(4):
+        w.run(f"a-{i}", "team-a", pods=2, started=4000 - i)
+    w.run("b-0", "team-b", pods=4)
+    impact = simulate_quota_change(w.snapshot(), [quota("team-a", 4000)])
+    assert (impact.violations, impact.victims, impact.unresolved) == ((), (), ())
+    (over,) = impact.over_nominal
+    assert (over.tenant, over.usage, over.nominal, over.jobs) == (
+        "team-a", 8000, 4000, ("a-3", "a-2"))
+    assert over.message == (
+        "tenant team-a, flavor a100, devices: usage 8000 > nominal 4000 (over by 4000; "
+        "reclaimable): jobs a-3, a-2 in reclaim order; nothing is evicted now")
+    tenants = (TenantSpec("team-a"), TenantSpec("team-x", "team-a"), TenantSpec("team-b"))
+    impact = simulate_quota_change(w.snapshot(tenants=tenants), [quota("team-x", 9000)])
+    assert [e.message for e in impact.child_excess] == [
+        "children's nominal 9000 exceeds team-a's 8000 (flavor a100, devices)"]
+
+
 def test_quota_change_adding_or_removing_rows():
     w = World(a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)))
     w.run("a0", "team-a", pods=2)
     impact = simulate_quota_change(w.snapshot(), [quota("team-b", 0, MEM)])
     assert impact.victims == () and impact.unresolved == ()
     impact = simulate_quota_change(w.snapshot(), removed=[("team-a", "a100", DEV)])
-    # team-a loses its only a100 row: it may not use a100 any more -> a0 must go
-    assert [v.violation for v in impact.victims] == [
-        "tenant team-a, group a100-shared, flavor a100: usage without quota for this flavor"]
+    # team-a loses its only a100 row: its usage still counts (nominal 0, reclaimable) and the
+    # cohort now has no a100 quota at all
+    assert [o.message for o in impact.over_nominal] == [
+        "tenant team-a, flavor a100, devices: usage 2000 > nominal 0 (over by 2000; "
+        "reclaimable): jobs a0 in reclaim order; nothing is evicted now"]
+    assert [v.message for v in impact.violations] == [
+        "cohort a100-shared, flavor a100, devices: usage 2000 exceeds cohort quota 0"]
     assert [v.workload_id for v in impact.victims] == ["a0"]
 
 
@@ -183,18 +214,18 @@ def test_invariants_report_charge_drift_and_placement_mismatches():
      r"pending workload 'p1': min_pod_count must be in \[1, pod_count\]"),
     (lambda s: replace(s, pending=(replace(s.pending[0], id="r1"),)),
      "running workload 'r1': duplicate id"),
-    (lambda s: replace(s, tenants=(Tenant("team-a", "team-b"), Tenant("team-b", "team-a"))),
+    (lambda s: replace(s, tenants=(TenantSpec("team-a", "team-b"), TenantSpec("team-b", "team-a"))),
      "tenant tree has a cycle"),
-    (lambda s: replace(s, tenants=(Tenant("team-a", "dept"), Tenant("team-b"))),
+    (lambda s: replace(s, tenants=(TenantSpec("team-a", "dept"), TenantSpec("team-b"))),
      "tenant 'team-a': unknown parent 'dept'"),
     (lambda s: replace(s, quotas=(quota("team-a", 1000, lending_limit=2000),)),
      r"quota team-a/a100/devices: lending_limit must be in \[0, nominal\]"),
     (lambda s: replace(s, quotas=(quota("team-a", 1000), quota("team-a", 2000))),
      "quota team-a/a100/devices: duplicate row"),
-    (lambda s: replace(s, quotas=(quota("team-a", 1000, flavor="h100"),)),
-     "quota team-a/h100/devices: flavor not in group a100-shared"),
-    (lambda s: replace(s, running=(replace(s.running[0], charges={("h100", DEV): 1}),)),
-     "running workload 'r1': charge on unknown flavor 'h100'"),
+    (lambda s: replace(s, quotas=(quota("team-a", 1000, flavor="v100"),)),
+     "quota team-a/v100/devices: flavor not in group a100-shared"),
+    (lambda s: replace(s, running=(replace(s.running[0], charges={("v100", DEV): 1}),)),
+     "running workload 'r1': charge on unknown flavor 'v100'"),
 ])
 def test_bad_input_is_a_clear_error_and_changes_nothing(change, message):
     w = World(a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)))

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _payload(queue, **extra):
-    body = {"queue": queue.pk, "name": "eval-run", "priority": 3, "cpu_milli": 2000,
+    body = {"queue": queue.pk, "name": "eval-run", "cpu_milli": 2000,
             "memory_mib": 8192, "containers": [{"device_count": 1, "memory_mib": 10240,
                                                 "cores_percent": 20}]}
     body.update(extra)

@@ -238,3 +238,18 @@ def test_overview_shows_measured_utilisation_per_model(client, world):
     response = client.get("/?fragment=1")
     assert response.context["used"] == {"NVIDIA-A100-SXM4-80GB": 60.0, "NVIDIA": 60.0}
     assert "60.0 %" in response.content.decode()
+
+
+def test_refusals_are_pages_that_say_why(client, world):
+    job = world["a_wait"]
+    client.force_login(world["victor"])
+    refused = client.post(f"/jobs/{job.pk}/cancel/")
+    assert refused.status_code == 403
+    body = refused.content.decode()
+    assert "Viewers cannot cancel jobs." in body
+    assert 'href="/"' in body  # the page keeps the console's navigation
+    client.force_login(world["bob"])
+    missing = client.get(f"/jobs/{job.pk}/")
+    assert missing.status_code == 404
+    assert "belongs to a tenant you are not a member of" in missing.content.decode()
+    assert job.name not in missing.content.decode()

@@ -63,7 +63,9 @@ def test_job_detail_has_reason_position_and_eta(api, world):
     api.force_authenticate(world["vera"])
     body = api.get(f"/api/jobs/{jobs[3].pk}/").json()
     assert body["queue_position"] == 2
-    assert body["pending_reason"].startswith("unschedulable: 0/2 nodes fit")
+    # team-a already borrows team-b's whole nominal: the quota rule blocks it
+    assert body["pending_reason"].startswith(
+        f"tenant team-a, group g1, flavor {A100}, devices: needs 2000, free 0, borrowable 0")
     eta = timezone.datetime.fromisoformat(body["estimated_start"])
     # rate = 2 / ~400 s; position 2 -> ~400 s from now
     assert timedelta(seconds=390) <= eta - now <= timedelta(seconds=420)
@@ -81,10 +83,11 @@ def test_job_dry_run_says_where_and_whom_it_preempts_without_saving(api, world):
     response = api.post("/api/dry-run/", _job_body(world["qa"]), format="json")
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["admitted"] is True
-    assert body["charges"] == {A100: {"devices": 1000, "memory_mib": 81920,
-                                      "cores_percent": 100}}
-    assert len(body["placement"]) == 1 and len(body["placement"][0]["devices"]) == 1
+    # it would preempt now and be admitted once the victim's pods are gone
+    assert body["admitted"] is False and "placement" not in body
+    assert body["pending"]["code"] == "WaitingForPreemptedWorkloads"
+    assert body["pending"]["reason"].startswith(
+        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants)")
     # one team-b job is reclaimed; alice may not see which one
     assert body["preempts"] == [{"job": None, "tenant": "team-b",
                                  "reason": "InCohortReclamation",

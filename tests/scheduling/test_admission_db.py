@@ -9,6 +9,7 @@ from django.utils import timezone
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import DeviceModel, Job, Placement, Preemption
 from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.eviction import release_due_terminations
 from scheduling.services.jobs import cancel_job
 from scheduling.services.submissions import submit_job
 from scheduling.services.usage import check_usage, sync_ledger
@@ -34,6 +35,15 @@ def _state(job):
     return job.state
 
 
+def _grace_over(seconds=31):
+    """The simulated victims' termination grace period (30 s) ended: their pods are gone."""
+    return release_due_terminations(timezone.now() + timedelta(seconds=seconds))
+
+
+def _placement_states(job):
+    return set(Placement.objects.filter(job=job).values_list("state", flat=True))
+
+
 def test_borrowing_then_reclaim_evicts_the_newest_borrowing_job(cohort):
     group, (a, qa), (b, qb) = cohort
     b_jobs = [gpu_job(qb, f"b{i}", **WHOLE) for i in range(4)]
@@ -46,11 +56,23 @@ def test_borrowing_then_reclaim_evicts_the_newest_borrowing_job(cohort):
         Job.objects.filter(pk=job.pk).update(admitted_at=base + timedelta(seconds=i))
     mine = gpu_job(qa, "a0", **WHOLE)
     report = run_admission_cycle(group.pk)
-    assert report.admitted == [mine.pk]
-    assert report.preempted == [b_jobs[3].pk]
+    # preempt now, admit once the victim's pods are gone (Kueue WaitingForPreemptedWorkloads)
+    assert (report.admitted, report.preempted) == ([], [b_jobs[3].pk])
     assert _state(b_jobs[3]) == JobState.QUEUED  # default policy: requeue
-    assert set(Placement.objects.filter(job=b_jobs[3]).values_list("state", flat=True)) == {
-        PlacementState.RELEASED}
+    assert _placement_states(b_jobs[3]) == {PlacementState.TERMINATING}
+    mine.refresh_from_db()
+    assert mine.state == JobState.QUEUED and mine.preempting_since is not None
+    assert mine.pending_reason.startswith(
+        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants); "
+        "admitted once their pods are gone (grace until ")
+    # the victim's devices and quota stay charged during its grace period
+    assert _usage(b, group) == {(A100, "devices"): 4000}
+    assert _usage(a, group) == {}
+    assert run_admission_cycle(group.pk).admitted == []
+    assert _grace_over() == {group.pk}
+    assert _placement_states(b_jobs[3]) == {PlacementState.RELEASED}
+    report = run_admission_cycle(group.pk)
+    assert report.admitted == [mine.pk]
     row = Preemption.objects.get()
     assert (row.victim_id, row.preemptor_id, row.reason, row.outcome) == (
         b_jobs[3].pk, mine.pk, "InCohortReclamation", "requeued")
@@ -94,8 +116,12 @@ def test_in_tenant_priority_preemption_respects_minimum_runtime(cohort):
     high = gpu_job(qa, "high", **WHOLE, priority=10)
     report = run_admission_cycle(group.pk)
     # low[0] is protected for an hour, low[1] is not
-    assert report.admitted == [high.pk]
-    assert report.preempted == [low[1].pk]
+    assert (report.admitted, report.preempted) == ([], [low[1].pk])
+    high.refresh_from_db()
+    assert high.pending_reason.startswith(
+        f"waiting for 1 preempted workload(s) to terminate ({low[1].pk}); ")
+    _grace_over()
+    assert run_admission_cycle(group.pk).admitted == [high.pk]
     row = Preemption.objects.get()
     assert row.reason == "InTenant"
     assert row.message == f"preempted by {high.pk} (priority 10 > 1) in tenant team-a"
@@ -104,8 +130,10 @@ def test_in_tenant_priority_preemption_respects_minimum_runtime(cohort):
     report = run_admission_cycle(group.pk)
     assert report.admitted == [] and report.preempted == []
     high2.refresh_from_db()
-    assert f"preemption: {low[0].pk} (tenant team-a) is protected by its minimum runtime" \
-        in high2.pending_reason
+    lines = high2.pending_reason.splitlines()
+    assert f"preemption: {low[0].pk} rejected: minimum runtime: until " in "\n".join(lines)
+    assert f"preemption: {high.pk} rejected: withinClusterQueue LowerPriority: " \
+        "priority 10 >= 10" in lines
 
 
 def test_fail_policy_fails_the_victim_and_non_preemptible_jobs_are_never_victims(cohort):
@@ -118,7 +146,9 @@ def test_fail_policy_fails_the_victim_and_non_preemptible_jobs_are_never_victims
     run_admission_cycle(group.pk)
     high = gpu_job(qa, "high", **WHOLE, priority=5)
     report = run_admission_cycle(group.pk)
-    assert (report.admitted, report.preempted) == ([high.pk], [lose.pk])
+    assert (report.admitted, report.preempted) == ([], [lose.pk])
+    _grace_over()
+    assert run_admission_cycle(group.pk).admitted == [high.pk]
     lose.refresh_from_db()
     assert lose.state == JobState.FAILED and lose.finished_at is not None
     assert Preemption.objects.get().outcome == "failed"

@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.authtoken.models import Token
 
-from scheduling.models import Job
+from scheduling.models import Job, PriorityClass
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
 
 pytestmark = pytest.mark.django_db
@@ -15,6 +15,7 @@ def world():
     group = make_group("g1")
     team_a, queue_a = make_tenant("team-a", group, devices_milli=10_000)
     team_b, queue_b = make_tenant("team-b", group, devices_milli=10_000)
+    PriorityClass.objects.create(name="batch-high", value=5)
     return {
         "queue_a": queue_a,
         "queue_b": queue_b,
@@ -28,7 +29,7 @@ def _payload(queue, **extra):
     body = {
         "queue": queue.pk,
         "name": "finetune-7b",
-        "priority": 5,
+        "priority_class": "batch-high",
         "cpu_milli": 4000,
         "memory_mib": 16384,
         "duration_s": 120,

@@ -1,6 +1,11 @@
 """Concurrency on real PostgreSQL: 4 worker processes run admission cycles, submissions,
-completions and random cancellations over 2,000 jobs of 5 tenants in 2 resource groups that
-share the A100 devices; afterwards every invariant of issue #5 must hold.
+completions, random cancellations and random quota edits (nominal moved between tenants, rows
+deleted and recreated) over 2,000 jobs of 5 tenants in 2 resource groups that share the A100
+devices, while preempted victims sit in a 2 s termination grace period; a monitor process
+samples the bookings all along. Every invariant of issues #5 and #16 must hold: at every
+sampled instant no device or node is booked beyond its capacity counting the victims still
+terminating, nor a capped tenant beyond its nominal plus borrowing limit; afterwards the
+usage is exact, jobs and placements are consistent and the quota total is unchanged.
 
 The workers are forked processes connected to this test's database (the settings they
 inherit already name it); Celery enqueues (``scheduling.dispatch``) are no-ops in the workers, which
@@ -13,14 +18,20 @@ import multiprocessing
 import random
 import time
 from collections import Counter, defaultdict
+from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection, connections
-from django.db.models import Sum
+from django.db import OperationalError, connection, connections, transaction
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.exceptions import Conflict
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
+from scheduling.choices import (
+    ACTIVE_PLACEMENT_STATES,
+    BOOKED_PLACEMENT_STATES,
+    JobState,
+    PlacementState,
+)
 from scheduling.models import (
     Device,
     Job,
@@ -32,6 +43,7 @@ from scheduling.models import (
     Preemption,
     Queue,
 )
+from scheduling.services.eviction import release_due_terminations
 from scheduling.services.usage import check_usage
 from tenants.models import Quota, QuotaUsage, Tenant
 from tests.builders import A100, make_cluster, make_group
@@ -39,7 +51,31 @@ from tests.builders import A100, make_cluster, make_group
 JOBS = 2000
 WORKERS = 4
 WORKER_BUDGET_S = 45.0
+GRACE_S = 2.0
 T4 = "T4"
+EDITABLE = ("team-0", "team-1", "team-2")
+"""a100-shared tenants whose devices nominal the workers move around (no borrowing limit, so
+a shrink can never break a hard limit); team-1 keeps at least its 4000 lending limit and is
+never deleted."""
+MIN_NOMINAL = {"team-0": 1000, "team-1": 4000, "team-2": 1000}
+
+
+def _restore_deleted_rows(group_id: int) -> None:
+    """Recreate the devices row of an EDITABLE tenant a worker deleted last (1000 taken from
+    the tenant with the most spare nominal), so the final checks see every row."""
+    from tenants import services as tenant_services
+
+    for name in EDITABLE:
+        rows = {q.tenant.name: q for q in Quota.objects.filter(
+            resource_group_id=group_id, dimension="devices", tenant__name__in=EDITABLE
+        ).select_related("tenant", "resource_group")}
+        if name in rows:
+            continue
+        donor = max(rows, key=lambda n: rows[n].nominal - MIN_NOMINAL[n])
+        _set_nominal(rows[donor], rows[donor].nominal - 1000)
+        tenant_services.create_quota(tenant=Tenant.objects.get(name=name),
+                                     resource_group=rows[donor].resource_group, flavor=A100,
+                                     dimension="devices", nominal=1000)
 
 
 def _world(rng: random.Random):
@@ -96,12 +132,128 @@ def _world(rng: random.Random):
     return [g_a100.pk, g_mixed.pk], [j.pk for j in jobs]
 
 
+def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
+    """Move 1000 of devices nominal between two EDITABLE tenants of a100-shared in one
+    transaction (the cohort total never changes), sometimes by deleting the donor's row
+    (its nominal goes to the other; its running usage must stay counted) or recreating a
+    deleted row out of another tenant's nominal."""
+    from tenants import services as tenant_services
+
+    with transaction.atomic():
+        rows = {q.tenant.name: q for q in Quota.objects.select_for_update().filter(
+            resource_group_id=group_id, dimension="devices",
+            tenant__name__in=EDITABLE).select_related("tenant", "resource_group")
+            .order_by("pk")}
+        donor, taker = rng.sample([n for n in EDITABLE if n in rows], 2) \
+            if len(rows) > 1 else (None, None)
+        missing = [n for n in EDITABLE if n not in rows]
+        if missing and rng.random() < 0.5:
+            donor = max(rows, key=lambda n: rows[n].nominal - MIN_NOMINAL[n])
+            give = rows[donor].nominal - MIN_NOMINAL[donor]
+            if give >= 1000:
+                _set_nominal(rows[donor], rows[donor].nominal - 1000)
+                tenant_services.create_quota(
+                    tenant=Tenant.objects.get(name=missing[0]),
+                    resource_group=rows[donor].resource_group, flavor=A100,
+                    dimension="devices", nominal=1000)
+                stats["quota_recreated"] += 1
+            return
+        if donor is None:
+            return
+        if donor != "team-1" and rng.random() < 0.15:
+            _set_nominal(rows[taker], rows[taker].nominal + rows[donor].nominal)
+            tenant_services.delete_quota(rows[donor])
+            stats["quota_deleted"] += 1
+        elif rows[donor].nominal - 1000 >= MIN_NOMINAL[donor]:
+            _set_nominal(rows[donor], rows[donor].nominal - 1000)
+            _set_nominal(rows[taker], rows[taker].nominal + 1000)
+            stats["quota_moved"] += 1
+
+
+def _submit_urgent(rng: random.Random, group_id: int) -> None:
+    """An urgent whole-A100 job (priority 10) in a random tenant's a100 queue: it preempts
+    that tenant's lower-priority jobs or reclaims from borrowers, so victims sit in their
+    grace period while the other workers run cycles."""
+    from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+
+    queue = Queue.objects.filter(resource_group_id=group_id).order_by("?").first()
+    submit_job(queue, JobSpec(
+        name="urgent", priority=10, pod_count=1, cpu_milli=1000, memory_mib=1024,
+        duration_s=rng.uniform(0.5, 2.0),
+        containers=[ContainerSpec(device_count=rng.choice([1, 2]), memory_percent=100,
+                                  cores_percent=100)]), enqueue=False)
+
+
+def _set_nominal(row: Quota, nominal: int) -> None:
+    from tenants import services as tenant_services
+
+    tenant_services.update_quota(row, nominal=nominal, borrowing_limit=row.borrowing_limit,
+                                 lending_limit=row.lending_limit)
+
+
+def _monitor(deadline: float, out) -> None:
+    """Sample, until ``deadline``, every device and node booking and the capped tenants'
+    booked charges (terminating placements included); each check is one SQL statement, so
+    it sees one committed instant."""
+    for conn in connections.all():
+        conn.connection = None
+    stats: Counter = Counter()
+    broken: list[str] = []
+    caps = {(q.tenant_id, q.resource_group_id, q.flavor): q.nominal + q.borrowing_limit
+            for q in Quota.objects.filter(dimension="devices", borrowing_limit__isnull=False)}
+    try:
+        while time.monotonic() < deadline and len(broken) < 20:
+            stats["samples"] += 1
+            for row in PlacementDevice.objects.filter(
+                    placement__state__in=BOOKED_PLACEMENT_STATES).values(
+                    "device__uuid", "device__memory_mib", "device__cores_percent",
+                    "device__split_count").annotate(
+                    mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"),
+                    terminating=Count("pk", filter=Q(
+                        placement__state=PlacementState.TERMINATING))):
+                stats["max_terminating_bookings"] = max(stats["max_terminating_bookings"],
+                                                        row["terminating"])
+                if (row["mem"] > row["device__memory_mib"]
+                        or row["cores"] > row["device__cores_percent"]
+                        or row["slots"] > row["device__split_count"]):
+                    broken.append(f"device {row['device__uuid']} overbooked: {row}")
+            for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
+                    "node__name", "node__cpu_milli", "node__memory_mib").annotate(
+                    cpu=Sum("cpu_milli"), mem=Sum("memory_mib")):
+                if row["cpu"] > row["node__cpu_milli"] or row["mem"] > row["node__memory_mib"]:
+                    broken.append(f"node {row['node__name']} overbooked: {row}")
+            # charges of the placements booked at this instant (stored usage lags until
+            # the next settle, so it may count placements that already ended)
+            used: Counter = Counter()
+            for tenant_id, group_id, charges in Placement.objects.filter(
+                    state__in=BOOKED_PLACEMENT_STATES).values_list(
+                    "job__tenant_id", "job__queue__resource_group_id", "charges"):
+                for key, amount in (charges or {}).items():
+                    flavor, _, dim = key.rpartition("|")
+                    if dim == "devices":
+                        used[(tenant_id, group_id, flavor)] += amount
+            for key, amount in sorted(used.items()):
+                cap = caps.get(key)
+                if cap is not None and amount > cap:
+                    broken.append(f"tenant {key[0]} books {amount} > {cap} of group {key[1]} "
+                                  f"flavor {key[2]} (sample {stats['samples']})")
+            time.sleep(0.05)
+        out.put(("monitor", dict(stats), "\n".join(broken) or None))
+    except BaseException:  # noqa: BLE001 - reported to the parent
+        import traceback
+
+        out.put(("monitor", dict(stats), traceback.format_exc()))
+    finally:
+        connections.close_all()
+
+
 def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: float,
             out) -> None:
     """One worker process: cycles of random groups, submissions, completions, cancels."""
     from unittest import mock
 
     from scheduling.services.cycle import run_admission_cycle
+    from scheduling.services.eviction import release_due_terminations
     from scheduling.services.jobs import cancel_job
     from scheduling.services.submissions import reconcile_simulated, submit_job
 
@@ -125,6 +277,15 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                             .values_list("pk", flat=True)[:20]:
                         submit_job(job_id)
                     reconcile_simulated(timezone.now())
+                    stats["released"] += len(release_due_terminations(timezone.now()))
+                    if rng.random() < 0.25:
+                        _submit_urgent(rng, group_ids[0])
+                        stats["urgent"] += 1
+                    if rng.random() < 0.3:
+                        try:
+                            _edit_quota(rng, group_ids[0], stats)
+                        except Conflict:  # another worker recreated that row first
+                            stats["quota_conflict"] += 1
                     if rng.random() < 0.5:
                         job = Job.objects.select_related("queue").get(
                             pk=job_ids[rng.randrange(len(job_ids))])
@@ -148,7 +309,8 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
 
 
 @pytest.mark.django_db(transaction=True)
-def test_four_workers_2000_jobs_keep_every_invariant():
+def test_four_workers_2000_jobs_keep_every_invariant(settings):
+    settings.ADMISSION_TERMINATION_GRACE_S = GRACE_S  # the forked workers inherit it
     rng = random.Random(5)
     group_ids, job_ids = _world(rng)
     db_name = connection.settings_dict["NAME"]
@@ -163,6 +325,7 @@ def test_four_workers_2000_jobs_keep_every_invariant():
     deadline = started + WORKER_BUDGET_S
     procs = [ctx.Process(target=_worker, args=(i, group_ids, job_ids, deadline, out))
              for i in range(WORKERS)]
+    procs.append(ctx.Process(target=_monitor, args=(deadline, out)))
     for proc in procs:
         proc.start()
     results = [out.get(timeout=WORKER_BUDGET_S + 120) for _ in procs]
@@ -171,16 +334,44 @@ def test_four_workers_2000_jobs_keep_every_invariant():
     elapsed = time.monotonic() - started
     errors = [err for _, _, err in results if err]
     assert not errors, errors[0]
+    monitor = next(stats for who, stats, _ in results if who == "monitor")
+    results = [r for r in results if r[0] != "monitor"]
     assert connection.settings_dict["NAME"] == db_name
     totals = Counter()
     for _, stats, _ in results:
         totals.update(stats)
     states = Counter(Job.objects.values_list("state", flat=True))
     print(f"\n{WORKERS} workers, {JOBS} jobs, {elapsed:.1f}s: {dict(totals)}; "
-          f"final states {dict(states)}; preemption rows {Preemption.objects.count()}")
+          f"final states {dict(states)}; preemption rows {Preemption.objects.count()}; "
+          f"monitor {monitor}")
     assert totals["cycles"] > 0 and totals["admitted"] > 0 and totals["cancelled"] > 0
+    assert totals["quota_moved"] + totals["quota_deleted"] > 0
+    assert totals["preempted"] > 0 and monitor["max_terminating_bookings"] > 0
+    assert monitor["samples"] > 10
+    # the quota total of a100-shared never changed (edits move nominal, never create it)
+    assert Quota.objects.filter(resource_group_id=group_ids[0], dimension="devices").aggregate(
+        total=Sum("nominal"))["total"] == 32000
 
-    # 1. no device or node overbooked (sum of live bookings <= capacity)
+    _release_terminating_victims()
+    _restore_deleted_rows(group_ids[0])
+    _assert_bookings_within_capacity()
+    _assert_jobs_consistent(states, JOBS + totals["urgent"])
+    _assert_quotas_and_usage(group_ids)
+
+
+def _release_terminating_victims() -> None:
+    """0. Placements still terminating belong to preempted jobs no longer admitted; once
+    their pods are gone, nothing of theirs stays booked (the checks below settle charges)."""
+    for placement in Placement.objects.filter(state=PlacementState.TERMINATING).select_related(
+            "job"):
+        assert placement.job.state in (JobState.QUEUED, JobState.FAILED, JobState.CANCELLED)
+        assert Preemption.objects.filter(victim=placement.job).exists(), placement.job_id
+    release_due_terminations(timezone.now() + timedelta(seconds=GRACE_S + 1))
+    assert not Placement.objects.filter(state=PlacementState.TERMINATING).exists()
+
+
+def _assert_bookings_within_capacity() -> None:
+    """1. No device or node overbooked (sum of live bookings <= capacity)."""
     booked = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
     for row in booked.values("device_id").annotate(
             mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")):
@@ -193,12 +384,14 @@ def test_four_workers_2000_jobs_keep_every_invariant():
         node = Node.objects.get(pk=row["node_id"])
         assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.memory_mib, node.name
 
-    # 2. every job in exactly one consistent state
+
+def _assert_jobs_consistent(states: Counter, jobs: int) -> None:
+    """2. Every job in exactly one consistent state, none lost."""
     live = defaultdict(int)
-    for job_id in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values_list(
+    for job_id in Placement.objects.filter(state__in=ACTIVE_PLACEMENT_STATES).values_list(
             "job_id", flat=True):
         live[job_id] += 1
-    assert sum(states.values()) == JOBS
+    assert sum(states.values()) == jobs
     assert set(states) <= set(JobState.values)
     for job in Job.objects.only("pk", "state", "pod_count", "min_pods"):
         if job.state in (JobState.ADMITTED, JobState.RUNNING):
@@ -206,7 +399,9 @@ def test_four_workers_2000_jobs_keep_every_invariant():
         else:
             assert live[job.pk] == 0, (job.pk, job.state)
 
-    # 3 and 4. quotas within nominal + borrowing limit, usage recomputed == stored usage
+
+def _assert_quotas_and_usage(group_ids: list[int]) -> None:
+    """3 and 4. Quotas within nominal + borrowing limit, usage recomputed == stored usage."""
     for group_id in group_ids:
         check = check_usage(group_id)
         assert not check.locked_out

@@ -127,7 +127,7 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
         token, queue = users[i % len(users)]
         count, cores, mem = shapes[rng.randrange(len(shapes))]
         status, body = _request(bases[i % 2], "POST", "/api/jobs/", token, {
-            "queue": queue, "name": f"j{i}", "priority": i % 3, "cpu_milli": 500,
+            "queue": queue, "name": f"j{i}", "cpu_milli": 500,
             "memory_mib": 512, "duration_s": 0.2 + (i % 4) * 0.2,
             "containers": [{"name": "main", "device_count": count, "cores_percent": cores,
                             "memory_mib": mem, "memory_percent": None if mem else 100}]})

@@ -6,15 +6,17 @@ label, or in a namespace no tenant owns, are left alone (the latter with an Even
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import kubernetes_validate
 import pytest
+from django.utils import timezone
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, Placement
 from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.eviction import release_due_terminations
 from scheduling.services.intake import sync_cluster_workloads
 from scheduling.services.intake_record import submit_admitted_job, suspend_kube_job
 from scheduling.services.inventory import sync_cluster_inventory
@@ -301,7 +303,12 @@ def test_preempted_job_is_suspended_again_with_its_templates_restored(
     high = _intake(cluster).jobs[f"Job {NS}/high"]
     with django_capture_on_commit_callbacks(execute=True):
         report = run_admission_cycle(group.pk)
-    assert report.preempted == [low] and report.admitted == [high]
+    # preempt now, admit once the victim's pods are gone (its grace period ends)
+    assert report.preempted == [low] and report.admitted == []
+    assert set(Placement.objects.filter(job_id=low).values_list("state", flat=True)) == {
+        PlacementState.TERMINATING}
+    release_due_terminations(timezone.now() + timedelta(seconds=31))
+    assert run_admission_cycle(group.pk).admitted == [high]
     obj = fake.get("jobs", "low", NS)
     assert obj["spec"]["suspend"] is True
     assert "affinity" not in obj["spec"]["template"]["spec"]  # the user's template again

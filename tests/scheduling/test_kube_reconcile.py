@@ -281,3 +281,32 @@ def test_reconcile_is_single_flight_and_refuses_simulated(fake, kube):
         # backend has exited, which can lag behind the next query under load.
         other.execute("SELECT pg_advisory_unlock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
     assert reconcile_cluster(cluster.pk, watch_s=0).locked_out is False
+
+
+def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, kube):
+    from tenants.models import Quota
+
+    cluster, group, queue = kube
+    Quota.objects.filter(tenant=queue.tenant).update(nominal=2000, borrowing_limit=0)
+    low = [_job(kube, name=f"low{i}") for i in range(2)]
+    for job in low:
+        (name,) = _pod_names(job)
+        fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
+    reconcile_cluster(cluster.pk, watch_s=0)
+    Job.objects.filter(pk=low[1].pk).update(priority=1)
+    Job.objects.filter(pk=low[0].pk).update(priority=5)
+    high = create_job(queue, JobSpec(
+        name="high", priority=10, cpu_milli=1000, memory_mib=1024,
+        containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)]),
+        enqueue=False)
+    JobContainer.objects.filter(job=high).update(image="busybox:1.37")
+    report = run_admission_cycle(group.pk)
+    assert (report.admitted, report.preempted) == ([], [low[1].pk])
+    # the pod was deleted; until the reconcile sees it gone, its devices stay booked
+    assert _states(low[1]) == (JobState.QUEUED, [PlacementState.TERMINATING])
+    assert fake.get("pods", _pod_names(low[1])[0], "tenant-team-a") is None
+    assert run_admission_cycle(group.pk).admitted == []
+    report = reconcile_cluster(cluster.pk, watch_s=1)  # the watch brings the DELETED event
+    assert report.groups == {group.pk}
+    assert _states(low[1]) == (JobState.QUEUED, [PlacementState.RELEASED])
+    assert run_admission_cycle(group.pk).admitted == [high.pk]

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 def org():
     make_cluster("c1", nodes=1, gpus=2)
     group = make_group("g1")
-    dept, _ = make_tenant("dept", group, devices_milli=4000, flavor=A100)
+    dept, _ = make_tenant("dept", group, devices_milli=4000, memory_mib=327680, flavor=A100)
     team, _ = make_tenant("team-a", group, devices_milli=1000, flavor=A100)
     Tenant.objects.filter(pk=team.pk).update(parent=dept)
     other, _ = make_tenant("other", group, devices_milli=1000, flavor=A100)
@@ -80,4 +80,4 @@ def test_validation_errors_are_clear_and_change_nothing(api, org):
     response = api.patch(f"/api/quotas/{Quota.objects.get(tenant=org['team']).pk}/",
                          {"flavor": "*"}, format="json")
     assert response.status_code == 400
-    assert Quota.objects.count() == 3
+    assert Quota.objects.count() == 4  # dept: devices and memory; team-a; other

@@ -1,0 +1,350 @@
+"""Preemption candidates: who may be evicted for a pending job, in which order, and why the
+others may not.
+
+Sources (kubernetes-sigs/kueue):
+
+* ``pkg/scheduler/preemption/classical/hierarchical_preemption.go``:
+  ``collectSameQueueCandidates``, ``collectCandidatesForHierarchicalReclaim``,
+  ``collectCandidatesInSubtree``, ``classifyPreemptionVariant``.
+* ``pkg/scheduler/preemption/classical/candidate_generator.go``: ``NewCandidateIterator``
+  (lists concatenated as evicted hierarchy, evicted priority, evicted same-queue, then the
+  same three non-evicted) and ``candidateIsValid``.
+* ``pkg/scheduler/preemption/common/ordering.go``: ``CandidatesOrdering`` (already evicted
+  first, other ClusterQueues before the preemptor's, lower priority, newest admission, id).
+
+Our extras beyond Kueue (kept, documented as such): a victim inside its minimum runtime, a
+non-preemptible job (or one of a non-preemptible priority class) and, for other tenants'
+jobs, a preemptor that has not waited ``preemption_delay_s`` yet (YuniKorn) are never
+candidates. A terminating job (already evicted, its pods in their grace period) is always
+first and costs nothing more: it is only waited for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import IntEnum
+from typing import TYPE_CHECKING, Protocol
+
+from scheduling.admission.outcomes import RejectedCandidate
+from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
+from scheduling.admission.policy import PreemptionPolicy, above_borrowing_threshold, policy_verdict
+from scheduling.admission.types import (
+    CycleConfig,
+    FlavorResource,
+    GroupKind,
+    PendingWorkload,
+    QueueSpec,
+    RunningWorkload,
+)
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from scheduling.admission.quota import QuotaNode, QuotaTree
+
+
+class CycleView(Protocol):
+    """What a preemption search reads from the running cycle."""
+
+    tree: QuotaTree
+    placer: Placer
+    running: dict[str, RunningWorkload]
+    now: datetime
+    config: CycleConfig
+    group_kind: GroupKind
+
+    def class_preemptible(self, name: str | None) -> bool: ...  # noqa: D102
+
+
+class Variant(IntEnum):
+    """Kueue ``preemptionVariant`` of a candidate."""
+
+    WITHIN_TENANT = 1
+    HIERARCHICAL_RECLAIM = 2
+    RECLAIM_WITHOUT_BORROWING = 3
+    RECLAIM_WHILE_BORROWING = 4
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A running job that may be evicted, with its variant and the least common ancestor
+    (``lca``) of its tenant and the preemptor's (None for the preemptor's own jobs)."""
+
+    workload: RunningWorkload
+    variant: Variant
+    lca: QuotaNode | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What a pending job asks preemption for.
+
+    Attributes:
+        entry: the pending job.
+        queue: its queue (policies).
+        pod_count: pods to place.
+        flavors: allowed flavors per pod set (None = no restriction).
+        requests: its charges (from a placement, or an estimate on an empty cluster) on the
+            flavor resources whose quota counts for its tenant.
+        frs: the flavor resources that need preemption (Kueue ``frsNeedPreemption``).
+        preemptible: its effective preemptibility (False = must fit nominal).
+    """
+
+    entry: PendingWorkload
+    queue: QueueSpec
+    pod_count: int
+    flavors: FlavorChoice
+    requests: dict[FlavorResource, int]
+    frs: frozenset[FlavorResource]
+    preemptible: bool = True
+
+
+@dataclass(slots=True)
+class Search:
+    """Mutable state of one preemption search on the cycle's tree and placer.
+
+    Removed candidates are taken out of both the quota tree and the placer; :meth:`restore`
+    puts them back. ``outcome`` is the last successful placement of :meth:`fits`; ``tried``
+    tells whether any candidate was valid.
+    """
+
+    cycle: CycleView
+    ask: Ask
+    rejected: dict[str, RejectedCandidate] = field(default_factory=dict)
+    undo: dict[str, Undo] = field(default_factory=dict)
+    outcome: PlacementOutcome | None = None
+    tried: bool = False
+
+    @property
+    def tree(self) -> QuotaTree:
+        """The cycle's quota tree."""
+        return self.cycle.tree
+
+    @property
+    def node(self) -> QuotaNode:
+        """The preemptor's tenant node."""
+        return self.cycle.tree.node(self.ask.entry.tenant)
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def reject(self, workload: RunningWorkload, rule: str) -> None:
+        """Record why ``workload`` could not be used (the last rule wins)."""
+        self.rejected[workload.id] = RejectedCandidate(workload.id, workload.tenant, rule)
+
+    def uses_needed(self, workload: RunningWorkload) -> bool:
+        """Kueue ``WorkloadUsesResources``: it holds a flavor resource that needs preemption."""
+        return any(workload.charges.get(fr, 0) > 0 for fr in self.ask.frs)
+
+    def remove(self, workload: RunningWorkload) -> None:
+        """Take ``workload`` out of the tree and the placer (simulated eviction)."""
+        self.undo[workload.id] = self.cycle.placer.remove(workload.id)
+        self.tried = True
+        self.cycle.tree.remove(workload.tenant, workload.charges)
+        self.rejected.pop(workload.id, None)
+
+    def restore(self, workload: RunningWorkload) -> None:
+        """Undo :meth:`remove`."""
+        self.undo.pop(workload.id)()
+        self.cycle.tree.add(workload.tenant, workload.charges)
+
+    def fits(self, borrow: bool) -> bool:
+        """Kueue ``workloadFits``: placed, within quota (with borrowing only if ``borrow``)."""
+        ask = self.ask
+        outcome = self.cycle.placer.try_place(ask.entry, ask.pod_count, ask.flavors)
+        if not outcome.placed:
+            return False
+        tree = self.cycle.tree
+        if tree.check_fit(ask.entry.tenant, outcome.charges, allow_borrowing=ask.preemptible):
+            return False
+        if not borrow and not tree.within_nominal(ask.entry.tenant, outcome.charges):
+            return False
+        self.outcome = outcome
+        return True
+
+    # -- protections and order -------------------------------------------------------------
+
+    def protection(self, workload: RunningWorkload) -> str | None:
+        """Our extra protections (module docstring), or None when it may be evicted."""
+        if workload.terminating:
+            return None
+        elastic = self.cycle.group_kind == GroupKind.ELASTIC
+        if not elastic and not (workload.preemptible
+                                and self.cycle.class_preemptible(workload.priority_class)):
+            return "non-preemptible"
+        until = workload.started_at + timedelta(seconds=workload.min_runtime_s)
+        if self.cycle.now < until:
+            return f"minimum runtime: until {until.isoformat()}"
+        if workload.tenant != self.ask.entry.tenant:
+            waited = (self.cycle.now - self.ask.entry.created_at).total_seconds()
+            delay = self.cycle.config.preemption_delay_s
+            if waited < delay:
+                return f"preemption delay: waited {waited:g}s of {delay:g}s"
+        return None
+
+    def order_key(self, workload: RunningWorkload) -> tuple:
+        """Kueue ``CandidatesOrdering`` key (lower = evicted first)."""
+        return (not workload.terminating, workload.tenant == self.ask.entry.tenant,
+                workload.priority, -workload.started_at.timestamp(), workload.id)
+
+    def policy_rule(self, workload: RunningWorkload, policy: PreemptionPolicy,
+                    field_name: str) -> str | None:
+        """Kueue ``SatisfiesPreemptionPolicy`` as a rejection rule (None = passes)."""
+        entry = self.ask.entry
+        verdict = policy_verdict(policy, entry.priority, entry.created_at,
+                                 workload.priority, workload.queue_order_time)
+        return None if verdict is None else f"{field_name} {verdict}"
+
+
+def jobs_by_tenant(search: Search) -> dict[str, list[RunningWorkload]]:
+    """Running jobs per tenant that hold a needed flavor resource (id order)."""
+    out: dict[str, list[RunningWorkload]] = {}
+    for workload in sorted(search.cycle.running.values(), key=lambda w: w.id):
+        if search.uses_needed(workload):
+            out.setdefault(workload.tenant, []).append(workload)
+    return out
+
+
+def eligible(search: Search, workload: RunningWorkload, policy: PreemptionPolicy,
+             field_name: str) -> bool:
+    """Policy and protections; records the rejection when not eligible."""
+    rule = search.policy_rule(workload, policy, field_name) or search.protection(workload)
+    if rule is not None:
+        search.reject(workload, rule)
+        return False
+    return True
+
+
+# -- classical collection (Kueue hierarchical_preemption.go) ---------------------------------
+
+
+@dataclass(slots=True)
+class CandidateLists:
+    """The three candidate lists of Kueue's classical preemption."""
+
+    same: list[Candidate] = field(default_factory=list)
+    hierarchy: list[Candidate] = field(default_factory=list)
+    priority: list[Candidate] = field(default_factory=list)
+
+    def ordered(self, search: Search) -> list[Candidate]:
+        """Kueue ``NewCandidateIterator`` order: evicted (terminating) of the hierarchy,
+        priority and same-tenant lists, then the rest of each, each sorted by
+        ``CandidatesOrdering``."""
+        lists = [sorted(lst, key=lambda c: search.order_key(c.workload))
+                 for lst in (self.hierarchy, self.priority, self.same)]
+        evicted = [c for lst in lists for c in lst if c.workload.terminating]
+        rest = [c for lst in lists for c in lst if not c.workload.terminating]
+        return evicted + rest
+
+
+def collect_classical(search: Search) -> CandidateLists:
+    """Collect and classify the candidates (Kueue ``collectSameQueueCandidates`` and
+    ``collectCandidatesForHierarchicalReclaim``); rejections are recorded on ``search``."""
+    lists = CandidateLists()
+    by_tenant = jobs_by_tenant(search)
+    queue, node = search.ask.queue, search.node
+    for workload in by_tenant.get(node.name or "", []):
+        if queue.within_cluster_queue == PreemptionPolicy.NEVER:
+            search.reject(workload, "withinClusterQueue: Never")
+        elif eligible(search, workload, queue.within_cluster_queue, "withinClusterQueue"):
+            lists.same.append(Candidate(workload, Variant.WITHIN_TENANT))
+    if queue.reclaim_within_cohort == PreemptionPolicy.NEVER:
+        for name, jobs in by_tenant.items():
+            for workload in jobs if name != node.name else ():
+                search.reject(workload, "reclaimWithinCohort: Never")
+        return lists
+    tree = search.tree
+    advantage, remaining = tree.fits_in_quota(node, search.ask.requests)
+    _collect_subtree(search, by_tenant, node, None, node, advantage, lists)
+    previous = node
+    for ancestor in node.path_to_root():
+        _collect_subtree(search, by_tenant, ancestor, previous, ancestor, advantage, lists)
+        fits, remaining = tree.fits_in_quota(ancestor, remaining)
+        advantage = advantage or fits
+        previous = ancestor
+    return lists
+
+
+def _collect_subtree(search: Search, by_tenant: dict[str, list[RunningWorkload]],
+                     current: QuotaNode, skip: QuotaNode | None, lca: QuotaNode,
+                     advantage: bool, lists: CandidateLists) -> None:
+    """Kueue ``collectCandidatesInSubtree``: nodes over quota give candidates, subtrees
+    within quota are skipped (their jobs are rejected with that rule)."""
+    tree, frs = search.tree, search.ask.frs
+    if current.name is not None and current is not search.node:
+        _take_jobs(search, by_tenant, current, lca, advantage, lists)  # an inner tenant's jobs
+    for child in current.children:
+        if child is skip or child is search.node:
+            continue
+        if tree.within_nominal_in(child, frs):
+            rule = (f"subtree within quota: {child.name}" if child.children
+                    else f"borrower within nominal: tenant {child.name}")
+            for name in tree.descendants(child.name or ""):
+                for workload in by_tenant.get(name, []):
+                    search.reject(workload, rule)
+            continue
+        if child.children:
+            _collect_subtree(search, by_tenant, child, None, lca, advantage, lists)
+        else:
+            _take_jobs(search, by_tenant, child, lca, advantage, lists)
+
+
+def _take_jobs(search: Search, by_tenant: dict[str, list[RunningWorkload]], node: QuotaNode,
+               lca: QuotaNode, advantage: bool, lists: CandidateLists) -> None:
+    jobs = by_tenant.get(node.name or "", [])
+    if jobs and search.tree.within_nominal_in(node, search.ask.frs):
+        for workload in jobs:
+            search.reject(workload, f"borrower within nominal: tenant {node.name}")
+        return
+    for workload in jobs:
+        if not eligible(search, workload, search.ask.queue.reclaim_within_cohort,
+                        "reclaimWithinCohort"):
+            continue
+        variant = _classify(search, workload, advantage)
+        target = lists.hierarchy if variant == Variant.HIERARCHICAL_RECLAIM else lists.priority
+        target.append(Candidate(workload, variant, lca))
+
+
+def _classify(search: Search, workload: RunningWorkload, advantage: bool) -> Variant:
+    """Kueue ``classifyPreemptionVariant`` for another tenant's job."""
+    if advantage:
+        return Variant.HIERARCHICAL_RECLAIM
+    borrow = search.ask.queue.borrow_within_cohort
+    if borrow.forbidden or above_borrowing_threshold(
+            workload.priority, search.ask.entry.priority, borrow.max_priority_threshold):
+        return Variant.RECLAIM_WITHOUT_BORROWING
+    return Variant.RECLAIM_WHILE_BORROWING
+
+
+def invalid_rule(search: Search, candidate: Candidate, borrow: bool) -> str | None:
+    """Kueue ``candidateIsValid`` evaluated on the current (mutated) tree: None when valid,
+    else the rule that makes it invalid now."""
+    if candidate.variant == Variant.WITHIN_TENANT:
+        return None
+    workload = candidate.workload
+    if borrow and candidate.variant == Variant.RECLAIM_WITHOUT_BORROWING:
+        return _without_borrowing_rule(search, workload)
+    tree, frs = search.tree, search.ask.frs
+    node = tree.node(workload.tenant)
+    if tree.within_nominal_in(node, frs):
+        return f"borrower within nominal: tenant {workload.tenant}"
+    if node is candidate.lca:
+        return None
+    walk = node.parent
+    while walk is not None and walk is not candidate.lca:
+        if tree.within_nominal_in(walk, frs):
+            return f"subtree within quota: {walk.name}"
+        walk = walk.parent
+    return None
+
+
+def _without_borrowing_rule(search: Search, workload: RunningWorkload) -> str:
+    borrow = search.ask.queue.borrow_within_cohort
+    tenant = search.ask.entry.tenant
+    if borrow.forbidden:
+        return f"borrowWithinCohort: Never, tenant {tenant} would borrow after the preemption"
+    priority = search.ask.entry.priority
+    if workload.priority >= priority:
+        return f"borrowWithinCohort: priority {workload.priority} >= {priority}"
+    return (f"borrowWithinCohort: priority {workload.priority} > threshold "
+            f"{borrow.max_priority_threshold}")

@@ -1,0 +1,198 @@
+"""Outputs of the admission core: admissions, preemption targets, pending verdicts,
+reservations (the inputs are in :mod:`scheduling.admission.types`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from scheduling.admission.types import Charges, FlavorResource
+
+
+class PendingCode(StrEnum):
+    """Why a job is still pending: the rule that blocked it (Kueue ``QuotaReserved``
+    condition reasons, extended).
+
+    * ``WaitingForQuota``: not enough unused quota now (and preemption cannot help).
+    * ``ExceedsMaxQuota``: more than the tenant could ever get (nominal + borrowing limit, an
+      aggregate cap, no quota for the flavor).
+    * ``Unschedulable``: quota fits but no node/device placement exists.
+    * ``BlockedByHead``: behind a StrictFIFO head that is not admitted.
+    * ``WaitingForPreemptedWorkloads``: its preemption targets are terminating; it is
+      admitted once their pods are gone (Kueue: "preempt now, admit after").
+    * ``NoMatchingFlavor``: none of its queue's flavors can hold a pod set.
+    * ``PriorityClassNotAllowed``: its priority class is unknown or not allowed in the queue.
+    * ``Reserved``: it holds the group's starvation reservation (expected start given).
+    * ``BackfillBlocked``: it would delay a starvation reservation.
+    """
+
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    UNSCHEDULABLE = "Unschedulable"
+    BLOCKED_BY_HEAD = "BlockedByHead"
+    WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    PRIORITY_CLASS_NOT_ALLOWED = "PriorityClassNotAllowed"
+    RESERVED = "Reserved"
+    BACKFILL_BLOCKED = "BackfillBlocked"
+
+
+class PreemptionReason(StrEnum):
+    """Why a victim was chosen (Kueue ``Preempted`` condition reasons; our ClusterQueue is
+    the tenant, hence ``InTenant`` for Kueue's ``InClusterQueue``)."""
+
+    IN_TENANT = "InTenant"
+    RECLAIM_WITHIN_COHORT = "InCohortReclamation"
+    RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+    FAIR_SHARING = "InCohortFairSharing"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A job admitted by the cycle (quota reserved and devices chosen).
+
+    Attributes:
+        workload_id / tenant / queue: identity.
+        pod_count: pods admitted (< the job's ``pod_count`` only for partial gangs).
+        charges: exact charges per ``(flavor, dimension)``.
+        placement: the opaque placement token returned by the placer (a placement
+            ``Decision`` on the Django side).
+        borrowing: True when the tenant is above nominal after this admission.
+        preemptible: effective preemptibility (always True in an elastic group).
+        order: 0-based admission order within the cycle.
+        flavors: the flavor chosen per pod set (None = the placer's choice).
+        backfill: True when admitted past a starvation reservation because it ends first.
+    """
+
+    workload_id: str
+    tenant: str
+    queue: str
+    pod_count: int
+    charges: Charges
+    placement: object
+    borrowing: bool
+    preemptible: bool
+    order: int = 0
+    flavors: tuple[str | None, ...] = ()
+    backfill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionTarget:
+    """A running job to evict (Kueue ``preemption.Target``). It keeps its quota and devices
+    until its pods are gone; the preemptor waits for it (``PendingVerdict.waiting_for``).
+
+    Attributes:
+        victim_id / victim_tenant: the evicted workload.
+        preemptor_id / preemptor_tenant: the pending job it makes room for.
+        reason: :class:`PreemptionReason`.
+        message: human-readable explanation (names the preemptor; the Django side hides it
+            from other tenants).
+        at: cycle time.
+        evict_by: ``at + termination_grace_s``.
+    """
+
+    victim_id: str
+    victim_tenant: str
+    preemptor_id: str
+    preemptor_tenant: str
+    reason: PreemptionReason
+    message: str
+    at: datetime
+    evict_by: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedCandidate:
+    """A running job preemption could not use, and the rule that protected it.
+
+    Attributes:
+        workload_id / tenant: the candidate.
+        rule: ``"KIND: details"``, e.g. ``"withinClusterQueue LowerPriority: priority 5 >=
+            5"``, ``"borrower within nominal: tenant team-b"``, ``"minimum runtime: until
+            ..."``, ``"fair sharing LessThanOrEqualToFinalShare: 166.7 > 0.0"``,
+            ``"non-preemptible"``.
+    """
+
+    workload_id: str
+    tenant: str
+    rule: str
+
+    @property
+    def kind(self) -> str:
+        """The rule without its details (no tenant or job names), e.g.
+        ``"withinClusterQueue LowerPriority"``, ``"borrower within nominal"``."""
+        return self.rule.split(":", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingVerdict:
+    """Why a job is still pending, and where it stands.
+
+    Attributes:
+        workload_id / tenant / queue: identity.
+        position: 1-based position among the still-pending jobs of its queue (1 = next).
+        code: :class:`PendingCode` (the rule that blocked it).
+        reason: the blocking dimension, quota and level, e.g. ``"tenant team-a, group
+            a100-shared, flavor a100, memory_mib: needs 40960, free 8192, borrowable 0
+            (bounded by cohort a100-shared)"``.
+        details: extra lines (why preemption did not help, the rejected candidates, ...).
+        waiting_for: ids of the terminating victims it waits for
+            (``WaitingForPreemptedWorkloads`` only).
+        rejected: the preemption candidates rejected, with the rule (when preemption was
+            tried and failed).
+    """
+
+    workload_id: str
+    tenant: str
+    queue: str
+    position: int
+    code: PendingCode
+    reason: str
+    details: tuple[str, ...] = ()
+    waiting_for: tuple[str, ...] = ()
+    rejected: tuple[RejectedCandidate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A starvation reservation held by a queue head.
+
+    Attributes:
+        workload_id / tenant: the reserving job.
+        since: when the reservation started (kept across cycles).
+        expected_start: when it can start as running jobs end by their max runtime (None =
+            only after jobs without a runtime bound end).
+        releases: running jobs that must end first.
+    """
+
+    workload_id: str
+    tenant: str
+    since: datetime
+    expected_start: datetime | None
+    releases: int
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """Output of one admission cycle.
+
+    Attributes:
+        admitted: admissions in admission order.
+        preempted: preemptions issued in this cycle, in the order they were decided (the
+            victims stay charged until their pods are gone).
+        pending: one verdict per job not admitted, sorted by queue then position.
+        usage: tenant usage after the cycle, ``{tenant: {(flavor, dimension): amount}}``
+            (own workloads only, terminating victims included, admissions added).
+        reservations: starvation reservations held after the cycle.
+        expired_reservations: ids of jobs whose reservation ran out this cycle.
+    """
+
+    admitted: tuple[Admission, ...]
+    preempted: tuple[PreemptionTarget, ...]
+    pending: tuple[PendingVerdict, ...]
+    usage: Mapping[str, Mapping[FlavorResource, int]] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
+    expired_reservations: tuple[str, ...] = ()

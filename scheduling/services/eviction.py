@@ -1,0 +1,181 @@
+"""Eviction of running jobs: their pods are deleted with a termination grace period, and their
+placements stay ``terminating`` (devices booked, quota charged) until the pods are gone.
+
+Kueue semantics (``pkg/controller/jobframework/reconciler.go``, "handle eviction"): an evicted
+workload keeps ``QuotaReserved`` until its job is no longer active, so the capacity it frees
+is never handed to another workload while its pods still run. Here:
+
+* :func:`evict` carries out one preemption decided by the admission core;
+* :func:`enforce_max_runtime` stops jobs that ran past ``Job.max_runtime_s`` (Kueue
+  ``maximumExecutionTimeSeconds``; backfill around a starvation reservation relies on it);
+* the reconcile releases a terminating placement once its pods are gone:
+  :func:`release_terminated` (kubernetes: the pod is deleted or finished) and
+  :func:`release_due_terminations` (simulated pods, and the pods of jobs taken in from a
+  cluster, end at ``evict_by``). The charge is then settled by the next cycle, exactly once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from scheduling.admission import PreemptionTarget
+from scheduling.backends import get_backend
+from scheduling.choices import (
+    ACTIVE_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
+    Backend,
+    JobState,
+    PlacementState,
+    PreemptionPolicy,
+)
+from scheduling.models import Job, JobEvent, Placement
+from scheduling.models import Preemption as PreemptionRow
+from scheduling.services.intake_record import suspend_kube_job
+
+CROSS_TENANT_PREEMPTION_MESSAGE = (
+    "capacity this job borrowed from the cohort was reclaimed for its owner"
+)
+"""What a victim's tenant is told when another tenant preempted it (never its name)."""
+
+
+def terminate_placements(job: Job, placements: list[Placement], *, now: datetime,
+                         evict_by: datetime, message: str) -> int:
+    """Stop the pods of ``placements`` (``node__cluster`` loaded) and move the still-active
+    ones to ``terminating`` until ``evict_by``. The console's own pods are deleted through
+    their backend; a job taken in from a cluster (``source`` kube) has its object suspended
+    after commit instead (its controller deletes the pods).
+
+    Returns:
+        Number of placements moved.
+    """
+    if job.source == JOB_SOURCE_KUBE:
+        transaction.on_commit(lambda: suspend_kube_job(job.pk, message))
+    else:
+        for placement in placements:
+            get_backend(placement.node.cluster.backend).delete(placement)
+    return Placement.objects.filter(
+        pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES,
+    ).update(state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000],
+             updated=now)
+
+
+def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) -> bool:
+    """Carry out one preemption; returns False when the victim already left (nothing to do).
+
+    The victim's placements become ``terminating`` (pods deleted with the grace period
+    ``evict_by - at``; devices and quota stay charged until the pods are gone); the job goes
+    back to ``queued`` (keeping its age; it is not considered again before its old pods are
+    gone) or to ``failed`` per ``Job.on_preemption``; a ``Preemption`` row and a ``JobEvent``
+    record it. What the victim's tenant sees never names another tenant or its job.
+    """
+    victim = Job.objects.select_for_update().filter(
+        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
+    ).first()
+    if victim is None:
+        return False
+    requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
+    cross_tenant = bool(preemption.preemptor_tenant) and (
+        preemption.preemptor_tenant != preemption.victim_tenant)
+    shown = CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message
+    placements = list(
+        Placement.objects.select_for_update()
+        .filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
+        .select_related("node__cluster").order_by("pk")
+    )
+    terminate_placements(victim, placements, now=now, evict_by=preemption.evict_by,
+                         message=f"preempted: {shown}" if victim.source != JOB_SOURCE_KUBE
+                         else shown)
+    outcome = "requeued" if requeue else "failed"
+    fields = {"preemption_count": F("preemption_count") + 1,
+              "pending_reason": f"preempted: {shown}", "preempting_since": None,
+              "reserving_since": None}
+    if requeue:
+        fields.update(state=JobState.QUEUED, admitted_at=None, started_at=None)
+    else:
+        fields.update(state=JobState.FAILED, finished_at=now)
+    Job.objects.filter(pk=victim.pk).update(**fields)
+    PreemptionRow.objects.create(
+        victim=victim, preemptor=preemptor, victim_tenant=preemption.victim_tenant,
+        preemptor_tenant=preemption.preemptor_tenant, reason=preemption.reason.value,
+        message=preemption.message, time=now, evict_by=preemption.evict_by, outcome=outcome,
+    )
+    JobEvent.objects.create(
+        job=victim, kind="preempted",
+        message=f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
+                f"{preemption.evict_by.isoformat()})",
+    )
+    return True
+
+
+def enforce_max_runtime(now: datetime | None = None) -> set[int]:
+    """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
+    pods are deleted with the termination grace period (placements ``terminating``).
+
+    Returns:
+        Ids of the resource groups of the jobs stopped.
+    """
+    now = now or timezone.now()
+    grace = timedelta(seconds=float(settings.ADMISSION_TERMINATION_GRACE_S))
+    due = [
+        job for job in Job.objects.filter(
+            state__in=[JobState.ADMITTED, JobState.RUNNING], max_runtime_s__isnull=False,
+            admitted_at__isnull=False).select_related("queue").order_by("pk")
+        if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
+    ]
+    groups: set[int] = set()
+    for job in due:
+        message = f"exceeded its maximum runtime of {job.max_runtime_s:g}s"
+        with transaction.atomic():
+            moved = Job.objects.select_for_update().filter(
+                pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]).update(
+                state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
+            if not moved:
+                continue
+            placements = list(Placement.objects.select_for_update().filter(
+                job=job, state__in=ACTIVE_PLACEMENT_STATES).select_related("node__cluster"))
+            terminate_placements(job, placements, now=now, evict_by=now + grace,
+                                 message=message)
+            JobEvent.objects.create(job=job, kind="failed", message=message)
+        groups.add(job.queue.resource_group_id)
+    return groups
+
+
+def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) -> set[int]:
+    """The pods of these terminating placements are gone: release their devices (the next
+    cycle settles their charges).
+
+    Returns:
+        Ids of the resource groups where capacity was freed.
+    """
+    rows = list(Placement.objects.filter(
+        pk__in=placement_ids, state=PlacementState.TERMINATING).values_list(
+        "pk", "job__queue__resource_group_id"))
+    if not rows:
+        return set()
+    Placement.objects.filter(pk__in=[pk for pk, _ in rows],
+                             state=PlacementState.TERMINATING).update(
+        state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
+    return {group for _, group in rows}
+
+
+def release_due_terminations(now: datetime | None = None) -> set[int]:
+    """Release the terminating placements whose pods nobody reports on and whose grace period
+    (``evict_by``) passed: simulated pods honour their grace period and end at ``evict_by``;
+    the pods of a job taken in from a cluster belong to the user's (now suspended) object,
+    which the reconcile does not watch, and the kubelet kills them at the end of the grace
+    period. The console's own kubernetes pods are released by the reconcile when they are
+    gone (:func:`release_terminated`).
+
+    Returns:
+        Ids of the resource groups where capacity was freed.
+    """
+    now = now or timezone.now()
+    ids = list(Placement.objects.filter(
+        Q(node__cluster__backend=Backend.SIMULATED) | Q(job__source=JOB_SOURCE_KUBE),
+        state=PlacementState.TERMINATING, evict_by__lte=now).values_list("pk", flat=True))
+    return release_terminated(ids, now=now, reason="pods terminated")
