@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 MYPY_ENV := DATABASE_URL=postgres://mypy@127.0.0.1:1/mypy REDIS_URL=redis://127.0.0.1:1/0 \
 	SECRET_KEY=mypy-only
 
-.PHONY: run test lint bench-placement stop clean
+.PHONY: run test lint bench-placement bench-e2e stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ lint: $(STAMP)
 
 bench-placement: $(STAMP)
 	$(PY) -m scheduling.placement.lab.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
+
+# End to end on the embedded PostgreSQL/Redis with one worker (prints JSON; see
+# console/bench_e2e/__main__.py). BENCH_ARGS e.g. "--phases load --scale 0.25".
+bench-e2e: $(STAMP)
+	$(PY) -m console.bench_e2e $(BENCH_ARGS)
 
 stop: $(STAMP)
 	$(PY) -m console.embedded stop

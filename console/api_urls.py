@@ -6,4 +6,5 @@ urlpatterns = [
     path("", include("scheduling.api.urls")),
     path("", include("tenants.api.urls")),
     path("telemetry/", include("telemetry.api.urls")),
+    path("notifications/", include("notifications.api.urls")),
 ]

@@ -1,8 +1,10 @@
 """Celery application (Django pattern: settings under ``CELERY_``, tasks autodiscovered)."""
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import after_setup_logger
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
 
@@ -12,3 +14,14 @@ app.autodiscover_tasks()
 # The default for every thread: Celery's current app is thread-local, and a request served in
 # a gunicorn thread would otherwise enqueue through an empty default app (NotRegistered).
 app.set_default()
+
+
+@after_setup_logger.connect
+def _routine_loggers_quiet(**_kwargs) -> None:
+    """Re-apply the levels of ``LOGGING["loggers"]`` (routine task chatter at WARNING) after
+    the worker or beat set up logging from its ``--loglevel``."""
+    from django.conf import settings  # noqa: PLC0415 - settings after Django set-up
+
+    for name, config in settings.LOGGING.get("loggers", {}).items():
+        if "level" in config:
+            logging.getLogger(name).setLevel(config["level"])

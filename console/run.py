@@ -2,20 +2,23 @@
 
 Starts the embedded PostgreSQL and Redis unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
 migrates, seeds the demo, then runs gunicorn (web, ``CONSOLE_BIND``, default
-127.0.0.1:8000), a Celery worker and Celery beat until interrupted (Ctrl-C stops all three;
-the embedded servers keep running: ``make stop`` stops them).
+127.0.0.1:8000), a Celery worker and Celery beat under :mod:`console.supervisor` until
+interrupted: a child that dies is logged and restarted with exponential backoff (at most
+``CONSOLE_RESTART_MAX_S``, 60 s) while the others keep running; Ctrl-C stops all three (the
+embedded servers keep running: ``make stop`` stops them).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
-import time
 
 from console import embedded
-from core.env import env_int, env_str
+from console.supervisor import Backoff, Supervisor
+from core.env import env_float, env_int, env_str
 
 
 def _manage(*args: str) -> None:
@@ -45,33 +48,14 @@ def main() -> int:
         "beat": [sys.executable, "-m", "celery", "-A", "console", "beat",
                  "--schedule", str(beat_schedule), "--loglevel", "INFO"],
     }
-    procs = {name: subprocess.Popen(cmd, env=env)  # noqa: S603 - the fixed argv above
-             for name, cmd in commands.items()}
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    supervisor = Supervisor(commands, env=env, backoff=Backoff(
+        max_s=env_float("CONSOLE_RESTART_MAX_S", 60.0, minimum=1.0)))
+    signal.signal(signal.SIGTERM, supervisor.stop)
+    signal.signal(signal.SIGINT, supervisor.stop)
     print(f"\nconsole: http://{bind}/  (admin: http://{bind}/admin/, API docs: /api/docs/)")  # noqa: T201
     print("stop with Ctrl-C; `make stop` stops the embedded PostgreSQL and Redis\n")  # noqa: T201
-
-    def shutdown(*_):
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    try:
-        while all(p.poll() is None for p in procs.values()):
-            time.sleep(0.5)
-    finally:
-        shutdown()
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    failed = {n: p.returncode for n, p in procs.items() if p.returncode not in (0, -15, None)}
-    if failed:
-        print(f"console: stopped because {failed} exited", file=sys.stderr)  # noqa: T201
-        return 1
-    return 0
+    return supervisor.run()
 
 
 if __name__ == "__main__":

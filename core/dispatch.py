@@ -4,10 +4,16 @@ A service must never import its app's ``tasks`` module: the tasks call the servi
 two would import each other. Services call :func:`enqueue_on_commit` with a task-name
 constant instead (each app keeps its names in one module, e.g. ``scheduling.dispatch``), and
 the task runs only against rows that were committed (Saleor's ``call_event`` pattern).
+
+Publishing never fails the (already committed) request: when the broker is down, the error is
+logged and swallowed. A lost enqueue is not lost work: the beat ticks find it again from the
+database (``admission_tick_task`` runs a cycle for every group with queued jobs, ``sweep_task``
+re-submits placements left ``reserved``; see :mod:`scheduling.services.sweeper`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -16,6 +22,7 @@ from django.db import transaction
 
 __all__ = ["enqueue_on_commit", "registered_task"]
 
+logger = logging.getLogger(__name__)
 _import_lock = threading.Lock()
 
 
@@ -43,14 +50,19 @@ def enqueue_on_commit(name: str, *args: Any, countdown: float | None = None) -> 
     once outside a transaction); ``countdown`` delays it by that many seconds.
 
     Sent through the task object (``delay`` / ``apply_async``), so ``task_always_eager`` runs
-    it in-process.
+    it in-process. A publishing error (broker unreachable after Celery's retry policy,
+    ``CELERY_TASK_PUBLISH_RETRY_POLICY``) is logged as a warning and swallowed.
     """
 
     def send() -> None:
         task = registered_task(name)
-        if countdown is None:
-            task.delay(*args)
-        else:
-            task.apply_async(args, countdown=countdown)
+        try:
+            if countdown is None:
+                task.delay(*args)
+            else:
+                task.apply_async(args, countdown=countdown)
+        except Exception as exc:  # noqa: BLE001 - kombu/redis/OS errors alike; see docstring
+            logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it",
+                           name, args, exc)
 
     transaction.on_commit(send)

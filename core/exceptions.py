@@ -26,3 +26,14 @@ class Conflict(DomainError):
 class InvalidRequest(DomainError):
     status_code = 400
     code = "invalid"
+
+
+class NeverFits(InvalidRequest):
+    """A request no node of its pool could ever hold (by shape, not by current load)."""
+
+    code = "never_fits"
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "forbidden"

@@ -1,8 +1,76 @@
-"""Filterset of the audit log (shared by /audit/ and /api/audit/)."""
+"""Filters shared by the apps' filtersets, and the filterset of the audit log (shared by
+/audit/ and /api/audit/)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
 
 import django_filters
+from django.db.models import Q
+from rest_framework.exceptions import ValidationError
 
 from core.models import AuditEntry
+
+
+class NameOrIdFilter(django_filters.CharFilter):
+    """``?tenant=team-nlp`` or ``?tenant=7``: a value of digits matches ``id_field``, any
+    other value matches one of ``name_fields`` case-insensitively (``a/b`` splits over two
+    name fields, e.g. ``?queue=team-nlp/nvidia-shared``).
+
+    Args:
+        id_field: the lookup of the primary key (``"queue_id"``).
+        name_fields: one lookup (``"tenant__name"``) or two for ``parent/child`` values
+            (``("queue__tenant__name", "queue__name")``); a value without ``/`` matches the
+            last one.
+    """
+
+    def __init__(self, *args, id_field: str, name_fields: str | Iterable[str], **kwargs):
+        kwargs.setdefault("help_text", "a name or an id")
+        super().__init__(*args, **kwargs)
+        self.id_field = id_field
+        self.name_fields = (name_fields,) if isinstance(name_fields, str) else tuple(name_fields)
+
+    def filter(self, qs, value):
+        if value in (None, ""):
+            return qs
+        value = value.strip()
+        if value.isascii() and value.isdigit():  # not "¹" or "٣", which isdigit() accepts
+            number = int(value)
+            # an id beyond PostgreSQL's bigint matches nothing (rather than a database error)
+            return qs.filter(**{self.id_field: number}) if number < 2**63 else qs.none()
+        parts = value.split("/") if len(self.name_fields) > 1 else [value]
+        if len(parts) > len(self.name_fields):
+            return qs.none()
+        fields = self.name_fields[-len(parts):]
+        query = Q()
+        for field, part in zip(fields, parts, strict=True):
+            query &= Q(**{f"{field}__iexact": part})
+        return qs.filter(query).distinct() if self.distinct else qs.filter(query)
+
+
+class ChoiceIgnoringCaseFilter(django_filters.CharFilter):
+    """An exact-match filter over a closed set of values, matched case-insensitively
+    (``?vendor=nvidia`` finds ``NVIDIA``). An unknown value is a 400 listing the valid ones.
+
+    Args:
+        choices: the valid values, or a callable returning them (read at filter time, e.g.
+            the vendors of the device models in the database).
+    """
+
+    def __init__(self, *args, choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.valid_values = choices
+
+    def filter(self, qs, value):
+        if value in (None, ""):
+            return qs
+        valid = list(self.valid_values() if callable(self.valid_values) else self.valid_values)
+        by_lower = {v.lower(): v for v in valid}
+        canonical = by_lower.get(value.strip().lower())
+        if canonical is None:
+            raise ValidationError({self.field_name.split("__")[-1]: [
+                f"unknown value {value!r}; valid values: {', '.join(sorted(valid))}"]})
+        return qs.filter(**{self.field_name: canonical})
 
 
 class AuditFilterSet(django_filters.FilterSet):

@@ -1,6 +1,9 @@
 from django.contrib import admin, messages
+from django.utils import timezone
 
+from core.exceptions import DomainError
 from scheduling.backends.kubernetes import check_connection
+from scheduling.choices import JobState
 from scheduling.kube.errors import KubeError
 from scheduling.models import (
     Cluster,
@@ -13,6 +16,12 @@ from scheduling.models import (
     Placement,
     PlacementDevice,
     Queue,
+)
+from scheduling.services.workloads import (
+    cancel_workload,
+    reconcile_services,
+    resume_notebook,
+    stop_notebook,
 )
 
 
@@ -131,12 +140,50 @@ class JobEventInline(admin.TabularInline):
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "tenant", "queue", "priority", "state", "created"]
-    list_filter = ["state", "tenant", "source"]
+    """Jobs of every kind. A new inference service gets its replica jobs once its
+    containers are saved; the actions stop / resume notebooks and stop services with their
+    replicas (the same services as the API)."""
+
+    list_display = ["id", "name", "kind", "tenant", "queue", "priority", "state", "parent",
+                    "created"]
+    list_filter = ["kind", "state", "tenant", "source"]
     list_select_related = ["tenant", "queue__tenant"]
     search_fields = ["name"]
-    raw_id_fields = ["submitted_by"]
+    raw_id_fields = ["submitted_by", "parent"]
     inlines = [JobContainerInline, JobEventInline]
+    actions = ["stop_notebooks", "resume_notebooks", "cancel_workloads"]
+
+    def save_model(self, request, obj, form, change):
+        if not change and obj.is_service:
+            obj.state, obj.started_at = JobState.RUNNING, timezone.now()
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if form.instance.is_service:
+            reconcile_services()
+
+    def _each(self, request, queryset, action, verb: str) -> None:
+        done = 0
+        for job in queryset:
+            try:
+                action(job, user=request.user)
+                done += 1
+            except DomainError as exc:
+                self.message_user(request, f"{job}: {exc.message}", messages.WARNING)
+        self.message_user(request, f"{done} job(s) {verb}.")
+
+    @admin.action(description="Stop selected notebooks (free their devices)")
+    def stop_notebooks(self, request, queryset):
+        self._each(request, queryset, stop_notebook, "stopped")
+
+    @admin.action(description="Resume selected notebooks")
+    def resume_notebooks(self, request, queryset):
+        self._each(request, queryset, resume_notebook, "resumed")
+
+    @admin.action(description="Cancel selected jobs (a service with its replicas)")
+    def cancel_workloads(self, request, queryset):
+        self._each(request, queryset, cancel_workload, "cancelled")
 
 
 class PlacementDeviceInline(admin.TabularInline):

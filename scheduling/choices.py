@@ -4,6 +4,19 @@ from django.db import models
 
 from scheduling.devices.schema import DeviceModelConfig
 
+#: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
+VENDORS = (
+    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
+    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
+)
+
+
+def canonical_vendor(value: str) -> str | None:
+    """``value`` spelled as in :data:`VENDORS`, matched case-insensitively (``nvidia`` ->
+    ``NVIDIA``); None when it is no known vendor."""
+    lowered = value.strip().lower()
+    return next((v for v in VENDORS if v.lower() == lowered), None)
+
 
 class Backend(models.TextChoices):
     """How a cluster is driven: in-process simulation or a real Kubernetes API server."""
@@ -43,7 +56,9 @@ class QueueStrategy(models.TextChoices):
 
 class JobState(models.TextChoices):
     """Job lifecycle: queued → admitted → running → succeeded|failed; cancelled from any live
-    state. ``admitted`` means placements are reserved and being submitted."""
+    state. ``admitted`` means placements are reserved and being submitted. ``stopped`` is a
+    notebook stopped by its user, culled when idle or past its lifetime: it holds no device
+    and is not queued until resumed (→ queued)."""
 
     QUEUED = "queued", "Queued"
     ADMITTED = "admitted", "Admitted"
@@ -51,6 +66,34 @@ class JobState(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    STOPPED = "stopped", "Stopped"
+
+
+CONTAINER_ROLES = ["", "launcher", "worker"]
+"""A training container's role: launcher containers make the launcher pod; worker (or blank)
+containers run in every worker pod."""
+
+
+class JobKind(models.TextChoices):
+    """What a job runs (DESIGN.md §1: training, fine-tuning, inference, notebooks).
+
+    ``batch``: N identical pods that run to completion. ``training`` (also fine-tuning):
+    N ranked workers (a gang, optional minimum) behind a headless Service, with an optional
+    launcher pod. ``inference``: a long-running service of ``replicas`` pods behind a
+    Service; each replica is its own single-pod job (``Job.parent`` = the service), admitted
+    and placed under the service's quota like any job (Kueue's per-pod admission of
+    Deployments). ``notebook``: one interactive pod with a port, stop/resume, idle culling
+    and a maximum lifetime.
+    """
+
+    BATCH = "batch", "Batch"
+    TRAINING = "training", "Training / fine-tuning"
+    INFERENCE = "inference", "Inference service"
+    NOTEBOOK = "notebook", "Notebook"
+
+
+LONG_RUNNING_KINDS = (JobKind.INFERENCE, JobKind.NOTEBOOK)
+"""Kinds whose pods run until stopped (never finished by ``duration_s`` in simulation)."""
 
 
 class PreemptionPolicy(models.TextChoices):

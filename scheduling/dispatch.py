@@ -7,7 +7,10 @@ each task under the constant below; a test checks that every name is registered.
 
 from __future__ import annotations
 
-from core.dispatch import enqueue_on_commit
+from django.core.cache import cache
+from django.db import transaction
+
+from core.dispatch import enqueue_on_commit, registered_task
 
 __all__ = [
     "ADMISSION_CYCLE_TASK",
@@ -19,10 +22,15 @@ __all__ = [
     "KUBE_RECONCILE_TASK",
     "KUBE_TICK_TASK",
     "RECONCILE_TASK",
+    "SIMULATION_TASK",
     "SUBMIT_JOBS_TASK",
+    "SWEEP_TASK",
     "TASK_NAMES",
     "USAGE_RECONCILE_TASK",
+    "WORKLOADS_TICK_TASK",
+    "admission_cycle_started",
     "enqueue_admission_cycle",
+    "enqueue_simulation",
     "enqueue_cordon_sync",
     "enqueue_submit_jobs",
 ]
@@ -30,6 +38,7 @@ __all__ = [
 ADMISSION_CYCLE_TASK = "scheduling.tasks.admission_cycle_task"
 ADMISSION_TICK_TASK = "scheduling.tasks.admission_tick_task"
 SUBMIT_JOBS_TASK = "scheduling.tasks.submit_jobs_task"
+SWEEP_TASK = "scheduling.tasks.sweep_task"
 RECONCILE_TASK = "scheduling.tasks.reconcile_task"
 DEMO_STREAM_TASK = "scheduling.tasks.demo_stream_task"
 KUBE_INVENTORY_SYNC_TASK = "scheduling.tasks.kube_inventory_sync_task"
@@ -38,18 +47,46 @@ KUBE_TICK_TASK = "scheduling.tasks.kube_tick_task"
 KUBE_INTAKE_TASK = "scheduling.tasks.kube_intake_task"
 KUBE_CORDONS_TASK = "scheduling.tasks.kube_cordons_task"
 USAGE_RECONCILE_TASK = "scheduling.tasks.usage_reconcile_task"
+WORKLOADS_TICK_TASK = "scheduling.tasks.workloads_tick_task"
+SIMULATION_TASK = "scheduling.tasks.simulation_task"
 
 #: Every task name of the app.
 TASK_NAMES = (
-    ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, RECONCILE_TASK,
+    ADMISSION_CYCLE_TASK, ADMISSION_TICK_TASK, SUBMIT_JOBS_TASK, SWEEP_TASK, RECONCILE_TASK,
     DEMO_STREAM_TASK, KUBE_INVENTORY_SYNC_TASK, KUBE_RECONCILE_TASK, KUBE_TICK_TASK,
-    USAGE_RECONCILE_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
+    USAGE_RECONCILE_TASK, WORKLOADS_TICK_TASK, KUBE_INTAKE_TASK, KUBE_CORDONS_TASK,
+    SIMULATION_TASK,
 )
 
 
+#: Seconds a "cycle requested" mark lives (a lost task is covered by the beat tick anyway).
+CYCLE_REQUEST_TTL_S = 30
+
+
+def _request_key(group_id: int) -> str:
+    return f"admission:requested:{group_id}"
+
+
 def enqueue_admission_cycle(group_id: int) -> None:
-    """Run an admission cycle of resource group ``group_id`` after commit."""
-    enqueue_on_commit(ADMISSION_CYCLE_TASK, group_id)
+    """Run an admission cycle of resource group ``group_id`` after commit.
+
+    Coalesced: while a cycle of the group is requested and has not started, further requests
+    send nothing (a burst of 1,000 submissions asks for a handful of cycles, each taking every
+    new head, instead of 1,000 cycle tasks). The cycle task calls
+    :func:`admission_cycle_started` first, so a request arriving during a cycle sends exactly
+    one follow-up.
+    """
+
+    def send() -> None:
+        if cache.add(_request_key(group_id), 1, timeout=CYCLE_REQUEST_TTL_S):
+            registered_task(ADMISSION_CYCLE_TASK).delay(group_id)
+
+    transaction.on_commit(send)
+
+
+def admission_cycle_started(group_id: int) -> None:
+    """Forget the group's pending request (the cycle task is about to read the queue)."""
+    cache.delete(_request_key(group_id))
 
 
 def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -> None:
@@ -61,3 +98,8 @@ def enqueue_submit_jobs(job_ids: list[int], *, countdown: float | None = None) -
 def enqueue_cordon_sync(cluster_id: int) -> None:
     """Write the console's device cordons of cluster ``cluster_id`` to it after commit."""
     enqueue_on_commit(KUBE_CORDONS_TASK, cluster_id)
+
+
+def enqueue_simulation(run_id: int) -> None:
+    """Replay what-if simulation run ``run_id`` in a worker after commit."""
+    enqueue_on_commit(SIMULATION_TASK, run_id)

@@ -2,26 +2,36 @@
 
 import django_filters
 
-from scheduling.choices import JobState, PlacementState
+from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
+from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
+from scheduling.choices import VENDORS, JobKind, JobState, PlacementState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(StrictFilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
-    tenant = django_filters.CharFilter(field_name="tenant__name")
-    queue = django_filters.NumberFilter(field_name="queue_id")
+    tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
+    queue = NameOrIdFilter(id_field="queue_id",
+                           name_fields=("queue__tenant__name", "queue__name"),
+                           help_text="a queue id, a queue name or tenant/queue")
     name = django_filters.CharFilter(lookup_expr="icontains")
-    priority_min = django_filters.NumberFilter(field_name="priority", lookup_expr="gte")
+    priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
+    kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices)
+    parent = IntegerFilter(field_name="parent_id",
+                                         help_text="Replicas of this inference service.")
+    replicas = StrictBooleanFilter(
+        field_name="parent", lookup_expr="isnull", exclude=True,
+        help_text="false: leave inference replicas out (services, not their pods).")
 
     class Meta:
         model = Job
-        fields = ["state", "tenant", "queue", "name", "source"]
+        fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
 
 
-class NodeFilterSet(django_filters.FilterSet):
+class NodeFilterSet(StrictFilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
-    has_error = django_filters.BooleanFilter(method="filter_has_error")
+    has_error = StrictBooleanFilter(method="filter_has_error")
 
     class Meta:
         model = Node
@@ -31,20 +41,20 @@ class NodeFilterSet(django_filters.FilterSet):
         return queryset.exclude(error="") if value else queryset.filter(error="")
 
 
-class DeviceFilterSet(django_filters.FilterSet):
+class DeviceFilterSet(StrictFilterSet):
     node = django_filters.CharFilter(field_name="node__name")
     model = django_filters.CharFilter(field_name="model__name")
-    vendor = django_filters.CharFilter(field_name="model__vendor")
+    vendor = ChoiceIgnoringCaseFilter(field_name="model__vendor", choices=VENDORS)
 
     class Meta:
         model = Device
         fields = ["node", "model", "vendor", "healthy", "cordoned"]
 
 
-class PlacementFilterSet(django_filters.FilterSet):
-    job = django_filters.NumberFilter(field_name="job_id")
+class PlacementFilterSet(StrictFilterSet):
+    job = IntegerFilter(field_name="job_id")
     node = django_filters.CharFilter(field_name="node__name")
-    tenant = django_filters.CharFilter(field_name="job__tenant__name")
+    tenant = NameOrIdFilter(id_field="job__tenant_id", name_fields="job__tenant__name")
     device = django_filters.CharFilter(field_name="devices__device__uuid", distinct=True)
     state = django_filters.MultipleChoiceFilter(choices=PlacementState.choices)
 
@@ -53,15 +63,16 @@ class PlacementFilterSet(django_filters.FilterSet):
         fields = ["job", "node", "tenant", "device", "state"]
 
 
-class DeviceModelFilterSet(django_filters.FilterSet):
+class DeviceModelFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
+    vendor = ChoiceIgnoringCaseFilter(field_name="vendor", choices=VENDORS)
 
     class Meta:
         model = DeviceModel
         fields = ["name", "vendor"]
 
 
-class ClusterFilterSet(django_filters.FilterSet):
+class ClusterFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:

@@ -18,28 +18,36 @@ from scheduling.dispatch import (
     KUBE_RECONCILE_TASK,
     KUBE_TICK_TASK,
     RECONCILE_TASK,
+    SIMULATION_TASK,
     SUBMIT_JOBS_TASK,
+    SWEEP_TASK,
     USAGE_RECONCILE_TASK,
+    WORKLOADS_TICK_TASK,
+    admission_cycle_started,
 )
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
+from scheduling.services.bulk_submit import submit_jobs
 from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.intake import intake_cluster
-from scheduling.services.intake_record import submit_admitted_job
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
+from scheduling.services.simulation import run_simulation
 from scheduling.services.submissions import reconcile_simulated
+from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
+from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from tenants.models import ResourceGroup
 
 
 @shared_task(name=ADMISSION_CYCLE_TASK)
 def admission_cycle_task(group_id: int) -> dict:
     """Run one admission cycle for a resource group; chain another when the batch was full."""
+    admission_cycle_started(group_id)
     report = run_admission_cycle(group_id)
     if report.more:
         admission_cycle_task.delay(group_id)
@@ -64,11 +72,20 @@ def admission_tick_task() -> int:
     max_retries=10,
 )
 def submit_jobs_task(job_ids: list[int]) -> int:
-    """Submit admitted jobs to their cluster backends, or record their placement in the
-    user's object for jobs taken in from a cluster (retryable errors retry with backoff)."""
-    for job_id in job_ids:
-        submit_admitted_job(job_id)
+    """Submit admitted jobs to their cluster backends (simulated ones in bulk; retryable
+    errors retry with backoff)."""
+    submit_jobs(job_ids)
     return len(job_ids)
+
+
+@shared_task(name=SWEEP_TASK)
+def sweep_task() -> dict:
+    """Beat tick (``SWEEP_TICK_S``): submit again the admitted jobs whose placements stayed
+    reserved (their submission task was lost, e.g. while the broker was down)."""
+    job_ids = overdue_reservations()
+    if job_ids:
+        submit_jobs_task.delay(job_ids)
+    return {"resubmitted": len(job_ids)}
 
 
 @shared_task(name=RECONCILE_TASK)
@@ -162,3 +179,17 @@ def usage_reconcile_task() -> dict:
         violations += len(check.violations)
     opened, closed = sync_ledger()
     return {"drift": drift, "violations": violations, "opened": opened, "closed": closed}
+
+
+@shared_task(name=WORKLOADS_TICK_TASK)
+def workloads_tick_task() -> dict:
+    """Beat tick: end runs past their time limit (notebook lifetime, ``max_runtime_s``) and
+    replace the replicas of inference services that ended."""
+    ended = enforce_time_limits()
+    return {"ended": len(ended), "replicas_created": reconcile_services()}
+
+
+@shared_task(name=SIMULATION_TASK)
+def simulation_task(run_id: int) -> str:
+    """Replay a what-if simulation run (progress and result are stored on the run)."""
+    return run_simulation(run_id)

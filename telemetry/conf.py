@@ -7,7 +7,7 @@ TELEMETRY_SCRAPE_S                 30       beat period of scrapes (s)
 TELEMETRY_SIMULATE_S               15       beat period of simulated samples (s; 0 = off)
 TELEMETRY_ROLLUP_S                 60       beat period of rollup + pruning (s)
 TELEMETRY_GAUGES_S                 30       beat period of group gauges / capacity alerts (s)
-TELEMETRY_IDLE_CHECK_S             300      beat period of idle-job detection (s)
+TELEMETRY_IDLE_CHECK_S             300      idle-job flags and notebook culling (s)
 TELEMETRY_RAW_RETENTION_S          7200     raw samples kept (s)
 TELEMETRY_MINUTE_RETENTION_S       172800   1-minute rollups kept (s)
 TELEMETRY_HOUR_RETENTION_S         34560000 1-hour rollups kept (s, 400 days)
@@ -15,6 +15,8 @@ TELEMETRY_ROLLUP_GRACE_S           120      late samples still folded into close
 TELEMETRY_TEMPERATURE_LIMIT_C      90       default device temperature limit (°C)
 TELEMETRY_IDLE_THRESHOLD_PERCENT   5        a job using less (cores %) is idle
 TELEMETRY_IDLE_AFTER_S             1800     idle this long → flagged (s)
+TELEMETRY_TREND_FINE_RETENTION_S   172800   5-minute trend buckets kept (s; 6 h / 24 h views)
+TELEMETRY_TREND_COARSE_RETENTION_S 3024000  1-hour trend buckets kept (s, 35 days; 7 d view)
 =================================  =======  ================================================
 """
 
@@ -35,6 +37,8 @@ DEFAULTS = {
     "TELEMETRY_TEMPERATURE_LIMIT_C": 90,
     "TELEMETRY_IDLE_THRESHOLD_PERCENT": 5,
     "TELEMETRY_IDLE_AFTER_S": 1800,
+    "TELEMETRY_TREND_FINE_RETENTION_S": 172800,
+    "TELEMETRY_TREND_COARSE_RETENTION_S": 35 * 86400,
 }
 
 

@@ -11,7 +11,9 @@ metric                                             type     labels
 ``console_admissions_total``                       counter  resource_group (``admitted`` events)
 ``console_preemptions_total``                      counter  resource_group (``preempted`` events)
 ``console_admission_cycle_duration_seconds``       hist.    resource_group (via record_cycle)
-``console_allocation_ratio``                       gauge    resource_group (booked/capacity 0..1)
+``console_allocation_ratio``                       gauge    resource_group (allocated/devices 0..1)
+``console_capacity_devices``                       gauge    vendor, model (present devices)
+``console_allocated_devices``                      gauge    vendor, model (allocated shares)
 ``console_fragmentation_rate``                     gauge    resource_group (FGD, 0..1)
 ``console_fragment_gpus``                          gauge    resource_group (FGD fragment, GPUs)
 ``console_healthy_capacity_gpus``                  gauge    resource_group
@@ -21,8 +23,11 @@ metric                                             type     labels
 ``console_idle_jobs``                              gauge    tenant
 =================================================  =======  ======================================
 
-Per-group gauges come from :class:`~telemetry.models.GroupGauge` rows written by the
-``gauges_task`` beat task (fragmentation needs a snapshot, too costly per scrape).
+Allocation (ratio per group, capacity and allocated devices per vendor and model) is read at
+scrape time from :mod:`scheduling.selectors.allocation`, the selector of the overview, the
+nodes list and the quotas page, so every place shows the same figure. The other per-group
+gauges come from :class:`~telemetry.models.GroupGauge` rows written by the ``gauges_task``
+beat task (fragmentation needs a snapshot, too costly per scrape).
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ from prometheus_client.core import (
 from prometheus_client.registry import REGISTRY
 
 from scheduling.models import Device, Job, JobEvent
+from scheduling.selectors.allocation import (
+    capacity_by_group,
+    capacity_by_model,
+    present_device_loads,
+)
 from telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
 from tenants.models import ResourceGroup
 
@@ -47,7 +57,6 @@ logger = logging.getLogger(__name__)
 CYCLE_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: ``(GroupGauge field, metric name, help)``; ``*_milli`` fields are exported in GPUs.
 GROUP_GAUGES = (
-    ("allocation_ratio", "console_allocation_ratio", "Booked cores / capacity cores (0..1)."),
     ("fragmentation_rate", "console_fragmentation_rate",
      "FGD fragmentation rate of idle GPU (0..1)."),
     ("fragment_milli", "console_fragment_gpus", "FGD fragment amount in GPUs."),
@@ -124,6 +133,7 @@ def _families():
     yield from _queue_families()
     yield from _event_families()
     yield from _cycle_histogram()
+    yield from _allocation_families()
     yield from _group_gauges()
     yield from _health_families()
 
@@ -241,6 +251,27 @@ def _health_families():
     ):
         idle.add_metric([row["tenant__name"]], row["n"])
     yield idle
+
+
+def _allocation_families():
+    """Allocation per group, vendor and model from the allocation selector (three queries)."""
+    loads = present_device_loads()
+    ratio = GaugeMetricFamily(
+        "console_allocation_ratio",
+        "Allocated device shares / present devices of the group (0..1); a device's share is "
+        "the larger of its booked memory and cores shares.", labels=["resource_group"])
+    for row in capacity_by_group(loads):
+        ratio.add_metric([row.label], row.allocation_ratio)
+    yield ratio
+    capacity = GaugeMetricFamily("console_capacity_devices", "Present devices.",
+                                 labels=["vendor", "model"])
+    allocated = GaugeMetricFamily("console_allocated_devices",
+                                  "Allocated device shares (devices).", labels=["vendor", "model"])
+    for row in capacity_by_model(loads):
+        capacity.add_metric([row.vendor, row.label], row.devices)
+        allocated.add_metric([row.vendor, row.label], row.allocated_devices)
+    yield capacity
+    yield allocated
 
 
 _registered: ConsoleCollector | None = None

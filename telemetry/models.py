@@ -311,3 +311,54 @@ class CycleStats(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_name}: {self.cycles} cycles"
+
+
+class TrendScope(models.TextChoices):
+    """What a :class:`TrendRollup` series is about (and how its ``key`` reads)."""
+
+    ALL = "all", "Whole inventory (key empty)"
+    GROUP = "group", "Resource group (key: group id)"
+    VENDOR = "vendor", "Vendor (key: vendor name)"
+    MODEL = "model", "Device model (key: model name)"
+    TENANT = "tenant", "Tenant (key: tenant id)"
+    QUOTA = "quota", "Tenant in a resource group (key: '<tenant id>:<group id>')"
+
+
+class TrendRollup(models.Model):
+    """One bucket of a console time series: the trends of the overview, group and tenant pages.
+
+    Written by :mod:`telemetry.services.trends` at two resolutions (``resolution_s`` 300 and
+    3600): each recorded value adds 1 to ``count`` and itself to ``total`` and widens
+    ``minimum`` / ``maximum``, so ``mean = total / count``. Gauges (capacity, allocated, used,
+    queued, pending demand, usage, nominal quota) are recorded by the gauges beat task every
+    tick; admission waits (``wait_s``) once per admitted job. Metric units are in
+    :data:`telemetry.services.trends.METRIC_UNITS`. Pruned after
+    ``TELEMETRY_TREND_FINE_RETENTION_S`` / ``TELEMETRY_TREND_COARSE_RETENTION_S``.
+    """
+
+    resolution_s = models.PositiveIntegerField()
+    bucket = models.DateTimeField()
+    scope = models.CharField(max_length=8, choices=TrendScope.choices)
+    key = models.CharField(max_length=128, blank=True)
+    metric = models.CharField(max_length=24)
+    count = models.PositiveIntegerField()
+    total = models.FloatField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["resolution_s", "scope", "key", "metric", "bucket"],
+                name="trendrollup_unique_bucket",
+            )
+        ]
+        indexes = [models.Index(fields=["resolution_s", "bucket"])]
+
+    def __str__(self) -> str:
+        return f"{self.scope}:{self.key} {self.metric} {self.resolution_s}s {self.bucket:%H:%M}"
+
+    @property
+    def mean(self) -> float:
+        """Mean of the bucket's values."""
+        return self.total / self.count if self.count else 0.0

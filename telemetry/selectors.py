@@ -38,6 +38,7 @@ from telemetry.models import (
     DevicePrice,
     IdleJobFlag,
     Rollup,
+    TrendRollup,
 )
 from tenants.models import LedgerInterval, Tenant
 
@@ -392,3 +393,50 @@ def open_capacity_alerts() -> list[CapacityAlert]:
     """Resource groups whose healthy capacity is below their guarantees now."""
     return list(CapacityAlert.objects.filter(resolved_at__isnull=True)
                 .select_related("resource_group").order_by("-opened_at"))
+
+
+# --- trends ---------------------------------------------------------------------------------
+
+#: Trend bucket size (s) for a span: 5-minute buckets up to a day, 1-hour beyond.
+TREND_FINE_S, TREND_COARSE_S = 300, 3600
+
+
+def trend_resolution(start: datetime, end: datetime) -> int:
+    """Bucket size of the trend rollups read for ``[start, end)`` (6 h / 24 h: 300 s;
+    7 d: 3600 s)."""
+    return TREND_FINE_S if end - start <= timedelta(days=1) else TREND_COARSE_S
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One trend bucket: start time, mean of its values, min and max."""
+
+    time: datetime
+    mean: float
+    minimum: float
+    maximum: float
+
+
+def trend_series(scope: str, keys: Iterable[str], metrics: Iterable[str], start: datetime,
+                 end: datetime) -> dict[tuple[str, str], list[TrendPoint]]:
+    """Trend series of one scope (:class:`~telemetry.models.TrendScope`) in ONE query.
+
+    Args:
+        scope: e.g. ``"group"``.
+        keys: the scope keys wanted (group ids as text, tenant ids, ``"<tenant>:<group>"``).
+        metrics: metric names (``telemetry.services.trends.METRIC_UNITS``).
+        start, end: the window; the resolution follows :func:`trend_resolution`.
+
+    Returns:
+        ``{(key, metric): [TrendPoint, oldest first]}``; a pair without buckets maps to [].
+    """
+    keys, metrics = list(keys), list(metrics)
+    out: dict[tuple[str, str], list[TrendPoint]] = {(k, m): [] for k in keys for m in metrics}
+    for row in TrendRollup.objects.filter(
+        resolution_s=trend_resolution(start, end), scope=scope, key__in=keys,
+        metric__in=metrics, bucket__gte=start, bucket__lt=end,
+    ).order_by("bucket").values_list("key", "metric", "bucket", "count", "total", "minimum",
+                                     "maximum"):
+        key, metric, bucket, n, total, lo, hi = row
+        out[(key, metric)].append(TrendPoint(bucket, total / n if n else 0.0, lo, hi))
+    return out

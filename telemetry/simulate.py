@@ -38,15 +38,25 @@ class PodLoad:
     memory_used_mib: float
 
 
+KIND_PROFILES = {"training": "training", "inference": "inference", "notebook": "notebook"}
+"""Job kinds with a fixed profile (batch jobs draw one from :data:`PROFILES`). A notebook is
+worked in for its first :data:`NOTEBOOK_ACTIVE_S` seconds, then left idle (so the demo shows
+idle culling)."""
+NOTEBOOK_ACTIVE_S = 1200
+
+
 def pod_values(
-    placement_id: int, booked_memory_mib: int, booked_cores_percent: int, elapsed_s: float
+    placement_id: int, booked_memory_mib: int, booked_cores_percent: int, elapsed_s: float,
+    kind: str = "",
 ) -> PodLoad:
-    """The pod's load ``elapsed_s`` seconds after it started.
+    """The pod's load ``elapsed_s`` seconds after it started (``kind``: the job's kind).
 
     Utilisation never exceeds what the pod booked (HAMi-core enforces the cores limit) and
     memory never exceeds its booked memory.
     """
-    profile = profile_of(placement_id)
+    profile = KIND_PROFILES.get(kind) or profile_of(placement_id)
+    if profile == "notebook":
+        profile = "inference" if elapsed_s < NOTEBOOK_ACTIVE_S else "idle"
     minute = int(elapsed_s // 60)
     noise = _unit("noise", placement_id, int(elapsed_s // 15)) - 0.5
     if profile == "training":

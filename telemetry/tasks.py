@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
 from telemetry.services.scraping import scrape_all, scrape_target
 from telemetry.services.simulation import simulate_tick
+from telemetry.services.trends import record_trends
 
 
 @shared_task(name="telemetry.tasks.scrape_all_task")
@@ -37,11 +39,16 @@ def rollup_task() -> dict:
 
 @shared_task(name="telemetry.tasks.gauges_task")
 def gauges_task() -> int:
-    """Recompute group gauges (allocation, fragmentation) and capacity alerts."""
-    return len(compute_group_gauges())
+    """Recompute group gauges (allocation, fragmentation) and capacity alerts, and fold the
+    present values into the trend rollups."""
+    gauges = len(compute_group_gauges())
+    record_trends()
+    return gauges
 
 
 @shared_task(name="telemetry.tasks.idle_check_task")
 def idle_check_task() -> int:
-    """Flag jobs holding devices idle longer than the threshold."""
+    """Flag jobs holding devices idle longer than the threshold; stop notebooks idle for
+    their ``idle_cull_s`` (idle culling)."""
+    cull_idle_notebooks()
     return len(flag_idle_jobs())

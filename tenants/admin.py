@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from tenants.models import Membership, Quota, ResourceGroup, Tenant, TenantNamespace
+from tenants.models import (
+    Invitation,
+    Membership,
+    Quota,
+    ResourceGroup,
+    Tenant,
+    TenantNamespace,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -26,8 +33,14 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(ResourceGroup)
 class ResourceGroupAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "device_models", "node_selector"]
-    list_filter = ["kind"]
+    list_display = ["name", "kind", "device_models", "node_selector", "node_policy",
+                    "device_policy", "fragmentation_policy", "pod_policy_override"]
+    list_filter = ["kind", "fragmentation_policy"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "device_models", "node_selector", "description"]}),
+        ("Placement profile", {"fields": ["node_policy", "device_policy",
+                                          "fragmentation_policy", "pod_policy_override"]}),
+    ]
     search_fields = ["name"]
 
 
@@ -40,6 +53,23 @@ class QuotaAdmin(admin.ModelAdmin):
     list_filter = ["resource_group", "dimension"]
     list_select_related = ["tenant", "resource_group"]
     search_fields = ["tenant__name", "flavor"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations are created and answered on the team pages and the API (their token is
+    shown once there); the admin lists them and can only delete."""
+
+    list_display = ["invitee", "tenant", "role", "state", "expires_at", "created_by"]
+    list_filter = ["role", "tenant"]
+    list_select_related = ["tenant", "created_by"]
+    search_fields = ["invitee", "tenant__name"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(TenantNamespace)

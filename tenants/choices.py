@@ -32,6 +32,32 @@ class Dimension(models.TextChoices):
     CORES_PERCENT = "cores_percent", "device cores (percent of one device)"
 
 
+class NodePolicy(models.TextChoices):
+    """HAMi node scheduler policy (``--node-scheduler-policy``; the pod annotation
+    ``hami.io/node-scheduler-policy``): ``binpack`` fills busy nodes first, ``spread`` the
+    idlest (HAMi ``pkg/scheduler/policy/node_policy.go``)."""
+
+    BINPACK = "binpack", "binpack"
+    SPREAD = "spread", "spread"
+
+
+class DevicePolicy(models.TextChoices):
+    """HAMi GPU scheduler policy (``--gpu-scheduler-policy``; the pod annotation
+    ``hami.io/gpu-scheduler-policy``; HAMi ``pkg/scheduler/policy/gpu_policy.go``)."""
+
+    BINPACK = "binpack", "binpack"
+    SPREAD = "spread", "spread"
+    TOPOLOGY_AWARE = "topology-aware", "topology-aware"
+
+
+class FragmentationPolicy(models.TextChoices):
+    """Node scoring beyond HAMi's: ``none`` keeps HAMi's node score; ``FragGuard`` (ours) and
+    ``FGD`` (Weng et al., USENIX ATC'23) score nodes by the fragmentation a placement causes
+    against the group's target workload (shared/docs/fgd.md)."""
+
+    NONE = "none", "none (HAMi node score)"
+    FRAGGUARD = "FragGuard", "FragGuard"
+    FGD = "FGD", "FGD"
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 """Kueue fair-sharing preemption strategies (KEP-1714 S2-a and S2-b)."""
 

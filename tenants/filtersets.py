@@ -2,20 +2,22 @@
 
 import django_filters
 
+from core.api.filters import StrictFilterSet
+from core.filtersets import NameOrIdFilter
 from tenants.models import Membership, ResourceGroup, Tenant
 
 
-class TenantFilterSet(django_filters.FilterSet):
+class TenantFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
-    parent = django_filters.CharFilter(field_name="parent__name")
+    parent = NameOrIdFilter(id_field="parent_id", name_fields="parent__name")
 
     class Meta:
         model = Tenant
         fields = ["name", "parent"]
 
 
-class MembershipFilterSet(django_filters.FilterSet):
-    tenant = django_filters.CharFilter(field_name="tenant__name")
+class MembershipFilterSet(StrictFilterSet):
+    tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
     user = django_filters.CharFilter(field_name="user__username")
 
     class Meta:
@@ -23,7 +25,7 @@ class MembershipFilterSet(django_filters.FilterSet):
         fields = ["tenant", "user", "role"]
 
 
-class ResourceGroupFilterSet(django_filters.FilterSet):
+class ResourceGroupFilterSet(StrictFilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:

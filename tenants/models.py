@@ -11,12 +11,16 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from core.models import BaseModel
 from tenants.choices import (
     ALLOWED_STRATEGY_LISTS,
+    DevicePolicy,
     Dimension,
+    FragmentationPolicy,
     GroupKind,
+    NodePolicy,
     Role,
     default_strategies,
 )
@@ -79,9 +83,15 @@ class ResourceGroup(BaseModel):
     of its tenants' quotas.
 
     ``device_models`` lists DeviceModel names (empty = every model); ``node_selector`` is a map
-    of node labels that must all match (empty = every node). The cohort options (fair
-    sharing and its preemption strategies, history-aware fair share, starvation reservation)
-    are read by every admission cycle of the group.
+    of node labels that must all match (empty = every node).
+
+    Placement profile of the group's admission cycles: ``node_policy`` and ``device_policy``
+    (HAMi's scheduler policies, HAMi defaults binpack / spread), ``fragmentation_policy``
+    (FragGuard / FGD node scoring against the group's recent job shapes, or none) and
+    ``pod_policy_override`` (whether a job's pod annotations ``hami.io/node-scheduler-policy``
+    / ``hami.io/gpu-scheduler-policy`` override the group's policies for that job).
+    The cohort options (fair sharing and its preemption strategies, history-aware fair share,
+    starvation reservation) are read by every admission cycle of the group.
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
@@ -89,6 +99,20 @@ class ResourceGroup(BaseModel):
     device_models = models.JSONField(default=list, blank=True)
     node_selector = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
+    node_policy = models.CharField(
+        max_length=16, choices=NodePolicy.choices, default=NodePolicy.BINPACK,
+        help_text="HAMi node scheduler policy: binpack fills busy nodes, spread idle ones.")
+    device_policy = models.CharField(
+        max_length=16, choices=DevicePolicy.choices, default=DevicePolicy.SPREAD,
+        help_text="HAMi GPU scheduler policy within the chosen node.")
+    fragmentation_policy = models.CharField(
+        max_length=16, choices=FragmentationPolicy.choices, default=FragmentationPolicy.NONE,
+        help_text="FragGuard/FGD: choose nodes and devices to keep free capacity usable by "
+                  "the group's recent job shapes (replaces the HAMi node score).")
+    pod_policy_override = models.BooleanField(
+        default=True,
+        help_text="Jobs may override the policies with the pod annotations "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.")
     fair_sharing = models.BooleanField(
         null=True, blank=True,
         help_text="Kueue fair sharing in this cohort (admission by dominant share, "
@@ -283,6 +307,56 @@ class LedgerInterval(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("ledger intervals are immutable")
+
+
+class Invitation(BaseModel):
+    """An offer of a role in a tenant, addressed to a username or an e-mail address.
+
+    A tenant admin invites; the invitee (the user whose username equals ``invitee``, or whose
+    e-mail equals it ignoring case) sees the pending invitation after login and accepts or
+    declines it. Whether such a user exists is never told to the inviter (no username
+    oracle). Only the SHA-256 of the one-time token is stored (``token_hash``); the token
+    itself is shown once, to the inviter. An invitation is pending while neither
+    ``accepted_at`` nor ``revoked_at`` is set and ``expires_at`` is in the future; at most one
+    per tenant and invitee is open at a time (a new one replaces it).
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+    invitee = models.CharField(max_length=254, help_text="Username or e-mail address.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "invitee"],
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="invitation_one_open_per_tenant_invitee",
+            ),
+        ]
+        indexes = [models.Index(fields=["invitee"])]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} to {self.tenant} ({self.role})"
+
+    @property
+    def state(self) -> str:
+        """``accepted``, ``revoked``, ``expired`` or ``pending``."""
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= timezone.now() else "pending"
 
 
 class TenantNamespace(models.Model):

@@ -8,14 +8,21 @@ import string
 
 from django.apps import apps
 from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 
-from tenants.models import Membership, Tenant, TenantNamespace
+from tenants.models import Invitation, Membership, Tenant, TenantNamespace
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
-    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction)."""
+    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction); an
+    anonymous user (e.g. drf-spectacular's schema request) has none."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
+    if not user.is_authenticated:
+        return set()
     return set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
 
 
@@ -33,8 +40,12 @@ def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
 def get_visible_tenant_ids(user) -> set[int] | None:
     """Tenants whose quotas and usage the user may read: their own tenants and, where they
     are tenant admin, every tenant below (None = platform admin, no restriction)."""
+    if not user.is_authenticated:
+        return set()
     if user.is_superuser:
         return None
+    if not user.is_authenticated:
+        return set()
     roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
     admin = {tenant_id for tenant_id, role in roles if role == "tenant_admin"}
     return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
@@ -75,6 +86,31 @@ def flavor_names(group) -> set[str]:
     return names
 
 
+def pending_invitations_for(user):
+    """Open, unexpired invitations addressed to ``user`` (by username, or by e-mail ignoring
+    case), newest first, with their tenant."""
+    if not user.is_authenticated:
+        return Invitation.objects.none()
+    addressed = Q(invitee=user.get_username())
+    email = (user.email or "").strip()
+    if email:
+        addressed |= Q(invitee__iexact=email)
+    return (Invitation.objects.filter(addressed, accepted_at__isnull=True,
+                                      revoked_at__isnull=True, expires_at__gt=timezone.now())
+            .select_related("tenant").order_by("-created", "-id"))
+
+
+def admin_tenant_ids(user) -> set[int] | None:
+    """Tenants whose members ``user`` manages: where they are tenant admin (None = every
+    tenant, platform admin)."""
+    if not user.is_authenticated:
+        return set()
+    if user.is_superuser:
+        return None
+    return set(Membership.objects.filter(user=user, role="tenant_admin")
+               .values_list("tenant_id", flat=True))
+
+
 # -- tenant namespaces --------------------------------------------------------------------------
 
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
@@ -103,9 +139,24 @@ def namespace_pattern(cluster) -> str:
     return getattr(cluster, "namespace_pattern", "") or settings.TENANT_NAMESPACE_PATTERN
 
 
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""Namespaces Kubernetes keeps for itself (with every ``kube-`` name: the prefix is reserved
+for the system, Kubernetes docs "Namespaces", "Initial namespaces")."""
+
+
 def render_namespace(pattern: str, tenant_name: str, cluster_name: str) -> str:
-    """The namespace name ``pattern`` gives a tenant in a cluster (a DNS-1123 label)."""
-    return _dns_label(pattern.format(slug=tenant_name, cluster=cluster_name))
+    """The namespace name ``pattern`` gives a tenant in a cluster (a DNS-1123 label).
+
+    A rendering Kubernetes reserves (:data:`RESERVED_NAMESPACES`, any ``kube-*``; e.g. the
+    tenant ``default`` under the pattern ``{slug}``) becomes ``tenant-<name>-<8 hex>``
+    instead: the console would otherwise adopt the system namespace, unlabelled, for the
+    tenant and take in what others create there.
+    """
+    name = _dns_label(pattern.format(slug=tenant_name, cluster=cluster_name))
+    if name in RESERVED_NAMESPACES or name.startswith("kube-"):
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"tenant-{name[: _MAX_NAMESPACE - 16].rstrip('-')}-{digest}"
+    return name
 
 
 def tenant_namespace(tenant: Tenant, cluster) -> str:
@@ -147,6 +198,8 @@ def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
     tenant whose pattern name it is, provided that tenant has no other namespace recorded in
     the cluster.
     """
+    if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+        return None  # never a tenant's, even if recorded before render_namespace refused it
     row = TenantNamespace.objects.filter(cluster_id=cluster.pk, name=namespace).select_related(
         "tenant").first()
     if row is not None:

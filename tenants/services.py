@@ -1,5 +1,5 @@
-"""Write side of the tenants app: quotas, aggregate caps, stored usage, the usage ledger and
-memberships.
+"""Write side of the tenants app: quotas, aggregate caps, memberships and invitations, stored
+usage and the usage ledger.
 
 Scheduling tells this app about charges through these functions (it never writes the rows
 itself); this app never imports ``scheduling`` (STYLE.md §3).
@@ -7,18 +7,24 @@ itself); this app never imports ``scheduling`` (STYLE.md §3).
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from core.audit import record, snapshot
-from core.exceptions import Conflict, InvalidRequest
-from tenants.choices import Dimension
+from core.events import QUOTA_NEARLY_EXHAUSTED, emit
+from core.exceptions import Conflict, InvalidRequest, NotFound
+from tenants.choices import Dimension, Role
 from tenants.models import (
     AggregateCap,
+    Invitation,
     LedgerInterval,
     Membership,
     Quota,
@@ -226,6 +232,37 @@ def apply_usage_deltas(deltas: Mapping[UsageKey, int]) -> None:
         rows = lock_usage_rows(deltas)
         for key in sorted(deltas):
             QuotaUsage.objects.filter(pk=rows[key].pk).update(amount=F("amount") + deltas[key])
+        _announce_quota_crossings({key: (rows[key].amount, rows[key].amount + deltas[key])
+                                   for key in deltas if deltas[key] > 0})
+
+
+def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> None:
+    """Emit ``quota.nearly_exhausted`` for each quota whose usage went from below to at or
+    above ``QUOTA_ALERT_THRESHOLD_PERCENT`` % of its nominal quota (``changes``: key ->
+    (amount before, amount after)); once per crossing, so a tenant hovering above the line
+    is not told again until it dropped below."""
+    if not changes:
+        return
+    threshold = settings.QUOTA_ALERT_THRESHOLD_PERCENT
+    tenants = {key[0] for key in changes}
+    groups = {key[1] for key in changes}
+    quotas = {
+        (q.tenant_id, q.resource_group_id, q.flavor, q.dimension): q
+        for q in Quota.objects.filter(tenant_id__in=tenants, resource_group_id__in=groups)
+        .select_related("resource_group")
+    }
+    for key, (before, after) in sorted(changes.items()):
+        quota = quotas.get(key)
+        if quota is None or quota.nominal <= 0:
+            continue
+        line = quota.nominal * threshold / 100
+        if before < line <= after:
+            emit(QUOTA_NEARLY_EXHAUSTED, tenant_id=key[0], payload={
+                "resource_group": quota.resource_group.name, "flavor": quota.flavor,
+                "dimension": quota.dimension, "used": after, "nominal": quota.nominal,
+                "used_percent": round(100 * after / quota.nominal, 1),
+                "threshold_percent": threshold,
+            })
 
 
 def replace_usage(group_id: int, amounts: Mapping[tuple[int, str, str], int]) -> int:
@@ -302,66 +339,240 @@ def close_ledger_intervals(placement_ends: Mapping[int, datetime]) -> int:
     return closed
 
 
-# -- memberships --------------------------------------------------------------------------------
+# -- memberships ---------------------------------------------------------------------------------
 
-MEMBERSHIP_FIELDS = ["user", "tenant", "role"]
+MEMBERSHIP_FIELDS = ["user", "role"]
 
 
-def add_membership(*, tenant: Tenant, user, role: str, actor=None,
-                   source: str = "api") -> Membership:
-    """Give ``user`` the ``role`` (a :class:`tenants.choices.Role` value) in ``tenant``.
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise InvalidRequest(f"unknown role {role!r}", field="role")
 
-    The row and its ``membership.create`` audit entry commit together. The caller checks that
-    ``actor`` may manage ``tenant``'s members.
+
+def add_member(*, tenant: Tenant, user, role: str, actor=None, source: str = "api"
+               ) -> Membership:
+    """Give ``user`` ``role`` in ``tenant`` (create the membership or change its role).
+
+    Direct enrolment is for platform admins and for accepted invitations only; tenant admins
+    invite (:func:`create_invitation`).
 
     Raises:
-        Conflict: the user is already a member of the tenant (change the role instead).
+        InvalidRequest: unknown role.
     """
+    _check_role(role)
     with transaction.atomic():
-        if Membership.objects.filter(user=user, tenant=tenant).exists():
-            raise Conflict(f"{user} is already a member of {tenant}", field="user")
-        membership = Membership.objects.create(user=user, tenant=tenant, role=role)
-        record("membership.create", membership, actor=actor, tenant_id=tenant.pk,
+        membership, created = Membership.objects.select_for_update().get_or_create(
+            user=user, tenant=tenant, defaults={"role": role})
+        before = None if created else snapshot(membership, MEMBERSHIP_FIELDS)
+        if not created and membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role", "updated"])
+        record("membership.create" if created else "membership.update", membership,
+               actor=actor, tenant_id=tenant.pk, before=before,
                after=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
     return membership
 
 
-def change_membership(membership: Membership, *, role: str | None = None, user=None,
-                      actor=None, source: str = "api") -> Membership:
-    """Change a membership's role and/or user (never its tenant); one ``membership.update``
-    audit entry with the before and after values, in the same transaction."""
+def change_member_role(membership: Membership, *, role: str, actor=None,
+                       source: str = "api") -> Membership:
+    """Change the role of an existing membership.
+
+    Raises:
+        InvalidRequest: unknown role.
+    """
+    _check_role(role)
     with transaction.atomic():
-        before = snapshot(membership, MEMBERSHIP_FIELDS)
-        if role is not None:
-            membership.role = role
-        if user is not None:
-            membership.user = user
-        membership.save()
-        record("membership.update", membership, actor=actor, tenant_id=membership.tenant_id,
-               before=before, after=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
-    return membership
+        locked = Membership.objects.select_for_update().get(pk=membership.pk)
+        before = snapshot(locked, MEMBERSHIP_FIELDS)
+        locked.role = role
+        locked.save(update_fields=["role", "updated"])
+        record("membership.update", locked, actor=actor, tenant_id=locked.tenant_id,
+               before=before, after=snapshot(locked, MEMBERSHIP_FIELDS), source=source)
+    return locked
 
 
-def set_membership(*, tenant: Tenant, user, role: str, actor=None,
-                   source: str = "api") -> tuple[Membership, bool]:
-    """Add ``user`` to ``tenant`` with ``role``, or re-role an existing member (the team page's
-    single form). Returns ``(membership, created)``."""
-    with transaction.atomic():
-        existing = Membership.objects.select_for_update().filter(user=user,
-                                                                 tenant=tenant).first()
-        if existing is None:
-            return add_membership(tenant=tenant, user=user, role=role, actor=actor,
-                                  source=source), True
-        return change_membership(existing, role=role, actor=actor, source=source), False
-
-
-def remove_membership(membership: Membership, *, actor=None, source: str = "api") -> None:
-    """Delete a membership; its ``membership.delete`` audit entry (with the old values)
-    commits with the delete."""
+def remove_member(membership: Membership, *, actor=None, source: str = "api") -> None:
+    """Delete a membership (the user loses every right in that tenant)."""
     with transaction.atomic():
         record("membership.delete", membership, actor=actor, tenant_id=membership.tenant_id,
                before=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
         membership.delete()
+
+
+# -- invitations ---------------------------------------------------------------------------------
+
+INVITATION_FIELDS = ["tenant", "invitee", "role", "expires_at"]
+
+
+def hash_invitation_token(token: str) -> str:
+    """SHA-256 hex digest of an invitation token (what the database keeps)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_invitation(*, tenant: Tenant, invitee: str, role: str, actor=None,
+                      source: str = "api") -> tuple[Invitation, str]:
+    """Invite ``invitee`` (a username or an e-mail address) to ``tenant`` with ``role``.
+
+    The answer is the same whether or not such a user exists (or is already a member): the
+    inviter learns nothing about the user directory. An open invitation of the same tenant
+    and invitee is revoked and replaced. Valid for ``INVITATION_TTL_HOURS``.
+
+    Returns:
+        ``(invitation, token)``: the token is not stored (only its hash) and is shown once.
+
+    Raises:
+        InvalidRequest: unknown role.
+    """
+    _check_role(role)
+    token = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        Invitation.objects.filter(tenant=tenant, invitee=invitee, accepted_at__isnull=True,
+                                  revoked_at__isnull=True).update(revoked_at=now)
+        invitation = Invitation.objects.create(
+            tenant=tenant, invitee=invitee, role=role, token_hash=hash_invitation_token(token),
+            expires_at=now + timedelta(hours=settings.INVITATION_TTL_HOURS),
+            created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        record("invitation.create", invitation, actor=actor, tenant_id=tenant.pk,
+               after=snapshot(invitation, INVITATION_FIELDS), source=source)
+    return invitation, token
+
+
+def invitation_is_for(invitation: Invitation, user) -> bool:
+    """True when ``invitation`` is addressed to ``user`` (username, or e-mail ignoring case)."""
+    email = (user.email or "").strip().lower()
+    return invitation.invitee == user.get_username() or (
+        bool(email) and invitation.invitee.strip().lower() == email)
+
+
+def _open_invitation(invitation: Invitation, user, now) -> Invitation:
+    locked = Invitation.objects.select_for_update().select_related("tenant").get(
+        pk=invitation.pk)
+    if not invitation_is_for(locked, user):
+        raise NotFound("No such invitation.")
+    if locked.accepted_at is not None or locked.revoked_at is not None:
+        raise Conflict(f"This invitation is already {locked.state}.")
+    if locked.expires_at <= now:
+        raise Conflict("This invitation has expired; ask for a new one.")
+    return locked
+
+
+def accept_invitation(invitation: Invitation, *, user, source: str = "api") -> Invitation:
+    """The invitee accepts: they get the invitation's role in its tenant (a role they already
+    hold there is replaced).
+
+    Returns:
+        The accepted invitation.
+
+    Raises:
+        NotFound: the invitation is not addressed to ``user``.
+        Conflict: already accepted, revoked or declined, or expired.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        locked = _open_invitation(invitation, user, now)
+        locked.accepted_at, locked.accepted_by = now, user
+        locked.save(update_fields=["accepted_at", "accepted_by", "updated"])
+        record("invitation.accept", locked, actor=user, tenant_id=locked.tenant_id,
+               source=source)
+        add_member(tenant=locked.tenant, user=user, role=locked.role, actor=user,
+                   source=source)
+    return locked
+
+
+def accept_invitation_token(token: str, *, user, source: str = "api") -> Invitation:
+    """Accept the invitation whose token is ``token`` (it must be addressed to ``user``).
+
+    Raises:
+        NotFound: no invitation with this token for ``user``.
+        Conflict: see :func:`accept_invitation`.
+    """
+    invitation = Invitation.objects.filter(token_hash=hash_invitation_token(token)).first()
+    if invitation is None:
+        raise NotFound("No such invitation.")
+    return accept_invitation(invitation, user=user, source=source)
+
+
+def decline_invitation(invitation: Invitation, *, user, source: str = "api") -> Invitation:
+    """The invitee declines (the invitation is closed as revoked).
+
+    Raises:
+        NotFound / Conflict: see :func:`accept_invitation`.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        locked = _open_invitation(invitation, user, now)
+        locked.revoked_at = now
+        locked.save(update_fields=["revoked_at", "updated"])
+        record("invitation.decline", locked, actor=user, tenant_id=locked.tenant_id,
+               source=source)
+    return locked
+
+
+def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api") -> Invitation:
+    """The tenant's admin withdraws an open invitation.
+
+    Raises:
+        Conflict: already accepted or revoked.
+    """
+    with transaction.atomic():
+        locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        if locked.accepted_at is not None or locked.revoked_at is not None:
+            raise Conflict(f"This invitation is already {locked.state}.")
+        locked.revoked_at = timezone.now()
+        locked.save(update_fields=["revoked_at", "updated"])
+        record("invitation.revoke", locked, actor=actor, tenant_id=locked.tenant_id,
+               source=source)
+    return locked
+
+
+#: Role precedence when several identity-provider groups grant roles in one tenant.
+ROLE_RANK = {"viewer": 0, "member": 1, "tenant_admin": 2}
+
+
+def sync_idp_memberships(user, grants: Mapping[str, str], managed: Iterable[str], *,
+                         source: str = "oidc") -> dict[str, str]:
+    """Make ``user``'s memberships follow their identity-provider groups.
+
+    Args:
+        user: the signed-in user.
+        grants: ``{tenant name: role}`` from the user's groups (the highest role per tenant).
+        managed: tenant names any mapping rule names; a membership in one of them that the
+            groups no longer grant is removed. Memberships in other tenants (granted in the
+            console by a tenant admin) are left alone.
+        source: the audit entries' source.
+
+    Returns:
+        ``{tenant name: role}`` after the sync for the managed tenants. Unknown tenant names are
+        skipped (logged by the caller's configuration check).
+    """
+    tenants = {t.name: t for t in Tenant.objects.filter(name__in=set(managed) | set(grants))}
+    out: dict[str, str] = {}
+    with transaction.atomic():
+        current = {m.tenant.name: m for m in Membership.objects.select_related("tenant")
+                   .filter(user=user, tenant__name__in=list(tenants))}
+        for name, tenant in tenants.items():
+            role = grants.get(name)
+            membership = current.get(name)
+            if role is None:
+                if membership is not None and name in set(managed):
+                    record("membership.delete", membership, actor=user, tenant_id=tenant.pk,
+                           before=snapshot(membership, ["user", "role"]), source=source)
+                    membership.delete()
+                continue
+            if membership is None:
+                membership = Membership.objects.create(user=user, tenant=tenant, role=role)
+                record("membership.create", membership, actor=user, tenant_id=tenant.pk,
+                       after=snapshot(membership, ["user", "role"]), source=source)
+            elif membership.role != role:
+                before = snapshot(membership, ["user", "role"])
+                membership.role = role
+                membership.save(update_fields=["role"])
+                record("membership.update", membership, actor=user, tenant_id=tenant.pk,
+                       before=before, after=snapshot(membership, ["user", "role"]),
+                       source=source)
+            out[name] = role
+    return out
 # -- tenant namespaces --------------------------------------------------------------------------
 
 

@@ -61,8 +61,11 @@ def make_user(username, tenant=None, role="member", **extra):
 
 
 def gpu_job(queue, name="job", *, count=1, memory_mib=0, memory_percent=None, cores=0,
-            pods=1, priority=0, duration_s=60.0, cpu_milli=1000, types=(), enqueue=False):
-    """Submit a one-container job asking ``count`` NVIDIA devices."""
+            pods=1, priority=0, duration_s=60.0, cpu_milli=1000, types=(), enqueue=False,
+            check_fit=False):
+    """Submit a one-container job asking ``count`` NVIDIA devices (by default without the
+    submit-time "can it ever fit" check, so tests can build jobs that never fit and watch
+    the cycle handle them; the check has its own tests)."""
     spec = JobSpec(
         name=name, priority=priority, pod_count=pods, cpu_milli=cpu_milli, memory_mib=1024,
         duration_s=duration_s,
@@ -70,4 +73,4 @@ def gpu_job(queue, name="job", *, count=1, memory_mib=0, memory_percent=None, co
                                   memory_percent=memory_percent, cores_percent=cores,
                                   device_types=list(types))],
     )
-    return submit_job(queue, spec, enqueue=enqueue)
+    return submit_job(queue, spec, enqueue=enqueue, check_fit=check_fit)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("console", "core", "telemetry", "scheduling", "tenants")
+PACKAGES = ("console", "core", "notifications", "telemetry", "scheduling", "tenants")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 PURE = "Pure cores: placement and admission import no framework and no app"
 TENANTS = "tenants imports neither scheduling nor telemetry"
-APP_LAYERS = "Apps in a fixed order: console > telemetry > scheduling > tenants > core"
+APP_LAYERS = "App layers: console > notifications > telemetry > scheduling > tenants > core"
 SCHEDULING_LAYERS = "scheduling: interfaces > services > selectors/backends > models/kube > cores"
 NO_CYCLES = "No import circles between the modules or packages of any package"
 LAB = "The live placement core never imports the lab; only the trace import does"

@@ -6,6 +6,9 @@ from __future__ import annotations
 from scheduling.models import Queue
 from tenants.choices import Role
 from tenants.models import Membership
+from tenants.selectors import admin_tenant_ids
+
+__all__ = ["SUBMIT_ROLES", "admin_tenant_ids", "can_submit_in", "roles", "submit_queues"]
 
 SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
 
@@ -31,11 +34,3 @@ def can_submit_in(user, tenant_id: int) -> bool:
         return True
     return Membership.objects.filter(user=user, tenant_id=tenant_id,
                                      role__in=SUBMIT_ROLES).exists()
-
-
-def admin_tenant_ids(user) -> set[int] | None:
-    """Tenants the user administers (None = every tenant, platform admin)."""
-    if user.is_superuser:
-        return None
-    return set(Membership.objects.filter(user=user, role=Role.TENANT_ADMIN)
-               .values_list("tenant_id", flat=True))

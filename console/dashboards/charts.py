@@ -1,100 +1,267 @@
-"""Server-side SVG charts (no JavaScript, no CDN): stacked horizontal bars and a donut.
+"""The console's chart layer: views build a chart *spec* here, templates emit it, one static
+script draws it.
 
-Every function returns a ``SafeString`` of one ``<svg>`` element whose text is escaped; sizes
-are in CSS pixels and the SVG scales to its container width (``viewBox``).
+How a page shows a chart (no inline ``<script>``, so a strict Content-Security-Policy holds):
+
+1. The view builds a spec with :func:`time_series`, :func:`bar_chart` or :func:`donut` (plain,
+   JSON-ready dicts; bad arguments raise ``ValueError``) and puts it in the context::
+
+       from console.dashboards.charts import Axis, Mark, Series, time_series
+       spec = time_series(
+           "group-trend", [Series("allocated", points, colour="#2563eb"),
+                           Series("capacity", capacity_points, kind="dashed")],
+           title="Allocation vs capacity", axes=[Axis("devices")],
+           start=start, end=end, marks=[Mark(when, "XID 79")], simulated=True)
+
+2. The template renders it: ``{% load console_charts %}{% chart spec %}``. The tag
+   (``console/dashboards/templatetags/console_charts.py``) writes a ``<figure>`` with the
+   title, a "simulated data" badge when ``simulated``, an empty container
+   ``<div class="chart-canvas" data-chart="<id>-data">`` and the spec through Django's
+   ``json_script`` (``<script type="application/json" id="<id>-data">``, never executed).
+
+3. ``base.html`` loads the vendored Apache ECharts (``static/vendor/echarts/``) and
+   ``static/console/charts.js``, which finds every ``[data-chart]`` container, reads its spec
+   and draws it (SVG renderer: axis labels are ``<text>`` nodes; axes, units, legend,
+   tooltips). Content replaced later (the overview's live refresh) is drawn by
+   ``window.ConsoleCharts.renderAll(root)``.
+
+Time is in UTC on the wire (epoch milliseconds) and on the axes (``useUTC``), like the rest of
+the console. A range switch (6 h / 24 h / 7 d) is :data:`RANGES` with :func:`pick_range` and
+the ``{% range_switch %}`` tag.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+__all__ = [
+    "Axis", "Mark", "Series", "RANGES", "DEFAULT_RANGE", "pick_range", "time_series",
+    "bar_chart", "donut",
+]
+
+#: Range switch keys and their spans (the trend pages' ``?range=``).
+RANGES: dict[str, timedelta] = {
+    "6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7),
+}
+DEFAULT_RANGE = "6h"
+
+TIME_KINDS = ("line", "area", "step", "dashed", "range")
+BAR_KINDS = ("bar",)
+SEVERITIES = ("info", "warning", "critical")
+_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+#: Height in px of one category row of an independent-scale bar chart (title, bar, axis).
+BAR_ROW_PX = 62
+
+
+def pick_range(value: str | None) -> str:
+    """The range key for a ``?range=`` value: itself when known, else :data:`DEFAULT_RANGE`."""
+    return value if value in RANGES else DEFAULT_RANGE
 
 
 @dataclass(frozen=True)
-class Part:
-    """One segment: ``value`` in the chart's unit, its ``colour`` and legend ``label``."""
+class Axis:
+    """A value axis: ``unit`` printed after tick labels and in tooltips (``" %"`` style units
+    start with a space to print as ``"40 %"``), ``name`` shown at the axis end (default: the
+    unit), ``min`` / ``max`` (None = fitted to the data)."""
 
+    unit: str = ""
+    name: str = ""
+    min: float | None = 0
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series.
+
+    Attributes:
+        name: legend and tooltip label.
+        points: time charts: ``[(datetime, value or None)]`` (None = gap), or for kind
+            ``"range"`` ``[(datetime, low, high)]`` (a shaded min..max band); bar charts: one
+            value per category.
+        kind: time charts ``line``, ``area`` (filled), ``step`` (a held value), ``dashed``
+            (a limit such as capacity or nominal quota) or ``range``; bar charts ``bar``.
+        unit: tooltip unit (default: its axis's unit).
+        colour: CSS colour (default: the palette of charts.js, by series order).
+        axis: index of its value axis in ``axes`` (time charts; 0 left, 1 right).
+        stack: series with the same non-empty ``stack`` are stacked.
+    """
+
+    name: str
+    points: Sequence
+    kind: str = "line"
+    unit: str = ""
+    colour: str = ""
+    axis: int = 0
+    stack: str = ""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical marker on a time chart (e.g. a health event): ``time``, ``label`` and
+    ``severity`` (``info``, ``warning`` or ``critical``, which sets its colour)."""
+
+    time: datetime
     label: str
-    value: float
-    colour: str
+    severity: str = "warning"
 
 
-def _fmt(value: float) -> str:
-    if value == int(value):
-        return f"{int(value):,}"
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
+def _ms(when: datetime) -> int:
+    if when.tzinfo is None:
+        raise ValueError(f"naive datetime {when!r}: charts take aware (UTC) times")
+    return int(when.timestamp() * 1000)
 
 
-def stacked_bars(rows: Sequence[tuple[str, Sequence[Part]]], unit: str, *,
-                 capacity: Sequence[float] | None = None, width: int = 720,
-                 title: str = "") -> SafeString:
-    """Horizontal stacked bars, one per row, scaled to the largest row total (or capacity).
+def _num(value) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return round(value, 4)
+
+
+def _check_id(chart_id: str) -> None:
+    if not _ID.match(chart_id):
+        raise ValueError(f"chart id {chart_id!r}: lower-case letters, digits and '-', "
+                         "starting with a letter")
+
+
+def _base(chart_id: str, kind: str, title: str, height: int, simulated: bool, note: str
+          ) -> dict:
+    _check_id(chart_id)
+    if height < 80:
+        raise ValueError(f"chart {chart_id}: height {height} px is below 80")
+    return {"version": 1, "id": chart_id, "type": kind, "title": title, "height": height,
+            "simulated": bool(simulated), "note": note}
+
+
+def _time_points(s: Series) -> list:
+    if s.kind == "range":
+        return [[_ms(t), _num(lo), _num(hi)] for t, lo, hi in s.points]
+    return [[_ms(t), _num(v)] for t, v in s.points]
+
+
+def time_series(chart_id: str, series: Sequence[Series], *, title: str,
+                axes: Sequence[Axis] = (Axis(),), start: datetime | None = None,
+                end: datetime | None = None, marks: Sequence[Mark] = (),
+                simulated: bool = False, height: int = 240, note: str = "") -> dict:
+    """Spec of a time chart: one or two value axes over a time axis.
 
     Args:
-        rows: ``[(row label, [Part, ...])]``.
-        unit: unit of the values, printed after each total (e.g. ``"devices"``).
-        capacity: optional per-row capacity drawn as the bar's outline and used for scale.
-        width: drawing width in px.
-        title: accessible title of the chart.
+        chart_id: DOM id of the figure (``[a-z][a-z0-9-]*``, unique on the page); the data
+            script is ``<chart_id>-data``.
+        series: :class:`Series` of kinds :data:`TIME_KINDS`.
+        title: caption, also the accessible label.
+        axes: one or two :class:`Axis` (left, right).
+        start, end: the x range shown (aware datetimes); default: fitted to the data.
+        marks: vertical markers (:class:`Mark`).
+        simulated: show the "simulated data" badge.
+        height: drawing height in px (>= 80).
+        note: a line under the chart (e.g. how a figure is computed).
+
+    Returns:
+        The spec (``type`` ``"time"``); ``empty`` is True when no series has a value (the
+        axes are still drawn, with a "no data" text).
+
+    Raises:
+        ValueError: unknown kind or severity, a series on a missing axis, more than two axes,
+            naive datetimes, a bad id.
     """
-    label_w, value_w, bar_h, gap = 190, 150, 18, 10
-    bar_w = width - label_w - value_w
-    totals = [sum(p.value for p in parts) for _, parts in rows]
-    scale = max([*totals, *(capacity or []), 1e-9])
-    height = max(1, len(rows)) * (bar_h + gap) + gap
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" style="max-width:{width}px" '
-           f'role="img" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
-    for i, ((label, parts), total) in enumerate(zip(rows, totals, strict=True)):
-        y = gap + i * (bar_h + gap)
-        out.append(f'<text x="{label_w - 8}" y="{y + bar_h - 4}" text-anchor="end" '
-                   f'class="lbl">{escape(label)}</text>')
-        cap = capacity[i] if capacity else None
-        if cap:
-            out.append(f'<rect x="{label_w}" y="{y}" width="{bar_w * cap / scale:.1f}" '
-                       f'height="{bar_h}" class="cap"/>')
-        x = float(label_w)
-        for part in parts:
-            w = bar_w * part.value / scale
-            if w <= 0:
-                continue
-            out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
-                       f'fill="{escape(part.colour)}"><title>{escape(part.label)}: '
-                       f'{_fmt(part.value)} {escape(unit)}</title></rect>')
-            x += w
-        text = f"{_fmt(total)}" + (f" / {_fmt(cap)}" if cap else "") + f" {unit}"
-        out.append(f'<text x="{label_w + bar_w + 6}" y="{y + bar_h - 4}" class="val">'
-                   f'{escape(text)}</text>')
-    out.append("</svg>")
-    return mark_safe("".join(out))  # noqa: S308 - every text and attribute above is escaped
+    if not 1 <= len(axes) <= 2:
+        raise ValueError(f"chart {chart_id}: one or two axes, got {len(axes)}")
+    spec = _base(chart_id, "time", title, height, simulated, note)
+    out = []
+    for s in series:
+        if s.kind not in TIME_KINDS:
+            raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not one "
+                             f"of {', '.join(TIME_KINDS)}")
+        if not 0 <= s.axis < len(axes):
+            raise ValueError(f"chart {chart_id}: series {s.name!r} is on axis {s.axis}, "
+                             f"the chart has {len(axes)}")
+        out.append({"name": s.name, "kind": s.kind, "unit": s.unit or axes[s.axis].unit,
+                    "colour": s.colour, "axis": s.axis, "stack": s.stack,
+                    "data": _time_points(s)})
+    for m in marks:
+        if m.severity not in SEVERITIES:
+            raise ValueError(f"chart {chart_id}: mark severity {m.severity!r} is not one of "
+                             f"{', '.join(SEVERITIES)}")
+    spec.update({
+        "axes": [{"unit": a.unit, "name": a.name or a.unit.strip(), "min": _num(a.min),
+                  "max": _num(a.max)} for a in axes],
+        "x": {"min": _ms(start) if start else None, "max": _ms(end) if end else None},
+        "series": out,
+        "marks": [{"time": _ms(m.time), "label": m.label, "severity": m.severity}
+                  for m in marks],
+        "empty": not any(v is not None for s in out for p in s["data"] for v in p[1:]),
+    })
+    return spec
 
 
-def donut(parts: Sequence[Part], unit: str, *, size: int = 160,
-          title: str = "") -> SafeString:
-    """A donut chart of ``parts`` with the total in the middle (empty ring when all are 0)."""
-    r, stroke = size / 2 - 14, 22
-    c = size / 2
-    total = sum(p.value for p in parts)
-    out = [f'<svg class="donut" viewBox="0 0 {size} {size}" width="{size}" height="{size}" '
-           f'role="img" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
-           f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="#e5e7eb" '
-           f'stroke-width="{stroke}"/>']
-    circumference = 2 * math.pi * r
-    offset = 0.0
-    for part in parts:
-        if total <= 0 or part.value <= 0:
-            continue
-        length = circumference * part.value / total
-        out.append(
-            f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="{escape(part.colour)}" '
-            f'stroke-width="{stroke}" stroke-dasharray="{length:.2f} {circumference:.2f}" '
-            f'stroke-dashoffset="{-offset:.2f}" transform="rotate(-90 {c} {c})">'
-            f'<title>{escape(part.label)}: {_fmt(part.value)} {escape(unit)}</title></circle>'
-        )
-        offset += length
-    out.append(f'<text x="{c}" y="{c + 6}" text-anchor="middle" class="total">'
-               f'{escape(_fmt(total))}</text></svg>')
-    return mark_safe("".join(out))  # noqa: S308 - every text and attribute above is escaped
+def bar_chart(chart_id: str, categories: Sequence[str], series: Sequence[Series], *,
+              title: str, unit: str, capacity: Sequence[float] | None = None,
+              independent: bool = False, simulated: bool = False, height: int | None = None,
+              note: str = "") -> dict:
+    """Spec of a horizontal bar chart, one row per category.
+
+    Args:
+        categories: row labels (shown in full: as row titles with ``independent``, else on
+            the category axis, cut with an ellipsis past 22 characters and whole in the
+            tooltip).
+        series: :class:`Series` of kind ``bar``, one value per category; same ``stack``
+            stacks them.
+        unit: unit of the values (axis name, labels, tooltips).
+        capacity: optional per-row capacity: drawn as a light bar behind the values and, with
+            ``independent``, the end of the row's own axis.
+        independent: one small chart per category, each with its own scale (0..capacity or
+            0..its largest value), so a small model is never a sliver next to a large one;
+            each row's title reads ``"<category>: <values> / <capacity> <unit> (<pct> %)"``.
+        height: px; default grows with the number of rows.
+
+    Raises:
+        ValueError: a series or ``capacity`` whose length differs from ``categories``, a
+            kind other than ``bar``, a bad id.
+    """
+    n = len(categories)
+    for s in series:
+        if s.kind not in BAR_KINDS:
+            raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not bar")
+        if len(s.points) != n:
+            raise ValueError(f"chart {chart_id}: series {s.name!r} has {len(s.points)} values "
+                             f"for {n} categories")
+    if capacity is not None and len(capacity) != n:
+        raise ValueError(f"chart {chart_id}: {len(capacity)} capacities for {n} categories")
+    if height is None:
+        unstacked = sum(1 for s in series if not s.stack) if capacity is None else 1
+        per_row = 30 if unstacked <= 1 else 8 + 16 * unstacked  # grouped bars side by side
+        height = 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * per_row
+    spec = _base(chart_id, "bars", title, height, simulated, note)
+    spec.update({
+        "unit": unit, "categories": list(categories),
+        "scale": "independent" if independent else "shared",
+        "capacity": [_num(c) for c in capacity] if capacity is not None else None,
+        "series": [{"name": s.name, "kind": "bar", "unit": s.unit or unit,
+                    "colour": s.colour, "stack": s.stack,
+                    "data": [_num(v) for v in s.points]} for s in series],
+        "empty": n == 0,
+    })
+    return spec
+
+
+def donut(chart_id: str, parts: Sequence[tuple[str, float, str]], *, title: str, unit: str,
+          simulated: bool = False, height: int = 200, note: str = "") -> dict:
+    """Spec of a donut: ``parts`` = ``[(label, value, colour)]`` (colour may be ""), the total
+    in the middle, a legend beside it."""
+    spec = _base(chart_id, "donut", title, height, simulated, note)
+    spec.update({
+        "unit": unit,
+        "parts": [{"name": label, "value": _num(value), "colour": colour}
+                  for label, value, colour in parts],
+        "total": _num(sum(v for _, v, _ in parts)),
+        "empty": not any(v for _, v, _ in parts),
+    })
+    return spec

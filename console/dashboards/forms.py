@@ -3,23 +3,50 @@ and ``POST /api/jobs/`` accept exactly the same input."""
 
 from __future__ import annotations
 
+import shlex
+
 from django import forms
 from django.contrib.auth import get_user_model
 
 from scheduling.api.serializers import VENDORS, JobSubmitSerializer
+from scheduling.choices import JobKind
 from scheduling.models import DeviceModel, PriorityClass
 from tenants.choices import Role
 
 
 class JobSubmitForm(forms.Form):
-    """One-container job: host request, device request, gang size."""
+    """One-container job of any kind: host request, device request, the kind's count (pods,
+    workers or replicas), image, port, limits and one volume / secret reference."""
 
     queue = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200)
     priority_class = forms.ChoiceField(
         required=False, label="Priority class (empty = the queue's default)")
+    kind = forms.ChoiceField(choices=JobKind.choices, initial=JobKind.BATCH, required=False)
     pod_count = forms.IntegerField(initial=1, min_value=1, max_value=1024,
-                                   label="Pods (gang size)")
+                                   label="Pods (gang size) / workers / replicas")
+    min_count = forms.IntegerField(min_value=1, max_value=1024, required=False,
+                                   label="Gang minimum (workers) / minimum replicas")
+    max_replicas = forms.IntegerField(min_value=1, max_value=1024, required=False,
+                                      label="Maximum replicas (inference)")
+    image = forms.CharField(max_length=512, required=False,
+                            label="Container image (needed on Kubernetes)")
+    command = forms.CharField(max_length=4096, required=False,
+                              label="Command (shell words, empty = image default)")
+    port = forms.IntegerField(min_value=1, max_value=65535, required=False,
+                              label="Port (inference: required; notebook: 8888)")
+    non_preemptible = forms.BooleanField(
+        required=False, label="Not preemptible (admitted within nominal quota only)")
+    max_runtime_s = forms.FloatField(min_value=1, required=False,
+                                     label="Max run time / notebook lifetime (s)")
+    idle_cull_s = forms.FloatField(min_value=60, required=False,
+                                   label="Notebook: stop after idle (s)")
+    volume_claim = forms.CharField(max_length=253, required=False,
+                                   label="PersistentVolumeClaim (optional)")
+    volume_mount_path = forms.CharField(max_length=1024, required=False,
+                                        label="mounted at")
+    secret = forms.CharField(max_length=253, required=False,
+                             label="Secret (keys as environment, optional)")
     cpu_milli = forms.IntegerField(initial=1000, min_value=0, label="CPU per pod (milli-cores)")
     memory_mib = forms.IntegerField(initial=4096, min_value=0, label="Host memory per pod (MiB)")
     duration_s = forms.FloatField(initial=600, min_value=0, label="Run time (s, simulated)")
@@ -49,6 +76,14 @@ class JobSubmitForm(forms.Form):
             (name, name) for name in DeviceModel.objects.values_list("name", flat=True)]
         self.serializer = None
 
+    def clean_command(self) -> str:
+        text = self.cleaned_data.get("command") or ""
+        try:
+            shlex.split(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not shell words: {exc}.") from exc
+        return text
+
     def clean(self):
         data = super().clean()
         if self.errors:
@@ -56,19 +91,28 @@ class JobSubmitForm(forms.Form):
         payload = {
             "queue": data["queue"].pk, "name": data["name"],
             **({"priority_class": data["priority_class"]} if data.get("priority_class") else {}),
-            "pod_count": data["pod_count"], "cpu_milli": data["cpu_milli"],
+            "kind": data.get("kind") or JobKind.BATCH, "cpu_milli": data["cpu_milli"],
             "memory_mib": data["memory_mib"], "duration_s": data["duration_s"],
+            "preemptible": not data.get("non_preemptible"),
             "containers": [{
                 "name": "main", "vendor": data["vendor"], "device_count": data["device_count"],
                 "memory_mib": data.get("device_memory_mib") or 0,
                 "memory_percent": data.get("device_memory_percent"),
                 "cores_percent": data["cores_percent"],
                 "device_types": [data["device_type"]] if data.get("device_type") else [],
+                "image": data.get("image") or "",
+                "command": shlex.split(data.get("command") or ""),
             }],
+            **_kind_payload(data),
         }
         serializer = JobSubmitSerializer(data=payload, queues=self.queues, user=self.user)
         if not serializer.is_valid():
-            mapping = {"containers[0].memory_percent": "device_memory_percent",
+            mapping = {"workers": "pod_count", "replicas": "pod_count",
+                       "min_workers": "min_count", "min_pods": "min_count",
+                       "min_replicas": "min_count", "volumes[0].claim": "volume_claim",
+                       "volumes[0].mount_path": "volume_mount_path",
+                       "secrets[0].name": "secret", "containers[0].image": "image",
+                       "containers[0].memory_percent": "device_memory_percent",
                        "containers[0].memory_mib": "device_memory_mib",
                        "containers[0].device_count": "device_count",
                        "containers[0].cores_percent": "cores_percent",
@@ -81,6 +125,29 @@ class JobSubmitForm(forms.Form):
             return data
         self.serializer = serializer
         return data
+
+
+def _kind_payload(data: dict) -> dict:
+    """The form's count, minimum and optional settings under the API names of its kind."""
+    kind, count, low = data.get("kind") or JobKind.BATCH, data["pod_count"], data.get("min_count")
+    out: dict = {}
+    if kind == JobKind.TRAINING:
+        out.update(workers=count, **({"min_workers": low} if low else {}))
+    elif kind == JobKind.INFERENCE:
+        out.update(replicas=count, **({"min_replicas": low} if low else {}),
+                   **({"max_replicas": data["max_replicas"]} if data.get("max_replicas")
+                      else {}))
+    elif kind == JobKind.BATCH:
+        out.update(pod_count=count, **({"min_pods": low} if low else {}))
+    for name in ("port", "max_runtime_s", "idle_cull_s"):
+        if data.get(name):
+            out[name] = data[name]
+    if data.get("volume_claim") or data.get("volume_mount_path"):
+        out["volumes"] = [{"claim": data.get("volume_claim") or "",
+                           "mount_path": data.get("volume_mount_path") or ""}]
+    if data.get("secret"):
+        out["secrets"] = [{"name": data["secret"]}]
+    return out
 
 
 def _flatten(errors, prefix="") -> dict[str, list[str]]:
@@ -109,3 +176,20 @@ class MemberForm(forms.Form):
         except get_user_model().DoesNotExist:
             raise forms.ValidationError("No user with this username.") from None
         return name
+
+
+class InviteForm(forms.Form):
+    """Invite a user to a tenant by username or e-mail (the answer never says whether such a
+    user exists)."""
+
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]+\Z", max_length=254, label="Username or e-mail",
+        error_messages={"invalid": "A username or an e-mail address."})
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
+
+
+class RoleForm(forms.Form):
+    """Change the role of one membership of the tenant (``membership`` = its id)."""
+
+    membership = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    role = forms.ChoiceField(choices=Role.choices)

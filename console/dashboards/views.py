@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
@@ -21,55 +24,56 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from console.dashboards import charts
-from console.dashboards.access import admin_tenant_ids, can_submit_in, roles, submit_queues
-from console.dashboards.charts import Part
-from console.dashboards.forms import JobSubmitForm, MemberForm
-from core.exceptions import DomainError
+from console.dashboards import charts, trends
+from console.dashboards.access import can_submit_in, roles, submit_queues
+from console.dashboards.forms import JobSubmitForm
+from console.dashboards.workload_views import can_resume, can_stop, workload_context
+from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
 from core.tokens import replace_api_token
-from scheduling.choices import JobState
+from scheduling.choices import Backend, JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.selectors.allocation import (
+    capacity_by_group,
+    capacity_by_model,
+    capacity_by_node,
+    capacity_by_vendor,
+    present_device_loads,
+)
 from scheduling.selectors.card_map import (
     PALETTE,
     device_history,
     node_card_map,
     node_list,
-    tenant_colour,
 )
 from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.overview import (
-    capacity_by_group,
-    capacity_by_model,
-    capacity_by_vendor,
     jobs_by_state,
     pending_reasons,
-    present_device_loads,
     queue_lengths,
     top_tenants,
 )
+from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
-from scheduling.services.cordons import DRAIN_POLICIES, cordon_device, uncordon_device
-from scheduling.services.jobs import cancel_job, submit_job
-from telemetry.charts import line_chart
+from scheduling.services.cordons import cordon_device, uncordon_device
+from scheduling.services.workloads import cancel_workload, submit_workload
 from telemetry.exporters import UTIL
 from telemetry.selectors import (
     cost_report,
     device_health_history,
-    device_utilisation,
     latest_device_values,
     node_utilisation,
 )
-from tenants.models import Membership, Tenant
+from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
-from tenants.services import remove_membership, set_membership
 
 STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
-                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af"}
+                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af",
+                 "stopped": "#a16207"}
 ALLOC_COLOUR, FREE_COLOUR = "#2563eb", "#e5e7eb"
 PAGE_SIZE = 50
 #: Rows of the overview's "most fragmented nodes" table.
@@ -80,25 +84,49 @@ def _scope(request) -> set[int] | None:
     return get_user_tenant_ids(request.user)
 
 
-def _capacity_chart(rows, title, width=720):
-    return charts.stacked_bars(
-        [(r.label, [Part("allocated", round(r.allocated_devices, 2), ALLOC_COLOUR)])
-         for r in rows],
-        "devices", capacity=[r.devices for r in rows], title=title, width=width)
+def _capacity_chart(chart_id: str, rows, title: str) -> dict:
+    """Allocated vs capacity, one row per model / group, each on its own scale (a small model
+    is never a sliver beside a large one)."""
+    return charts.bar_chart(
+        chart_id, [r.label for r in rows],
+        [charts.Series("allocated", [round(r.allocated_devices, 2) for r in rows], kind="bar",
+                       colour=ALLOC_COLOUR)],
+        title=title, unit="devices", capacity=[r.devices for r in rows], independent=True)
+
+
+def _shared_panel(key: str, compute):
+    """A panel computed from the whole inventory (FGD fragmentation, measured utilisation),
+    shared by every visitor of the same scope for ``DASHBOARD_CACHE_S`` seconds (the overview
+    refreshes every 10 s; 0 = computed on every view): a page view then reads the cache
+    instead of building a snapshot of every node and device."""
+    ttl = settings.DASHBOARD_CACHE_S
+    if ttl <= 0:
+        return compute()
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, ttl)
+    return value
 
 
 def _fragmentation(request) -> dict:
     """FGD fragmentation for the overview, by the rule of ``GET /api/fragmentation/``: a
     platform admin gets the whole inventory and the most fragmented nodes with their stranded
     devices; anyone else the union of the groups where their (visible) tenants have a quota
-    or a queue, and no node detail."""
+    or a queue, and no node detail (:func:`_shared_panel` per scope)."""
     if request.user.is_superuser:
-        report = cluster_fragmentation()
-        nodes = [n for n in report.nodes if n.fragment_milli > 0][:TOP_FRAGMENTED_NODES]
-        return {"frag": report, "frag_nodes": nodes, "frag_scope": "all nodes"}
+        def admin_panel() -> dict:
+            report = cluster_fragmentation()
+            nodes = [n for n in report.nodes
+                     if n.fragment_milli > 0 or n.stranded][:TOP_FRAGMENTED_NODES]
+            return {"frag": replace(report, nodes=nodes), "frag_nodes": nodes,
+                    "frag_scope": "all nodes"}
+        return _shared_panel("overview:fragmentation:all", admin_panel)
     groups = groups_for_tenants(get_visible_tenant_ids(request.user))
-    return {"frag": cluster_fragmentation(groups), "frag_nodes": None,
-            "frag_scope": "your resource groups"}
+    key = "overview:fragmentation:" + ",".join(str(g.pk) for g in groups)
+    return _shared_panel(key, lambda: {"frag": replace(cluster_fragmentation(groups), nodes=[]),
+                                       "frag_nodes": None,
+                                       "frag_scope": "your resource groups"})
 
 
 @login_required
@@ -127,21 +155,29 @@ def overview(request):
         "allocated_devices": allocated,
         "allocation_pct": 100.0 * allocated / total_devices if total_devices else 0.0,
         "scope": "all tenants" if tenant_ids is None else "your tenants",
-        "model_chart": _capacity_chart(models, "Allocated vs capacity per device model"),
-        "group_chart": _capacity_chart(groups, "Allocated vs capacity per resource group",
-                                       width=560),
+        "model_chart": _capacity_chart("model-capacity", models,
+                                       "Allocated vs capacity per device model"),
+        "group_chart": _capacity_chart("group-capacity", groups,
+                                       "Allocated vs capacity per resource group"),
+        "group_ids": dict(ResourceGroup.objects.values_list("name", "pk")),
         "jobs_chart": charts.donut(
-            [Part(s, n, STATE_COLOURS[s]) for s, n in jobs.items()], "jobs",
-            title="Jobs by state"),
-        "tenant_chart": charts.stacked_bars(
-            [(t.tenant, [Part("devices held", round(t.devices, 2), tenant_colour(t.tenant_id))])
-             for t in tenants], "devices", title="Devices held per tenant"),
+            "jobs-donut", [(s, n, STATE_COLOURS[s]) for s, n in jobs.items()],
+            title="Jobs by state", unit="jobs"),
+        "tenant_chart": charts.bar_chart(
+            "tenant-devices", [t.tenant for t in tenants],
+            [charts.Series("devices held", [round(t.devices, 2) for t in tenants], kind="bar")],
+            title="Devices held per tenant", unit="devices"),
         "state_colours": STATE_COLOURS,
-        "used": _measured_util(loads),
+        "used": _shared_panel("overview:measured-util", lambda: _measured_util(loads)),
     }
-    template = "dashboards/_overview_live.html" if request.GET.get("fragment") else \
-        "dashboards/overview.html"
-    return render(request, template, context)
+    if request.GET.get("fragment"):
+        return render(request, "dashboards/_overview_live.html", context)
+    range_key = charts.pick_range(request.GET.get("range"))
+    start, end = trends.window(range_key)
+    simulated = trends.simulated_inventory()
+    context.update({"range": range_key, "simulated": simulated, "trends": trends.scope_trend_charts(
+        "all", "", "overview", start, end, simulated)})
+    return render(request, "dashboards/overview.html", context)
 
 
 def _measured_util(loads) -> dict[str, float]:
@@ -197,11 +233,19 @@ def job_detail(request, pk: int):
                      .prefetch_related(Prefetch("devices", queryset=PlacementDevice.objects
                                                 .select_related("device__model")))),
         ), pk=pk)
+    can_change = can_submit_in(request.user, job.tenant_id)
     return render(request, "dashboards/job_detail.html", {
         "job": job, "slot": queue_slots([job]).get(job.pk),
-        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
-        and can_submit_in(request.user, job.tenant_id),
-        "preemptions": list(job.preemptions.all()),
+        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING,
+                                    JobState.STOPPED) and can_change,
+        "can_stop": can_change and can_stop(job),
+        "can_resume": can_change and can_resume(job),
+        "can_scale": can_change and job.is_service and job.state == JobState.RUNNING,
+        "workload": workload_context(job),
+        "preemptions": [
+            {"time": p.time, "reason": p.reason, "outcome": p.outcome,
+             **preemption_as_seen(p, platform_admin=request.user.is_superuser)}
+            for p in job.preemptions.all()],
         "state_colours": STATE_COLOURS,
     })
 
@@ -217,9 +261,13 @@ def job_submit(request):
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()
         spec = type(spec)(**{**spec.__dict__, "source": "ui"})
-        job = submit_job(data["queue"], spec, user=request.user)
-        messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
-        return redirect("dashboards:job-detail", pk=job.pk)
+        try:
+            job = submit_workload(data["queue"], spec, user=request.user)
+        except NeverFits as exc:
+            form.add_error(None, f"This job can never run in its queue: {exc.message}")
+        else:
+            messages.success(request, f"Job {job.name} submitted (id {job.pk}).")
+            return redirect("dashboards:job-detail", pk=job.pk)
     return render(request, "dashboards/job_form.html", {"form": form})
 
 
@@ -231,7 +279,7 @@ def job_cancel(request, pk: int):
     if not can_submit_in(request.user, job.tenant_id):
         raise PermissionDenied("Viewers cannot cancel jobs.")
     try:
-        cancel_job(job, user=request.user)
+        cancel_workload(job, user=request.user)
         messages.success(request, f"Job {job.name} cancelled.")
     except DomainError as exc:
         messages.error(request, exc.message)
@@ -243,7 +291,9 @@ def nodes(request):
     """Nodes with devices, booked share and health (filter: the API's NodeFilterSet)."""
     filterset = NodeFilterSet(request.GET, queryset=node_list(), request=request)
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "dashboards/nodes.html", {"filter": filterset, "page": page})
+    return render(request, "dashboards/nodes.html", {
+        "filter": filterset, "page": page,
+        "allocation": capacity_by_node([n.pk for n in page.object_list])})
 
 
 @login_required
@@ -263,8 +313,14 @@ def node_detail(request, pk: int):
 
 
 def _node_util_chart(node):
-    return line_chart(node_utilisation(node.pk), title="Mean device utilisation, last 6 h",
-                      unit=" %", y_max=100.0, width=640, height=120)
+    points = node_utilisation(node.pk)
+    return charts.time_series(
+        "node-util", [charts.Series("min..max", [(p.time, p.minimum, p.maximum) for p in points],
+                                    kind="range"),
+                      charts.Series("mean utilisation", [(p.time, p.mean) for p in points])],
+        title="Mean device utilisation, last 6 h", axes=[charts.Axis(" %", max=100)],
+        start=timezone.now() - timedelta(hours=6), end=timezone.now(), height=200,
+        simulated=node.cluster.backend == Backend.SIMULATED)
 
 
 @login_required
@@ -279,7 +335,7 @@ def device_detail(request, uuid: str):
         "device": device, "card": card, "history": device_history(device, tenant_ids),
         "health": device_health_history(device.uuid),
         # Measured utilisation mixes every tenant's work: platform admins only.
-        "charts": _device_charts(device) if request.user.is_superuser else [],
+        "charts": trends.device_charts(device) if request.user.is_superuser else [],
     })
 
 
@@ -292,11 +348,12 @@ def device_cordon(request, uuid: str):
         raise PermissionDenied("Only platform administrators cordon devices.")
     device = get_object_or_404(Device.objects.select_related("node__cluster"), uuid=uuid)
     policy = request.POST.get("drain", "wait")
-    if policy not in DRAIN_POLICIES:
-        messages.error(request, f"drain must be one of {', '.join(DRAIN_POLICIES)}")
-    else:
+    try:
         cordon_device(device, reason=request.POST.get("reason", "")[:200], user=request.user,
                       policy=policy)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
         messages.success(request, f"Device {device.uuid} cordoned ({policy}).")
     return redirect("dashboards:device-detail", uuid=device.uuid)
 
@@ -311,17 +368,6 @@ def device_uncordon(request, uuid: str):
     uncordon_device(device, user=request.user)
     messages.success(request, f"Device {device.uuid} uncordoned.")
     return redirect("dashboards:device-detail", uuid=device.uuid)
-
-
-def _device_charts(device):
-    titles = {"util": ("Utilisation", " %", 100.0), "memory_used": ("Memory used", " MiB", None),
-              "temperature": ("Temperature", " °C", None), "power": ("Power", " W", None)}
-    charts_out = []
-    for metric, points in device_utilisation(device.pk).items():
-        title, unit, top = next((v for k, v in titles.items() if k in metric),
-                                (metric, "", None))
-        charts_out.append(line_chart(points, title=title, unit=unit, y_max=top))
-    return charts_out
 
 
 def _month(request) -> str:
@@ -353,18 +399,20 @@ def usage(request):
     month = _month(request)
     tenant_ids = _scope(request)
     rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
-    per_tenant: dict[str, list[Part]] = {}
     model_names = sorted({r.model for r in rows})
-    for r in rows:
-        per_tenant.setdefault(r.tenant, []).append(
-            Part(r.model, round(r.gpu_hours, 2), PALETTE[model_names.index(r.model) % 10]))
+    tenants = sorted({r.tenant for r in rows})
+    hours = {(r.tenant, r.model): round(r.gpu_hours, 2) for r in rows}
     costs = [r.cost for r in rows if r.cost is not None]
     return render(request, "dashboards/usage.html", {
         "rows": rows, "month": month, "months": recent_months(), "currency": currency,
         "total_gpu_hours": sum(r.gpu_hours for r in rows),
         "total_cost": sum(costs) if costs else None,
-        "chart": charts.stacked_bars(list(per_tenant.items()), "GPU-h",
-                                     title=f"GPU-hours per tenant in {month}"),
+        "chart": charts.bar_chart(
+            "usage-chart", tenants,
+            [charts.Series(m, [hours.get((t, m), 0) for t in tenants], kind="bar",
+                           colour=PALETTE[i % 10], stack="gpu-h")
+             for i, m in enumerate(model_names)],
+            title=f"GPU-hours per tenant in {month}", unit="GPU-h"),
         "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
     })
 
@@ -386,37 +434,6 @@ def usage_csv(request):
                          "" if r.cost is None else f"{r.cost:.2f}",
                          "" if r.cost is None else currency])
     return response
-
-
-@login_required
-def team(request, name: str):
-    """A tenant's members and queues; tenant admins add, re-role and remove members."""
-    tenant_ids = _scope(request)
-    tenant = get_object_or_404(Tenant.objects.all() if tenant_ids is None
-                               else Tenant.objects.filter(pk__in=tenant_ids), name=name)
-    admin_ids = admin_tenant_ids(request.user)
-    is_admin = admin_ids is None or tenant.pk in admin_ids
-    form = MemberForm(request.POST or None)
-    if request.method == "POST":
-        if not is_admin:
-            raise PermissionDenied("Only tenant admins manage members.")
-        if request.POST.get("remove"):
-            membership = get_object_or_404(Membership, pk=request.POST["remove"], tenant=tenant)
-            remove_membership(membership, actor=request.user, source="ui")
-            messages.success(request, "Member removed.")
-            return redirect("dashboards:team", name=tenant.name)
-        if form.is_valid():
-            membership, _ = set_membership(tenant=tenant, user=form.user,
-                                           role=form.cleaned_data["role"], actor=request.user,
-                                           source="ui")
-            messages.success(request, f"{form.user.username} is now {membership.role}.")
-            return redirect("dashboards:team", name=tenant.name)
-    return render(request, "dashboards/team.html", {
-        "tenant": tenant, "is_admin": is_admin, "form": form,
-        "members": tenant.memberships.select_related("user").order_by("user__username"),
-        "queues": tenant.queues.select_related("resource_group").order_by("name"),
-        "boards": quota_board({tenant.pk}),
-    })
 
 
 @login_required

@@ -15,6 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
 from core.env import (
     env_bool,
     env_float,
@@ -63,17 +64,22 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "core",
     "console.dashboards",
     "tenants",
     "scheduling",
     "telemetry",
+    "notifications",
 ]
 
 MIDDLEWARE = [
     "console.health.HealthProbeMiddleware",  # /healthz, /readyz: before host checks
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "console.security.middleware.RejectNulCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -82,6 +88,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "axes.middleware.AxesMiddleware",  # last (django-axes): turns a lockout into its page
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -110,7 +117,11 @@ if DATABASE_URL is None:
         from console.embedded import ensure_postgres
 
         DATABASE_URL = ensure_postgres()
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Connections are reused for 60 s, and checked before their first use in each request or
+# task: after a PostgreSQL restart the next request reconnects instead of failing once per
+# process on the dead connection (tests/faults).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60,
+                                              conn_health_checks=True)}
 DATABASES["default"]["ENGINE"] = "django_prometheus.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -143,6 +154,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing from a web request gives up after about 3 x REDIS_TIMEOUT_S when the broker is
+# down; the job is committed anyway and the sweeper (below) enqueues the lost work later.
+REDIS_TIMEOUT_S = env_float("REDIS_TIMEOUT_S", 2.0, minimum=0.1)
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_S
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"socket_connect_timeout": REDIS_TIMEOUT_S}
+    if CELERY_BROKER_URL.startswith(("redis", "rediss")) else {})
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
@@ -150,7 +170,20 @@ ADMISSION_PREEMPTION_DELAY_S = env_float("ADMISSION_PREEMPTION_DELAY_S", 0.0, mi
 ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0, minimum=0.0)
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
+# seconds a worker keeps a resource group's FragGuard/FGD target workload (0 = every cycle)
+PLACEMENT_WORKLOAD_TTL_S = env_float("PLACEMENT_WORKLOAD_TTL_S", 30.0, minimum=0.0)
+# seconds the overview shares its inventory-wide panels (fragmentation, utilisation) (0 = off)
+DASHBOARD_CACHE_S = env_float("DASHBOARD_CACHE_S", 10.0, minimum=0.0)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
+# Sweeper of lost enqueues (scheduling.services.sweeper): every SWEEP_TICK_S, placements still
+# reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.
+SWEEP_TICK_S = env_int("SWEEP_TICK_S", 30, minimum=1)
+SUBMIT_SWEEP_GRACE_S = env_float("SUBMIT_SWEEP_GRACE_S", 120.0, minimum=0.0)
+# Workload kinds (scheduling.services.workloads): time limits and replica replacement every
+# WORKLOADS_TICK_S; a notebook's defaults for idle culling and maximum lifetime.
+WORKLOADS_TICK_S = env_int("WORKLOADS_TICK_S", 15, minimum=1)
+NOTEBOOK_IDLE_CULL_S = env_float("NOTEBOOK_IDLE_CULL_S", 3600.0, minimum=60.0)
+NOTEBOOK_MAX_LIFETIME_S = env_float("NOTEBOOK_MAX_LIFETIME_S", 12 * 3600.0, minimum=60.0)
 
 # Kubernetes clusters (scheduling.backends.kubernetes, services.inventory/kube_reconcile)
 KUBE_TICK_S = env_int("KUBE_TICK_S", 15, minimum=1)
@@ -199,9 +232,17 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.tasks.usage_reconcile_task",
         "schedule": float(USAGE_RECONCILE_TICK_S),
     },
+    "workloads-tick": {
+        "task": "scheduling.tasks.workloads_tick_task",
+        "schedule": float(WORKLOADS_TICK_S),
+    },
     "kube-tick": {
         "task": "scheduling.tasks.kube_tick_task",
         "schedule": float(KUBE_TICK_S),
+    },
+    "sweep-tick": {
+        "task": "scheduling.tasks.sweep_task",
+        "schedule": float(SWEEP_TICK_S),
     },
     **telemetry_beat_schedule(),
 }
@@ -213,11 +254,37 @@ if DEMO_STREAM_S:
         "schedule": float(DEMO_STREAM_S),
     }
 
+# Notifications (notifications/): webhook timeout and retries, quota threshold, e-mail
+QUOTA_ALERT_THRESHOLD_PERCENT = env_int("QUOTA_ALERT_THRESHOLD_PERCENT", 90, minimum=1)
+NOTIFY_TIMEOUT_S = env_float("NOTIFY_TIMEOUT_S", 5.0, minimum=0.1)
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+NOTIFY_BACKOFF_BASE_S = env_float("NOTIFY_BACKOFF_BASE_S", 30.0, minimum=0.0)
+NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 3600.0, minimum=0.0)
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587 if env_bool("EMAIL_USE_TLS", True) else 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive; set one")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "llmops-console@localhost")
+
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-    }
+        # a Redis outage must cost a request seconds, not the OS's TCP timeout
+        "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_S, "socket_timeout": REDIS_TIMEOUT_S},
+    },
+    # per-process fallback of the write throttle while Redis is unreachable
+    "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -229,16 +296,37 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboards:overview"
 LOGOUT_REDIRECT_URL = "login"
 
+# OpenID Connect sign-in (console/oidc.py): on when OIDC_RP_CLIENT_ID is set; local accounts stay.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+CONSOLE_OIDC_GROUPS_CLAIM = env_str("CONSOLE_OIDC_GROUPS_CLAIM", "groups")
+CONSOLE_OIDC_GROUP_MAP = env_str("CONSOLE_OIDC_GROUP_MAP", "{}")
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out logins (AXES_*)
+    "django.contrib.auth.backends.ModelBackend",
+    "console.oidc.ConsoleOIDCBackend",
+]
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_FILTER_BACKENDS": ["core.api.filters.StrictFilterBackend"],
+    # JSON only: nested bodies (containers, changes) have no form encoding
+    "DEFAULT_PARSER_CLASSES": ["console.security.parsers.BoundedJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_PAGINATION_CLASS": "core.api.filters.StrictPageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.openapi.ConsoleAutoSchema",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
 }
@@ -252,6 +340,19 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # two state machines both have a field named "state": name their enums after them
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "scheduling.choices.JobState",
+        "PlacementStateEnum": "scheduling.choices.PlacementState",
+        "JobKindEnum": "scheduling.choices.JobKind",
+        "MembershipRoleEnum": "tenants.choices.Role",
+        "ContainerRoleEnum": "scheduling.choices.CONTAINER_ROLES",
+        "FungibilityPolicyEnum": "scheduling.choices.FungibilityPolicy",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.api.openapi.document_error_responses",  # 400/401/403/404/409/429 everywhere
+    ],
 }
 
 # --- i18n, static ---------------------------------------------------------------------------
@@ -274,4 +375,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Routine task chatter (every tick's "received" / "succeeded", beat's "sending due
+    # task") at WARNING: INFO stays for state changes worth reading (an admission cycle that
+    # admitted or preempted, a pod created). CELERY_ROUTINE_LOG_LEVEL=INFO brings it back.
+    "loggers": {
+        name: {"level": env_str("CELERY_ROUTINE_LOG_LEVEL", "WARNING")}
+        for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+    },
 }

@@ -5,6 +5,8 @@ Shape: ``{"error": {"code": str, "message": str, "fields": {field: [messages]}}}
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -35,6 +37,9 @@ def _flatten(detail) -> dict[str, list[str]]:
 
 def exception_handler(exc, context):
     """DRF ``EXCEPTION_HANDLER``: domain errors and DRF errors as one JSON error shape."""
+    if isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = exceptions.ParseError("Request body is larger than "
+                                    f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
     if isinstance(exc, DomainError):
         fields = {exc.field: [exc.message]} if exc.field else {}
         body = {"error": {"code": exc.code, "message": exc.message, "fields": fields}}

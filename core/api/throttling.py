@@ -1,15 +1,40 @@
 """Rate limiting of write endpoints (rate ``DEFAULT_THROTTLE_RATES["writes"]``)."""
 
+import logging
+import time
+
+from django.core.cache import caches
+from redis.exceptions import RedisError
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import UserRateThrottle
 
+logger = logging.getLogger(__name__)
+#: Seconds between two "cache unavailable" warnings of one process.
+WARN_EVERY_S = 60.0
+_last_warning = 0.0
+
 
 class WriteRateThrottle(UserRateThrottle):
-    """Throttles POST/PUT/PATCH/DELETE per user; reads are never throttled."""
+    """Throttles POST/PUT/PATCH/DELETE per user; reads are never throttled.
+
+    The request history lives in the shared cache (Redis). When that cache is unreachable
+    the throttle degrades to the process-local cache ``CACHES["local"]`` (the limit then
+    holds per web worker process) and logs a warning, so writes keep working during a Redis
+    outage instead of failing with 500.
+    """
 
     scope = "writes"
 
     def allow_request(self, request, view):
         if request.method in SAFE_METHODS:
             return True
-        return super().allow_request(request, view)
+        try:
+            return super().allow_request(request, view)
+        except (RedisError, OSError) as exc:
+            global _last_warning
+            if time.monotonic() - _last_warning > WARN_EVERY_S:
+                _last_warning = time.monotonic()
+                logger.warning("write throttle: shared cache unavailable (%s); counting in "
+                               "this process until it is back", exc)
+            self.cache = caches["local"]
+            return super().allow_request(request, view)

@@ -17,8 +17,7 @@ values of either filter, or a filter given twice, are 400 in the API's error sha
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -40,8 +39,10 @@ class FragStrandedDeviceSerializer(serializers.Serializer):
     model = serializers.CharField()
     free_milli = serializers.IntegerField(help_text="Free share, milli-GPU.")
     code = serializers.ChoiceField(
-        choices=["no_gpu_class", "model", "cpu", "too_small", "too_few_gpus"],
-        help_text="Why no class of the target workload can use it.")
+        choices=["no_gpu_class", "model", "cpu", "too_small", "too_few_gpus", "shape"],
+        help_text="Why no class of the target workload can use it (``model``: no recent task "
+                  "allows the model; ``shape``: the tasks that allow it need more GPUs or CPU "
+                  "than the node has).")
     reason = serializers.CharField()
 
 
@@ -103,8 +104,10 @@ class FragmentationSerializer(serializers.Serializer):
 
 
 class FragmentationQuerySerializer(serializers.Serializer):
-    resource_group = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-    cluster = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    resource_group = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
+                                              help_text="Resource group id.")
+    cluster = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
+                                       help_text="Cluster id.")
 
     def validate(self, attrs):
         # A QueryDict answers the last of repeated values; two ids are ambiguous, not "the
@@ -120,10 +123,7 @@ class FragmentationView(APIView):
     """FGD fragmentation rate, fragment and stranded GPUs of the caller's scope."""
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("resource_group", OpenApiTypes.INT, description="Resource group id."),
-            OpenApiParameter("cluster", OpenApiTypes.INT, description="Cluster id."),
-        ],
+        parameters=[FragmentationQuerySerializer],
         responses={200: FragmentationSerializer},
     )
     def get(self, request):

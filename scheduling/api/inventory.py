@@ -14,6 +14,7 @@ from rest_framework import serializers, viewsets
 from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
 from core.api.validators import no_nul_characters
+from scheduling.api.config_schema import overlay_schema
 from scheduling.choices import SlicingMode
 from scheduling.devices.overlay import resolve_model
 from scheduling.devices.schema import ConfigError
@@ -23,12 +24,17 @@ from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.selectors import get_user_tenant_ids
 
 
+@extend_schema_field(overlay_schema())
+class ConfigOverlayField(serializers.DictField):
+    """A device model's config overlay (documented key by key, :mod:`.config_schema`)."""
+
+
 class DeviceModelSerializer(serializers.ModelSerializer):
     """A device model. ``config`` is its overlay on HAMi's defaults (docs/devices.md),
     validated against the catalogue: an unknown key or a bad value is a 400 naming
     ``config.<key>``. ``resolved`` is the effective configuration (null while ``error``)."""
 
-    config = serializers.DictField(required=False, validators=[no_nul_characters])
+    config = ConfigOverlayField(required=False, validators=[no_nul_characters])
     resolved = serializers.SerializerMethodField()
     slicing_mode = serializers.ChoiceField(choices=SlicingMode.choices, read_only=True)
 

@@ -9,7 +9,21 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from scheduling.choices import PreemptionPolicy
+from scheduling.api.workloads import (
+    SecretRefSerializer,
+    TolerationSerializer,
+    VolumeSerializer,
+    validate_node_selector,
+    validate_workload,
+)
+from scheduling.choices import (
+    CONTAINER_ROLES,
+    LIVE_JOB_STATES,
+    VENDORS,
+    JobKind,
+    PreemptionPolicy,
+    canonical_vendor,
+)
 from scheduling.models import (
     Device,
     Job,
@@ -21,15 +35,43 @@ from scheduling.models import (
     PriorityClass,
     Queue,
 )
-from scheduling.selectors.jobs import job_estimated_start, queue_position
-from scheduling.services.eviction import CROSS_TENANT_PREEMPTION_MESSAGE
-from scheduling.services.jobs import ContainerSpec, JobSpec
+from scheduling.placement.group_profile import annotation_errors
+from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.preemptions import preemption_as_seen
+from scheduling.services.jobs import (
+    MAX_CPU_MILLI,
+    MAX_DEVICE_COUNT,
+    MAX_DEVICE_MEMORY_MIB,
+    MAX_HOST_MEMORY_MIB,
+    MAX_POD_COUNT,
+    ContainerSpec,
+    JobSpec,
+)
+from scheduling.services.workloads import lifetime_left_s, service_status
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-VENDORS = [
-    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
-]
+#: Kubernetes annotation key: optional DNS-subdomain prefix (<= 253) and "/", then a name of
+#: <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric
+#: (apimachinery ``validation.IsQualifiedName``).
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_ANNOTATION_PREFIX = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: Kubernetes' limit on the total size of a pod's annotations (keys + values, bytes).
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+
+
+class VendorField(serializers.CharField):
+    """A vendor word of :data:`scheduling.choices.VENDORS`, matched case-insensitively and
+    stored as spelled there; an unknown word is a field error listing the valid ones."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        canonical = canonical_vendor(value)
+        if canonical is None:
+            raise serializers.ValidationError(
+                f"unknown vendor {value!r}; valid values: {', '.join(VENDORS)} "
+                f"(any case)")
+        return canonical
 
 
 class RejectUnknownFieldsMixin:
@@ -55,9 +97,10 @@ class RejectUnknownFieldsMixin:
 class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, default="main")
     init = serializers.BooleanField(default=False)
-    vendor = serializers.ChoiceField(choices=VENDORS, default="NVIDIA")
-    device_count = serializers.IntegerField(min_value=0, max_value=64, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=16 * 1024 * 1024, default=0)
+    vendor = VendorField(max_length=32, default="NVIDIA")
+    device_count = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_COUNT, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_MEMORY_MIB,
+                                          default=0)
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
     )
@@ -76,6 +119,10 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
                                  default=list, max_length=256)
     env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True),
                                 default=dict)
+    role = serializers.ChoiceField(
+        choices=CONTAINER_ROLES, default="",
+        help_text="Training: launcher containers make the launcher pod; worker (or blank) "
+                  "containers run in every worker pod.")
 
     def validate_env(self, value):
         for key in value:
@@ -101,8 +148,30 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         return attrs
 
 
+class QueueField(serializers.PrimaryKeyRelatedField):
+    """One of the caller's queues by id (``7``), by ``tenant/queue`` name, or by queue name
+    alone when exactly one of the caller's queues has it. Another tenant's queue is an
+    unknown one (the error never confirms it exists)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not data.strip().isdigit():
+            tenant, _, name = data.strip().rpartition("/")
+            queues = self.get_queryset().filter(name=name)
+            if tenant:
+                queues = queues.filter(tenant__name=tenant)
+            found = list(queues[:2])
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise serializers.ValidationError(
+                    f"{data!r} names queues of several tenants: write tenant/queue")
+            raise serializers.ValidationError(f"no queue {data!r} among your queues")
+        return super().to_internal_value(data)
+
+
 class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """Input of ``POST /api/jobs/``. ``queue`` is the id of one of the caller's queues.
+    """Input of ``POST /api/jobs/``. ``queue``: one of the caller's queues, by id or by
+    ``tenant/queue`` name.
 
     ``priority_class`` names a priority class the queue allows (default: the queue's default
     class); the job's priority is the class's value at submission and a non-preemptible
@@ -110,7 +179,8 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     admins only, for a job without a class.
     """
 
-    queue = serializers.PrimaryKeyRelatedField(queryset=Queue.objects.none())
+    queue = QueueField(queryset=Queue.objects.none(),
+                       help_text="a queue id, tenant/queue, or a queue name")
     name = serializers.CharField(max_length=200)
     priority_class = serializers.SlugRelatedField(
         slug_field="name", queryset=PriorityClass.objects.all(), required=False,
@@ -118,22 +188,68 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     priority = serializers.IntegerField(min_value=-1000, max_value=1000, required=False)
     max_runtime_s = serializers.FloatField(min_value=1, max_value=365 * 24 * 3600,
                                            required=False, allow_null=True)
-    pod_count = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    pod_count = serializers.IntegerField(min_value=1, max_value=MAX_POD_COUNT, default=1)
     min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
+    cpu_milli = serializers.IntegerField(min_value=0, max_value=MAX_CPU_MILLI, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_HOST_MEMORY_MIB,
+                                          default=0)
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)
     min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
     on_preemption = serializers.ChoiceField(choices=PreemptionPolicy.choices,
                                             default=PreemptionPolicy.REQUEUE)
-    restart_policy = serializers.ChoiceField(choices=["Never", "OnFailure"], default="Never")
+    restart_policy = serializers.ChoiceField(
+        choices=["Never", "OnFailure"], default="Never",
+        help_text="Batch and training pods; inference replicas and notebooks restart Always.")
+    kind = serializers.ChoiceField(choices=JobKind.choices, default=JobKind.BATCH)
+    workers = serializers.IntegerField(min_value=1, max_value=1024, required=False,
+                                       help_text="Training: number of ranked workers.")
+    min_workers = serializers.IntegerField(min_value=1, required=False,
+                                           help_text="Training: gang minimum of workers.")
+    port = serializers.IntegerField(min_value=1, max_value=65535, required=False)
+    replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    min_replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    max_replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    backoff_limit = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    idle_cull_s = serializers.FloatField(min_value=60, max_value=30 * 24 * 3600, required=False)
+    launcher_cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+    launcher_memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000,
+                                                   default=0)
+    volumes = VolumeSerializer(many=True, default=list, max_length=32)
+    secrets = SecretRefSerializer(many=True, default=list, max_length=32)
+    tolerations = TolerationSerializer(many=True, default=list, max_length=32)
+    node_selector = serializers.DictField(child=serializers.CharField(max_length=63,
+                                                                      allow_blank=True),
+                                          default=dict, validators=[validate_node_selector])
+    annotations = serializers.DictField(
+        child=serializers.CharField(max_length=65536, allow_blank=True, trim_whitespace=False),
+        required=False, default=dict,
+        help_text="Pod annotations; hami.io/node-scheduler-policy (binpack | spread) and "
+                  "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware) override "
+                  "the resource group's placement policies where the group allows it.")
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["queue"].queryset = queues if queues is not None else Queue.objects.none()
         self.platform_admin = bool(user is not None and user.is_superuser)
+
+    def validate_annotations(self, value):
+        errors = []
+        for key in value:
+            prefix, _, name = key.rpartition("/")
+            if (not _ANNOTATION_NAME.match(name) or len(name) > 63
+                    or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix)
+                                        or len(prefix) > 253))):
+                errors.append(f"{key!r} is not a valid annotation key")
+            elif "\x00" in value[key]:
+                errors.append(f"{key}: NUL characters are not allowed")
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
+        if size > ANNOTATIONS_MAX_BYTES:
+            errors.append(f"annotations take {size} bytes, more than {ANNOTATIONS_MAX_BYTES}")
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
 
     def validate(self, attrs):
         if attrs.get("min_pods") and attrs["min_pods"] > attrs["pod_count"]:
@@ -141,7 +257,14 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         names = [c["name"] for c in attrs["containers"]]
         if len(names) != len(set(names)):
             raise serializers.ValidationError({"containers": "Container names must be unique."})
+        group = attrs["queue"].resource_group
+        errors = annotation_errors(attrs.get("annotations") or {}, group.pod_policy_override)
+        if errors:
+            raise serializers.ValidationError({"annotations": errors})
         attrs["priority_class"] = self._priority_class(attrs)
+        attrs["_given"] = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
+        attrs = validate_workload(attrs)
+        attrs.pop("_given", None)
         return attrs
 
     def _priority_class(self, attrs):
@@ -185,7 +308,21 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             min_runtime_s=data["min_runtime_s"],
             on_preemption=data["on_preemption"],
             restart_policy=data["restart_policy"],
+            annotations=dict(data.get("annotations") or {}),
             containers=[ContainerSpec(**c) for c in data["containers"]],
+            kind=data["kind"],
+            port=data.get("port"),
+            replicas=data.get("replicas"),
+            replicas_min=data.get("min_replicas"),
+            replicas_max=data.get("max_replicas"),
+            backoff_limit=data["backoff_limit"],
+            idle_cull_s=data.get("idle_cull_s"),
+            launcher_cpu_milli=data["launcher_cpu_milli"],
+            launcher_memory_mib=data["launcher_memory_mib"],
+            volumes=[dict(v) for v in data["volumes"]],
+            secrets=[dict(v) for v in data["secrets"]],
+            tolerations=[dict(v) for v in data["tolerations"]],
+            node_selector=dict(data["node_selector"]),
         )
 
 
@@ -268,7 +405,7 @@ class JobContainerSerializer(serializers.ModelSerializer):
         fields = [
             "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
             "cores_percent", "device_types", "device_types_exclude", "image", "command", "args",
-            "env",
+            "env", "role",
         ]
 
 
@@ -278,43 +415,71 @@ class PlacementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Placement
         fields = [
-            "id", "pod_index", "node", "state", "cpu_milli", "memory_mib", "assignment",
-            "backend_ref", "message", "created", "submitted_at", "started_at", "ended_at",
+            "id", "pod_index", "node", "state", "ready", "cpu_milli", "memory_mib",
+            "assignment", "backend_ref", "message", "created", "submitted_at", "started_at",
+            "ended_at",
         ]
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job. ``queue_position`` (1 = next) and ``estimated_start`` (from the queue's observed
-    drain rate over the last hour) are filled for a queued job on the detail endpoint only
-    (null in lists and for other states)."""
+    """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
+    ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
+    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job on
+    the detail endpoint only (null in lists, for other states and for a job that asks more
+    than its group has)."""
 
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
     resource_group = serializers.CharField(source="queue.resource_group.name")
-    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True,
+                                                  allow_null=True)
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
+    service = serializers.SerializerMethodField(
+        help_text="Inference service: replicas desired / live / running / ready and the "
+                  "replica job ids (null for other jobs).")
+    lifetime_left_s = serializers.SerializerMethodField(
+        help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run.")
+    estimated_start_latest = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = [
-            "id", "name", "tenant", "queue", "resource_group", "priority", "priority_class",
-            "state", "pending_reason", "queue_position", "estimated_start", "pod_count",
-            "min_pods", "cpu_milli", "memory_mib", "duration_s", "max_runtime_s",
-            "preemptible", "min_runtime_s",
-            "on_preemption", "preemption_count", "restart_policy", "containers", "placements",
-            "created", "admitted_at", "started_at", "finished_at",
+            "id", "name", "kind", "tenant", "queue", "resource_group", "priority", "priority_class",
+            "state",
+            "pending_reason", "queue_position", "estimated_start",
+            "estimated_start_latest", "pod_count", "min_pods",
+            "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
+            "on_preemption", "preemption_count", "restart_policy", "annotations", "parent", "port",
+            "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
+            "failed_attempts", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
+            "volumes", "secrets", "tolerations", "node_selector", "service",
+            "lifetime_left_s", "containers", "placements", "created", "admitted_at",
+            "started_at", "finished_at", "stopped_at",
         ]
+
+    def get_service(self, job) -> dict | None:
+        if not job.is_service:
+            return None
+        status = service_status(job)
+        return {"desired": status.desired, "live": status.live, "running": status.running,
+                "ready": status.ready,
+                "replica_jobs": list(job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
+                                     .order_by("pk").values_list("pk", flat=True))}
+
+    def get_lifetime_left_s(self, job) -> float | None:
+        left = lifetime_left_s(job)
+        return round(left, 1) if left is not None else None
 
     def _queue_info(self, job):
         if not self.context.get("detail"):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            position = queue_position(job)
-            cache[job.pk] = (position, job_estimated_start(job, position, timezone.now()))
+            slot = queue_slots([job], timezone.now()).get(job.pk)
+            cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
         return cache[job.pk]
 
     def get_queue_position(self, job) -> int | None:
@@ -322,7 +487,11 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_estimated_start(self, job) -> str | None:
         eta = self._queue_info(job)[1]
-        return eta.isoformat() if eta else None
+        return eta.earliest.isoformat() if eta else None
+
+    def get_estimated_start_latest(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.latest.isoformat() if eta else None
 
 
 class PreemptionSerializer(serializers.ModelSerializer):
@@ -337,11 +506,8 @@ class PreemptionSerializer(serializers.ModelSerializer):
     def to_representation(self, instance):
         data = super().to_representation(instance)
         request = self.context.get("request")
-        is_admin = request is not None and request.user.is_superuser
-        if not is_admin and instance.preemptor_tenant and (
-                instance.preemptor_tenant != instance.victim_tenant):
-            data.update(preemptor=None, preemptor_tenant="another tenant",
-                        message=CROSS_TENANT_PREEMPTION_MESSAGE)
+        data.update(preemption_as_seen(
+            instance, platform_admin=request is not None and request.user.is_superuser))
         return data
 
 

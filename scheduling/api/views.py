@@ -27,10 +27,17 @@ from scheduling.api.serializers import (
     QueueSerializer,
     QueueWriteSerializer,
 )
+from scheduling.api.workloads import ScaleSerializer
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.services.cordons import cordon_device, uncordon_device
-from scheduling.services.jobs import cancel_job, submit_job
+from scheduling.services.workloads import (
+    cancel_workload,
+    resume_notebook,
+    scale_service,
+    stop_notebook,
+    submit_workload,
+)
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
 from tenants.models import Membership
@@ -76,8 +83,8 @@ class JobViewSet(
         job = self.get_object()
         return Response(JobSerializer(job, context={"request": request, "detail": True}).data)
 
-    @extend_schema(responses={200: PreemptionSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses={200: PreemptionSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def preemptions(self, request, pk=None):
         """Evictions of this job (as victim), oldest first."""
         job = self.get_object()
@@ -91,26 +98,62 @@ class JobViewSet(
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
-        job = submit_job(serializer.validated_data["queue"], serializer.to_spec(),
-                         user=request.user)
+        job = submit_workload(serializer.validated_data["queue"], serializer.to_spec(),
+                              user=request.user)
         return Response(
             JobSerializer(self.get_queryset().get(pk=job.pk)).data, status=status.HTTP_201_CREATED
         )
 
+    def _writable(self, verb: str) -> Job:
+        job = self.get_object()
+        if not self.request.user.is_superuser and not Membership.objects.filter(
+            user=self.request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
+        ).exists():
+            raise PermissionDenied(f"Viewers cannot {verb} jobs.")
+        return job
+
+    def _render(self, job: Job) -> Response:
+        return Response(JobSerializer(self.get_queryset().get(pk=job.pk),
+                                      context={"request": self.request}).data)
+
     @extend_schema(request=None, responses={200: JobSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Cancel the job (member or tenant admin of its tenant)."""
-        job = self.get_object()
-        if not request.user.is_superuser and not Membership.objects.filter(
-            user=request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
-        ).exists():
-            raise PermissionDenied("Viewers cannot cancel jobs.")
-        cancel_job(job, user=request.user)
-        return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
+        """Cancel the job (member or tenant admin of its tenant); an inference service is
+        stopped with all its replicas."""
+        job = self._writable("cancel")
+        cancel_workload(job, user=request.user)
+        return self._render(job)
 
-    @extend_schema(responses={200: JobEventSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @extend_schema(request=ScaleSerializer, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def scale(self, request, pk=None):
+        """Set an inference service's replicas (within its min/max): new replicas are
+        queued and admitted under the tenant's quota, surplus ones cancelled."""
+        job = self._writable("scale")
+        data = ScaleSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        scale_service(job, data.validated_data["replicas"], user=request.user)
+        return self._render(job)
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def stop(self, request, pk=None):
+        """Stop a notebook: its pod is deleted and its devices freed until resumed."""
+        job = self._writable("stop")
+        stop_notebook(job, user=request.user)
+        return self._render(job)
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """Resume a stopped notebook: it is queued and asks for devices again."""
+        job = self._writable("resume")
+        resume_notebook(job, user=request.user)
+        return self._render(job)
+
+    @extend_schema(responses={200: JobEventSerializer(many=True)}, filters=False)
+    @action(detail=True, methods=["get"], pagination_class=None, filterset_class=None)
     def events(self, request, pk=None):
         """State changes and reasons of the job, oldest first."""
         job = self.get_object()

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from core.exceptions import Conflict
 from scheduling.backends.base import SubmissionError
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobKind
 from scheduling.devices.overlay import Catalogue, build_catalogue
 from scheduling.kube import manifests as mf
 from scheduling.kube.client import ClusterInfo, build_api_client, test_connection
@@ -40,7 +41,8 @@ from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
 from scheduling.kube.namespaces import build_namespace
-from scheduling.models import Device, DeviceModel
+from scheduling.kube.workload_pods import WorkloadSpec, apply_workload, build_service, pod_ready
+from scheduling.models import Device, DeviceModel, Placement
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
 from tenants.selectors import tenant_namespace
 from tenants.services import record_tenant_namespace
@@ -233,11 +235,40 @@ def _container_spec(c) -> mf.ContainerSpec:
         env=tuple((str(k), str(v)) for k, v in sorted(env.items())))
 
 
+def workload_spec(placement) -> WorkloadSpec:
+    """What the placement's job kind adds to its pod (:mod:`scheduling.kube.workload_pods`).
+
+    Training: pod 0 is the launcher when the job has launcher containers; a worker's rank is
+    its pod index among the workers, ``world_size`` the workers booked now (a gang admitted
+    with its minimum runs with fewer). An inference replica shares its service's id and
+    name (one Service over every replica).
+    """
+    job = placement.job
+    owner = job.parent if job.parent_id else job
+    role, rank, world = "", 0, 1
+    if job.kind == JobKind.TRAINING:
+        launcher = any(c.role == "launcher" for c in job.containers.all())
+        booked = Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).count()
+        world = max(1, booked - (1 if launcher else 0))
+        if launcher and placement.pod_index == 0:
+            role = "launcher"
+        else:
+            role, rank = "worker", placement.pod_index - (1 if launcher else 0)
+    deadline = job.max_runtime_s if job.kind in (JobKind.BATCH, JobKind.TRAINING) else None
+    return WorkloadSpec(
+        kind=job.kind, workload_id=str(owner.pk), workload_name=owner.name, role=role,
+        rank=rank, world_size=world, port=job.port, volumes=tuple(job.volumes or ()),
+        secrets=tuple(job.secrets or ()), tolerations=tuple(job.tolerations or ()),
+        node_selector=dict(job.node_selector or {}),
+        active_deadline_s=int(deadline) if deadline else None)
+
+
 def job_meta(placement) -> mf.JobMeta:
     """Job identity and workload for the manifest builders.
 
     Each job container with an image is its own spec; containers without one use the first
-    app container's (the default). The pod's restartPolicy is the job's ``restart_policy``.
+    app container's (the default). The pod's restartPolicy is the job's ``restart_policy``
+    (``Always`` for inference replicas and notebooks).
     """
     job = placement.job
     containers = list(job.containers.all())
@@ -247,7 +278,8 @@ def job_meta(placement) -> mf.JobMeta:
     return mf.JobMeta(
         tenant=job.tenant.name, job_id=str(job.pk), placement_id=str(placement.pk),
         namespace=placement_namespace(placement), default=default, containers=specs,
-        restart_policy=job.restart_policy or "Never")
+        restart_policy=job.restart_policy or "Never",
+        extra_annotations=dict(job.annotations or {}))
 
 
 def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.Manifests:
@@ -280,7 +312,10 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
     else:
         built = mf.build(cluster.submission_mode, assignment, meta,
                          catalogue=granted_catalogue(assignment))
-    return replace(built, namespace_object=namespace)
+    workload = workload_spec(placement)
+    service = build_service(workload, namespace=meta.namespace, tenant=meta.tenant)
+    return replace(built, pod=apply_workload(built.pod, workload), namespace_object=namespace,
+                   services=(service,) if service else ())
 
 
 def _as_submission_error(exc: KubeError) -> SubmissionError:
@@ -327,6 +362,7 @@ class KubernetesBackend:
         except KubeError as exc:
             raise _as_submission_error(exc) from exc
         placement.backend_ref = f"{manifests.namespace}/{manifests.pod_name}"
+        placement.ready = pod_ready(result.pod)
         _record_namespace(placement, manifests.namespace)
         if result.created:
             logger.info("placement %s: created %s", placement.pk, ", ".join(result.created))

@@ -34,8 +34,12 @@ vNPU), ``whole`` (whole idle devices only), ``smlu`` (Cambricon sMLU units), ``s
 sGPU), ``drs`` (Enflame DRS profiles), ``vxpu`` (Kunlun vXPU sizes), ``cu`` (AMD compute
 units), ``neuron`` (AWS Neuron core bitmasks), ``die`` (Vastai dies)."""
 
-Int = Annotated[int, Strict(), Field(ge=0)]
-Pos = Annotated[int, Strict(), Field(ge=1)]
+INT32_MAX = 2**31 - 1
+"""Upper bound of every integer of a config: HAMi holds counts, MiB and percents as int32
+(``util.DeviceInfo`` ``Count``/``Devmem``/``Devcore``), and so do the console's columns; a
+larger value would overflow at the first inventory sync instead of being refused here."""
+Int = Annotated[int, Strict(), Field(ge=0, le=INT32_MAX)]
+Pos = Annotated[int, Strict(), Field(ge=1, le=INT32_MAX)]
 Str = Annotated[str, Strict(), Field(max_length=253)]
 Bool = Annotated[bool, Strict()]
 

@@ -43,6 +43,7 @@ from scheduling.kube.errors import (
 )
 from scheduling.kube.manifests import CONSOLE_SELECTOR, LABEL_PLACEMENT, Manifests
 from scheduling.kube.namespaces import namespace_labels_patch
+from scheduling.kube.workloads import LABEL_WORKLOAD
 
 __all__ = [
     "KubeGateway",
@@ -250,18 +251,20 @@ class KubernetesGateway:
     # -- writes --------------------------------------------------------------------------
 
     def _create(self, create: Callable[[], Any], read: Callable[[], Any], kind: str,
-                obj: dict) -> tuple[dict, bool]:
-        """Create ``obj``; on AlreadyExists return the existing one if it is ours."""
+                obj: dict, key: str = LABEL_PLACEMENT) -> tuple[dict, bool]:
+        """Create ``obj``; on AlreadyExists return the existing one if it is ours (same
+        ``key`` label: the placement's, or the workload's for a shared Service)."""
         try:
             return _raw(self._call(create)), True
         except AlreadyExists:
             existing = _raw(self._call(read))
-        mine = (obj["metadata"].get("labels") or {}).get(LABEL_PLACEMENT)
-        theirs = (existing.get("metadata", {}).get("labels") or {}).get(LABEL_PLACEMENT)
+        mine = (obj["metadata"].get("labels") or {}).get(key)
+        theirs = (existing.get("metadata", {}).get("labels") or {}).get(key)
         if mine != theirs:
+            owner = "placement" if key == LABEL_PLACEMENT else "workload"
             raise Permanent(409, "AlreadyExists",
                             f"{kind} {obj['metadata']['name']!r} already exists and belongs to "
-                            f"placement {theirs!r}, not {mine!r}")
+                            f"{owner} {theirs!r}, not {mine!r}")
         return existing, False
 
     def ensure_namespace(self, namespace: dict) -> dict:
@@ -325,6 +328,15 @@ class KubernetesGateway:
         ns = manifests.namespace
         created: list[str] = []
         claim_apis = []
+        for service in manifests.services:
+            name = service["metadata"]["name"]
+            _obj, new = self._create(
+                lambda service=service: self.core.create_namespaced_service(
+                    ns, service, **self._kw()),
+                lambda name=name: self.core.read_namespaced_service(name, ns, **self._kw()),
+                "Service", service, key=LABEL_WORKLOAD)
+            if new:
+                created.append(f"Service/{name}")
         for claim in manifests.claims:
             version = claim["apiVersion"].rpartition("/")[2]
             api = self._resource_api(version)
@@ -346,24 +358,36 @@ class KubernetesGateway:
             created.append(f"Pod/{manifests.pod_name}")
         owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
                  "uid": pod["metadata"]["uid"]}
-        claims = [self._call(lambda api=api, name=name: self._ensure_owner(api, ns, name, owner))
-                  for api, name in claim_apis]
+        claims = [self._call(lambda api=api, name=name: self._ensure_owner(
+            lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
+            lambda patch, api=api, name=name: api.patch_namespaced_resource_claim(
+                name, ns, patch, _content_type="application/merge-patch+json", **self._kw()),
+            owner)) for api, name in claim_apis]
+        for service in manifests.services:
+            name = service["metadata"]["name"]
+            self._call(lambda name=name: self._ensure_owner(
+                lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
+                lambda patch: self.core.patch_namespaced_service(
+                    name, ns, patch, _content_type="application/merge-patch+json",
+                    **self._kw()), owner))
         return SubmitResult(pod=pod, claims=tuple(claims), created=tuple(created))
 
-    def _ensure_owner(self, api: Any, ns: str, name: str, owner: dict) -> dict:
-        """Read the claim and add ``owner`` to its ownerReferences unless present.
+    @staticmethod
+    def _ensure_owner(read: Callable[[], Any], patch: Callable[[dict], Any],
+                      owner: dict) -> dict:
+        """Read the object (a claim, a Service) and add ``owner`` to its ownerReferences
+        unless present.
 
         A JSON merge patch replaces the whole list, so it carries the resourceVersion read:
         a concurrent change answers 409 Conflict and :meth:`_call` re-runs read + patch.
         """
-        current = _raw(api.read_namespaced_resource_claim(name, ns, **self._kw()))
+        current = _raw(read())
         refs = current["metadata"].get("ownerReferences") or []
         if any(r.get("uid") == owner["uid"] for r in refs):
             return current
-        patch = {"metadata": {"ownerReferences": [*refs, owner],
-                              "resourceVersion": current["metadata"]["resourceVersion"]}}
-        return _raw(api.patch_namespaced_resource_claim(
-            name, ns, patch, _content_type="application/merge-patch+json", **self._kw()))
+        return _raw(patch({"metadata": {"ownerReferences": [*refs, owner],
+                                        "resourceVersion": current["metadata"][
+                                            "resourceVersion"]}}))
 
     def delete(self, namespace: str, pod_name: str, claim_names: tuple[str, ...] = ()) -> bool:
         """Delete the Pod (background propagation: owned claims are garbage-collected) and

@@ -179,12 +179,15 @@ class Manifests:
         mode: ``"hami"`` | ``"dra"`` | ``"whole"``.
         namespace_object: the tenant's Namespace (``scheduling.kube.namespaces``), created
             or labelled before anything else; None = the namespace is not the console's.
+        services: the workload's Service (``scheduling.kube.workload_pods``), created before
+            the claims and owned by every pod that uses it.
     """
 
     pod: dict
     claims: tuple[dict, ...] = ()
     mode: str = "hami"
     namespace_object: dict | None = None
+    services: tuple[dict, ...] = ()
 
     @property
     def namespace(self) -> str:

@@ -268,23 +268,33 @@ def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> Pod
         raise WorkloadError(str(exc)) from None
 
 
+def _active(value: Any) -> int:
+    """A status count as written by the object's controller; anything but a non-negative
+    integer (a garbled or hand-patched status) counts as 0 instead of stopping the sync."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _finished(kind: str, obj: Mapping[str, Any]) -> tuple[str, int]:
-    status = obj.get("status") or {}
-    conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []
-             if isinstance(c, Mapping)}
+    status = obj.get("status")
+    status = status if isinstance(status, Mapping) else {}
+    conditions = status.get("conditions")
+    conds = {c.get("type"): c.get("status") for c in
+             (conditions if isinstance(conditions, list) else []) if isinstance(c, Mapping)}
     if conds.get("Complete") == "True" or conds.get("Completed") == "True" \
             or conds.get("Succeeded") == "True":
         return "succeeded", 0
     if conds.get("Failed") == "True":
         return "failed", 0
     if kind == "Job":
-        return "", int(status.get("active") or 0)
+        return "", _active(status.get("active"))
     if kind == "JobSet":
-        return "", sum(int(r.get("active") or 0) for r in status.get("replicatedJobsStatus")
-                       or [] if isinstance(r, Mapping))
+        jobs = status.get("replicatedJobsStatus")
+        return "", sum(_active(r.get("active")) for r in
+                       (jobs if isinstance(jobs, list) else []) if isinstance(r, Mapping))
     if kind == "PyTorchJob":
-        return "", sum(int((r or {}).get("active") or 0)
-                       for r in (status.get("replicaStatuses") or {}).values()
+        replicas = status.get("replicaStatuses")
+        return "", sum(_active(r.get("active")) for r in
+                       (replicas.values() if isinstance(replicas, Mapping) else [])
                        if isinstance(r, Mapping))
     return "", 0
 

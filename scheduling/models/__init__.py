@@ -17,6 +17,7 @@ from scheduling.models.jobs import (
     Queue,
 )
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models.simulation import SimulationRun, SimulationState
 from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [
@@ -37,4 +38,6 @@ __all__ = [
     "PriorityClass",
     "Queue",
     "SerialSource",
+    "SimulationRun",
+    "SimulationState",
 ]

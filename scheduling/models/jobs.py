@@ -12,6 +12,7 @@ from scheduling.choices import (
     WITHIN_CLUSTER_QUEUE_CHOICES,
     FlavorPreference,
     FungibilityPolicy,
+    JobKind,
     JobState,
     PreemptionPolicy,
     PreemptionScope,
@@ -41,6 +42,9 @@ class PriorityClass(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.value})"
+
+
+RESTART_POLICIES = [("Never", "Never"), ("OnFailure", "OnFailure"), ("Always", "Always")]
 
 
 class Queue(BaseModel):
@@ -150,8 +154,9 @@ class Job(BaseModel):
         help_text="The class the job was submitted with; priority is its value at submission.")
     max_runtime_s = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0)],
-        help_text="Seconds after admission after which the job is stopped (Kueue "
-                  "maximumExecutionTimeSeconds); lets smaller jobs backfill around a "
+        help_text="Seconds a run may last after admission (Kueue maximumExecutionTimeSeconds; "
+                  "training/batch: then failed, Kubernetes activeDeadlineSeconds; notebook: "
+                  "its maximum lifetime, then stopped); lets smaller jobs backfill around a "
                   "starvation reservation. Empty = unbounded.")
     preempting_since = models.DateTimeField(
         null=True, blank=True,
@@ -186,11 +191,51 @@ class Job(BaseModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     restart_policy = models.CharField(
-        max_length=16, choices=[("Never", "Never"), ("OnFailure", "OnFailure")], default="Never",
+        max_length=16, choices=RESTART_POLICIES, default="Never",
         help_text="Pod restartPolicy. A pod lost outside the console (node gone, evicted, "
-                  "deleted) fails a Never job and requeues an OnFailure job.",
+                  "deleted) fails a Never job and requeues an OnFailure or Always job.",
     )
     requeue_count = models.PositiveIntegerField(default=0)
+    # -- workload kind (scheduling.services.workloads) ---------------------------------------
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.BATCH)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replica_jobs",
+        help_text="Inference replica: the service job it is a replica of.")
+    port = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        help_text="Container port: the service's (inference), the notebook's, or the "
+                  "rendezvous port MASTER_PORT (training).")
+    replicas = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Inference: desired replicas.")
+    replicas_min = models.PositiveIntegerField(null=True, blank=True)
+    replicas_max = models.PositiveIntegerField(null=True, blank=True)
+    backoff_limit = models.PositiveIntegerField(
+        default=0, help_text="Failed runs (a pod failed) retried before the job fails.")
+    failed_attempts = models.PositiveIntegerField(default=0)
+    idle_cull_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(60)],
+        help_text="Notebook: stopped after its devices sat idle this long (telemetry).")
+    launcher_cpu_milli = models.PositiveIntegerField(default=0)
+    launcher_memory_mib = models.PositiveIntegerField(default=0)
+    volumes = models.JSONField(
+        default=list, blank=True,
+        help_text='PersistentVolumeClaims: [{"claim": "datasets", "mount_path": "/data", '
+                  '"read_only": true}].')
+    secrets = models.JSONField(
+        default=list, blank=True,
+        help_text='Secrets by reference: [{"name": "hf-token"}] (environment from every key) '
+                  'or [{"name": "certs", "mount_path": "/certs"}] (files).')
+    tolerations = models.JSONField(
+        default=list, blank=True, help_text="Pod tolerations (Kubernetes shape).")
+    node_selector = models.JSONField(
+        default=dict, blank=True,
+        help_text="Node labels every pod's node must carry (placement and nodeSelector).")
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    annotations = models.JSONField(
+        default=dict, blank=True,
+        help_text="Pod annotations {key: value} put on every pod of the job; "
+                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy override "
+                  "the resource group's placement policies where the group allows it.")
 
     class Meta:
         ordering = ["-priority", "created", "id"]
@@ -201,6 +246,28 @@ class Job(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.tenant.name}/{self.name}"
+
+    def clean(self) -> None:
+        """The kind's rules (the API's ``scheduling.api.workloads`` for the admin): a service
+        names its port and replica bounds, a notebook and a replica are one pod."""
+        errors = {}
+        if self.kind == JobKind.INFERENCE and not self.port:
+            errors["port"] = "An inference service needs the port it listens on."
+        if self.kind == JobKind.INFERENCE and self.parent_id is None:
+            low, high = self.replicas_min or 1, self.replicas_max or self.replicas or 1
+            if not low <= (self.replicas or 0) <= high:
+                errors["replicas"] = f"Must be between {low} and {high}."
+        if self.kind == JobKind.NOTEBOOK and self.pod_count != 1:
+            errors["pod_count"] = "A notebook is one pod."
+        if self.kind in (JobKind.INFERENCE, JobKind.NOTEBOOK) and self.restart_policy != "Always":
+            errors["restart_policy"] = "Services and notebooks restart Always."
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def is_service(self) -> bool:
+        """An inference service (its replicas are child jobs; it has no pods itself)."""
+        return self.kind == JobKind.INFERENCE and self.parent_id is None
 
 
 class JobContainer(BaseModel):
@@ -234,6 +301,11 @@ class JobContainer(BaseModel):
     command = models.JSONField(default=list, blank=True, help_text="Entrypoint (list of str).")
     args = models.JSONField(default=list, blank=True, help_text="Arguments (list of str).")
     env = models.JSONField(default=dict, blank=True, help_text="Environment {name: value}.")
+    role = models.CharField(
+        max_length=16, blank=True, choices=[("", "every pod"), ("launcher", "launcher"),
+                                            ("worker", "worker")],
+        help_text="Training: the launcher pod's containers, or the workers' (blank = the "
+                  "workers' too).")
 
     class Meta:
         ordering = ["job", "-init", "id"]

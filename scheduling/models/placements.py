@@ -32,6 +32,9 @@ class Placement(BaseModel):
     charges = models.JSONField(default=dict, blank=True)
     charged = models.BooleanField(default=False)
     message = models.TextField(blank=True)
+    ready = models.BooleanField(
+        default=False, help_text="The pod passes its readiness (Kubernetes Ready condition; "
+                                 "simulated pods are ready once running).")
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -60,6 +60,7 @@ from scheduling.placement.types import ClusterSnapshot, MigInstance, PlacementRe
 from scheduling.placement.types import Device as CoreDevice
 from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
+from scheduling.selectors.placement_profile import group_framework
 from scheduling.selectors.snapshot import (
     SnapshotIndex,
     build_cluster_snapshot,
@@ -337,13 +338,16 @@ def pending_workload(job: Job, group: tm.ResourceGroup, request: PlacementReques
     )
 
 
-def queued_jobs(group: tm.ResourceGroup, limit: int | None = None) -> list[Job]:
+def queued_jobs(group: tm.ResourceGroup, limit: int | None = None,
+                exclude: set[int] | None = None) -> list[Job]:
     """Queued jobs of the group in admission order, up to ``limit``: jobs waiting for their
     preemption victims first, then reserving jobs, then priority, age, id. A requeued victim
-    whose old pods still terminate is left out until they are gone."""
+    whose old pods still terminate is left out until they are gone, and so are the ids in
+    ``exclude`` (the inadmissible set, :mod:`.inadmissible`)."""
     jobs = (
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
         .exclude(placements__state__in=BOOKED_PLACEMENT_STATES)
+        .exclude(pk__in=sorted(exclude or ()))
         .select_related("queue__tenant", "tenant", "priority_class")
         .prefetch_related("containers", "pod_sets")
         .annotate(_first=Case(When(preempting_since__isnull=False, then=Value(0)),
@@ -415,20 +419,26 @@ class AdmissionContext:
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
     catalogue: Catalogue
+    group_row: tm.ResourceGroup | None = None
 
     def placer(self) -> DbPlacer:
         """A placer over this context's cluster snapshot (shared: the cycle mutates it), with
-        the placement profile built here (HAMi default policies and the device catalogue's
-        resolved configs): only runs that place need it, not usage tables or quota
-        simulations. A model whose config does not resolve is left out of the catalogue
-        (its devices carry ``error`` in the snapshot); it never fails the run."""
-        framework = Profile(device_configs=self.catalogue.configs).build()
+        the group's placement profile built here (its node / device / fragmentation policy,
+        :func:`~scheduling.selectors.placement_profile.group_profile`, and the device
+        catalogue's resolved configs): only runs that place need it, not usage tables or
+        quota simulations. A model whose config does not resolve is left out of the
+        catalogue (its devices carry ``error`` in the snapshot); it never fails the run."""
+        if self.group_row is None:
+            framework = Profile(device_configs=self.catalogue.configs).build()
+        else:
+            framework = group_framework(self.group_row, self.catalogue)
         return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
 
 
 def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
                              pending: list[Job] | None = None,
-                             extra_flavor_names: set[str] | None = None) -> AdmissionContext:
+                             extra_flavor_names: set[str] | None = None,
+                             with_cluster: bool = True) -> AdmissionContext:
     """Build the admission core's input for one resource group.
 
     Args:
@@ -436,6 +446,8 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         now: cycle time (timezone-aware).
         pending: queued jobs to consider (default: none; pass :func:`queued_jobs`).
         extra_flavor_names: see :func:`resolve_flavors`.
+        with_cluster: False for quota tables that never place: no cluster snapshot (empty
+            ``cluster``, ``index`` and ``devices``; running charges from the device rows).
 
     Returns:
         The context: frozen :class:`AdmissionSnapshot`, flavors, cluster snapshot with every
@@ -447,7 +459,10 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
     used = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     catalogue = get_catalogue()
-    cluster, index = build_cluster_snapshot(group, catalogue)
+    if with_cluster:
+        cluster, index = build_cluster_snapshot(group, catalogue)
+    else:
+        cluster, index = ClusterSnapshot.from_nodes([]), SnapshotIndex()
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
     running, held = running_workloads(group, flavors, index, devices)
     pending = pending or []
@@ -465,7 +480,7 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         options=cohort_options(group),
     )
     return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending}, catalogue)
+                            {str(j.pk): j for j in pending}, catalogue, group)
 
 
 def group_queues(group: tm.ResourceGroup):
@@ -495,7 +510,11 @@ class SpecJob:
         self.min_pods = spec.min_pods
         self.cpu_milli = spec.cpu_milli
         self.memory_mib = spec.memory_mib
+        self.node_selector = getattr(spec, "node_selector", {})
+        self.launcher_cpu_milli = getattr(spec, "launcher_cpu_milli", 0)
+        self.launcher_memory_mib = getattr(spec, "launcher_memory_mib", 0)
         self.containers = _SpecContainers(list(spec.containers))
+        self.annotations = dict(getattr(spec, "annotations", None) or {})
 
 
 @dataclass(frozen=True)
@@ -523,12 +542,18 @@ class QuotaUsageRow:
 def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
                       ) -> list[QuotaUsageRow]:
     """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
-    live placements), for the tenants in ``tenant_names`` (None = all)."""
-    ctx = build_admission_snapshot(group, now)
+    live placements), for the tenants in ``tenant_names`` (None = all). No cluster snapshot
+    is built (charges come from the booked devices' rows)."""
+    ctx = build_admission_snapshot(group, now, with_cluster=False)
     snap = ctx.snapshot
     tree = QuotaTree(snap.group, snap.tenants, snap.quotas, snap.caps)
+    # one addition per tenant (the tree recomputes its totals on every add)
+    per_tenant: dict[str, dict] = defaultdict(lambda: defaultdict(int))
     for workload in snap.running:
-        tree.add(workload.tenant, workload.charges)
+        for fr, amount in workload.charges.items():
+            per_tenant[workload.tenant][fr] += amount
+    for tenant, charges in sorted(per_tenant.items()):
+        tree.add(tenant, dict(charges))
     rows = []
     for q in sorted(snap.quotas, key=lambda q: (q.tenant, q.flavor, q.dimension)):
         if tenant_names is not None and q.tenant not in tenant_names:

@@ -9,18 +9,25 @@ a terminating victim gone), a quota row of the group changed or was deleted, a q
 priority class, a tenant (fair-share weight) or the group itself (cohort options) changed,
 a device changed, or the mark expired. Explicit triggers (a job arriving, capacity freed by
 a reconcile, a cancel) always run a cycle.
+
+The marks are an optimisation: while the cache (Redis) is unreachable nothing is marked and
+every group counts as needing a cycle.
 """
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.cache import cache
+from redis.exceptions import RedisError
 
 from scheduling.choices import JobState
 from scheduling.models import Device, Job, Placement, PriorityClass, Queue
 from tenants.models import Quota, ResourceGroup, Tenant
+
+CACHE_ERRORS = (RedisError, OSError)
 
 
 def _key(group_id: int) -> str:
@@ -35,17 +42,22 @@ def mark_blocked(group_id: int, cycle_started: datetime, wake_at: datetime | Non
     if wake_at is not None:
         timeout = max(1.0, min(timeout, (wake_at - cycle_started).total_seconds()))
     quotas = Quota.objects.filter(resource_group_id=group_id).count()
-    cache.set(_key(group_id), (cycle_started.timestamp(), quotas), timeout=timeout)
+    with contextlib.suppress(*CACHE_ERRORS):  # unmarked: the next tick runs the cycle again
+        cache.set(_key(group_id), (cycle_started.timestamp(), quotas), timeout=timeout)
 
 
 def clear_blocked(group_id: int) -> None:
     """Forget the mark (the group's last cycle changed something)."""
-    cache.delete(_key(group_id))
+    with contextlib.suppress(*CACHE_ERRORS):  # a stale mark expires by itself
+        cache.delete(_key(group_id))
 
 
 def needs_cycle(group_id: int) -> bool:
     """True unless the group is marked blocked and nothing relevant changed since."""
-    mark = cache.get(_key(group_id))
+    try:
+        mark = cache.get(_key(group_id))
+    except CACHE_ERRORS:
+        return True
     if mark is None:
         return True
     stamp, quota_rows = mark if isinstance(mark, tuple | list) else (mark, None)

@@ -1,9 +1,13 @@
 """FGD fragmentation of the inventory and of resource groups, for the API and the overview.
 
-The measure is the placement core's (:mod:`scheduling.placement.fragmentation`, FGD of Weng et
-al., USENIX ATC'23; shared/docs/fgd.md §4): the fragment F_n(M) of a node is the idle GPU
-milli that the classes of the target workload M cannot use there, weighted by popularity;
-the rate is F(M) / idle. Stranded devices have free milli that *no* class of M can use.
+The measure is FGD's (Weng et al., USENIX ATC'23; shared/docs/fgd.md §4) taken per node
+against the demand that can run there
+(:func:`scheduling.placement.node_demand.demand_fragmentation`): the fragment F_n(M_n) of a
+node is the idle GPU milli that the task classes able to run on that node (when empty) cannot
+use now, weighted by popularity; the rate is sum F_n / idle. An idle node is therefore never
+fragmented, and a vendor's devices are measured against that vendor's tasks only. Stranded
+devices have free milli that *no* class of M_n can use (or that no recent task could ever use:
+code ``model`` / ``shape``).
 
 Target workload M (:func:`target_workload`): the task shapes of the newest
 :data:`RECENT_JOBS` jobs of a resource group's queues (any state), one task per pod and
@@ -41,19 +45,19 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 
-from scheduling.devices.matching import any_type_matches
-from scheduling.models import Device, Job, JobContainer, Node
+from scheduling.models import Job, JobContainer, Node
 from scheduling.placement.fragmentation import (
     GPU_MILLI,
     StrandedDevice,
     TargetWorkload,
     TaskClass,
-    snapshot_fragmentation,
 )
+from scheduling.placement.node_demand import demand_fragmentation
 from scheduling.placement.types import ClusterSnapshot
 from scheduling.placement.types import Node as CoreNode
+from scheduling.selectors.demand import CONTAINER_FIELDS, PresentModels, task_class
 from scheduling.selectors.snapshot import build_cluster_snapshot
 from tenants.models import ResourceGroup
 
@@ -195,52 +199,7 @@ class FragmentationReport:
 # --- target workload ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Models:
-    """Present device models: vendor and largest registered memory (MiB) of each."""
-
-    vendor: dict[str, str]
-    memory_mib: dict[str, int]
-
-    @classmethod
-    def of(cls, snapshot: ClusterSnapshot) -> _Models:
-        vendor: dict[str, str] = {}
-        memory: dict[str, int] = {}
-        for node in snapshot.nodes.values():
-            for d in node.devices:
-                vendor[d.type] = d.vendor
-                memory[d.type] = max(memory.get(d.type, 0), d.memory_mib)
-        return cls(vendor, memory)
-
-
-def _task(cpu_milli: int, container: dict, group_models: Sequence[str], models: _Models
-          ) -> TaskClass | None:
-    """The task class of one device container (module docstring), None when no present
-    device model can serve it. Model names match as in the placement core
-    (:func:`~scheduling.devices.matching.type_matches`)."""
-    wanted = container["device_types"] or group_models
-    by_mib = not container["memory_percent"] and container["memory_mib"]
-    types = tuple(sorted(
-        m for m, vendor in models.vendor.items()
-        if vendor == container["vendor"]
-        and (not wanted or any_type_matches(m, wanted))
-        and not any_type_matches(m, container.get("device_types_exclude") or ())
-        and (not by_mib or models.memory_mib[m] >= container["memory_mib"])
-    ))
-    if not types:
-        return None
-    if container["memory_percent"]:
-        memory_pct = container["memory_percent"]
-    elif by_mib:  # every type has >= memory_mib > 0 MiB: no division by zero
-        biggest = max(models.memory_mib[t] for t in types)
-        memory_pct = -(-container["memory_mib"] * 100 // biggest)  # ceiling
-    else:
-        memory_pct = 100
-    share = min(100, max(container["cores_percent"], memory_pct))
-    return TaskClass(cpu_milli, share * GPU_MILLI // 100, container["device_count"], types)
-
-
-def _recent_tasks(groups: Sequence[ResourceGroup], models: _Models
+def _recent_tasks(groups: Sequence[ResourceGroup], models: PresentModels
                   ) -> dict[int, tuple[int, Counter[TaskClass]]]:
     """``{group id: (jobs read, {task class: tasks})}`` from the newest :data:`RECENT_JOBS`
     jobs of each group, one task per pod and device container, counted (not listed: 500
@@ -262,8 +221,7 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: _Models
         JobContainer.objects.filter(job_id__in=[j[0] for j in jobs], init=False,
                                     device_count__gt=0)
         .order_by("job_id", "id")
-        .values("job_id", "vendor", "device_count", "memory_mib", "memory_percent",
-                "cores_percent", "device_types", "device_types_exclude")
+        .values(*CONTAINER_FIELDS)
     ):
         containers[row["job_id"]].append(row)
     counts: Counter[int] = Counter()
@@ -271,24 +229,27 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: _Models
     for job_id, group_id, cpu_milli, pod_count in jobs:
         counts[group_id] += 1
         for c in containers.get(job_id, ()):
-            task = _task(cpu_milli, c, by_id[group_id].device_models, models)
+            task = task_class(cpu_milli, c, by_id[group_id].device_models, models)
             if task is not None:
                 tasks[group_id][task] += max(1, pod_count)
     return {pk: (counts[pk], tasks[pk]) for pk in by_id}
 
 
-def _workload(parts: Iterable[tuple[int, Counter[TaskClass]]]) -> tuple[TargetWorkload,
-                                                                          WorkloadSummary]:
+def _workload(parts: Iterable[tuple[int, Counter[TaskClass]]]
+              ) -> tuple[Counter[TaskClass], TargetWorkload, WorkloadSummary]:
+    """The scope's tasks (class -> count; one whole GPU when there is none), its M and the
+    summary of M."""
     jobs = 0
     tasks: Counter[TaskClass] = Counter()
     for n, ts in parts:
         jobs += n
         tasks.update(ts)
     if not tasks:
-        return (TargetWorkload.from_classes([DEFAULT_CLASS]),
+        return (Counter({DEFAULT_CLASS: 1}), TargetWorkload.from_classes([DEFAULT_CLASS]),
                 WorkloadSummary(jobs, 0, 1, 1.0, True))
     wl = TargetWorkload.from_classes(tasks)  # a Counter: its counts (see from_classes)
-    return wl, WorkloadSummary(jobs, sum(tasks.values()), len(wl.classes), wl.coverage, False)
+    return tasks, wl, WorkloadSummary(jobs, sum(tasks.values()), len(wl.classes),
+                                      wl.coverage, False)
 
 
 def target_workload(group: ResourceGroup) -> TargetWorkload:
@@ -299,16 +260,7 @@ def target_workload(group: ResourceGroup) -> TargetWorkload:
     Returns:
         M; one whole-GPU class when the group's recent jobs ask no device.
     """
-    vendor: dict[str, str] = {}
-    memory: dict[str, int] = {}
-    for name, vendor_name, mem in (
-        Device.objects.filter(removed_at__isnull=True, node__removed_at__isnull=True)
-        .values("model__name", "model__vendor").annotate(mem=Max("memory_mib"))
-        .values_list("model__name", "model__vendor", "mem")
-    ):
-        vendor[name] = vendor_name
-        memory[name] = mem
-    return _workload(_recent_tasks([group], _Models(vendor, memory)).values())[0]
+    return _workload(_recent_tasks([group], PresentModels.present()).values())[1]
 
 
 # --- scopes ---------------------------------------------------------------------------------
@@ -334,8 +286,8 @@ def _sub_snapshot(snapshot: ClusterSnapshot, keep: dict[str, list[int]]) -> Clus
     ])
 
 
-def _measure(snapshot: ClusterSnapshot, wl: TargetWorkload):
-    frag = snapshot_fragmentation(snapshot, wl)
+def _measure(snapshot: ClusterSnapshot, tasks: Counter[TaskClass]):
+    frag = demand_fragmentation(snapshot, tasks)
     totals = FragTotals(
         nodes=len(frag.nodes), capacity_milli=frag.capacity_milli, idle_milli=frag.idle_milli,
         fragment_milli=frag.fragment_milli,
@@ -388,10 +340,10 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
         scope = _union(members.values(), node_names)
         labelled = list(groups)
 
-    models = _Models.of(snapshot)
+    models = PresentModels.of(snapshot)
     tasks = _recent_tasks(selected, models)
-    wl, summary = _workload(tasks.values())
-    frag, totals = _measure(_sub_snapshot(snapshot, scope), wl)
+    scope_tasks, _wl, summary = _workload(tasks.values())
+    frag, totals = _measure(_sub_snapshot(snapshot, scope), scope_tasks)
 
     nodes = _node_rows(frag, snapshot, index, meta, scope,
                        _group_names(snapshot, node_names, labelled))
@@ -399,8 +351,8 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
 
     group_rows = []
     for g in selected:
-        g_wl, g_summary = _workload([tasks[g.pk]])
-        _frag, g_totals = _measure(_sub_snapshot(snapshot, members[g.pk]), g_wl)
+        g_tasks, _g_wl, g_summary = _workload([tasks[g.pk]])
+        _frag, g_totals = _measure(_sub_snapshot(snapshot, members[g.pk]), g_tasks)
         group_rows.append(GroupRow(g.pk, g.name, g.kind, g_totals, g_summary))
     return FragmentationReport(totals, summary, group_rows, nodes)
 
@@ -456,7 +408,6 @@ def _node_rows(frag, snapshot, index, meta, scope: dict[str, list[int]],
 
 def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None
                         ) -> FragmentationReport:
-    """FGD fragmentation of one resource group: its nodes and devices, its own M (the same
-    figures as ``snapshot_fragmentation(build_cluster_snapshot(group), target_workload(group))``
-    and the telemetry group gauge)."""
+    """FGD fragmentation of one resource group: its nodes and devices against its own recent
+    tasks (the figures of the telemetry group gauge, which calls this)."""
     return cluster_fragmentation([group], cluster_id)

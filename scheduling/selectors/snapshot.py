@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.db.models import Count, Q, Sum
 
@@ -24,6 +25,7 @@ from scheduling.models import (
     PlacementDevice,
     PlacementMigInstance,
 )
+from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -129,15 +131,44 @@ def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = N
     return snapshot, index
 
 
+class _DeviceRow(NamedTuple):
+    """The columns of a device the snapshot reads (``values_list`` names, in order)."""
+
+    pk: int
+    node_id: int
+    uuid: str
+    index: int
+    model_id: int
+    model_name: str
+    model_vendor: str
+    memory_mib: int
+    cores_percent: int
+    split_count: int
+    numa: int
+    healthy: bool
+    cordoned: bool
+    mode: str
+    mig_profiles: object
+    source: str
+
+
+#: ``values_list`` columns giving a :class:`_DeviceRow`.
+_DEVICE_COLUMNS = ("pk", "node_id", "uuid", "index", "model_id", "model__name", "model__vendor",
+                   "memory_mib", "cores_percent", "split_count", "numa", "healthy", "cordoned",
+                   "mode", "mig_profiles", "source")
+
+
 def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: SnapshotIndex,
                  catalogue: Catalogue | None) -> list[str]:
     """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
-    devices = list(
-        group_devices(group).select_related("model").order_by("node_id", "index", "uuid")
-    )
+    # plain rows, not model instances: every cycle reads every device of the group
+    # (the models' configs ride along only when no catalogue is given: no extra query)
+    rows = group_devices(group).order_by("node_id", "index", "uuid").values_list(
+        *_DEVICE_COLUMNS, *(() if catalogue is not None else ("model__config",)))
+    devices = [_DeviceRow(*row[:len(_DEVICE_COLUMNS)]) for row in rows]
     if catalogue is None:
-        models = {d.model_id: d.model for d in devices}.values()
-        catalogue = build_catalogue((m.vendor, m.name, m.config) for m in models)
+        configs = {row[4]: (row[6], row[5], row[-1]) for row in rows}  # model id: vendor, name
+        catalogue = build_catalogue(configs.values())
     booked = PlacementDevice.objects.filter(
         placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices])
     device_usage = {
@@ -159,15 +190,15 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             continue
         usage = device_usage.get(device.pk, {})
         core = CoreDevice(
-            uuid=device.uuid, node=node.name, index=device.index, type=device.model.name,
-            vendor=device.model.vendor, memory_mib=device.memory_mib,
+            uuid=device.uuid, node=node.name, index=device.index, type=device.model_name,
+            vendor=device.model_vendor, memory_mib=device.memory_mib,
             cores_percent=device.cores_percent, split_count=device.split_count,
             numa=device.numa, healthy=device.healthy, cordoned=device.cordoned,
             mode=device.mode, used_slots=usage.get("slots") or 0,
             used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
         )
         core.mig_profiles = stored_mig_profiles(device.mig_profiles)
-        if device.model.vendor == "EnflameDRS":
+        if device.model_vendor == "EnflameDRS":
             core.custom = drs_custom(device.mig_profiles, device.index)
         core.mig_instances = list(instances.get(device.pk, ()))
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
@@ -175,7 +206,7 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
             counted.append((device.pk, core, cfg))
         node.devices.append(core)
         index.device_ids[device.uuid] = device.pk
-        index.device_models[device.uuid] = device.model.name
+        index.device_models[device.uuid] = device.model_name
         index.device_memory_mib[device.uuid] = device.memory_mib
         index.device_cores_percent[device.uuid] = device.cores_percent
     _book_counters(booked, counted)
@@ -286,24 +317,46 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     match). Vendors whose requests name one chip (HAMi's per-chip
     resource names: Ascend, Iluvatar) get ``chip`` set when exactly one accepted model
     remains. Ascend requests carry no cores (the vNPU template decides them).
+
+    Training roles: when some containers have ``role`` launcher, pod 0 is the launcher
+    (those containers, ``launcher_cpu_milli``/``launcher_memory_mib``) and the other pods
+    are workers (the other containers); the gang minimum counts the launcher, which comes
+    first so a partial admission always holds it. Every pod carries the job's
+    ``node_selector``.
+    The job's ``hami.io/node-scheduler-policy`` / ``hami.io/gpu-scheduler-policy``
+    annotations become every pod's policies when the group's ``pod_policy_override`` allows it.
     """
+    node_policy, device_policy = PlacementPolicy(
+        pod_override=bool(getattr(group, "pod_policy_override", True))
+    ).pod_overrides(getattr(job, "annotations", None))
     containers = list(job.containers.all())
+    selector = dict(getattr(job, "node_selector", None) or {})
     pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
     if pod_sets:
         pods = []
         for ps in pod_sets:
             mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
             pods.extend(PodRequest(name=f"{job.pk}-{len(pods) + i}", cpu_milli=ps.cpu_milli,
-                                   memory_mib=ps.memory_mib, containers=mine)
+                                   memory_mib=ps.memory_mib, containers=mine,
+                                   node_selector=selector,
+                                   node_policy=node_policy, device_policy=device_policy)
                         for i in range(ps.count))
         return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
-    requests = _container_requests(containers, group)
+    launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
+    workers = _container_requests([c for c in containers if getattr(c, "role", "") != "launcher"],
+                                  group)
+    launcher = _container_requests(launchers, group)
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
-            cpu_milli=job.cpu_milli,
-            memory_mib=job.memory_mib,
-            containers=requests,
+            cpu_milli=getattr(job, "launcher_cpu_milli", 0) if launcher and i == 0
+            else job.cpu_milli,
+            memory_mib=getattr(job, "launcher_memory_mib", 0) if launcher and i == 0
+            else job.memory_mib,
+            containers=launcher if launcher and i == 0 else workers,
+            node_selector=selector,
+            node_policy=node_policy,
+            device_policy=device_policy,
         )
         for i in range(job.pod_count)
     )

@@ -107,18 +107,30 @@ def clear_unhealthy(device_id: int) -> bool:
 
 def cordon_device(device: Device, *, reason: str, user=None, policy: str = "wait") -> Device:
     """An operator cordons ``device``: no new work, written to the cluster, jobs on it
-    drained by ``policy`` (``wait`` | ``requeue`` | ``fail``).
+    drained by ``policy`` (``wait`` | ``requeue`` | ``fail``). Cordoning a cordoned device
+    again updates the reason; with ``wait`` its jobs get no second event, with ``requeue`` or
+    ``fail`` they are drained now.
 
     Raises:
-        ValueError: unknown policy.
+        ValueError: unknown policy, or a NUL character in ``reason``.
     """
     if policy not in DRAIN_POLICIES:
         raise ValueError(f"drain policy must be one of {', '.join(DRAIN_POLICIES)}")
+    if "\x00" in reason:
+        raise ValueError("the reason must not contain NUL characters")
     who = getattr(user, "username", "") or "operator"
     text = f"cordoned by {who}" + (f": {reason}" if reason else "")
-    Device.objects.filter(pk=device.pk).update(cordon_reason=text[:500], cordoned=True,
-                                               updated=timezone.now())
+    with transaction.atomic():
+        was_cordoned = Device.objects.select_for_update().filter(
+            pk=device.pk).values_list("cordoned", flat=True).first()
+        Device.objects.filter(pk=device.pk).update(cordon_reason=text[:500], cordoned=True,
+                                                   updated=timezone.now())
     device.refresh_from_db()
+    if was_cordoned and policy == "wait":
+        # a repeat (or a new reason): its jobs were told already and keep running
+        if device.node.cluster.backend == Backend.KUBERNETES:
+            enqueue_cordon_sync(device.node.cluster_id)
+        return device
     _after_cordon(device, policy, f"device {device.uuid} {text}")
     return device
 

@@ -4,11 +4,14 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
 :func:`scheduling.admission.run_cycle`):
   1. take the group's advisory lock (single-flight; another worker's cycle → skip);
   2. settle the stored usage of placements released since the last cycle;
-  3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``) and
-     build the snapshots (cluster with every live booking, quotas, caps, running jobs);
+  3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``; less
+     the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots
+     (cluster with every live booking, quotas, caps, running jobs);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
-  5. commit, in one transaction: lock every device and node the admissions touch (pk order);
+  5. commit, in one transaction: lock the admitted jobs and the victims, the victims'
+     booked placements, then every node and device the admissions touch (the lock order of
+     :mod:`scheduling.services.locking`, pk order in each table);
      issue the preemptions (:func:`scheduling.services.eviction.evict`: victims' pods
      deleted with the grace period, their placements ``terminating`` so their devices and
      quota stay booked until the pods are gone; victim requeued or failed per its policy; a
@@ -60,9 +63,11 @@ from scheduling.selectors.admission import (
     queued_jobs,
 )
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
+from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
 from scheduling.services.devices import flag_device_models
 from scheduling.services.eviction import evict
+from scheduling.services.locking import lock_booked_placements, lock_capacity_rows, lock_jobs
 from scheduling.services.usage import encode_charges, settle_released_usage, usage_deltas
 from scheduling.signals import admission_cycle_finished
 from tenants import services as tenant_services
@@ -204,17 +209,13 @@ def _bookings(decision: Decision, index: SnapshotIndex):
 
 
 def _lock_capacity(bookings) -> _Capacity:
-    """Lock every device, then every node, the admissions book (their :func:`_bookings`),
-    each in pk order (one fixed order for every writer, so cycles of groups sharing nodes
-    cannot deadlock)."""
+    """Lock every node, then every device, the admissions book (their :func:`_bookings`),
+    each in pk order (the lock order of :mod:`scheduling.services.locking`)."""
     device_ids, node_ids = set(), set()
     for _, extra_dev, extra_node in bookings:
         device_ids |= set(extra_dev)
         node_ids |= set(extra_node)
-    devices = {d.pk: d for d in Device.objects.select_for_update().filter(
-        pk__in=sorted(device_ids)).order_by("pk")}
-    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(
-        pk__in=sorted(node_ids)).order_by("pk")}
+    nodes, devices = lock_capacity_rows(node_ids, device_ids)
     return _Capacity(devices, nodes)
 
 
@@ -292,6 +293,10 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
             report: CycleReport) -> None:
     admissions = list(result.admitted)
     bookings = {a.workload_id: _bookings(a.placement, ctx.index) for a in admissions}
+    # lock order (scheduling.services.locking): jobs, their placements, nodes, devices
+    victim_ids = {int(p.victim_id) for p in result.preempted}
+    lock_jobs({int(a.workload_id) for a in admissions} | victim_ids)
+    lock_booked_placements(victim_ids)
     capacity = _lock_capacity(bookings.values())
     _preempt(result, ctx, now, report)
     capacity.refresh()  # terminating victims still book their devices
@@ -384,9 +389,12 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 2. settle usage of released placements
         settle_released_usage(group_id)
         # 3. heads and snapshots
-        heads = queued_jobs(group, batch)
+        aside = inadmissible_ids(group_id)
+        heads = queued_jobs(group, batch, exclude=aside)
         report.considered = len(heads)
         if not heads:
+            if aside:  # every queued job is set aside: blocked until something changes
+                mark_blocked(group_id, now)
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
         flag_device_models(ctx.catalogue.errors)
@@ -396,7 +404,8 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         _commit(result, ctx, group, now, report)
         _store_verdicts(result, ctx, report)
         _store_marks(result, ctx, now)
-        report.more = len(heads) == batch and bool(report.admitted)
+        newly_aside = set_aside(group_id, result, ctx.jobs, now)
+        report.more = len(heads) == batch and (bool(report.admitted) or newly_aside > 0)
         if report.admitted or report.preempted:
             clear_blocked(group_id)
         elif report.pending:
@@ -409,7 +418,10 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,
         admitted=len(report.admitted), preempted=len(report.preempted),
     )
-    logger.info(
+    # INFO only when the cycle changed something; a cycle that left everything pending is
+    # routine (one every ADMISSION_TICK_S per blocked group)
+    logger.log(
+        logging.INFO if report.admitted or report.preempted else logging.DEBUG,
         "admission cycle group=%s considered=%d admitted=%d preempted=%d pending=%d in %.3fs",
         group_id, report.considered, len(report.admitted), len(report.preempted),
         len(report.pending), report.duration_s,

@@ -10,9 +10,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import transaction
 
-from scheduling.choices import Backend, JobState, QueueStrategy
+from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
 from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.workloads import submit_workload
 from tenants.choices import Role
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
@@ -87,6 +88,7 @@ def seed_demo(password: str) -> dict[str, int]:
             for _ in range(12):
                 submit_demo_job(rng)
                 created["jobs"] += 1
+        created["jobs"] += seed_demo_workloads()
     return created
 
 
@@ -171,6 +173,44 @@ def _seed_users(tenants: dict[str, Tenant], password: str) -> None:
         Membership.objects.get_or_create(
             user=user, tenant=tenants[tenant], defaults={"role": role}
         )
+def _demo_image_container(image: str, memory_mib: int, cores: int, **extra) -> ContainerSpec:
+    return ContainerSpec(vendor="NVIDIA", device_count=1, memory_mib=memory_mib,
+                         cores_percent=cores, image=image, **extra)
+
+
+def seed_demo_workloads() -> int:
+    """One training job, one inference service and one notebook per demo tenant with a queue
+    on ``nvidia-shared`` (skipped when they exist). Returns the number created."""
+    made = 0
+    queues = Queue.objects.filter(resource_group__name="nvidia-shared").select_related("tenant")
+    for queue in queues.order_by("tenant__name"):
+        if Job.objects.filter(source="demo", tenant=queue.tenant,
+                              kind__in=[JobKind.TRAINING, JobKind.INFERENCE,
+                                        JobKind.NOTEBOOK]).exists():
+            continue
+        team = queue.tenant.name
+        specs = [
+            JobSpec(name=f"{team}-finetune", kind=JobKind.TRAINING, pod_count=2,
+                    cpu_milli=8000, memory_mib=32768, duration_s=900.0, source="demo",
+                    restart_policy="OnFailure", backoff_limit=1, max_runtime_s=3600.0,
+                    containers=[_demo_image_container(
+                        "nvcr.io/nvidia/pytorch:25.01-py3", 20480, 50,
+                        command=["torchrun", "--nnodes=2", "finetune.py"])]),
+            JobSpec(name=f"{team}-chat", kind=JobKind.INFERENCE, replicas=2, replicas_min=1,
+                    replicas_max=4, port=8000, restart_policy="Always", cpu_milli=4000,
+                    memory_mib=16384, source="demo", priority=10,
+                    containers=[_demo_image_container(
+                        "vllm/vllm-openai:v0.6.3", 16384, 30,
+                        args=["--model", "Qwen/Qwen2.5-7B-Instruct"])]),
+            JobSpec(name=f"{team}-notebook", kind=JobKind.NOTEBOOK, port=8888,
+                    restart_policy="Always", cpu_milli=2000, memory_mib=8192, source="demo",
+                    containers=[_demo_image_container(
+                        "quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)]),
+        ]
+        for spec in specs:
+            submit_workload(queue, spec)
+            made += 1
+    return made
 
 
 def submit_demo_job(rng: random.Random) -> Job | None:

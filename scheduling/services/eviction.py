@@ -24,10 +24,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from scheduling.admission import PreemptionTarget
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
+    LONG_RUNNING_KINDS,
     Backend,
     JobState,
     PlacementState,
@@ -35,20 +36,18 @@ from scheduling.choices import (
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
+from scheduling.selectors.preemptions import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.services.events import announce_preemption
 from scheduling.services.intake_record import suspend_kube_job
-
-CROSS_TENANT_PREEMPTION_MESSAGE = (
-    "capacity this job borrowed from the cohort was reclaimed for its owner"
-)
-"""What a victim's tenant is told when another tenant preempted it (never its name)."""
 
 
 def terminate_placements(job: Job, placements: list[Placement], *, now: datetime,
                          evict_by: datetime, message: str) -> int:
     """Stop the pods of ``placements`` (``node__cluster`` loaded) and move the still-active
     ones to ``terminating`` until ``evict_by``. The console's own pods are deleted through
-    their backend; a job taken in from a cluster (``source`` kube) has its object suspended
-    after commit instead (its controller deletes the pods).
+    their backend after commit (:func:`scheduling.backends.delete_pods_on_commit`); a job
+    taken in from a cluster (``source`` kube) has its object suspended after commit instead
+    (its controller deletes the pods).
 
     Returns:
         Number of placements moved.
@@ -56,8 +55,7 @@ def terminate_placements(job: Job, placements: list[Placement], *, now: datetime
     if job.source == JOB_SOURCE_KUBE:
         transaction.on_commit(lambda: suspend_kube_job(job.pk, message))
     else:
-        for placement in placements:
-            get_backend(placement.node.cluster.backend).delete(placement)
+        delete_pods_on_commit(placements)
     return Placement.objects.filter(
         pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES,
     ).update(state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000],
@@ -109,12 +107,16 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         message=f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
                 f"{preemption.evict_by.isoformat()})",
     )
+    announce_preemption(victim, preemptor, reason=preemption.reason.value, outcome=outcome,
+                        victim_message=shown, cross_tenant=cross_tenant)
     return True
 
 
 def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
-    pods are deleted with the termination grace period (placements ``terminating``).
+    pods are deleted with the termination grace period (placements ``terminating``). Notebooks
+    (stopped at the end of their lifetime) and inference services are
+    :func:`scheduling.services.workloads.enforce_time_limits`' business.
 
     Returns:
         Ids of the resource groups of the jobs stopped.
@@ -124,7 +126,8 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     due = [
         job for job in Job.objects.filter(
             state__in=[JobState.ADMITTED, JobState.RUNNING], max_runtime_s__isnull=False,
-            admitted_at__isnull=False).select_related("queue").order_by("pk")
+            admitted_at__isnull=False).exclude(kind__in=LONG_RUNNING_KINDS)
+        .select_related("queue").order_by("pk")
         if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
     ]
     groups: set[int] = set()

@@ -40,6 +40,7 @@ from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
+    JobKind,
     JobState,
     PlacementState,
 )
@@ -55,7 +56,13 @@ from scheduling.services.intake_record import (
     record_placement,
     suspend_object,
 )
-from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, submit_job
+from scheduling.services.jobs import (
+    ContainerSpec,
+    JobSpec,
+    PodSetSpec,
+    spec_bound_errors,
+    submit_job,
+)
 from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
@@ -110,16 +117,34 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
     return out
 
 
+TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
+"""Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
+``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
+the console's ``inference`` kind is a service it runs itself (never queued)."""
+
+
 def _job_spec(workload: wl.Workload) -> JobSpec:
-    """The console job of a workload: one pod set per template, ``pod_count`` their sum."""
+    """The console job of a workload: one pod set per template, ``pod_count`` their sum;
+    ``kind`` training for a JobSet or PyTorchJob, else batch.
+
+    Raises:
+        WorkloadError: a container asks several vendors, or a size is beyond the bounds of
+            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
+    """
     sets = [PodSetSpec(name=p.name[:63], count=p.count, containers=_container_specs(p),
                        cpu_milli=p.request.cpu_milli, memory_mib=p.request.memory_mib)
             for p in workload.pod_sets]
     name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
-    return JobSpec(name=name, containers=[], pod_count=workload.pod_count,
+    spec = JobSpec(name=name, containers=[], pod_count=workload.pod_count,
                    priority=workload.priority,
                    cpu_milli=sets[0].cpu_milli, memory_mib=sets[0].memory_mib,
-                   source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets)
+                   source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets,
+                   kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS
+                   else JobKind.BATCH)
+    errors = spec_bound_errors(spec)
+    if errors:
+        raise wl.WorkloadError("; ".join(errors))
+    return spec
 
 
 def _refuse(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, reason: str,
@@ -161,7 +186,9 @@ def _take_in(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
         _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
         return None
     with transaction.atomic():
-        job = submit_job(queue, spec)
+        # a workload that already exists in the cluster is recorded even if it never fits:
+        # its pending reason says why (submit-time refusal is for the console's own API/UI)
+        job = submit_job(queue, spec, check_fit=False)
         row, _ = KubeWorkload.objects.update_or_create(
             cluster=cluster, uid=workload.uid,
             defaults={"kind": kind, "namespace": workload.namespace, "name": workload.name,

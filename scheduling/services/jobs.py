@@ -8,9 +8,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit import record as audit
-from core.exceptions import Conflict
+from core.exceptions import Conflict, NeverFits
 from scheduling.backends import delete_pods_on_commit
-from scheduling.choices import ACTIVE_PLACEMENT_STATES, LIVE_JOB_STATES, JobState, PlacementState
+from scheduling.choices import (
+    ACTIVE_PLACEMENT_STATES,
+    LIVE_JOB_STATES,
+    JobKind,
+    JobState,
+    PlacementState,
+)
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import (
     Job,
@@ -21,6 +27,42 @@ from scheduling.models import (
     PriorityClass,
     Queue,
 )
+from scheduling.selectors.feasibility import never_fits_reason
+
+MAX_POD_COUNT = 1024
+"""Pods of one job (every pod set together), API or taken in from a cluster."""
+MAX_CPU_MILLI = 10_000_000
+"""Host cpu of one pod, milli-cores."""
+MAX_HOST_MEMORY_MIB = 100_000_000
+"""Host memory of one pod, MiB."""
+MAX_DEVICE_COUNT = 64
+"""Devices of one container."""
+MAX_DEVICE_MEMORY_MIB = 16 * 1024 * 1024
+"""Device memory per device of one container, MiB."""
+
+
+def spec_bound_errors(spec: JobSpec) -> list[str]:
+    """What in ``spec`` is beyond the bounds above (empty when nothing): the API serializer
+    enforces them field by field; the intake, whose specs come from cluster objects, asks
+    here before a value overflows a column."""
+    errors = []
+    if spec.pod_count > MAX_POD_COUNT:
+        errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
+    hosts = [(spec.name, spec.cpu_milli, spec.memory_mib)] + [
+        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets]
+    for where, cpu, memory in hosts:
+        if cpu > MAX_CPU_MILLI:
+            errors.append(f"{where}: cpu {cpu} m is above {MAX_CPU_MILLI} m")
+        if memory > MAX_HOST_MEMORY_MIB:
+            errors.append(f"{where}: memory {memory} MiB is above {MAX_HOST_MEMORY_MIB} MiB")
+    for c in [*spec.containers, *(c for ps in spec.pod_sets for c in ps.containers)]:
+        if c.device_count > MAX_DEVICE_COUNT:
+            errors.append(f"container {c.name!r}: {c.device_count} devices, more than "
+                          f"{MAX_DEVICE_COUNT}")
+        if c.memory_mib > MAX_DEVICE_MEMORY_MIB:
+            errors.append(f"container {c.name!r}: device memory {c.memory_mib} MiB is above "
+                          f"{MAX_DEVICE_MEMORY_MIB} MiB")
+    return errors
 
 
 @dataclass(frozen=True)
@@ -40,6 +82,7 @@ class ContainerSpec:
     command: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +115,27 @@ class JobSpec:
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
     restart_policy: str = "Never"
+    kind: str = JobKind.BATCH
+    port: int | None = None
+    replicas: int | None = None
+    replicas_min: int | None = None
+    replicas_max: int | None = None
+    backoff_limit: int = 0
+    idle_cull_s: float | None = None
+    launcher_cpu_milli: int = 0
+    launcher_memory_mib: int = 0
+    volumes: list[dict] = field(default_factory=list)
+    secrets: list[dict] = field(default_factory=list)
+    tolerations: list[dict] = field(default_factory=list)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
     pod_sets: list[PodSetSpec] = field(default_factory=list)
+
+
+WORKLOAD_FIELDS = ("kind", "port", "replicas", "replicas_min", "replicas_max", "max_runtime_s",
+                   "backoff_limit", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
+                   "volumes", "secrets", "tolerations", "node_selector")
+"""JobSpec fields stored as they are on the Job (the workload kind's settings)."""
 
 
 def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
@@ -82,7 +145,7 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
         device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
         cores_percent=c.cores_percent, device_types=list(c.device_types),
         device_types_exclude=list(c.device_types_exclude), image=c.image,
-        command=list(c.command), args=list(c.args), env=dict(c.env))
+        command=list(c.command), args=list(c.args), env=dict(c.env), role=c.role)
 
 
 def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
@@ -93,18 +156,54 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
         JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
-def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
+    """The ``job.submit`` audit entry (inside the submission's transaction)."""
+    audit(
+        "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
+        after={
+            "queue": str(queue), "state": job.state, "priority": job.priority,
+            "priority_class": spec.priority_class.name if spec.priority_class else None,
+            "pod_count": job.pod_count, "kind": job.kind,
+            "containers": [
+                {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
+                 "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
+                for c in spec.containers
+            ],
+        },
+    )
+
+
+def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
+               check_fit: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
-    after commit.
+    after commit. An inference service (``kind`` inference) is created ``running`` and never
+    queued itself: its replicas are (``scheduling.services.workloads.submit_workload``).
+
+    Args:
+        check_fit: refuse a job that can never fit any node of the group, whatever the load
+            (:func:`scheduling.selectors.feasibility.never_fits_reason`).
 
     Returns:
-        The new Job (state ``queued``).
+        The new Job (state ``queued``, or ``running`` for an inference service).
+
+    Raises:
+        NeverFits: ``check_fit`` and the job fits no node of the group even when empty
+            (``field="reason"``, the message says why); nothing is saved.
     """
+    service = spec.kind == JobKind.INFERENCE
+    now = timezone.now()
     with transaction.atomic():
         job = Job.objects.create(
-            tenant_id=queue.tenant_id, queue=queue, name=spec.name,
-            priority=spec.priority, priority_class=spec.priority_class,
-            max_runtime_s=spec.max_runtime_s, pod_count=spec.pod_count, min_pods=spec.min_pods,
+            state=JobState.RUNNING if service else JobState.QUEUED,
+            started_at=now if service else None,
+            **{name: getattr(spec, name) for name in WORKLOAD_FIELDS},
+            tenant_id=queue.tenant_id,
+            queue=queue,
+            name=spec.name,
+            priority=spec.priority,
+            pod_count=spec.pod_count,
+            min_pods=spec.min_pods,
+            priority_class=spec.priority_class,
             cpu_milli=spec.cpu_milli,
             memory_mib=spec.memory_mib,
             duration_s=spec.duration_s,
@@ -112,26 +211,21 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) 
             min_runtime_s=spec.min_runtime_s,
             on_preemption=spec.on_preemption,
             restart_policy=spec.restart_policy,
+            annotations=dict(spec.annotations),
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
         _create_pod_sets(job, spec.pod_sets)
         JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
-        JobEvent.objects.create(job=job, kind="queued", message=f"queued in {queue}")
-        audit(
-            "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
-            after={
-                "queue": str(queue), "state": job.state, "priority": job.priority,
-                "priority_class": spec.priority_class.name if spec.priority_class else None,
-                "pod_count": job.pod_count,
-                "containers": [
-                    {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
-                     "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
-                    for c in spec.containers
-                ],
-            },
-        )
-        if enqueue:
+        if check_fit:
+            reason = never_fits_reason(job, queue.resource_group)
+            if reason is not None:
+                raise NeverFits(reason, field="reason")
+        JobEvent.objects.create(job=job, kind="running" if service else "queued",
+                                message=f"service up in {queue}" if service
+                                else f"queued in {queue}")
+        _audit_submit(job, spec, queue, user)
+        if enqueue and not service:
             enqueue_admission_cycle(queue.resource_group_id)
     return job
 

@@ -16,14 +16,17 @@ Pod -> placement (:func:`scheduling.kube.inventory.pod_state`):
 pod state                      placement / job
 =============================  ===============================================================
 PENDING / STARTING             reserved -> submitted (message = reason, e.g. Unschedulable)
-RUNNING                        reserved/submitted -> running; job admitted -> running once
-                               every live placement of the job runs
+RUNNING                        reserved/submitted -> running (``ready`` = the Ready
+                               condition); job admitted -> running once every live
+                               placement of the job runs
 SUCCEEDED                      -> succeeded; job -> succeeded when nothing is left booked and
                                no placement failed
-FAILED (container/admission)   -> failed; the job fails, its other pods are deleted, every
-                               reservation is released
+FAILED (container/admission)   -> failed; the job fails (requeued instead while
+                               ``failed_attempts`` < ``backoff_limit``), its other pods are
+                               deleted, every reservation is released
 FAILED (evicted), or the Pod   "lost outside the console": devices released; the job is
-deleted outside the console    requeued when its ``restart_policy`` is OnFailure, else failed
+deleted outside the console    requeued when its ``restart_policy`` is OnFailure or Always,
+                               else failed
 TERMINATING / UNKNOWN          message only (the pod still holds its devices)
 any, placement terminating     (preempted or past its maximum runtime) released once the pod
                                is gone or finished; a pod still running without a deletion
@@ -64,9 +67,12 @@ from scheduling.choices import (
 from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.manifests import LABEL_PLACEMENT
+from scheduling.kube.workload_pods import pod_ready
 from scheduling.models import Cluster, Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services.cordons import note_pod_failure
+from scheduling.services.events import announce_job_failed
 from scheduling.services.eviction import release_terminated
+from scheduling.services.locking import lock_jobs
 from scheduling.services.submissions import submit_job
 
 logger = logging.getLogger(__name__)
@@ -159,12 +165,16 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     """Fail or requeue a live job whose pod failed / was lost; release its other placements
     and delete their pods. Returns the job's group id when capacity was freed."""
     job = Job.objects.select_related("queue").get(pk=job_id)
-    requeue = lost and job.restart_policy == "OnFailure"
+    # lost: back to the queue unless restartPolicy Never; failed: retried while the job's
+    # backoff_limit allows (Kubernetes Job semantics), counted in failed_attempts
+    retry = not lost and job.failed_attempts < job.backoff_limit
+    requeue = (lost and job.restart_policy != "Never") or retry
+    if retry:
+        Job.objects.filter(pk=job_id).update(failed_attempts=F("failed_attempts") + 1)
     with transaction.atomic():
-        booked = Placement.objects.select_related("node__cluster").filter(
-            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
-        others = list(booked if except_placement is None
-                      else booked.exclude(pk=except_placement))
+        lock_jobs([job_id])  # the job before its placements (services.locking)
+        others = list(Placement.objects.select_related("node__cluster").filter(
+            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement or 0))
         Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[
             PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RELEASED, ended_at=now, message=message)
@@ -185,6 +195,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
                 updated=now)
             if moved:
                 _event(job_id, "failed", message)
+                announce_job_failed(job_id, message)
     kube = [p for p in others if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
         _delete_pods(kube)
@@ -238,10 +249,12 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
         return set()
     if state.state == kinv.RUNNING:
         record_gpu_instances(placement, pod)
+        ready = pod_ready(pod)
         qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RUNNING, started_at=now, backend_ref=ref, message=note,
-            submitted_at=placement.submitted_at or now, updated=now)
-        qs.filter(state=PlacementState.RUNNING).exclude(message=note).update(message=note)
+            submitted_at=placement.submitted_at or now, ready=ready, updated=now)
+        qs.filter(state=PlacementState.RUNNING).exclude(message=note, ready=ready).update(
+            message=note, ready=ready)
         _mark_job_running(placement.job_id, now)
         return set()
     if state.state == kinv.SUCCEEDED:

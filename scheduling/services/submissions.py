@@ -13,11 +13,14 @@ from scheduling.backends import SubmissionError, get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     BOOKED_PLACEMENT_STATES,
+    LONG_RUNNING_KINDS,
     Backend,
     JobState,
     PlacementState,
 )
 from scheduling.models import Job, JobEvent, Placement
+from scheduling.services.events import announce_job_failed
+from scheduling.services.locking import lock_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +55,8 @@ def submit_job(job_id: int) -> str:
                 raise
             fail_job(job_id, f"submission refused: {exc}")
             return JobState.FAILED
-        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref}
+        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref,
+                  "ready": placement.ready}
         if new_state == PlacementState.RUNNING:
             fields["started_at"] = now
         moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED
@@ -94,6 +98,7 @@ def fail_job(job_id: int, message: str) -> None:
     """Fail a live job and release every booked placement (idempotent)."""
     now = timezone.now()
     with transaction.atomic():
+        lock_jobs([job_id])  # the job before its placements (services.locking)
         Placement.objects.filter(
             job_id=job_id, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
         ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
@@ -105,10 +110,12 @@ def fail_job(job_id: int, message: str) -> None:
         ).update(state=JobState.FAILED, finished_at=now, pending_reason=message)
         if moved:
             JobEvent.objects.create(job_id=job_id, kind="failed", message=message)
+            announce_job_failed(job_id, message)
 
 
 def reconcile_simulated(now=None) -> set[int]:
-    """Finish simulated pods whose job ran for ``duration_s``; finish their jobs.
+    """Finish simulated pods whose job ran for ``duration_s``; finish their jobs. Inference
+    replicas and notebooks run until stopped (``LONG_RUNNING_KINDS``).
 
     Returns:
         Ids of the resource groups where capacity was freed (their cycles should run).
@@ -125,6 +132,7 @@ def reconcile_simulated(now=None) -> set[int]:
         Placement.objects.filter(
             state=PlacementState.RUNNING, node__cluster__backend=Backend.SIMULATED
         )
+        .exclude(job__kind__in=LONG_RUNNING_KINDS)
         .annotate(ends_at=ends)
         .filter(ends_at__lte=now)
     )
@@ -133,9 +141,7 @@ def reconcile_simulated(now=None) -> set[int]:
         return set()
     job_ids = {job_id for _, job_id, _ in rows}
     with transaction.atomic():
-        # jobs before placements, in pk order: the lock order of cancel and the cycle
-        list(Job.objects.select_for_update().filter(pk__in=job_ids).order_by("pk")
-             .values_list("pk", flat=True))
+        lock_jobs(job_ids)  # jobs before placements (scheduling.services.locking)
         Placement.objects.filter(
             pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
         ).update(state=PlacementState.SUCCEEDED, ended_at=now)

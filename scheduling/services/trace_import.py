@@ -18,6 +18,7 @@ from django.db import transaction
 from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
 from scheduling.placement.lab.trace import device_memory_mib, read_nodes, read_pods
+from tenants.choices import FragmentationPolicy
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
 
 CLUSTER_LABEL = "console.llmops.io/cluster"
@@ -45,6 +46,7 @@ def import_trace(
     time_scale: float = 1.0,
     quota_share: float = 1.0,
     default_duration_s: float = 3600.0,
+    fragmentation_policy: str = "FragGuard",
 ) -> ImportResult:
     """Create the cluster, inventory, tenants, quotas and jobs of a trace in one transaction.
 
@@ -55,6 +57,9 @@ def import_trace(
         time_scale: multiplier from trace seconds to simulated run time.
         quota_share: each tenant's nominal quota as a share of the cluster's capacity.
         default_duration_s: run time of pods without both timestamps.
+        fragmentation_policy: the new resource group's ``fragmentation_policy``
+            (``FragGuard`` by default: the trace is the workload it was made for; ``none`` =
+            HAMi's node score).
 
     Raises:
         scheduling.placement.lab.trace.TraceError: a malformed CSV (file, line, column named).
@@ -64,6 +69,9 @@ def import_trace(
         raise ValueError("tenants must be at least 1")
     if time_scale <= 0 or quota_share <= 0:
         raise ValueError("time_scale and quota_share must be positive")
+    if fragmentation_policy not in FragmentationPolicy.values:
+        raise ValueError(f"fragmentation_policy {fragmentation_policy!r} is not one of "
+                         f"{', '.join(FragmentationPolicy.values)}")
     node_records = read_nodes(nodes_path)
     pod_records = read_pods(pods_path)
     with transaction.atomic():
@@ -81,6 +89,7 @@ def import_trace(
             device_models=sorted(models),
             node_selector={CLUSTER_LABEL: cluster_name},
             description=f"every node of trace cluster {cluster_name}",
+            fragmentation_policy=fragmentation_policy,
         )
         queues = _create_tenants(group, devices, tenants, quota_share)
         jobs = _create_jobs(queues, pod_records, time_scale, default_duration_s)

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.response import Response
@@ -28,6 +31,7 @@ from telemetry.models import DevicePrice, ScrapeTarget
 from telemetry.services.device_health import clear_device_health
 from telemetry.services.prices import set_price
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
+from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids
 
 
@@ -54,6 +58,9 @@ class ScrapeTargetSerializer(serializers.ModelSerializer):
             "last_node_mismatches",
         ]
         read_only_fields = fields[fields.index("last_scrape_at"):]
+        # a host name is at most 253 characters (Django's URL check, RFC 1035); a bound on the
+        # whole URL keeps every URL the schema allows acceptable to that check
+        extra_kwargs = {"url": {"max_length": 255}}
 
 
 class ScrapeTargetViewSet(viewsets.ModelViewSet):
@@ -72,10 +79,17 @@ class PriceSerializer(serializers.ModelSerializer):
         fields = ["id", "model", "effective_from", "per_hour", "currency"]
 
 
+@extend_schema_field({"oneOf": [
+    {"type": "string", "pattern": r"^\d{1,8}(\.\d{1,4})?$", "example": "2.5000"},
+    {"type": "number", "minimum": 0, "maximum": 99999999.9999, "multipleOf": 0.0001}]})
+class PriceAmountField(serializers.DecimalField):
+    """A price, at most 8 + 4 digits: a decimal string or a JSON number."""
+
+
 class PriceWriteSerializer(serializers.Serializer):
     model = serializers.CharField()
     effective_from = serializers.DateTimeField()
-    per_hour = serializers.DecimalField(max_digits=12, decimal_places=4, min_value=0)
+    per_hour = PriceAmountField(max_digits=12, decimal_places=4, min_value=0)
     currency = serializers.CharField(default="USD", max_length=3)
 
 
@@ -87,6 +101,7 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = DevicePrice.objects.select_related("model").order_by("model__name",
                                                                     "effective_from")
 
+    @extend_schema(request=PriceWriteSerializer, responses={201: PriceSerializer})
     def create(self, request):
         data = PriceWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -96,21 +111,148 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(PriceSerializer(price).data, status=201)
 
 
+# -- response shapes of the function views (OpenAPI schema only) -------------------------------
+
+WINDOW = [OpenApiParameter(name, OpenApiTypes.DATETIME, description=text) for name, text in (
+    ("start", "ISO 8601 with a time zone (default: end minus the window)"),
+    ("end", "ISO 8601 with a time zone (default: now)"))]
+TENANT = OpenApiParameter("tenant", OpenApiTypes.INT, description="Only this tenant (an id).")
+# YYYY-MM from 0001-01 to 9999-11 (the report needs the month after the last one)
+_YEAR = r"(000[1-9]|00[1-9]\d|0[1-9]\d{2}|[1-8]\d{3}|9[0-8]\d{2}|99[0-8]\d|999[0-8])"
+MONTH = rf"^({_YEAR}-(0[1-9]|1[0-2])|9999-(0[1-9]|1[01]))$"
+MONTHS = [OpenApiParameter(name, OpenApiTypes.STR, pattern=MONTH,
+                           description=text) for name, text in (
+    ("month", "One month, YYYY-MM"), ("from", "First month, YYYY-MM (default: this one)"),
+    ("to", "Last month, YYYY-MM (default: from)"))]
+
+
+class HealthEventSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    kind = serializers.CharField()
+    severity = serializers.CharField()
+    value = serializers.FloatField()
+    message = serializers.CharField()
+    node = serializers.CharField()
+    cluster = serializers.CharField()
+    source = serializers.CharField()
+
+
+class DeviceHealthSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    node = serializers.CharField(allow_null=True)
+    inventory_healthy = serializers.BooleanField(allow_null=True)
+    healthy = serializers.BooleanField(allow_null=True)
+    reasons = serializers.DictField()
+    changed_at = serializers.DateTimeField(allow_null=True)
+    checked_at = serializers.DateTimeField(allow_null=True)
+    events = HealthEventSerializer(many=True)
+
+
+class HealthClearedSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    healthy = serializers.BooleanField()
+    reasons = serializers.DictField()
+
+
+class PointSerializer(serializers.Serializer):
+    time = serializers.DateTimeField()
+    mean = serializers.FloatField()
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+
+
+class UtilisationSerializer(serializers.Serializer):
+    serial = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    resolution_s = serializers.IntegerField()
+    series = serializers.DictField(child=PointSerializer(many=True))
+
+
+class EfficiencySerializer(serializers.Serializer):
+    allocated_memory_mib = serializers.IntegerField()
+    allocated_cores_percent = serializers.IntegerField()
+    used_memory_mib = serializers.FloatField(allow_null=True)
+    used_cores_percent = serializers.FloatField(allow_null=True)
+    memory_ratio = serializers.FloatField(allow_null=True)
+    cores_ratio = serializers.FloatField(allow_null=True)
+    devices_with_data = serializers.IntegerField()
+
+
+class JobEfficiencySerializer(EfficiencySerializer):
+    job = serializers.IntegerField()
+    tenant = serializers.CharField()
+    idle_since = serializers.DateTimeField(allow_null=True)
+
+
+class TenantEfficiencySerializer(EfficiencySerializer):
+    tenant = serializers.CharField()
+    tenant_id = serializers.IntegerField()
+    jobs = serializers.IntegerField()
+    idle_jobs = serializers.IntegerField()
+
+
+class IdleJobSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    job_name = serializers.CharField()
+    tenant = serializers.CharField()
+    idle_since = serializers.DateTimeField()
+    used_cores_percent = serializers.FloatField()
+    allocated_cores_percent = serializers.IntegerField()
+
+
+class CostRowSerializer(serializers.Serializer):
+    month = serializers.CharField()
+    tenant = serializers.CharField()
+    tenant_id = serializers.IntegerField()
+    model = serializers.CharField()
+    gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
+    cost = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
+    currency = serializers.CharField()
+    unpriced_hours = serializers.DecimalField(max_digits=20, decimal_places=4,
+                                              coerce_to_string=True)
+    jobs = serializers.IntegerField()
+
+
+class CostReportSerializer(serializers.Serializer):
+    rows = CostRowSerializer(many=True)
+
+    def get_fields(self):  # "from" is a Python keyword
+        return {"from": serializers.DateTimeField(), "to": serializers.DateTimeField(),
+                **super().get_fields()}
+
+
+class CapacityAlertSerializer(serializers.Serializer):
+    resource_group = serializers.CharField()
+    flavor = serializers.CharField()
+    opened_at = serializers.DateTimeField()
+    healthy_devices = serializers.FloatField()
+    guaranteed_devices = serializers.FloatField()
+    message = serializers.CharField()
+
+
 def _window(request, default_hours: int = 6):
+    """``start``/``end`` query parameters (ISO 8601 with a zone); 400 naming the field."""
     now = timezone.now()
+    values = {}
+    for name in ("end", "start"):
+        if name not in request.query_params:
+            continue
+        try:
+            values[name] = parse_datetime(request.query_params[name])
+        except (ValueError, OverflowError) as exc:
+            raise InvalidRequest(f"bad time: {exc}", field=name) from exc
+        if values[name] is None:
+            raise InvalidRequest(f"{name} must be an ISO 8601 date-time", field=name)
+        if timezone.is_naive(values[name]):
+            raise InvalidRequest(f"{name} needs a time zone", field=name)
+    end = values.get("end", now)
     try:
-        end = parse_datetime(request.query_params["end"]) if "end" in request.query_params \
-            else now
-        start = parse_datetime(request.query_params["start"]) if "start" in \
-            request.query_params else end - timedelta(hours=default_hours)
-    except (ValueError, OverflowError) as exc:  # malformed, or the default start before year 1
-        raise InvalidRequest(f"bad time: {exc}") from exc
-    if start is None or end is None:
-        raise InvalidRequest("start/end must be ISO 8601 date-times")
-    if timezone.is_naive(start) or timezone.is_naive(end):
-        raise InvalidRequest("start/end need a time zone")
+        start = values.get("start") or end - timedelta(hours=default_hours)
+    except OverflowError as exc:  # the default start before year 1
+        raise InvalidRequest(f"bad time: {exc}", field="end") from exc
     if end <= start:
-        raise InvalidRequest("end must be after start")
+        raise InvalidRequest("end must be after start", field="end")
     return start, end
 
 
@@ -133,6 +275,7 @@ def _history(serial: str):
     return history
 
 
+@extend_schema(responses=DeviceHealthSerializer)
 @api_view(["GET"])
 def device_health(request, serial: str):
     """Current health and event history of a device by serial / UUID, across nodes."""
@@ -150,6 +293,7 @@ def device_health(request, serial: str):
     })
 
 
+@extend_schema(request=None, responses=HealthClearedSerializer)
 @api_view(["POST"])
 @permission_classes([permissions.IsAdminUser])
 def device_health_clear(request, serial: str):
@@ -159,6 +303,7 @@ def device_health_clear(request, serial: str):
     return Response({"serial": serial, "healthy": row.healthy, "reasons": row.reasons})
 
 
+@extend_schema(parameters=WINDOW, responses=UtilisationSerializer)
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def device_utilisation(request, serial: str):
@@ -194,6 +339,7 @@ def _efficiency(e):
     }
 
 
+@extend_schema(parameters=WINDOW, responses=JobEfficiencySerializer)
 @api_view(["GET"])
 def job_efficiency(request, job_id: int):
     """Allocated vs used memory and cores of a job of the caller's tenants."""
@@ -207,21 +353,21 @@ def job_efficiency(request, job_id: int):
 
 
 def _tenant_filter(request) -> list[int] | None:
-    """The tenants a request covers: the caller's (``?tenant=<id>`` narrows; another
-    tenant's id is 404)."""
+    """The tenants a request covers: the caller's (``?tenant=<name or id>`` narrows; another
+    tenant's, or an unknown one, is 404)."""
     allowed = get_user_tenant_ids(request.user)
-    raw = request.query_params.get("tenant")
-    if raw is None:
+    raw = request.query_params.get("tenant", "").strip()
+    if not raw:
         return None if allowed is None else sorted(allowed)
-    try:
-        tenant_id = int(raw)
-    except ValueError as exc:
-        raise InvalidRequest("tenant must be an id", field="tenant") from exc
-    if allowed is not None and tenant_id not in allowed:
-        raise NotFound(f"tenant {tenant_id} not found")
+    lookup = {"pk": int(raw)} if raw.isdigit() else {"name__iexact": raw}
+    tenant_id = Tenant.objects.filter(**lookup).values_list("pk", flat=True).first()
+    if tenant_id is None or (allowed is not None and tenant_id not in allowed):
+        raise NotFound(f"tenant {raw!r} not found")
     return [tenant_id]
 
 
+@extend_schema(parameters=[*WINDOW, TENANT],
+               responses=TenantEfficiencySerializer(many=True))
 @api_view(["GET"])
 def efficiency(request):
     """Allocated vs used per tenant (caller's tenants) over ``start``..``end`` (24 h)."""
@@ -234,6 +380,7 @@ def efficiency(request):
     ])
 
 
+@extend_schema(parameters=[TENANT], responses=IdleJobSerializer(many=True))
 @api_view(["GET"])
 def idle_jobs(request):
     """Jobs of the caller's tenants flagged as holding devices idle."""
@@ -247,11 +394,13 @@ def idle_jobs(request):
 
 
 def _month(raw: str, field: str) -> datetime:
-    try:
-        year, month = (int(x) for x in raw.split("-"))
-        return datetime(year, month, 1, tzinfo=UTC)
-    except ValueError as exc:
-        raise InvalidRequest(f"{field} must be YYYY-MM", field=field) from exc
+    """``YYYY-MM`` (ASCII digits, the schema's pattern ``MONTH``) -> its first instant."""
+    if not re.fullmatch(MONTH, raw):
+        in_calendar = re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", raw)
+        raise InvalidRequest(f"{field} must be a month from 0001-01 to 9999-11" if in_calendar
+                             else f"{field} must be YYYY-MM", field=field)
+    year, month = (int(x) for x in raw.split("-"))
+    return datetime(year, month, 1, tzinfo=UTC)
 
 
 def _month_end(start: datetime, field: str) -> datetime:
@@ -264,14 +413,14 @@ def _month_end(start: datetime, field: str) -> datetime:
 
 def _cost_rows(request):
     params = request.query_params
-    if "month" in params:
-        start = _month(params["month"], "month")
+    given = {name: _month(params[name], name) for name in ("month", "from", "to")
+             if name in params}  # each is checked, also when month wins
+    if "month" in given:
+        start = given["month"]
         end = _month_end(start, "month")
     else:
-        start = _month(params["from"], "from") if "from" in params else month_start(
-            timezone.now())
-        end = _month_end(_month(params["to"], "to"), "to") if "to" in params \
-            else _month_end(start, "from")
+        start = given.get("from") or month_start(timezone.now())
+        end = _month_end(given["to"], "to") if "to" in given else _month_end(start, "from")
     if end <= start:
         raise InvalidRequest("to must not be before from", field="to")
     return start, end, selectors.cost_report(start, end, _tenant_filter(request))
@@ -286,14 +435,16 @@ def _row(r):
     }
 
 
+@extend_schema(parameters=[*MONTHS, TENANT], responses=CostReportSerializer)
 @api_view(["GET"])
 def cost_report(request):
     """GPU-hours and cost per tenant × device model × month (``?month=YYYY-MM`` or
-    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<id>``)."""
+    ``?from=YYYY-MM&to=YYYY-MM``; ``?tenant=<name or id>``)."""
     start, end, rows = _cost_rows(request)
     return Response({"from": start, "to": end, "rows": [_row(r) for r in rows]})
 
 
+@extend_schema(parameters=[*MONTHS, TENANT], responses={(200, "text/csv"): OpenApiTypes.STR})
 @api_view(["GET"])
 def cost_report_csv(request):
     """The cost report as CSV (same parameters)."""
@@ -310,6 +461,7 @@ def cost_report_csv(request):
     return response
 
 
+@extend_schema(responses=CapacityAlertSerializer(many=True))
 @api_view(["GET"])
 @permission_classes([PlatformAdminOnly])
 def capacity_alerts(request):

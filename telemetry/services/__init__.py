@@ -6,6 +6,7 @@
 - :mod:`~telemetry.services.rollups`: 1-minute / 1-hour rollups and retention.
 - :mod:`~telemetry.services.simulation`: simulated samples for simulated clusters.
 - :mod:`~telemetry.services.gauges`: group gauges and capacity alerts.
+- :mod:`~telemetry.services.trends`: the console's trend rollups (5-minute / 1-hour).
 - :mod:`~telemetry.services.idle_jobs`: idle-job flags.
 - :mod:`~telemetry.services.prices`: device prices.
 

@@ -9,9 +9,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from scheduling.placement.fragmentation import snapshot_fragmentation
-from scheduling.selectors.fragmentation import target_workload
-from scheduling.selectors.snapshot import build_cluster_snapshot
+from core.events import CAPACITY_ALERT, emit
+from scheduling.selectors.allocation import capacity_by_group, in_group, present_device_loads
+from scheduling.selectors.fragmentation import group_fragmentation
 from telemetry.models import CapacityAlert, GroupGauge
 from tenants.models import Quota, ResourceGroup
 
@@ -21,20 +21,21 @@ __all__ = ["compute_group_gauges"]
 
 
 def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
-    """Allocation ratio, FGD fragmentation, healthy capacity and guarantees per resource
-    group; open / resolve :class:`CapacityAlert` rows (whole group and per flavor)."""
+    """Allocation ratio (:mod:`scheduling.selectors.allocation`), FGD fragmentation
+    (:func:`~scheduling.selectors.fragmentation.group_fragmentation`, the overview's figures),
+    healthy capacity and guarantees per resource group; open / resolve
+    :class:`CapacityAlert` rows (whole group and per flavor)."""
     now = now or timezone.now()
+    groups = list(ResourceGroup.objects.order_by("pk"))
+    loads = present_device_loads()
+    allocation = {row.label: row for row in capacity_by_group(loads, groups)}
     out = []
-    for group in ResourceGroup.objects.order_by("pk"):
-        snapshot, _ = build_cluster_snapshot(group)
-        devices = [d for n in snapshot.nodes.values() for d in n.devices]
-        cores = sum(d.cores_percent for d in devices)
-        used = sum(d.used_cores_percent for d in devices)
-        frag = snapshot_fragmentation(snapshot, target_workload(group))
+    for group in groups:
+        frag = group_fragmentation(group).totals
         healthy_by_model: dict[str, int] = defaultdict(int)
-        for d in devices:
-            if d.healthy and not d.cordoned:
-                healthy_by_model[d.type] += 1000
+        for d in loads.values():
+            if d.usable and in_group(d, group):
+                healthy_by_model[d.model] += 1000
         guaranteed: dict[str, int] = defaultdict(int)
         for flavor, nominal in Quota.objects.filter(
             resource_group=group, dimension="devices"
@@ -42,12 +43,13 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
             guaranteed[flavor] += nominal
         total_guaranteed = sum(guaranteed.values())
         healthy = sum(healthy_by_model.values())
+        row = allocation[group.name]
         gauge, _ = GroupGauge.objects.update_or_create(
             resource_group=group,
             defaults={
-                "capacity_milli": 1000 * len(devices),
-                "allocation_ratio": used / cores if cores else 0.0,
-                "fragmentation_rate": frag.rate,
+                "capacity_milli": 1000 * row.devices,
+                "allocation_ratio": row.allocation_ratio,
+                "fragmentation_rate": frag.rate_percent / 100.0,
                 "fragment_milli": frag.fragment_milli,
                 "healthy_milli": healthy,
                 "guaranteed_milli": total_guaranteed,
@@ -79,6 +81,11 @@ def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: dateti
             guaranteed_milli=guaranteed, message=message,
         )
         logger.warning("capacity alert: %s", message)
+        emit(CAPACITY_ALERT, tenant_id=None, payload={
+            "resource_group": group.name, "flavor": flavor,
+            "healthy_devices": healthy / 1000, "guaranteed_devices": guaranteed / 1000,
+            "message": message,
+        })
     elif short:
         CapacityAlert.objects.filter(pk=open_alert.pk).update(
             healthy_milli=healthy, guaranteed_milli=guaranteed)

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from core.events import JOB_IDLE, emit
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import Job, PlacementDevice
 from telemetry import conf
@@ -41,6 +42,16 @@ def job_minute_use(job_ids: Sequence[int], start: datetime, end: datetime
     return out
 
 
+def _announce_idle(flag: IdleJobFlag) -> None:
+    """``job.idle`` for a newly flagged job's tenant and submitter (once per flag)."""
+    job = Job.objects.only("name", "submitted_by_id").get(pk=flag.job_id)
+    emit(JOB_IDLE, tenant_id=flag.tenant_id, user_id=job.submitted_by_id, payload={
+        "job": flag.job_id, "job_name": job.name, "idle_since": flag.idle_since.isoformat(),
+        "used_cores_percent": round(flag.used_cores_percent, 1),
+        "allocated_cores_percent": flag.allocated_cores_percent,
+    })
+
+
 def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
     """Flag running jobs whose devices sat idle longer than ``TELEMETRY_IDLE_AFTER_S``
     (use below ``TELEMETRY_IDLE_THRESHOLD_PERCENT`` cores %); unflag the others.
@@ -61,6 +72,7 @@ def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
         .values_list("placement__job_id", "c")
     )
     flagged = []
+    already = set(IdleJobFlag.objects.values_list("job_id", flat=True))
     with transaction.atomic():
         for job_id, minutes in sorted(use.items()):
             since = idle_since(minutes, end, threshold_percent=threshold, window=window)
@@ -68,7 +80,7 @@ def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
                 continue
             flagged.append(job_id)
             recent = [u for m, u in minutes if m >= end - window]
-            IdleJobFlag.objects.update_or_create(
+            flag, _ = IdleJobFlag.objects.update_or_create(
                 job_id=job_id,
                 defaults={
                     "tenant_id": running[job_id], "idle_since": since, "flagged_at": now,
@@ -76,5 +88,7 @@ def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
                     "allocated_cores_percent": allocated.get(job_id) or 0,
                 },
             )
+            if job_id not in already:
+                _announce_idle(flag)
         IdleJobFlag.objects.exclude(job_id__in=flagged).delete()
     return flagged

@@ -70,7 +70,7 @@ def _booked_device_samples(holders: list, device_id: int, now: datetime,
         p = b.placement
         started = p.started_at or p.created
         elapsed = max(0.0, (now - started).total_seconds())
-        load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed)
+        load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed, p.job.kind)
         loads.append(load)
         for metric, value in ((POD_UTIL, load.util_percent),
                               (POD_MEM_USED, load.memory_used_mib)):

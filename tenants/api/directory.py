@@ -2,7 +2,9 @@
 
 * Tenants: everyone reads their own tenants; platform admins create, change and delete.
 * Members (``/api/members/``): everyone reads the memberships of their tenants; tenant admins
-  (and platform admins) add, re-role and remove members of their tenant.
+  re-role and remove members of their tenant and invite new ones (``/api/invitations/``);
+  only platform admins enrol a user directly. Every membership write goes through
+  ``tenants.services``.
 * Resource groups: platform admins see and change all; others see the groups their tenants
   have a queue or quota in.
 
@@ -19,12 +21,12 @@ from rest_framework.exceptions import PermissionDenied
 from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
 from core.api.validators import no_nul_characters
+from tenants import services
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
 from tenants.filtersets import MembershipFilterSet, ResourceGroupFilterSet, TenantFilterSet
 from tenants.models import Membership, ResourceGroup, Tenant, slug_validator
 from tenants.selectors import get_user_tenant_ids
-from tenants.services import add_membership, change_membership, remove_membership
 
 
 class TenantWriteSerializer(serializers.ModelSerializer):
@@ -88,6 +90,9 @@ class MembershipSerializer(serializers.ModelSerializer):
         if self.instance is not None and "tenant" in attrs and \
                 attrs["tenant"].pk != self.instance.tenant_id:
             raise serializers.ValidationError({"tenant": "A membership cannot change tenant."})
+        if self.instance is not None and "user" in attrs and \
+                attrs["user"].pk != self.instance.user_id:
+            raise serializers.ValidationError({"user": "A membership cannot change user."})
         return attrs
 
 
@@ -100,8 +105,8 @@ def _require_tenant_admin(user, tenant_id: int) -> None:
 
 
 class MembershipViewSet(viewsets.ModelViewSet):
-    """Members of the caller's tenants; tenant admins add, re-role and remove them (through
-    :mod:`tenants.services`, which audits each write)."""
+    """Members of the caller's tenants; tenant admins re-role and remove them (and invite
+    new ones through ``/api/invitations/``); platform admins also add them directly."""
 
     serializer_class = MembershipSerializer
     throttle_classes = [WriteRateThrottle]
@@ -114,30 +119,29 @@ class MembershipViewSet(viewsets.ModelViewSet):
         return members if ids is None else members.filter(tenant_id__in=ids)
 
     def create(self, request, *args, **kwargs):
-        # Refuse a caller who administers no tenant before validating, so the answer does
-        # not tell which usernames and tenant names exist.
-        if not request.user.is_superuser and not Membership.objects.filter(
-                user=request.user, role=Role.TENANT_ADMIN).exists():
-            raise PermissionDenied("Only tenant admins manage members.")
+        # Refused before validating, so the answer never tells which usernames exist: a
+        # tenant admin invites (the invitee accepts), only platform admins enrol directly.
+        if not request.user.is_superuser:
+            raise PermissionDenied(
+                "Only platform admins add members directly; tenant admins invite users with "
+                "POST /api/invitations/.")
         return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
-        data = serializer.validated_data
-        _require_tenant_admin(self.request.user, data["tenant"].pk)
-        serializer.instance = add_membership(
+        data = serializer.validated_data  # a duplicate is refused by UniqueTogetherValidator
+        serializer.instance = services.add_member(
             tenant=data["tenant"], user=data["user"], role=data.get("role", Role.MEMBER),
-            actor=self.request.user, source="api")
+            actor=self.request.user)
 
     def perform_update(self, serializer):
         _require_tenant_admin(self.request.user, serializer.instance.tenant_id)
-        data = serializer.validated_data
-        serializer.instance = change_membership(
-            serializer.instance, role=data.get("role"), user=data.get("user"),
-            actor=self.request.user, source="api")
+        serializer.instance = services.change_member_role(
+            serializer.instance, role=serializer.validated_data.get(
+                "role", serializer.instance.role), actor=self.request.user)
 
     def perform_destroy(self, instance):
         _require_tenant_admin(self.request.user, instance.tenant_id)
-        remove_membership(instance, actor=self.request.user, source="api")
+        services.remove_member(instance, actor=self.request.user)
 
 
 class ResourceGroupSerializer(serializers.ModelSerializer):
@@ -150,7 +154,8 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ResourceGroup
-        fields = ["id", "name", "kind", "device_models", "node_selector", "description"]
+        fields = ["id", "name", "kind", "device_models", "node_selector", "description",
+                  "node_policy", "device_policy", "fragmentation_policy", "pod_policy_override"]
 
     def validate_name(self, value):
         taken = ResourceGroup.objects.filter(name=value)
@@ -169,7 +174,9 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
     throttle_classes = [WriteRateThrottle]
     filterset_class = ResourceGroupFilterSet
     audit_name = "resource_group"
-    audit_fields = ["name", "kind", "device_models", "node_selector", "description"]
+    audit_fields = ["name", "kind", "device_models", "node_selector", "description",
+                    "node_policy", "device_policy", "fragmentation_policy",
+                    "pod_policy_override"]
 
     def get_queryset(self):
         groups = ResourceGroup.objects.order_by("name")

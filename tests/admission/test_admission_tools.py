@@ -235,3 +235,24 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(change, message):
     with pytest.raises(AdmissionInputError, match=message):
         run_cycle(change(w.snapshot()), w.placer)
     assert set(w.placer.held) == held and device_usage(w.placer) == usage
+
+
+def test_start_range_from_running_ends_and_queue_ahead():
+    from scheduling.admission.eta import estimate_queue_starts, estimate_start_range
+
+    def t(seconds):
+        return NOW + timedelta(seconds=seconds)
+
+    # 4 devices: 3 held until +100 s, 1 free. Queue: 2 devices for 50 s, then 1 for 10 s.
+    running = [(NOW + timedelta(seconds=100), 3.0)]
+    first, second = estimate_queue_starts(NOW, 4, running, [(2, 50), (1, 10)])
+    assert (first.earliest, first.latest) == (t(100), t(100))
+    # passing the 2-device job it starts now on the free device; strictly in order at +100 s
+    assert (second.earliest, second.latest) == (NOW, t(100))
+    # an overdue job counts as ending now; a job larger than the pool never starts
+    assert estimate_start_range(NOW, 4, [(NOW - timedelta(seconds=5), 4.0)], [], 4).latest == NOW
+    assert estimate_start_range(NOW, 4, [], [], 5) is None
+    big, after = estimate_queue_starts(NOW, 4, [], [(9, 10), (1, 10)])
+    assert big is None and after.latest == NOW
+    with pytest.raises(AdmissionInputError):
+        estimate_queue_starts(NOW, -1, [], [])

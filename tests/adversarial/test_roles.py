@@ -108,9 +108,11 @@ def test_a_member_cannot_manage_quotas_members_or_platform_objects(world):
 
 def test_a_tenant_admin_manages_only_their_tenants_members(world):
     ada = client_for(world["ada"])
-    added = ada.post("/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"},
-                     format="json")
-    assert added.status_code == 201
+    invited = ada.post("/api/invitations/", {"tenant": "team-a", "invitee": "bob",
+                                             "role": "viewer"}, format="json")
+    assert invited.status_code == 201
+    added = client_for(world["bob"]).post(f"/api/invitations/{invited.json()['id']}/accept/")
+    assert added.status_code == 200
     assert Membership.objects.get(user=world["bob"], tenant=world["team_a"]).role == "viewer"
     # bob's membership of team-b stays invisible and untouched
     theirs = Membership.objects.get(user=world["bob"], tenant=world["team_b"])

@@ -3,6 +3,7 @@
 
 import pytest
 from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from core.models import AuditEntry
 from tenants.models import Membership, ResourceGroup, Tenant
@@ -97,12 +98,16 @@ def test_members_are_scoped_to_own_tenants(api, world):
         f"/api/members/{bob_membership.pk}/").status_code == 404
 
 
-def test_tenant_admin_adds_changes_and_removes_a_member(api, world):
+def test_tenant_admin_invites_changes_and_removes_a_member(api, world):
+    # a tenant admin invites (issue 15); the membership appears when the invitee accepts
     client = as_user(api, world["ada"])
-    created = client.post("/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"},
-                          format="json")
-    assert created.status_code == 201, created.content
-    pk = created.json()["id"]
+    invited = client.post("/api/invitations/", {"tenant": "team-a", "invitee": "bob",
+                                                "role": "viewer"}, format="json")
+    assert invited.status_code == 201, invited.content
+    accepted = as_user(APIClient(), world["bob"]).post(
+        f"/api/invitations/{invited.json()['id']}/accept/")
+    assert accepted.status_code == 200, accepted.content
+    pk = Membership.objects.get(user=world["bob"], tenant=world["team_a"]).pk
     assert client.patch(f"/api/members/{pk}/", {"role": "member"},
                         format="json").json()["role"] == "member"
     assert client.delete(f"/api/members/{pk}/").status_code == 204
@@ -125,19 +130,25 @@ def test_member_cannot_manage_members(api, world):
 
 
 def test_tenant_admin_cannot_add_to_another_tenant(api, world):
-    response = as_user(api, world["ada"]).post(
-        "/api/members/", {"tenant": "team-b", "user": "victor"}, format="json")
-    assert response.status_code == 400
-    assert set(response.json()["error"]["fields"]) == {"tenant"}
+    # tenant admins never enrol directly (issue 15: invitations), and cannot invite to a
+    # tenant they do not administer
+    client = as_user(api, world["ada"])
+    response = client.post("/api/members/", {"tenant": "team-b", "user": "victor"},
+                           format="json")
+    assert response.status_code == 403
+    invited = client.post("/api/invitations/", {"tenant": "team-b", "invitee": "victor"},
+                          format="json")
+    assert invited.status_code == 404
     assert not Membership.objects.filter(tenant=world["team_b"], user=world["victor"]).exists()
 
 
 def test_member_field_errors(api, world):
-    response = as_user(api, world["ada"]).post(
+    # direct enrolment is for platform admins (who may know every username)
+    response = as_user(api, world["root"]).post(
         "/api/members/", {"tenant": "team-a", "user": "nobody", "role": "king"}, format="json")
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {"user", "role"}
-    duplicate = as_user(api, world["ada"]).post(
+    duplicate = as_user(api, world["root"]).post(
         "/api/members/", {"tenant": "team-a", "user": "alice"}, format="json")
     assert duplicate.status_code == 400
 

@@ -6,12 +6,14 @@ one, b-secret all the memory of another; a-wait asks 4 whole GPUs and waits), ``
 books 95 % of a third A100 and cluster ``c2`` adds one T4 in group ``g2``, where no tenant
 has a quota or queue.
 
-M of g1 = {400 (a-train: max(40, 30) %), 1000 (b-secret), 950 (a-tiny), 4 x 1000 (a-wait)},
-each 1/4. Idle A100 milli: 600 + 0 + 50 + 1000 = 1650. Whichever two A100s share a node,
-F(M) = 750 over g1 (e.g. {600, 0} -> (0 + 600 + 600 + 600) / 4 = 450 and {50, 1000} ->
-(50 + 50 + 50 + 1050) / 4 = 300), and only the 50-milli A100 is stranded (below the
-smallest request, 400). Whole inventory (admins): M is the same (g2 has no job) and allows
-only the A100, so the free T4 adds 1000 idle, 1000 fragment and 1000 stranded (model).
+Each node is measured against the tasks that could run on it when empty (node_demand): on
+c1's 2-GPU nodes that is {400 (a-train: max(40, 30) %), 1000 (b-secret), 950 (a-tiny)}, each
+1/3 (a-wait's 4 GPUs never fit a 2-GPU node). Idle A100 milli: 600 + 0 + 50 + 1000 = 1650.
+Whichever two A100s share a node, the fragment is 450 (e.g. {600, 0} -> (0 + 600 + 600) / 3
+= 400 and {50, 1000} -> (50 + 50 + 50) / 3 = 50), and only the 50-milli A100 is stranded
+(below the smallest request, 400). Whole inventory (admins): the free T4 of c2 is asked by
+no task: fragment 0 (an idle node is never fragmented), but its 1000 milli are stranded
+(code ``model``).
 """
 
 import pytest
@@ -41,19 +43,20 @@ def test_admin_sees_inventory_rate_and_stranded_devices(client, frag_world):
     client.force_login(frag_world["root"])
     response = client.get("/?fragment=1")
     frag = response.context["frag"]
-    assert (frag.totals.idle_milli, round(frag.totals.fragment_milli, 6)) == (2650, 1750.0)
+    assert (frag.totals.idle_milli, round(frag.totals.fragment_milli, 6)) == (2650, 450.0)
     assert (frag.totals.stranded_milli, frag.totals.stranded_devices) == (1050, 2)
     text = response.content.decode()
-    assert '<span class="value" id="fragmentation">66.0 %</span>' in text  # 1750 / 2650
+    assert '<span class="value" id="fragmentation">17.0 %</span>' in text  # 450 / 2650
     assert '<span class="value" id="stranded-gpus">1.05</span>' in text
     assert "stranded GPUs (2 devices, all nodes)" in text
-    # group rows: g1 45.5 % (750 / 1650), g2 measured against one whole GPU: 0 %
+    # group rows: g1 27.3 % (450 / 1650), g2 measured against one whole GPU: 0 %
     assert [(g.name, round(g.totals.rate_percent, 1)) for g in frag.groups] == [
-        ("g1", 45.5), ("g2", 0.0)]
+        ("g1", 27.3), ("g2", 0.0)]
     assert "(no recent jobs)" in text
-    # most fragmented nodes: c2-n0 (1000) first; stranded devices link to the device page
+    # most fragmented nodes: c1's (400 and 50) first, then c2-n0 (fragment 0, a stranded
+    # device); stranded devices link to the device page
     nodes = response.context["frag_nodes"]
-    assert nodes[0].node == "c2-n0" and len(nodes) == 3
+    assert [round(n.fragment_milli) for n in nodes] == [400, 50, 0] and nodes[2].node == "c2-n0"
     assert '<a href="/devices/GPU-c2-0-0/">GPU-c2-0-0</a>' in text
     assert "no class of the target workload allows model Tesla-T4" in text
     tiny = frag_world["tiny_uuid"]
@@ -69,7 +72,7 @@ def test_member_sees_own_groups_without_node_detail(client, frag_world, who):
     text = response.content.decode()
     frag = response.context["frag"]
     assert [g.name for g in frag.groups] == ["g1"]  # not g2: no quota or queue there
-    assert '<span class="value" id="fragmentation">45.5 %</span>' in text  # 750 / 1650
+    assert '<span class="value" id="fragmentation">27.3 %</span>' in text  # 450 / 1650
     assert '<span class="value" id="stranded-gpus">0.05</span>' in text
     assert "stranded GPUs (1 device, your resource groups)" in text
     assert response.context["frag_nodes"] is None

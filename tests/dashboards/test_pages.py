@@ -11,7 +11,7 @@ from scheduling.models import Job, Placement
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
-from tenants.models import Membership
+from tenants.models import Invitation, Membership
 from tests.builders import gpu_job
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +63,8 @@ def test_card_map_shows_own_slices_by_name(client, world):
 
 
 def test_capacity_counts_booked_shares(world):
-    from scheduling.selectors.overview import capacity_by_group, capacity_by_model, top_tenants
+    from scheduling.selectors.allocation import capacity_by_group, capacity_by_model
+    from scheduling.selectors.overview import top_tenants
 
     (row,) = capacity_by_model()
     assert (row.devices, row.allocated_devices, row.allocated_memory_mib) == (4, 1.4, 114688)
@@ -100,14 +101,21 @@ def test_queue_position_and_eta(world):
     first = gpu_job(world["queue_a"], "urgent", count=4, priority=10)
     slots = queue_slots([world["a_wait"], first], now=now)
     assert (slots[first.pk].position, slots[world["a_wait"].pk].position) == (1, 2)
-    assert slots[first.pk].eta is None  # one admission in the last hour is too little
-    Job.objects.filter(pk=world["a_train"].pk).update(admitted_at=now - timedelta(seconds=600))
-    done = gpu_job(world["queue_a"], "done", count=0)
-    Job.objects.filter(pk=done.pk).update(state="succeeded",
-                                          admitted_at=now - timedelta(seconds=300))
+    # 4 devices; a-train (0.4) ends in 100 s, b-secret (1) in 300 s; urgent (4, 60 s) then
+    # a-wait (4, 60 s) queued, both whole-group jobs
+    Job.objects.filter(pk=world["a_train"].pk).update(started_at=now, duration_s=100)
+    Job.objects.filter(pk=world["b_secret"].pk).update(started_at=now, duration_s=300)
     slots = queue_slots([world["a_wait"], first], now=now)
-    # 2 admissions over 600 s: one per 300 s; position 2 starts in about 600 s.
-    assert slots[world["a_wait"].pk].eta == now + timedelta(seconds=600)
+    assert (slots[first.pk].eta.earliest, slots[first.pk].eta.latest) == (
+        now + timedelta(seconds=300), now + timedelta(seconds=300))
+    assert slots[world["a_wait"].pk].eta.earliest == now + timedelta(seconds=360)
+    small = gpu_job(world["queue_b"], "small", count=1, duration_s=30)
+    slots = queue_slots([small], now=now)
+    # strictly in order it waits for both: 420 s; passing them it takes the 2.6 free devices now
+    assert (slots[small.pk].eta.earliest, slots[small.pk].eta.latest) == (
+        now, now + timedelta(seconds=420))
+    too_big = gpu_job(world["queue_b"], "too-big", count=5)
+    assert queue_slots([too_big], now=now)[too_big.pk].eta is None
 
 
 def test_monthly_usage_in_gpu_hours(world):
@@ -191,11 +199,18 @@ def test_tenant_admin_manages_members(client, world):
     assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
                        ).status_code == 403
     client.force_login(world["ada"])
+    # a tenant admin invites (issue 15): same answer for an existing and a missing user
     assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
                        ).status_code == 302
+    assert client.post("/tenants/team-a/", {"username": "ghost", "role": "viewer"}
+                       ).status_code == 302
+    assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
+    client.force_login(world["bob"])
+    invitation = Invitation.objects.get(invitee="bob")
+    assert client.post(f"/account/invitations/{invitation.pk}/accept/").status_code == 302
     membership = Membership.objects.get(user=world["bob"], tenant=world["team_a"])
     assert membership.role == "viewer"
-    assert client.post("/tenants/team-a/", {"username": "ghost"}).status_code == 200
+    client.force_login(world["ada"])
     assert client.post("/tenants/team-a/", {"remove": membership.pk}).status_code == 302
     assert not Membership.objects.filter(pk=membership.pk).exists()
     actions = list(AuditEntry.objects.filter(object_type="tenants.membership")

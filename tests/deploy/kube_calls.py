@@ -52,6 +52,9 @@ CALLS: dict[str, Grant | None] = {
     "read_namespace": ("", "namespaces", "get"),
     "create_namespace": ("", "namespaces", "create"),
     "patch_namespace": ("", "namespaces", "patch"),
+    "create_namespaced_service": ("", "services", "create"),
+    "read_namespaced_service": ("", "services", "get"),
+    "patch_namespaced_service": ("", "services", "patch"),
     "create_namespaced_event": ("", "events", "create"),
     # batch/v1, apps/v1 (workloads users create with kubectl)
     "list_job_for_all_namespaces": ("batch", "jobs", "list"),

@@ -9,6 +9,7 @@ as against a cluster. It serves:
   constructor argument (``resource_versions``), an unserved version answers 404 like a real
   server without that API.
 * core/v1 ``pods`` (create/get/list/watch/delete/patch, ``/status`` subresource),
+  ``services`` (create/get/list/watch/delete/patch),
   ``nodes`` (create/get/list/watch/patch/delete), ``namespaces``
   (create/get/list/patch/delete; deleting one deletes the objects in it);
   resource.k8s.io ``resourceclaims`` (create/get/list/watch/delete/patch) and
@@ -78,6 +79,7 @@ KINDS: dict[tuple[str, str], _Kind] = {
         _Kind("", "pods", "Pod", True, ("po",), True),
         _Kind("", "nodes", "Node", False, ("no",), True),
         _Kind("", "namespaces", "Namespace", False, ("ns",), True),
+        _Kind("", "services", "Service", True, ("svc",), True),
         _Kind(RESOURCE_GROUP, "resourceclaims", "ResourceClaim", True, (), True),
         _Kind(RESOURCE_GROUP, "resourceslices", "ResourceSlice", False, ()),
         _Kind(RESOURCE_GROUP, "deviceclasses", "DeviceClass", False, ()),
@@ -586,6 +588,28 @@ def _validate_slice(obj: dict, causes: list[tuple[str, str]]) -> None:
             causes.append((f"spec.devices[{i}].name", f"Invalid value: {d.get('name')!r}"))
 
 
+def _validate_service(obj: dict, causes: list[tuple[str, str]]) -> None:
+    spec = obj.get("spec") or {}
+    name = (obj.get("metadata") or {}).get("name") or ""
+    if name and not re.match(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", name):
+        causes.append(("metadata.name", f"Invalid value: {name!r}: a DNS-1035 label must "
+                       "start with a letter"))
+    if spec.get("clusterIP") not in (None, "", "None"):
+        causes.append(("spec.clusterIP", "Invalid value: only None or unset here"))
+    ports = spec.get("ports") or []
+    if not ports and spec.get("clusterIP") != "None":
+        causes.append(("spec.ports", "Required value"))
+    seen = set()
+    for i, port in enumerate(ports):
+        number = port.get("port")
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            causes.append((f"spec.ports[{i}].port", f"Invalid value: {number!r}"))
+        if port.get("name") in seen or (len(ports) > 1 and not port.get("name")):
+            causes.append((f"spec.ports[{i}].name", "Duplicate or missing value"))
+        seen.add(port.get("name"))
+    _check_labels({"labels": spec.get("selector") or {}}, causes)
+
+
 def validate(kind: _Kind, obj: dict) -> None:
     """Raise a 422 ``Invalid`` ApiError when ``obj`` (storage shape) would be rejected."""
     meta = obj.get("metadata") or {}
@@ -612,6 +636,8 @@ def validate(kind: _Kind, obj: dict) -> None:
         _validate_claim(obj, causes)
     elif kind.plural == "resourceslices":
         _validate_slice(obj, causes)
+    elif kind.plural == "services":
+        _validate_service(obj, causes)
     if causes:
         raise _invalid(kind, name, causes)
 

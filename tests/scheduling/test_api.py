@@ -58,7 +58,7 @@ def test_submit_with_token_creates_a_queued_job(api, world):
         {"name": "main", "init": False, "vendor": "NVIDIA", "device_count": 1,
          "memory_mib": 20480, "memory_percent": None, "cores_percent": 30, "device_types": [],
          "device_types_exclude": [], "image": "registry.local/llm/finetune:1.2",
-         "command": ["python", "train.py"], "args": [], "env": {"MODEL": "7b"}}
+         "command": ["python", "train.py"], "args": [], "env": {"MODEL": "7b"}, "role": ""}
     ]
     job = Job.objects.get(pk=body["id"])
     assert (job.priority, job.cpu_milli, job.submitted_by) == (5, 4000, world["alice"])

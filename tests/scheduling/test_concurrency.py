@@ -308,6 +308,15 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
         connections.close_all()
 
 
+def _deadlocks() -> int:
+    """Deadlocks PostgreSQL detected in this database so far (``pg_stat_database``)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                       "current_database()")
+        return cursor.fetchone()[0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_four_workers_2000_jobs_keep_every_invariant(settings):
     settings.ADMISSION_TERMINATION_GRACE_S = GRACE_S  # the forked workers inherit it
@@ -318,6 +327,7 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     # the world must be committed before the workers fork (a test that leaked an open
     # transaction on this connection would hide it from them)
     assert not connection.in_atomic_block
+    deadlocks_before = _deadlocks()
     connections.close_all()  # never share a socket with the forked workers
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
@@ -345,6 +355,9 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
           f"final states {dict(states)}; preemption rows {Preemption.objects.count()}; "
           f"monitor {monitor}")
     assert totals["cycles"] > 0 and totals["admitted"] > 0 and totals["cancelled"] > 0
+    # 0. one lock order everywhere (scheduling.services.locking): PostgreSQL saw no deadlock
+    assert totals["deadlock_retries"] == 0
+    assert _deadlocks() == deadlocks_before
     assert totals["quota_moved"] + totals["quota_deleted"] > 0
     assert totals["preempted"] > 0 and monitor["max_terminating_bookings"] > 0
     assert monitor["samples"] > 10

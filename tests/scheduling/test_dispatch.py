@@ -33,6 +33,7 @@ def test_enqueue_waits_for_the_commit(django_capture_on_commit_callbacks, monkey
                         lambda *args: cycles.append(args))
     monkeypatch.setattr(registered_task(dispatch.SUBMIT_JOBS_TASK), "apply_async",
                         lambda args, countdown: submits.append((args, countdown)))
+    dispatch.admission_cycle_started(7)  # no request left over from another test
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         dispatch.enqueue_admission_cycle(7)
         dispatch.enqueue_submit_jobs([3, 4], countdown=30.0)
@@ -40,3 +41,4 @@ def test_enqueue_waits_for_the_commit(django_capture_on_commit_callbacks, monkey
     assert len(callbacks) == 2
     assert cycles == [(7,)]
     assert submits == [(([3, 4],), 30.0)]
+    dispatch.admission_cycle_started(7)

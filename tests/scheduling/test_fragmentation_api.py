@@ -136,16 +136,16 @@ def test_group_figures_match_the_telemetry_gauge(inv):
 
 def test_whole_inventory_by_hand(inv):
     rep = cluster_fragmentation()
-    # M = union of the tasks: 250 A100 (0.4), then count 1, larger first: 2 x 1000 T4,
-    # 1000 A100, 400 A100 (0.2 each).
-    # c1-n0 (400, 1000): T4 class 1400, A100 1000 class 400 -> 0.2*1400 + 0.2*400 = 360.
-    # c1-n1 (200, 0): 200. c2-n0 T4 (500, 1000): A100 classes 0.8 x 1500, the T4 pair finds
-    # one whole GPU of two: 0.2 x 1500 -> 1500.
-    assert _totals(rep.totals) == (3, 6000, 3100, 2060.0, 1700, 3)
-    assert rep.totals.rate_percent == pytest.approx(100 * 2060 / 3100)
+    # Each node against the tasks that could run on it when empty (node_demand):
+    # c1-n0 and c1-n1 (A100): 250 (p 0.5), 1000 and 400 (0.25 each); the T4 pair only on c2.
+    # c1-n0 (400, 1000): only the 1000 class leaves the 400 -> 0.25 x 400 = 100.
+    # c1-n1 (200, 0): no class fits the 200 -> 200. c2-n0 T4 (500, 1000): the pair finds one
+    # whole GPU of two -> 1500.
+    assert _totals(rep.totals) == (3, 6000, 3100, 1800.0, 1700, 3)
+    assert rep.totals.rate_percent == pytest.approx(100 * 1800 / 3100)
     assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (4, 5, 4)
     assert [(n.node, round(n.fragment_milli, 6)) for n in rep.nodes] == [
-        ("c2-n0", 1500.0), ("c1-n0", 360.0), ("c1-n1", 200.0)]
+        ("c2-n0", 1500.0), ("c1-n1", 200.0), ("c1-n0", 100.0)]
     c2n0 = rep.nodes[0]
     assert [(d.index, d.free_milli, d.code, d.reason) for d in c2n0.stranded] == [
         (0, 500, "too_small", "500 milli free is below the smallest per-GPU request (1000 "
@@ -171,7 +171,7 @@ def test_union_of_groups_counts_each_device_once(inv):
     groups = groups_for_tenants({inv["team_c"].pk})
     assert [g.name for g in groups] == ["g1", "g2"]
     rep = cluster_fragmentation(groups)
-    assert _totals(rep.totals) == (3, 6000, 3100, 2060.0, 1700, 3)
+    assert _totals(rep.totals) == (3, 6000, 3100, 1800.0, 1700, 3)
     assert [g.name for g in rep.groups] == ["g1", "g2"]
 
 
@@ -221,9 +221,9 @@ def test_platform_admin_sees_everything(api, inv):
     assert body["node_detail"] is True
     assert body["totals"] == {
         "nodes": 3, "capacity_milli": 6000, "idle_milli": 3100,
-        "fragment_milli": pytest.approx(2060.0),
-        "rate_percent": pytest.approx(100 * 2060 / 3100),
-        "fragment_of_capacity_percent": pytest.approx(100 * 2060 / 6000),
+        "fragment_milli": pytest.approx(1800.0),
+        "rate_percent": pytest.approx(100 * 1800 / 3100),
+        "fragment_of_capacity_percent": pytest.approx(100 * 1800 / 6000),
         "stranded_milli": 1700, "stranded_gpus": 1.7, "stranded_devices": 3,
     }
     assert body["workload"] == {"jobs": 4, "tasks": 5, "classes": 4, "coverage": 1.0,
@@ -303,7 +303,7 @@ def test_filters(api, inv):
     assert [n["name"] for n in body["nodes"]] == ["c2-n0"]
     assert body["totals"]["fragment_milli"] == pytest.approx(1500.0)
     body = api.get(f"/api/fragmentation/?cluster={inv['c1'].pk}").json()
-    assert [n["name"] for n in body["nodes"]] == ["c1-n0", "c1-n1"]
+    assert [n["name"] for n in body["nodes"]] == ["c1-n1", "c1-n0"]  # 200, then 100
     assert body["totals"]["idle_milli"] == 1600
     # a member may narrow to one of their groups
     api.credentials()
@@ -410,12 +410,13 @@ def test_unhealthy_cordoned_removed_devices_error_nodes_and_gpu_less_nodes(inv):
         uuid="GPU-c2-0-0").model, index=0, memory_mib=15360)
     rep = cluster_fragmentation()
     # capacity: c1-n1 2 devices (error nodes keep capacity) + c2-n0 GPU0 = 3000; idle: the
-    # 500 of c2-n0 GPU0, which M's T4 class (2 whole T4) and A100 classes cannot use.
-    assert _totals(rep.totals) == (3, 3000, 500, 500.0, 500, 1)
-    assert [n.node for n in rep.nodes] == ["c2-n0", "c1-n0", "c1-n1"]
-    assert [(d.uuid, d.code) for d in rep.nodes[0].stranded] == [("GPU-c2-0-0", "too_small")]
-    assert (rep.nodes[1].capacity_milli, rep.nodes[1].idle_milli) == (0, 0)
-    assert (rep.nodes[2].capacity_milli, rep.nodes[2].idle_milli) == (2000, 0)
+    # 500 of c2-n0 GPU0. No recent task could ever run on a one-T4 node (the T4 task is a
+    # pair): no fragment, but the 500 are stranded by shape.
+    assert _totals(rep.totals) == (3, 3000, 500, 0.0, 500, 1)
+    assert [n.node for n in rep.nodes] == ["c1-n0", "c1-n1", "c2-n0"]
+    assert [(d.uuid, d.code) for d in rep.nodes[2].stranded] == [("GPU-c2-0-0", "shape")]
+    assert (rep.nodes[0].capacity_milli, rep.nodes[0].idle_milli) == (0, 0)
+    assert (rep.nodes[1].capacity_milli, rep.nodes[1].idle_milli) == (2000, 0)
     assert "GPU-gone" not in str(rep) and "c2-cpu" not in str(rep)
 
 

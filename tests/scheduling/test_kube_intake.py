@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 from django.utils import timezone
 
-from scheduling.choices import JobState, PlacementState
+from scheduling.choices import JobKind, JobState, PlacementState
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, Placement
 from scheduling.services.cycle import run_admission_cycle
@@ -122,6 +122,7 @@ def test_suspended_job_is_admitted_pinned_and_unsuspended(fake, kube):
     job_id = report.jobs[f"Job {NS}/train"]
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.source, job.pod_count) == (JobState.QUEUED, "kube", 1)
+    assert job.kind == JobKind.BATCH  # a batch/v1 Job: N pods that run to completion
     (ps,) = job.pod_sets.all()
     (c,) = ps.containers.all()
     assert (ps.name, ps.count, ps.cpu_milli, ps.memory_mib) == ("main", 1, 1000, 1024)
@@ -202,6 +203,7 @@ def test_jobset_with_two_replicated_jobs_is_admitted_as_one_gang(fake, kube):
     job = Job.objects.get(pk=job_id)
     assert [(p.name, p.count) for p in job.pod_sets.all()] == [("leader", 1), ("workers", 2)]
     assert job.pod_count == 3
+    assert job.kind == JobKind.TRAINING
     _admit(group, job_id)
     assert Placement.objects.filter(job_id=job_id).count() == 3  # all in one cycle
     obj = fake.get("jobsets", "llm", NS)
@@ -280,6 +282,8 @@ def test_deployment_scaled_up_gets_its_new_replica_admitted(fake, kube):
     a_uuid = fake.get("pods", "infer-a", NS)["metadata"]["annotations"]["nvidia.com/use-gpuuuid"]
     assert pod_b["metadata"]["annotations"]["nvidia.com/use-gpuuuid"] != a_uuid
     assert Job.objects.get(pk=first).state == JobState.ADMITTED
+    # a gated replica is one queued pod, not a console-run inference service
+    assert Job.objects.get(pk=first).kind == JobKind.BATCH
 
     # preempted (the cycle's eviction, then its after-commit step): the replica is deleted,
     # and its job ends saying a replacement queues (the ReplicaSet makes a new gated pod)

@@ -283,7 +283,8 @@ def test_reconcile_is_single_flight_and_refuses_simulated(fake, kube):
     assert reconcile_cluster(cluster.pk, watch_s=0).locked_out is False
 
 
-def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, kube):
+def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(
+        fake, kube, django_capture_on_commit_callbacks):
     from tenants.models import Quota
 
     cluster, group, queue = kube
@@ -300,7 +301,8 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, 
         containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)]),
         enqueue=False)
     JobContainer.objects.filter(job=high).update(image="busybox:1.37")
-    report = run_admission_cycle(group.pk)
+    with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
+        report = run_admission_cycle(group.pk)
     assert (report.admitted, report.preempted) == ([], [low[1].pk])
     # the pod was deleted; until the reconcile sees it gone, its devices stay booked
     assert _states(low[1]) == (JobState.QUEUED, [PlacementState.TERMINATING])

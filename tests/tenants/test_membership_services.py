@@ -1,21 +1,17 @@
 """Membership writes go through tenants.services: one audit entry per write, in the same
-transaction; adding an existing member is a conflict, the team page's form re-roles."""
+transaction; adding an existing member changes their role (one update entry); an unknown role
+is refused and writes nothing."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 
-from core.exceptions import Conflict
+from core.exceptions import InvalidRequest
 from core.models import AuditEntry
 from tenants.choices import Role
 from tenants.models import Membership, Tenant
-from tenants.services import (
-    add_membership,
-    change_membership,
-    remove_membership,
-    set_membership,
-)
+from tenants.services import add_member, change_member_role, remove_member
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +30,10 @@ def _log():
 
 def test_add_change_remove_each_write_one_audit_entry(people):
     tenant, admin, bob = people
-    m = add_membership(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin, source="api")
-    change_membership(m, role=Role.TENANT_ADMIN, actor=admin, source="api")
-    remove_membership(m, actor=admin, source="ui")
-    after_add = {"user": bob.pk, "tenant": tenant.pk, "role": "member"}
+    m = add_member(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin, source="api")
+    m = change_member_role(m, role=Role.TENANT_ADMIN, actor=admin, source="api")
+    remove_member(m, actor=admin, source="ui")
+    after_add = {"user": bob.pk, "role": "member"}
     after_change = {**after_add, "role": "tenant_admin"}
     assert _log() == [("membership.create", None, after_add, "api"),
                       ("membership.update", after_add, after_change, "api"),
@@ -46,21 +42,19 @@ def test_add_change_remove_each_write_one_audit_entry(people):
     assert set(AuditEntry.objects.values_list("tenant_id", flat=True)) == {tenant.pk}
 
 
-def test_adding_an_existing_member_is_a_conflict_and_writes_nothing(people):
+def test_adding_an_existing_member_re_roles_them(people):
     tenant, admin, bob = people
-    add_membership(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin)
-    with pytest.raises(Conflict, match="already a member"):
-        add_membership(tenant=tenant, user=bob, role=Role.TENANT_ADMIN, actor=admin)
-    assert Membership.objects.get().role == Role.MEMBER
-    assert [a for a, *_ in _log()] == ["membership.create"]
-
-
-def test_set_membership_adds_then_re_roles(people):
-    tenant, admin, bob = people
-    first, created = set_membership(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin,
-                                    source="ui")
-    again, created_again = set_membership(tenant=tenant, user=bob, role=Role.TENANT_ADMIN,
-                                          actor=admin, source="ui")
-    assert (created, created_again, again.pk) == (True, False, first.pk)
+    first = add_member(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin, source="ui")
+    again = add_member(tenant=tenant, user=bob, role=Role.TENANT_ADMIN, actor=admin,
+                       source="ui")
+    assert again.pk == first.pk
     assert Membership.objects.get().role == Role.TENANT_ADMIN
     assert [a for a, *_ in _log()] == ["membership.create", "membership.update"]
+
+
+def test_unknown_role_is_refused_and_writes_nothing(people):
+    tenant, admin, bob = people
+    with pytest.raises(InvalidRequest, match="unknown role"):
+        add_member(tenant=tenant, user=bob, role="owner", actor=admin)
+    assert not Membership.objects.exists()
+    assert not AuditEntry.objects.exists()

@@ -42,3 +42,13 @@ def user_tenants(user):
         return []
     return list(Membership.objects.filter(user=user).order_by("tenant__name")
                 .values_list("tenant__name", "role"))
+
+
+@register.simple_tag
+def open_invitation_count(user) -> int:
+    """Number of open invitations addressed to the user (0 when logged out)."""
+    if not getattr(user, "is_authenticated", False):
+        return 0
+    from tenants.selectors import pending_invitations_for  # noqa: PLC0415 - loaded on first use
+
+    return pending_invitations_for(user).count()

@@ -31,6 +31,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-place", action="store_true", help="only load; do not trigger admission"
         )
+        parser.add_argument(
+            "--fragmentation-policy", default="FragGuard",
+            choices=["FragGuard", "FGD", "none"],
+            help="the resource group's fragmentation policy (default FragGuard; none = HAMi "
+                 "node score)",
+        )
 
     def handle(self, *args, **options):
         started = time.monotonic()
@@ -42,6 +48,7 @@ class Command(BaseCommand):
                 tenants=options["tenants"],
                 time_scale=options["time_scale"],
                 quota_share=options["quota_share"],
+                fragmentation_policy=options["fragmentation_policy"],
             )
         except (TraceError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from exc

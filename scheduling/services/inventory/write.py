@@ -96,10 +96,11 @@ class InventoryWriter:
     def _load(self) -> None:
         """Lock the cluster's nodes, the devices with a reported key, and the rows a
         re-keyed device may be (same node, same registration id or provisional key)."""
+        # nodes, then devices, each in pk order (scheduling.services.locking)
         self.existing = {n.name: n for n in Node.objects.select_for_update().filter(
-            cluster=self.cluster)}
+            cluster=self.cluster).order_by("pk")}
         self.rows = {d.uuid: d for d in Device.objects.select_for_update().select_related(
-            "node__cluster").filter(uuid__in=list(self.plan.where))}
+            "node__cluster").filter(uuid__in=list(self.plan.where)).order_by("pk")}
         old_ids = {rep.identity.hami_id for reps in self.plan.per_node.values()
                    for rep in reps.values() if rep.identity and rep.identity.hami_id}
         if not old_ids:

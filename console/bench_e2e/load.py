@@ -1,0 +1,212 @@
+"""API load against the running console: a burst (as fast as the clients go) and a steady
+offered load (jobs/s on a fixed schedule), with a watcher that sees when each job is placed.
+
+"Placed" = the job left ``queued`` for ``admitted`` (or later) in the database, as any page or
+API read would see it; the watcher polls every ``POLL_S`` seconds, so latencies carry up to
+that much extra. Submit time = when the client sent the POST.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import requests
+from django.db import close_old_connections, connection
+
+from scheduling.choices import JobState
+from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
+from tenants.models import Quota, ResourceGroup, Tenant
+
+POLL_S = 0.05
+MODEL = "NVIDIA-A100-SXM4-80GB"
+#: GPU shares the load jobs ask (percent of a device: cores = memory), cycled.
+SHARES = (25, 50, 10, 100, 30, 20)
+
+
+@dataclass
+class LoadWorld:
+    """The synthetic cluster, group, tenant, queue and API token of the load phases."""
+
+    group_id: int
+    queue_id: int
+    token: str
+    gpus: int
+
+
+def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> LoadWorld:
+    """A simulated cluster ``load`` of ``nodes`` x ``gpus_per_node`` A100s, a resource group
+    over it (``fragmentation`` policy), one tenant with quota for all of it, its queue and a
+    member with an API token."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from tenants.models import Membership
+
+    cluster = Cluster.objects.create(name="load", backend="simulated")
+    model, _ = DeviceModel.objects.get_or_create(
+        name=MODEL, defaults={"vendor": "NVIDIA",
+                              "config": {"memory_mib": 81920, "split_count": 10}})
+    made = Node.objects.bulk_create(
+        Node(cluster=cluster, name=f"load-n{i:05d}", cpu_milli=256_000,
+             memory_mib=2_097_152, labels={"pool": "load"}) for i in range(nodes))
+    Device.objects.bulk_create(
+        (Device(uuid=f"GPU-load-{i:05d}-{j}", node=node, model=model, index=j,
+                memory_mib=81920, split_count=10)
+         for i, node in enumerate(made) for j in range(gpus_per_node)), batch_size=5000)
+    group = ResourceGroup.objects.create(name="load", device_models=[MODEL],
+                                         node_selector={"pool": "load"},
+                                         fragmentation_policy=fragmentation)
+    tenant = Tenant.objects.create(name="load-team")
+    queue = Queue.objects.create(tenant=tenant, resource_group=group, name="default")
+    gpus = nodes * gpus_per_node
+    for dim, amount in (("devices", 1000 * gpus), ("memory_mib", 81920 * gpus),
+                        ("cores_percent", 100 * gpus)):
+        Quota.objects.create(tenant=tenant, resource_group=group, flavor="*",
+                             dimension=dim, nominal=amount)
+    user = get_user_model().objects.create_user("load-user", password="load-user-pw")
+    Membership.objects.create(user=user, tenant=tenant, role="member")
+    token, _ = Token.objects.get_or_create(user=user)
+    return LoadWorld(group.pk, queue.pk, token.key, gpus)
+
+
+def _body(queue_id: int, i: int) -> dict:
+    share = SHARES[i % len(SHARES)]
+    return {"queue": queue_id, "name": f"load-{i}", "cpu_milli": 1000, "memory_mib": 2048,
+            "duration_s": 10_000_000, "containers": [
+                {"device_count": 1, "memory_percent": share, "cores_percent": share}]}
+
+
+@dataclass
+class Watch:
+    """Ids seen placed, with the monotonic time they were first seen."""
+
+    queue_id: int
+    placed: dict[int, float] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                now = time.monotonic()
+                for pk in (Job.objects.filter(queue_id=self.queue_id)
+                           .exclude(state=JobState.QUEUED).values_list("pk", flat=True)):
+                    self.placed.setdefault(pk, now)
+                time.sleep(POLL_S)
+        finally:
+            connection.close()
+
+
+def _session(token: str) -> requests.Session:
+    s = requests.Session()
+    s.headers["Authorization"] = f"Token {token}"
+    adapter = requests.adapters.HTTPAdapter(pool_connections=16, pool_maxsize=16)
+    s.mount("http://", adapter)
+    return s
+
+
+def _submit(session: requests.Session, url: str, body: dict) -> tuple[float, int | None, int]:
+    """POST one job; ``(sent at, job id or None, HTTP status or 0 for a broken connection)``."""
+    sent = time.monotonic()
+    try:
+        r = session.post(url, json=body, timeout=60)
+    except requests.ConnectionError:
+        return sent, None, 0
+    return sent, (r.json().get("id") if r.status_code == 201 else None), r.status_code
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def _wait_placed(watch: Watch, ids: set[int], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not ids <= watch.placed.keys():
+        time.sleep(POLL_S)
+
+
+def burst(base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int,
+          timeout_s: float = 300.0) -> dict:
+    """Submit ``jobs`` jobs with ``clients`` threads as fast as they go; returns
+    submissions/s, placed jobs/s (jobs / time from the first POST to the last job placed) and
+    the submit→placed percentiles."""
+    watch = Watch(world.queue_id)
+    watcher = threading.Thread(target=watch.run, daemon=True)
+    watcher.start()
+    url = base_url + "/api/jobs/"
+    sessions = [_session(world.token) for _ in range(clients)]
+    start = time.monotonic()
+    with ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(lambda i: _submit(sessions[i % clients], url,
+                                                  _body(world.queue_id, offset + i)),
+                                range(jobs)))
+    submitted_s = time.monotonic() - start
+    sent = {pk: t for t, pk, _ in results if pk is not None}
+    _wait_placed(watch, set(sent), timeout_s)
+    watch.stop.set()
+    watcher.join()
+    close_old_connections()
+    placed = [watch.placed[pk] for pk in sent if pk in watch.placed]
+    lat = sorted(watch.placed[pk] - t for pk, t in sent.items() if pk in watch.placed)
+    errors = sum(1 for _, pk, _ in results if pk is None)
+    last = max(placed) if placed else start
+    return {
+        "jobs": jobs, "clients": clients, "http_errors": errors,
+        "api_submissions_per_s": round(len(sent) / submitted_s, 1),
+        "placed": len(placed),
+        "placed_jobs_per_s": round(len(placed) / (last - start), 1) if placed else 0.0,
+        "submit_to_placed_p50_s": _round(_percentile(lat, 50)),
+        "submit_to_placed_p99_s": _round(_percentile(lat, 99)),
+    }
+
+
+def steady(base_url: str, world: LoadWorld, rate_per_s: float, seconds: float, offset: int,
+           clients: int = 8, timeout_s: float = 120.0) -> dict:
+    """Offer ``rate_per_s`` jobs/s for ``seconds`` (POSTs sent on schedule by ``clients``
+    threads); returns the achieved rate and the submit→placed percentiles."""
+    watch = Watch(world.queue_id)
+    watcher = threading.Thread(target=watch.run, daemon=True)
+    watcher.start()
+    url = base_url + "/api/jobs/"
+    total = int(rate_per_s * seconds)
+    sessions = [_session(world.token) for _ in range(clients)]
+    start = time.monotonic()
+
+    def one(i: int):
+        due = start + i / rate_per_s
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        return _submit(sessions[i % clients], url, _body(world.queue_id, offset + i))
+
+    with ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(one, range(total)))
+    offered_s = time.monotonic() - start
+    sent = {pk: t for t, pk, _ in results if pk is not None}
+    _wait_placed(watch, set(sent), timeout_s)
+    watch.stop.set()
+    watcher.join()
+    close_old_connections()
+    lat = sorted(watch.placed[pk] - t for pk, t in sent.items() if pk in watch.placed)
+    late = sum(1 for t, _, _ in results if t - start > seconds + 1.0)
+    return {
+        "offered_jobs_per_s": rate_per_s, "seconds": seconds, "jobs": total,
+        "achieved_submissions_per_s": round(len(sent) / offered_s, 1),
+        "sent_more_than_1s_late": late,
+        "http_errors": sum(1 for _, pk, _ in results if pk is None),
+        "placed": len(lat),
+        "submit_to_placed_p50_s": _round(_percentile(lat, 50)),
+        "submit_to_placed_p99_s": _round(_percentile(lat, 99)),
+        "submit_to_placed_max_s": _round(lat[-1] if lat else None),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

@@ -1,0 +1,101 @@
+"""Pages' side of the workload kinds: what the job page shows per kind (service replicas and
+readiness, notebook time left) and the kind actions (scale, stop, resume), each posting to
+the same service as the REST API."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from console.dashboards.access import can_submit_in
+from core.exceptions import DomainError
+from scheduling.choices import LIVE_JOB_STATES, JobKind, JobState
+from scheduling.models import Job, Placement
+from scheduling.services.workloads import (
+    lifetime_left_s,
+    resume_notebook,
+    scale_service,
+    service_status,
+    stop_notebook,
+)
+from telemetry.services.culling import idle_cull_eta
+from tenants.selectors import get_user_tenant_ids
+
+
+def workload_context(job: Job) -> dict:
+    """Template context of the job page's "Workload" card."""
+    now = timezone.now()
+    out: dict = {"lifetime_left_s": lifetime_left_s(job, now)}
+    if job.is_service:
+        out["service"] = service_status(job)
+        replicas = list(job.replica_jobs.filter(state__in=LIVE_JOB_STATES).order_by("pk"))
+        ready = set(Placement.objects.filter(job__in=replicas, ready=True, state="running")
+                    .values_list("job_id", flat=True))
+        out["replicas"] = [(r, r.pk in ready) for r in replicas]
+    if job.kind == JobKind.NOTEBOOK:
+        out["idle_since"], out["cull_in_s"] = idle_cull_eta(job, now=now)
+    return out
+
+
+def _job(request, pk: int) -> Job:
+    jobs = Job.objects.select_related("tenant", "queue")
+    tenant_ids = get_user_tenant_ids(request.user)
+    if tenant_ids is not None:
+        jobs = jobs.filter(tenant_id__in=tenant_ids)
+    job = get_object_or_404(jobs, pk=pk)
+    if not can_submit_in(request.user, job.tenant_id):
+        raise PermissionDenied("Viewers cannot change jobs.")
+    return job
+
+
+def _act(request, job: Job, action, done: str):
+    try:
+        action()
+        messages.success(request, done)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboards:job-detail", pk=job.pk)
+
+
+@login_required
+@require_POST
+def job_scale(request, pk: int):
+    """Set an inference service's replicas."""
+    job = _job(request, pk)
+    try:
+        replicas = int(request.POST.get("replicas", ""))
+    except ValueError:
+        messages.error(request, "Replicas must be a whole number.")
+        return redirect("dashboards:job-detail", pk=job.pk)
+    return _act(request, job, lambda: scale_service(job, replicas, user=request.user),
+                f"Service {job.name} scaled to {replicas} replicas.")
+
+
+@login_required
+@require_POST
+def job_stop(request, pk: int):
+    """Stop a notebook (frees its devices)."""
+    job = _job(request, pk)
+    return _act(request, job, lambda: stop_notebook(job, user=request.user),
+                f"Notebook {job.name} stopped; its devices are free.")
+
+
+@login_required
+@require_POST
+def job_resume(request, pk: int):
+    """Resume a stopped notebook (queued for devices again)."""
+    job = _job(request, pk)
+    return _act(request, job, lambda: resume_notebook(job, user=request.user),
+                f"Notebook {job.name} queued again.")
+
+
+def can_stop(job: Job) -> bool:
+    return job.kind == JobKind.NOTEBOOK and job.state in LIVE_JOB_STATES
+
+
+def can_resume(job: Job) -> bool:
+    return job.kind == JobKind.NOTEBOOK and job.state == JobState.STOPPED

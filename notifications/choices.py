@@ -1,0 +1,43 @@
+"""Enumerations of the notifications app."""
+
+from django.db import models
+
+from core.events import CAPACITY_ALERT, EVENT_KINDS, JOB_FAILED, JOB_IDLE, JOB_PREEMPTED
+
+
+class Scope(models.TextChoices):
+    """Whose events a subscription receives.
+
+    ``tenant``: every event of one tenant (its tenant admins manage it); ``user``: events
+    about the owner's own jobs in their tenants; ``platform``: every event of every tenant
+    and the capacity alerts (platform admins).
+    """
+
+    TENANT = "tenant", "Tenant"
+    USER = "user", "My jobs"
+    PLATFORM = "platform", "Platform"
+
+
+class Channel(models.TextChoices):
+    WEBHOOK = "webhook", "Webhook (HTTP POST JSON)"
+    EMAIL = "email", "E-mail"
+
+
+class DeliveryStatus(models.TextChoices):
+    """``pending`` → ``delivered``; ``retrying`` after a transient failure (timeout,
+    connection error, 408/429/5xx) until ``NOTIFY_MAX_ATTEMPTS``; ``failed`` for good."""
+
+    PENDING = "pending", "Pending"
+    RETRYING = "retrying", "Retrying"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"
+
+
+EVENT_CHOICES = [(kind, f"{kind}: {text}") for kind, text in EVENT_KINDS.items()]
+
+#: Kinds each scope can receive.
+SCOPE_KINDS = {
+    Scope.TENANT: tuple(k for k in EVENT_KINDS if k != CAPACITY_ALERT),
+    Scope.USER: (JOB_PREEMPTED, JOB_FAILED, JOB_IDLE),
+    Scope.PLATFORM: tuple(EVENT_KINDS),
+}

@@ -1,0 +1,91 @@
+"""Submit-time truth: can a job ever fit its resource group, whatever the current load?
+
+The group's nodes are taken as they are built (device models, counts, memory, cores,
+host CPU and memory, labels) but empty: no usage, every device healthy and uncordoned,
+every node schedulable. A job the placement core cannot place there can never run in the
+group (9 devices per pod on 8-device nodes, 100 GiB on an 80 GiB card, an Ascend request on
+an NVIDIA-only group, a gang larger than the group), so it is refused at submission
+instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from scheduling.models import Job
+from scheduling.placement import place
+from scheduling.placement.profile import Profile
+from scheduling.placement.types import ClusterSnapshot
+from scheduling.placement.types import Device as CoreDevice
+from scheduling.placement.types import Node as CoreNode
+from scheduling.selectors.db_placer import unschedulable_reason
+from scheduling.selectors.device_models import get_catalogue
+from scheduling.selectors.snapshot import build_cluster_snapshot, build_placement_request
+from tenants.models import ResourceGroup
+
+__all__ = ["empty_shape", "never_fits_reason"]
+
+
+def empty_shape(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """A copy of ``snapshot`` with nothing booked, every device healthy and uncordoned and
+    every node schedulable (node registration errors are kept: such a node never fits)."""
+    nodes = []
+    for node in snapshot.nodes.values():
+        devices = []
+        for d in node.devices:
+            fresh = d.clone()
+            fresh.used_slots = fresh.used_memory_mib = fresh.used_cores_percent = 0
+            fresh.mig_instances = []
+            fresh.healthy, fresh.cordoned, fresh.qos_policy = True, False, ""
+            devices.append(fresh)
+        nodes.append(CoreNode(node.name, devices, node.cpu_milli, node.memory_mib, 0, 0,
+                              node.labels, True, node.pair_scores, node.error,
+                              node.annotations))
+    return ClusterSnapshot.from_nodes(nodes)
+
+
+def _shape_hint(job: Job, devices: list[CoreDevice], per_node: dict[str, int],
+                group: ResourceGroup) -> str | None:
+    """The plainest explanation, when one of the simple checks explains the refusal."""
+    for c in job.containers.all():
+        if not c.device_count:
+            continue
+        mine = [d for d in devices if d.vendor.lower() == c.vendor.lower()
+                and (not c.device_types or d.type in c.device_types)]
+        if not mine:
+            have = sorted({f"{d.vendor} {d.type}" for d in devices}) or ["no devices"]
+            wanted = c.vendor + (f" ({', '.join(c.device_types)})" if c.device_types else "")
+            return (f"container {c.name}: group {group.name} has no {wanted} devices "
+                    f"(it has {', '.join(have)})")
+        most = max(sum(1 for d in mine if d.node == n) for n in per_node)
+        if c.device_count > most:
+            return (f"container {c.name}: asks {c.device_count} {c.vendor} devices per pod; "
+                    f"the largest node of group {group.name} has {most}")
+        biggest = max(d.memory_mib for d in mine)
+        if c.memory_mib > biggest:
+            return (f"container {c.name}: asks {c.memory_mib} MiB per device; the largest "
+                    f"{c.vendor} device of group {group.name} has {biggest} MiB")
+    return None
+
+
+def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
+    """Why ``job`` (containers saved) can never be placed in ``group``, or None when it fits
+    the group's empty nodes. Runs the placement core with the live profile (HAMi policies,
+    the device models' configs) on :func:`empty_shape` of the group.
+
+    Returns:
+        A reason such as ``"container main: asks 9 NVIDIA devices per pod; the largest node
+        of group g1 has 8"``, or the core's per-node summary (``"never fits: 0/2 nodes fit;
+        2 node(s): Insufficient cpu"``).
+    """
+    snapshot, _ = build_cluster_snapshot(group)
+    empty = empty_shape(snapshot)
+    devices = [d for n in empty.nodes.values() for d in n.devices]
+    if not empty.nodes:
+        return f"group {group.name} has no nodes"
+    decision = place(empty, build_placement_request(job, group),
+                     Profile(device_configs=get_catalogue().configs).build(cache=False))
+    if decision.schedulable:
+        return None
+    per_node = {n: len(node.devices) for n, node in empty.nodes.items()}
+    hint = _shape_hint(job, devices, per_node, group)
+    return hint or f"never fits group {group.name} even when empty: " + \
+        unschedulable_reason(decision)

@@ -1,0 +1,298 @@
+"""Workload kinds (``Job.kind``): inference services and their replicas, notebook stop/resume,
+time limits. Views and tasks call these; the admission cycle knows nothing of kinds.
+
+* **inference**: the service is a ``Job`` that is never queued (state ``running`` while it is
+  up, no pods of its own); each replica is a single-pod child job (``parent`` = the service)
+  that goes through the queue, quota, admission, preemption and accounting like any job -
+  Kueue admits the pods of a Deployment one by one the same way. Scaling creates or cancels
+  replicas; a replica that ended (failed, or lost with nothing to requeue it) is replaced by
+  :func:`reconcile_services`; a preempted replica is requeued (``on_preemption`` requeue) and
+  placed again when capacity returns.
+* **notebook**: :func:`stop_notebook` frees the devices (state ``stopped``, no cost accrues),
+  :func:`resume_notebook` queues it again. Idle culling lives in
+  ``telemetry.services.culling`` (it reads device utilisation); the maximum lifetime
+  (``max_runtime_s``) is enforced by :func:`enforce_time_limits`.
+* **training** / **batch**: :func:`scheduling.services.eviction.enforce_max_runtime` fails a
+  run longer than ``max_runtime_s`` after admission (on Kubernetes the pod's
+  ``activeDeadlineSeconds`` does it too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.audit import record as audit
+from core.exceptions import Conflict, InvalidRequest
+from scheduling.backends import get_backend
+from scheduling.choices import (
+    BOOKED_PLACEMENT_STATES,
+    LIVE_JOB_STATES,
+    JobKind,
+    JobState,
+    PlacementState,
+    PreemptionPolicy,
+)
+from scheduling.dispatch import enqueue_admission_cycle
+from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.services.jobs import JobSpec, cancel_job, submit_job
+
+__all__ = [
+    "submit_workload", "scale_service", "reconcile_services", "cancel_workload",
+    "stop_notebook", "resume_notebook", "enforce_time_limits", "ServiceStatus",
+    "service_status", "lifetime_left_s",
+]
+
+REPLICA_COPIED = ("tenant_id", "queue_id", "priority", "cpu_milli", "memory_mib", "duration_s",
+                  "preemptible", "min_runtime_s", "port", "volumes", "secrets", "tolerations",
+                  "node_selector", "source", "submitted_by_id")
+"""Fields a replica takes from its service."""
+
+
+def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+    """Create a job of any kind: :func:`~scheduling.services.jobs.submit_job`, plus an
+    inference service's ``replicas`` replica jobs. Notebooks get the configured idle-cull
+    time and lifetime when the spec gives none (``NOTEBOOK_IDLE_CULL_S``,
+    ``NOTEBOOK_MAX_LIFETIME_S``).
+
+    Returns:
+        The new job (the service for inference).
+    """
+    if spec.kind == JobKind.NOTEBOOK:
+        spec = replace(spec, idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
+                       max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S)
+    with transaction.atomic():
+        job = submit_job(queue, spec, user=user, enqueue=enqueue)
+        if spec.kind == JobKind.INFERENCE:
+            _add_replicas(job, spec.replicas or 1)
+            if enqueue:
+                enqueue_admission_cycle(queue.resource_group_id)
+    return job
+
+
+def _add_replicas(service: Job, count: int) -> list[Job]:
+    """Create ``count`` queued replicas of ``service`` (containers copied)."""
+    containers = list(service.containers.all())
+    first = service.replica_jobs.count()
+    made = []
+    for i in range(first, first + count):
+        replica = Job.objects.create(
+            name=f"{service.name}-{i}", kind=JobKind.INFERENCE, parent=service, pod_count=1,
+            restart_policy="Always", on_preemption=PreemptionPolicy.REQUEUE,
+            **{f: getattr(service, f) for f in REPLICA_COPIED})
+        JobContainer.objects.bulk_create(
+            JobContainer(job=replica, name=c.name, init=c.init, vendor=c.vendor,
+                         device_count=c.device_count, memory_mib=c.memory_mib,
+                         memory_percent=c.memory_percent, cores_percent=c.cores_percent,
+                         device_types=list(c.device_types), image=c.image,
+                         command=list(c.command), args=list(c.args), env=dict(c.env))
+            for c in containers)
+        JobEvent.objects.create(job=replica, kind="queued",
+                                message=f"replica {i} of service {service.pk}")
+        made.append(replica)
+    return made
+
+
+def _live_replicas(service: Job):
+    return service.replica_jobs.filter(state__in=LIVE_JOB_STATES)
+
+
+def scale_service(service: Job, replicas: int, *, user=None) -> Job:
+    """Set an inference service's desired replicas: new replicas are queued (each admitted
+    under the tenant's quota like any job); surplus ones are cancelled, queued ones first,
+    then the newest.
+
+    Raises:
+        InvalidRequest: not a live inference service, or ``replicas`` outside
+            ``[replicas_min, replicas_max]``.
+    """
+    if not service.is_service:
+        raise InvalidRequest("only an inference service can be scaled", field="replicas")
+    low, high = service.replicas_min or 1, service.replicas_max or max(replicas, 1)
+    if not low <= replicas <= high:
+        raise InvalidRequest(f"replicas must be between {low} and {high}", field="replicas")
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=service.pk)
+        if locked.state != JobState.RUNNING:
+            raise Conflict(f"service {service.pk} is {locked.state}", field="state")
+        live = list(_live_replicas(locked).order_by("pk"))
+        before = locked.replicas
+        if len(live) < replicas:
+            _add_replicas(locked, replicas - len(live))
+        else:
+            surplus = sorted(live, key=lambda j: (j.state != JobState.QUEUED, -j.pk))
+            for replica in surplus[: len(live) - replicas]:
+                cancel_job(replica, user=user)
+        Job.objects.filter(pk=locked.pk).update(replicas=replicas, pod_count=replicas)
+        JobEvent.objects.create(job=locked, kind="scaled",
+                                message=f"replicas {before} -> {replicas}")
+        audit("job.scale", locked, actor=user, tenant_id=locked.tenant_id,
+              before={"replicas": before}, after={"replicas": replicas})
+        enqueue_admission_cycle(locked.queue.resource_group_id)
+    service.refresh_from_db()
+    return service
+
+
+def reconcile_services() -> int:
+    """Replace the replicas of running services that ended (failed, or finished): each
+    service gets back to its desired count. Returns the number of replicas created."""
+    made = 0
+    for service in Job.objects.filter(kind=JobKind.INFERENCE, parent__isnull=True,
+                                      state=JobState.RUNNING).select_related("queue"):
+        with transaction.atomic():
+            locked = Job.objects.select_for_update().get(pk=service.pk)
+            missing = (locked.replicas or 0) - _live_replicas(locked).count()
+            if locked.state == JobState.RUNNING and missing > 0:
+                for replica in _add_replicas(locked, missing):
+                    JobEvent.objects.create(job=locked, kind="replaced",
+                                            message=f"replica {replica.name} queued")
+                made += missing
+                enqueue_admission_cycle(locked.queue.resource_group_id)
+    return made
+
+
+def cancel_workload(job: Job, *, user=None) -> Job:
+    """Cancel any job: an inference service with all its live replicas; a stopped notebook
+    (it holds nothing) at once; any other through ``cancel_job``.
+
+    Raises:
+        Conflict: the job already finished.
+    """
+    if job.is_service:
+        with transaction.atomic():
+            moved = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+                state=JobState.CANCELLED, finished_at=timezone.now())
+            if not moved:
+                job.refresh_from_db()
+                raise Conflict(f"job {job.pk} is already {job.state}", field="state")
+            for replica in _live_replicas(job):
+                cancel_job(replica, user=user)
+            JobEvent.objects.create(job=job, kind="cancelled", message="service stopped")
+            audit("job.cancel", job, actor=user, tenant_id=job.tenant_id,
+                  before={"state": JobState.RUNNING.value},
+                  after={"state": JobState.CANCELLED.value})
+        job.refresh_from_db()
+        return job
+    if job.state == JobState.STOPPED:
+        Job.objects.filter(pk=job.pk, state=JobState.STOPPED).update(
+            state=JobState.CANCELLED, finished_at=timezone.now())
+        JobEvent.objects.create(job=job, kind="cancelled", message="stopped notebook deleted")
+        job.refresh_from_db()
+        return job
+    return cancel_job(job, user=user)
+
+
+def _release(job: Job, now: datetime, message: str) -> bool:
+    """Delete the job's pods and release its booked placements; True when any was booked."""
+    placements = list(Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES)
+                      .select_related("node__cluster"))
+    for placement in placements:
+        get_backend(placement.node.cluster.backend).delete(placement)
+    Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
+        state=PlacementState.RELEASED, ended_at=now, message=message, ready=False)
+    return bool(placements)
+
+
+def stop_notebook(job: Job, *, reason: str = "", user=None, now: datetime | None = None) -> Job:
+    """Stop a notebook: its pod is deleted, its devices freed (no cost accrues while it is
+    stopped) and it leaves the queue until :func:`resume_notebook`.
+
+    Raises:
+        InvalidRequest: not a notebook.
+        Conflict: the notebook is not queued, admitted or running.
+    """
+    if job.kind != JobKind.NOTEBOOK:
+        raise InvalidRequest("only a notebook can be stopped", field="kind")
+    now = now or timezone.now()
+    who = getattr(user, "username", "") or "system"
+    message = reason or f"stopped by {who}"
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
+            state=JobState.STOPPED, stopped_at=now, pending_reason=message[:2000])
+        if not moved:
+            raise Conflict(f"notebook {job.pk} is {locked.state}", field="state")
+        freed = _release(locked, now, message)
+        JobEvent.objects.create(job=job, kind="stopped", message=message)
+        audit("job.stop", locked, actor=user, tenant_id=locked.tenant_id,
+              before={"state": locked.state}, after={"state": JobState.STOPPED.value})
+        if freed:
+            enqueue_admission_cycle(locked.queue.resource_group_id)
+    job.refresh_from_db()
+    return job
+
+
+def resume_notebook(job: Job, *, user=None) -> Job:
+    """Queue a stopped notebook again: it asks for devices anew (it may land elsewhere).
+
+    Raises:
+        Conflict: the notebook is not stopped.
+    """
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, kind=JobKind.NOTEBOOK,
+                                   state=JobState.STOPPED).update(
+            state=JobState.QUEUED, admitted_at=None, started_at=None, pending_reason="")
+        if not moved:
+            job.refresh_from_db()
+            raise Conflict(f"notebook {job.pk} is {job.state}, not stopped", field="state")
+        JobEvent.objects.create(job=job, kind="resumed", message="queued again")
+        audit("job.resume", job, actor=user, tenant_id=job.tenant_id,
+              before={"state": JobState.STOPPED.value}, after={"state": JobState.QUEUED.value})
+        enqueue_admission_cycle(job.queue.resource_group_id)
+    job.refresh_from_db()
+    return job
+
+
+def enforce_time_limits(now: datetime | None = None) -> list[int]:
+    """Stop notebooks past their lifetime (``max_runtime_s`` counted from ``started_at``).
+    Other kinds' ``max_runtime_s`` is enforced from admission by
+    :func:`scheduling.services.eviction.enforce_max_runtime` (Kueue
+    maximumExecutionTimeSeconds). Returns the ids of the notebooks stopped."""
+    now = now or timezone.now()
+    ended = []
+    rows = Job.objects.filter(state=JobState.RUNNING, max_runtime_s__isnull=False,
+                              started_at__isnull=False, parent__isnull=True,
+                              kind=JobKind.NOTEBOOK)
+    for job in rows.select_related("queue"):
+        if job.started_at + timedelta(seconds=job.max_runtime_s) > now:
+            continue
+        limit = f"{job.max_runtime_s:g} s"
+        try:
+            stop_notebook(job, reason=f"culled: maximum lifetime {limit} reached", now=now)
+        except Conflict:
+            continue  # it ended meanwhile
+        ended.append(job.pk)
+    return ended
+
+
+def lifetime_left_s(job: Job, now: datetime | None = None) -> float | None:
+    """Seconds before a running job reaches ``max_runtime_s`` (a notebook's lifetime), or
+    None when it has no limit or is not running."""
+    if job.state != JobState.RUNNING or not job.max_runtime_s or job.started_at is None:
+        return None
+    now = now or timezone.now()
+    return max(0.0, job.max_runtime_s - (now - job.started_at).total_seconds())
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    """An inference service's replicas: desired, live (queued/admitted/running), running
+    (all pods running) and ready (pod passes readiness)."""
+
+    desired: int
+    live: int
+    running: int
+    ready: int
+
+
+def service_status(service: Job) -> ServiceStatus:
+    """Replica counts of an inference service (see :class:`ServiceStatus`)."""
+    live = _live_replicas(service)
+    ready = Placement.objects.filter(job__parent=service, state=PlacementState.RUNNING,
+                                     ready=True).values("job_id").distinct().count()
+    return ServiceStatus(desired=service.replicas or 0, live=live.count(),
+                         running=live.filter(state=JobState.RUNNING).count(), ready=ready)
