@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# mypy's Django plugin loads the settings: point them at servers it never contacts, so no
+# embedded PostgreSQL / Redis starts for a type check.
+MYPY_ENV := DATABASE_URL=postgres://mypy@127.0.0.1:1/mypy REDIS_URL=redis://127.0.0.1:1/0 \
+	SECRET_KEY=mypy-only
 
 .PHONY: run test lint bench-placement bench-e2e stop clean
 
@@ -23,6 +27,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) .ci/check_sizes.py
+	$(MYPY_ENV) $(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 
 bench-placement: $(STAMP)

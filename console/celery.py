@@ -20,7 +20,7 @@ app.set_default()
 def _routine_loggers_quiet(**_kwargs) -> None:
     """Re-apply the levels of ``LOGGING["loggers"]`` (routine task chatter at WARNING) after
     the worker or beat set up logging from its ``--loglevel``."""
-    from django.conf import settings
+    from django.conf import settings  # noqa: PLC0415 - settings after Django set-up
 
     for name, config in settings.LOGGING.get("loggers", {}).items():
         if "level" in config:

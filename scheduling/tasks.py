@@ -102,7 +102,7 @@ def reconcile_task() -> int:
 @shared_task(name=DEMO_STREAM_TASK)
 def demo_stream_task() -> int | None:
     """Beat tick (``DEMO_STREAM_S``): submit one random sample job to the demo cluster."""
-    job = submit_demo_job(random.Random())
+    job = submit_demo_job(random.Random())  # noqa: S311 - sample jobs, not security
     return job.pk if job else None
 
 

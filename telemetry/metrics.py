@@ -129,7 +129,17 @@ class ConsoleCollector:
 
 
 def _families():
-    groups = dict(ResourceGroup.objects.values_list("pk", "name"))
+    """Every console metric family, read from the database at scrape time."""
+    yield from _queue_families()
+    yield from _event_families()
+    yield from _cycle_histogram()
+    yield from _allocation_families()
+    yield from _group_gauges()
+    yield from _health_families()
+
+
+def _queue_families():
+    """Queue depth per group and tenant; pending jobs per group and reason category."""
     depth = GaugeMetricFamily(
         "console_queue_depth", "Queued jobs per resource group and tenant.",
         labels=["resource_group", "tenant"],
@@ -158,6 +168,9 @@ def _families():
         reasons.add_metric([group, reason], n)
     yield reasons
 
+
+def _event_families():
+    """Admission and preemption counters per resource group."""
     events = (
         JobEvent.objects.filter(kind__in=["admitted", "preempted"])
         .values("job__queue__resource_group__name", "kind")
@@ -175,6 +188,9 @@ def _families():
     yield admissions
     yield preemptions
 
+
+def _cycle_histogram():
+    """Admission cycle wall time per resource group (stored buckets)."""
     hist = HistogramMetricFamily(
         "console_admission_cycle_duration_seconds", "Admission cycle wall time.",
         labels=["resource_group"],
@@ -186,7 +202,10 @@ def _families():
         hist.add_metric([stats.group_name], cumulative, stats.duration_sum_s)
     yield hist
 
-    yield from _allocation_families()
+
+def _group_gauges():
+    """Per resource group gauges (GROUP_GAUGES); milli values in whole units."""
+    groups = dict(ResourceGroup.objects.values_list("pk", "name"))
     gauges = {
         field: GaugeMetricFamily(name, help_text, labels=["resource_group"])
         for field, name, help_text in GROUP_GAUGES
@@ -202,6 +221,9 @@ def _families():
             family.add_metric([name], value)
     yield from gauges.values()
 
+
+def _health_families():
+    """Unhealthy devices, scrape target status and idle-job flags."""
     unhealthy = GaugeMetricFamily(
         "console_unhealthy_devices", "Present devices marked unhealthy.",
         labels=["vendor", "model"],

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from core.models import BaseModel
 from tenants.choices import (
@@ -351,8 +352,6 @@ class Invitation(BaseModel):
     @property
     def state(self) -> str:
         """``accepted``, ``revoked``, ``expired`` or ``pending``."""
-        from django.utils import timezone
-
         if self.accepted_at is not None:
             return "accepted"
         if self.revoked_at is not None:

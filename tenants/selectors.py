@@ -8,8 +8,10 @@ import string
 
 from django.apps import apps
 from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 
-from tenants.models import Membership, Tenant, TenantNamespace
+from tenants.models import Invitation, Membership, Tenant, TenantNamespace
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
@@ -87,11 +89,6 @@ def flavor_names(group) -> set[str]:
 def pending_invitations_for(user):
     """Open, unexpired invitations addressed to ``user`` (by username, or by e-mail ignoring
     case), newest first, with their tenant."""
-    from django.db.models import Q
-    from django.utils import timezone
-
-    from tenants.models import Invitation
-
     if not user.is_authenticated:
         return Invitation.objects.none()
     addressed = Q(invitee=user.get_username())

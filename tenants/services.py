@@ -526,8 +526,6 @@ def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api"
     return locked
 
 
-
-
 #: Role precedence when several identity-provider groups grant roles in one tenant.
 ROLE_RANK = {"viewer": 0, "member": 1, "tenant_admin": 2}
 

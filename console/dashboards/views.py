@@ -18,7 +18,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -30,11 +29,11 @@ from console.dashboards import charts, trends
 from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
-from core.audit import record as audit
 from core.dispatch import CACHE_ERRORS
 from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
+from core.tokens import replace_api_token
 from scheduling.choices import Backend, JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice
@@ -448,20 +447,10 @@ def tokens(request):
     """The user's API token: show, create / regenerate, revoke."""
     token = Token.objects.filter(user=request.user).first()
     if request.method == "POST":
-        action = request.POST.get("action")
-        with transaction.atomic():
-            if token is not None:
-                token.delete()
-            if action == "create":
-                token = Token.objects.create(user=request.user)
-                audit("token.create", request.user, actor=request.user,
-                      object_type="authtoken.token", source="ui")
-                messages.success(request, "New token created; the old one no longer works.")
-            else:
-                token = None
-                audit("token.revoke", request.user, actor=request.user,
-                      object_type="authtoken.token", source="ui")
-                messages.success(request, "Token revoked.")
+        create = request.POST.get("action") == "create"
+        token = replace_api_token(request.user, create=create, source="ui")
+        messages.success(request, "New token created; the old one no longer works." if create
+                         else "Token revoked.")
         return redirect("dashboards:tokens")
     return render(request, "dashboards/tokens.html", {
         "token": token, "memberships": roles(request.user),

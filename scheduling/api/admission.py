@@ -20,26 +20,13 @@ from rest_framework.views import APIView
 
 from core.api.throttling import WriteRateThrottle
 from core.exceptions import InvalidRequest
-from scheduling.admission import (
-    AdmissionInputError,
-    Dimension,
-    PendingWorkload,
-    preview_submission,
-    simulate_quota_change,
-)
+from scheduling.admission import Dimension
 from scheduling.api.serializers import JobSubmitSerializer
-from scheduling.selectors.admission import (
-    SpecJob,
-    build_admission_snapshot,
-    core_quota,
-    queue_key,
-    queued_jobs,
-    quota_usage_table,
-)
-from scheduling.selectors.snapshot import build_placement_request
+from scheduling.selectors.admission import quota_usage_table
+from scheduling.services.dry_run import preview_job, preview_quota_changes
 from tenants.api.serializers import MAX_QUOTA_AMOUNT, NameField, VisibleTenantField
 from tenants.choices import Dimension as DimensionChoice
-from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 
 from .views import _submit_queues
@@ -138,20 +125,8 @@ class JobDryRunView(APIView):
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         queue = serializer.validated_data["queue"]
-        spec = serializer.to_spec()
+        preview = preview_job(queue, serializer.to_spec())
         group = queue.resource_group
-        now = timezone.now()
-        ctx = build_admission_snapshot(group, now, pending=queued_jobs(group))
-        workload = PendingWorkload(
-            id="dry-run", tenant=queue.tenant.name, queue=queue_key(queue),
-            priority=spec.priority, created_at=now, pod_count=spec.pod_count,
-            min_pod_count=spec.min_pods,
-            request=build_placement_request(SpecJob(spec), group),
-        )
-        try:
-            preview = preview_submission(ctx.snapshot, ctx.placer(), workload)
-        except AdmissionInputError as exc:
-            raise InvalidRequest(str(exc)) from exc
         visible = _visible_names(request.user)
         body: dict = {"admitted": preview.admitted, "resource_group": group.name,
                       "other_admissions": len(preview.other_admissions)}
@@ -241,41 +216,18 @@ class QuotaDryRunView(APIView):
         serializer = QuotaDryRunInputSerializer(
             data=request.data, context={"visible_tenant_ids": visible_ids})
         serializer.is_valid(raise_exception=True)
-        by_group: dict[int, list[dict]] = {}
-        for change in serializer.validated_data["changes"]:
+        changes = serializer.validated_data["changes"]
+        for change in changes:
             tenant = change["tenant"]
             if visible_ids is not None and tenant.pk not in visible_ids:
                 raise NotFound("No such tenant.")
             if not can_manage_quota(request.user, tenant):
                 raise PermissionDenied(
                     "Quotas are set by platform admins, or by the admin of a parent tenant.")
-            by_group.setdefault(change["resource_group"].pk, []).append(change)
         visible = _visible_names(request.user)
-        now = timezone.now()
         answer = []
-        for group_id, changes in sorted(by_group.items()):
-            group = ResourceGroup.objects.get(pk=group_id)
-            ctx = build_admission_snapshot(
-                group, now, extra_flavor_names={c["flavor"] for c in changes})
-            live = {f.name for f in ctx.snapshot.group.flavors}
-            changed, removed = [], []
-            for c in changes:
-                if c["flavor"] not in live:
-                    raise InvalidRequest(
-                        f"flavor {c['flavor']!r} covers no device model of group {group.name}",
-                        field="flavor")
-                if c["remove"]:
-                    removed.append((c["tenant"].name, c["flavor"], Dimension(c["dimension"])))
-                else:
-                    changed.append(core_quota(Quota(
-                        tenant=c["tenant"], resource_group=group, flavor=c["flavor"],
-                        dimension=c["dimension"], nominal=c["nominal"],
-                        borrowing_limit=c["borrowing_limit"], lending_limit=c["lending_limit"],
-                    ), c["flavor"]))
-            try:
-                impact = simulate_quota_change(ctx.snapshot, changed=changed, removed=removed)
-            except AdmissionInputError as exc:
-                raise InvalidRequest(str(exc)) from exc
+        for result in preview_quota_changes(changes):
+            group, impact = result.group, result.impact
             shown = _violation_texts([*impact.violations, *impact.unresolved], visible)
             answer.append({
                 "resource_group": group.name,

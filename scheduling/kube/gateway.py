@@ -488,29 +488,18 @@ class KubernetesGateway:
         deadline = time.monotonic() + timeout_s
         rv = resource_version
         if rv is None:
-            lst = self.list_pods(namespace, label_selector)
-            rv = lst.resource_version
-            yield WatchEvent("RELISTED", None, rv, lst.items)
+            yield (relisted := self._relisted(namespace, label_selector))
+            rv = relisted.resource_version
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            left = max(1, math.ceil(remaining))
-            kw = {"label_selector": label_selector, "watch": True, "resource_version": rv,
-                  "timeout_seconds": left, "allow_watch_bookmarks": True,
-                  "_preload_content": False}
-            if self.timeout:
-                kw["_request_timeout"] = (self.timeout, left + self.timeout)
             try:
-                if namespace is None:
-                    resp = self._call(lambda kw=kw: self.core.list_pod_for_all_namespaces(**kw))
-                else:
-                    resp = self._call(lambda kw=kw: self.core.list_namespaced_pod(namespace,
-                                                                                  **kw))
+                resp = self._open_pod_watch(namespace, label_selector, rv,
+                                            max(1, math.ceil(remaining)))
             except Expired:
-                lst = self.list_pods(namespace, label_selector)
-                rv = lst.resource_version
-                yield WatchEvent("RELISTED", None, rv, lst.items)
+                yield (relisted := self._relisted(namespace, label_selector))
+                rv = relisted.resource_version
                 continue
             expired = False
             try:
@@ -520,14 +509,9 @@ class KubernetesGateway:
                     event = json.loads(line)
                     etype, obj = event.get("type"), event.get("object") or {}
                     if etype == "ERROR":
-                        err = KubeError(int(obj.get("code") or 0), str(obj.get("reason", "")),
-                                        str(obj.get("message", "")))
-                        if err.status == 410:
-                            expired = True
-                            break
-                        if err.status in (429, 500, 503, 504):
-                            raise Retryable(err.status, err.reason, err.message)
-                        raise Permanent(err.status, err.reason, err.message)
+                        _raise_watch_error(obj)  # returns only for 410 Expired
+                        expired = True
+                        break
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype == "BOOKMARK":
                         continue
@@ -543,6 +527,34 @@ class KubernetesGateway:
                 resp.close()
                 resp.release_conn()
             if expired:
-                lst = self.list_pods(namespace, label_selector)
-                rv = lst.resource_version
-                yield WatchEvent("RELISTED", None, rv, lst.items)
+                yield (relisted := self._relisted(namespace, label_selector))
+                rv = relisted.resource_version
+
+    def _relisted(self, namespace: str | None, label_selector: str) -> WatchEvent:
+        """List the pods again: the ``RELISTED`` event that replaces the caller's view."""
+        lst = self.list_pods(namespace, label_selector)
+        return WatchEvent("RELISTED", None, lst.resource_version, lst.items)
+
+    def _open_pod_watch(self, namespace: str | None, label_selector: str, rv: str,
+                        left: int):
+        """Open one watch stream of ``left`` seconds from ``rv`` (raises Expired on 410)."""
+        kw = {"label_selector": label_selector, "watch": True, "resource_version": rv,
+              "timeout_seconds": left, "allow_watch_bookmarks": True,
+              "_preload_content": False}
+        if self.timeout:
+            kw["_request_timeout"] = (self.timeout, left + self.timeout)
+        if namespace is None:
+            return self._call(lambda: self.core.list_pod_for_all_namespaces(**kw))
+        return self._call(lambda: self.core.list_namespaced_pod(namespace, **kw))
+
+
+def _raise_watch_error(obj: dict) -> None:
+    """A watch ``ERROR`` event's Status: return for 410 Expired (the caller relists), raise
+    Retryable for 429/5xx, Permanent otherwise."""
+    err = KubeError(int(obj.get("code") or 0), str(obj.get("reason", "")),
+                    str(obj.get("message", "")))
+    if err.status == 410:
+        return
+    if err.status in (429, 500, 503, 504):
+        raise Retryable(err.status, err.reason, err.message)
+    raise Permanent(err.status, err.reason, err.message)

@@ -170,35 +170,9 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
     if phase == "Succeeded":
         return PodState(SUCCEEDED, "", "", node)
     if phase == "Failed":
-        if status.get("reason"):
-            return PodState(FAILED, status["reason"], status.get("message", ""), node)
-        for cs in _statuses(status):
-            term = (cs.get("state") or {}).get("terminated") or {}
-            if term and term.get("exitCode", 0) != 0:
-                return PodState(FAILED, term.get("reason") or "Error",
-                                f"container {cs.get('name')} exited with code "
-                                f"{term.get('exitCode')}"
-                                + (f": {term['message']}" if term.get("message") else ""), node)
-        return PodState(FAILED, "Failed", status.get("message", ""), node)
+        return _failed_state(status, node)
     if phase == "Pending" or (not phase and not status):
-        for cs in _statuses(status):
-            waiting = (cs.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in _FATAL_WAITING:
-                return PodState(FAILED, waiting["reason"],
-                                f"container {cs.get('name')}: {waiting.get('message', '')}"
-                                .rstrip(": "), node)
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                return PodState(PENDING, cond.get("reason", "Unschedulable"),
-                                cond.get("message", ""), node)
-        if not node:
-            return PodState(PENDING, "", "", "")
-        for cs in _statuses(status):
-            waiting = (cs.get("state") or {}).get("waiting") or {}
-            if waiting:
-                return PodState(STARTING, waiting.get("reason", ""),
-                                waiting.get("message", ""), node)
-        return PodState(STARTING, "", "", node)
+        return _pending_state(status, node)
     if phase == "Running":
         for cs in status.get("containerStatuses") or []:
             waiting = (cs.get("state") or {}).get("waiting") or {}
@@ -208,6 +182,42 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
                                 .rstrip(": "), node)
         return PodState(RUNNING, "", "", node)
     return PodState(UNKNOWN, status.get("reason", "") or phase, status.get("message", ""), node)
+
+
+def _failed_state(status: Mapping[str, Any], node: str) -> PodState:
+    """Rule 2 of :func:`pod_state` for phase Failed."""
+    if status.get("reason"):
+        return PodState(FAILED, status["reason"], status.get("message", ""), node)
+    for cs in _statuses(status):
+        term = (cs.get("state") or {}).get("terminated") or {}
+        if term and term.get("exitCode", 0) != 0:
+            return PodState(FAILED, term.get("reason") or "Error",
+                            f"container {cs.get('name')} exited with code "
+                            f"{term.get('exitCode')}"
+                            + (f": {term['message']}" if term.get("message") else ""), node)
+    return PodState(FAILED, "Failed", status.get("message", ""), node)
+
+
+def _pending_state(status: Mapping[str, Any], node: str) -> PodState:
+    """Rule 3 of :func:`pod_state` for phase Pending (or no status yet)."""
+    for cs in _statuses(status):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in _FATAL_WAITING:
+            return PodState(FAILED, waiting["reason"],
+                            f"container {cs.get('name')}: {waiting.get('message', '')}"
+                            .rstrip(": "), node)
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return PodState(PENDING, cond.get("reason", "Unschedulable"),
+                            cond.get("message", ""), node)
+    if not node:
+        return PodState(PENDING, "", "", "")
+    for cs in _statuses(status):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting:
+            return PodState(STARTING, waiting.get("reason", ""),
+                            waiting.get("message", ""), node)
+    return PodState(STARTING, "", "", node)
 
 
 def job_state(pods: Sequence[PodState], expected: int) -> str:

@@ -99,21 +99,9 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
         node_names: nodes in tie order (default: sorted names, computed only when needed).
     """
     state = CycleState()
-    for p in fw.pre_filters:
-        st = p.pre_filter(state, pod, snapshot)
-        if not st.ok:
-            msg = st.reason or f"rejected by {st.plugin}"
-            names = node_names if node_names is not None else sorted(snapshot.nodes)
-            return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
-    sel = fw.select_plugin
-    if sel is not None:
-        fs = sel.select(state, snapshot, pod)
-        if fs is not None:
-            if fs.node is None:
-                return PodResult(None, dict(fs.reasons) or {"*": "no node fits"}, {})
-            pa = PodAssignment(pod.name, fs.node, tuple(fs.containers), pod.cpu_milli,
-                               pod.memory_mib, fs.score)
-            return PodResult(pa, {}, {fs.node: fs.score})
+    early = _pre_filter_and_select(snapshot, pod, fw, state, node_names)
+    if early is not None:
+        return early
     names = node_names if node_names is not None else sorted(snapshot.nodes)
     policy = pod.node_policy or fw.profile.node_policy
     if policy not in ("binpack", "spread"):
@@ -121,8 +109,6 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
         return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
     maximize = fw.maximize if not pod.node_policy else policy == "binpack"
     nodes = snapshot.nodes
-    filters = fw.filters
-    scorers = fw.scores
     fits = state.get(FITS)
     empty = NodeFit([() for _ in pod.containers])
     cache = fw.node_cache(_shape(pod)) if fw.cache else None
@@ -133,50 +119,80 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     best_score = 0.0
     for name in names:
         node = nodes[name]
-        if cache is not None:
-            stamp = usage_stamp(node)
-            hit = cache.get(name)
-            if hit is not None and hit[0] is node and hit[1] == stamp:
-                if hit[2] is None:
-                    reasons[name] = hit[3]
-                    continue
-                fit, total = hit[2], hit[3]
-                scores[name] = total
-                if best is None or (total > best_score if maximize else total < best_score):
-                    best, best_score, best_fit = node, total, fit
-                continue
-        failed = None
-        for f in filters:
-            st = f.filter(state, pod, node)
-            if not st.ok:
-                failed = st.reason
-                break
-        if failed is not None:
-            reasons[name] = failed
-            if cache is not None:
-                cache[name] = (node, stamp, None, failed)
+        fit, outcome = _evaluate(state, pod, name, node, fw, fits, empty, cache)
+        if fit is None:
+            reasons[name] = outcome
             continue
-        fit = fits.get(name, empty) if fits is not None else empty
-        total = 0.0
-        for plugin, weight in scorers:
-            total += weight * plugin.score(state, pod, node, fit)
-        scores[name] = total
-        if cache is not None:
-            cache[name] = (node, stamp, fit, total)
-        if best is None or (total > best_score if maximize else total < best_score):
-            best, best_score, best_fit = node, total, fit
+        scores[name] = outcome
+        if best is None or (outcome > best_score if maximize else outcome < best_score):
+            best, best_score, best_fit = node, outcome, fit
     if best is None:
         return PodResult(None, reasons or {"*": "no nodes in the cluster"}, {})
-    fit = best_fit
+    return PodResult(_assignment(state, pod, best.name, best_fit, best_score), {}, scores)
+
+
+def _evaluate(state: CycleState, pod: PodRequest, name: str, node: Node, fw: Framework,
+              fits: dict | None, empty: NodeFit, cache: dict | None
+              ) -> tuple[NodeFit | None, Any]:
+    """Filter, then score one node: ``(None, reason)`` when a Filter rejects it, else
+    ``(fit, weighted score)``. A node whose usage stamp matches the per-shape cache reuses
+    the cached outcome (the cache is refreshed otherwise)."""
+    stamp = None
+    if cache is not None:
+        stamp = usage_stamp(node)
+        hit = cache.get(name)
+        if hit is not None and hit[0] is node and hit[1] == stamp:
+            return hit[2], hit[3]
+    for f in fw.filters:
+        st = f.filter(state, pod, node)
+        if not st.ok:
+            if cache is not None:
+                cache[name] = (node, stamp, None, st.reason)
+            return None, st.reason
+    fit = fits.get(name, empty) if fits is not None else empty  # written by the Filters
+    total = 0.0
+    for plugin, weight in fw.scores:
+        total += weight * plugin.score(state, pod, node, fit)
+    if cache is not None:
+        cache[name] = (node, stamp, fit, total)
+    return fit, total
+
+
+def _pre_filter_and_select(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
+                           state: CycleState, node_names: list[str] | None
+                           ) -> PodResult | None:
+    """PreFilter, then the profile's select hook; a result when either decides the pod
+    (rejected by a PreFilter, or placed / refused by the hook), None to filter and score."""
+    for p in fw.pre_filters:
+        st = p.pre_filter(state, pod, snapshot)
+        if not st.ok:
+            msg = st.reason or f"rejected by {st.plugin}"
+            names = node_names if node_names is not None else sorted(snapshot.nodes)
+            return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
+    sel = fw.select_plugin
+    if sel is None:
+        return None
+    fs = sel.select(state, snapshot, pod)  # type: ignore[attr-defined]  # a SelectHook
+    if fs is None:
+        return None
+    if fs.node is None:
+        return PodResult(None, dict(fs.reasons) or {"*": "no node fits"}, {})
+    pa = PodAssignment(pod.name, fs.node, tuple(fs.containers), pod.cpu_milli,
+                       pod.memory_mib, fs.score)
+    return PodResult(pa, {}, {fs.node: fs.score})
+
+
+def _assignment(state: CycleState, pod: PodRequest, node: str, fit: NodeFit,
+                score: float) -> PodAssignment:
+    """The chosen node's grants per container (in the PreFilter's prepared order)."""
     prepared = state.get(PREPARED)
     containers = prepared.containers if prepared is not None else [
         (c, c.devices) for c in pod.containers]
-    assignment = PodAssignment(
-        pod.name, best.name,
+    return PodAssignment(
+        pod.name, node,
         tuple(ContainerAssignment(c.name, tuple(g), c.init)
               for (c, _), g in zip(containers, fit.containers, strict=False)),
-        pod.cpu_milli, pod.memory_mib, best_score)
-    return PodResult(assignment, {}, scores)
+        pod.cpu_milli, pod.memory_mib, score)
 
 
 def usage_stamp(node: Node) -> tuple:
@@ -187,7 +203,7 @@ def usage_stamp(node: Node) -> tuple:
     Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
     cache; edits of device capacity, device models or topology must call ``touch``.
     """
-    out = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
+    out: list[Any] = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
            node.error, node.cpu_milli, node.memory_mib, tuple(node.labels.items()),
            tuple(node.annotations.items())]
     for d in node.devices:

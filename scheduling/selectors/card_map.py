@@ -25,7 +25,8 @@ def tenant_colour(key: int | str) -> str:
     share a colour) or per name (md5 of the name) for things without an id."""
     if isinstance(key, int):
         return PALETTE[key % len(PALETTE)]
-    return PALETTE[int(hashlib.md5(key.encode()).hexdigest(), 16) % len(PALETTE)]
+    digest = hashlib.md5(key.encode(), usedforsecurity=False).hexdigest()
+    return PALETTE[int(digest, 16) % len(PALETTE)]
 
 
 @dataclass(frozen=True)

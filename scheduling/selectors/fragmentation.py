@@ -331,24 +331,13 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
     selected = sorted(all_groups if groups is None else groups, key=lambda g: g.name)
     node_names = [n for n in sorted(snapshot.nodes)
                   if cluster_id is None or meta[index.node_ids[n]][1] == cluster_id]
-    members: dict[int, dict[str, list[int]]] = {}
-    for g in selected:
-        keep = {}
-        for name in node_names:
-            positions = _in_group(snapshot.nodes[name], g)
-            if positions:
-                keep[name] = positions
-        members[g.pk] = keep
+    members = {g.pk: _members(snapshot, node_names, g) for g in selected}
     if groups is None:
         scope = {n: list(range(len(snapshot.nodes[n].devices))) for n in node_names
                  if snapshot.nodes[n].devices}
         labelled = all_groups
     else:
-        union: dict[str, set[int]] = defaultdict(set)
-        for keep in members.values():
-            for name, positions in keep.items():
-                union[name].update(positions)
-        scope = {n: sorted(union[n]) for n in node_names if n in union}
+        scope = _union(members.values(), node_names)
         labelled = list(groups)
 
     models = PresentModels.of(snapshot)
@@ -356,11 +345,51 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
     scope_tasks, _wl, summary = _workload(tasks.values())
     frag, totals = _measure(_sub_snapshot(snapshot, scope), scope_tasks)
 
-    group_names: dict[str, list[str]] = defaultdict(list)
+    nodes = _node_rows(frag, snapshot, index, meta, scope,
+                       _group_names(snapshot, node_names, labelled))
+    nodes.sort(key=lambda r: (-r.fragment_milli, r.cluster, r.node))
+
+    group_rows = []
+    for g in selected:
+        g_tasks, _g_wl, g_summary = _workload([tasks[g.pk]])
+        _frag, g_totals = _measure(_sub_snapshot(snapshot, members[g.pk]), g_tasks)
+        group_rows.append(GroupRow(g.pk, g.name, g.kind, g_totals, g_summary))
+    return FragmentationReport(totals, summary, group_rows, nodes)
+
+
+def _members(snapshot, node_names: list[str], group: ResourceGroup) -> dict[str, list[int]]:
+    """``{node name: device positions}`` of ``group`` among ``node_names``."""
+    keep = {}
+    for name in node_names:
+        positions = _in_group(snapshot.nodes[name], group)
+        if positions:
+            keep[name] = positions
+    return keep
+
+
+def _union(members, node_names: list[str]) -> dict[str, list[int]]:
+    """The union of several groups' ``{node: positions}`` (node order of ``node_names``)."""
+    union: dict[str, set[int]] = defaultdict(set)
+    for keep in members:
+        for name, positions in keep.items():
+            union[name].update(positions)
+    return {n: sorted(union[n]) for n in node_names if n in union}
+
+
+def _group_names(snapshot, node_names: list[str], labelled) -> dict[str, list[str]]:
+    """``{node name: names of the labelled groups with a device on it}``."""
+    names: dict[str, list[str]] = defaultdict(list)
     for g in labelled:
         for name in node_names:
             if _in_group(snapshot.nodes[name], g):
-                group_names[name].append(g.name)
+                names[name].append(g.name)
+    return names
+
+
+def _node_rows(frag, snapshot, index, meta, scope: dict[str, list[int]],
+               group_names: dict[str, list[str]]) -> list[NodeRow]:
+    """One :class:`NodeRow` per measured node (capacity counts healthy, uncordoned devices
+    in scope)."""
     nodes = []
     for row in frag.nodes:
         node_id = index.node_ids[row.node]
@@ -374,14 +403,7 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
             idle_milli=row.idle_milli, fragment_milli=row.fragment_milli,
             stranded=row.stranded,
         ))
-    nodes.sort(key=lambda r: (-r.fragment_milli, r.cluster, r.node))
-
-    group_rows = []
-    for g in selected:
-        g_tasks, _g_wl, g_summary = _workload([tasks[g.pk]])
-        _frag, g_totals = _measure(_sub_snapshot(snapshot, members[g.pk]), g_tasks)
-        group_rows.append(GroupRow(g.pk, g.name, g.kind, g_totals, g_summary))
-    return FragmentationReport(totals, summary, group_rows, nodes)
+    return nodes
 
 
 def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None

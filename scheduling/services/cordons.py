@@ -37,7 +37,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from core import locks
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
@@ -173,9 +173,8 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
             "node__cluster").filter(job=job, state__in=BOOKED_PLACEMENT_STATES).order_by("pk"))
         if job.source == JOB_SOURCE_KUBE:
             transaction.on_commit(lambda: suspend_kube_job(job_id, message))
-        else:
-            for p in placements:
-                get_backend(p.node.cluster.backend).delete(p)
+        else:  # pods go once the release is committed, never inside this transaction
+            delete_pods_on_commit(placements)
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
             state=PlacementState.RELEASED, ended_at=now, message=f"drained: {message}")
         if policy == "requeue":

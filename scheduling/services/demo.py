@@ -80,77 +80,11 @@ def seed_demo(password: str) -> dict[str, int]:
     created = {"nodes": 0, "devices": 0, "jobs": 0}
     with transaction.atomic():
         call_command("loaddata", "device_models", verbosity=0)
-        cluster, _ = Cluster.objects.get_or_create(
-            name=DEMO_CLUSTER,
-            defaults={"backend": Backend.SIMULATED, "description": "built-in demo cluster"},
-        )
-        models = {}
-        for name, vendor, mem, split in DEMO_MODELS:
-            models[name] = (DeviceModel.objects.get_or_create(name=name,
-                                                              defaults={"vendor": vendor})[0],
-                            mem, split)
-        for node_name, model_name, count, cpu, mem in DEMO_NODES:
-            node, made = Node.objects.get_or_create(
-                cluster=cluster,
-                name=node_name,
-                defaults={"cpu_milli": cpu, "memory_mib": mem,
-                          "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
-            )
-            created["nodes"] += int(made)
-            model, device_mib, split = models[model_name]
-            for index in range(count):
-                _, made = Device.objects.get_or_create(
-                    uuid=_serial(node_name, index, model.vendor),
-                    defaults={
-                        "node": node, "model": model, "index": index, "numa": index // 4,
-                        "memory_mib": device_mib, "split_count": split,
-                    },
-                )
-                created["devices"] += int(made)
-        tenants = {}
-        for name, parent, display in DEMO_TENANTS:
-            tenants[name], _ = Tenant.objects.get_or_create(
-                name=name, defaults={"display_name": display, "parent": tenants.get(parent)}
-            )
-        groups = {}
-        for name, kind, group_models in DEMO_GROUPS:
-            groups[name], _ = ResourceGroup.objects.get_or_create(
-                name=name, defaults={"kind": kind, "device_models": group_models}
-            )
-        for tenant in ("team-nlp", "team-vision", "platform"):
-            for group_name, group in groups.items():
-                strategy = (
-                    QueueStrategy.STRICT_FIFO if group_name == "ascend-exclusive"
-                    else QueueStrategy.BEST_EFFORT_FIFO
-                )
-                Queue.objects.get_or_create(
-                    tenant=tenants[tenant], name=group_name,
-                    defaults={"resource_group": group, "strategy": strategy},
-                )
-                for dimension, nominal in (
-                    ("devices", 6000), ("memory_mib", 6 * 98304), ("cores_percent", 600),
-                ):
-                    Quota.objects.get_or_create(
-                        tenant=tenants[tenant], resource_group=group, flavor="*",
-                        dimension=dimension, defaults={"nominal": nominal},
-                    )
-        User = get_user_model()
-        admin, made = User.objects.get_or_create(
-            username="admin", defaults={"is_staff": True, "is_superuser": True}
-        )
-        if made:
-            admin.set_password(password)
-            admin.save()
-        for username, tenant, role in DEMO_USERS:
-            user, made = User.objects.get_or_create(username=username)
-            if made:
-                user.set_password(password)
-                user.save()
-            Membership.objects.get_or_create(
-                user=user, tenant=tenants[tenant], defaults={"role": role}
-            )
+        _seed_inventory(created)
+        tenants = _seed_tenants()
+        _seed_users(tenants, password)
         if not Job.objects.filter(source="demo").exists():
-            rng = random.Random(42)
+            rng = random.Random(42)  # noqa: S311 - reproducible sample jobs, not security
             for _ in range(12):
                 submit_demo_job(rng)
                 created["jobs"] += 1
@@ -158,6 +92,87 @@ def seed_demo(password: str) -> dict[str, int]:
     return created
 
 
+def _seed_inventory(created: dict[str, int]) -> None:
+    """The demo cluster, its nodes and devices (``created`` counts the new rows)."""
+    cluster, _ = Cluster.objects.get_or_create(
+        name=DEMO_CLUSTER,
+        defaults={"backend": Backend.SIMULATED, "description": "built-in demo cluster"},
+    )
+    models = {}
+    for name, vendor, mem, split in DEMO_MODELS:
+        models[name] = (DeviceModel.objects.get_or_create(name=name,
+                                                          defaults={"vendor": vendor})[0],
+                        mem, split)
+    for node_name, model_name, count, cpu, mem in DEMO_NODES:
+        node, made = Node.objects.get_or_create(
+            cluster=cluster,
+            name=node_name,
+            defaults={"cpu_milli": cpu, "memory_mib": mem,
+                      "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
+        )
+        created["nodes"] += int(made)
+        model, device_mib, split = models[model_name]
+        for index in range(count):
+            _, made = Device.objects.get_or_create(
+                uuid=_serial(node_name, index, model.vendor),
+                defaults={
+                    "node": node, "model": model, "index": index, "numa": index // 4,
+                    "memory_mib": device_mib, "split_count": split,
+                },
+            )
+            created["devices"] += int(made)
+
+
+def _seed_tenants() -> dict[str, Tenant]:
+    """Demo tenants, resource groups, one queue per tenant and group, nominal quotas."""
+    tenants: dict[str, Tenant] = {}
+    for name, parent, display in DEMO_TENANTS:
+        tenants[name], _ = Tenant.objects.get_or_create(
+            name=name,
+            defaults={"display_name": display, "parent": tenants.get(parent) if parent else None}
+        )
+    groups = {}
+    for name, kind, group_models in DEMO_GROUPS:
+        groups[name], _ = ResourceGroup.objects.get_or_create(
+            name=name, defaults={"kind": kind, "device_models": group_models}
+        )
+    for tenant in ("team-nlp", "team-vision", "platform"):
+        for group_name, group in groups.items():
+            strategy = (
+                QueueStrategy.STRICT_FIFO if group_name == "ascend-exclusive"
+                else QueueStrategy.BEST_EFFORT_FIFO
+            )
+            Queue.objects.get_or_create(
+                tenant=tenants[tenant], name=group_name,
+                defaults={"resource_group": group, "strategy": strategy},
+            )
+            for dimension, nominal in (
+                ("devices", 6000), ("memory_mib", 6 * 98304), ("cores_percent", 600),
+            ):
+                Quota.objects.get_or_create(
+                    tenant=tenants[tenant], resource_group=group, flavor="*",
+                    dimension=dimension, defaults={"nominal": nominal},
+                )
+    return tenants
+
+
+def _seed_users(tenants: dict[str, Tenant], password: str) -> None:
+    """``admin`` (platform admin) and the demo members, all with ``password``."""
+    User = get_user_model()  # noqa: N806 - the model class
+    admin, made = User.objects.get_or_create(
+        username="admin", defaults={"is_staff": True, "is_superuser": True}
+    )
+    if made:
+        admin.set_password(password)
+        admin.save()
+    for username, tenant, role in DEMO_USERS:
+        user, made = User.objects.get_or_create(username=username)
+        if made:
+            user.set_password(password)
+            user.save()
+        Membership.objects.get_or_create(
+            user=user, tenant=tenants[tenant], defaults={"role": role}
+        )
 def _demo_image_container(image: str, memory_mib: int, cores: int, **extra) -> ContainerSpec:
     return ContainerSpec(vendor="NVIDIA", device_count=1, memory_mib=memory_mib,
                          cores_percent=cores, image=image, **extra)

@@ -24,7 +24,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from scheduling.admission import PreemptionTarget
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
@@ -45,8 +45,9 @@ def terminate_placements(job: Job, placements: list[Placement], *, now: datetime
                          evict_by: datetime, message: str) -> int:
     """Stop the pods of ``placements`` (``node__cluster`` loaded) and move the still-active
     ones to ``terminating`` until ``evict_by``. The console's own pods are deleted through
-    their backend; a job taken in from a cluster (``source`` kube) has its object suspended
-    after commit instead (its controller deletes the pods).
+    their backend after commit (:func:`scheduling.backends.delete_pods_on_commit`); a job
+    taken in from a cluster (``source`` kube) has its object suspended after commit instead
+    (its controller deletes the pods).
 
     Returns:
         Number of placements moved.
@@ -54,8 +55,7 @@ def terminate_placements(job: Job, placements: list[Placement], *, now: datetime
     if job.source == JOB_SOURCE_KUBE:
         transaction.on_commit(lambda: suspend_kube_job(job.pk, message))
     else:
-        for placement in placements:
-            get_backend(placement.node.cluster.backend).delete(placement)
+        delete_pods_on_commit(placements)
     return Placement.objects.filter(
         pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES,
     ).update(state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000],

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.audit import record as audit
 from core.exceptions import Conflict, NeverFits
-from scheduling.backends import get_backend
+from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     LIVE_JOB_STATES,
@@ -156,6 +156,23 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
         JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
+def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
+    """The ``job.submit`` audit entry (inside the submission's transaction)."""
+    audit(
+        "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
+        after={
+            "queue": str(queue), "state": job.state, "priority": job.priority,
+            "priority_class": spec.priority_class.name if spec.priority_class else None,
+            "pod_count": job.pod_count, "kind": job.kind,
+            "containers": [
+                {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
+                 "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
+                for c in spec.containers
+            ],
+        },
+    )
+
+
 def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
                check_fit: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
@@ -207,19 +224,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
         JobEvent.objects.create(job=job, kind="running" if service else "queued",
                                 message=f"service up in {queue}" if service
                                 else f"queued in {queue}")
-        audit(
-            "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
-            after={
-                "queue": str(queue), "state": job.state, "priority": job.priority,
-                "priority_class": spec.priority_class.name if spec.priority_class else None,
-                "pod_count": job.pod_count, "kind": job.kind,
-                "containers": [
-                    {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
-                     "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
-                    for c in spec.containers
-                ],
-            },
-        )
+        _audit_submit(job, spec, queue, user)
         if enqueue and not service:
             enqueue_admission_cycle(queue.resource_group_id)
     return job
@@ -252,11 +257,10 @@ def cancel_job(job: Job, *, user=None) -> Job:
                 state__in=ACTIVE_PLACEMENT_STATES,
             ).select_related("node__cluster")
         )
-        for placement in placements:
-            get_backend(placement.node.cluster.backend).delete(placement)
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
             state=PlacementState.RELEASED, ended_at=now, message="job cancelled"
         )
+        delete_pods_on_commit(placements)
         who = getattr(user, "username", "") or "system"
         JobEvent.objects.create(job=job, kind="cancelled", message=f"cancelled by {who}")
         if placements:

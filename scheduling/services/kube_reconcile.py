@@ -55,8 +55,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from core import locks
-from scheduling.backends import SubmissionError
-from scheduling.backends.kubernetes import KubernetesBackend, gateway_for
+from scheduling.backends import SubmissionError, delete_pods_on_commit
+from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
     JOB_SOURCE_KUBE,
@@ -156,9 +156,8 @@ def _group_of(job_id: int) -> int:
 
 
 def _delete_pods(placements: list[Placement]) -> None:
-    backend = KubernetesBackend()
-    for p in placements:
-        backend.delete(p)
+    """Delete the pods after the caller's transaction commits (inventory sync, reconcile)."""
+    delete_pods_on_commit(placements)
 
 
 def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
@@ -175,7 +174,7 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
     with transaction.atomic():
         lock_jobs([job_id])  # the job before its placements (services.locking)
         others = list(Placement.objects.select_related("node__cluster").filter(
-            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement))
+            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement or 0))
         Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[
             PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
             state=PlacementState.RELEASED, ended_at=now, message=message)
@@ -411,7 +410,19 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
         else:
             by_id[pid] = pod
     booked = {p.pk: p for p in placements}
-    # pods of placements the console knows
+    _match_pods(cluster, by_id, booked, report, now)
+    _resubmit(_missing_pods(by_id, booked, report, now), report)
+    report.unknown.sort()
+    if report.unknown:
+        logger.warning("cluster %s: %d console pod(s) unknown to this console: %s",
+                       cluster.name, len(report.unknown), ", ".join(report.unknown[:10]))
+    Cluster.objects.filter(pk=cluster.pk).update(unknown_pods=report.unknown, resynced_at=now)
+    return report
+
+
+def _match_pods(cluster: Cluster, by_id: dict[int, dict], booked: dict[int, Placement],
+                report: ReconcileReport, now: datetime) -> None:
+    """Pods of placements the console knows: orphans deleted, booked ones applied."""
     known = {p.pk: p for p in Placement.objects.select_related("node__cluster").filter(
         pk__in=list(by_id))}
     for pid, pod in sorted(by_id.items()):
@@ -427,7 +438,12 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
         if p.state == PlacementState.RESERVED:
             report.adopted.append(pid)
         report.groups |= _apply_booked(p, pod, report, now)
-    # booked placements without a pod
+
+
+def _missing_pods(by_id: dict[int, dict], booked: dict[int, Placement],
+                  report: ReconcileReport, now: datetime) -> set[int]:
+    """Booked placements without a pod: a submitted/running one lost its pod; a reserved one
+    past the submit grace period is returned (its job id) for resubmission."""
     resubmit_jobs: set[int] = set()
     for pid, p in sorted(booked.items()):
         if pid in by_id:
@@ -443,7 +459,12 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
         elif p.state == PlacementState.RESERVED and p.created <= now - _grace():
             resubmit_jobs.add(p.job_id)
             report.resubmitted.append(pid)
-    for job_id in sorted(resubmit_jobs):
+    return resubmit_jobs
+
+
+def _resubmit(job_ids: set[int], report: ReconcileReport) -> None:
+    """Finish the submissions whose worker stopped (a retryable error waits for next pass)."""
+    for job_id in sorted(job_ids):
         try:
             state = submit_job(job_id)
         except SubmissionError as exc:
@@ -453,12 +474,6 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
                                       "submitting worker stopped")
         if state == JobState.FAILED:
             report.groups.add(_group_of(job_id))
-    report.unknown.sort()
-    if report.unknown:
-        logger.warning("cluster %s: %d console pod(s) unknown to this console: %s",
-                       cluster.name, len(report.unknown), ", ".join(report.unknown[:10]))
-    Cluster.objects.filter(pk=cluster.pk).update(unknown_pods=report.unknown, resynced_at=now)
-    return report
 
 
 # ------------------------------------------------------------------------------------------

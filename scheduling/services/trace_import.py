@@ -82,42 +82,7 @@ def import_trace(
             backend=Backend.SIMULATED,
             description=f"trace {Path(nodes_path).name}",
         )
-        models = {}
-        for name in sorted({r.model for r in node_records if r.gpu_count}):
-            models[name], _ = DeviceModel.objects.get_or_create(
-                name=name,
-                defaults={
-                    "vendor": "NVIDIA",
-                    "config": {"memory_mib": device_memory_mib(name),
-                               "split_count": TRACE_SPLIT_COUNT},
-                },
-            )
-        nodes = Node.objects.bulk_create(
-            Node(
-                cluster=cluster,
-                name=r.name,
-                cpu_milli=r.cpu_milli,
-                memory_mib=r.memory_mib,
-                labels={CLUSTER_LABEL: cluster_name, "gpu-model": r.model},
-            )
-            for r in node_records
-        )
-        devices = Device.objects.bulk_create(
-            (
-                Device(
-                    uuid=f"{cluster_name}-{r.name}-gpu{j}",
-                    node=node,
-                    model=models[r.model],
-                    index=j,
-                    memory_mib=device_memory_mib(r.model),
-                    cores_percent=100,
-                    split_count=TRACE_SPLIT_COUNT,
-                )
-                for node, r in zip(nodes, node_records, strict=True)
-                for j in range(r.gpu_count)
-            ),
-            batch_size=2000,
-        )
+        models, nodes, devices = _create_inventory(cluster, node_records)
         group = ResourceGroup.objects.create(
             name=cluster_name,
             kind="shared",
@@ -126,60 +91,118 @@ def import_trace(
             description=f"every node of trace cluster {cluster_name}",
             fragmentation_policy=fragmentation_policy,
         )
-        capacity_milli = 1000 * len(devices)
-        capacity_mem = sum(d.memory_mib for d in devices)
-        queues = []
-        for i in range(1, tenants + 1):
-            tenant = Tenant.objects.create(
-                name=f"{cluster_name}-tenant-{i}", display_name=f"Trace tenant {i}"
-            )
-            queues.append(Queue.objects.create(tenant=tenant, resource_group=group, name="default"))
-            for dimension, capacity in (
-                ("devices", capacity_milli),
-                ("memory_mib", capacity_mem),
-                ("cores_percent", 100 * len(devices)),
-            ):
-                Quota.objects.create(
-                    tenant=tenant,
-                    resource_group=group,
-                    flavor=ANY_FLAVOR,
-                    dimension=dimension,
-                    nominal=int(capacity * quota_share),
-                )
-        ordered = sorted(pod_records, key=lambda p: (p.creation_time or 0, p.line))
-        jobs = []
-        for i, pod in enumerate(ordered):
-            queue = queues[i % tenants]
-            if pod.creation_time is not None and pod.deletion_time is not None:
-                duration = max(1.0, (pod.deletion_time - pod.creation_time) * time_scale)
-            else:
-                duration = default_duration_s * time_scale
-            jobs.append(
-                Job(
-                    tenant_id=queue.tenant_id,
-                    queue=queue,
-                    name=pod.name,
-                    state=JobState.QUEUED,
-                    cpu_milli=pod.cpu_milli,
-                    memory_mib=pod.memory_mib,
-                    duration_s=duration,
-                    source="trace",
-                )
-            )
-        jobs = Job.objects.bulk_create(jobs, batch_size=2000)
-        JobContainer.objects.bulk_create(
-            (
-                JobContainer(
-                    job=job,
-                    name="main",
-                    vendor="NVIDIA",
-                    device_count=pod.num_gpu,
-                    memory_percent=(pod.gpu_milli // 10) if pod.num_gpu else None,
-                    cores_percent=(pod.gpu_milli // 10) if pod.num_gpu else 0,
-                    device_types=list(pod.gpu_spec),
-                )
-                for job, pod in zip(jobs, ordered, strict=True)
-            ),
-            batch_size=2000,
-        )
+        queues = _create_tenants(group, devices, tenants, quota_share)
+        jobs = _create_jobs(queues, pod_records, time_scale, default_duration_s)
     return ImportResult(cluster_name, group.pk, len(nodes), len(devices), len(jobs), tenants)
+
+
+def _create_inventory(cluster: Cluster, node_records: list
+                      ) -> tuple[dict[str, DeviceModel], list[Node], list[Device]]:
+    """Device models (one per trace GPU model), nodes and their devices of a trace cluster."""
+    models = {}
+    for name in sorted({r.model for r in node_records if r.gpu_count}):
+        models[name], _ = DeviceModel.objects.get_or_create(
+            name=name,
+            defaults={
+                "vendor": "NVIDIA",
+                "config": {"memory_mib": device_memory_mib(name),
+                           "split_count": TRACE_SPLIT_COUNT},
+            },
+        )
+    nodes = Node.objects.bulk_create(
+        Node(
+            cluster=cluster,
+            name=r.name,
+            cpu_milli=r.cpu_milli,
+            memory_mib=r.memory_mib,
+            labels={CLUSTER_LABEL: cluster.name, "gpu-model": r.model},
+        )
+        for r in node_records
+    )
+    devices = Device.objects.bulk_create(
+        (
+            Device(
+                uuid=f"{cluster.name}-{r.name}-gpu{j}",
+                node=node,
+                model=models[r.model],
+                index=j,
+                memory_mib=device_memory_mib(r.model),
+                cores_percent=100,
+                split_count=TRACE_SPLIT_COUNT,
+            )
+            for node, r in zip(nodes, node_records, strict=True)
+            for j in range(r.gpu_count)
+        ),
+        batch_size=2000,
+    )
+    return models, nodes, devices
+
+
+def _create_tenants(group: ResourceGroup, devices: list[Device], tenants: int,
+                    quota_share: float) -> list[Queue]:
+    """``tenants`` demo tenants, each with a ``default`` queue on ``group`` and nominal quotas
+    of ``quota_share`` × the cluster's capacity (devices, device memory, cores)."""
+    capacity_milli = 1000 * len(devices)
+    capacity_mem = sum(d.memory_mib for d in devices)
+    queues = []
+    for i in range(1, tenants + 1):
+        tenant = Tenant.objects.create(
+            name=f"{group.name}-tenant-{i}", display_name=f"Trace tenant {i}"
+        )
+        queues.append(Queue.objects.create(tenant=tenant, resource_group=group, name="default"))
+        for dimension, capacity in (
+            ("devices", capacity_milli),
+            ("memory_mib", capacity_mem),
+            ("cores_percent", 100 * len(devices)),
+        ):
+            Quota.objects.create(
+                tenant=tenant,
+                resource_group=group,
+                flavor=ANY_FLAVOR,
+                dimension=dimension,
+                nominal=int(capacity * quota_share),
+            )
+    return queues
+
+
+def _create_jobs(queues: list[Queue], pod_records: list, time_scale: float,
+                 default_duration_s: float) -> list[Job]:
+    """One queued job per trace pod (in creation order, round-robin over ``queues``) with one
+    container asking ``gpu_milli`` / 10 % of each of ``num_gpu`` devices."""
+    ordered = sorted(pod_records, key=lambda p: (p.creation_time or 0, p.line))
+    jobs = []
+    for i, pod in enumerate(ordered):
+        queue = queues[i % len(queues)]
+        if pod.creation_time is not None and pod.deletion_time is not None:
+            duration = max(1.0, (pod.deletion_time - pod.creation_time) * time_scale)
+        else:
+            duration = default_duration_s * time_scale
+        jobs.append(
+            Job(
+                tenant_id=queue.tenant_id,
+                queue=queue,
+                name=pod.name,
+                state=JobState.QUEUED,
+                cpu_milli=pod.cpu_milli,
+                memory_mib=pod.memory_mib,
+                duration_s=duration,
+                source="trace",
+            )
+        )
+    jobs = Job.objects.bulk_create(jobs, batch_size=2000)
+    JobContainer.objects.bulk_create(
+        (
+            JobContainer(
+                job=job,
+                name="main",
+                vendor="NVIDIA",
+                device_count=pod.num_gpu,
+                memory_percent=(pod.gpu_milli // 10) if pod.num_gpu else None,
+                cores_percent=(pod.gpu_milli // 10) if pod.num_gpu else 0,
+                device_types=list(pod.gpu_spec),
+            )
+            for job, pod in zip(jobs, ordered, strict=True)
+        ),
+        batch_size=2000,
+    )
+    return jobs

@@ -40,12 +40,15 @@ def http_fetch(url: str, timeout_s: float) -> str:
     """GET ``url`` and return the decoded body.
 
     Raises:
-        FetchError: timeout, unreachable host, HTTP error status, oversized or undecodable
-            payload.
+        FetchError: not an http(s) URL, timeout, unreachable host, HTTP error status,
+            oversized or undecodable payload.
     """
-    request = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4"})
+    if not url.lower().startswith(("http://", "https://")):  # no file:, ftp: or custom schemes
+        raise FetchError(ScrapeStatus.UNREACHABLE, f"not an http(s) URL: {url[:100]!r}")
+    request = urllib.request.Request(  # noqa: S310 - scheme checked above
+        url, headers={"Accept": "text/plain;version=0.0.4"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - http(s)
             body = response.read(MAX_PAYLOAD_BYTES + 1)
             charset = response.headers.get_content_charset() or "utf-8"
     except urllib.error.HTTPError as exc:

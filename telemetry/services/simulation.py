@@ -48,32 +48,8 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
     samples: list[AttributedSample] = []
     health_values: dict[int, dict[str, float]] = {}
     for device_id in sorted(by_device):
-        holders = by_device[device_id]
-        loads = []
-        for b in holders:
-            p = b.placement
-            started = p.started_at or p.created
-            elapsed = max(0.0, (now - started).total_seconds())
-            load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed, p.job.kind)
-            loads.append(load)
-            for metric, value in ((POD_UTIL, load.util_percent),
-                                  (POD_MEM_USED, load.memory_used_mib)):
-                samples.append(AttributedSample(
-                    metric, value, ATTRIBUTED, "", device_id, b.device.uuid, p.pk, p.job_id,
-                    p.job.tenant_id))
-        first = holders[0]
-        elapsed = max(0.0, (now - (first.placement.started_at or now)).total_seconds())
-        values = device_values(loads, device_id, elapsed)
+        values = _booked_device_samples(by_device[device_id], device_id, now, samples)
         health_values[device_id] = {TEMP: values[TEMP]}
-        for metric, value in values.items():
-            if len(holders) == 1:
-                p = first.placement
-                samples.append(AttributedSample(
-                    metric, value, ATTRIBUTED, "", device_id, first.device.uuid, p.pk, p.job_id,
-                    p.job.tenant_id))
-            else:
-                samples.append(AttributedSample(
-                    metric, value, DEVICE_ONLY, "", device_id, first.device.uuid))
     epoch = now.timestamp()
     for device_id, uuid in idle:
         values = device_values([], device_id, epoch)
@@ -83,3 +59,34 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
     store_samples(samples, now)
     apply_health(health_values, now=now, source="simulated")
     return len(samples)
+
+
+def _booked_device_samples(holders: list, device_id: int, now: datetime,
+                           samples: list[AttributedSample]) -> dict[str, float]:
+    """Append the pod samples of each booking on one device and the device's own samples
+    (attributed to the job when a single booking holds it); return the device values."""
+    loads = []
+    for b in holders:
+        p = b.placement
+        started = p.started_at or p.created
+        elapsed = max(0.0, (now - started).total_seconds())
+        load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed, p.job.kind)
+        loads.append(load)
+        for metric, value in ((POD_UTIL, load.util_percent),
+                              (POD_MEM_USED, load.memory_used_mib)):
+            samples.append(AttributedSample(
+                metric, value, ATTRIBUTED, "", device_id, b.device.uuid, p.pk, p.job_id,
+                p.job.tenant_id))
+    first = holders[0]
+    elapsed = max(0.0, (now - (first.placement.started_at or now)).total_seconds())
+    values = device_values(loads, device_id, elapsed)
+    for metric, value in values.items():
+        if len(holders) == 1:
+            p = first.placement
+            samples.append(AttributedSample(
+                metric, value, ATTRIBUTED, "", device_id, first.device.uuid, p.pk, p.job_id,
+                p.job.tenant_id))
+        else:
+            samples.append(AttributedSample(
+                metric, value, DEVICE_ONLY, "", device_id, first.device.uuid))
+    return values

@@ -73,7 +73,7 @@ ON CONFLICT (resolution_s, scope, key, metric, bucket) DO UPDATE SET
     total = {TrendRollup._meta.db_table}.total + EXCLUDED.total,
     minimum = LEAST({TrendRollup._meta.db_table}.minimum, EXCLUDED.minimum),
     maximum = GREATEST({TrendRollup._meta.db_table}.maximum, EXCLUDED.maximum)
-"""
+"""  # noqa: S608 - only the model's own table name is interpolated; values are parameters
 
 
 def _inventory_values(loads, now: datetime) -> Values:

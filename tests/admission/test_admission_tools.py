@@ -204,7 +204,8 @@ def test_invariants_report_charge_drift_and_placement_mismatches():
 # -- bad input ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda s: replace(s, now=datetime(2025, 1, 1)), "snapshot.now must be timezone-aware"),
+    (lambda s: replace(s, now=datetime(2025, 1, 1)),  # noqa: DTZ001 - naive on purpose
+     "snapshot.now must be timezone-aware"),
     (lambda s: replace(s, pending=(replace(s.pending[0], queue="nope"),)),
      "pending workload 'p1': unknown queue 'nope'"),
     (lambda s: replace(s, pending=(replace(s.pending[0], tenant="team-b"),)),

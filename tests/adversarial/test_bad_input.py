@@ -154,7 +154,7 @@ def test_usage_filter_with_a_nul_character_is_400(world):
     assert alice.get("/api/usage/?resource_group=nope").json() == []
 
 
-@pytest.mark.parametrize("query, field", [
+@pytest.mark.parametrize(("query", "field"), [
     ("month=9999-12", "month"),
     ("from=2024-01&to=9999-12", "to"),
     ("month=2024-13", "month"),

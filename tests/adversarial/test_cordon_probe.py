@@ -37,7 +37,7 @@ def test_cordon_of_an_unknown_device_is_404(world, device_id):
     assert response.status_code == 404, (response.status_code, text(response)[:300])
 
 
-@pytest.mark.parametrize("body, fields", [
+@pytest.mark.parametrize(("body", "fields"), [
     ({"drain": "evict"}, ["drain"]),
     ({"drain": ["wait"]}, ["drain"]),
     ({"reason": "a\x00b"}, ["reason"]),

@@ -11,7 +11,7 @@ from tests.adversarial.helpers import client_for, text
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("body, field", [
+@pytest.mark.parametrize(("body", "field"), [
     ({"name": "X1", "vendor": "NVIDIA", "config": {"memory_mib": -1}}, "config"),
     ({"name": "X1", "vendor": "NVIDIA", "config": {"memory_mib": 10**30}}, "config"),
     ({"name": "X1", "vendor": "NVIDIA", "config": {"memory_mib": "lots"}}, "config"),

@@ -10,7 +10,7 @@ from tests.adversarial.helpers import client_for, text
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path, param", [
+@pytest.mark.parametrize(("path", "param"), [
     ("/api/jobs/", "tenant"), ("/api/jobs/", "name"),
     ("/api/nodes/", "cluster"), ("/api/nodes/", "name"),
     ("/api/devices/", "node"), ("/api/devices/", "model"), ("/api/devices/", "vendor"),

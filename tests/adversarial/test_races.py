@@ -12,6 +12,7 @@ import pytest
 from django.db import connections
 
 from core.exceptions import Conflict
+from scheduling import backends
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services import cycle as cycle_service
@@ -172,7 +173,7 @@ def test_double_submission_of_one_placement_runs_it_once():
     run_admission_cycle(group.pk)
     barrier = threading.Barrier(2)
     backend = _RecordingBackend(on_submit=lambda p: barrier.wait(10))
-    with mock.patch.object(submissions, "get_backend", lambda kind: backend):
+    with mock.patch.object(submissions, "get_backend", return_value=backend):
         runs = [_in_thread(submissions.submit_job, job.pk) for _ in range(2)]
         for thread, _ in runs:
             thread.join(30)
@@ -200,8 +201,9 @@ def test_cancel_during_submission_deletes_what_the_submission_created():
         assert "error" not in result, result
 
     backend = _RecordingBackend(on_submit=cancel_meanwhile)
-    with mock.patch.object(submissions, "get_backend", lambda kind: backend), \
-            mock.patch.object(job_service, "get_backend", lambda kind: backend):
+    # cancel deletes pods after its commit, through scheduling.backends.delete_pods_on_commit
+    with mock.patch.object(submissions, "get_backend", return_value=backend), \
+            mock.patch.object(backends, "get_backend", return_value=backend):
         state = submissions.submit_job(job.pk)
     placement = Placement.objects.get(job=job)
     assert state == "cancelled" and placement.state == "released"

@@ -41,7 +41,7 @@ def running():
         assert _wait_for(lambda: all(supervisor.pid(n) for n in commands if n != "crasher"))
         return supervisor, thread
 
-    yield start
+    return start
 
 
 def test_backoff_doubles_and_is_capped():

@@ -48,12 +48,12 @@ def test_empty_time_series_still_has_axes():
     assert spec["empty"] is True and spec["axes"][0]["min"] == 0.0
 
 
-@pytest.mark.parametrize("call, message", [
+@pytest.mark.parametrize(("call", "message"), [
     (lambda: time_series("Bad Id", [], title="t"), "chart id"),
     (lambda: time_series("t", [Series("x", [], kind="pie")], title="t"), "kind 'pie'"),
     (lambda: time_series("t", [Series("x", [], axis=1)], title="t"), "on axis 1"),
     (lambda: time_series("t", [], title="t", axes=[Axis()] * 3), "one or two axes"),
-    (lambda: time_series("t", [Series("x", [(datetime(2026, 1, 1), 1)])], title="t"), "naive"),
+    (lambda: time_series("t", [Series("x", [(datetime(2026, 1, 1), 1)])], title="t"), "naive"),  # noqa: DTZ001 - the naive time is the case under test
     (lambda: time_series("t", [], title="t", marks=[Mark(T0, "m", "bad")]), "severity"),
     (lambda: bar_chart("b", ["a", "b"], [Series("x", [1], kind="bar")], title="b", unit="u"),
      "1 values for 2 categories"),

@@ -73,7 +73,7 @@ def test_pods_full_and_five_column_files(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "row,line,column",
+    ("row", "line", "column"),
     [
         ("p0,abc,1,1,500,,LS,Running,0,1,0", 2, "cpu_milli"),
         ("p0,1,1,1,505,,LS,Running,0,1,0", 2, "gpu_milli"),

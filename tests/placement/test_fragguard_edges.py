@@ -278,7 +278,7 @@ CLASSES = (
 )
 
 
-@pytest.mark.parametrize("seed, sizes", [
+@pytest.mark.parametrize(("seed", "sizes"), [
     (1, (4, 14)), (2, (4, 14)), (3, (4, 14)), (4, (4, 14)), (5, (4, 14)), (6, (4, 14)),
     (101, (20, 40)), (102, (20, 40)),  # larger: the selector catches up incrementally
 ])

@@ -69,16 +69,18 @@ def test_duplicate_uuid_on_two_nodes_is_a_conflict_not_a_merge():
 
 
 def test_handshake_staleness_and_cordon():
-    from datetime import datetime
+    from datetime import UTC, datetime
     ann = {"hami.io/node-dcu-register": "DCU-0,4,16368,100,Z100,0,true:",
            "hami.io/node-handshake-dcu": "Requesting_2026-01-01 10:00:00",
            "hami.io/device-cordon": "DCU-0"}
-    fresh = node_from_kube(kube_node("h", ann), CFGS, now=datetime(2026, 1, 1, 10, 0, 30))
-    stale = node_from_kube(kube_node("h", ann), CFGS, now=datetime(2026, 1, 1, 10, 1, 1))
+    fresh = node_from_kube(kube_node("h", ann), CFGS,
+                           now=datetime(2026, 1, 1, 10, 0, 30, tzinfo=UTC))
+    stale = node_from_kube(kube_node("h", ann), CFGS,
+                           now=datetime(2026, 1, 1, 10, 1, 1, tzinfo=UTC))
     assert fresh.devices[0].healthy and not stale.devices[0].healthy
     assert stale.devices[0].cordoned
     alloc = node_from_kube(kube_node("h", ann, allocatable={"hygon.com/dcunum": "4"}), CFGS,
-                           now=datetime(2026, 1, 1, 10, 5, 0))
+                           now=datetime(2026, 1, 1, 10, 5, 0, tzinfo=UTC))
     assert alloc.devices[0].healthy
 
 

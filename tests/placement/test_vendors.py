@@ -68,7 +68,7 @@ def ascend(uuid, chip="Ascend910B3", mem=65536, index=0, net=None, cores=20, cou
     return Device(uuid, "n1", index, chip, "Ascend", mem, cores, count, network_id=net)
 
 
-@pytest.mark.parametrize("req_mib,booked,template", [
+@pytest.mark.parametrize(("req_mib", "booked", "template"), [
     (5000, 16384, "vir05_1c_16g"), (16384, 16384, "vir05_1c_16g"),
     (20000, 32768, "vir10_3c_32g"), (40000, 65536, ""), (0, 65536, "")])
 def test_ascend_910b3_template_rounding(req_mib, booked, template):

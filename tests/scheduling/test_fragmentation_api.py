@@ -311,7 +311,7 @@ def test_filters(api, inv):
     assert [g["name"] for g in body["groups"]] == ["g2"] and body["nodes"] == []
 
 
-@pytest.mark.parametrize("query, field", [
+@pytest.mark.parametrize(("query", "field"), [
     ("?resource_group=abc", "resource_group"),
     ("?resource_group=0", "resource_group"),
     ("?resource_group=99999999999999999999999", "resource_group"),

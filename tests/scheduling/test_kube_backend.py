@@ -4,6 +4,7 @@ submission (hami / dra / whole), idempotent retries, error classification, cance
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 
 from scheduling.backends import SubmissionError, get_backend
 from scheduling.backends.kubernetes import (
@@ -165,7 +166,8 @@ def test_still_failing_after_retries_is_retryable_and_keeps_the_reservation(fake
     assert len(fake.list("pods")) == 1
 
 
-def test_dra_submit_creates_claim_before_pod_with_owner_reference(fake, tmp_path):
+def test_dra_submit_creates_claim_before_pod_with_owner_reference(
+        fake, tmp_path, django_capture_on_commit_callbacks):
     cluster, group, queue = _setup(fake, tmp_path, mode="dra")
     job = _job(queue, group)
     placement = Placement.objects.get(job=job)
@@ -187,8 +189,9 @@ def test_dra_submit_creates_claim_before_pod_with_owner_reference(fake, tmp_path
         f'device.attributes["hami-core-gpu.project-hami.io"].uuid == "{uuid}"')
     assert pod["spec"]["resourceClaims"] == [{"name": "devices",
                                               "resourceClaimName": f"{name}-dev"}]
-    # cancelling deletes the pod; the claim goes with it (owner reference)
-    cancel_job(Job.objects.get(pk=job.pk))
+    # cancelling deletes the pod (after commit); the claim goes with it (owner reference)
+    with django_capture_on_commit_callbacks(execute=True):
+        cancel_job(Job.objects.get(pk=job.pk))
     assert fake.list("pods") == [] and fake.list("resourceclaims") == []
     assert cluster.submission_mode == "dra"
 
@@ -244,3 +247,33 @@ def test_connection_sources_and_test_connection(fake, tmp_path, monkeypatch):
     assert "does not exist" in err.value.message
     assert Cluster.objects.create(name="ic", backend="kubernetes", in_cluster=True) \
         and connection_source(Cluster.objects.get(name="ic")) == {"in_cluster": True}
+
+
+def test_cancel_deletes_the_pod_only_after_commit(fake, tmp_path,
+                                                  django_capture_on_commit_callbacks):
+    """No Kubernetes call inside the transaction: a rolled-back cancel leaves the pod, a
+    committed one deletes it once the rows are written."""
+    _cluster, group, queue = _setup(fake, tmp_path)
+    job = _job(queue, group)
+    assert submit_job(job.pk) == JobState.ADMITTED
+    (pod,) = fake.list("pods")
+
+    class Rollback(Exception):
+        pass
+
+    def cancel_then_roll_back():
+        with transaction.atomic():
+            cancel_job(Job.objects.get(pk=job.pk))
+            assert [m for m, _p in fake.requests].count("DELETE") == 0  # not inside the block
+            raise Rollback
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(Rollback):
+        cancel_then_roll_back()
+    assert callbacks == [] and fake.list("pods") == [pod]
+    assert Job.objects.get(pk=job.pk).state == JobState.ADMITTED
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        cancel_job(Job.objects.get(pk=job.pk))
+        assert fake.list("pods") == [pod]  # the transaction has not committed yet
+    assert callbacks and fake.list("pods") == []
+    assert Placement.objects.get(job=job).state == PlacementState.RELEASED

@@ -36,7 +36,7 @@ def _limit(name: str, value) -> tuple[tuple, object]:
     return (*LIMITS, name), value
 
 
-@pytest.mark.parametrize("path, value, field", [
+@pytest.mark.parametrize(("path", "value", "field"), [
     (("spec", "parallelism"), 10**9, "1000000000 pods"),
     (("spec", "parallelism"), -1, "parallelism"),
     (("spec", "parallelism"), "3", "parallelism"),

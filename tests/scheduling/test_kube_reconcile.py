@@ -96,7 +96,8 @@ def test_job_state_follows_pod_phases_by_list_and_watch(fake, kube):
         "queued", "admitted", "running", "succeeded"]
 
 
-def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(fake, kube):
+def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(
+        fake, kube, django_capture_on_commit_callbacks):
     cluster = kube[0]
     job = _job(kube, pods=2, count=2)
     first, second = _pod_names(job)
@@ -107,7 +108,8 @@ def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(fake, kube):
     resync(cluster)
     assert _states(job) == (JobState.RUNNING, [PlacementState.RUNNING, PlacementState.RUNNING])
     fake.set_pod_status("tenant-team-a", second, failed_status(137, "OOMKilled"))
-    resync(cluster)
+    with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
+        resync(cluster)
     job.refresh_from_db()
     assert _states(job) == (JobState.FAILED, [PlacementState.FAILED, PlacementState.FAILED])
     assert job.pending_reason == (f"pod tenant-team-a/{second} failed: OOMKilled: container main "
@@ -183,7 +185,8 @@ def test_missing_pods_found_by_resync_and_deleted_pods_while_not_watching(fake, 
     assert _states(job) == (JobState.QUEUED, [PlacementState.FAILED])
 
 
-def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported(fake, kube):
+def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported(
+        fake, kube, django_capture_on_commit_callbacks):
     cluster = kube[0]
     job = _job(kube)
     (name,) = _pod_names(job)
@@ -197,7 +200,8 @@ def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported
             "console.llmops.io/placement": "99999"}},
         "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
     fake.put(stranger)
-    report = resync(cluster)
+    with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
+        report = resync(cluster)
     assert report.orphans_deleted == [f"tenant-team-a/{name}"]
     assert report.unknown == ["tenant-team-a/p-99999-1-0"]
     assert [p["metadata"]["name"] for p in fake.list("pods")] == ["p-99999-1-0"]
@@ -209,8 +213,8 @@ def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported
 
 @pytest.mark.parametrize(("restart", "job_state"), [("Never", JobState.FAILED),
                                                     ("OnFailure", JobState.QUEUED)])
-def test_vanished_node_removes_devices_and_fails_or_requeues_jobs(fake, kube, restart,
-                                                                  job_state):
+def test_vanished_node_removes_devices_and_fails_or_requeues_jobs(
+        fake, kube, restart, job_state, django_capture_on_commit_callbacks):
     cluster = kube[0]
     job = _job(kube, restart=restart)
     placement = Placement.objects.get(job=job)
@@ -219,7 +223,8 @@ def test_vanished_node_removes_devices_and_fails_or_requeues_jobs(fake, kube, re
     resync(cluster)
     with fake._lock:
         fake._store["nodes"].pop(("", node))
-    report = sync_cluster_inventory(cluster.pk)
+    with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
+        report = sync_cluster_inventory(cluster.pk)
     assert report.nodes_removed == [node]
     assert report.lost_groups == {kube[1].pk}
     job.refresh_from_db()
@@ -278,7 +283,8 @@ def test_reconcile_is_single_flight_and_refuses_simulated(fake, kube):
     assert reconcile_cluster(cluster.pk, watch_s=0).locked_out is False
 
 
-def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, kube):
+def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(
+        fake, kube, django_capture_on_commit_callbacks):
     from tenants.models import Quota
 
     cluster, group, queue = kube
@@ -295,7 +301,8 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(fake, 
         containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)]),
         enqueue=False)
     JobContainer.objects.filter(job=high).update(image="busybox:1.37")
-    report = run_admission_cycle(group.pk)
+    with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
+        report = run_admission_cycle(group.pk)
     assert (report.admitted, report.preempted) == ([], [low[1].pk])
     # the pod was deleted; until the reconcile sees it gone, its devices stay booked
     assert _states(low[1]) == (JobState.QUEUED, [PlacementState.TERMINATING])

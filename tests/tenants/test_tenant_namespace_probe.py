@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-@pytest.mark.parametrize("tenant_name, pattern", [
+@pytest.mark.parametrize(("tenant_name", "pattern"), [
     ("default", "{slug}"),
     ("kube-system", "{slug}"),
     ("KUBE-SYSTEM", "{slug}"),

@@ -49,6 +49,6 @@ def open_invitation_count(user) -> int:
     """Number of open invitations addressed to the user (0 when logged out)."""
     if not getattr(user, "is_authenticated", False):
         return 0
-    from tenants.selectors import pending_invitations_for
+    from tenants.selectors import pending_invitations_for  # noqa: PLC0415 - loaded on first use
 
     return pending_invitations_for(user).count()

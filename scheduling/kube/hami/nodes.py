@@ -233,10 +233,12 @@ def _stale(value: str, now: datetime | None) -> bool:
     if now is None or not value.startswith("Requesting_"):
         return False
     try:
-        t = datetime.strptime(value[len("Requesting_"):], "%Y-%m-%d %H:%M:%S")
+        # the handshake time carries no zone; it is read as UTC
+        t = datetime.strptime(value[len("Requesting_"):], "%Y-%m-%d %H:%M:%S").replace(
+            tzinfo=UTC)
     except ValueError:
         return False
-    ref = now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now
+    ref = now if now.tzinfo else now.replace(tzinfo=UTC)  # a naive ``now`` is UTC
     return ref - t > timedelta(seconds=HANDSHAKE_STALE_S)
 
 

@@ -252,26 +252,7 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
         mem_raw = get(cfg.resource_memory)
         pct_raw = get(cfg.resource_memory_percent)
         cores_raw = get(cfg.resource_cores)
-        mem_mib, pct = 0, None
-        if mem_raw is not None:
-            if cfg.vendor == "MetaxSGPU" and isinstance(mem_raw, str) \
-                    and not mem_raw.strip().isdigit():
-                mem_mib = memory_mib(mem_raw, f"{r}.{cfg.resource_memory}")
-            else:
-                units = plain_int(mem_raw, f"{r}.{cfg.resource_memory}")
-                if cfg.memory_factor == 0:
-                    if units > 100:
-                        raise ValueError(f"{r}.{cfg.resource_memory}: {units} % of the card "
-                                         "is above 100")
-                    pct = units
-                else:
-                    mem_mib = units * cfg.memory_factor
-        if pct_raw is not None and mem_raw is None:
-            p = plain_int(pct_raw, f"{r}.{cfg.resource_memory_percent}")
-            if p > 100:
-                raise ValueError(f"{r}.{cfg.resource_memory_percent}: {p} is outside 0..100")
-            if p > 0:
-                pct = p
+        mem_mib, pct = _memory(cfg, r, mem_raw, pct_raw)
         if mem_raw is None and pct is None and cfg.default_memory_mib:
             mem_mib = cfg.default_memory_mib
         if cores_raw is not None:
@@ -299,6 +280,38 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
             qos_policy=str(ann.get("metax-tech.com/sgpu-qos-policy", "best-effort"))
             if cfg.vendor == "MetaxSGPU" else ""))
     return tuple(out)
+
+
+def _memory(cfg: DeviceModelConfig, r: str, mem_raw: Any, pct_raw: Any
+            ) -> tuple[int, int | None]:
+    """``(memory MiB, memory percent or None)`` of a container's device memory limits: the
+    memory resource in units of ``memory_factor`` MiB (0 = percent of the card; Metax sGPU
+    also takes quantities such as ``4Gi``), else the memory-percent resource.
+
+    Raises:
+        ValueError: a value is not an integer or a percentage is above 100 (field named).
+    """
+    mem_mib, pct = 0, None
+    if mem_raw is not None:
+        if cfg.vendor == "MetaxSGPU" and isinstance(mem_raw, str) \
+                and not mem_raw.strip().isdigit():
+            mem_mib = memory_mib(mem_raw, f"{r}.{cfg.resource_memory}")
+        else:
+            units = plain_int(mem_raw, f"{r}.{cfg.resource_memory}")
+            if cfg.memory_factor == 0:
+                if units > 100:
+                    raise ValueError(f"{r}.{cfg.resource_memory}: {units} % of the card "
+                                     "is above 100")
+                pct = units
+            else:
+                mem_mib = units * cfg.memory_factor
+    if pct_raw is not None and mem_raw is None:
+        p = plain_int(pct_raw, f"{r}.{cfg.resource_memory_percent}")
+        if p > 100:
+            raise ValueError(f"{r}.{cfg.resource_memory_percent}: {p} is outside 0..100")
+        if p > 0:
+            pct = p
+    return mem_mib, pct
 
 
 def _weights(value: Any, where: str) -> tuple[int, int, int]:

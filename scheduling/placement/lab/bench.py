@@ -344,22 +344,13 @@ def run_departures(
     Pods without both timestamps are skipped. A waiting task starts when it fits (queue head
     first, retried after every departure) and then runs its original duration.
     """
-    timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
-    if not timed:
-        raise ValueError("no pod has creation_time and deletion_time; --departures needs them")
-    snap = build_snapshot(nodes, replicas=scale)
-    rp = _Replay(name, snap, workload, measure, seed)
-    arrivals = sorted(
-        ((p.creation_time, r, k, p) for r in range(scale) for k, p in enumerate(timed)),
-        key=lambda x: (x[0], x[1], x[2]),
-    )
+    arrivals = _arrivals(pods, scale)
+    rp = _Replay(name, build_snapshot(nodes, replicas=scale), workload, measure, seed)
     res = RunResult(name, seed, tasks=len(arrivals))
     leave: list = []
     queue: list = []
     waits: list[int] = []
-    area = 0.0
-    last_t = arrivals[0][0]
-    seq = 0
+    area, last_t, seq = 0.0, arrivals[0][0], 0
 
     def start(now: int, arr_t: int, tag: str, p: PodRecord) -> bool:
         nonlocal seq
@@ -379,8 +370,7 @@ def run_departures(
         while queue and start(now, *queue[0]):
             queue.pop(0)
 
-    t0 = time.process_time()
-    ai = 0
+    t0, ai = time.process_time(), 0
     while ai < len(arrivals) or leave:
         next_arr = arrivals[ai][0] if ai < len(arrivals) else None
         next_leave = leave[0][0] if leave else None
@@ -404,14 +394,34 @@ def run_departures(
     res.seconds = time.process_time() - t0
     span = last_t - arrivals[0][0]
     res.time_avg_allocation = 100 * area / (span * rp.cap) if span > 0 else None
+    _wait_figures(res, waits, never_placed=len(queue))
+    return res
+
+
+def _arrivals(pods, scale: int) -> list:
+    """``(creation_time, replica, position, pod)`` of every timed pod × ``scale``, in order.
+
+    Raises:
+        ValueError: no pod has both timestamps.
+    """
+    timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
+    if not timed:
+        raise ValueError("no pod has creation_time and deletion_time; --departures needs them")
+    return sorted(
+        ((p.creation_time, r, k, p) for r in range(scale) for k, p in enumerate(timed)),
+        key=lambda x: (x[0], x[1], x[2]),
+    )
+
+
+def _wait_figures(res: RunResult, waits: list[int], *, never_placed: int) -> None:
+    """Waited / never placed counts and mean / p95 wait (seconds) of a departures replay."""
     res.waited = len(waits)
-    res.never_placed = len(queue)
-    res.failed = len(queue)
+    res.never_placed = never_placed
+    res.failed = never_placed
     if waits:
         waits.sort()
         res.mean_wait_s = sum(waits) / len(waits)
         res.p95_wait_s = float(waits[min(len(waits) - 1, int(0.95 * len(waits)))])
-    return res
 
 
 def _agg(values: list[float | None]) -> tuple[float | None, float | None]:
@@ -496,8 +506,8 @@ def _print_text(summary: dict, departures: bool, out) -> None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point; returns the exit status."""
+def _parser() -> argparse.ArgumentParser:
+    """The CLI's arguments."""
     ap = argparse.ArgumentParser(
         prog="python -m scheduling.placement.lab.bench", description=__doc__.split("\n")[0]
     )
@@ -511,6 +521,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--departures", action="store_true", help="time-based replay with departures")
     ap.add_argument("--json", action="store_true", help="one JSON object per policy")
     ap.add_argument("--list-policies", action="store_true", help="print policy names and exit")
+    return ap
+
+
+def _print_header(args: argparse.Namespace, n_pods: int, n_nodes: int, seeds: list[int],
+                  workload: TargetWorkload) -> None:
+    """The text report's first lines (trace, mode, seeds, target workload, columns)."""
+    mode = "departures" if args.departures else f"tune {args.tune}"
+    print(
+        f"# {args.pods}: {n_pods} pods; {n_nodes} nodes x{args.scale}; {mode}; seeds "
+        f"{seeds[0]}..{seeds[-1]}; target workload {len(workload.classes)} classes "
+        f"({100 * workload.coverage:.1f} % of tasks); path place()"
+    )
+    if not args.departures:
+        print(
+            f"{'policy':14s} "
+            + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS)
+            + "   (allocation % at arrived %)"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    ap = _parser()
     args = ap.parse_args(argv)
     if args.list_policies:
         for n in POLICY_NAMES:
@@ -537,18 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.json:
-        mode = "departures" if args.departures else f"tune {args.tune}"
-        print(
-            f"# {args.pods}: {len(pods)} pods; {len(nodes)} nodes x{args.scale}; {mode}; seeds "
-            f"{seeds[0]}..{seeds[-1]}; target workload {len(workload.classes)} classes "
-            f"({100 * workload.coverage:.1f} % of tasks); path place()"
-        )
-        if not args.departures:
-            print(
-                f"{'policy':14s} "
-                + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS)
-                + "   (allocation % at arrived %)"
-            )
+        _print_header(args, len(pods), len(nodes), seeds, workload)
     for name in names:
         runs = []
         for seed in seeds:

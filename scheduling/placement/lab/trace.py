@@ -253,18 +253,10 @@ def read_pods(path: str | Path) -> list[PodRecord]:
             creation, or a duplicate pod name.
     """
     header, rows = _open_rows(path, POD_REQUIRED_COLUMNS)
-    col = {
-        name: header.index(name)
-        for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS
-        if name in header
-    }
+    col = {name: header.index(name) for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS
+           if name in header}
     seen: dict[str, int] = {}
     out: list[PodRecord] = []
-
-    def opt_time(row: list[str], line: int, name: str) -> int | None:
-        if name not in col or row[col[name]] == "":
-            return None
-        return _int(path, line, name, row[col[name]])
 
     for line, row in rows:
         name = row[col["name"]]
@@ -277,27 +269,13 @@ def read_pods(path: str | Path) -> list[PodRecord]:
         seen[name] = line
         cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
         mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
-        num_gpu = _int(path, line, "num_gpu", row[col["num_gpu"]], hi=8)
-        gpu_milli = _int(path, line, "gpu_milli", row[col["gpu_milli"]], hi=GPU_MILLI)
-        if gpu_milli % 10:
-            raise TraceError(path, line, "gpu_milli", f"{gpu_milli} is not a multiple of 10")
-        if num_gpu == 0 and gpu_milli:
-            raise TraceError(path, line, "gpu_milli", f"{gpu_milli} milli-GPU with num_gpu 0")
-        if num_gpu and not gpu_milli:
-            raise TraceError(path, line, "gpu_milli", f"num_gpu {num_gpu} with 0 milli-GPU")
-        if num_gpu > 1 and gpu_milli < GPU_MILLI:
-            raise TraceError(
-                path, line, "gpu_milli", f"fractional share {gpu_milli} with num_gpu {num_gpu}"
-            )
+        num_gpu, gpu_milli = _gpu_request(path, line, row[col["num_gpu"]],
+                                          row[col["gpu_milli"]])
         spec_raw = row[col["gpu_spec"]] if "gpu_spec" in col else ""
         spec = tuple(sorted({s.strip() for s in spec_raw.split("|") if s.strip()}))
         if spec and not num_gpu:
             raise TraceError(path, line, "gpu_spec", "GPU model constraint on a CPU-only pod")
-        created = opt_time(row, line, "creation_time")
-        deleted = opt_time(row, line, "deletion_time")
-        scheduled = opt_time(row, line, "scheduled_time")
-        if created is not None and deleted is not None and deleted < created:
-            raise TraceError(path, line, "deletion_time", f"{deleted} is before creation {created}")
+        created, deleted, scheduled = _pod_times(path, line, row, col)
         out.append(
             PodRecord(
                 name=name,
@@ -317,12 +295,48 @@ def read_pods(path: str | Path) -> list[PodRecord]:
     return out
 
 
+def _pod_times(path: str | Path, line: int, row: list[str], col: dict[str, int]
+               ) -> tuple[int | None, int | None, int | None]:
+    """``(creation, deletion, scheduled)`` times of a pod row (None: column absent or empty).
+
+    Raises:
+        TraceError: a bad integer, or a deletion before the creation.
+    """
+    def opt_time(name: str) -> int | None:
+        if name not in col or row[col[name]] == "":
+            return None
+        return _int(path, line, name, row[col[name]])
+
+    created, deleted = opt_time("creation_time"), opt_time("deletion_time")
+    if created is not None and deleted is not None and deleted < created:
+        raise TraceError(path, line, "deletion_time", f"{deleted} is before creation {created}")
+    return created, deleted, opt_time("scheduled_time")
+
+
+def _gpu_request(path: str | Path, line: int, num_raw: str, milli_raw: str) -> tuple[int, int]:
+    """``(num_gpu, gpu_milli)`` of one pod row, checked as :func:`read_pods` documents."""
+    num_gpu = _int(path, line, "num_gpu", num_raw, hi=8)
+    gpu_milli = _int(path, line, "gpu_milli", milli_raw, hi=GPU_MILLI)
+    if gpu_milli % 10:
+        raise TraceError(path, line, "gpu_milli", f"{gpu_milli} is not a multiple of 10")
+    if num_gpu == 0 and gpu_milli:
+        raise TraceError(path, line, "gpu_milli", f"{gpu_milli} milli-GPU with num_gpu 0")
+    if num_gpu and not gpu_milli:
+        raise TraceError(path, line, "gpu_milli", f"num_gpu {num_gpu} with 0 milli-GPU")
+    if num_gpu > 1 and gpu_milli < GPU_MILLI:
+        raise TraceError(
+            path, line, "gpu_milli", f"fractional share {gpu_milli} with num_gpu {num_gpu}"
+        )
+    return num_gpu, gpu_milli
+
+
 def device_memory_mib(model: str) -> int:
     """Device memory used for a trace GPU model, MiB (assumed; the trace has none)."""
     return _MODEL_MEMORY_MIB.get(model, _DEFAULT_MEMORY_MIB)
 
 
-def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100):
+def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
+                   ) -> ClusterSnapshot:
     """A :class:`~scheduling.placement.types.ClusterSnapshot` of trace nodes (HAMi semantics).
 
     Each trace GPU becomes a ``Device`` with vendor "NVIDIA", ``type`` = the CSV model,
@@ -365,7 +379,7 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
     return ClusterSnapshot.from_nodes(out)
 
 
-def pod_request(pod: PodRecord, name: str | None = None):
+def pod_request(pod: PodRecord, name: str | None = None) -> PodRequest:
     """The :class:`~scheduling.placement.types.PodRequest` of a trace pod (HAMi semantics).
 
     One container "main"; a GPU pod gets one ``DeviceRequest(vendor="NVIDIA", count=num_gpu,

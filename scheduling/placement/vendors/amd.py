@@ -9,6 +9,8 @@ needs ``devcore == 100``, §9.8); a CU-exhausted device refuses 0-CU tasks as us
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest
 from scheduling.placement.vendors.base import VendorPlugin
 
@@ -25,5 +27,5 @@ class AmdPlugin(VendorPlugin):
     def annotation_type(self, dev: Device) -> str:
         return dev.type
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         return super().grant(dev, mem, cores, **extra)

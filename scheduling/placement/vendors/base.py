@@ -41,6 +41,7 @@ Deliberate differences from HAMi, documented here:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from scheduling.devices.matching import any_hami_type_matches, any_type_matches, model_key
 from scheduling.devices.resources import charged_memory_mib, template_counters
@@ -316,7 +317,7 @@ class VendorPlugin:
         g = self.grant(dev, mem, cores)
         return [g] if counters_fit(dev, g, o) else R.CARD_SHARED_COUNTERS_EXHAUSTED
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         """The grant of ``mem`` MiB and ``cores`` on ``dev`` (with the shared counters it
         consumes when the card has ``counters``)."""
         if dev.counters and "counters" not in extra:

@@ -8,6 +8,7 @@ The chip is matched exactly against the registered type.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest
 from scheduling.placement.vendors.base import VendorPlugin
@@ -27,5 +28,5 @@ class IluvatarPlugin(VendorPlugin):
     def annotation_type(self, dev: Device) -> str:
         return self.config_for(dev.type).common_word
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         return super().grant(dev, mem, cores, **extra)

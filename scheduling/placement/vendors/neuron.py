@@ -17,6 +17,8 @@ of it, the codec splits it into ``count`` whole devices).
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduling.placement import reasons as R
 from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
 from scheduling.placement.vendors.base import FitContext, FitResult, VendorPlugin
@@ -55,7 +57,7 @@ class NeuronPlugin(VendorPlugin):
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return None
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         extra.setdefault("slices", max(1, cores))
         return super().grant(dev, mem, cores, **extra)
 
