@@ -15,11 +15,6 @@ locks in this order, each table's rows in primary-key order:
    ``tenants.services``);
 7. telemetry rows (``CycleStats``), after the scheduling transaction commits.
 
-Row locks are ``FOR NO KEY UPDATE`` (what an ``UPDATE`` of non-key columns takes anyway), so
-they never wait on the ``FOR KEY SHARE`` locks that inserts of referencing rows hold until
-commit (telemetry rollups and ledger rows referencing devices, nodes, jobs): a long rollup
-transaction cannot deadlock with a cycle (seen with ``FOR UPDATE`` in a README run).
-
 Placement rows released by others are read with ``SKIP LOCKED`` by the usage settlement (it
 never waits, so it may run at any point). PostgreSQL's ``FOR KEY SHARE`` locks taken by
 inserts referencing a row (a ``PlacementDevice`` inserted for a device) follow the order
@@ -42,7 +37,7 @@ def lock_jobs(job_ids: Iterable[int]) -> list[int]:
     ids = sorted(set(job_ids))
     if not ids:
         return []
-    return list(Job.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")
+    return list(Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")
                 .values_list("pk", flat=True))
 
 
@@ -51,7 +46,7 @@ def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
     ids = sorted(set(job_ids))
     if not ids:
         return []
-    return list(Placement.objects.select_for_update(no_key=True).filter(
+    return list(Placement.objects.select_for_update().filter(
         job_id__in=ids, state__in=BOOKED_PLACEMENT_STATES).order_by("pk")
         .values_list("pk", flat=True))
 
@@ -59,8 +54,8 @@ def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
 def lock_capacity_rows(node_ids: Iterable[int], device_ids: Iterable[int]
                        ) -> tuple[dict[int, Node], dict[int, Device]]:
     """Lock nodes, then devices, each in pk order; returns them by pk."""
-    nodes = {n.pk: n for n in Node.objects.select_for_update(no_key=True).filter(
+    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(
         pk__in=sorted(set(node_ids))).order_by("pk")}
-    devices = {d.pk: d for d in Device.objects.select_for_update(no_key=True).filter(
+    devices = {d.pk: d for d in Device.objects.select_for_update().filter(
         pk__in=sorted(set(device_ids))).order_by("pk")}
     return nodes, devices

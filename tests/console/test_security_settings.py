@@ -35,8 +35,11 @@ PRODUCTION = {
 
 
 def _check_deploy(extra: dict) -> subprocess.CompletedProcess:
+    # DJANGO_ALLOW_ASYNC_UNSAFE is what the browser tests set in this process (Playwright
+    # runs an event loop); a deployment never has it, and check --deploy refuses it
     env = {key: value for key, value in os.environ.items()
-           if key not in PRODUCTION and not key.startswith(("CSP_", "LOGIN_"))}
+           if key not in PRODUCTION and key != "DJANGO_ALLOW_ASYNC_UNSAFE"
+           and not key.startswith(("CSP_", "LOGIN_"))}
     env.update(DJANGO_SETTINGS_MODULE="console.settings.base",
                DATABASE_URL=settings.DATABASE_URL, REDIS_URL=settings.REDIS_URL, **extra)
     return subprocess.run(
