@@ -28,7 +28,7 @@ plugin's ``--enable-device-type`` names).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,14 +187,22 @@ def _str(v: Any, path: str) -> str:
     return v
 
 
-def _iluvatars(items: Any) -> list[DeviceModelConfig]:
+def _entries(items: Any, name: str, keys: frozenset[str] | set[str], *,
+             shape: str = "must be a list") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(path, mapping)`` per entry of the list ``items`` at ``name``, each a mapping of only
+    ``keys``. Raises HamiConfigError naming the path of what is not."""
     if not isinstance(items, list):
-        raise HamiConfigError("iluvatars", "must be a list")
-    out = []
+        raise HamiConfigError(name, shape)
     for i, v in enumerate(items):
-        path = f"iluvatars[{i}]"
+        path = f"{name}[{i}]"
         v = mapping(v, path)
-        only_keys(v, _ILUVATAR_KEYS, path)
+        only_keys(v, keys, path)
+        yield path, v
+
+
+def _iluvatars(items: Any) -> list[DeviceModelConfig]:
+    out = []
+    for path, v in _entries(items, "iluvatars", _ILUVATAR_KEYS):
         chip = _str(v.get("chipName"), f"{path}.chipName")
         cw = _str(v.get("commonWord", chip), f"{path}.commonWord")
         base = iluvatar_config(chip, cw)
@@ -227,13 +235,9 @@ def _vnpus(value: Any) -> tuple[list[DeviceModelConfig], bool]:
         if not isinstance(core, bool):
             raise HamiConfigError("vnpus.hamiVnpuCore", "must be a boolean")
         items = value.get("configs", [])
-    if not isinstance(items, list):
-        raise HamiConfigError("vnpus", "must be a list or {hamiVnpuCore, configs}")
     out = []
-    for i, v in enumerate(items):
-        path = f"vnpus[{i}]"
-        v = mapping(v, path)
-        only_keys(v, _VNPU_KEYS, path)
+    for path, v in _entries(items, "vnpus", _VNPU_KEYS,
+                            shape="must be a list or {hamiVnpuCore, configs}"):
         cw = _str(v.get("commonWord"), f"{path}.commonWord")
         alloc = _int(v.get("memoryAllocatable"), f"{path}.memoryAllocatable", 1)
         res = (_str(v.get("resourceName", f"huawei.com/{cw}"), f"{path}.resourceName"),
@@ -254,13 +258,8 @@ def _vnpus(value: Any) -> tuple[list[DeviceModelConfig], bool]:
 
 
 def _mlu_models(base: DeviceModelConfig, items: Any) -> list[DeviceModelConfig]:
-    if not isinstance(items, list):
-        raise HamiConfigError("cambricon.models", "must be a list")
     out = []
-    for i, v in enumerate(items):
-        path = f"cambricon.models[{i}]"
-        v = mapping(v, path)
-        only_keys(v, _MLU_MODEL_KEYS, path)
+    for path, v in _entries(items, "cambricon.models", _MLU_MODEL_KEYS):
         name = _str(v.get("name"), f"{path}.name")
         mem, cores = cambricon_model_resources(name)
         cfg = base.replace(chip=name, resource_memory=mem, resource_cores=cores,
