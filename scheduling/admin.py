@@ -105,7 +105,7 @@ class DeviceInline(admin.TabularInline):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "cluster", "cpu_milli", "memory_mib", "schedulable", "error"]
+    list_display = ["name", "cluster", "cpu_milli", "host_memory_mib", "schedulable", "error"]
     list_filter = ["cluster", "schedulable"]
     list_select_related = ["cluster"]
     search_fields = ["name"]

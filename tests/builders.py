@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from scheduling.models import Cluster, Device, DeviceModel, Node, Queue
-from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -22,7 +22,7 @@ def make_cluster(name="c1", nodes=2, gpus=2, memory_mib=81920, model=A100, vendo
     for i in range(nodes):
         node = Node.objects.create(
             cluster=cluster, name=f"{name}-n{i}", cpu_milli=cpu_milli,
-            memory_mib=node_memory_mib, labels={"pool": name},
+            host_memory_mib=node_memory_mib, labels={"pool": name},
         )
         for j in range(gpus):
             Device.objects.create(
@@ -67,10 +67,10 @@ def gpu_job(queue, name="job", *, count=1, memory_mib=0, memory_percent=None, co
     submit-time "can it ever fit" check, so tests can build jobs that never fit and watch
     the cycle handle them; the check has its own tests)."""
     spec = JobSpec(
-        name=name, priority=priority, pod_count=pods, cpu_milli=cpu_milli, memory_mib=1024,
+        name=name, priority=priority, pod_count=pods, cpu_milli=cpu_milli, host_memory_mib=1024,
         duration_s=duration_s,
-        containers=[ContainerSpec(device_count=count, memory_mib=memory_mib,
+        containers=[ContainerSpec(device_count=count, device_memory_mib=memory_mib,
                                   memory_percent=memory_percent, cores_percent=cores,
                                   device_types=list(types))],
     )
-    return submit_job(queue, spec, enqueue=enqueue, check_fit=check_fit)
+    return enqueue_job(queue, spec, enqueue=enqueue, check_fit=check_fit)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_job as submit_to_backend
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
 
 
@@ -33,7 +33,7 @@ def build_world() -> dict:
     b_secret = gpu_job(queue_b, "b-secret", count=1)
     run_admission_cycle(group.pk)
     for job in (a_train, b_secret):
-        submit_to_backend(job.pk)
+        submit_to_cluster(job.pk)
     a_wait = gpu_job(queue_a, "a-wait", count=4)
     run_admission_cycle(group.pk)
     for job in (a_train, b_secret, a_wait):

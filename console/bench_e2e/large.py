@@ -57,7 +57,7 @@ def generate(scale: float = 1.0) -> dict:
         name=MODEL, defaults={"vendor": "NVIDIA",
                               "config": {"memory_mib": 81920, "split_count": 10}})
     nodes = Node.objects.bulk_create(
-        (Node(cluster=cluster, name=f"big-n{i:06d}", cpu_milli=256_000, memory_mib=2_097_152,
+        (Node(cluster=cluster, name=f"big-n{i:06d}", cpu_milli=256_000, host_memory_mib=2_097_152,
               labels={"pool": "big"}) for i in range(n_nodes)), batch_size=BATCH)
     devices = Device.objects.bulk_create(
         (Device(uuid=f"GPU-big-{i:06d}-{j}", node=node, model=model, index=j, memory_mib=81920,
@@ -83,7 +83,7 @@ def generate(scale: float = 1.0) -> dict:
             done = state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
             batch.append(Job(
                 tenant_id=q.tenant_id, queue=q, name=f"big-{i}", state=state,
-                cpu_milli=1000, memory_mib=2048, duration_s=3600, source="bench",
+                cpu_milli=1000, host_memory_mib=2048, duration_s=3600, source="bench",
                 pending_reason="0/10000 nodes fit; 10000 node(s): Insufficient cpu"
                 if state == JobState.QUEUED else "",
                 admitted_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
@@ -96,7 +96,7 @@ def generate(scale: float = 1.0) -> dict:
         running = [j for j in jobs if j.state == JobState.RUNNING]
         placements = Placement.objects.bulk_create(
             Placement(job=j, pod_index=0, node_id=devices[j.pk % len(devices)].node_id,
-                      state=PlacementState.RUNNING, cpu_milli=1000, memory_mib=2048,
+                      state=PlacementState.RUNNING, cpu_milli=1000, host_memory_mib=2048,
                       started_at=now - timedelta(hours=2), charged=False, assignment={})
             for j in running)
         PlacementDevice.objects.bulk_create(

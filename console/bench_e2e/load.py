@@ -52,7 +52,7 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
                               "config": {"memory_mib": 81920, "split_count": 10}})
     made = Node.objects.bulk_create(
         Node(cluster=cluster, name=f"load-n{i:05d}", cpu_milli=256_000,
-             memory_mib=2_097_152, labels={"pool": "load"}) for i in range(nodes))
+             host_memory_mib=2_097_152, labels={"pool": "load"}) for i in range(nodes))
     Device.objects.bulk_create(
         (Device(uuid=f"GPU-load-{i:05d}-{j}", node=node, model=model, index=j,
                 memory_mib=81920, split_count=10)
@@ -75,7 +75,7 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
 
 def _body(queue_id: int, i: int) -> dict:
     share = SHARES[i % len(SHARES)]
-    return {"queue": queue_id, "name": f"load-{i}", "cpu_milli": 1000, "memory_mib": 2048,
+    return {"queue": queue_id, "name": f"load-{i}", "cpu_milli": 1000, "host_memory_mib": 2048,
             "duration_s": 10_000_000, "containers": [
                 {"device_count": 1, "memory_percent": share, "cores_percent": share}]}
 

@@ -48,7 +48,8 @@ class JobSubmitForm(forms.Form):
     secret = forms.CharField(max_length=253, required=False,
                              label="Secret (keys as environment, optional)")
     cpu_milli = forms.IntegerField(initial=1000, min_value=0, label="CPU per pod (milli-cores)")
-    memory_mib = forms.IntegerField(initial=4096, min_value=0, label="Host memory per pod (MiB)")
+    host_memory_mib = forms.IntegerField(initial=4096, min_value=0,
+                                         label="Host memory per pod (MiB)")
     duration_s = forms.FloatField(initial=600, min_value=0, label="Run time (s, simulated)")
     vendor = forms.ChoiceField(choices=[(v, v) for v in VENDORS], initial="NVIDIA")
     device_count = forms.IntegerField(initial=1, min_value=0, max_value=64,
@@ -92,11 +93,11 @@ class JobSubmitForm(forms.Form):
             "queue": data["queue"].pk, "name": data["name"],
             **({"priority_class": data["priority_class"]} if data.get("priority_class") else {}),
             "kind": data.get("kind") or JobKind.BATCH, "cpu_milli": data["cpu_milli"],
-            "memory_mib": data["memory_mib"], "duration_s": data["duration_s"],
+            "host_memory_mib": data["host_memory_mib"], "duration_s": data["duration_s"],
             "preemptible": not data.get("non_preemptible"),
             "containers": [{
                 "name": "main", "vendor": data["vendor"], "device_count": data["device_count"],
-                "memory_mib": data.get("device_memory_mib") or 0,
+                "device_memory_mib": data.get("device_memory_mib") or 0,
                 "memory_percent": data.get("device_memory_percent"),
                 "cores_percent": data["cores_percent"],
                 "device_types": [data["device_type"]] if data.get("device_type") else [],
@@ -113,7 +114,7 @@ class JobSubmitForm(forms.Form):
                        "volumes[0].mount_path": "volume_mount_path",
                        "secrets[0].name": "secret", "containers[0].image": "image",
                        "containers[0].memory_percent": "device_memory_percent",
-                       "containers[0].memory_mib": "device_memory_mib",
+                       "containers[0].device_memory_mib": "device_memory_mib",
                        "containers[0].device_count": "device_count",
                        "containers[0].cores_percent": "cores_percent",
                        "containers[0].vendor": "vendor",

@@ -17,8 +17,8 @@ from scheduling.admission.types import AdmissionInputError, GroupSpec, PendingWo
 from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
-    Device,
     DeviceGrant,
+    DeviceUsage,
     PodAssignment,
 )
 
@@ -51,7 +51,7 @@ class PoolPlacer:
         devices: the devices; their ``used_*`` fields are the starting usage.
     """
 
-    def __init__(self, group: GroupSpec, devices: Iterable[Device]) -> None:
+    def __init__(self, group: GroupSpec, devices: Iterable[DeviceUsage]) -> None:
         self.group = group
         self.devices = {d.uuid: d.clone() for d in devices}
         self.held: dict[str, Decision] = {}
@@ -139,7 +139,7 @@ class PoolPlacer:
                     device.used_cores_percent += sign * grant.cores_percent
                     device.used_slots += sign
 
-    def _wants(self, shape: PodShape, device: Device, allowed: tuple[str, ...] | None
+    def _wants(self, shape: PodShape, device: DeviceUsage, allowed: tuple[str, ...] | None
                ) -> tuple[int, int] | None:
         if not device.healthy or device.cordoned:
             return None

@@ -121,7 +121,7 @@ class PlacementListSerializer(serializers.ModelSerializer):
     class Meta:
         model = Placement
         fields = ["id", "job", "job_name", "tenant", "pod_index", "cluster", "node", "state",
-                  "cpu_milli", "memory_mib", "devices", "backend_ref", "message", "created",
+                  "cpu_milli", "host_memory_mib", "devices", "backend_ref", "message", "created",
                   "submitted_at", "started_at", "ended_at"]
 
 

@@ -99,7 +99,7 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     init = serializers.BooleanField(default=False)
     vendor = VendorField(max_length=32, default="NVIDIA")
     device_count = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_COUNT, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_MEMORY_MIB,
+    device_memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_MEMORY_MIB,
                                           default=0)
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
@@ -133,11 +133,11 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         return value
 
     def validate(self, attrs):
-        if attrs.get("memory_mib") and attrs.get("memory_percent"):
+        if attrs.get("device_memory_mib") and attrs.get("memory_percent"):
             raise serializers.ValidationError(
-                {"memory_percent": "Give memory_mib or memory_percent, not both."}
+                {"memory_percent": "Give device_memory_mib or memory_percent, not both."}
             )
-        per_device = [name for name in ("memory_mib", "memory_percent", "cores_percent",
+        per_device = [name for name in ("device_memory_mib", "memory_percent", "cores_percent",
                                         "device_types", "device_types_exclude")
                       if attrs.get(name)]
         if per_device and not attrs.get("device_count"):
@@ -191,7 +191,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     pod_count = serializers.IntegerField(min_value=1, max_value=MAX_POD_COUNT, default=1)
     min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     cpu_milli = serializers.IntegerField(min_value=0, max_value=MAX_CPU_MILLI, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_HOST_MEMORY_MIB,
+    host_memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_HOST_MEMORY_MIB,
                                           default=0)
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
@@ -302,7 +302,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             pod_count=data["pod_count"],
             min_pods=data.get("min_pods"),
             cpu_milli=data["cpu_milli"],
-            memory_mib=data["memory_mib"],
+            host_memory_mib=data["host_memory_mib"],
             duration_s=data["duration_s"],
             preemptible=data["preemptible"] and (cls is None or cls.preemptible),
             min_runtime_s=data["min_runtime_s"],
@@ -404,7 +404,7 @@ class JobContainerSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobContainer
         fields = [
-            "name", "init", "vendor", "device_count", "memory_mib", "memory_percent",
+            "name", "init", "vendor", "device_count", "device_memory_mib", "memory_percent",
             "cores_percent", "device_types", "device_types_exclude", "image", "command", "args",
             "env", "role",
         ]
@@ -416,7 +416,7 @@ class PlacementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Placement
         fields = [
-            "id", "pod_index", "node", "state", "ready", "cpu_milli", "memory_mib",
+            "id", "pod_index", "node", "state", "ready", "cpu_milli", "host_memory_mib",
             "assignment", "backend_ref", "message", "created", "submitted_at", "started_at",
             "ended_at",
         ]
@@ -452,7 +452,7 @@ class JobSerializer(serializers.ModelSerializer):
             "state",
             "pending_reason", "queue_position", "estimated_start",
             "estimated_start_latest", "pod_count", "min_pods",
-            "cpu_milli", "memory_mib", "duration_s", "preemptible", "min_runtime_s",
+            "cpu_milli", "host_memory_mib", "duration_s", "preemptible", "min_runtime_s",
             "on_preemption", "preemption_count", "restart_policy", "annotations", "parent", "port",
             "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
             "failed_attempts", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
@@ -525,7 +525,7 @@ class NodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = [
-            "id", "cluster", "name", "cpu_milli", "memory_mib", "labels", "schedulable",
+            "id", "cluster", "name", "cpu_milli", "host_memory_mib", "labels", "schedulable",
             "error", "device_count", "removed_at",
         ]
 

@@ -16,7 +16,7 @@ AlreadyExists, which counts as success. Failures are classified by
 the gateway) -> ``SubmissionError(retryable=True)``; Permanent (other 4xx, with the server's
 message, or a placement that cannot be expressed in the mode) ->
 ``SubmissionError(retryable=False)``, which fails the job and releases its reservation
-(:func:`scheduling.services.submissions.submit_job`).
+(:func:`scheduling.services.submissions.submit_to_cluster`).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def pod_assignment(placement) -> PodAssignment:
                                        init=bool(c.get("init"))))
     return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
                          node=placement.node.name, containers=tuple(out),
-                         cpu_milli=placement.cpu_milli, memory_mib=placement.memory_mib)
+                         cpu_milli=placement.cpu_milli, memory_mib=placement.host_memory_mib)
 
 
 def granted_catalogue(assignment: PodAssignment) -> Catalogue:

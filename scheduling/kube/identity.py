@@ -30,7 +30,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduling.placement.types import Device
+from scheduling.placement.types import DeviceUsage
 
 __all__ = ["Identity", "DCU_SERIALS_ANNOTATION", "DCU_SERIAL_LABEL_PREFIX", "DCU_PREFIX",
            "node_serials", "device_identity", "legacy_index", "bare_serial", "provisional_key"]
@@ -47,7 +47,7 @@ class Identity:
     """How one registered device is stored.
 
     Attributes:
-        key: ``Device.uuid`` (the console's key).
+        key: ``DeviceUsage.uuid`` (the console's key).
         hami_id: the registration id when it differs from ``key`` ("" otherwise).
         serial: hardware serial ("" when no source names it).
         serial_source: ``registration`` | ``annotation`` | ``label`` | ``exporter`` | "".
@@ -119,7 +119,7 @@ def node_serials(annotations: Mapping[str, str], labels: Mapping[str, str]
     return out
 
 
-def device_identity(dev: Device, named: Mapping[int, tuple[str, str]],
+def device_identity(dev: DeviceUsage, named: Mapping[int, tuple[str, str]],
                     seen: Mapping[int, str]) -> Identity:
     """The identity of one registered device (rules in the module docstring).
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from scheduling.kube.hami.registration import validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, over_bound
-from scheduling.placement.types import Device
+from scheduling.placement.types import DeviceUsage
 
 __all__ = ["DraDevice", "CounterSet", "DraInventory", "SliceIn", "parse_quantity",
            "slices_to_inventory", "dra_devices_to_placement", "DRIVER_VENDORS"]
@@ -38,7 +38,7 @@ DRIVER_VENDORS: Mapping[str, str] = {
     "ascend.project-hami.io": "Ascend",
     "gpu.amd.com": "AMD",
 }
-"""DRA driver name -> vendor word (``Device.vendor``)."""
+"""DRA driver name -> vendor word (``DeviceUsage.vendor``)."""
 
 _SUFFIX = {
     "Ki": Decimal(1024), "Mi": Decimal(1024) ** 2, "Gi": Decimal(1024) ** 3,
@@ -352,7 +352,7 @@ def slices_to_inventory(slices: Iterable[Mapping[str, Any]],
 
 
 def dra_devices_to_placement(inv: DraInventory,
-                             vendors: Mapping[str, str] = DRIVER_VENDORS) -> list[Device]:
+                             vendors: Mapping[str, str] = DRIVER_VENDORS) -> list[DeviceUsage]:
     """Whole physical DRA devices -> ``placement.types.Device`` (partitions are skipped).
 
     uuid = ``uuid`` attribute (else ``<pool>/<name>``), index = ``minor`` / ``index``
@@ -368,7 +368,7 @@ def dra_devices_to_placement(inv: DraInventory,
             continue
         a = d.attributes
         index = a.get("minor", a.get("index", 0))
-        out.append(Device(
+        out.append(DeviceUsage(
             uuid=d.uuid or f"{d.pool}/{d.name}", node=d.node,
             index=int(index) if isinstance(index, (int, str)) and str(index).isdigit() else 0,
             type=str(a.get("productName") or a.get("model") or a.get("type") or ""),

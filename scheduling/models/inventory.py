@@ -191,7 +191,7 @@ class Node(BaseModel):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=253)
     cpu_milli = models.PositiveBigIntegerField(default=0)
-    memory_mib = models.PositiveBigIntegerField(default=0)
+    host_memory_mib = models.PositiveBigIntegerField(default=0)
     labels = models.JSONField(default=dict, blank=True)
     schedulable = models.BooleanField(default=True)
     error = models.TextField(blank=True)

@@ -137,7 +137,7 @@ class Queue(BaseModel):
 
 class Job(BaseModel):
     """A unit of work: ``pod_count`` identical pods (a gang when > 1), each with the host
-    request ``cpu_milli``/``memory_mib`` and the containers in ``containers``.
+    request ``cpu_milli``/``host_memory_mib`` and the containers in ``containers``.
 
     ``duration_s`` is how long simulated pods run. ``pending_reason`` says why a queued job is
     not admitted yet (the rule that blocked it). ``preemptible``, ``min_runtime_s``,
@@ -169,7 +169,7 @@ class Job(BaseModel):
     )
     min_pods = models.PositiveIntegerField(null=True, blank=True)
     cpu_milli = models.PositiveIntegerField(default=0)
-    memory_mib = models.PositiveIntegerField(default=0)
+    host_memory_mib = models.PositiveIntegerField(default=0)
     duration_s = models.FloatField(default=60.0, validators=[MinValueValidator(0)])
     pending_reason = models.TextField(blank=True)
     preemptible = models.BooleanField(
@@ -273,7 +273,7 @@ class Job(BaseModel):
 class JobContainer(BaseModel):
     """One container of each pod of a job and its device request (HAMi semantics).
 
-    ``device_count`` distinct devices of ``vendor``, each with ``memory_mib`` MiB (or
+    ``device_count`` distinct devices of ``vendor``, each with ``device_memory_mib`` MiB (or
     ``memory_percent`` % of the card; both 0/None = the whole card) and ``cores_percent`` %.
     ``device_types`` lists accepted device model names (empty = any model of the group),
     ``device_types_exclude`` refused ones (HAMi's ``use-*type`` / ``nouse-*type``, e.g.
@@ -290,7 +290,7 @@ class JobContainer(BaseModel):
     init = models.BooleanField(default=False)
     vendor = models.CharField(max_length=32, blank=True, default="NVIDIA")
     device_count = models.PositiveIntegerField(default=0)
-    memory_mib = models.PositiveIntegerField(default=0)
+    device_memory_mib = models.PositiveIntegerField(default=0)
     memory_percent = models.PositiveIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(100)]
     )

@@ -9,7 +9,7 @@ from scheduling.choices import BOOKED_PLACEMENT_STATES, PlacementState
 class Placement(BaseModel):
     """One pod of a job placed on a node.
 
-    ``cpu_milli``/``memory_mib`` are booked on the node while the state is reserved, submitted
+    ``cpu_milli``/``host_memory_mib`` are booked on the node while the state is reserved, submitted
     or running. ``assignment`` keeps the placement core's per-container grants as decided (the
     raw decision, used to build Kubernetes manifests). ``backend_ref`` is the pod name.
     ``charges`` are the pod's quota charges ``{"<flavor>|<dimension>": amount}`` fixed at
@@ -26,7 +26,7 @@ class Placement(BaseModel):
         max_length=16, choices=PlacementState.choices, default=PlacementState.RESERVED
     )
     cpu_milli = models.PositiveIntegerField(default=0)
-    memory_mib = models.PositiveIntegerField(default=0)
+    host_memory_mib = models.PositiveIntegerField(default=0)
     assignment = models.JSONField(default=dict, blank=True)
     backend_ref = models.CharField(max_length=253, blank=True)
     charges = models.JSONField(default=dict, blank=True)

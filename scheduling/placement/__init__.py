@@ -15,17 +15,17 @@ from scheduling.placement.types import (
     ContainerAssignment,
     ContainerRequest,
     Decision,
-    Device,
     DeviceGrant,
     DeviceRequest,
-    Node,
+    DeviceUsage,
+    NodeInfo,
     PlacementRequest,
     PodAssignment,
     PodRequest,
 )
 
 __all__ = [
-    "ClusterSnapshot", "ContainerAssignment", "ContainerRequest", "Decision", "Device",
-    "DeviceGrant", "DeviceRequest", "Framework", "Node", "PlacementRequest", "PodAssignment",
+    "ClusterSnapshot", "ContainerAssignment", "ContainerRequest", "Decision", "DeviceUsage",
+    "DeviceGrant", "DeviceRequest", "Framework", "NodeInfo", "PlacementRequest", "PodAssignment",
     "PodRequest", "Profile", "place", "reserve", "unreserve",
 ]

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scheduling.placement.types import ClusterSnapshot, Device, Node
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 
 __all__ = [
     "GPU_MILLI",
@@ -269,7 +269,7 @@ class FragCalculator:
         self._memo.clear()
 
 
-def device_free_milli(device: Device) -> int:
+def device_free_milli(device: DeviceUsage) -> int:
     """Free share of one device in milli-GPU: 10 x min(free cores %, free memory %).
 
     0 when the device is unhealthy, cordoned, has no free slot, or reports no capacity.
@@ -289,7 +289,7 @@ def device_free_milli(device: Device) -> int:
     return pct * 10 if pct > 0 else 0
 
 
-def node_gpu_view(node: Node) -> tuple[int, int, tuple[int, ...], tuple[str, ...]]:
+def node_gpu_view(node: NodeInfo) -> tuple[int, int, tuple[int, ...], tuple[str, ...]]:
     """(free CPU milli, free memory MiB, free milli per device, device models) of a node.
 
     Devices come in ``node.devices`` order. A node that is not schedulable or has an error is
@@ -487,7 +487,7 @@ def _stranded(
 
 
 def _stranded_devices_of(
-    node: Node, cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload
+    node: NodeInfo, cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload
 ) -> tuple[StrandedDevice, ...]:
     return tuple(
         StrandedDevice(
@@ -497,7 +497,7 @@ def _stranded_devices_of(
     )
 
 
-def stranded_devices(node: Node, workload: TargetWorkload) -> tuple[StrandedDevice, ...]:
+def stranded_devices(node: NodeInfo, workload: TargetWorkload) -> tuple[StrandedDevice, ...]:
     """The devices of ``node`` whose free share no class of ``workload`` can use there now.
 
     Args:

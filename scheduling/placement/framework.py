@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from scheduling.placement.types import ClusterSnapshot, DeviceGrant, Node, PodRequest
+from scheduling.placement.types import ClusterSnapshot, DeviceGrant, NodeInfo, PodRequest
 
 T = TypeVar("T")
 
@@ -131,7 +131,7 @@ class FilterPlugin(Protocol):
 
     name: str
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status: ...
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status: ...
 
 
 @runtime_checkable
@@ -145,7 +145,7 @@ class ScorePlugin(Protocol):
 
     name: str
 
-    def score(self, state: CycleState, pod: PodRequest, node: Node, fit: NodeFit) -> float: ...
+    def score(self, state: CycleState, pod: PodRequest, node: NodeInfo, fit: NodeFit) -> float: ...
 
 
 @runtime_checkable
@@ -155,8 +155,8 @@ class ReservePlugin(Protocol):
 
     name: str
 
-    def reserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: Node,
+    def reserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo,
                 fit: NodeFit) -> None: ...
 
-    def unreserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: Node,
+    def unreserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo,
                   fit: NodeFit) -> None: ...

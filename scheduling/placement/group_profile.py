@@ -32,7 +32,7 @@ from scheduling.placement.plugins.frag_plugins import FRAG_POLICY_NAMES, TracePo
 from scheduling.placement.plugins.score import hami_node_usage_score
 from scheduling.placement.profile import NODE_POLICIES, Profile
 from scheduling.placement.registry import Registry
-from scheduling.placement.types import ClusterSnapshot, Node, PodRequest
+from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
 __all__ = [
     "DEVICE_POLICY_ANNOTATION",
@@ -141,7 +141,7 @@ class FragFallbackScore:
         """The policy's choice for a pod it models, None for the others."""
         return self.inner.select(state, snapshot, pod)
 
-    def score(self, state: CycleState, pod: PodRequest, node: Node, fit: NodeFit) -> float:
+    def score(self, state: CycleState, pod: PodRequest, node: NodeInfo, fit: NodeFit) -> float:
         if task_view(pod) is not None:
             return self.inner.score(state, pod, node, fit)
         base = hami_node_usage_score(node) + fit.extra_score

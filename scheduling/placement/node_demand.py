@@ -42,7 +42,7 @@ from scheduling.placement.fragmentation import (
     node_gpu_view,
     stranded_devices,
 )
-from scheduling.placement.types import ClusterSnapshot, Node
+from scheduling.placement.types import ClusterSnapshot, NodeInfo
 
 __all__ = ["STRANDED_SHAPE", "demand_fragmentation", "node_tasks"]
 
@@ -50,12 +50,12 @@ __all__ = ["STRANDED_SHAPE", "demand_fragmentation", "node_tasks"]
 STRANDED_SHAPE = "shape"
 
 
-def _shape(node: Node) -> tuple:
+def _shape(node: NodeInfo) -> tuple:
     models = Counter(d.type for d in node.devices)
     return tuple(sorted(models.items())), node.cpu_milli
 
 
-def node_tasks(node: Node, tasks: Mapping[TaskClass, int]) -> Counter[TaskClass]:
+def node_tasks(node: NodeInfo, tasks: Mapping[TaskClass, int]) -> Counter[TaskClass]:
     """The tasks of ``tasks`` (class -> count) that could run on ``node`` when it is empty:
     GPU classes whose allowed types include a model of the node (any model when the class
     names none), that ask no more GPUs than the node has of those models and no more CPU
@@ -71,7 +71,7 @@ def node_tasks(node: Node, tasks: Mapping[TaskClass, int]) -> Counter[TaskClass]
     return out
 
 
-def _unasked(node: Node, tasks: Mapping[TaskClass, int]) -> tuple[StrandedDevice, ...]:
+def _unasked(node: NodeInfo, tasks: Mapping[TaskClass, int]) -> tuple[StrandedDevice, ...]:
     """Free devices of a node no task could ever run on (see the module docstring)."""
     _cpu, _mem, gpus, types = node_gpu_view(node)
     out = []

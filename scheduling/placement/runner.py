@@ -35,7 +35,7 @@ from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
     Decision,
-    Node,
+    NodeInfo,
     PlacementRequest,
     PodAssignment,
     PodRequest,
@@ -131,7 +131,7 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     return PodResult(_assignment(state, pod, best.name, best_fit, best_score), {}, scores)
 
 
-def _evaluate(state: CycleState, pod: PodRequest, name: str, node: Node, fw: Framework,
+def _evaluate(state: CycleState, pod: PodRequest, name: str, node: NodeInfo, fw: Framework,
               fits: dict | None, empty: NodeFit, cache: dict | None
               ) -> tuple[NodeFit | None, Any]:
     """Filter, then score one node: ``(None, reason)`` when a Filter rejects it, else
@@ -195,8 +195,8 @@ def _assignment(state: CycleState, pod: PodRequest, node: str, fit: NodeFit,
         pod.cpu_milli, pod.memory_mib, score)
 
 
-def usage_stamp(node: Node) -> tuple:
-    """What a cached per-node result is valid for: ``Node.version`` plus every field that
+def usage_stamp(node: NodeInfo) -> tuple:
+    """What a cached per-node result is valid for: ``NodeInfo.version`` plus every field that
     code edits in place (node CPU/memory capacity and use, cordon, error, labels,
     annotations; per device slots, memory, cores, health, cordon, MIG instance count, error,
     used counters).

@@ -4,7 +4,8 @@ Units are explicit in names: ``memory_mib`` (MiB), ``cores_percent`` (percent of
 100 = whole device), ``cpu_milli`` (millicores). Types follow HAMi's usage model
 (``pkg/device/devices.go`` ``DeviceUsage``; see docs/hami.md §4.1).
 
-Mutable: :class:`Device`, :class:`Node`, :class:`ClusterSnapshot` (usage changes on reserve).
+Mutable: :class:`DeviceUsage`, :class:`NodeInfo`, :class:`ClusterSnapshot` (usage changes on
+reserve).
 Frozen: requests and results.
 """
 
@@ -18,8 +19,8 @@ __all__ = [
     "MigPlacement",
     "MigProfile",
     "MigInstance",
-    "Device",
-    "Node",
+    "DeviceUsage",
+    "NodeInfo",
     "ClusterSnapshot",
     "DeviceRequest",
     "ContainerRequest",
@@ -74,7 +75,7 @@ class MigInstance:
 
 
 @dataclass(slots=True)
-class Device:
+class DeviceUsage:
     """One physical accelerator with its capacity and current usage (HAMi ``DeviceUsage``).
 
     Attributes:
@@ -133,10 +134,10 @@ class Device:
     used_counters: dict[str, int] = field(default_factory=dict)
     custom: dict[str, Any] = field(default_factory=dict)
 
-    def clone(self) -> Device:
+    def clone(self) -> DeviceUsage:
         """Copy with its own mutable usage (profiles, counters' capacity and custom info are
         shared, they are not edited)."""
-        return Device(
+        return DeviceUsage(
             self.uuid, self.node, self.index, self.type, self.vendor, self.memory_mib,
             self.cores_percent, self.split_count, self.numa, self.healthy, self.cordoned,
             self.mode, self.used_slots, self.used_memory_mib, self.used_cores_percent,
@@ -146,7 +147,7 @@ class Device:
 
 
 @dataclass(slots=True)
-class Node:
+class NodeInfo:
     """A node with host resources and accelerators.
 
     Attributes:
@@ -168,7 +169,7 @@ class Node:
     """
 
     name: str
-    devices: list[Device] = field(default_factory=list)
+    devices: list[DeviceUsage] = field(default_factory=list)
     cpu_milli: int = 0
     memory_mib: int = 0
     used_cpu_milli: int = 0
@@ -184,15 +185,15 @@ class Node:
         """Mark the node changed (invalidates cached placement results for it)."""
         self.version += 1
 
-    def clone(self) -> Node:
+    def clone(self) -> NodeInfo:
         """Copy with cloned devices (labels/annotations/pair scores are shared read-only)."""
-        return Node(
+        return NodeInfo(
             self.name, [d.clone() for d in self.devices], self.cpu_milli, self.memory_mib,
             self.used_cpu_milli, self.used_memory_mib, self.labels, self.schedulable,
             self.pair_scores, self.error, self.annotations, self.version,
         )
 
-    def device(self, uuid: str) -> Device | None:
+    def device(self, uuid: str) -> DeviceUsage | None:
         """Device with this uuid on the node, or None."""
         for d in self.devices:
             if d.uuid == uuid:
@@ -217,7 +218,7 @@ class ClusterSnapshot:
             :meth:`clone` starts an empty journal (a clone is a new snapshot identity).
     """
 
-    nodes: dict[str, Node] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
 
@@ -228,7 +229,7 @@ class ClusterSnapshot:
 
     def touch(self, name: str) -> None:
         """Record that node ``name`` changed outside reserve/unreserve (direct edits of
-        usage, health, cordon, labels): bumps ``Node.version`` and journals the name.
+        usage, health, cordon, labels): bumps ``NodeInfo.version`` and journals the name.
 
         Raises:
             KeyError: no node ``name`` in the snapshot.
@@ -237,9 +238,9 @@ class ClusterSnapshot:
         self.changed.append(name)
 
     @classmethod
-    def from_nodes(cls, nodes: list[Node]) -> ClusterSnapshot:
+    def from_nodes(cls, nodes: list[NodeInfo]) -> ClusterSnapshot:
         """Build from a node list. Raises ValueError on duplicate node names."""
-        out: dict[str, Node] = {}
+        out: dict[str, NodeInfo] = {}
         for n in nodes:
             if n.name in out:
                 raise ValueError(f"duplicate node name {n.name!r}")
@@ -367,7 +368,7 @@ class DeviceGrant:
         index: device index on the node.
         mig_profile / mig_start / mig_size: MIG instance (NVIDIA MIG only).
         template: Ascend vNPU template name (hard split only), Enflame DRS profile name.
-        model: device model string as registered (``Device.type``).
+        model: device model string as registered (``DeviceUsage.type``).
         counters: shared counters the grant consumes on its card, ``((name, n), ...)``.
         slices: partition size booked in the device's slots (Enflame DRS slices, AWS
             Neuron cores); 0 = one slot.

@@ -56,8 +56,7 @@ from scheduling.models import (
 )
 from scheduling.models import Queue as QueueModel
 from scheduling.placement.profile import Profile
-from scheduling.placement.types import ClusterSnapshot, MigInstance, PlacementRequest
-from scheduling.placement.types import Device as CoreDevice
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PlacementRequest
 from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.placement_profile import group_framework
@@ -248,7 +247,7 @@ def stored_usage(group: tm.ResourceGroup) -> tuple[Usage, ...]:
 
 
 def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: SnapshotIndex,
-                      devices: dict[str, CoreDevice]
+                      devices: dict[str, DeviceUsage]
                       ) -> tuple[list[RunningWorkload], dict[str, RunningBooking]]:
     """Jobs of the group holding booked placements (terminating ones included: a preempted
     job keeps its devices and quota until its pods are gone), with charges recomputed from
@@ -297,7 +296,7 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
             ):
                 charges[job.pk][(flavor, dim)] += amount
             grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
-        booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.memory_mib, grants))
+        booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.host_memory_mib, grants))
         booking.migs.extend(held_mig.get(p.pk, ()))
     workloads = [_running(job, dict(charges[pk]), terminating.get(pk))
                  for pk, job in sorted(jobs.items())]
@@ -316,8 +315,8 @@ def _running(job: Job, charges: dict, evict_by: list[datetime] | None) -> Runnin
     )
 
 
-def _device_info(device) -> CoreDevice:
-    return CoreDevice(uuid=device.uuid, node="", index=device.index, type=device.model.name,
+def _device_info(device) -> DeviceUsage:
+    return DeviceUsage(uuid=device.uuid, node="", index=device.index, type=device.model.name,
                       vendor=device.model.vendor, memory_mib=device.memory_mib,
                       cores_percent=device.cores_percent)
 
@@ -415,7 +414,7 @@ class AdmissionContext:
     flavors: GroupFlavors
     cluster: ClusterSnapshot
     index: SnapshotIndex
-    devices: dict[str, CoreDevice]
+    devices: dict[str, DeviceUsage]
     held: dict[str, RunningBooking]
     jobs: dict[str, Job]
     catalogue: Catalogue
@@ -509,7 +508,7 @@ class SpecJob:
         self.pod_count = spec.pod_count
         self.min_pods = spec.min_pods
         self.cpu_milli = spec.cpu_milli
-        self.memory_mib = spec.memory_mib
+        self.host_memory_mib = spec.host_memory_mib
         self.node_selector = getattr(spec, "node_selector", {})
         self.launcher_cpu_milli = getattr(spec, "launcher_cpu_milli", 0)
         self.launcher_memory_mib = getattr(spec, "launcher_memory_mib", 0)

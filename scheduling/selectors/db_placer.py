@@ -18,11 +18,11 @@ from scheduling.placement.profile import Framework
 from scheduling.placement.types import (
     ClusterSnapshot,
     Decision,
+    DeviceUsage,
     MigInstance,
     PlacementRequest,
     PodRequest,
 )
-from scheduling.placement.types import Device as CoreDevice
 
 
 @dataclass
@@ -89,7 +89,7 @@ class DbPlacer:
             the device models' configs; its per-node cache lives as long as the cycle).
     """
 
-    def __init__(self, cluster: ClusterSnapshot, devices: dict[str, CoreDevice],
+    def __init__(self, cluster: ClusterSnapshot, devices: dict[str, DeviceUsage],
                  group: GroupSpec, held: dict[str, RunningBooking],
                  framework: Framework | None = None) -> None:
         self.cluster = cluster

@@ -26,7 +26,7 @@ from scheduling.placement.types import ClusterSnapshot
 
 __all__ = ["JobDemand", "PresentModels", "job_demands", "task_class"]
 
-CONTAINER_FIELDS = ("job_id", "vendor", "device_count", "memory_mib", "memory_percent",
+CONTAINER_FIELDS = ("job_id", "vendor", "device_count", "device_memory_mib", "memory_percent",
                     "cores_percent", "device_types", "device_types_exclude")
 
 
@@ -76,13 +76,13 @@ def task_class(cpu_milli: int, container: dict, group_models: Sequence[str],
         models: the present models.
     """
     wanted = container["device_types"] or group_models
-    by_mib = not container["memory_percent"] and container["memory_mib"]
+    by_mib = not container["memory_percent"] and container["device_memory_mib"]
     types = tuple(sorted(
         m for m, vendor in models.vendor.items()
         if vendor == container["vendor"]
         and (not wanted or any_type_matches(m, wanted))
         and not any_type_matches(m, container.get("device_types_exclude") or ())
-        and (not by_mib or models.memory_mib[m] >= container["memory_mib"])
+        and (not by_mib or models.memory_mib[m] >= container["device_memory_mib"])
     ))
     if not types:
         return None
@@ -90,7 +90,7 @@ def task_class(cpu_milli: int, container: dict, group_models: Sequence[str],
         memory_pct = container["memory_percent"]
     elif by_mib:  # every type has >= memory_mib > 0 MiB: no division by zero
         biggest = max(models.memory_mib[t] for t in types)
-        memory_pct = -(-container["memory_mib"] * 100 // biggest)  # ceiling
+        memory_pct = -(-container["device_memory_mib"] * 100 // biggest)  # ceiling
     else:
         memory_pct = 100
     share = min(100, max(container["cores_percent"], memory_pct))

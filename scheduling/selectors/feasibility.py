@@ -14,9 +14,7 @@ from scheduling.models import Job
 from scheduling.placement import place
 from scheduling.placement.profile import Profile
 from scheduling.placement.reasons import DEVICE_MODEL_INVALID
-from scheduling.placement.types import ClusterSnapshot
-from scheduling.placement.types import Device as CoreDevice
-from scheduling.placement.types import Node as CoreNode
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 from scheduling.selectors.db_placer import unschedulable_reason
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import build_cluster_snapshot, build_placement_request
@@ -37,13 +35,13 @@ def empty_shape(snapshot: ClusterSnapshot) -> ClusterSnapshot:
             fresh.mig_instances = []
             fresh.healthy, fresh.cordoned, fresh.qos_policy = True, False, ""
             devices.append(fresh)
-        nodes.append(CoreNode(node.name, devices, node.cpu_milli, node.memory_mib, 0, 0,
+        nodes.append(NodeInfo(node.name, devices, node.cpu_milli, node.host_memory_mib, 0, 0,
                               node.labels, True, node.pair_scores, node.error,
                               node.annotations))
     return ClusterSnapshot.from_nodes(nodes)
 
 
-def _shape_hint(job: Job, devices: list[CoreDevice], per_node: dict[str, int],
+def _shape_hint(job: Job, devices: list[DeviceUsage], per_node: dict[str, int],
                 group: ResourceGroup) -> str | None:
     """The plainest explanation, when one of the simple checks explains the refusal."""
     for c in job.containers.all():

@@ -13,11 +13,11 @@ Target workload M (:func:`target_workload`): the task shapes of the newest
 :data:`RECENT_JOBS` jobs of a resource group's queues (any state), one task per pod and
 non-init device container, ``TargetWorkload.from_classes`` (95 % coverage). A task asks
 ``device_count`` GPUs of ``10 x max(cores %, memory %)`` milli each, where memory % is the
-container's ``memory_percent``, or its ``memory_mib`` over the largest registered memory of
+container's ``memory_percent``, or its ``device_memory_mib`` over the largest registered memory of
 the models it accepts, or 100 when neither is given (HAMi: the whole card). Its GPU types are
 the container's ``device_types``, else the group's device models of the container's vendor,
 else every present model of that vendor, less the models whose registered memory is below
-the container's ``memory_mib`` (the task cannot run there); a task whose types no present
+the container's ``device_memory_mib`` (the task cannot run there); a task whose types no present
 device has is left out (it says nothing about how the present GPUs are split). CPU-only
 containers are left out too: in FGD a CPU-only class counts every idle GPU as fragment,
 which would show an idle cluster as fragmented. With no task at all, M is one class of one
@@ -55,8 +55,7 @@ from scheduling.placement.fragmentation import (
     TaskClass,
 )
 from scheduling.placement.node_demand import demand_fragmentation
-from scheduling.placement.types import ClusterSnapshot
-from scheduling.placement.types import Node as CoreNode
+from scheduling.placement.types import ClusterSnapshot, NodeInfo
 from scheduling.selectors.demand import CONTAINER_FIELDS, PresentModels, task_class
 from scheduling.selectors.snapshot import build_cluster_snapshot
 from tenants.models import ResourceGroup
@@ -266,7 +265,7 @@ def target_workload(group: ResourceGroup) -> TargetWorkload:
 # --- scopes ---------------------------------------------------------------------------------
 
 
-def _in_group(node: CoreNode, group: ResourceGroup) -> list[int]:
+def _in_group(node: NodeInfo, group: ResourceGroup) -> list[int]:
     """Positions in ``node.devices`` of the group's devices on this node ([] when the node is
     not the group's); the rule of ``group_nodes`` / ``group_devices``: every node-selector
     label matches and, when the group names models, the device is of one of them."""

@@ -30,14 +30,14 @@ from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
     DeviceRequest,
+    DeviceUsage,
     MigInstance,
     MigPlacement,
     MigProfile,
+    NodeInfo,
     PlacementRequest,
     PodRequest,
 )
-from scheduling.placement.types import Device as CoreDevice
-from scheduling.placement.types import Node as CoreNode
 from tenants.models import ResourceGroup
 
 CHIP_VENDORS = ("Ascend", "Iluvatar")
@@ -105,14 +105,14 @@ def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = N
     for node in nodes:
         name_counts[node.name] += 1
     index = SnapshotIndex()
-    core_nodes: dict[int, CoreNode] = {}
+    core_nodes: dict[int, NodeInfo] = {}
     for node in nodes:
         key = node.name if name_counts[node.name] == 1 else f"{node.cluster.name}/{node.name}"
         index.node_ids[key] = node.pk
-        core_nodes[node.pk] = CoreNode(
+        core_nodes[node.pk] = NodeInfo(
             name=key,
             cpu_milli=node.cpu_milli,
-            memory_mib=node.memory_mib,
+            memory_mib=node.host_memory_mib,
             labels=dict(node.labels),
             schedulable=node.schedulable,
             error=node.error or None,
@@ -120,7 +120,7 @@ def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = N
     node_usage = (
         Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES, node_id__in=core_nodes)
         .values("node_id")
-        .annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib"))
+        .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
     )
     for row in node_usage:
         core_nodes[row["node_id"]].used_cpu_milli = row["cpu"] or 0
@@ -158,7 +158,7 @@ _DEVICE_COLUMNS = ("pk", "node_id", "uuid", "index", "model_id", "model__name", 
                    "mode", "mig_profiles", "source")
 
 
-def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: SnapshotIndex,
+def _add_devices(group: ResourceGroup, core_nodes: dict[int, NodeInfo], index: SnapshotIndex,
                  catalogue: Catalogue | None) -> list[str]:
     """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
     # plain rows, not model instances: every cycle reads every device of the group
@@ -183,13 +183,13 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, CoreNode], index: S
     ).values_list("device_id", "profile", "start", "size") if mig else ():
         instances[device_id].append(MigInstance(profile, start, size))
     errors: list[str] = []
-    counted: list[tuple[int, CoreDevice, DeviceModelConfig]] = []
+    counted: list[tuple[int, DeviceUsage, DeviceModelConfig]] = []
     for device in devices:
         node = core_nodes.get(device.node_id)
         if node is None:
             continue
         usage = device_usage.get(device.pk, {})
-        core = CoreDevice(
+        core = DeviceUsage(
             uuid=device.uuid, node=node.name, index=device.index, type=device.model_name,
             vendor=device.model_vendor, memory_mib=device.memory_mib,
             cores_percent=device.cores_percent, split_count=device.split_count,
@@ -229,7 +229,7 @@ def stored_mig_profiles(rows: object) -> tuple[MigProfile, ...]:
     return tuple(out)
 
 
-def apply_model_config(dev: CoreDevice, catalogue: Catalogue, errors: list[str], *,
+def apply_model_config(dev: DeviceUsage, catalogue: Catalogue, errors: list[str], *,
                        dra: bool = False) -> DeviceModelConfig | None:
     """Give a device its model's resolved configuration.
 
@@ -264,7 +264,7 @@ def apply_model_config(dev: CoreDevice, catalogue: Catalogue, errors: list[str],
     return cfg
 
 
-def _book_counters(booked, counted: list[tuple[int, CoreDevice, DeviceModelConfig]]) -> None:
+def _book_counters(booked, counted: list[tuple[int, DeviceUsage, DeviceModelConfig]]) -> None:
     """Shared counters booked on counted devices: each booking consumes the counters of the
     template of its memory (else its memory and cores)."""
     if not counted:
@@ -294,7 +294,7 @@ def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequ
                 DeviceRequest(
                     vendor=c.vendor,
                     count=c.device_count,
-                    memory_mib=c.memory_mib,
+                    memory_mib=c.device_memory_mib,
                     memory_percent=c.memory_percent,
                     cores_percent=cores,
                     types_include=types,
@@ -352,7 +352,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
             cpu_milli=getattr(job, "launcher_cpu_milli", 0) if launcher and i == 0
             else job.cpu_milli,
             memory_mib=getattr(job, "launcher_memory_mib", 0) if launcher and i == 0
-            else job.memory_mib,
+            else job.host_memory_mib,
             containers=launcher if launcher and i == 0 else workers,
             node_selector=selector,
             node_policy=node_policy,

@@ -164,7 +164,7 @@ class _Capacity:
             row["node_id"]: [row["cpu"] or 0, row["mem"] or 0]
             for row in Placement.objects.filter(
                 node_id__in=list(self.nodes), state__in=BOOKED_PLACEMENT_STATES
-            ).values("node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib"))
+            ).values("node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
         }
 
     def conflict(self, extra_dev: dict[int, list[int]], extra_node: dict[int, list[int]]
@@ -177,7 +177,7 @@ class _Capacity:
                 return f"device {d.uuid} was booked by another cycle; retrying"
         for pk, (cpu, mem) in sorted(extra_node.items()):
             n, used = self.nodes[pk], self.node_used.get(pk, [0, 0])
-            if used[0] + cpu > n.cpu_milli or used[1] + mem > n.memory_mib:
+            if used[0] + cpu > n.cpu_milli or used[1] + mem > n.host_memory_mib:
                 return f"node {n.name} was booked by another cycle; retrying"
         return None
 
@@ -240,7 +240,7 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     placements = Placement.objects.bulk_create(
         Placement(
             job=job, pod_index=pod_index, node_id=ctx.index.node_ids[pod.node],
-            cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib,
+            cpu_milli=pod.cpu_milli, host_memory_mib=pod.memory_mib,
             assignment=_assignment_json(pod), charged=True,
             charges=encode_charges(charges_for_pods([pod], ctx.devices, group)),
         )

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
-from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.workloads import submit_workload
 from tenants.choices import Role
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
@@ -29,7 +29,7 @@ DEMO_MODELS = [
     ("MLU370-X8", "MLU", 24576, 10),
     ("K100_AI", "DCU", 65520, 4),
 ]
-# node name, model, devices, cpu_milli, memory_mib
+# node name, model, devices, cpu_milli, host_memory_mib
 DEMO_NODES = [
     ("gpu-a100-0", "NVIDIA-A100-SXM4-80GB", 8, 128000, 1048576),
     ("gpu-a100-1", "NVIDIA-A100-SXM4-80GB", 8, 128000, 1048576),
@@ -107,7 +107,7 @@ def _seed_inventory(created: dict[str, int]) -> None:
         node, made = Node.objects.get_or_create(
             cluster=cluster,
             name=node_name,
-            defaults={"cpu_milli": cpu, "memory_mib": mem,
+            defaults={"cpu_milli": cpu, "host_memory_mib": mem,
                       "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
         )
         created["nodes"] += int(made)
@@ -174,7 +174,7 @@ def _seed_users(tenants: dict[str, Tenant], password: str) -> None:
             user=user, tenant=tenants[tenant], defaults={"role": role}
         )
 def _demo_image_container(image: str, memory_mib: int, cores: int, **extra) -> ContainerSpec:
-    return ContainerSpec(vendor="NVIDIA", device_count=1, memory_mib=memory_mib,
+    return ContainerSpec(vendor="NVIDIA", device_count=1, device_memory_mib=memory_mib,
                          cores_percent=cores, image=image, **extra)
 
 
@@ -191,19 +191,19 @@ def seed_demo_workloads() -> int:
         team = queue.tenant.name
         specs = [
             JobSpec(name=f"{team}-finetune", kind=JobKind.TRAINING, pod_count=2,
-                    cpu_milli=8000, memory_mib=32768, duration_s=900.0, source="demo",
+                    cpu_milli=8000, host_memory_mib=32768, duration_s=900.0, source="demo",
                     restart_policy="OnFailure", backoff_limit=1, max_runtime_s=3600.0,
                     containers=[_demo_image_container(
                         "nvcr.io/nvidia/pytorch:25.01-py3", 20480, 50,
                         command=["torchrun", "--nnodes=2", "finetune.py"])]),
             JobSpec(name=f"{team}-chat", kind=JobKind.INFERENCE, replicas=2, replicas_min=1,
                     replicas_max=4, port=8000, restart_policy="Always", cpu_milli=4000,
-                    memory_mib=16384, source="demo", priority=10,
+                    host_memory_mib=16384, source="demo", priority=10,
                     containers=[_demo_image_container(
                         "vllm/vllm-openai:v0.6.3", 16384, 30,
                         args=["--model", "Qwen/Qwen2.5-7B-Instruct"])]),
             JobSpec(name=f"{team}-notebook", kind=JobKind.NOTEBOOK, port=8888,
-                    restart_policy="Always", cpu_milli=2000, memory_mib=8192, source="demo",
+                    restart_policy="Always", cpu_milli=2000, host_memory_mib=8192, source="demo",
                     containers=[_demo_image_container(
                         "quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)]),
         ]
@@ -234,7 +234,7 @@ def submit_demo_job(rng: random.Random) -> Job | None:
     shape = rng.choice(["slice", "slice", "slice", "whole", "multi"])
     if shape == "slice":
         container = ContainerSpec(
-            vendor=vendor, device_count=1, memory_mib=rng.choice([4096, 8192, 16384]),
+            vendor=vendor, device_count=1, device_memory_mib=rng.choice([4096, 8192, 16384]),
             cores_percent=rng.choice([10, 20, 30, 50]), device_types=types,
         )
     else:
@@ -248,8 +248,8 @@ def submit_demo_job(rng: random.Random) -> Job | None:
         containers=[container],
         priority=rng.choice([0, 0, 10, 100]),
         cpu_milli=rng.choice([2000, 4000, 8000]),
-        memory_mib=rng.choice([8192, 16384, 32768]),
+        host_memory_mib=rng.choice([8192, 16384, 32768]),
         duration_s=float(rng.randrange(45, 400)),
         source="demo",
     )
-    return submit_job(queue, spec)
+    return enqueue_job(queue, spec)

@@ -60,8 +60,8 @@ from scheduling.services.jobs import (
     ContainerSpec,
     JobSpec,
     PodSetSpec,
+    enqueue_job,
     spec_bound_errors,
-    submit_job,
 )
 from tenants.selectors import tenant_for_namespace
 
@@ -111,7 +111,7 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
         types = list(d.types_include) or ([d.chip] if d.chip else [])
         out.append(ContainerSpec(
             name=c.name, init=c.init, vendor=d.vendor, device_count=d.count,
-            memory_mib=d.memory_mib, memory_percent=d.memory_percent,
+            device_memory_mib=d.memory_mib, memory_percent=d.memory_percent,
             cores_percent=min(d.cores_percent, 100), device_types=types,
             device_types_exclude=list(d.types_exclude)))
     return out
@@ -137,7 +137,7 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
     name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
     spec = JobSpec(name=name, containers=[], pod_count=workload.pod_count,
                    priority=workload.priority,
-                   cpu_milli=sets[0].cpu_milli, memory_mib=sets[0].memory_mib,
+                   cpu_milli=sets[0].cpu_milli, host_memory_mib=sets[0].memory_mib,
                    source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets,
                    kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS
                    else JobKind.BATCH)
@@ -188,7 +188,7 @@ def _take_in(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
     with transaction.atomic():
         # a workload that already exists in the cluster is recorded even if it never fits:
         # its pending reason says why (submit-time refusal is for the console's own API/UI)
-        job = submit_job(queue, spec, check_fit=False)
+        job = enqueue_job(queue, spec, check_fit=False)
         row, _ = KubeWorkload.objects.update_or_create(
             cluster=cluster, uid=workload.uid,
             defaults={"kind": kind, "namespace": workload.namespace, "name": workload.name,

@@ -23,7 +23,7 @@ from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Job, JobEvent, KubeWorkload, Placement
 from scheduling.selectors.device_models import get_catalogue
-from scheduling.services.submissions import fail_job, submit_job
+from scheduling.services.submissions import fail_job, submit_to_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def suspend_kube_job(job_id: int, message: str, *, gateway=None) -> None:
 
 def submit_admitted_job(job_id: int) -> str:
     """Submit an admitted job: :func:`release_kube_job` for a job taken in from a cluster,
-    else :func:`scheduling.services.submissions.submit_job` (the console creates its Pods).
+    else :func:`scheduling.services.submissions.submit_to_cluster` (the console creates its Pods).
 
     Raises:
         SubmissionError: retryable backend error.
@@ -234,4 +234,4 @@ def submit_admitted_job(job_id: int) -> str:
     source = Job.objects.filter(pk=job_id).values_list("source", flat=True).first()
     if source == JOB_SOURCE_KUBE:
         return release_kube_job(job_id)
-    return submit_job(job_id)
+    return submit_to_cluster(job_id)

@@ -48,7 +48,7 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
     errors = []
     if spec.pod_count > MAX_POD_COUNT:
         errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
-    hosts = [(spec.name, spec.cpu_milli, spec.memory_mib)] + [
+    hosts = [(spec.name, spec.cpu_milli, spec.host_memory_mib)] + [
         (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets]
     for where, cpu, memory in hosts:
         if cpu > MAX_CPU_MILLI:
@@ -59,8 +59,8 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
         if c.device_count > MAX_DEVICE_COUNT:
             errors.append(f"container {c.name!r}: {c.device_count} devices, more than "
                           f"{MAX_DEVICE_COUNT}")
-        if c.memory_mib > MAX_DEVICE_MEMORY_MIB:
-            errors.append(f"container {c.name!r}: device memory {c.memory_mib} MiB is above "
+        if c.device_memory_mib > MAX_DEVICE_MEMORY_MIB:
+            errors.append(f"container {c.name!r}: device memory {c.device_memory_mib} MiB is above "
                           f"{MAX_DEVICE_MEMORY_MIB} MiB")
     return errors
 
@@ -72,7 +72,7 @@ class ContainerSpec:
     name: str = "main"
     vendor: str = "NVIDIA"
     device_count: int = 0
-    memory_mib: int = 0
+    device_memory_mib: int = 0
     memory_percent: int | None = None
     cores_percent: int = 0
     device_types: list[str] = field(default_factory=list)
@@ -108,7 +108,7 @@ class JobSpec:
     pod_count: int = 1
     min_pods: int | None = None
     cpu_milli: int = 0
-    memory_mib: int = 0
+    host_memory_mib: int = 0
     duration_s: float = 60.0
     source: str = "api"
     preemptible: bool = True
@@ -142,7 +142,8 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
                    ) -> JobContainer:
     return JobContainer(
         job=job, pod_set=pod_set, name=c.name, init=c.init, vendor=c.vendor,
-        device_count=c.device_count, memory_mib=c.memory_mib, memory_percent=c.memory_percent,
+        device_count=c.device_count, device_memory_mib=c.device_memory_mib,
+        memory_percent=c.memory_percent,
         cores_percent=c.cores_percent, device_types=list(c.device_types),
         device_types_exclude=list(c.device_types_exclude), image=c.image,
         command=list(c.command), args=list(c.args), env=dict(c.env), role=c.role)
@@ -166,14 +167,14 @@ def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
             "pod_count": job.pod_count, "kind": job.kind,
             "containers": [
                 {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
-                 "memory_mib": c.memory_mib, "cores_percent": c.cores_percent}
+                 "device_memory_mib": c.device_memory_mib, "cores_percent": c.cores_percent}
                 for c in spec.containers
             ],
         },
     )
 
 
-def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
+def enqueue_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
                check_fit: bool = True) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
     after commit. An inference service (``kind`` inference) is created ``running`` and never
@@ -205,7 +206,7 @@ def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
             min_pods=spec.min_pods,
             priority_class=spec.priority_class,
             cpu_milli=spec.cpu_milli,
-            memory_mib=spec.memory_mib,
+            host_memory_mib=spec.host_memory_mib,
             duration_s=spec.duration_s,
             preemptible=spec.preemptible,
             min_runtime_s=spec.min_runtime_s,

@@ -36,7 +36,7 @@ any, placement terminating     (preempted or past its maximum runtime) released 
 Crash consistency: a placement still ``reserved`` ``KUBE_SUBMIT_GRACE_S`` (default 60 s) after
 it was committed means the submitting worker died (or its task was lost) between the commit
 and the create. The resync then adopts the Pod when it exists (deterministic name) or submits
-it again through :func:`scheduling.services.submissions.submit_job` (which fails the job and
+it again through :func:`scheduling.services.submissions.submit_to_cluster` (which fails the job and
 releases the reservation on a permanent error). A console-labelled Pod whose placement is no
 longer booked is deleted (its devices are free in the console, so running it would double-book
 them); one whose placement the console does not know is reported in
@@ -73,7 +73,7 @@ from scheduling.services.cordons import note_pod_failure
 from scheduling.services.events import announce_job_failed
 from scheduling.services.eviction import release_terminated
 from scheduling.services.locking import lock_jobs
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -466,7 +466,7 @@ def _resubmit(job_ids: set[int], report: ReconcileReport) -> None:
     """Finish the submissions whose worker stopped (a retryable error waits for next pass)."""
     for job_id in sorted(job_ids):
         try:
-            state = submit_job(job_id)
+            state = submit_to_cluster(job_id)
         except SubmissionError as exc:
             logger.warning("resubmitting job %s failed (%s); next pass retries", job_id, exc)
             continue

@@ -110,7 +110,7 @@ def group_nodes(group: ResourceGroup) -> list[NodeRecord]:
         if not node.devices:
             continue
         model = Counter(d.type for d in node.devices).most_common(1)[0][0]
-        out.append(NodeRecord(name, node.cpu_milli, node.memory_mib, min(8, len(node.devices)),
+        out.append(NodeRecord(name, node.cpu_milli, node.host_memory_mib, min(8, len(node.devices)),
                               model))
     return out
 

@@ -25,7 +25,7 @@ from scheduling.services.locking import lock_jobs
 logger = logging.getLogger(__name__)
 
 
-def submit_job(job_id: int) -> str:
+def submit_to_cluster(job_id: int) -> str:
     """Hand the reserved placements of an admitted job to its cluster backend.
 
     Idempotent: only placements still ``reserved`` are submitted, each move is a conditional

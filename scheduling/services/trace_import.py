@@ -114,7 +114,7 @@ def _create_inventory(cluster: Cluster, node_records: list
             cluster=cluster,
             name=r.name,
             cpu_milli=r.cpu_milli,
-            memory_mib=r.memory_mib,
+            host_memory_mib=r.memory_mib,
             labels={CLUSTER_LABEL: cluster.name, "gpu-model": r.model},
         )
         for r in node_records
@@ -184,7 +184,7 @@ def _create_jobs(queues: list[Queue], pod_records: list, time_scale: float,
                 name=pod.name,
                 state=JobState.QUEUED,
                 cpu_milli=pod.cpu_milli,
-                memory_mib=pod.memory_mib,
+                host_memory_mib=pod.memory_mib,
                 duration_s=duration,
                 source="trace",
             )

@@ -39,7 +39,7 @@ from scheduling.choices import (
 )
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
-from scheduling.services.jobs import JobSpec, cancel_job, submit_job
+from scheduling.services.jobs import JobSpec, cancel_job, enqueue_job
 
 __all__ = [
     "submit_workload", "scale_service", "reconcile_services", "cancel_workload",
@@ -47,14 +47,14 @@ __all__ = [
     "service_status", "lifetime_left_s",
 ]
 
-REPLICA_COPIED = ("tenant_id", "queue_id", "priority", "cpu_milli", "memory_mib", "duration_s",
+REPLICA_COPIED = ("tenant_id", "queue_id", "priority", "cpu_milli", "host_memory_mib", "duration_s",
                   "preemptible", "min_runtime_s", "port", "volumes", "secrets", "tolerations",
                   "node_selector", "source", "submitted_by_id")
 """Fields a replica takes from its service."""
 
 
 def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
-    """Create a job of any kind: :func:`~scheduling.services.jobs.submit_job`, plus an
+    """Create a job of any kind: :func:`~scheduling.services.jobs.enqueue_job`, plus an
     inference service's ``replicas`` replica jobs. Notebooks get the configured idle-cull
     time and lifetime when the spec gives none (``NOTEBOOK_IDLE_CULL_S``,
     ``NOTEBOOK_MAX_LIFETIME_S``).
@@ -66,7 +66,7 @@ def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = T
         spec = replace(spec, idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
                        max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S)
     with transaction.atomic():
-        job = submit_job(queue, spec, user=user, enqueue=enqueue)
+        job = enqueue_job(queue, spec, user=user, enqueue=enqueue)
         if spec.kind == JobKind.INFERENCE:
             _add_replicas(job, spec.replicas or 1)
             if enqueue:
@@ -86,7 +86,7 @@ def _add_replicas(service: Job, count: int) -> list[Job]:
             **{f: getattr(service, f) for f in REPLICA_COPIED})
         JobContainer.objects.bulk_create(
             JobContainer(job=replica, name=c.name, init=c.init, vendor=c.vendor,
-                         device_count=c.device_count, memory_mib=c.memory_mib,
+                         device_count=c.device_count, device_memory_mib=c.memory_mib,
                          memory_percent=c.memory_percent, cores_percent=c.cores_percent,
                          device_types=list(c.device_types), image=c.image,
                          command=list(c.command), args=list(c.args), env=dict(c.env))

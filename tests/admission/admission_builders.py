@@ -24,7 +24,7 @@ from scheduling.admission import (
     run_cycle,
 )
 from scheduling.admission.fake import PodShape, PoolPlacer
-from scheduling.placement.types import Device
+from scheduling.placement.types import DeviceUsage
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 A100 = "NVIDIA-A100-SXM4-80GB"
@@ -53,15 +53,15 @@ def group(kind: GroupKind = GroupKind.SHARED, name: str = "a100-shared") -> Grou
 
 
 def a100s(nodes: int, per_node: int = 4, model: str = A100, prefix: str = "n",
-          first: int = 1) -> list[Device]:
+          first: int = 1) -> list[DeviceUsage]:
     return [
-        Device(uuid=f"{prefix}{n}-gpu{i}", node=f"{prefix}{n}", index=i, type=model,
+        DeviceUsage(uuid=f"{prefix}{n}-gpu{i}", node=f"{prefix}{n}", index=i, type=model,
                vendor="NVIDIA", memory_mib=A100_MIB)
         for n in range(first, first + nodes) for i in range(per_node)
     ]
 
 
-def h100s(nodes: int, per_node: int = 4) -> list[Device]:
+def h100s(nodes: int, per_node: int = 4) -> list[DeviceUsage]:
     return a100s(nodes, per_node, model=H100, prefix="h")
 
 
@@ -88,7 +88,7 @@ def gpus(n: float) -> int:
 class World:
     """A resource group, its tenants and quotas, a pool placer and the workloads."""
 
-    def __init__(self, devices: list[Device], kind: GroupKind = GroupKind.SHARED,
+    def __init__(self, devices: list[DeviceUsage], kind: GroupKind = GroupKind.SHARED,
                  tenants: tuple[TenantSpec, ...] = (TenantSpec("team-a"), TenantSpec("team-b")),
                  quotas: tuple[QuotaSpec, ...] = (),
                  strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
@@ -102,7 +102,8 @@ class World:
         self.options = options or CohortOptions()
         self.classes = classes
         self.placer = PoolPlacer(self.group, devices)
-        self.queues = tuple(QueueSpec(f"q-{t.name}", t.name, strategy, **queue)  # type: ignore[arg-type]
+        self.queues = tuple(QueueSpec(f"q-{t.name}", t.name, strategy,
+                                      **queue)  # type: ignore[arg-type]
                             for t in tenants)
         self.pending: list[PendingWorkload] = []
         self.running: list[RunningWorkload] = []

@@ -6,17 +6,19 @@ from scheduling.admission import AdmissionInputError, charges_for, device_milli
 from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
-    Device,
     DeviceGrant,
+    DeviceUsage,
     PodAssignment,
 )
 from tests.admission.admission_builders import A100, A100_MIB, CORES, DEV, MEM, T4, T4_MIB, group
 
 DEVICES = {
-    "a0": Device(uuid="a0", node="n1", index=0, type=A100, vendor="NVIDIA", memory_mib=A100_MIB),
-    "a1": Device(uuid="a1", node="n1", index=1, type=A100, vendor="NVIDIA", memory_mib=A100_MIB),
-    "t0": Device(uuid="t0", node="n2", index=0, type=T4, vendor="NVIDIA", memory_mib=T4_MIB),
-    "x0": Device(uuid="x0", node="n2", index=1, type="MLU370-X8", vendor="MLU",
+    "a0": DeviceUsage(uuid="a0", node="n1", index=0, type=A100, vendor="NVIDIA",
+                      memory_mib=A100_MIB),
+    "a1": DeviceUsage(uuid="a1", node="n1", index=1, type=A100, vendor="NVIDIA",
+                      memory_mib=A100_MIB),
+    "t0": DeviceUsage(uuid="t0", node="n2", index=0, type=T4, vendor="NVIDIA", memory_mib=T4_MIB),
+    "x0": DeviceUsage(uuid="x0", node="n2", index=1, type="MLU370-X8", vendor="MLU",
                  memory_mib=24576),
 }
 

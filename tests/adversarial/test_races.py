@@ -73,7 +73,7 @@ def test_two_concurrent_cancels_of_a_running_job_cancel_it_once():
     group, queue, user = _small_world()
     job = gpu_job(queue, "twice", count=1)
     run_admission_cycle(group.pk)
-    submissions.submit_job(job.pk)
+    submissions.submit_to_cluster(job.pk)
     job.refresh_from_db()
     assert job.state == "running"
     barrier = threading.Barrier(2)
@@ -174,7 +174,7 @@ def test_double_submission_of_one_placement_runs_it_once():
     barrier = threading.Barrier(2)
     backend = _RecordingBackend(on_submit=lambda p: barrier.wait(10))
     with mock.patch.object(submissions, "get_backend", return_value=backend):
-        runs = [_in_thread(submissions.submit_job, job.pk) for _ in range(2)]
+        runs = [_in_thread(submissions.submit_to_cluster, job.pk) for _ in range(2)]
         for thread, _ in runs:
             thread.join(30)
     assert [r.get("value") for _, r in runs] == ["running", "running"]
@@ -204,7 +204,7 @@ def test_cancel_during_submission_deletes_what_the_submission_created():
     # cancel deletes pods after its commit, through scheduling.backends.delete_pods_on_commit
     with mock.patch.object(submissions, "get_backend", return_value=backend), \
             mock.patch.object(backends, "get_backend", return_value=backend):
-        state = submissions.submit_job(job.pk)
+        state = submissions.submit_to_cluster(job.pk)
     placement = Placement.objects.get(job=job)
     assert state == "cancelled" and placement.state == "released"
     # cancel deleted (nothing yet), the pod was created, then deleted again

@@ -22,7 +22,7 @@ from tests.builders import gpu_job
 
 DEAD_SOCKET = "/nonexistent/redis.sock"
 FORM = {"name": "from-ui", "priority": 0, "pod_count": 1, "cpu_milli": 1000,
-        "memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
+        "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
         "device_memory_mib": 1024, "cores_percent": 10}
 
 
@@ -61,7 +61,8 @@ def eager_celery():
 
 def _submit(client, queue):
     return client.post("/api/jobs/", {"queue": queue.pk, "name": "api-job",
-                                      "containers": [{"device_count": 1, "memory_mib": 1024}]},
+                                      "containers": [{"device_count": 1,
+                                                      "device_memory_mib": 1024}]},
                        format="json")
 
 
@@ -160,10 +161,10 @@ def test_the_sweeper_submits_reservations_whose_task_was_lost_exactly_once(
     placement.refresh_from_db()
     assert (job.state, placement.state) == ("running", "running")
     # idempotent: a second sweep and a late duplicate of the lost task change nothing
-    from scheduling.services.submissions import submit_job
+    from scheduling.services.submissions import submit_to_cluster
 
     events = JobEvent.objects.filter(job=job).count()
     assert sweep_task() == {"resubmitted": 0}
-    assert submit_job(job.pk) == "running"
+    assert submit_to_cluster(job.pk) == "running"
     assert Placement.objects.filter(job=job).count() == 1
     assert JobEvent.objects.filter(job=job).count() == events

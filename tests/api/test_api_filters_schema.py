@@ -52,7 +52,7 @@ def test_vendor_filter_ignores_case_and_lists_valid_values(api, world):
 def test_submit_vendor_any_case_and_queue_by_name(api, world):
     client = as_user(api, world["alice"])
     body = {"queue": f"team-a/{world['queue_a'].name}", "name": "lower-vendor",
-            "containers": [{"vendor": "nvidia", "device_count": 1, "memory_mib": 1024}]}
+            "containers": [{"vendor": "nvidia", "device_count": 1, "device_memory_mib": 1024}]}
     response = client.post("/api/jobs/", body, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["containers"][0]["vendor"] == "NVIDIA"

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 def _payload(queue, **extra):
     body = {"queue": queue.pk, "name": "eval-run", "cpu_milli": 2000,
-            "memory_mib": 8192, "containers": [{"device_count": 1, "memory_mib": 10240,
+            "host_memory_mib": 8192, "containers": [{"device_count": 1, "device_memory_mib": 10240,
                                                 "cores_percent": 20}]}
     body.update(extra)
     return body
@@ -23,13 +23,13 @@ def test_submit_is_audited_with_the_actor(api, world):
     assert response.status_code == 201, response.content
     entry = AuditEntry.objects.get(action="job.submit", object_id=str(response.json()["id"]))
     assert (entry.actor_name, entry.tenant_id) == ("alice", world["team_a"].pk)
-    assert entry.after["containers"][0]["memory_mib"] == 10240
+    assert entry.after["containers"][0]["device_memory_mib"] == 10240
 
 
 def test_submit_errors(api, world):
     client = as_user(api, world["alice"])
     bad = client.post("/api/jobs/", _payload(world["queue_a"], name="", containers=[
-        {"device_count": 1, "memory_mib": 10, "memory_percent": 10}]), format="json")
+        {"device_count": 1, "device_memory_mib": 10, "memory_percent": 10}]), format="json")
     assert bad.status_code == 400
     assert set(bad.json()["error"]["fields"]) == {"name", "containers[0].memory_percent"}
     other_queue = client.post("/api/jobs/", _payload(world["queue_b"]), format="json")

@@ -4,7 +4,7 @@ import pytest
 
 from scheduling.models import Cluster, DeviceModel
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tenants.models import Membership, ResourceGroup, Tenant
 from tests.api.test_api_directory import as_user
 from tests.builders import gpu_job, make_cluster, make_user
@@ -22,7 +22,7 @@ def big_world(world):
             for i in range(12)]
     assert len(run_admission_cycle(world["group"].pk).admitted) == 12
     for job in jobs:
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     for i in range(12):
         tenant = Tenant.objects.create(name=f"extra-{i}", parent=world["team_a"])
         Membership.objects.create(user=make_user(f"user-{i}"), tenant=tenant)

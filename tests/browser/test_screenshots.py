@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduling.models import Job, Node, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tenants.models import ResourceGroup
 from tests.browser.conftest import login
 
@@ -33,7 +33,7 @@ def _demo_with_history():
     for group in ResourceGroup.objects.all():
         run_admission_cycle(group.pk)
     for job in Job.objects.filter(state="admitted"):
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     now = timezone.now()
     for i, placement in enumerate(Placement.objects.filter(state="running").order_by("id")):
         if i % 3 == 0:  # a third ran and finished earlier this month

@@ -20,7 +20,7 @@ import pytest
 
 from scheduling.models import PlacementDevice
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ T4 = "Tesla-T4"
 def frag_world(world):
     tiny = gpu_job(world["queue_a"], "a-tiny", count=1, memory_percent=95, cores=95)
     assert run_admission_cycle(world["group"].pk).admitted == [tiny.pk]
-    submit_job(tiny.pk)
+    submit_to_cluster(tiny.pk)
     make_cluster("c2", nodes=1, gpus=1, model=T4, memory_mib=15360)
     make_group("g2", models=(T4,))
     world["tiny_uuid"] = PlacementDevice.objects.get(placement__job=tiny).device.uuid

@@ -5,7 +5,7 @@ import pytest
 from core.audit import record
 from scheduling.models import Placement
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def big_world(world):
             for i in range(12)]
     assert len(run_admission_cycle(world["group"].pk).admitted) == 12
     for job in jobs:
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     for i in range(12):
         gpu_job(world["queue_a"], f"waiting-{i}", count=4)
         record("test.entry", world["team_a"], actor=world["root"], after={"i": i})

@@ -166,16 +166,16 @@ def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
 def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
     client.force_login(world["alice"])
     form = {"queue": world["queue_a"].pk, "name": "from-ui", "priority": 1, "pod_count": 1,
-            "cpu_milli": 1000, "memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA",
+            "cpu_milli": 1000, "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA",
             "device_count": 1, "device_memory_mib": 10240, "cores_percent": 25}
     response = client.post("/jobs/new/", form)
     job = Job.objects.get(name="from-ui")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
-    assert (job.source, job.submitted_by, job.containers.get().memory_mib) == (
+    assert (job.source, job.submitted_by, job.containers.get().device_memory_mib) == (
         "ui", world["alice"], 10240)
     bad = client.post("/jobs/new/", {**form, "name": "bad", "device_memory_percent": 50})
     assert bad.status_code == 200
-    assert "Give memory_mib or memory_percent, not both." in bad.content.decode()
+    assert "Give device_memory_mib or memory_percent, not both." in bad.content.decode()
     other = client.post("/jobs/new/", {**form, "name": "sneaky", "queue": world["queue_b"].pk})
     assert other.status_code == 200
     assert not Job.objects.filter(name__in=["bad", "sneaky"]).exists()

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from scheduling.models import Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def _grow(world, n):
               for i in range(n)]
     run_admission_cycle(world["group"].pk)
     for job in placed:
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     for i in range(n):
         cancel_job(gpu_job(world["queue_a"], f"c{n}-{i}", count=1, cores=10,
                            memory_percent=10))

@@ -68,7 +68,7 @@ def submit(prefix: str, count: int, duration_s: float = JOB_SECONDS) -> dict:
         queue = queues[i % len(queues)]
         name = f"{prefix}-{i}"
         close_old_connections()
-        body = {"queue": queue.pk, "name": name, "cpu_milli": 1000, "memory_mib": 1024,
+        body = {"queue": queue.pk, "name": name, "cpu_milli": 1000, "host_memory_mib": 1024,
                 "duration_s": duration_s, "containers": [{"device_count": 1}]}
         response = client.post("/api/jobs/", json.dumps(body), content_type="application/json",
                                HTTP_AUTHORIZATION=f"Token {tokens[queue.pk]}")

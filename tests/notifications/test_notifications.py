@@ -16,8 +16,7 @@ from notifications.choices import DeliveryStatus
 from notifications.models import Delivery, Subscription
 from scheduling.choices import JobState
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import fail_job
-from scheduling.services.submissions import submit_job as submit_to_backend
+from scheduling.services.submissions import fail_job, submit_to_cluster
 from tests.api.test_api_directory import as_user
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
 
@@ -177,7 +176,7 @@ def test_quota_crossing_the_threshold_notifies_once(cohort_users, receiver, eage
         gpu_job(w["qa"], "a2", **WHOLE)
         with django_capture_on_commit_callbacks(execute=True):
             run_admission_cycle(w["group"].pk)  # 2000 of 2000: crosses
-        submit_to_backend(first.pk)
+        submit_to_cluster(first.pk)
     [body] = receiver.bodies()
     assert body["payload"]["dimension"] == "devices" and body["payload"]["used_percent"] == 100
     assert body["payload"]["threshold_percent"] == 75 and body["tenant"] == "team-a"

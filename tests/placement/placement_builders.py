@@ -7,22 +7,22 @@ import json
 from scheduling.placement import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
+    DeviceUsage,
+    NodeInfo,
     PlacementRequest,
     PodRequest,
 )
 
 
 def gpu(uuid, node="n1", index=0, mem=81920, count=10, model="NVIDIA-A100-SXM4-80GB", **kw):
-    return Device(uuid, node, index, model, "NVIDIA", mem, 100, count, **kw)
+    return DeviceUsage(uuid, node, index, model, "NVIDIA", mem, 100, count, **kw)
 
 
 def node(name, devices, cpu=64000, mem=512000, **kw):
     for d in devices:
         d.node = name
-    return Node(name, devices, cpu_milli=cpu, memory_mib=mem, **kw)
+    return NodeInfo(name, devices, cpu_milli=cpu, memory_mib=mem, **kw)
 
 
 def snap(*nodes):
@@ -88,7 +88,7 @@ def mixed_node(name, frees, models, cpu=16000, vendors=None, memory_mib=262144, 
     for j, (free, model) in enumerate(zip(frees, models, strict=True)):
         used = 100 - free // 10
         vendor = vendors[j] if vendors else "NVIDIA"
-        devs.append(Device(f"{name}-{j}", name, j, model, vendor, 16000, 100, 100,
+        devs.append(DeviceUsage(f"{name}-{j}", name, j, model, vendor, 16000, 100, 100,
                            used_slots=1 if used else 0, used_cores_percent=used,
                            used_memory_mib=16000 * used // 100))
-    return Node(name, devs, cpu_milli=cpu, memory_mib=memory_mib, used_cpu_milli=cpu_used)
+    return NodeInfo(name, devs, cpu_milli=cpu, memory_mib=memory_mib, used_cpu_milli=cpu_used)

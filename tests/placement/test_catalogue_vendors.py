@@ -5,7 +5,7 @@ AWS Neuron, Vastai dies, DRA shared counters, invalid models."""
 from placement_builders import gpu, node, nv, one, snap, uuids
 
 from scheduling.devices import default_device_configs, resolve_model
-from scheduling.placement import Device, DeviceRequest, Profile, place, reserve
+from scheduling.placement import DeviceRequest, DeviceUsage, Profile, place, reserve
 from scheduling.placement.types import MigPlacement, MigProfile
 
 MLU370 = resolve_model("MLU", "MLU370-X8", {"memory_mib": 24576, "min_slice_mib": 1000})
@@ -14,7 +14,7 @@ PROFILE = Profile(device_configs=(*default_device_configs(), MLU370, MLU590))
 
 
 def mlu(uuid, model, mem, index=0):
-    return Device(uuid, "n", index, model, "MLU", mem, 100, 100)
+    return DeviceUsage(uuid, "n", index, model, "MLU", mem, 100, 100)
 
 
 def grant(decision, container=0):
@@ -89,7 +89,7 @@ DRS = {"profiles": {"1g.6gb": "0", "3g.20gb": "1", "6g.40gb": "2"}, "maxSlice": 
 
 
 def drs(uuid, index=0):
-    return Device(uuid, "n", index, "Enflame", "EnflameDRS", 40960, 100, 6, custom=DRS)
+    return DeviceUsage(uuid, "n", index, "Enflame", "EnflameDRS", 40960, 100, 6, custom=DRS)
 
 
 def test_enflame_drs_profile_by_spec_and_direct_size():
@@ -114,7 +114,7 @@ def test_enflame_drs_slices_are_booked():
 # ---- Ascend 910C modules ----------------------------------------------------------------
 
 def npu(i, cw="Ascend910C"):
-    return Device(f"C{i}", "n", i, cw, "Ascend", 65536, 20, 4, network_id=0)
+    return DeviceUsage(f"C{i}", "n", i, cw, "Ascend", 65536, 20, 4, network_id=0)
 
 
 def test_ascend_910c_takes_whole_two_npu_modules():
@@ -137,7 +137,7 @@ def test_ascend_910c_takes_whole_two_npu_modules():
 # ---- Kunlun node score -------------------------------------------------------------------
 
 def xpu(i):
-    return Device(f"X{i}", "n", i, "kunlun", "Kunlun", 98304, 100, 100)
+    return DeviceUsage(f"X{i}", "n", i, "kunlun", "Kunlun", 98304, 100, 100)
 
 
 def test_kunlun_node_score_prefers_fewer_bubbles():
@@ -156,7 +156,7 @@ def test_kunlun_node_score_prefers_fewer_bubbles():
 # ---- AWS Neuron ------------------------------------------------------------------------------
 
 def neuron(i, node_type="trn1.32xlarge"):
-    return Device(f"N{i}", "n", i, "AWSNeuron", "AWSNeuron", 0, 2, 2,
+    return DeviceUsage(f"N{i}", "n", i, "AWSNeuron", "AWSNeuron", 0, 2, 2,
                   custom={"AWSNodeType": node_type})
 
 
@@ -176,7 +176,7 @@ def test_neuron_cores_and_aligned_device_runs():
 # ---- Vastai dies -------------------------------------------------------------------------
 
 def die(i, aic):
-    return Device(f"V{i}", "n", i, "Vastai", "Vastai", 32768, 100, 1,
+    return DeviceUsage(f"V{i}", "n", i, "Vastai", "Vastai", 32768, 100, 1,
                   custom={"DeviceStrategy": "die", "AIC": aic})
 
 
@@ -201,7 +201,7 @@ def test_template_devices_consume_the_cards_shared_counters():
                        "counters": {"aicore": 12, "hbm-gib": 32}}]})
     prof = Profile(device_configs=(*(c for c in default_device_configs()
                                      if c.chip != "Ascend910B3"), b3))
-    card = Device("B0", "n", 0, "Ascend910B3", "Ascend", 65536, 20, 4,
+    card = DeviceUsage("B0", "n", 0, "Ascend910B3", "Ascend", 65536, 20, 4,
                   counters={"aicore": 20, "hbm-gib": 64})
     s = snap(node("n1", [card]))
     big = one(DeviceRequest("Ascend", 1, memory_mib=30000, chip="Ascend910B3"))

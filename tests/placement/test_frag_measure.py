@@ -13,7 +13,7 @@ from scheduling.placement.fragmentation import (
     snapshot_fragmentation,
 )
 from scheduling.placement.plugins.frag import fgd_score
-from scheduling.placement.types import ClusterSnapshot, Device
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage
 
 A = TaskClass(1000, 500, 1)  # half a GPU
 B = TaskClass(2000, 0, 0)  # CPU-only
@@ -86,7 +86,7 @@ def _node(name, frees, cpu=8000, cpu_used=0):
 
 
 def test_device_free_milli_uses_the_tighter_of_cores_and_memory():
-    d = Device(
+    d = DeviceUsage(
         "u",
         "n",
         0,

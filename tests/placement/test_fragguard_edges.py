@@ -22,7 +22,7 @@ from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
     DeviceRequest,
-    Node,
+    NodeInfo,
     PlacementRequest,
     PodRequest,
 )
@@ -110,7 +110,7 @@ def test_whole_gpu_only_workload_scores_without_errors():
 
 def test_nodes_without_gpus_unschedulable_or_with_error():
     w = wl((TaskClass(1000, 500, 1), 0.5), (TaskClass(2000, 0, 0), 0.5))
-    cpu_only = Node("cpu", [], cpu_milli=32000, memory_mib=262144)
+    cpu_only = NodeInfo("cpu", [], cpu_milli=32000, memory_mib=262144)
     off = node("off", (1000,))
     off.schedulable = False
     broken = node("broken", (1000,))

@@ -11,7 +11,7 @@ from scheduling.placement.fragmentation import (
     snapshot_fragmentation,
     stranded_devices,
 )
-from scheduling.placement.types import ClusterSnapshot, Device, Node
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 
 A = TaskClass(1000, 500, 1)  # half a GPU, any model
 B = TaskClass(2000, 0, 0)  # CPU-only
@@ -22,13 +22,13 @@ MEM = 16000
 def gpu(index, free_milli, model="T4", node="n", **kw):
     """A device with ``free_milli`` free: cores and memory booked to 100 - free/10 %."""
     used = 100 - free_milli // 10
-    return Device(f"GPU-{node}-{index}", node, index, model, "NVIDIA", MEM, 100, 10,
+    return DeviceUsage(f"GPU-{node}-{index}", node, index, model, "NVIDIA", MEM, 100, 10,
                   used_slots=1 if used else 0, used_cores_percent=used,
                   used_memory_mib=MEM * used // 100, **kw)
 
 
 def node(name, frees, cpu_free=4000, model="T4", **kw):
-    return Node(name, [gpu(i, f, model, name) for i, f in enumerate(frees)], cpu_milli=64000,
+    return NodeInfo(name, [gpu(i, f, model, name) for i, f in enumerate(frees)], cpu_milli=64000,
                 memory_mib=256000, used_cpu_milli=64000 - cpu_free, **kw)
 
 

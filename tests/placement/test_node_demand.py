@@ -9,7 +9,7 @@ import pytest
 
 from scheduling.placement.fragmentation import STRANDED_MODEL, TaskClass
 from scheduling.placement.node_demand import STRANDED_SHAPE, demand_fragmentation, node_tasks
-from scheduling.placement.types import ClusterSnapshot, Device, Node
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 
 MEM = 65536
 NV = TaskClass(1000, 500, 1, ("A100",))      # half an A100
@@ -19,13 +19,13 @@ DCU = TaskClass(1000, 1000, 1, ("K100",))    # one whole DCU
 
 def dev(node, index, model, vendor, free_milli):
     used = 100 - free_milli // 10
-    return Device(f"{model}-{node}-{index}", node, index, model, vendor, MEM, 100, 10,
+    return DeviceUsage(f"{model}-{node}-{index}", node, index, model, vendor, MEM, 100, 10,
                   used_slots=1 if used else 0, used_cores_percent=used,
                   used_memory_mib=MEM * used // 100)
 
 
 def node(name, model, vendor, frees):
-    return Node(name, [dev(name, i, model, vendor, f) for i, f in enumerate(frees)],
+    return NodeInfo(name, [dev(name, i, model, vendor, f) for i, f in enumerate(frees)],
                 cpu_milli=64000, memory_mib=256000)
 
 

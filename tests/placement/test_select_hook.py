@@ -8,9 +8,9 @@ from scheduling.placement.runner import SUPPORTS_SELECT
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
+    DeviceUsage,
+    NodeInfo,
     PodRequest,
 )
 
@@ -21,10 +21,10 @@ def t4_node(name, frees, cpu=16000):
     devs = []
     for j, free in enumerate(frees):
         used = 100 - free // 10
-        devs.append(Device(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
+        devs.append(DeviceUsage(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
                            used_slots=1 if used else 0, used_cores_percent=used,
                            used_memory_mib=16000 * used // 100))
-    return Node(name, devs, cpu_milli=cpu, memory_mib=262144)
+    return NodeInfo(name, devs, cpu_milli=cpu, memory_mib=262144)
 
 
 def pod(name, milli=300, gpus=1, cpu=1000, selector=None):
@@ -113,7 +113,7 @@ def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
 
     def cluster():
         return ClusterSnapshot.from_nodes([
-            Node(f"n{i}", [Device(f"n{i}-{j}", f"n{i}", j, "A100", "NVIDIA", 81920, 100, 4)
+            NodeInfo(f"n{i}", [DeviceUsage(f"n{i}-{j}", f"n{i}", j, "A100", "NVIDIA", 81920, 100, 4)
                            for j in range(rnd.choice((1, 2, 4)))],
                  cpu_milli=32000, memory_mib=262144) for i in range(12)])
 

@@ -3,7 +3,7 @@
 import pytest
 from placement_builders import gpu, node, nv, one, snap, uuids
 
-from scheduling.placement import Device, DeviceRequest, Profile, place, reserve
+from scheduling.placement import DeviceRequest, DeviceUsage, Profile, place, reserve
 from scheduling.placement.types import MigPlacement, MigProfile
 from scheduling.placement.vendors import DeviceModelConfig, default_device_configs
 
@@ -65,7 +65,7 @@ def test_topology_aware_uses_pair_scores():
 
 
 def ascend(uuid, chip="Ascend910B3", mem=65536, index=0, net=None, cores=20, count=4):
-    return Device(uuid, "n1", index, chip, "Ascend", mem, cores, count, network_id=net)
+    return DeviceUsage(uuid, "n1", index, chip, "Ascend", mem, cores, count, network_id=net)
 
 
 @pytest.mark.parametrize(("req_mib", "booked", "template"), [
@@ -127,7 +127,7 @@ def test_ascend_soft_split_needs_node_support():
 
 
 def test_kunlun_wings():
-    devs = [Device(f"XPU-{i}", "n1", i, "XPU", "Kunlun", 98304, 100, 100) for i in range(8)]
+    devs = [DeviceUsage(f"XPU-{i}", "n1", i, "XPU", "Kunlun", 98304, 100, 100) for i in range(8)]
     for i in (0, 1, 4):
         devs[i].used_slots, devs[i].used_memory_mib, devs[i].used_cores_percent = 1, 98304, 100
     s = snap(node("n1", devs))
@@ -143,7 +143,7 @@ def test_kunlun_wings():
 
 
 def test_kunlun_vxpu_rounding_and_same_size_rule():
-    d0 = Device("V-0", "n1", 0, "kunlun", "KunlunVXPU", 98304, 100, 10, used_slots=1,
+    d0 = DeviceUsage("V-0", "n1", 0, "kunlun", "KunlunVXPU", 98304, 100, 10, used_slots=1,
                 used_memory_mib=24576, used_cores_percent=25)
     s = snap(node("n1", [d0]))
     g = place(s, one(DeviceRequest("KunlunVXPU", memory_mib=20000))) \
@@ -154,7 +154,7 @@ def test_kunlun_vxpu_rounding_and_same_size_rule():
 
 
 def test_amd_cores_are_compute_units():
-    s = snap(node("n1", [Device("AMD-0", "n1", 0, "MI300X", "AMD", 196608, 304, 10)]))
+    s = snap(node("n1", [DeviceUsage("AMD-0", "n1", 0, "MI300X", "AMD", 196608, 304, 10)]))
     g = place(s, one(DeviceRequest("AMD", memory_mib=1000, cores_percent=25))) \
         .pods[0].containers[0].devices[0]
     assert (g.cores_percent, g.type) == (76, "MI300X")
@@ -164,7 +164,7 @@ def test_metax_gpu_later_containers_only_on_earlier_devices():
     from placement_builders import pod_of
 
     from scheduling.placement import ContainerRequest
-    devs = [Device(f"MX-{i}", "n1", i, "Metax-GPU", "Metax", 65536, 100, 2) for i in range(2)]
+    devs = [DeviceUsage(f"MX-{i}", "n1", i, "Metax-GPU", "Metax", 65536, 100, 2) for i in range(2)]
     s = snap(node("n1", devs))
     r = DeviceRequest("Metax", memory_mib=1000, cores_percent=10)
     d = place(s, pod_of(ContainerRequest("a", (r,)), ContainerRequest("b", (r,))))
@@ -172,7 +172,7 @@ def test_metax_gpu_later_containers_only_on_earlier_devices():
 
 
 def test_metax_sgpu_qos_and_unclamped_cores():
-    d0 = Device("S-0", "n1", 0, "MXC500", "MetaxSGPU", 65536, 100, 16, used_slots=1,
+    d0 = DeviceUsage("S-0", "n1", 0, "MXC500", "MetaxSGPU", 65536, 100, 16, used_slots=1,
                 used_memory_mib=1024, used_cores_percent=10, qos_policy="fixed-share")
     s = snap(node("n1", [d0]))
     r = DeviceRequest("MetaxSGPU", memory_mib=1024, cores_percent=10, qos_policy="best-effort")
@@ -184,7 +184,7 @@ def test_metax_sgpu_qos_and_unclamped_cores():
 
 
 def test_mthreads_cores_in_sixteenths():
-    d0 = Device("MT-0", "n1", 0, "Mthreads", "Mthreads", 49152, 16, 100, used_slots=1,
+    d0 = DeviceUsage("MT-0", "n1", 0, "Mthreads", "Mthreads", 49152, 16, 100, used_slots=1,
                 used_memory_mib=1024, used_cores_percent=12)
     s = snap(node("n1", [d0]))
     assert place(s, one(DeviceRequest("Mthreads", memory_mib=1024, cores_percent=4))) \
@@ -194,7 +194,7 @@ def test_mthreads_cores_in_sixteenths():
 
 
 def test_iluvatar_multi_device_is_exclusive():
-    devs = [Device(f"IL-{i}", "n1", i, "BI-V150", "Iluvatar", 32768, 100, 4) for i in range(2)]
+    devs = [DeviceUsage(f"IL-{i}", "n1", i, "BI-V150", "Iluvatar", 32768, 100, 4) for i in range(2)]
     devs[0].used_slots, devs[0].used_memory_mib = 1, 256
     s = snap(node("n1", devs))
     d = place(s, one(DeviceRequest("Iluvatar", 2, memory_mib=256, chip="BI-V150")))
@@ -215,7 +215,7 @@ def test_device_model_config_round_trips_and_rejects_unknown_fields():
 def test_a_new_vendor_from_data_uses_the_generic_fit():
     cfg = DeviceModelConfig(vendor="Foo", common_word="FOO")
     prof = Profile(device_configs=tuple(default_device_configs()) + (cfg,))
-    s = snap(node("n1", [Device("F-0", "n1", 0, "foo-1", "Foo", 1000, 100, 2)]))
+    s = snap(node("n1", [DeviceUsage("F-0", "n1", 0, "foo-1", "Foo", 1000, 100, 2)]))
     g = place(s, one(DeviceRequest("Foo", memory_mib=600)), prof) \
         .pods[0].containers[0].devices[0]
     assert (g.type, g.memory_mib) == ("FOO", 600)

@@ -21,7 +21,7 @@ WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
 
 
 def _body(queue, **extra):
-    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "memory_mib": 1024,
+    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "host_memory_mib": 1024,
             "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
                             "cores_percent": 100}]}
     body.update(extra)
@@ -319,7 +319,7 @@ def test_a_tenant_admin_splits_only_what_the_parent_has(api):
 
 
 def test_a_mig_victim_frees_its_instance_in_the_preemption_search():
-    from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+    from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 
     make_cluster("c1", nodes=1, gpus=1)
     Device.objects.update(mode="mig", split_count=7)
@@ -327,9 +327,9 @@ def test_a_mig_victim_frees_its_instance_in_the_preemption_search():
     _, queue = make_tenant("team-a", group, devices_milli=100_000)
 
     def mig_job(name, memory_mib, priority):
-        return submit_job(queue, JobSpec(
-            name=name, priority=priority, cpu_milli=1000, memory_mib=1024,
-            containers=[ContainerSpec(device_count=1, memory_mib=memory_mib)]),
+        return enqueue_job(queue, JobSpec(
+            name=name, priority=priority, cpu_milli=1000, host_memory_mib=1024,
+            containers=[ContainerSpec(device_count=1, device_memory_mib=memory_mib)]),
             enqueue=False)
 
     low = mig_job("low", 70000, 1)  # 7g.79gb: the whole GPU

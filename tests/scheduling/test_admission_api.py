@@ -23,7 +23,7 @@ def world(cohort):
 
 
 def _job_body(queue, **extra):
-    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "memory_mib": 1024,
+    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "host_memory_mib": 1024,
             "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
                             "cores_percent": 100}]}
     body.update(extra)

@@ -11,7 +11,7 @@ from scheduling.models import DeviceModel, Job, Placement, Preemption
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant
@@ -196,7 +196,7 @@ def test_ledger_opens_when_running_and_closes_when_released(cohort):
     job = gpu_job(qa, count=2, memory_mib=8192, cores=25)
     run_admission_cycle(group.pk)
     assert sync_ledger() == (0, 0)  # reserved, not running yet
-    submit_job(job.pk)
+    submit_to_cluster(job.pk)
     opened, closed = sync_ledger()
     assert (opened, closed) == (2, 0)
     rows = list(LedgerInterval.objects.order_by("device_uuid"))

@@ -31,10 +31,10 @@ def _payload(queue, **extra):
         "name": "finetune-7b",
         "priority_class": "batch-high",
         "cpu_milli": 4000,
-        "memory_mib": 16384,
+        "host_memory_mib": 16384,
         "duration_s": 120,
         "containers": [
-            {"name": "main", "device_count": 1, "memory_mib": 20480, "cores_percent": 30,
+            {"name": "main", "device_count": 1, "device_memory_mib": 20480, "cores_percent": 30,
              "image": "registry.local/llm/finetune:1.2", "command": ["python", "train.py"],
              "env": {"MODEL": "7b"}}
         ],
@@ -56,7 +56,8 @@ def test_submit_with_token_creates_a_queued_job(api, world):
     assert body["resource_group"] == "g1"
     assert body["containers"] == [
         {"name": "main", "init": False, "vendor": "NVIDIA", "device_count": 1,
-         "memory_mib": 20480, "memory_percent": None, "cores_percent": 30, "device_types": [],
+         "device_memory_mib": 20480, "memory_percent": None, "cores_percent": 30,
+         "device_types": [],
          "device_types_exclude": [], "image": "registry.local/llm/finetune:1.2",
          "command": ["python", "train.py"], "args": [], "env": {"MODEL": "7b"}, "role": ""}
     ]
@@ -71,7 +72,7 @@ def test_submit_reports_field_errors(api, world):
     bad = _payload(
         world["queue_a"],
         name="",
-        containers=[{"device_count": -1, "memory_mib": 10, "memory_percent": 50,
+        containers=[{"device_count": -1, "device_memory_mib": 10, "memory_percent": 50,
                      "cores_percent": 150}],
     )
     response = api.post("/api/jobs/", bad, format="json")
@@ -98,7 +99,7 @@ def test_submit_rejects_bad_env_and_policies(api, world):
 def test_submit_rejects_memory_in_both_units(api, world):
     api.force_authenticate(world["alice"])
     bad = _payload(world["queue_a"], containers=[
-        {"device_count": 1, "memory_mib": 1024, "memory_percent": 50}])
+        {"device_count": 1, "device_memory_mib": 1024, "memory_percent": 50}])
     response = api.post("/api/jobs/", bad, format="json")
     assert response.status_code == 400
     assert "containers[0].memory_percent" in response.json()["error"]["fields"]

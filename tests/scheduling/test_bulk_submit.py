@@ -8,7 +8,7 @@ from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.bulk_submit import submit_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def _rows(job):
 
 def test_bulk_submission_starts_every_simulated_job_like_the_single_path(admitted):
     single, *bulk = admitted
-    submit_job(single.pk)
+    submit_to_cluster(single.pk)
     assert submit_jobs([p.pk for p in bulk]) == {"bulk": 2, "single": 0}
     for job in admitted:
         job.refresh_from_db()

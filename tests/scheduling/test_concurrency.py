@@ -110,7 +110,7 @@ def _world(rng: random.Random):
         jobs.append(Job(
             tenant_id=queue.tenant_id, queue=queue, name=f"j{i}", priority=rng.randint(0, 3),
             pod_count=pods, min_pods=rng.choice([None, None, 1]) if pods > 1 else None,
-            cpu_milli=rng.choice([500, 1000, 4000]), memory_mib=1024,
+            cpu_milli=rng.choice([500, 1000, 4000]), host_memory_mib=1024,
             duration_s=rng.uniform(0.0, 1.5), min_runtime_s=rng.choice([0.0, 0.0, 0.5]),
             preemptible=rng.random() > 0.1,
             on_preemption=rng.choice(["requeue", "requeue", "fail"]),
@@ -125,7 +125,7 @@ def _world(rng: random.Random):
     Job.objects.bulk_create(jobs)
     JobContainer.objects.bulk_create(
         JobContainer(job=job, name="main", vendor="NVIDIA", device_count=count,
-                     memory_mib=mem, memory_percent=pct, cores_percent=cores)
+                     device_memory_mib=mem, memory_percent=pct, cores_percent=cores)
         for job, (count, mem, pct, cores) in zip(jobs, shapes, strict=True)
     )
     JobEvent.objects.bulk_create(JobEvent(job=job, kind="queued") for job in jobs)
@@ -174,11 +174,11 @@ def _submit_urgent(rng: random.Random, group_id: int) -> None:
     """An urgent whole-A100 job (priority 10) in a random tenant's a100 queue: it preempts
     that tenant's lower-priority jobs or reclaims from borrowers, so victims sit in their
     grace period while the other workers run cycles."""
-    from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+    from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 
     queue = Queue.objects.filter(resource_group_id=group_id).order_by("?").first()
-    submit_job(queue, JobSpec(
-        name="urgent", priority=10, pod_count=1, cpu_milli=1000, memory_mib=1024,
+    enqueue_job(queue, JobSpec(
+        name="urgent", priority=10, pod_count=1, cpu_milli=1000, host_memory_mib=1024,
         duration_s=rng.uniform(0.5, 2.0),
         containers=[ContainerSpec(device_count=rng.choice([1, 2]), memory_percent=100,
                                   cores_percent=100)]), enqueue=False)
@@ -219,7 +219,7 @@ def _monitor(deadline: float, out) -> None:
                     broken.append(f"device {row['device__uuid']} overbooked: {row}")
             for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
                     "node__name", "node__cpu_milli", "node__memory_mib").annotate(
-                    cpu=Sum("cpu_milli"), mem=Sum("memory_mib")):
+                    cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
                 if row["cpu"] > row["node__cpu_milli"] or row["mem"] > row["node__memory_mib"]:
                     broken.append(f"node {row['node__name']} overbooked: {row}")
             # charges of the placements booked at this instant (stored usage lags until
@@ -255,7 +255,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
     from scheduling.services.cycle import run_admission_cycle
     from scheduling.services.eviction import release_due_terminations
     from scheduling.services.jobs import cancel_job
-    from scheduling.services.submissions import reconcile_simulated, submit_job
+    from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 
     # Never reuse a socket inherited from the parent: drop (do not close, closing would end
     # the parent's session) every connection object the fork copied.
@@ -275,7 +275,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                     stats["preempted"] += len(report.preempted)
                     for job_id in Job.objects.filter(state=JobState.ADMITTED).order_by("?")\
                             .values_list("pk", flat=True)[:20]:
-                        submit_job(job_id)
+                        submit_to_cluster(job_id)
                     reconcile_simulated(timezone.now())
                     stats["released"] += len(release_due_terminations(timezone.now()))
                     if rng.random() < 0.25:
@@ -393,9 +393,9 @@ def _assert_bookings_within_capacity() -> None:
         assert row["cores"] <= device.cores_percent, device.uuid
         assert row["slots"] <= device.split_count, device.uuid
     for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
-            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib")):
+            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
         node = Node.objects.get(pk=row["node_id"])
-        assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.memory_mib, node.name
+        assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.host_memory_mib, node.name
 
 
 def _assert_jobs_consistent(states: Counter, jobs: int) -> None:

@@ -8,9 +8,8 @@ from django.utils import timezone
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job
-from scheduling.services.jobs import submit_job as submit_new_job
-from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job, enqueue_job
+from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 from scheduling.services.usage import recomputed_usage
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant
 
@@ -136,7 +135,7 @@ def test_lifecycle_submit_run_succeed_then_capacity_returns(setup):
     waiting.refresh_from_db()
     assert waiting.state == JobState.QUEUED
     for job in jobs[:2]:
-        assert submit_job(job.pk) == JobState.RUNNING
+        assert submit_to_cluster(job.pk) == JobState.RUNNING
     assert set(Placement.objects.filter(job__in=jobs[:2]).values_list("state", flat=True)) == {
         PlacementState.RUNNING
     }
@@ -157,7 +156,7 @@ def test_cancel_releases_the_devices(setup):
     group, _, queue = setup
     job = gpu_job(queue, count=2, memory_percent=100, cores=100, pods=2)
     run_admission_cycle(group.pk)
-    submit_job(job.pk)
+    submit_to_cluster(job.pk)
     cancel_job(job)
     job.refresh_from_db()
     assert job.state == JobState.CANCELLED
@@ -182,9 +181,9 @@ def test_ascend_request_is_rounded_up_to_a_vnpu_template():
     group = make_group("npu", models=("Ascend910B3",), kind="exclusive")
     _, queue = make_tenant("team-npu", group, devices_milli=10_000)
     spec = JobSpec(name="infer", containers=[ContainerSpec(
-        vendor="Ascend", device_count=1, memory_mib=20000, cores_percent=30)])
-    job = submit_new_job(queue, spec, enqueue=False)
-    whole = submit_new_job(queue, JobSpec(name="train", containers=[ContainerSpec(
+        vendor="Ascend", device_count=1, device_memory_mib=20000, cores_percent=30)])
+    job = enqueue_job(queue, spec, enqueue=False)
+    whole = enqueue_job(queue, JobSpec(name="train", containers=[ContainerSpec(
         vendor="Ascend", device_count=1, memory_percent=100, cores_percent=100)]),
         enqueue=False)
     report = run_admission_cycle(group.pk)

@@ -8,7 +8,7 @@ import pytest
 from scheduling.choices import JobState
 from scheduling.models import DeviceModel, Job
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
 
 pytestmark = pytest.mark.django_db
@@ -26,10 +26,10 @@ def mixed():
 
 
 def _mlu_job(queue):
-    spec = JobSpec(name="mlu", cpu_milli=1000, memory_mib=1024, containers=[
-        ContainerSpec(vendor="MLU", device_count=1, memory_mib=4096, cores_percent=10,
+    spec = JobSpec(name="mlu", cpu_milli=1000, host_memory_mib=1024, containers=[
+        ContainerSpec(vendor="MLU", device_count=1, device_memory_mib=4096, cores_percent=10,
                       device_types=["MLU590"])])
-    return submit_job(queue, spec, enqueue=False)
+    return enqueue_job(queue, spec, enqueue=False)
 
 
 def test_the_api_refuses_an_unknown_key_with_a_field_error(api, mixed):
@@ -76,7 +76,7 @@ def test_a_bad_stored_config_flags_its_model_and_the_others_keep_working(api, mi
 
     # another tenant's dry run answers
     api.force_authenticate(bob)
-    body = {"queue": qb.pk, "name": "probe", "cpu_milli": 1000, "memory_mib": 1024,
+    body = {"queue": qb.pk, "name": "probe", "cpu_milli": 1000, "host_memory_mib": 1024,
             "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
                             "cores_percent": 100}]}
     dry = api.post("/api/dry-run/", body, format="json")

@@ -15,9 +15,8 @@ from scheduling.choices import JobState
 from scheduling.models import Device, JobContainer, Placement, PlacementDevice
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import make_kube_cluster, node_json
 
@@ -44,10 +43,10 @@ def mlu_node(name: str, prefix: str, cards: int, vmemory_per_card: int, *,
 
 def _job(queue, group, *, vendor: str, memory_mib: int, types: list[str], count: int = 1,
          cores: int = 30, name: str = "train"):
-    job = create_job(queue, JobSpec(
-        name=name, pod_count=1, cpu_milli=1000, memory_mib=2048,
+    job = enqueue_job(queue, JobSpec(
+        name=name, pod_count=1, cpu_milli=1000, host_memory_mib=2048,
         containers=[ContainerSpec(name="main", vendor=vendor, device_count=count,
-                                  memory_mib=memory_mib, cores_percent=cores,
+                                  device_memory_mib=memory_mib, cores_percent=cores,
                                   device_types=types)]), enqueue=False)
     JobContainer.objects.filter(job=job).update(image="registry.example/infer:1")
     return job
@@ -55,7 +54,7 @@ def _job(queue, group, *, vendor: str, memory_mib: int, types: list[str], count:
 
 def _submitted_pod(fake, job) -> tuple[dict, dict]:
     """(the Pod stored by the API server, the manifest the console built, validated)."""
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     placement = Placement.objects.get(job=job)
     manifests = build_manifests(placement)
     kubernetes_validate.validate(manifests.pod, K8S, strict=True)
@@ -297,7 +296,7 @@ def test_a_dra_driver_configured_on_a_model_is_synced_and_claimed_with_its_class
     _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
     job = _job(queue, group, vendor="MLU", memory_mib=4096, types=[], cores=30)
     assert run_admission_cycle(group.pk).admitted == [job.pk]
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     placement = Placement.objects.get(job=job)
     manifests = build_manifests(placement)
     (claim,) = manifests.claims
@@ -377,7 +376,7 @@ def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_tem
     assert dict(PlacementDevice.objects.filter(device=card).values_list(
         "placement__job_id", "memory_mib")) == {big[0].pk: 32768, small.pk: 16384}
 
-    assert submit_job(big[0].pk) == JobState.ADMITTED
+    assert submit_to_cluster(big[0].pk) == JobState.ADMITTED
     manifests = build_manifests(Placement.objects.get(job=big[0]))
     (claim,) = manifests.claims
     kubernetes_validate.validate(claim, K8S, strict=True)
@@ -520,7 +519,7 @@ def test_a_hygon_card_is_one_dra_device_with_consumable_capacity(fake, tmp_path)
                  name=f"d{i}") for i in range(3)]
     # two 30000 MiB / 40 % shares fit the card's consumable capacity, a third does not
     assert sorted(run_admission_cycle(group.pk).admitted) == sorted(j.pk for j in jobs[:2])
-    assert submit_job(jobs[0].pk) == JobState.ADMITTED
+    assert submit_to_cluster(jobs[0].pk) == JobState.ADMITTED
     (claim,) = build_manifests(Placement.objects.get(job=jobs[0])).claims
     kubernetes_validate.validate(claim, K8S, strict=True)
     (req,) = claim["spec"]["devices"]["requests"]
@@ -564,16 +563,16 @@ def test_a_job_that_refuses_mlu370_through_the_api_lands_on_an_mlu590(fake, tmp_
     tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
     api = APIClient()
     api.force_authenticate(make_user("ann", tenant, "member"))
-    body = {"queue": queue.pk, "name": "not-370", "cpu_milli": 1000, "memory_mib": 1024,
+    body = {"queue": queue.pk, "name": "not-370", "cpu_milli": 1000, "host_memory_mib": 1024,
             "containers": [{"name": "main", "vendor": "MLU", "device_count": 1,
-                            "memory_mib": 4096, "cores_percent": 10,
+                            "device_memory_mib": 4096, "cores_percent": 10,
                             "device_types_exclude": ["MLU370"]}]}
     bad = api.post("/api/jobs/", {**body, "containers": [
         {**body["containers"][0], "device_types_exclude": "MLU370"}]}, format="json")
     assert bad.status_code == 400
     assert [k for k in bad.json()["error"]["fields"] if "device_types_exclude" in k] == [
         "containers[0].device_types_exclude"], bad.json()
-    big = {**body, "containers": [{**body["containers"][0], "memory_mib": 76000}]}
+    big = {**body, "containers": [{**body["containers"][0], "device_memory_mib": 76000}]}
     created = api.post("/api/jobs/", big, format="json")
     assert created.status_code == 201, created.content
     job = Job.objects.get(pk=created.json()["id"])

@@ -353,8 +353,8 @@ def test_odd_container_requests_by_hand(inv):
     j = gpu_job(queue, "odd", count=1, cores=30)  # cores only: memory = the whole card
     j.containers.all().delete()
     _container(j, device_count=1, cores_percent=30)                   # -> 1000, both
-    _container(j, device_count=1, memory_mib=20480)                   # A100 only: 250
-    _container(j, device_count=1, memory_mib=200000)                  # fits no model: out
+    _container(j, device_count=1, device_memory_mib=20480)                   # A100 only: 250
+    _container(j, device_count=1, device_memory_mib=200000)                  # fits no model: out
     _container(j, device_count=1, memory_percent=150, cores_percent=5)  # > 100 %: 1000
     _container(j, device_count=1, vendor="MLU")                       # vendor absent: out
     _container(j, device_count=0, cores_percent=50)                   # CPU-only: out
@@ -402,9 +402,9 @@ def test_unhealthy_cordoned_removed_devices_error_nodes_and_gpu_less_nodes(inv):
     Device.objects.filter(uuid="GPU-c2-0-1").update(removed_at=timezone.now())
     # a CPU-only node and a removed node with a free GPU
     Node.objects.create(cluster=inv["c2"], name="c2-cpu", cpu_milli=64000,
-                        memory_mib=262144, labels={"pool": "c2"})
+                        host_memory_mib=262144, labels={"pool": "c2"})
     gone = Node.objects.create(cluster=inv["c2"], name="c2-gone", cpu_milli=64000,
-                               memory_mib=262144, labels={"pool": "c2"},
+                               host_memory_mib=262144, labels={"pool": "c2"},
                                removed_at=timezone.now())
     Device.objects.create(uuid="GPU-gone", node=gone, model=Device.objects.get(
         uuid="GPU-c2-0-0").model, index=0, memory_mib=15360)

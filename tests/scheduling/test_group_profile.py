@@ -8,7 +8,7 @@ from scheduling.models import Job, Placement, PlacementDevice
 from scheduling.selectors.admission import build_admission_snapshot
 from scheduling.selectors.placement_profile import forget_workloads, group_profile
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -41,10 +41,10 @@ def _devices(job):
 
 
 def _annotated(queue, name, annotations, *, pct=100):
-    spec = JobSpec(name=name, cpu_milli=1000, memory_mib=1024, annotations=annotations,
+    spec = JobSpec(name=name, cpu_milli=1000, host_memory_mib=1024, annotations=annotations,
                    containers=[ContainerSpec(device_count=1, memory_percent=pct,
                                              cores_percent=pct)])
-    return submit_job(queue, spec, enqueue=False)
+    return enqueue_job(queue, spec, enqueue=False)
 
 
 def test_spread_node_policy_alternates_nodes():

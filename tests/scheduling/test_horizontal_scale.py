@@ -128,7 +128,7 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
         count, cores, mem = shapes[rng.randrange(len(shapes))]
         status, body = _request(bases[i % 2], "POST", "/api/jobs/", token, {
             "queue": queue, "name": f"j{i}", "cpu_milli": 500,
-            "memory_mib": 512, "duration_s": 0.2 + (i % 4) * 0.2,
+            "host_memory_mib": 512, "duration_s": 0.2 + (i % 4) * 0.2,
             "containers": [{"name": "main", "device_count": count, "cores_percent": cores,
                             "memory_mib": mem, "memory_percent": None if mem else 100}]})
         stats[f"submit {status}"] += 1
@@ -154,9 +154,9 @@ def _check_invariants(group, job_ids: list[int]) -> Counter:
         assert row["cores"] <= device.cores_percent, device.uuid
         assert row["slots"] <= device.split_count, device.uuid
     for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
-            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("memory_mib")):
+            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
         node = Node.objects.get(pk=row["node_id"])
-        assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.memory_mib, node.name
+        assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.host_memory_mib, node.name
     live: dict[int, int] = defaultdict(int)
     for job_id in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values_list(
             "job_id", flat=True):

@@ -27,7 +27,7 @@ def test_import_default_trace_counts(capsys):
     # openb-pod-0001: 1 GPU at 460 milli, 6 vCPU, 12 GiB
     job = Job.objects.get(name="openb-pod-0001")
     container = job.containers.get()
-    assert (job.cpu_milli, job.memory_mib) == (6000, 12288)
+    assert (job.cpu_milli, job.host_memory_mib) == (6000, 12288)
     assert (container.device_count, container.cores_percent, container.memory_percent) == (
         1, 46, 46)
     assert job.duration_s == 12902960 - 427061

@@ -18,9 +18,8 @@ from scheduling.kube.errors import Permanent
 from scheduling.models import Cluster, Job, JobContainer, Placement, PlacementDevice
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job
-from scheduling.services.jobs import submit_job as create_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job, enqueue_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
@@ -47,9 +46,9 @@ def _setup(fake, tmp_path, mode="hami"):
 
 def _job(queue, group, *, name="train", container="main", image="nvcr.io/nvidia/pytorch:25.01",
          memory_mib=20000, cores=30, count=1, pods=1):
-    job = create_job(queue, JobSpec(
-        name=name, pod_count=pods, cpu_milli=2000, memory_mib=4096,
-        containers=[ContainerSpec(name=container, device_count=count, memory_mib=memory_mib,
+    job = enqueue_job(queue, JobSpec(
+        name=name, pod_count=pods, cpu_milli=2000, host_memory_mib=4096,
+        containers=[ContainerSpec(name=container, device_count=count, device_memory_mib=memory_mib,
                                   cores_percent=cores)]), enqueue=False)
     JobContainer.objects.filter(job=job).update(image=image, command=["python", "train.py"],
                                                 env={"EPOCHS": "3"})
@@ -68,7 +67,7 @@ def test_hami_submit_creates_one_pinned_pod(fake, tmp_path):
     placement = Placement.objects.get(job=job)
     (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list("device__uuid",
                                                                               flat=True)
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     placement.refresh_from_db()
     name = f"p-{placement.pk}-{job.pk}-0"
     assert (placement.state, placement.backend_ref) == (PlacementState.SUBMITTED,
@@ -99,7 +98,7 @@ def test_retried_submit_meets_409_and_counts_as_success(fake, tmp_path):
     assert isinstance(backend, KubernetesBackend)
     assert backend.submit(placement) == "submitted"
     # the worker died before recording it; the task runs again
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     assert len(_pod_posts(fake)) == 2  # second POST answered 409 AlreadyExists
     assert len(fake.list("pods")) == 1
     assert Placement.objects.get(pk=placement.pk).state == PlacementState.SUBMITTED
@@ -114,7 +113,7 @@ def test_name_taken_by_another_placement_is_permanent(fake, tmp_path):
         "name": name, "namespace": "tenant-team-a",
         "labels": {"console.llmops.io/placement": "999"}},
         "spec": {"containers": [{"name": "x", "image": "busybox"}]}})
-    assert submit_job(job.pk) == JobState.FAILED
+    assert submit_to_cluster(job.pk) == JobState.FAILED
     job.refresh_from_db()
     assert job.pending_reason == (
         f"submission refused: HTTP 409 AlreadyExists: Pod '{name}' already exists and belongs "
@@ -126,7 +125,7 @@ def test_invalid_object_422_fails_the_job_with_the_server_message_and_releases(f
     _cluster, group, queue = _setup(fake, tmp_path)
     job = _job(queue, group, container="Main_1")
     placement = Placement.objects.get(job=job)
-    assert submit_job(job.pk) == JobState.FAILED
+    assert submit_to_cluster(job.pk) == JobState.FAILED
     job.refresh_from_db()
     placement.refresh_from_db()
     name = f"p-{placement.pk}-{job.pk}-0"
@@ -144,7 +143,7 @@ def test_transient_errors_are_retried_with_backoff(fake, tmp_path, status):
     job = _job(queue, group)
     fake.inject_faults(status, count=2, retry_after=0 if status == 429 else None,
                        method="POST", path_contains="/pods")
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     assert len(_pod_posts(fake)) == 3
     assert len(fake.list("pods")) == 1
     assert Placement.objects.get(job=job).state == PlacementState.SUBMITTED
@@ -155,14 +154,14 @@ def test_still_failing_after_retries_is_retryable_and_keeps_the_reservation(fake
     job = _job(queue, group)
     fake.inject_faults(500, count=4, method="POST", path_contains="/pods")
     with pytest.raises(SubmissionError) as err:
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     assert err.value.retryable is True
     assert str(err.value).startswith("HTTP 500 ")
     assert len(_pod_posts(fake)) == 4  # KUBE_RETRY_MAX_ATTEMPTS
     assert Placement.objects.get(job=job).state == PlacementState.RESERVED
     assert Job.objects.get(pk=job.pk).state == JobState.ADMITTED
     # the task retries later and succeeds
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     assert len(fake.list("pods")) == 1
 
 
@@ -173,7 +172,7 @@ def test_dra_submit_creates_claim_before_pod_with_owner_reference(
     placement = Placement.objects.get(job=job)
     (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list("device__uuid",
                                                                               flat=True)
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     name = f"p-{placement.pk}-{job.pk}-0"
     posts = [p.rsplit("/", 1)[-1] for m, p in fake.requests if m == "POST"]
     assert posts == ["namespaces", "resourceclaims", "pods"]  # tenant namespace first
@@ -201,7 +200,7 @@ def test_dra_on_a_cluster_without_dra_api_is_refused(tmp_path):
         try:
             _cluster, group, queue = _setup(server, tmp_path, mode="dra")
             job = _job(queue, group)
-            assert submit_job(job.pk) == JobState.FAILED
+            assert submit_to_cluster(job.pk) == JobState.FAILED
             assert Job.objects.get(pk=job.pk).pending_reason == (
                 "submission refused: NoDRA: cluster 'k1' serves no resource.k8s.io version; "
                 "use submission mode hami or whole")
@@ -212,10 +211,10 @@ def test_dra_on_a_cluster_without_dra_api_is_refused(tmp_path):
 def test_whole_mode_refuses_a_shared_device_and_accepts_a_whole_one(fake, tmp_path):
     _cluster, group, queue = _setup(fake, tmp_path, mode="whole")
     shared = _job(queue, group, name="shared")
-    assert submit_job(shared.pk) == JobState.FAILED
+    assert submit_to_cluster(shared.pk) == JobState.FAILED
     assert "whole mode needs whole devices" in Job.objects.get(pk=shared.pk).pending_reason
     whole = _job(queue, group, name="whole", memory_mib=0, cores=100, count=2)
-    assert submit_job(whole.pk) == JobState.ADMITTED
+    assert submit_to_cluster(whole.pk) == JobState.ADMITTED
     (pod,) = fake.list("pods")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
     assert "schedulerName" not in pod["spec"] or pod["spec"]["schedulerName"] == \
@@ -255,7 +254,7 @@ def test_cancel_deletes_the_pod_only_after_commit(fake, tmp_path,
     committed one deletes it once the rows are written."""
     _cluster, group, queue = _setup(fake, tmp_path)
     job = _job(queue, group)
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     (pod,) = fake.list("pods")
 
     class Rollback(Exception):

@@ -21,9 +21,8 @@ from scheduling.services.cordons import (
 )
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
+from scheduling.services.submissions import submit_to_cluster
 from telemetry.exporters import XID
 from telemetry.services.device_health import apply_health, clear_device_health
 from tests.builders import make_group, make_tenant
@@ -110,12 +109,12 @@ def test_cordon_write_back_keeps_entries_someone_else_wrote(fake, kube):
 
 def _running_job(kube, uuid_hint: str = "") -> Job:
     _cluster, group, queue = kube
-    job = create_job(queue, JobSpec(
-        name="train", cpu_milli=1000, memory_mib=1024,
-        containers=[ContainerSpec(device_count=2, memory_mib=0, memory_percent=100,
+    job = enqueue_job(queue, JobSpec(
+        name="train", cpu_milli=1000, host_memory_mib=1024,
+        containers=[ContainerSpec(device_count=2, device_memory_mib=0, memory_percent=100,
                                   cores_percent=100, image="busybox:1.37")]), enqueue=False)
     assert run_admission_cycle(group.pk).admitted == [job.pk]
-    submit_job(job.pk)
+    submit_to_cluster(job.pk)
     return job
 
 

@@ -25,10 +25,9 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, JobContainer, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node, running_status
 
@@ -74,8 +73,9 @@ def _admitted_job(fake, tmp_path, mode, monkeypatch):
     sync_cluster_inventory(cluster.pk, now=datetime(2025, 6, 1, 12, 0, tzinfo=UTC))
     group = make_group("g1", models=("NVIDIA-A100-SXM4-80GB",))
     _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
-    job = create_job(queue, JobSpec(name="train", cpu_milli=1000, memory_mib=1024, containers=[
-        ContainerSpec(device_count=1, memory_mib=8192, cores_percent=25)]), enqueue=False)
+    job = enqueue_job(queue, JobSpec(name="train", cpu_milli=1000, host_memory_mib=1024,
+                                     containers=[
+        ContainerSpec(device_count=1, device_memory_mib=8192, cores_percent=25)]), enqueue=False)
     JobContainer.objects.filter(job=job).update(image="busybox:1.37")
     enqueued = []
     from scheduling import tasks
@@ -135,7 +135,7 @@ def test_killed_worker_leads_to_exactly_one_pod_and_the_job_runs(
     else:
         assert (report.adopted, report.resubmitted) == ([], [placement.pk])
     # the restarted worker gets the redelivered task (acks_late) and runs it again
-    submit_job(job.pk)
+    submit_to_cluster(job.pk)
 
     pods = fake.list("pods")
     assert [p["metadata"]["name"] for p in pods] == [f"p-{placement.pk}-{job.pk}-0"]

@@ -106,7 +106,7 @@ def test_four_vendors_and_a_resource_slice(fake, tmp_path):
     assert Device.objects.get(uuid="GPU-dddd").dra_device == \
         "hami-core-gpu.project-hami.io/gpu-2/hami-gpu-0"
     nodes = {n.name: n for n in Node.objects.filter(cluster=cluster)}
-    assert (nodes["gpu-1"].cpu_milli, nodes["gpu-1"].memory_mib) == (64000, 524288)
+    assert (nodes["gpu-1"].cpu_milli, nodes["gpu-1"].host_memory_mib) == (64000, 524288)
     assert nodes["dcu-1"].schedulable is False
     assert nodes["dcu-1"].error == "node not Ready (KubeletNotReady: PLEG is not healthy)"
     assert nodes["gpu-1"].labels == {"kubernetes.io/hostname": "gpu-1"}

@@ -13,10 +13,9 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import Cluster, Job, JobContainer, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.kube_reconcile import reconcile_cluster, resync
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import (
     evicted_status,
@@ -46,15 +45,15 @@ def kube(fake, tmp_path, settings):
 
 def _job(kube, *, name="train", pods=1, count=1, restart="Never", submit=True):
     cluster, group, queue = kube
-    job = create_job(queue, JobSpec(
-        name=name, pod_count=pods, cpu_milli=1000, memory_mib=1024,
-        containers=[ContainerSpec(device_count=count, memory_mib=0, memory_percent=100,
+    job = enqueue_job(queue, JobSpec(
+        name=name, pod_count=pods, cpu_milli=1000, host_memory_mib=1024,
+        containers=[ContainerSpec(device_count=count, device_memory_mib=0, memory_percent=100,
                                   cores_percent=100)]), enqueue=False)
     Job.objects.filter(pk=job.pk).update(restart_policy=restart)
     JobContainer.objects.filter(job=job).update(image="busybox:1.37")
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     if submit:
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
     return job
 
 
@@ -135,7 +134,7 @@ def test_evicted_pod_fails_or_requeues_per_restart_policy(fake, kube, restart, j
     assert job.pending_reason == (f"requeued: {reason}" if restart == "OnFailure" else reason)
     if restart == "OnFailure":  # admitted again on the next cycle, a new placement and pod
         assert run_admission_cycle(kube[1].pk).admitted == [job.pk]
-        submit_job(job.pk)
+        submit_to_cluster(job.pk)
         assert _states(job)[1] == [PlacementState.FAILED, PlacementState.SUBMITTED]
         assert job.pod_count == 1 and len(fake.list("pods")) == 2
 
@@ -296,8 +295,8 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(
     reconcile_cluster(cluster.pk, watch_s=0)
     Job.objects.filter(pk=low[1].pk).update(priority=1)
     Job.objects.filter(pk=low[0].pk).update(priority=5)
-    high = create_job(queue, JobSpec(
-        name="high", priority=10, cpu_milli=1000, memory_mib=1024,
+    high = enqueue_job(queue, JobSpec(
+        name="high", priority=10, cpu_milli=1000, host_memory_mib=1024,
         containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)]),
         enqueue=False)
     JobContainer.objects.filter(job=high).update(image="busybox:1.37")

@@ -12,9 +12,8 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import JobContainer, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
+from scheduling.services.submissions import submit_to_cluster
 from tenants.models import TenantNamespace
 from tenants.selectors import tenant_for_namespace, tenant_namespace
 from tests.builders import make_group, make_tenant
@@ -44,8 +43,8 @@ def world(fake, tmp_path):
 
 
 def _admitted(queue, group, name="train"):
-    job = create_job(queue, JobSpec(name=name, cpu_milli=1000, memory_mib=2048, containers=[
-        ContainerSpec(device_count=1, memory_mib=10000, cores_percent=20)]), enqueue=False)
+    job = enqueue_job(queue, JobSpec(name=name, cpu_milli=1000, host_memory_mib=2048, containers=[
+        ContainerSpec(device_count=1, device_memory_mib=10000, cores_percent=20)]), enqueue=False)
     JobContainer.objects.filter(job=job).update(image="nvcr.io/nvidia/pytorch:25.01")
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     return job
@@ -54,8 +53,8 @@ def _admitted(queue, group, name="train"):
 def test_each_tenant_gets_its_own_labelled_namespace(fake, world):
     cluster, group, (team_a, queue_a), (team_b, queue_b) = world
     job_a, job_b = _admitted(queue_a, group, "a"), _admitted(queue_b, group, "b")
-    assert submit_job(job_a.pk) == JobState.ADMITTED
-    assert submit_job(job_b.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job_a.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job_b.pk) == JobState.ADMITTED
     for tenant, job in ((team_a, job_a), (team_b, job_b)):
         ns = tenant_namespace(tenant, cluster)
         assert ns == f"tenant-{tenant.name}"
@@ -76,7 +75,7 @@ def test_each_tenant_gets_its_own_labelled_namespace(fake, world):
         assert tenant_for_namespace(cluster, ns) == tenant
     # one POST per namespace: the second submission of a tenant finds it in the cache
     job_a2 = _admitted(queue_a, group, "a2")
-    submit_job(job_a2.pk)
+    submit_to_cluster(job_a2.pk)
     assert [p for m, p in fake.requests if m == "POST" and p == "/api/v1/namespaces"] == [
         "/api/v1/namespaces"] * 2
 
@@ -86,7 +85,7 @@ def test_operator_made_namespace_is_adopted_and_labelled(fake, world):
     fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": "tenant-team-a", "labels": {"owner": "platform"}}})
     job = _admitted(queue_a, group)
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     labels = fake.get("namespaces", "tenant-team-a")["metadata"]["labels"]
     assert labels == {"owner": "platform", "app.kubernetes.io/managed-by": "llmops-console",
                       "console.llmops.io/tenant": "team-a"}
@@ -98,7 +97,7 @@ def test_namespace_of_another_tenant_is_refused(fake, world):
     fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": "tenant-team-a", "labels": {"console.llmops.io/tenant": "team-b"}}})
     job = _admitted(queue_a, group)
-    assert submit_job(job.pk) == JobState.FAILED
+    assert submit_to_cluster(job.pk) == JobState.FAILED
     job.refresh_from_db()
     assert job.pending_reason == (
         "submission refused: HTTP 409 AlreadyExists: namespace 'tenant-team-a' belongs to "
@@ -110,12 +109,12 @@ def test_namespace_of_another_tenant_is_refused(fake, world):
 def test_namespace_deleted_outside_is_created_again(fake, world):
     _cluster, group, (_team_a, queue_a), _b = world
     first = _admitted(queue_a, group, "first")
-    submit_job(first.pk)
+    submit_to_cluster(first.pk)
     fake.delete(fake_kind("namespaces"), "v1", "", "tenant-team-a", None)  # kubectl delete ns
     assert fake.get("pods", Placement.objects.get(job=first).backend_ref.split("/")[1],
                     "tenant-team-a") is None
     second = _admitted(queue_a, group, "second")
-    assert submit_job(second.pk) == JobState.ADMITTED
+    assert submit_to_cluster(second.pk) == JobState.ADMITTED
     assert fake.get("namespaces", "tenant-team-a") is not None
     name = Placement.objects.get(job=second).backend_ref.split("/")[1]
     assert fake.get("pods", name, "tenant-team-a") is not None

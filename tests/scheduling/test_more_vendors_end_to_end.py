@@ -15,9 +15,8 @@ from scheduling.choices import JobState
 from scheduling.models import Device, JobContainer, Placement, PlacementDevice
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.jobs import ContainerSpec, JobSpec
-from scheduling.services.jobs import submit_job as create_job
-from scheduling.services.submissions import submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import make_kube_cluster, node_json
 
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _job(queue, name: str, vendor: str, count: int, cores: int = 0):
-    job = create_job(queue, JobSpec(name=name, cpu_milli=1000, memory_mib=1024, containers=[
+    job = enqueue_job(queue, JobSpec(name=name, cpu_milli=1000, host_memory_mib=1024, containers=[
         ContainerSpec(vendor=vendor, device_count=count, cores_percent=cores)]),
         enqueue=False)
     JobContainer.objects.filter(job=job).update(image="registry.example/infer:1")
@@ -33,7 +32,7 @@ def _job(queue, name: str, vendor: str, count: int, cores: int = 0):
 
 
 def _limits(job) -> tuple[dict, dict]:
-    assert submit_job(job.pk) == JobState.ADMITTED
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
     manifests = build_manifests(Placement.objects.get(job=job))
     kubernetes_validate.validate(manifests.pod, "1.34.0", strict=True)
     pod = manifests.pod
@@ -102,10 +101,10 @@ def test_enflame_drs_cards_sync_take_profiles_and_emit_the_slice_count(fake, tmp
     _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
     jobs = []
     for i in range(5):
-        job = create_job(queue, JobSpec(name=f"drs-{i}", cpu_milli=1000, memory_mib=1024,
+        job = enqueue_job(queue, JobSpec(name=f"drs-{i}", cpu_milli=1000, host_memory_mib=1024,
                                         containers=[ContainerSpec(
                                             vendor="EnflameDRS", device_count=1,
-                                            memory_mib=20000, cores_percent=30)]),
+                                            device_memory_mib=20000, cores_percent=30)]),
                          enqueue=False)
         JobContainer.objects.filter(job=job).update(image="registry.example/infer:1")
         jobs.append(job)

@@ -7,7 +7,7 @@ import pytest
 from scheduling.models import Device, DeviceModel, PlacementDevice
 from scheduling.selectors.snapshot import build_cluster_snapshot
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.jobs import ContainerSpec, JobSpec, submit_job
+from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tests.builders import make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -22,9 +22,9 @@ def test_mig_gpus_get_their_models_profiles_and_a_two_instance_job_spreads():
     dev = snapshot.nodes["c1-n0"].devices[0]
     assert [p.name for p in dev.mig_profiles] == ["1g.10gb", "2g.20gb", "3g.40gb", "7g.79gb"]
     assert [(pl.start, pl.size) for pl in dev.mig_profiles[2].placements] == [(0, 4), (4, 4)]
-    spec = JobSpec(name="mig", cpu_milli=1000, memory_mib=1024, containers=[
-        ContainerSpec(device_count=2, memory_mib=10000, cores_percent=0)])
-    job = submit_job(queue, spec, enqueue=False)
+    spec = JobSpec(name="mig", cpu_milli=1000, host_memory_mib=1024, containers=[
+        ContainerSpec(device_count=2, device_memory_mib=10000, cores_percent=0)])
+    job = enqueue_job(queue, spec, enqueue=False)
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     booked = PlacementDevice.objects.filter(placement__job=job)
     assert sorted(b.device.uuid for b in booked) == ["GPU-c1-0-0", "GPU-c1-0-1"]
@@ -49,8 +49,8 @@ def test_the_cycle_charges_an_mlu590_request_in_its_1_percent_units():
         config={"memory_factor": 0, "memory_mib": 79872})
     group = make_group("g1", models=("MLU590",))
     _, queue = make_tenant("team-a", group, devices_milli=100_000)
-    spec = JobSpec(name="mlu", cpu_milli=1000, memory_mib=1024, containers=[
-        ContainerSpec(vendor="MLU", device_count=1, memory_mib=4096, cores_percent=10)])
-    job = submit_job(queue, spec, enqueue=False)
+    spec = JobSpec(name="mlu", cpu_milli=1000, host_memory_mib=1024, containers=[
+        ContainerSpec(vendor="MLU", device_count=1, device_memory_mib=4096, cores_percent=10)])
+    job = enqueue_job(queue, spec, enqueue=False)
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     assert PlacementDevice.objects.get(placement__job=job).memory_mib == 4788

@@ -14,7 +14,7 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice, Preemption
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
-from scheduling.services.submissions import reconcile_simulated, submit_job
+from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 from scheduling.services.usage import sync_ledger
 from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from telemetry.exporters import POD_UTIL
@@ -46,7 +46,7 @@ def world():
 def _cycle_and_submit(group) -> list[int]:
     admitted = run_admission_cycle(group.pk).admitted
     for job_id in admitted:
-        submit_job(job_id)
+        submit_to_cluster(job_id)
     return admitted
 
 
@@ -58,7 +58,7 @@ def _devices_used(tenant, group) -> int:
 
 def _service(client, queue, **extra) -> dict:
     body = {"queue": queue.pk, "name": "llama-serve", "kind": "inference", "port": 8000,
-            "replicas": 1, "max_replicas": 4, "cpu_milli": 2000, "memory_mib": 8192,
+            "replicas": 1, "max_replicas": 4, "cpu_milli": 2000, "host_memory_mib": 8192,
             "containers": [GPU], **extra}
     resp = client.post("/api/jobs/", body, format="json")
     assert resp.status_code == 201, resp.json()
@@ -326,7 +326,7 @@ def test_job_page_shows_readiness_and_time_left_and_acts(world):
     resp = page.post("/jobs/new/", {
         "queue": queue_a.pk, "name": "svc2", "kind": "inference", "priority": 0,
         "pod_count": 1, "max_replicas": 2, "port": 9000, "cpu_milli": 1000,
-        "memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
+        "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
         "cores_percent": 10, "device_memory_mib": 1000, "image": "nginx:1.27",
         "non_preemptible": "on"})
     assert resp.status_code == 302, resp.content.decode()[:2000]
@@ -335,7 +335,7 @@ def test_job_page_shows_readiness_and_time_left_and_acts(world):
             made.preemptible) == ("inference", 9000, 2, 1, False)
     resp = page.post("/jobs/new/", {
         "queue": queue_a.pk, "name": "tr", "kind": "training", "priority": 0,
-        "pod_count": 2, "min_count": 3, "cpu_milli": 1000, "memory_mib": 1024,
+        "pod_count": 2, "min_count": 3, "cpu_milli": 1000, "host_memory_mib": 1024,
         "duration_s": 60, "vendor": "NVIDIA", "device_count": 1, "cores_percent": 10})
     assert resp.status_code == 200 and "Must not exceed workers." in resp.content.decode()
 

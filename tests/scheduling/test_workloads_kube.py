@@ -13,7 +13,7 @@ from scheduling.models import Job, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import resync
-from scheduling.services.submissions import submit_job
+from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant, make_user
 from tests.scheduling.kube_helpers import (
     failed_status,
@@ -87,7 +87,7 @@ def test_four_worker_training_job_gets_ranks_0_to_3_and_one_headless_service(fak
     _cluster, group, queue, client = world
     job = _submit(client, {
         "queue": queue.pk, "name": "finetune-7b", "kind": "training", "workers": 4,
-        "cpu_milli": 4000, "memory_mib": 16384, "port": 23456, "restart_policy": "OnFailure",
+        "cpu_milli": 4000, "host_memory_mib": 16384, "port": 23456, "restart_policy": "OnFailure",
         "backoff_limit": 2, "max_runtime_s": 7200,
         "volumes": [{"claim": "datasets", "mount_path": "/data", "read_only": True}],
         "secrets": [{"name": "hf-token"}, {"name": "wandb", "mount_path": "/etc/wandb"}],
@@ -96,10 +96,10 @@ def test_four_worker_training_job_gets_ranks_0_to_3_and_one_headless_service(fak
         "node_selector": {"kubernetes.io/hostname": "gpu-0"},
         "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
                         "command": ["torchrun", "train.py"], "device_count": 1,
-                        "memory_mib": 20000, "cores_percent": 50}]})
+                        "device_memory_mib": 20000, "cores_percent": 50}]})
     assert (job["kind"], job["pod_count"]) == ("training", 4)
     assert run_admission_cycle(group.pk).admitted == [job["id"]]
-    assert submit_job(job["id"]) == JobState.ADMITTED
+    assert submit_to_cluster(job["id"]) == JobState.ADMITTED
     pods = sorted(fake.list("pods"), key=lambda p: p["spec"]["hostname"])
     assert len(pods) == 4
     (service,) = fake.list("services")
@@ -139,16 +139,16 @@ def test_launcher_and_workers_have_their_own_requests(fake, world):
     _cluster, group, queue, client = world
     job = _submit(client, {
         "queue": queue.pk, "name": "mpi-bench", "kind": "training", "workers": 2,
-        "min_workers": 1, "cpu_milli": 8000, "memory_mib": 32768,
+        "min_workers": 1, "cpu_milli": 8000, "host_memory_mib": 32768,
         "launcher_cpu_milli": 500, "launcher_memory_mib": 1024,
         "containers": [
             {"name": "launcher", "role": "launcher", "image": "mpioperator/mpi-pi:openmpi",
              "command": ["mpirun", "--hostfile", "/etc/mpi/hostfile", "/home/mpiuser/pi"]},
             {"name": "worker", "role": "worker", "image": "mpioperator/mpi-pi:openmpi",
-             "device_count": 1, "memory_mib": 10000, "cores_percent": 30}]})
+             "device_count": 1, "device_memory_mib": 10000, "cores_percent": 30}]})
     assert (job["pod_count"], job["min_pods"]) == (3, 2)
     assert run_admission_cycle(group.pk).admitted == [job["id"]]
-    submit_job(job["id"])
+    submit_to_cluster(job["id"])
     pods = {p["spec"]["hostname"]: p for p in fake.list("pods")}
     assert set(pods) == {"launcher", "worker-0", "worker-1"}
     (launcher,) = pods["launcher"]["spec"]["containers"]
@@ -169,10 +169,10 @@ def test_failed_worker_retried_within_backoff_limit_then_job_fails(fake, world):
     job = _submit(client, {"queue": queue.pk, "name": "flaky", "kind": "training",
                            "workers": 1, "backoff_limit": 1, "containers": [
                                {"name": "main", "image": "busybox:1.37", "device_count": 1,
-                                "memory_mib": 1000, "cores_percent": 10}]})
+                                "device_memory_mib": 1000, "cores_percent": 10}]})
     for attempt in range(2):
         assert run_admission_cycle(group.pk).admitted == [job["id"]]
-        submit_job(job["id"])
+        submit_to_cluster(job["id"])
         (pod,) = [p for p in fake.list("pods")
                   if p["metadata"]["labels"]["console.llmops.io/job"] == str(job["id"])]
         fake.set_pod_status(NS, pod["metadata"]["name"], failed_status(1))
@@ -191,11 +191,11 @@ def test_inference_replicas_share_one_service_and_report_readiness(fake, world):
         "replicas": 2, "max_replicas": 3, "preemptible": False,
         "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
                         "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "device_count": 1,
-                        "memory_mib": 40000, "cores_percent": 50}]})
+                        "device_memory_mib": 40000, "cores_percent": 50}]})
     admitted = run_admission_cycle(group.pk).admitted
     assert len(admitted) == 2
     for job_id in admitted:
-        submit_job(job_id)
+        submit_to_cluster(job_id)
     (svc,) = fake.list("services")
     assert svc["metadata"]["name"] == f"qwen-chat-{service['id']}"
     assert svc["spec"]["type"] == "ClusterIP"
@@ -234,10 +234,10 @@ def test_notebook_pod_service_and_stop_deletes_the_pod(fake, world):
     nb = _submit(client, {"queue": queue.pk, "name": "alice-lab", "kind": "notebook",
                           "containers": [{"name": "jupyter",
                                           "image": "quay.io/jupyter/pytorch-notebook:latest",
-                                          "device_count": 1, "memory_mib": 8000,
+                                          "device_count": 1, "device_memory_mib": 8000,
                                           "cores_percent": 20}]})
     assert run_admission_cycle(group.pk).admitted == [nb["id"]]
-    submit_job(nb["id"])
+    submit_to_cluster(nb["id"])
     (pod,) = fake.list("pods")
     (svc,) = fake.list("services")
     assert pod["spec"]["containers"][0]["ports"][0]["containerPort"] == 8888

@@ -37,7 +37,7 @@ def devices(cluster, node_name, uuids, *, model="NVIDIA-A100-SXM4-80GB", vendor=
         name=model, defaults={"vendor": vendor, "config": {"memory_mib": memory_mib}})
     node, _ = Node.objects.get_or_create(
         cluster=cluster, name=node_name,
-        defaults={"cpu_milli": 64000, "memory_mib": 262144, "labels": {"pool": cluster.name}})
+        defaults={"cpu_milli": 64000, "host_memory_mib": 262144, "labels": {"pool": cluster.name}})
     return [
         Device.objects.create(uuid=uuid, node=node, model=device_model, index=i,
                               memory_mib=memory_mib)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.registration import validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
-from scheduling.placement.types import Device
+from scheduling.placement.types import DeviceUsage
 
 __all__ = ["ENFLAME_DRS_ANNOTATION", "parse_drs_capacity"]
 
@@ -69,7 +69,7 @@ def _capacity(raw: int | str, where: str) -> int:
 
 
 def parse_drs_capacity(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
     """The node's DRS cards (module docstring).
 
     Raises:
@@ -90,7 +90,7 @@ def parse_drs_capacity(value: str, node: str, cfg: DeviceModelConfig,
     for pos, d in enumerate(spec.devices):
         index = int(d.index) if d.index.isdigit() else pos
         count = _capacity(d.capacity, f"{what}.devices[{pos}]")
-        out.append(Device(
+        out.append(DeviceUsage(
             f"{node}-enflame-drs-{index}", node, index, cfg.common_word, cfg.vendor,
             max_gb * 1024, 100, count,
             custom={"profiles": dict(spec.profiles), "maxSlice": max_slice,

@@ -1,4 +1,4 @@
-"""Kubernetes Node objects (dicts) -> :class:`Node` with HAMi-registered devices.
+"""Kubernetes Node objects (dicts) -> :class:`NodeInfo` with HAMi-registered devices.
 
 Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
 (``[{"id","index","count","devmem","devcore","type","numa","mode","migProfiles","health",
@@ -14,7 +14,7 @@ older than 60 s at ``now`` and the node's allocatable count for the resource is 
 ``CardNotHealth``). ``hami.io/device-cordon`` lists cordoned uuids. ``hami.io/node-nvidia-score``
 gives NVIDIA pair scores.
 
-A malformed annotation flags only that node (``Node.error``), other nodes keep working. The
+A malformed annotation flags only that node (``NodeInfo.error``), other nodes keep working. The
 same device uuid on two nodes is a conflict: both copies are marked unhealthy and the
 conflict is listed in ``ClusterSnapshot.errors``.
 """
@@ -31,7 +31,13 @@ from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
-from scheduling.placement.types import ClusterSnapshot, Device, MigPlacement, MigProfile, Node
+from scheduling.placement.types import (
+    ClusterSnapshot,
+    DeviceUsage,
+    MigPlacement,
+    MigProfile,
+    NodeInfo,
+)
 
 __all__ = ["parse_node_devices", "parse_legacy_devices", "parse_json_devices", "node_from_kube",
            "snapshot_from_kube", "add_node", "cambricon_model", "HANDSHAKE_STALE_S",
@@ -54,13 +60,14 @@ def _int(v: Any, where: str) -> int:
         raise ValueError(f"{where}: {v!r} is not an integer") from None
 
 
-def _device(d: DeviceIn, node: str, cfg: DeviceModelConfig, index: int | None = None) -> Device:
+def _device(d: DeviceIn, node: str, cfg: DeviceModelConfig,
+            index: int | None = None) -> DeviceUsage:
     """A placement ``Device`` of a validated registration entry."""
     profiles = tuple(
         MigProfile(p.name, p.memoryMB, p.core, p.sliceCount,
                    tuple(MigPlacement(pl.start, pl.size) for pl in p.placements))
         for p in d.migProfiles or ())
-    return Device(
+    return DeviceUsage(
         uuid=d.id, node=node, index=d.index if index is None else index,
         type=cfg.chip or d.type, vendor=cfg.vendor, memory_mib=d.devmem,
         cores_percent=d.devcore, split_count=d.count, numa=d.numa, healthy=d.health,
@@ -74,7 +81,7 @@ def _check_count(what: str, n: int, limits: InventoryLimits) -> None:
 
 
 def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig,
-                         limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
+                         limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
     """Parse ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` entries.
 
     7-field entries get mode ``hami-core`` and their position as index. Every field is
@@ -100,7 +107,7 @@ def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig,
 
 
 def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
     """Parse the JSON register format (``MarshalNodeDevices``), each entry checked by
     :class:`~scheduling.kube.hami.registration.DeviceIn`.
 
@@ -120,7 +127,7 @@ def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig,
 
 
 def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[Device]:
+                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
     """Register annotation in either format (JSON when it starts with ``[``)."""
     v = value.strip()
     error = over_bound(cfg.register_annotation, len(v), limits, "max_annotation_bytes",
@@ -157,7 +164,7 @@ def cambricon_model(cfg: DeviceModelConfig, labels: dict[str, str],
 
 def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
            limits: InventoryLimits = DEFAULT_LIMITS, labels: dict[str, str] | None = None,
-           siblings: list[DeviceModelConfig] = ()) -> list[Device]:
+           siblings: list[DeviceModelConfig] = ()) -> list[DeviceUsage]:
     """Devices of backends registered only through ``status.capacity`` (Cambricon models:
     :func:`cambricon_model`).
 
@@ -187,28 +194,28 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
                            f"status.capacity.{cfg.resource_memory}")
             mem = vm * cfg.memory_factor * 100 // cap
         _check_memory(what, mem, limits)
-        return [Device(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100,
+        return [DeviceUsage(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100,
                        cfg.split_count) for i in range(cards)]
     if v == "Mthreads":
         vm = plain_int(capacity.get(cfg.resource_memory, 0),
                        f"status.capacity.{cfg.resource_memory}")
         mem = cfg.memory_mib or vm * cfg.memory_factor // cards
         _check_memory(what, mem, limits)
-        return [Device(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
+        return [DeviceUsage(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
                        cfg.split_count) for i in range(cards)]
     if v == "Kunlun":
-        return [Device(f"{node}-kunlun-{i}", node, i, cfg.common_word, v, cfg.memory_mib, 100,
+        return [DeviceUsage(f"{node}-kunlun-{i}", node, i, cfg.common_word, v, cfg.memory_mib, 100,
                        cfg.split_count, numa=1 if i >= cap // 2 else 0) for i in range(cap)]
     if v == "AWSNeuron":
         return _neuron(node, cfg, cap, capacity, labels or {}, limits)
     # HAMi's ids of capacity-registered devices (GetNodeDevices of each backend)
     word = {"Metax": "metax", "Enflame": "GCU", "AWSNeuron": "AWSNeuron"}.get(v, v.lower())
-    return [Device(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
+    return [DeviceUsage(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
                    cfg.cores_percent, cfg.split_count) for i in range(cap)]
 
 
 def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any],
-            labels: dict[str, str], limits: InventoryLimits) -> list[Device]:
+            labels: dict[str, str], limits: InventoryLimits) -> list[DeviceUsage]:
     """AWS Neuron devices (``awsneuron/device.go`` ``GetNodeDevices``): ``<node>-AWSNeuron-<i>``
     with NeuronCores per device = ``aws.amazon.com/neuroncore`` / ``aws.amazon.com/neuron``
     capacity (the config's ``split_count`` when the node advertises no cores) as both cores
@@ -219,7 +226,7 @@ def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any
     if error:
         raise ValueError(error)
     kind = labels.get("node.kubernetes.io/instance-type", "")
-    return [Device(f"{node}-AWSNeuron-{i}", node, i, cfg.common_word, cfg.vendor, 0, cores,
+    return [DeviceUsage(f"{node}-AWSNeuron-{i}", node, i, cfg.common_word, cfg.vendor, 0, cores,
                    cores, custom={"AWSNodeType": kind}) for i in range(cap)]
 
 
@@ -242,7 +249,7 @@ def _stale(value: str, now: datetime | None) -> bool:
     return ref - t > timedelta(seconds=HANDSHAKE_STALE_S)
 
 
-def _host(node: Node, alloc: dict[str, Any], limits: InventoryLimits) -> None:
+def _host(node: NodeInfo, alloc: dict[str, Any], limits: InventoryLimits) -> None:
     """Allocatable CPU / memory of the node (bounded; set only when within the bounds)."""
     cpu = cpu_milli(alloc["cpu"], "status.allocatable.cpu") if "cpu" in alloc else 0
     mem = memory_mib(alloc["memory"], "status.allocatable.memory") if "memory" in alloc else 0
@@ -258,12 +265,12 @@ def _host(node: Node, alloc: dict[str, Any], limits: InventoryLimits) -> None:
 def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
                 capacity: dict[str, Any], configs: list[DeviceModelConfig],
                 now: datetime | None, limits: InventoryLimits,
-                labels: dict[str, str]) -> list[Device]:
+                labels: dict[str, str]) -> list[DeviceUsage]:
     """Every vendor's devices of one node: register annotations (a stale handshake with
     allocatable 0 makes them unhealthy) and capacity-registered vendors; each annotation or
     capacity is read once, by the first config naming it (the vendor's default precedes its
     per-model configs in the catalogue)."""
-    devices: list[Device] = []
+    devices: list[DeviceUsage] = []
     done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
     for cfg in configs:
         source = cfg.register_annotation or cfg.capacity_resource or (
@@ -290,8 +297,8 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
 
 def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
                    now: datetime | None = None,
-                   limits: InventoryLimits = DEFAULT_LIMITS) -> Node:
-    """Build a Node from a Kubernetes Node dict. Registration errors go to ``Node.error``.
+                   limits: InventoryLimits = DEFAULT_LIMITS) -> NodeInfo:
+    """Build a Node from a Kubernetes Node dict. Registration errors go to ``NodeInfo.error``.
 
     The envelope is checked by :class:`~scheduling.kube.hami.registration.NodeIn` and the
     registrations by ``DeviceIn`` (bounded by ``limits``); any error names the field.
@@ -302,7 +309,7 @@ def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
         raise ValueError("node object without metadata.name")
-    node = Node(name)
+    node = NodeInfo(name)
     try:
         env = validate(NodeIn, obj, "", limits)
     except ValueError as exc:
@@ -350,9 +357,9 @@ def _pair_scores(value: str, limits: InventoryLimits) -> dict[str, dict[str, int
 
 def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
              configs: list[DeviceModelConfig], now: datetime | None,
-             limits: InventoryLimits) -> Node:
+             limits: InventoryLimits) -> NodeInfo:
     """Read ``nodes[i]`` (:func:`node_from_kube`) into ``snap``; an unexpected failure flags
-    the node (``Node.error``) instead of raising.
+    the node (``NodeInfo.error``) instead of raising.
 
     Raises:
         ValueError: the node has no name, or its name is already in ``snap``.
@@ -362,7 +369,7 @@ def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
     except ValueError as exc:
         raise ValueError(f"nodes[{i}]: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - one node's input never stops the others
-        node = Node(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
+        node = NodeInfo(str(obj["metadata"]["name"]), error=f"unreadable node ({exc!r})"[:500])
     if node.name in snap.nodes:
         raise ValueError(f"nodes[{i}]: duplicate node name {node.name!r}")
     snap.nodes[node.name] = node
@@ -376,10 +383,10 @@ def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelCon
 
     Duplicate node names and nameless nodes raise ValueError; duplicate device uuids across
     nodes are reported in ``errors`` and those devices made unhealthy. An unexpected failure
-    while reading one node flags that node (``Node.error``), never the others.
+    while reading one node flags that node (``NodeInfo.error``), never the others.
     """
     snap = ClusterSnapshot()
-    owner: dict[str, Device] = {}
+    owner: dict[str, DeviceUsage] = {}
     for i, obj in enumerate(nodes):
         node = add_node(snap, i, obj, configs, now, limits)
         for d in node.devices:

@@ -20,7 +20,7 @@ from scheduling.kube.hami.pods import (
 )
 from scheduling.placement.profile import Profile
 from scheduling.placement.runner import place
-from scheduling.placement.types import Device, DeviceGrant, PlacementRequest, PodAssignment
+from scheduling.placement.types import DeviceGrant, DeviceUsage, PlacementRequest, PodAssignment
 
 __all__ = ["place_from_kube", "decision_annotations"]
 
@@ -33,7 +33,7 @@ def _items(data: Any, what: str) -> list[dict[str, Any]]:
     return data
 
 
-def _enflame_drs(pa: PodAssignment, devices: Mapping[str, Device]) -> dict[str, str]:
+def _enflame_drs(pa: PodAssignment, devices: Mapping[str, DeviceUsage]) -> dict[str, str]:
     """Enflame DRS ``PatchAnnotations`` (``enflame/device.go``): the first DRS container's
     card index / minor and slice size, and ``assigned-containers`` (container name ->
     ``{"allocated": false, "request": slices, "profileID", "profileName"}``, Go's key
@@ -65,7 +65,7 @@ def _enflame_drs(pa: PodAssignment, devices: Mapping[str, Device]) -> dict[str, 
 NEURON_COUNT, NEURON_CORES = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore"
 
 
-def _neuron_mask(g: DeviceGrant, devices: Mapping[str, Device]) -> DeviceGrant:
+def _neuron_mask(g: DeviceGrant, devices: Mapping[str, DeviceUsage]) -> DeviceGrant:
     """A Neuron grant as HAMi writes it: its cores as a NeuronCore bit mask, the device's
     free cores from the lowest bit up (``addCoreUsage``: 1 core on an idle device -> 1, the
     second core -> 2, 2 cores -> 3)."""
@@ -73,7 +73,7 @@ def _neuron_mask(g: DeviceGrant, devices: Mapping[str, Device]) -> DeviceGrant:
     return replace(g, cores_percent=((1 << g.cores_percent) - 1) << used)
 
 
-def _neuron_ids(pa: PodAssignment, devices: Mapping[str, Device],
+def _neuron_ids(pa: PodAssignment, devices: Mapping[str, DeviceUsage],
                 pod: Mapping[str, Any] | None) -> dict[str, str]:
     """AWS Neuron ``PatchAnnotations`` (``awsneuron/device.go``): ``AWS_NEURON_IDS`` lists the
     device indices of containers asking ``aws.amazon.com/neuron`` in their limits, else the
@@ -100,7 +100,7 @@ def _neuron_ids(pa: PodAssignment, devices: Mapping[str, Device],
 
 
 def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
-                         devices: Mapping[str, Device] | None = None,
+                         devices: Mapping[str, DeviceUsage] | None = None,
                          pod: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
 

@@ -14,9 +14,9 @@ import time
 from scheduling.placement import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
+    DeviceUsage,
+    NodeInfo,
     PlacementRequest,
     PodRequest,
     Profile,
@@ -34,7 +34,8 @@ def cluster(n: int, seed: int) -> ClusterSnapshot:
     for i in range(n):
         name = f"node-{i:04d}"
         g = rnd.choice((0, 1, 2, 4, 8, 8))
-        nodes.append(Node(name, [Device(f"{name}-g{j}", name, j, "A100", "NVIDIA", 81920, 100,
+        nodes.append(NodeInfo(name, [DeviceUsage(f"{name}-g{j}", name, j, "A100", "NVIDIA", 81920,
+                                                 100,
                                         10) for j in range(g)],
                           cpu_milli=960000, memory_mib=7864320))
     return ClusterSnapshot.from_nodes(nodes)

@@ -29,9 +29,9 @@ from pathlib import Path
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
-    Device,
     DeviceRequest,
-    Node,
+    DeviceUsage,
+    NodeInfo,
     PodRequest,
 )
 
@@ -361,7 +361,7 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
             name = rec.name if r == 0 else f"{rec.name}-r{r}"
             mem = device_memory_mib(rec.model)
             devices = [
-                Device(
+                DeviceUsage(
                     uuid=f"{name}-gpu{j}",
                     node=name,
                     index=j,
@@ -374,7 +374,8 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
                 for j in range(rec.gpu_count)
             ]
             out.append(
-                Node(name=name, devices=devices, cpu_milli=rec.cpu_milli, memory_mib=rec.memory_mib)
+                NodeInfo(name=name, devices=devices, cpu_milli=rec.cpu_milli,
+                         memory_mib=rec.memory_mib)
             )
     return ClusterSnapshot.from_nodes(out)
 

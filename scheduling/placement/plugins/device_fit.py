@@ -26,7 +26,7 @@ from scheduling.placement.types import (
     ContainerRequest,
     DeviceGrant,
     DeviceRequest,
-    Node,
+    NodeInfo,
     PodRequest,
 )
 from scheduling.placement.vendors import VendorPlugin, default_vendors
@@ -74,7 +74,7 @@ def add_usage(overlay: dict[str, Usage], grants: list[DeviceGrant] | tuple[Devic
             u.counters[name] = u.counters.get(name, 0) + n
 
 
-def fit_pod(node: Node, prepared: PreparedPod, vendors: dict[str, VendorPlugin]
+def fit_pod(node: NodeInfo, prepared: PreparedPod, vendors: dict[str, VendorPlugin]
             ) -> NodeFit | str:
     """Fit all containers of a pod on ``node``. Returns the NodeFit or the reason."""
     app_overlay: dict[str, Usage] = {}
@@ -157,7 +157,7 @@ class DeviceFit:
             return Status(Code.SKIP, "", self.name)
         return SUCCESS
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status:
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         prepared = state.read(PREPARED)
         if not prepared.has_devices:
             state.read(FITS)[node.name] = NodeFit([() for _ in prepared.containers])

@@ -41,7 +41,7 @@ from heapq import heapify, heappop, heappush
 from typing import Protocol
 
 from scheduling.placement.fragmentation import GPU_MILLI, device_free_milli
-from scheduling.placement.types import ClusterSnapshot, Node, PodRequest
+from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
 __all__ = [
     "TaskView",
@@ -231,7 +231,7 @@ class NodeTable:
             for t in dict.fromkeys(types):
                 self.by_model.setdefault(t, []).append(i)
 
-    def _load(self, i: int, node: Node) -> None:
+    def _load(self, i: int, node: NodeInfo) -> None:
         self._count_free(i, -1)
         if not node.schedulable or node.error:
             self.cpu[i] = -1

@@ -39,7 +39,7 @@ from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
     DeviceGrant,
-    Node,
+    NodeInfo,
     PlacementRequest,
     PodAssignment,
     PodRequest,
@@ -222,7 +222,7 @@ class TracePolicyPlugin:
 
     # -- general loop (ScorePlugin) --------------------------------------------------------------
 
-    def score(self, state: object, pod: PodRequest, node: Node, fit: object) -> float:
+    def score(self, state: object, pod: PodRequest, node: NodeInfo, fit: object) -> float:
         """The policy's score of ``node`` for ``pod`` (0 for pods that are not trace-shaped)."""
         task = task_view(pod)
         if task is None or self._picks:
@@ -242,7 +242,7 @@ def _describe(task: TaskView) -> str:
 
 
 def _grants(
-    node: Node,
+    node: NodeInfo,
     pod: PodRequest,
     task: TaskView,
     devs: tuple[int, ...],

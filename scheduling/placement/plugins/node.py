@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from scheduling.placement.framework import SUCCESS, Code, CycleState, Status
 from scheduling.placement.plugins import names
-from scheduling.placement.types import ClusterSnapshot, Node, PodRequest
+from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
 
 class NodeRegistration:
-    """Rejects nodes whose device registration could not be parsed (``Node.error``)."""
+    """Rejects nodes whose device registration could not be parsed (``NodeInfo.error``)."""
 
     name = names.NODE_REGISTRATION
     node_local = True
@@ -16,7 +16,7 @@ class NodeRegistration:
     def __init__(self, **_: object) -> None:
         pass
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status:
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         if node.error:
             return Status(Code.UNRESOLVABLE, f"NodeRegistrationError: {node.error}", self.name)
         return SUCCESS
@@ -31,7 +31,7 @@ class NodeUnschedulable:
     def __init__(self, **_: object) -> None:
         pass
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status:
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         if not node.schedulable:
             return Status(Code.UNRESOLVABLE, "node(s) were unschedulable", self.name)
         return SUCCESS
@@ -46,7 +46,7 @@ class NodeSelector:
     def __init__(self, **_: object) -> None:
         pass
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status:
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         labels = node.labels
         for k, v in pod.node_selector.items():
             if labels.get(k) != v:
@@ -77,7 +77,7 @@ class NodeResourcesFit:
             return Status(Code.SKIP, "", self.name)
         return SUCCESS
 
-    def filter(self, state: CycleState, pod: PodRequest, node: Node) -> Status:
+    def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         cpu = pod.cpu_milli > node.cpu_milli - node.used_cpu_milli
         mem = pod.memory_mib > node.memory_mib - node.used_memory_mib
         if cpu or mem:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins import names
-from scheduling.placement.types import Node, PodRequest
+from scheduling.placement.types import NodeInfo, PodRequest
 
 
-def hami_node_usage_score(node: Node) -> float:
+def hami_node_usage_score(node: NodeInfo) -> float:
     """The HAMi base node score of ``node`` on its current usage."""
     used = count = ucores = cores = umem = mem = 0
     for d in node.devices:
@@ -44,5 +44,5 @@ class HAMiNodeScore:
     def __init__(self, **_: object) -> None:
         pass
 
-    def score(self, state: CycleState, pod: PodRequest, node: Node, fit: NodeFit) -> float:
+    def score(self, state: CycleState, pod: PodRequest, node: NodeInfo, fit: NodeFit) -> float:
         return hami_node_usage_score(node) + fit.extra_score

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage
 from scheduling.placement.vendors.base import VendorPlugin
 
 
@@ -20,12 +20,12 @@ class AmdPlugin(VendorPlugin):
 
     vendor = "AMD"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         mem, pct = super().need(dev, req)
         return mem, max(1, dev.cores_percent * pct // 100) if pct > 0 else 0
 
-    def annotation_type(self, dev: Device) -> str:
+    def annotation_type(self, dev: DeviceUsage) -> str:
         return dev.type
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         return super().grant(dev, mem, cores, **extra)

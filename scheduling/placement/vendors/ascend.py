@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 
 
@@ -76,27 +76,27 @@ class AscendPlugin(VendorPlugin):
             return f"{R.INVALID_REQUEST}: vNPU not supported for multiple devices"
         return replace(req, memory_mib=mem, memory_percent=None)
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         mem, cores = super().need(dev, req)
         return mem, (cores if req.soft_split else 0)
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         if req.soft_split and ctx.node.annotations.get("hami-vnpu-core", "") != "true":
             return R.MODE_NOT_FIT
         return None
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra) -> DeviceGrant:
         cfg = self.config_for(dev.type)
         if "template" not in extra:
             tpl = next((t.name for t in cfg.templates if t.memory_mib == mem), "")
             extra["template"] = tpl
         return super().grant(dev, mem, cores, **extra)
 
-    def annotation_type(self, dev: Device) -> str:
+    def annotation_type(self, dev: DeviceUsage) -> str:
         return dev.type
 
-    def _network_aware(self, node: Node, req: DeviceRequest) -> bool:
+    def _network_aware(self, node: NodeInfo, req: DeviceRequest) -> bool:
         if not req.chip.startswith("Ascend910"):
             return False
         devs = self.candidates(node, req)
@@ -114,7 +114,7 @@ class AscendPlugin(VendorPlugin):
             return R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST
         return super().select_failure(req)
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if self._super_pod(req):
@@ -136,7 +136,7 @@ class AscendPlugin(VendorPlugin):
         rest = [g for g in grants if net[g.uuid] != best]
         return (first + rest)[: req.count]
 
-    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+    def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         net = {d.uuid: d.network_id for d in node.devices if d.vendor == "Ascend"}
         total = 0.0
         for grants in containers:

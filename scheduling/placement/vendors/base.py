@@ -47,13 +47,13 @@ from scheduling.devices.matching import any_hami_type_matches, any_type_matches,
 from scheduling.devices.resources import charged_memory_mib, template_counters
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 
 __all__ = ["Usage", "FitContext", "FitResult", "VendorPlugin"]
 
 
 class Usage:
-    """Usage added by the pod being placed (per device uuid), on top of ``Device.used_*``."""
+    """Usage added by the pod being placed (per device uuid), on top of ``DeviceUsage.used_*``."""
 
     __slots__ = ("slots", "memory_mib", "cores_percent", "mig", "counters")
 
@@ -82,7 +82,7 @@ class FitContext:
     __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score",
                  "per_device_cap")
 
-    def __init__(self, node: Node, overlay: dict[str, Usage], policy: str,
+    def __init__(self, node: NodeInfo, overlay: dict[str, Usage], policy: str,
                  weights: tuple[int, int, int], pod_devices: set[str]) -> None:
         self.node = node
         self.overlay = overlay
@@ -142,7 +142,7 @@ class VendorPlugin:
             self._for_type[chip] = cfg
         return cfg
 
-    def annotation_type(self, dev: Device) -> str:
+    def annotation_type(self, dev: DeviceUsage) -> str:
         """TYPE field of the allocation annotation for this device (§3.2)."""
         return self.config_for(dev.type).common_word
 
@@ -160,7 +160,7 @@ class VendorPlugin:
 
     # ---- per-node fit ------------------------------------------------------------------
 
-    def candidates(self, node: Node, req: DeviceRequest) -> list[Device]:
+    def candidates(self, node: NodeInfo, req: DeviceRequest) -> list[DeviceUsage]:
         """Devices of the node this request may use (vendor and chip match). Under HAMi
         parity only devices whose registered type contains the request's HAMi type
         (the chip or the backend's common word, case-insensitive; ``getNodeResources``,
@@ -175,11 +175,11 @@ class VendorPlugin:
             devs = [d for d in devs if word in d.type.lower()]
         return devs
 
-    def allows_revisit(self, dev: Device) -> bool:
+    def allows_revisit(self, dev: DeviceUsage) -> bool:
         """True when one device may serve several devices of one request (MIG)."""
         return False
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9)."""
         cores = req.cores_percent if req.cores_percent <= 100 else 100
         if req.memory_mib > 0:
@@ -187,7 +187,7 @@ class VendorPlugin:
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, cores
 
-    def charge(self, dev: Device, memory_mib: int) -> int:
+    def charge(self, dev: DeviceUsage, memory_mib: int) -> int:
         """MiB booked on ``dev`` for a request of ``memory_mib``: rounded up to the device
         model's minimum slice and whole memory units (unit 0 = 1 % of the allocatable
         memory), :func:`scheduling.devices.resources.charged_memory_mib`."""
@@ -201,7 +201,7 @@ class VendorPlugin:
         except ConfigError:
             return memory_mib
 
-    def device_score(self, dev: Device, req: DeviceRequest, ov: Usage | None,
+    def device_score(self, dev: DeviceUsage, req: DeviceRequest, ov: Usage | None,
                      weights: tuple[int, int, int]) -> float:
         """HAMi device score (``ComputeScore``) including this request (see module doc)."""
         mem, cores = self.need(dev, req)
@@ -219,7 +219,8 @@ class VendorPlugin:
                        + cw * (cores + ucores) / dev.cores_percent
                        + mw * (mem + umem) / dev.memory_mib)
 
-    def order(self, devs: list[Device], req: DeviceRequest, ctx: FitContext) -> list[Device]:
+    def order(self, devs: list[DeviceUsage], req: DeviceRequest,
+              ctx: FitContext) -> list[DeviceUsage]:
         """Devices in the order Fit tries them (first = taken first)."""
         ov = ctx.overlay
         w = ctx.weights
@@ -263,7 +264,7 @@ class VendorPlugin:
         keyed.sort()
         return [devs[p] for _, p in keyed]
 
-    def type_ok(self, dev: Device, req: DeviceRequest) -> bool:
+    def type_ok(self, dev: DeviceUsage, req: DeviceRequest) -> bool:
         """Step 3: model include/exclude (whole tokens, or HAMi's substring) and mode."""
         match = any_hami_type_matches if self.hami_parity else any_type_matches
         if req.types_include and not match(dev.type, req.types_include):
@@ -272,12 +273,12 @@ class VendorPlugin:
             return False
         return not (req.modes and dev.mode not in req.modes)
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         """Step 15 hook: vendor rule; returns a reason name or None."""
         return None
 
-    def admit(self, dev: Device, req: DeviceRequest, ctx: FitContext, extra_slots: int = 0,
+    def admit(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, extra_slots: int = 0,
               size: int = 1) -> tuple[int, Usage | None] | str:
         """Steps 5-7: uuid lists, free slots for ``size`` more (``extra_slots`` already
         taken by this request), mutex. Returns (slots in use, pending usage) or a reason."""
@@ -293,7 +294,7 @@ class VendorPlugin:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return used, o
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
         admitted = self.admit(dev, req, ctx)
@@ -317,7 +318,7 @@ class VendorPlugin:
         g = self.grant(dev, mem, cores)
         return [g] if counters_fit(dev, g, o) else R.CARD_SHARED_COUNTERS_EXHAUSTED
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         """The grant of ``mem`` MiB and ``cores`` on ``dev`` (with the shared counters it
         consumes when the card has ``counters``)."""
         if dev.counters and "counters" not in extra:
@@ -326,7 +327,7 @@ class VendorPlugin:
         return DeviceGrant(dev.uuid, self.annotation_type(dev), mem, cores, dev.vendor,
                            dev.index, model=dev.type, **extra)
 
-    def consumed_counters(self, dev: Device, mem: int, cores: int, template: str
+    def consumed_counters(self, dev: DeviceUsage, mem: int, cores: int, template: str
                           ) -> tuple[tuple[str, int], ...]:
         """Counters a grant consumes: its template's (catalogue), else memory and cores."""
         tpl = next((t for t in self.config_for(dev.type).templates if t.name == template),
@@ -338,7 +339,7 @@ class VendorPlugin:
         """True to collect every passing device and let :meth:`select_from` choose."""
         return False
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         """Choose ``req.count`` devices among all passing ones (when :meth:`collect_all`)."""
         return [g for gs in passing[: req.count] for g in gs]
@@ -347,7 +348,7 @@ class VendorPlugin:
         """Reason counted for the passing devices when :meth:`select_from` finds no set."""
         return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
 
-    def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
+    def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
         """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
         devs = self.candidates(node, req)
         total = len(devs)
@@ -405,12 +406,12 @@ class VendorPlugin:
         return FitResult(None, R.gen_reason(counts, total) or
                          f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}")
 
-    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+    def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
         return 0.0
 
 
-def counters_fit(dev: Device, grant: DeviceGrant, pending: Usage | None) -> bool:
+def counters_fit(dev: DeviceUsage, grant: DeviceGrant, pending: Usage | None) -> bool:
     """True when the card's shared counters have room for the grant's consumption (on top
     of the booked ones and this pod's pending ones)."""
     for name, n in grant.counters:

@@ -4,7 +4,7 @@
 * ``Enflame`` (whole GCU, HAMi TYPE ``GCU``): devices have split count 1 and requests book
   the whole card (memory 100 %, cores 100), so only idle cards pass.
 * ``EnflameDRS`` (TYPE ``Enflame``): a card of ``split_count`` slices offers the node's DRS
-  profiles (``Device.custom["profiles"]`` ``{"3g.20gb": "<id>"}``, ``custom["maxSlice"]``;
+  profiles (``DeviceUsage.custom["profiles"]`` ``{"3g.20gb": "<id>"}``, ``custom["maxSlice"]``;
   from ``enflame.com/gcu-drs-capacity``). The profile is chosen once per node from every
   card's profiles, sorted by (size, GB), with cores ``ceil(size*100/maxSlice)``: a direct
   request (``DeviceRequest.slices`` = ``enflame.com/drs-gcu``) takes the profile of exactly
@@ -21,7 +21,7 @@ import math
 import re
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 
 _PROFILE = re.compile(r"^\s*(\d+)g\.(\d+)gb\s*$", re.IGNORECASE)
@@ -33,7 +33,7 @@ class EnflamePlugin(VendorPlugin):
     vendor = "Enflame"
 
 
-def drs_profiles(node: Node, vendor: str = "EnflameDRS") -> list[tuple[str, int, int, int]]:
+def drs_profiles(node: NodeInfo, vendor: str = "EnflameDRS") -> list[tuple[str, int, int, int]]:
     """``[(name, size, GB, cores percent)]`` offered on the node, sorted by (size, GB)."""
     devs = [d for d in node.devices if d.vendor == vendor]
     max_slice = max((int(d.custom.get("maxSlice", 0) or 0) for d in devs), default=0)
@@ -84,11 +84,11 @@ class EnflameDRSPlugin(VendorPlugin):
             return f"{R.INVALID_REQUEST}: enflame.com/gcu-core {req.cores_percent} above 100"
         return req
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         gb = math.ceil(req.memory_mib / 1024) if req.memory_mib > 0 else 0
         return gb * 1024, req.cores_percent
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         prof = pick_drs_profile(drs_profiles(ctx.node, self.vendor), req)
         if prof is None:

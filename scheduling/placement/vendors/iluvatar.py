@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage
 from scheduling.placement.vendors.base import VendorPlugin
 
 
@@ -25,8 +25,8 @@ class IluvatarPlugin(VendorPlugin):
             return base
         return replace(req, cores_percent=100)
 
-    def annotation_type(self, dev: Device) -> str:
+    def annotation_type(self, dev: DeviceUsage) -> str:
         return self.config_for(dev.type).common_word
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         return super().grant(dev, mem, cores, **extra)

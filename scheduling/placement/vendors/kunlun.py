@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 
 _CROSS = {
@@ -50,7 +50,7 @@ class KunlunPlugin(VendorPlugin):
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return True
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         by_index = {g.index: g for gs in passing for g in gs}
         free = set(by_index)
@@ -70,7 +70,7 @@ class KunlunPlugin(VendorPlugin):
                 return [by_index[i] for i in combo]
         return None
 
-    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+    def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         devs = [d for d in node.devices if d.vendor == self.vendor]
         word = "kunlun"
         if any(word not in self.annotation_type(d).lower() for d in devs):
@@ -119,7 +119,7 @@ class KunlunVXPUPlugin(VendorPlugin):
         return replace(req, memory_mib=tpl.memory_mib, memory_percent=None,
                        cores_percent=tpl.memory_mib * 100 // full)
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         o = ctx.overlay.get(dev.uuid)
         slots = dev.used_slots + (o.slots if o else 0)

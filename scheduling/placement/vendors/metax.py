@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceRequest
+from scheduling.placement.types import DeviceRequest, DeviceUsage
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 
 
-def same_devices_rule(plugin: VendorPlugin, dev: Device, ctx: FitContext) -> str | None:
+def same_devices_rule(plugin: VendorPlugin, dev: DeviceUsage, ctx: FitContext) -> str | None:
     """Later containers of a pod only on devices (of this vendor) its earlier ones use."""
     if not ctx.pod_devices:
         return None
@@ -31,7 +31,7 @@ class MetaxPlugin(VendorPlugin):
 
     vendor = "Metax"
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         return same_devices_rule(self, dev, ctx)
 
@@ -41,13 +41,13 @@ class MetaxSGPUPlugin(VendorPlugin):
 
     vendor = "MetaxSGPU"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         if req.memory_mib > 0:
             return req.memory_mib, req.cores_percent
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, req.cores_percent
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         if cores >= 100 or not req.qos_policy:
             return None

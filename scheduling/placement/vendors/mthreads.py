@@ -8,7 +8,7 @@ Metax GPU: later containers only on devices the pod's earlier containers use.
 
 from __future__ import annotations
 
-from scheduling.placement.types import Device, DeviceRequest
+from scheduling.placement.types import DeviceRequest, DeviceUsage
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 from scheduling.placement.vendors.metax import same_devices_rule
 
@@ -18,10 +18,10 @@ class MthreadsPlugin(VendorPlugin):
 
     vendor = "Mthreads"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         mem, _ = super().need(dev, req)
         return mem, min(req.cores_percent, dev.cores_percent)
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         return same_devices_rule(self, dev, ctx)

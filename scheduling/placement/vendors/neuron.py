@@ -10,7 +10,7 @@ of it, the codec splits it into ``count`` whole devices).
   the grant books ``cores`` cores and one slot per core (``DeviceGrant.slices``).
 * Several devices: whole idle healthy devices at consecutive positions of the node's
   device list (HAMi ``graphSelect``): on ``inf*`` instance types
-  (``Device.custom["AWSNodeType"]``, the node label ``node.kubernetes.io/instance-type``)
+  (``DeviceUsage.custom["AWSNodeType"]``, the node label ``node.kubernetes.io/instance-type``)
   the first run at any start (a ring of Inferentia chips); otherwise only 1, 4, 8 or 16
   devices at starts aligned to the count. No run -> ``NumaNotFit``.
 """
@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 from scheduling.placement.vendors.base import FitContext, FitResult, VendorPlugin
 
 
-def neuron_run(devs: list[Device], free: set[str], count: int) -> list[Device] | None:
+def neuron_run(devs: list[DeviceUsage], free: set[str], count: int) -> list[DeviceUsage] | None:
     """HAMi ``graphSelect``: ``count`` consecutive free devices (module doc)."""
     if not devs:
         return None
@@ -45,32 +45,32 @@ class NeuronPlugin(VendorPlugin):
 
     vendor = "AWSNeuron"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         if req.count > 1:
             return dev.memory_mib, dev.cores_percent
         return 0, min(req.cores_percent or dev.cores_percent, dev.cores_percent)
 
-    def custom_check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
                      mem: int, cores: int) -> str | None:
         o = ctx.overlay.get(dev.uuid)
         if req.count > 1 and dev.used_slots + (o.slots if o else 0) > 0:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return None
 
-    def grant(self, dev: Device, mem: int, cores: int, **extra: Any) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         extra.setdefault("slices", max(1, cores))
         return super().grant(dev, mem, cores, **extra)
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return req.count > 1
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         grants = {g.uuid: g for gs in passing for g in gs}
         run = neuron_run(self.candidates(node, req), set(grants), req.count)
         return None if run is None else [grants[d.uuid] for d in run]
 
-    def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
+    def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
         res = super().fit(node, req, ctx)
         if res.grants is None and req.count > 1 and R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE \
                 in res.reason:

@@ -10,7 +10,7 @@ import math
 from itertools import combinations
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, MigProfile, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, MigProfile, NodeInfo
 from scheduling.placement.vendors.base import FitContext, FitResult, VendorPlugin
 
 
@@ -39,13 +39,13 @@ class NvidiaPlugin(VendorPlugin):
     vendor = "NVIDIA"
     may_revisit = True
 
-    def allows_revisit(self, dev: Device) -> bool:
+    def allows_revisit(self, dev: DeviceUsage) -> bool:
         return dev.mode == "mig"
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return ctx.policy == "topology-aware"
 
-    def fit(self, node: Node, req: DeviceRequest, ctx: FitContext) -> FitResult:
+    def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
         if req.count > 1 and not self.hami_parity \
                 and ctx.policy in ("spread", "topology-aware"):
             gpus = sum(1 for d in self.candidates(node, req) if d.mode == "mig")
@@ -59,7 +59,7 @@ class NvidiaPlugin(VendorPlugin):
                     return res
         return super().fit(node, req, ctx)
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         if dev.mode != "mig":
             return super().check(dev, req, ctx, taken)
@@ -89,7 +89,7 @@ class NvidiaPlugin(VendorPlugin):
             used += 1
         return out if out else R.CARD_MIG_TOPOLOGY_INFEASIBLE
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if len(grants) <= req.count:

@@ -12,11 +12,11 @@ dies on one card / the container's dies (0 unless every die is in die mode with 
 from __future__ import annotations
 
 from scheduling.placement import reasons as R
-from scheduling.placement.types import Device, DeviceGrant, DeviceRequest, Node
+from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
 from scheduling.placement.vendors.base import FitContext, VendorPlugin
 
 
-def _die_mode(devs: list[Device]) -> bool:
+def _die_mode(devs: list[DeviceUsage]) -> bool:
     return bool(devs) and devs[0].custom.get("DeviceStrategy") == "die"
 
 
@@ -25,10 +25,10 @@ class VastaiPlugin(VendorPlugin):
 
     vendor = "Vastai"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):
@@ -37,7 +37,7 @@ class VastaiPlugin(VendorPlugin):
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return [self.grant(dev, 0, req.cores_percent)]
 
-    def _card_busy(self, node: Node, dev: Device, req: DeviceRequest) -> bool:
+    def _card_busy(self, node: NodeInfo, dev: DeviceUsage, req: DeviceRequest) -> bool:
         if not _die_mode(self.candidates(node, req)) or "AIC" not in dev.custom:
             return False
         return any(d.used_slots > 0 and d.custom.get("AIC") == dev.custom["AIC"]
@@ -46,7 +46,7 @@ class VastaiPlugin(VendorPlugin):
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return _die_mode(self.candidates(ctx.node, req))
 
-    def select_from(self, node: Node, passing: list[list[DeviceGrant]], req: DeviceRequest,
+    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
                     ctx: FitContext) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if req.count == 1:
@@ -58,7 +58,7 @@ class VastaiPlugin(VendorPlugin):
         ordered = sorted(cards.values(), key=len, reverse=True)
         return [g for gs in ordered for g in gs][: req.count]
 
-    def node_score(self, node: Node, containers: list[list[DeviceGrant]]) -> float:
+    def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         devs = {d.uuid: d for d in node.devices if d.vendor == self.vendor}
         score = 0.0
         for grants in containers:
@@ -83,10 +83,10 @@ class BirenPlugin(VendorPlugin):
 
     vendor = "Biren"
 
-    def need(self, dev: Device, req: DeviceRequest) -> tuple[int, int]:
+    def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
 
-    def check(self, dev: Device, req: DeviceRequest, ctx: FitContext,
+    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
               taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):

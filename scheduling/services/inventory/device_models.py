@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduling.devices.matching import model_key
 from scheduling.models import DeviceModel
-from scheduling.placement.types import Device as CoreDevice
+from scheduling.placement.types import DeviceUsage
 
 __all__ = ["model_for"]
 
@@ -24,7 +24,7 @@ def _load(cache: dict[str, DeviceModel]) -> None:
     cache.setdefault("", DeviceModel())  # loaded marker
 
 
-def model_for(dev: CoreDevice, cache: dict[str, DeviceModel]) -> DeviceModel:
+def model_for(dev: DeviceUsage, cache: dict[str, DeviceModel]) -> DeviceModel:
     """The DeviceModel of a reported device: the row of the same vendor whose name, chip or
     alias is the registered type's model (:func:`~scheduling.devices.matching.model_key`),
     else a new row named by the type with an empty overlay (HAMi's defaults for the vendor;

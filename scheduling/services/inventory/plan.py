@@ -38,8 +38,7 @@ from scheduling.kube.inventory import (
     slices_to_inventory,
 )
 from scheduling.kube.limits import InventoryLimits
-from scheduling.placement.types import Device as CoreDevice
-from scheduling.placement.types import Node as CoreNode
+from scheduling.placement.types import DeviceUsage, NodeInfo
 
 __all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes",
            "plugin_device_warnings", "template_share_notes"]
@@ -51,7 +50,7 @@ class Reported:
     for a DRA device ``<driver>/<pool>/<name>``, and its identity (``key`` = the row's uuid,
     ``hami_id`` when the registration names it otherwise, ``serial``, ``warning``)."""
 
-    dev: CoreDevice
+    dev: DeviceUsage
     source: str
     dra_name: str = ""
     identity: Identity | None = None
@@ -93,7 +92,7 @@ class InventoryPlan:
         sightings: serials the registrations and node annotations / labels named.
     """
 
-    nodes: dict[str, CoreNode]
+    nodes: dict[str, NodeInfo]
     errored: set[str]
     per_node: dict[str, dict[str, Reported]]
     where: dict[str, list[str]]
@@ -150,7 +149,7 @@ def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool,
         here[dev.uuid] = Reported(dev, "dra", dra_name, Identity(dev.uuid))
 
 
-def _identify(plan: InventoryPlan, name: str, node: CoreNode,
+def _identify(plan: InventoryPlan, name: str, node: NodeInfo,
               serials_seen: Mapping[int, str]) -> None:
     """Key the node's registered devices by identity; record the serials it names."""
     try:
@@ -170,7 +169,7 @@ def _identify(plan: InventoryPlan, name: str, node: CoreNode,
         plan.per_node[name][ident.key] = Reported(dev, "hami", "", ident)
 
 
-def plugin_device_warnings(name: str, node: CoreNode,
+def plugin_device_warnings(name: str, node: NodeInfo,
                            configs: Sequence[DeviceModelConfig]) -> list[str]:
     """Warnings for models whose device plugin would register more kubelet devices on the
     node than the model's ``max_plugin_devices`` (kubelet's ListAndWatch reply for one
@@ -192,7 +191,7 @@ def plugin_device_warnings(name: str, node: CoreNode,
             for key, (cfg, n) in sorted(per_model.items()) if n > cfg.max_plugin_devices]
 
 
-def template_share_notes(name: str, node: CoreNode,
+def template_share_notes(name: str, node: NodeInfo,
                          configs: Sequence[DeviceModelConfig]) -> dict[str, str]:
     """``{uuid: note}`` of registered devices of template-sliced models (Ascend vNPU) whose
     share count contradicts the model's template table (allocatable memory // smallest

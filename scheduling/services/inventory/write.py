@@ -154,7 +154,7 @@ class InventoryWriter:
 
     def _node_row(self, name: str) -> tuple[Node, bool]:
         core = self.plan.nodes[name]
-        values = {"cpu_milli": core.cpu_milli, "memory_mib": core.memory_mib,
+        values = {"cpu_milli": core.cpu_milli, "host_memory_mib": core.memory_mib,
                   "labels": dict(core.labels), "schedulable": core.schedulable,
                   "error": core.error or "", "removed_at": None}
         row = self.existing.get(name)
