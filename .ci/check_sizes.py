@@ -39,14 +39,17 @@ def python_files(paths: list[str]) -> Iterator[Path]:
 
 
 def _is_table(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = [s for s in fn.body if not (isinstance(s, ast.Expr)
-                                       and isinstance(s.value, ast.Constant))]
-    return (len(body) == 1 and isinstance(body[0], ast.Return)
-            and isinstance(body[0].value, (ast.Dict, ast.List, ast.Tuple, ast.Set)))
+    body = [
+        s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Return)
+        and isinstance(body[0].value, (ast.Dict, ast.List, ast.Tuple, ast.Set))
+    )
 
 
-def violations(path: Path, max_module: int, max_function: int
-               ) -> Iterator[tuple[str, str]]:
+def violations(path: Path, max_module: int, max_function: int) -> Iterator[tuple[str, str]]:
     """``(key, "path:line: message")`` for each bound ``path`` breaks; the key is ``path``
     or ``path::function`` (as in the exceptions file)."""
     text = path.read_text(encoding="utf-8")
@@ -58,8 +61,11 @@ def violations(path: Path, max_module: int, max_function: int
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_table(node):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             if length > max_function:
-                yield (f"{key}::{node.name}", f"{key}:{node.lineno}: function {node.name} has "
-                       f"{length} lines (max {max_function})")
+                yield (
+                    f"{key}::{node.name}",
+                    f"{key}:{node.lineno}: function {node.name} has "
+                    f"{length} lines (max {max_function})",
+                )
 
 
 def load_exceptions(path: Path) -> set[str]:
@@ -78,14 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", default=list(PACKAGES))
     args = parser.parse_args(argv)
     allowed = load_exceptions(args.exceptions)
-    found = [v for p in python_files(args.paths)
-             for v in violations(p, args.max_module, args.max_function)]
+    found = [
+        v
+        for p in python_files(args.paths)
+        for v in violations(p, args.max_module, args.max_function)
+    ]
     broken = [msg for key, msg in found if key not in allowed]
     checked = {p.as_posix() for p in python_files(args.paths)}
-    stale = sorted(k for k in allowed - {key for key, _ in found}
-                   if k.split("::", 1)[0] in checked)
-    broken += [f"{k}: listed in {args.exceptions} but within the bounds now; remove the entry"
-               for k in stale]
+    stale = sorted(k for k in allowed - {key for key, _ in found} if k.split("::", 1)[0] in checked)
+    broken += [
+        f"{k}: listed in {args.exceptions} but within the bounds now; remove the entry"
+        for k in stale
+    ]
     for line in broken:
         print(line)
     if broken:

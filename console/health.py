@@ -46,8 +46,9 @@ def _database_ok() -> bool:
 
 
 def _redis_ok() -> bool:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=REDIS_TIMEOUT_S,
-                                  socket_timeout=REDIS_TIMEOUT_S)
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_connect_timeout=REDIS_TIMEOUT_S, socket_timeout=REDIS_TIMEOUT_S
+    )
     try:
         return bool(client.ping())
     except (redis.RedisError, OSError):
@@ -60,8 +61,10 @@ def _redis_ok() -> bool:
 def readiness() -> tuple[bool, dict[str, str]]:
     """``(ready, {check: "ok" | "unavailable"})``; ready means PostgreSQL answers."""
     database, redis_up = _database_ok(), _redis_ok()
-    checks = {"database": "ok" if database else "unavailable",
-              "redis": "ok" if redis_up else "unavailable"}
+    checks = {
+        "database": "ok" if database else "unavailable",
+        "redis": "ok" if redis_up else "unavailable",
+    }
     return database, checks
 
 
@@ -80,7 +83,9 @@ class HealthProbeMiddleware:
             response = JsonResponse({"status": "ok"})
         else:
             ready, checks = readiness()
-            response = JsonResponse({"status": "ok" if ready else "unavailable",
-                                     "checks": checks}, status=200 if ready else 503)
+            response = JsonResponse(
+                {"status": "ok" if ready else "unavailable", "checks": checks},
+                status=200 if ready else 503,
+            )
         response["Cache-Control"] = "no-store"
         return response

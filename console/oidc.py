@@ -61,7 +61,8 @@ def parse_group_map(text: str) -> dict[str, tuple[str, str] | str]:
         if not tenant or role not in Role.values:
             raise ImproperlyConfigured(
                 f"CONSOLE_OIDC_GROUP_MAP[{group!r}] = {value!r}: expected 'platform-admin' or "
-                f"'<tenant>:<role>' with role one of {', '.join(Role.values)}")
+                f"'<tenant>:<role>' with role one of {', '.join(Role.values)}"
+            )
         out[group] = (tenant, role)
     return out
 
@@ -103,8 +104,9 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
         return user
 
     def create_user(self, claims):
-        user = self.UserModel.objects.create_user(self._username(claims),
-                                                  email=claims.get("email", ""))
+        user = self.UserModel.objects.create_user(
+            self._username(claims), email=claims.get("email", "")
+        )
         user.set_unusable_password()
         user.save(update_fields=["password"])
         return self._sync(user, claims)

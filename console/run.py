@@ -41,16 +41,49 @@ def main() -> int:
     _manage("seed_demo")
     beat_schedule = embedded.data_dir() / "celerybeat-schedule"
     commands = {
-        "web": [sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", bind,
-                "--workers", workers, "--access-logfile", "-"],
-        "worker": [sys.executable, "-m", "celery", "-A", "console", "worker",
-                   "--concurrency", concurrency, "--loglevel", "INFO"],
-        "beat": [sys.executable, "-m", "celery", "-A", "console", "beat",
-                 "--schedule", str(beat_schedule), "--loglevel", "INFO"],
+        "web": [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "console.wsgi",
+            "--bind",
+            bind,
+            "--workers",
+            workers,
+            "--access-logfile",
+            "-",
+        ],
+        "worker": [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "--concurrency",
+            concurrency,
+            "--loglevel",
+            "INFO",
+        ],
+        "beat": [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "beat",
+            "--schedule",
+            str(beat_schedule),
+            "--loglevel",
+            "INFO",
+        ],
     }
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    supervisor = Supervisor(commands, env=env, backoff=Backoff(
-        max_s=env_float("CONSOLE_RESTART_MAX_S", 60.0, minimum=1.0)))
+    supervisor = Supervisor(
+        commands,
+        env=env,
+        backoff=Backoff(max_s=env_float("CONSOLE_RESTART_MAX_S", 60.0, minimum=1.0)),
+    )
     signal.signal(signal.SIGTERM, supervisor.stop)
     signal.signal(signal.SIGINT, supervisor.stop)
     print(f"\nconsole: http://{bind}/  (admin: http://{bind}/admin/, API docs: /api/docs/)")  # noqa: T201

@@ -55,10 +55,17 @@ class Supervisor:
         clock: monotonic clock in seconds.
     """
 
-    def __init__(self, commands: Mapping[str, Sequence[str]], *, env=None,
-                 backoff: Backoff = Backoff(), grace_s: float = 15.0, poll_s: float = 0.5,
-                 spawn: Callable[..., subprocess.Popen] = subprocess.Popen,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        commands: Mapping[str, Sequence[str]],
+        *,
+        env=None,
+        backoff: Backoff = Backoff(),
+        grace_s: float = 15.0,
+        poll_s: float = 0.5,
+        spawn: Callable[..., subprocess.Popen] = subprocess.Popen,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.children = {name: _Child(name, list(cmd)) for name, cmd in commands.items()}
         self.env, self.backoff, self.grace_s, self.poll_s = env, backoff, grace_s, poll_s
         self.spawn, self.clock = spawn, clock
@@ -90,9 +97,15 @@ class Supervisor:
         child.failures = 1 if ran >= self.backoff.reset_after_s else child.failures + 1
         delay = self.backoff.delay(child.failures)
         child.restart_at = now + delay
-        logger.warning("%s (pid %s) exited with code %s after %.1fs; restarting in %.1fs "
-                       "(exit %d in a row)", child.name, child.proc.pid, code, ran, delay,
-                       child.failures)
+        logger.warning(
+            "%s (pid %s) exited with code %s after %.1fs; restarting in %.1fs (exit %d in a row)",
+            child.name,
+            child.proc.pid,
+            code,
+            ran,
+            delay,
+            child.failures,
+        )
 
     def run(self) -> int:
         """Start every child, keep them running until :meth:`stop`, then stop them.
@@ -112,8 +125,9 @@ class Supervisor:
         return 0
 
     def _shutdown(self) -> None:
-        running = [c.proc for c in self.children.values()
-                   if c.proc is not None and c.proc.poll() is None]
+        running = [
+            c.proc for c in self.children.values() if c.proc is not None and c.proc.poll() is None
+        ]
         for proc in running:
             proc.terminate()
         deadline = time.monotonic() + self.grace_s
@@ -121,8 +135,9 @@ class Supervisor:
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                logger.warning("pid %s did not stop within %.0fs; killing it", proc.pid,
-                               self.grace_s)
+                logger.warning(
+                    "pid %s did not stop within %.0fs; killing it", proc.pid, self.grace_s
+                )
                 proc.kill()
                 proc.wait()
         logger.info("stopped %s", ", ".join(self.children))

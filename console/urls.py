@@ -13,34 +13,46 @@ from mozilla_django_oidc import views as oidc_views
 
 def _sso(view):
     """``view`` when OpenID Connect is configured (``OIDC_RP_CLIENT_ID``), else 404."""
+
     def guarded(request, *args, **kwargs):
         if not settings.OIDC_RP_CLIENT_ID:
             raise Http404("Single sign-on is not configured.")
         return view(request, *args, **kwargs)
+
     return guarded
 
 
 def _login(request, *args, **kwargs):
     """Django's login form, with the SSO button when OpenID Connect is configured."""
     sso = settings.OIDC_PROVIDER_NAME if settings.OIDC_RP_CLIENT_ID else ""
-    return auth_views.LoginView.as_view(extra_context={"sso_name": sso})(request, *args,
-                                                                            **kwargs)
+    return auth_views.LoginView.as_view(extra_context={"sso_name": sso})(request, *args, **kwargs)
 
 
 urlpatterns = [
     path("", include("console.dashboards.urls")),
     path("accounts/login/", _login, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("oidc/authenticate/", _sso(oidc_views.OIDCAuthenticationRequestView.as_view()),
-         name="oidc_authentication_init"),
-    path("oidc/callback/", _sso(oidc_views.OIDCAuthenticationCallbackView.as_view()),
-         name="oidc_authentication_callback"),
+    path(
+        "oidc/authenticate/",
+        _sso(oidc_views.OIDCAuthenticationRequestView.as_view()),
+        name="oidc_authentication_init",
+    ),
+    path(
+        "oidc/callback/",
+        _sso(oidc_views.OIDCAuthenticationCallbackView.as_view()),
+        name="oidc_authentication_callback",
+    ),
     path("admin/", admin.site.urls),
     path("api/", include("console.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # split view: the init script is a separate request (no inline script, for the CSP)
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(
-        url_name="schema", template_name="console/swagger_ui.html"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", template_name="console/swagger_ui.html"
+        ),
+        name="api-docs",
+    ),
     path("", include("django_prometheus.urls")),
     # browsers and API clients that ask for /favicon.ico get the console's SVG icon
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True)),

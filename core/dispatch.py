@@ -71,7 +71,6 @@ def send_task(name: str, *args: Any, countdown: float | None = None) -> bool:
         else:
             task.apply_async(args, countdown=countdown)
     except Exception as exc:  # noqa: BLE001 - kombu/redis/OS errors alike; see docstring
-        logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it",
-                       name, args, exc)
+        logger.warning("could not enqueue %s%r (%s); the beat sweep will redo it", name, args, exc)
         return False
     return True

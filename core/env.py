@@ -105,8 +105,9 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
     return value
 
 
-def template_error(template: str, fields: tuple[str, ...], required: tuple[str, ...] = ()
-                   ) -> str | None:
+def template_error(
+    template: str, fields: tuple[str, ...], required: tuple[str, ...] = ()
+) -> str | None:
     """Why ``template`` is not a ``str.format`` template over ``fields``, or None when it is.
 
     Every replacement field must be a plain name among ``fields`` (no index, attribute,
@@ -130,8 +131,9 @@ def template_error(template: str, fields: tuple[str, ...], required: tuple[str, 
     return None
 
 
-def env_template(name: str, default: str, *, fields: tuple[str, ...],
-                 required: tuple[str, ...] = ()) -> str:
+def env_template(
+    name: str, default: str, *, fields: tuple[str, ...], required: tuple[str, ...] = ()
+) -> str:
     """Return ``$name`` as a ``str.format`` template over ``fields`` (see
     :func:`template_error`), or ``default`` when unset.
 

@@ -30,8 +30,14 @@ from django.db import transaction
 from django.dispatch import Signal
 
 __all__ = [
-    "CAPACITY_ALERT", "EVENT_KINDS", "JOB_FAILED", "JOB_IDLE", "JOB_PREEMPTED",
-    "QUOTA_NEARLY_EXHAUSTED", "domain_event", "emit",
+    "CAPACITY_ALERT",
+    "EVENT_KINDS",
+    "JOB_FAILED",
+    "JOB_IDLE",
+    "JOB_PREEMPTED",
+    "QUOTA_NEARLY_EXHAUSTED",
+    "domain_event",
+    "emit",
 ]
 
 JOB_PREEMPTED = "job.preempted"
@@ -53,8 +59,9 @@ EVENT_KINDS = {
 domain_event = Signal()
 
 
-def emit(kind: str, *, tenant_id: int | None, payload: dict[str, Any],
-         user_id: int | None = None) -> None:
+def emit(
+    kind: str, *, tenant_id: int | None, payload: dict[str, Any], user_id: int | None = None
+) -> None:
     """Send event ``kind`` about tenant ``tenant_id`` (None: platform-wide) once the current
     transaction commits (at once outside one).
 

@@ -41,7 +41,7 @@ class NameOrIdFilter(django_filters.CharFilter):
         parts = value.split("/") if len(self.name_fields) > 1 else [value]
         if len(parts) > len(self.name_fields):
             return qs.none()
-        fields = self.name_fields[-len(parts):]
+        fields = self.name_fields[-len(parts) :]
         query = Q()
         for field, part in zip(fields, parts, strict=True):
             query &= Q(**{f"{field}__iexact": part})
@@ -68,8 +68,13 @@ class ChoiceIgnoringCaseFilter(django_filters.CharFilter):
         by_lower = {v.lower(): v for v in valid}
         canonical = by_lower.get(value.strip().lower())
         if canonical is None:
-            raise ValidationError({self.field_name.split("__")[-1]: [
-                f"unknown value {value!r}; valid values: {', '.join(sorted(valid))}"]})
+            raise ValidationError(
+                {
+                    self.field_name.split("__")[-1]: [
+                        f"unknown value {value!r}; valid values: {', '.join(sorted(valid))}"
+                    ]
+                }
+            )
         return qs.filter(**{self.field_name: canonical})
 
 

@@ -20,6 +20,11 @@ def replace_api_token(user, *, create: bool, source: str = "ui") -> Token | None
     with transaction.atomic():
         Token.objects.filter(user=user).delete()
         token = Token.objects.create(user=user) if create else None
-        record("token.create" if create else "token.revoke", user, actor=user,
-               object_type="authtoken.token", source=source)
+        record(
+            "token.create" if create else "token.revoke",
+            user,
+            actor=user,
+            object_type="authtoken.token",
+            source=source,
+        )
     return token

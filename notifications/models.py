@@ -24,18 +24,28 @@ class Subscription(BaseModel):
 
     name = models.CharField(max_length=100)
     scope = models.CharField(max_length=16, choices=Scope.choices)
-    tenant = models.ForeignKey("tenants.Tenant", null=True, blank=True,
-                               on_delete=models.CASCADE, related_name="subscriptions")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                              related_name="notification_subscriptions")
+    tenant = models.ForeignKey(
+        "tenants.Tenant",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="subscriptions",
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="notification_subscriptions",
+    )
     events = models.JSONField(default=list, blank=True)
     channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEBHOOK)
     url = models.URLField(max_length=500, blank=True)
     email = models.EmailField(blank=True)
     secret_encrypted = models.TextField(blank=True, editable=False)
     secret_env = models.CharField(
-        max_length=100, blank=True,
-        help_text="Name of an environment variable holding the webhook's signing secret.")
+        max_length=100,
+        blank=True,
+        help_text="Name of an environment variable holding the webhook's signing secret.",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -45,7 +55,7 @@ class Subscription(BaseModel):
                 condition=models.Q(scope="tenant", tenant__isnull=False)
                 | (~models.Q(scope="tenant") & models.Q(tenant__isnull=True)),
                 name="subscription_tenant_iff_tenant_scope",
-            ),
+            )
         ]
 
     def __str__(self) -> str:
@@ -70,13 +80,15 @@ class Delivery(models.Model):
     ``next_attempt_at`` when a retry is due.
     """
 
-    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE,
-                                     related_name="deliveries")
+    subscription = models.ForeignKey(
+        Subscription, on_delete=models.CASCADE, related_name="deliveries"
+    )
     event_id = models.UUIDField(default=uuid.uuid4, db_index=True)
     kind = models.CharField(max_length=40)
     payload = models.JSONField(default=dict)
-    status = models.CharField(max_length=16, choices=DeliveryStatus.choices,
-                              default=DeliveryStatus.PENDING)
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
     attempts = models.PositiveIntegerField(default=0)
     response_code = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)

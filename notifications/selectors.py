@@ -11,8 +11,9 @@ from tenants.choices import Role
 from tenants.models import Membership
 
 
-def subscriptions_for_event(kind: str, tenant_id: int | None,
-                            user_id: int | None) -> list[Subscription]:
+def subscriptions_for_event(
+    kind: str, tenant_id: int | None, user_id: int | None
+) -> list[Subscription]:
     """Enabled subscriptions that receive event ``kind`` about ``tenant_id``:
 
     - platform scope: every event;
@@ -30,14 +31,20 @@ def subscriptions_for_event(kind: str, tenant_id: int | None,
             if member:
                 scopes |= Q(scope=Scope.USER, owner_id=user_id)
     candidates = Subscription.objects.filter(scopes, enabled=True).order_by("pk")
-    return [s for s in candidates
-            if kind in SCOPE_KINDS[Scope(s.scope)] and (not s.events or kind in s.events)]
+    return [
+        s
+        for s in candidates
+        if kind in SCOPE_KINDS[Scope(s.scope)] and (not s.events or kind in s.events)
+    ]
 
 
 def admin_tenant_ids(user) -> set[int]:
     """Tenants where ``user`` is tenant admin."""
-    return set(Membership.objects.filter(user=user, role=Role.TENANT_ADMIN)
-               .values_list("tenant_id", flat=True))
+    return set(
+        Membership.objects.filter(user=user, role=Role.TENANT_ADMIN).values_list(
+            "tenant_id", flat=True
+        )
+    )
 
 
 def visible_subscriptions(user) -> QuerySet[Subscription]:
@@ -48,12 +55,16 @@ def visible_subscriptions(user) -> QuerySet[Subscription]:
         return subs
     if not user.is_authenticated:
         return subs.none()
-    return subs.filter(Q(scope=Scope.USER, owner=user)
-                       | Q(scope=Scope.TENANT, tenant_id__in=admin_tenant_ids(user)))
+    return subs.filter(
+        Q(scope=Scope.USER, owner=user)
+        | Q(scope=Scope.TENANT, tenant_id__in=admin_tenant_ids(user))
+    )
 
 
 def visible_deliveries(user) -> QuerySet[Delivery]:
     """The delivery log of :func:`visible_subscriptions`, newest first."""
-    return Delivery.objects.filter(
-        subscription__in=visible_subscriptions(user).values("pk")
-    ).select_related("subscription").order_by("-created", "-id")
+    return (
+        Delivery.objects.filter(subscription__in=visible_subscriptions(user).values("pk"))
+        .select_related("subscription")
+        .order_by("-created", "-id")
+    )

@@ -50,8 +50,10 @@ def resolve_secret(encrypted: str, env_name: str) -> str:
     try:
         return _fernet().decrypt(encrypted.encode()).decode()
     except InvalidToken as exc:
-        raise ValueError("the stored signing secret cannot be decrypted (SECRET_KEY changed?);"
-                         " set the secret again") from exc
+        raise ValueError(
+            "the stored signing secret cannot be decrypted (SECRET_KEY changed?);"
+            " set the secret again"
+        ) from exc
 
 
 def signature(body: bytes, secret: str) -> str:

@@ -31,18 +31,24 @@ class Outcome:
     error: str = ""
 
 
-def post_webhook(url: str, body: bytes, *, event: str, delivery: str, secret: str,
-                 timeout_s: float) -> Outcome:
+def post_webhook(
+    url: str, body: bytes, *, event: str, delivery: str, secret: str, timeout_s: float
+) -> Outcome:
     """POST ``body`` (JSON) to ``url`` with headers ``X-Console-Event``,
     ``X-Console-Delivery`` and, when ``secret`` is set, ``X-Console-Signature-256``.
     Timeout ``timeout_s`` seconds for connecting and for reading the answer."""
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-               "X-Console-Event": event, "X-Console-Delivery": delivery}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Console-Event": event,
+        "X-Console-Delivery": delivery,
+    }
     if secret:
         headers[SIGNATURE_HEADER] = signature(body, secret)
     try:
-        response = requests.post(url, data=body, headers=headers, timeout=timeout_s,
-                                 allow_redirects=False)
+        response = requests.post(
+            url, data=body, headers=headers, timeout=timeout_s, allow_redirects=False
+        )
     except requests.Timeout:
         return Outcome(False, retry=True, error=f"timed out after {timeout_s:g} s")
     except requests.RequestException as exc:
@@ -52,8 +58,7 @@ def post_webhook(url: str, body: bytes, *, event: str, delivery: str, secret: st
         return Outcome(True, status=code)
     text = response.text[:300].strip()
     error = f"HTTP {code}" + (f": {text}" if text else "")
-    return Outcome(False, retry=code >= 500 or code in RETRY_STATUSES, status=code,
-                   error=error)
+    return Outcome(False, retry=code >= 500 or code in RETRY_STATUSES, status=code, error=error)
 
 
 def send_email(address: str, subject: str, text: str) -> Outcome:

@@ -52,5 +52,7 @@ def collapse_pod_bookings(pod: PodAssignment) -> dict[str, tuple[int, int, int]]
     Returns:
         ``{device uuid: (memory_mib, cores_percent, slots)}``.
     """
-    return {uuid: (memory_mib, cores_percent, slots)
-            for uuid, (slots, memory_mib, cores_percent, _) in collapse(pod).items()}
+    return {
+        uuid: (memory_mib, cores_percent, slots)
+        for uuid, (slots, memory_mib, cores_percent, _) in collapse(pod).items()
+    }

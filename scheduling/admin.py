@@ -31,23 +31,49 @@ class ClusterAdmin(admin.ModelAdmin):
     path, or the ``CLUSTER_<NAME>_KUBECONFIG`` environment variable) is stored or shown; the
     kubeconfig's contents never are."""
 
-    list_display = ["name", "backend", "submission_mode", "namespace_pattern", "connection",
-                    "server_version", "inventory_synced_at"]
+    list_display = [
+        "name",
+        "backend",
+        "submission_mode",
+        "namespace_pattern",
+        "connection",
+        "server_version",
+        "inventory_synced_at",
+    ]
     list_filter = ["backend", "submission_mode"]
     search_fields = ["name"]
     actions = ["test_connection"]
-    readonly_fields = ["server_version", "resource_versions", "connection_checked_at",
-                       "watch_resource_version", "inventory_synced_at", "resynced_at",
-                       "inventory_errors", "unknown_pods", "created", "updated"]
+    readonly_fields = [
+        "server_version",
+        "resource_versions",
+        "connection_checked_at",
+        "watch_resource_version",
+        "inventory_synced_at",
+        "resynced_at",
+        "inventory_errors",
+        "unknown_pods",
+        "created",
+        "updated",
+    ]
     fieldsets = [
         (None, {"fields": ["name", "backend", "description"]}),
-        ("Kubernetes connection", {
-            "fields": ["in_cluster", "kubeconfig_path", "kube_context", "namespace_pattern",
-                       "submission_mode", "hami_scheduler_name", "request_timeout_s"],
-            "description": "Credentials stay in the kubeconfig file or the service account; "
-                           "with no path and not in-cluster the environment variable "
-                           "CLUSTER_&lt;NAME&gt;_KUBECONFIG names the kubeconfig file.",
-        }),
+        (
+            "Kubernetes connection",
+            {
+                "fields": [
+                    "in_cluster",
+                    "kubeconfig_path",
+                    "kube_context",
+                    "namespace_pattern",
+                    "submission_mode",
+                    "hami_scheduler_name",
+                    "request_timeout_s",
+                ],
+                "description": "Credentials stay in the kubeconfig file or the service account; "
+                "with no path and not in-cluster the environment variable "
+                "CLUSTER_&lt;NAME&gt;_KUBECONFIG names the kubeconfig file.",
+            },
+        ),
         ("Status", {"fields": readonly_fields}),
     ]
 
@@ -58,32 +84,37 @@ class ClusterAdmin(admin.ModelAdmin):
         if obj.in_cluster:
             return "in-cluster service account"
         if obj.kubeconfig_path:
-            return "kubeconfig file" + (f" (context {obj.kube_context})" if obj.kube_context
-                                        else "")
+            return "kubeconfig file" + (
+                f" (context {obj.kube_context})" if obj.kube_context else ""
+            )
         return f"${obj.kubeconfig_env()}"
 
     @admin.action(description="Test connection (server version, resource.k8s.io versions)")
     def test_connection(self, request, queryset) -> None:
         for cluster in queryset:
             if cluster.backend != "kubernetes":
-                self.message_user(request, f"{cluster.name}: simulated, nothing to test",
-                                  messages.INFO)
+                self.message_user(
+                    request, f"{cluster.name}: simulated, nothing to test", messages.INFO
+                )
                 continue
             try:
                 info = check_connection(cluster)
             except KubeError as exc:
-                self.message_user(request, f"{cluster.name}: connection failed: {exc.message}",
-                                  messages.ERROR)
+                self.message_user(
+                    request, f"{cluster.name}: connection failed: {exc.message}", messages.ERROR
+                )
                 continue
             served = ", ".join(info.resource_versions) or "none (no DRA API)"
             mode_note = ""
             if cluster.submission_mode == "dra" and info.dra_version is None:
                 mode_note = "; submission mode dra needs resource.k8s.io"
             self.message_user(
-                request, f"{cluster.name}: Kubernetes {info.git_version}; resource.k8s.io "
-                         f"served: {served}; DRA version used: {info.dra_version or '-'}"
-                         f"{mode_note}",
-                messages.WARNING if mode_note else messages.SUCCESS)
+                request,
+                f"{cluster.name}: Kubernetes {info.git_version}; resource.k8s.io "
+                f"served: {served}; DRA version used: {info.dra_version or '-'}"
+                f"{mode_note}",
+                messages.WARNING if mode_note else messages.SUCCESS,
+            )
 
 
 @admin.register(DeviceModel)
@@ -144,8 +175,17 @@ class JobAdmin(admin.ModelAdmin):
     containers are saved; the actions stop / resume notebooks and stop services with their
     replicas (the same services as the API)."""
 
-    list_display = ["id", "name", "kind", "tenant", "queue", "priority", "state", "parent",
-                    "created"]
+    list_display = [
+        "id",
+        "name",
+        "kind",
+        "tenant",
+        "queue",
+        "priority",
+        "state",
+        "parent",
+        "created",
+    ]
     list_filter = ["kind", "state", "tenant", "source"]
     list_select_related = ["tenant", "queue__tenant"]
     search_fields = ["name"]

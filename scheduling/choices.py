@@ -6,8 +6,22 @@ from scheduling.devices.schema import DeviceModelConfig
 
 #: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
 VENDORS = (
-    "NVIDIA", "MLU", "DCU", "Ascend", "Metax", "MetaxSGPU", "Iluvatar", "Enflame", "Mthreads",
-    "Kunlun", "KunlunVXPU", "AMD", "AWSNeuron", "Vastai", "Biren", "EnflameDRS",
+    "NVIDIA",
+    "MLU",
+    "DCU",
+    "Ascend",
+    "Metax",
+    "MetaxSGPU",
+    "Iluvatar",
+    "Enflame",
+    "Mthreads",
+    "Kunlun",
+    "KunlunVXPU",
+    "AMD",
+    "AWSNeuron",
+    "Vastai",
+    "Biren",
+    "EnflameDRS",
 )
 
 
@@ -156,13 +170,20 @@ class PreemptionScope(models.TextChoices):
 
 
 WITHIN_CLUSTER_QUEUE_CHOICES = [
-    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY,
-                                 PreemptionScope.LOWER_OR_NEWER_EQUAL_PRIORITY)]
+    (v.value, v.label)
+    for v in (
+        PreemptionScope.NEVER,
+        PreemptionScope.LOWER_PRIORITY,
+        PreemptionScope.LOWER_OR_NEWER_EQUAL_PRIORITY,
+    )
+]
 RECLAIM_WITHIN_COHORT_CHOICES = [
-    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY,
-                                 PreemptionScope.ANY)]
+    (v.value, v.label)
+    for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY, PreemptionScope.ANY)
+]
 BORROW_WITHIN_COHORT_CHOICES = [
-    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY)]
+    (v.value, v.label) for v in (PreemptionScope.NEVER, PreemptionScope.LOWER_PRIORITY)
+]
 
 
 class FungibilityPolicy(models.TextChoices):

@@ -11,17 +11,21 @@ from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
 class JobFilterSet(StrictFilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
     tenant = NameOrIdFilter(id_field="tenant_id", name_fields="tenant__name")
-    queue = NameOrIdFilter(id_field="queue_id",
-                           name_fields=("queue__tenant__name", "queue__name"),
-                           help_text="a queue id, a queue name or tenant/queue")
+    queue = NameOrIdFilter(
+        id_field="queue_id",
+        name_fields=("queue__tenant__name", "queue__name"),
+        help_text="a queue id, a queue name or tenant/queue",
+    )
     name = django_filters.CharFilter(lookup_expr="icontains")
     priority_min = IntegerFilter(field_name="priority", lookup_expr="gte")
     kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices)
-    parent = IntegerFilter(field_name="parent_id",
-                                         help_text="Replicas of this inference service.")
+    parent = IntegerFilter(field_name="parent_id", help_text="Replicas of this inference service.")
     replicas = StrictBooleanFilter(
-        field_name="parent", lookup_expr="isnull", exclude=True,
-        help_text="false: leave inference replicas out (services, not their pods).")
+        field_name="parent",
+        lookup_expr="isnull",
+        exclude=True,
+        help_text="false: leave inference replicas out (services, not their pods).",
+    )
 
     class Meta:
         model = Job

@@ -116,9 +116,14 @@ def kube_inventory_sync_task(cluster_id: int) -> dict:
     report = sync_cluster_inventory(cluster_id)
     for group_id in sorted(report.lost_groups):
         admission_cycle_task.delay(group_id)
-    return {"cluster": report.cluster, "nodes": len(report.nodes),
-            "added": len(report.devices_added), "removed": len(report.devices_removed),
-            "errors": len(report.errors), "locked": report.locked_out}
+    return {
+        "cluster": report.cluster,
+        "nodes": len(report.nodes),
+        "added": len(report.devices_added),
+        "removed": len(report.devices_removed),
+        "errors": len(report.errors),
+        "locked": report.locked_out,
+    }
 
 
 @shared_task(name=KUBE_RECONCILE_TASK)
@@ -128,9 +133,13 @@ def kube_reconcile_task(cluster_id: int) -> dict:
     report = reconcile_cluster(cluster_id)
     for group_id in sorted(report.groups):
         admission_cycle_task.delay(group_id)
-    return {"cluster": report.cluster, "changed": len(report.changed),
-            "events": report.events, "unknown": len(report.unknown),
-            "locked": report.locked_out}
+    return {
+        "cluster": report.cluster,
+        "changed": len(report.changed),
+        "events": report.events,
+        "unknown": len(report.unknown),
+        "locked": report.locked_out,
+    }
 
 
 @shared_task(name=KUBE_TICK_TASK)
@@ -153,9 +162,14 @@ def kube_intake_task(cluster_id: int) -> dict:
     periodic resync is due, then a watch); the service enqueues the cycles of groups that got
     capacity back."""
     report = intake_cluster(cluster_id)
-    return {"cluster": report.cluster, "queued": len(report.queued),
-            "released": len(report.released), "suspended": len(report.suspended),
-            "refused": len(report.refused), "locked": report.locked_out}
+    return {
+        "cluster": report.cluster,
+        "queued": len(report.queued),
+        "released": len(report.released),
+        "suspended": len(report.suspended),
+        "refused": len(report.refused),
+        "locked": report.locked_out,
+    }
 
 
 @shared_task(name=KUBE_CORDONS_TASK)
@@ -163,9 +177,12 @@ def kube_cordons_task(cluster_id: int) -> dict:
     """Write the console's device cordons to a kubernetes cluster (HAMi's device-cordon node
     annotation, DeviceTaintRules where served)."""
     report = sync_device_cordons(cluster_id)
-    return {"cluster": report.cluster, "nodes": len(report.nodes_patched),
-            "rules": len(report.rules_created) + len(report.rules_deleted),
-            "locked": report.locked_out}
+    return {
+        "cluster": report.cluster,
+        "nodes": len(report.nodes_patched),
+        "rules": len(report.rules_created) + len(report.rules_deleted),
+        "locked": report.locked_out,
+    }
 
 
 @shared_task(name=USAGE_RECONCILE_TASK)

@@ -20,13 +20,32 @@ class DevicePriceAdmin(admin.ModelAdmin):
 
 @admin.register(ScrapeTarget)
 class ScrapeTargetAdmin(admin.ModelAdmin):
-    list_display = ("name", "cluster", "kind", "url", "enabled", "last_status",
-                    "last_scrape_at", "consecutive_failures")
+    list_display = (
+        "name",
+        "cluster",
+        "kind",
+        "url",
+        "enabled",
+        "last_status",
+        "last_scrape_at",
+        "consecutive_failures",
+    )
     list_filter = ("kind", "last_status", "enabled")
-    readonly_fields = ("last_scrape_at", "last_success_at", "last_status", "last_error",
-                       "last_duration_ms", "consecutive_failures", "last_samples",
-                       "last_rejected_lines", "last_ignored", "last_attributed",
-                       "last_unattributed", "last_conflicts", "last_node_mismatches")
+    readonly_fields = (
+        "last_scrape_at",
+        "last_success_at",
+        "last_status",
+        "last_error",
+        "last_duration_ms",
+        "consecutive_failures",
+        "last_samples",
+        "last_rejected_lines",
+        "last_ignored",
+        "last_attributed",
+        "last_unattributed",
+        "last_conflicts",
+        "last_node_mismatches",
+    )
 
 
 @admin.register(DeviceHealth)

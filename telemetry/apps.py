@@ -20,4 +20,5 @@ class TelemetryConfig(AppConfig):
 
         metrics.register_collector()
         admission_cycle_finished.connect(
-            metrics.on_admission_cycle, dispatch_uid="telemetry-record-cycle")
+            metrics.on_admission_cycle, dispatch_uid="telemetry-record-cycle"
+        )

@@ -88,9 +88,7 @@ class Inventory:
     bookings: dict[int, list[BookingRef]] = field(default_factory=dict)
 
     @classmethod
-    def build(
-        cls, devices: Iterable[DeviceRef], bookings: Iterable[BookingRef]
-    ) -> Inventory:
+    def build(cls, devices: Iterable[DeviceRef], bookings: Iterable[BookingRef]) -> Inventory:
         """Index devices and bookings."""
         inv = cls()
         devices = list(devices)
@@ -166,8 +164,15 @@ def _claimed_pod(claim: str) -> str:
 
 def _held(metric: str, value: float, device: DeviceRef, booking: BookingRef) -> AttributedSample:
     return AttributedSample(
-        metric, value, ATTRIBUTED, "", device.device_id, device.uuid,
-        booking.placement_id, booking.job_id, booking.tenant_id,
+        metric,
+        value,
+        ATTRIBUTED,
+        "",
+        device.device_id,
+        device.uuid,
+        booking.placement_id,
+        booking.job_id,
+        booking.tenant_id,
     )
 
 
@@ -216,8 +221,8 @@ def attribute(observations: Sequence[Observation], inv: Inventory) -> Attributio
             )
         else:
             out.samples.append(
-                AttributedSample(obs.metric, obs.value, DEVICE_ONLY, "", device.device_id,
-                                 device.uuid)
+                AttributedSample(
+                    obs.metric, obs.value, DEVICE_ONLY, "", device.device_id, device.uuid
+                )
             )
     return out
-

@@ -36,8 +36,13 @@ class LineChart:
 
 
 def line_chart(
-    points: Sequence, *, title: str = "", unit: str = "", y_max: float | None = None,
-    width: int = 320, height: int = 80,
+    points: Sequence,
+    *,
+    title: str = "",
+    unit: str = "",
+    y_max: float | None = None,
+    width: int = 320,
+    height: int = 80,
 ) -> LineChart:
     """Scale ``points`` (objects with ``time``, ``mean``, ``minimum``, ``maximum``) to an SVG.
 
@@ -56,7 +61,19 @@ def line_chart(
         return f"{x:.1f},{y:.1f}"
 
     line = " ".join(xy(p, p.mean) for p in points)
-    band = " ".join([xy(p, p.maximum) for p in points] + [xy(p, p.minimum) for p in
-                                                          reversed(points)])
-    return LineChart(width, height, line, band, top, f"{top:g}{unit}", unit, points[0].time,
-                     points[-1].time, points[-1].mean, title)
+    band = " ".join(
+        [xy(p, p.maximum) for p in points] + [xy(p, p.minimum) for p in reversed(points)]
+    )
+    return LineChart(
+        width,
+        height,
+        line,
+        band,
+        top,
+        f"{top:g}{unit}",
+        unit,
+        points[0].time,
+        points[-1].time,
+        points[-1].mean,
+        title,
+    )

@@ -19,14 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
-__all__ = [
-    "UsageInterval",
-    "Price",
-    "CostRow",
-    "month_start",
-    "next_month",
-    "cost_report",
-]
+__all__ = ["UsageInterval", "Price", "CostRow", "month_start", "next_month", "cost_report"]
 
 HOURS_Q = Decimal("0.0001")
 MONEY_Q = Decimal("0.01")
@@ -124,10 +117,7 @@ def _price_pieces(
 
 
 def cost_report(
-    intervals: Iterable[UsageInterval],
-    prices: Iterable[Price],
-    start: datetime,
-    end: datetime,
+    intervals: Iterable[UsageInterval], prices: Iterable[Price], start: datetime, end: datetime
 ) -> list[CostRow]:
     """Usage and cost per tenant × model × month over ``[start, end)``.
 

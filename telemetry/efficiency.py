@@ -126,8 +126,9 @@ def idle_since(
     if start is None or now - start < window:
         return None
     expected = window.total_seconds() / 60.0
-    in_window = sum(1 for minute, used in ordered if minute >= now - window and
-                    used < threshold_percent)
+    in_window = sum(
+        1 for minute, used in ordered if minute >= now - window and used < threshold_percent
+    )
     if in_window < min_coverage * expected:
         return None
     return start

@@ -83,12 +83,15 @@ def evaluate(
         current["xid"] = (float(xid), f"critical XID {xid}")
     if TEMP in values and values[TEMP] >= temperature_limit_c:
         current["temperature"] = (
-            values[TEMP], f"temperature {values[TEMP]:g} °C >= limit {temperature_limit_c:g} °C"
+            values[TEMP],
+            f"temperature {values[TEMP]:g} °C >= limit {temperature_limit_c:g} °C",
         )
     counters = dict(state.counters)
     sticky = {k: v for k, v in state.reasons.items() if k in STICKY}
-    for metric, kind, what in ((ECC_DBE, "ecc", "uncorrectable ECC errors"),
-                               (XID_COUNT, "xid_count", "XID errors")):
+    for metric, kind, what in (
+        (ECC_DBE, "ecc", "uncorrectable ECC errors"),
+        (XID_COUNT, "xid_count", "XID errors"),
+    ):
         if metric not in values:
             continue
         now = values[metric]

@@ -36,11 +36,7 @@ import logging
 
 from django.db import transaction
 from django.db.models import Count
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import REGISTRY
 
 from scheduling.models import Device, Job, JobEvent
@@ -57,8 +53,11 @@ logger = logging.getLogger(__name__)
 CYCLE_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: ``(GroupGauge field, metric name, help)``; ``*_milli`` fields are exported in GPUs.
 GROUP_GAUGES = (
-    ("fragmentation_rate", "console_fragmentation_rate",
-     "FGD fragmentation rate of idle GPU (0..1)."),
+    (
+        "fragmentation_rate",
+        "console_fragmentation_rate",
+        "FGD fragmentation rate of idle GPU (0..1).",
+    ),
     ("fragment_milli", "console_fragment_gpus", "FGD fragment amount in GPUs."),
     ("healthy_milli", "console_healthy_capacity_gpus", "Healthy, uncordoned devices."),
     ("guaranteed_milli", "console_guaranteed_gpus", "Sum of nominal device quotas."),
@@ -141,7 +140,8 @@ def _families():
 def _queue_families():
     """Queue depth per group and tenant; pending jobs per group and reason category."""
     depth = GaugeMetricFamily(
-        "console_queue_depth", "Queued jobs per resource group and tenant.",
+        "console_queue_depth",
+        "Queued jobs per resource group and tenant.",
         labels=["resource_group", "tenant"],
     )
     pending: dict[tuple[str, str], int] = {}
@@ -161,7 +161,8 @@ def _queue_families():
         depth.add_metric([group, tenant], n)
     yield depth
     reasons = GaugeMetricFamily(
-        "console_pending_jobs", "Queued jobs per resource group and pending-reason category.",
+        "console_pending_jobs",
+        "Queued jobs per resource group and pending-reason category.",
         labels=["resource_group", "reason"],
     )
     for (group, reason), n in sorted(pending.items()):
@@ -192,13 +193,14 @@ def _event_families():
 def _cycle_histogram():
     """Admission cycle wall time per resource group (stored buckets)."""
     hist = HistogramMetricFamily(
-        "console_admission_cycle_duration_seconds", "Admission cycle wall time.",
+        "console_admission_cycle_duration_seconds",
+        "Admission cycle wall time.",
         labels=["resource_group"],
     )
     for stats in CycleStats.objects.order_by("group_name"):
-        cumulative = [
-            (str(b), float(stats.buckets.get(str(b), 0))) for b in CYCLE_BUCKETS_S
-        ] + [("+Inf", float(stats.cycles))]
+        cumulative = [(str(b), float(stats.buckets.get(str(b), 0))) for b in CYCLE_BUCKETS_S] + [
+            ("+Inf", float(stats.cycles))
+        ]
         hist.add_metric([stats.group_name], cumulative, stats.duration_sum_s)
     yield hist
 
@@ -225,19 +227,20 @@ def _group_gauges():
 def _health_families():
     """Unhealthy devices, scrape target status and idle-job flags."""
     unhealthy = GaugeMetricFamily(
-        "console_unhealthy_devices", "Present devices marked unhealthy.",
-        labels=["vendor", "model"],
+        "console_unhealthy_devices", "Present devices marked unhealthy.", labels=["vendor", "model"]
     )
     for row in (
         Device.objects.filter(removed_at__isnull=True, healthy=False)
-        .values("model__vendor", "model__name").annotate(n=Count("id"))
+        .values("model__vendor", "model__name")
+        .annotate(n=Count("id"))
         .order_by("model__vendor", "model__name")
     ):
         unhealthy.add_metric([row["model__vendor"], row["model__name"]], row["n"])
     yield unhealthy
 
     up = GaugeMetricFamily(
-        "console_scrape_target_up", "1 when the target's last scrape got usable samples.",
+        "console_scrape_target_up",
+        "1 when the target's last scrape got usable samples.",
         labels=["cluster", "target", "kind"],
     )
     for target in ScrapeTarget.objects.filter(enabled=True).select_related("cluster"):
@@ -246,8 +249,8 @@ def _health_families():
     yield up
 
     idle = GaugeMetricFamily("console_idle_jobs", "Jobs flagged idle.", labels=["tenant"])
-    for row in IdleJobFlag.objects.values("tenant__name").annotate(n=Count("id")).order_by(
-        "tenant__name"
+    for row in (
+        IdleJobFlag.objects.values("tenant__name").annotate(n=Count("id")).order_by("tenant__name")
     ):
         idle.add_metric([row["tenant__name"]], row["n"])
     yield idle
@@ -259,14 +262,20 @@ def _allocation_families():
     ratio = GaugeMetricFamily(
         "console_allocation_ratio",
         "Allocated device shares / present devices of the group (0..1); a device's share is "
-        "the larger of its booked memory and cores shares.", labels=["resource_group"])
+        "the larger of its booked memory and cores shares.",
+        labels=["resource_group"],
+    )
     for row in capacity_by_group(loads):
         ratio.add_metric([row.label], row.allocation_ratio)
     yield ratio
-    capacity = GaugeMetricFamily("console_capacity_devices", "Present devices.",
-                                 labels=["vendor", "model"])
-    allocated = GaugeMetricFamily("console_allocated_devices",
-                                  "Allocated device shares (devices).", labels=["vendor", "model"])
+    capacity = GaugeMetricFamily(
+        "console_capacity_devices", "Present devices.", labels=["vendor", "model"]
+    )
+    allocated = GaugeMetricFamily(
+        "console_allocated_devices",
+        "Allocated device shares (devices).",
+        labels=["vendor", "model"],
+    )
     for row in capacity_by_model(loads):
         capacity.add_metric([row.vendor, row.label], row.devices)
         allocated.add_metric([row.vendor, row.label], row.allocated_devices)

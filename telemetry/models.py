@@ -165,7 +165,10 @@ class DeviceHealth(models.Model):
 
     serial = models.CharField(max_length=128, unique=True)
     device = models.OneToOneField(
-        "scheduling.Device", null=True, blank=True, on_delete=models.SET_NULL,
+        "scheduling.Device",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="telemetry_health",
     )
     healthy = models.BooleanField(default=True)

@@ -63,15 +63,21 @@ def pick_resolution(start: datetime, end: datetime) -> int:
 
 def _points(rollups) -> list[Point]:
     """Rollup rows merged per bucket, oldest first: sample-weighted mean, min and max."""
-    rows = rollups.values("bucket").annotate(
-        n=Sum("count"), s=Sum("total"), lo=Min("minimum"), hi=Max("maximum")
-    ).order_by("bucket")
+    rows = (
+        rollups.values("bucket")
+        .annotate(n=Sum("count"), s=Sum("total"), lo=Min("minimum"), hi=Max("maximum"))
+        .order_by("bucket")
+    )
     return [Point(r["bucket"], r["s"] / r["n"] if r["n"] else 0.0, r["lo"], r["hi"]) for r in rows]
 
 
 def device_series(
-    device_id: int, metric: str, start: datetime, end: datetime,
-    resolution_s: int | None = None, job_ids: Iterable[int] | None = None,
+    device_id: int,
+    metric: str,
+    start: datetime,
+    end: datetime,
+    resolution_s: int | None = None,
+    job_ids: Iterable[int] | None = None,
 ) -> list[Point]:
     """A device's metric over ``[start, end)``: per bucket the sample-weighted mean over every
     holder (holders change mid-bucket), the min and the max.
@@ -81,8 +87,11 @@ def device_series(
     """
     resolution_s = resolution_s or pick_resolution(start, end)
     rows = Rollup.objects.filter(
-        resolution_s=resolution_s, device_id=device_id, metric=metric,
-        bucket__gte=start, bucket__lt=end,
+        resolution_s=resolution_s,
+        device_id=device_id,
+        metric=metric,
+        bucket__gte=start,
+        bucket__lt=end,
     )
     if job_ids is not None:
         rows = rows.filter(job_id__in=list(job_ids))
@@ -107,10 +116,16 @@ def node_utilisation(
     """Mean device utilisation of a node's present devices per bucket (node page chart)."""
     end = end or timezone.now()
     start = start or end - timedelta(hours=6)
-    return _points(Rollup.objects.filter(
-        resolution_s=pick_resolution(start, end), metric=UTIL, bucket__gte=start,
-        bucket__lt=end, device__node_id=node_id, device__removed_at__isnull=True,
-    ))
+    return _points(
+        Rollup.objects.filter(
+            resolution_s=pick_resolution(start, end),
+            metric=UTIL,
+            bucket__gte=start,
+            bucket__lt=end,
+            device__node_id=node_id,
+            device__removed_at__isnull=True,
+        )
+    )
 
 
 def latest_device_values(
@@ -122,10 +137,16 @@ def latest_device_values(
         ``{device id: {metric: value}}``; devices without recent data are absent.
     """
     now = now or timezone.now()
-    rows = Rollup.objects.filter(
-        resolution_s=MINUTE, device_id__in=list(device_ids), metric__in=CHART_METRICS,
-        bucket__gte=now - timedelta(seconds=within_s),
-    ).values("device_id", "metric", "bucket").annotate(n=Sum("count"), s=Sum("total"))
+    rows = (
+        Rollup.objects.filter(
+            resolution_s=MINUTE,
+            device_id__in=list(device_ids),
+            metric__in=CHART_METRICS,
+            bucket__gte=now - timedelta(seconds=within_s),
+        )
+        .values("device_id", "metric", "bucket")
+        .annotate(n=Sum("count"), s=Sum("total"))
+    )
     newest: dict[tuple[int, str], tuple[datetime, float]] = {}
     for r in rows:
         key = (r["device_id"], r["metric"])
@@ -168,8 +189,14 @@ def _allocations(job_ids: list[int]) -> dict[int, list[tuple[int, int, int]]]:
     """Per job, ``(device, memory_mib, cores_percent)`` of the latest placement of each pod."""
     rows = (
         PlacementDevice.objects.filter(placement__job_id__in=job_ids)
-        .values_list("placement__job_id", "placement__pod_index", "placement_id", "device_id",
-                     "memory_mib", "cores_percent")
+        .values_list(
+            "placement__job_id",
+            "placement__pod_index",
+            "placement_id",
+            "device_id",
+            "memory_mib",
+            "cores_percent",
+        )
         .order_by("placement_id")
     )
     latest: dict[tuple[int, int], int] = {}
@@ -186,10 +213,14 @@ def _allocations(job_ids: list[int]) -> dict[int, list[tuple[int, int, int]]]:
 def _used(job_ids: list[int], start: datetime, end: datetime) -> dict[int, list[UsedSeries]]:
     rows = (
         Rollup.objects.filter(
-            resolution_s=pick_resolution(start, end), job_id__in=job_ids,
+            resolution_s=pick_resolution(start, end),
+            job_id__in=job_ids,
             metric__in=[UTIL, MEM_USED, POD_UTIL, POD_MEM_USED],
-            bucket__gte=start, bucket__lt=end,
-        ).values("job_id", "device_id", "metric").annotate(n=Sum("count"), s=Sum("total"))
+            bucket__gte=start,
+            bucket__lt=end,
+        )
+        .values("job_id", "device_id", "metric")
+        .annotate(n=Sum("count"), s=Sum("total"))
     )
     out: dict[int, list[UsedSeries]] = defaultdict(list)
     for r in rows:
@@ -220,8 +251,9 @@ def jobs_efficiency(
     used = _used(ids, start, end)
     idle = dict(IdleJobFlag.objects.filter(job_id__in=ids).values_list("job_id", "idle_since"))
     return [
-        JobEfficiencyRow(j, _job_efficiency(alloc.get(j.pk, []), used.get(j.pk, [])),
-                         idle.get(j.pk))
+        JobEfficiencyRow(
+            j, _job_efficiency(alloc.get(j.pk, []), used.get(j.pk, [])), idle.get(j.pk)
+        )
         for j in jobs
     ]
 
@@ -243,8 +275,7 @@ class TenantEfficiency:
 
 
 def tenant_efficiency(
-    tenant_ids: Iterable[int] | None, start: datetime | None = None,
-    end: datetime | None = None,
+    tenant_ids: Iterable[int] | None, start: datetime | None = None, end: datetime | None = None
 ) -> list[TenantEfficiency]:
     """Allocated vs used per tenant over jobs running in ``[start, end)`` (default 24 h).
 
@@ -253,9 +284,11 @@ def tenant_efficiency(
     """
     end = end or timezone.now()
     start = start or end - timedelta(hours=24)
-    jobs = Job.objects.filter(started_at__isnull=False, started_at__lt=end).filter(
-        Q(finished_at__isnull=True) | Q(finished_at__gte=start)
-    ).select_related("tenant")
+    jobs = (
+        Job.objects.filter(started_at__isnull=False, started_at__lt=end)
+        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=start))
+        .select_related("tenant")
+    )
     if tenant_ids is not None:
         jobs = jobs.filter(tenant_id__in=list(tenant_ids))
     rows = jobs_efficiency(jobs.order_by("tenant__name", "pk"), start, end)
@@ -267,19 +300,21 @@ def tenant_efficiency(
         effs = [r.efficiency for r in items]
         mems = [e.used_memory_mib for e in effs if e.used_memory_mib is not None]
         cores = [e.used_cores_percent for e in effs if e.used_cores_percent is not None]
-        out.append(TenantEfficiency(
-            tenant_id=tenant_id,
-            tenant_name=items[0].job.tenant.name,
-            jobs=len(items),
-            idle_jobs=sum(1 for r in items if r.idle_since is not None),
-            efficiency=Efficiency(
-                allocated_memory_mib=sum(e.allocated_memory_mib for e in effs),
-                allocated_cores_percent=sum(e.allocated_cores_percent for e in effs),
-                used_memory_mib=sum(mems) if mems else None,
-                used_cores_percent=sum(cores) if cores else None,
-                devices_with_data=sum(e.devices_with_data for e in effs),
-            ),
-        ))
+        out.append(
+            TenantEfficiency(
+                tenant_id=tenant_id,
+                tenant_name=items[0].job.tenant.name,
+                jobs=len(items),
+                idle_jobs=sum(1 for r in items if r.idle_since is not None),
+                efficiency=Efficiency(
+                    allocated_memory_mib=sum(e.allocated_memory_mib for e in effs),
+                    allocated_cores_percent=sum(e.allocated_cores_percent for e in effs),
+                    used_memory_mib=sum(mems) if mems else None,
+                    used_cores_percent=sum(cores) if cores else None,
+                    devices_with_data=sum(e.devices_with_data for e in effs),
+                ),
+            )
+        )
     return sorted(out, key=lambda t: t.tenant_name)
 
 
@@ -297,8 +332,9 @@ def idle_jobs(tenant_ids: Iterable[int] | None) -> list[IdleJobFlag]:
 def _intervals_from_placements(start, end, tenant_ids, now) -> list[cost_core.UsageInterval]:
     rows = (
         PlacementDevice.objects.filter(
-            placement__started_at__isnull=False, placement__started_at__lt=end,
-        ).filter(Q(placement__ended_at__isnull=True) | Q(placement__ended_at__gt=start))
+            placement__started_at__isnull=False, placement__started_at__lt=end
+        )
+        .filter(Q(placement__ended_at__isnull=True) | Q(placement__ended_at__gt=start))
         .select_related("placement__job", "device__model")
     )
     if tenant_ids is not None:
@@ -313,32 +349,50 @@ def _intervals_from_placements(start, end, tenant_ids, now) -> list[cost_core.Us
         milli = booking_charges(
             model, b.device.memory_mib, b.device.cores_percent, b.memory_mib, b.cores_percent
         )[(model, "devices")]
-        out.append(cost_core.UsageInterval(
-            p.job.tenant_id, p.job_id, b.device_id, model, milli, p.started_at,
-            max(ended, p.started_at),
-        ))
+        out.append(
+            cost_core.UsageInterval(
+                p.job.tenant_id,
+                p.job_id,
+                b.device_id,
+                model,
+                milli,
+                p.started_at,
+                max(ended, p.started_at),
+            )
+        )
     return out
 
 
 def _intervals_from_ledger(start, end, tenant_ids, now) -> list[cost_core.UsageInterval]:
     rows = LedgerInterval.objects.filter(start__lt=end).filter(
-        Q(end__isnull=True) | Q(end__gt=start))
+        Q(end__isnull=True) | Q(end__gt=start)
+    )
     if tenant_ids is not None:
         rows = rows.filter(tenant_id__in=list(tenant_ids))
-    devices = dict(Device.objects.filter(
-        uuid__in=rows.values("device_uuid")).values_list("uuid", "pk"))
+    devices = dict(
+        Device.objects.filter(uuid__in=rows.values("device_uuid")).values_list("uuid", "pk")
+    )
     return [
         cost_core.UsageInterval(
-            r.tenant_id, r.job_id, devices.get(r.device_uuid, 0), r.device_model,
-            r.devices_milli, r.start, r.end or now,
+            r.tenant_id,
+            r.job_id,
+            devices.get(r.device_uuid, 0),
+            r.device_model,
+            r.devices_milli,
+            r.start,
+            r.end or now,
         )
         for r in rows
     ]
 
 
 def usage_intervals(
-    start: datetime, end: datetime, tenant_ids: Iterable[int] | None = None,
-    *, now: datetime | None = None, source: str | None = None,
+    start: datetime,
+    end: datetime,
+    tenant_ids: Iterable[int] | None = None,
+    *,
+    now: datetime | None = None,
+    source: str | None = None,
 ) -> list[cost_core.UsageInterval]:
     """Device-holding intervals overlapping ``[start, end)``: the single source of cost.
 
@@ -361,8 +415,9 @@ def prices() -> list[cost_core.Price]:
     """Every price row as core prices."""
     return [
         cost_core.Price(p.model.name, p.effective_from, p.per_hour, p.currency)
-        for p in DevicePrice.objects.select_related("model").order_by("model__name",
-                                                                      "effective_from")
+        for p in DevicePrice.objects.select_related("model").order_by(
+            "model__name", "effective_from"
+        )
     ]
 
 
@@ -375,14 +430,18 @@ class CostReportRow:
 
 
 def cost_report(
-    start: datetime, end: datetime, tenant_ids: Iterable[int] | None = None,
-    *, now: datetime | None = None,
+    start: datetime,
+    end: datetime,
+    tenant_ids: Iterable[int] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> list[CostReportRow]:
     """GPU-hours and cost per tenant × model × month over ``[start, end)``."""
     ids = None if tenant_ids is None else list(tenant_ids)
     rows = cost_core.cost_report(usage_intervals(start, end, ids, now=now), prices(), start, end)
-    names = dict(Tenant.objects.filter(pk__in={r.tenant_id for r in rows})
-                 .values_list("pk", "name"))
+    names = dict(
+        Tenant.objects.filter(pk__in={r.tenant_id for r in rows}).values_list("pk", "name")
+    )
     return [CostReportRow(names.get(r.tenant_id, str(r.tenant_id)), r) for r in rows]
 
 
@@ -391,8 +450,11 @@ def cost_report(
 
 def open_capacity_alerts() -> list[CapacityAlert]:
     """Resource groups whose healthy capacity is below their guarantees now."""
-    return list(CapacityAlert.objects.filter(resolved_at__isnull=True)
-                .select_related("resource_group").order_by("-opened_at"))
+    return list(
+        CapacityAlert.objects.filter(resolved_at__isnull=True)
+        .select_related("resource_group")
+        .order_by("-opened_at")
+    )
 
 
 # --- trends ---------------------------------------------------------------------------------
@@ -417,8 +479,9 @@ class TrendPoint:
     maximum: float
 
 
-def trend_series(scope: str, keys: Iterable[str], metrics: Iterable[str], start: datetime,
-                 end: datetime) -> dict[tuple[str, str], list[TrendPoint]]:
+def trend_series(
+    scope: str, keys: Iterable[str], metrics: Iterable[str], start: datetime, end: datetime
+) -> dict[tuple[str, str], list[TrendPoint]]:
     """Trend series of one scope (:class:`~telemetry.models.TrendScope`) in ONE query.
 
     Args:
@@ -432,11 +495,18 @@ def trend_series(scope: str, keys: Iterable[str], metrics: Iterable[str], start:
     """
     keys, metrics = list(keys), list(metrics)
     out: dict[tuple[str, str], list[TrendPoint]] = {(k, m): [] for k in keys for m in metrics}
-    for row in TrendRollup.objects.filter(
-        resolution_s=trend_resolution(start, end), scope=scope, key__in=keys,
-        metric__in=metrics, bucket__gte=start, bucket__lt=end,
-    ).order_by("bucket").values_list("key", "metric", "bucket", "count", "total", "minimum",
-                                     "maximum"):
+    for row in (
+        TrendRollup.objects.filter(
+            resolution_s=trend_resolution(start, end),
+            scope=scope,
+            key__in=keys,
+            metric__in=metrics,
+            bucket__gte=start,
+            bucket__lt=end,
+        )
+        .order_by("bucket")
+        .values_list("key", "metric", "bucket", "count", "total", "minimum", "maximum")
+    ):
         key, metric, bucket, n, total, lo, hi = row
         out[(key, metric)].append(TrendPoint(bucket, total / n if n else 0.0, lo, hi))
     return out

@@ -46,7 +46,10 @@ NOTEBOOK_ACTIVE_S = 1200
 
 
 def pod_values(
-    placement_id: int, booked_memory_mib: int, booked_cores_percent: int, elapsed_s: float,
+    placement_id: int,
+    booked_memory_mib: int,
+    booked_cores_percent: int,
+    elapsed_s: float,
     kind: str = "",
 ) -> PodLoad:
     """The pod's load ``elapsed_s`` seconds after it started (``kind``: the job's kind).
@@ -92,4 +95,3 @@ def device_values(loads: list[PodLoad], device_id: int, elapsed_s: float) -> dic
         TEMP: round(34 + 0.45 * util + 2 * jitter, 1),
         POWER: round(60 + 3.2 * util + 5 * jitter, 1),
     }
-

@@ -1,13 +1,6 @@
 from django.contrib import admin
 
-from tenants.models import (
-    Invitation,
-    Membership,
-    Quota,
-    ResourceGroup,
-    Tenant,
-    TenantNamespace,
-)
+from tenants.models import Invitation, Membership, Quota, ResourceGroup, Tenant, TenantNamespace
 
 
 class MembershipInline(admin.TabularInline):
@@ -33,13 +26,30 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(ResourceGroup)
 class ResourceGroupAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "device_models", "node_selector", "node_policy",
-                    "device_policy", "fragmentation_policy", "pod_policy_override"]
+    list_display = [
+        "name",
+        "kind",
+        "device_models",
+        "node_selector",
+        "node_policy",
+        "device_policy",
+        "fragmentation_policy",
+        "pod_policy_override",
+    ]
     list_filter = ["kind", "fragmentation_policy"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "device_models", "node_selector", "description"]}),
-        ("Placement profile", {"fields": ["node_policy", "device_policy",
-                                          "fragmentation_policy", "pod_policy_override"]}),
+        (
+            "Placement profile",
+            {
+                "fields": [
+                    "node_policy",
+                    "device_policy",
+                    "fragmentation_policy",
+                    "pod_policy_override",
+                ]
+            },
+        ),
     ]
     search_fields = ["name"]
 
@@ -47,8 +57,13 @@ class ResourceGroupAdmin(admin.ModelAdmin):
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
     list_display = [
-        "tenant", "resource_group", "flavor", "dimension", "nominal",
-        "borrowing_limit", "lending_limit",
+        "tenant",
+        "resource_group",
+        "flavor",
+        "dimension",
+        "nominal",
+        "borrowing_limit",
+        "lending_limit",
     ]
     list_filter = ["resource_group", "dimension"]
     list_select_related = ["tenant", "resource_group"]

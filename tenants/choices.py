@@ -58,6 +58,8 @@ class FragmentationPolicy(models.TextChoices):
     NONE = "none", "none (HAMi node score)"
     FRAGGUARD = "FragGuard", "FragGuard"
     FGD = "FGD", "FGD"
+
+
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 """Kueue fair-sharing preemption strategies (KEP-1714 S2-a and S2-b)."""
 

@@ -100,40 +100,63 @@ class ResourceGroup(BaseModel):
     node_selector = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
     node_policy = models.CharField(
-        max_length=16, choices=NodePolicy.choices, default=NodePolicy.BINPACK,
-        help_text="HAMi node scheduler policy: binpack fills busy nodes, spread idle ones.")
+        max_length=16,
+        choices=NodePolicy.choices,
+        default=NodePolicy.BINPACK,
+        help_text="HAMi node scheduler policy: binpack fills busy nodes, spread idle ones.",
+    )
     device_policy = models.CharField(
-        max_length=16, choices=DevicePolicy.choices, default=DevicePolicy.SPREAD,
-        help_text="HAMi GPU scheduler policy within the chosen node.")
+        max_length=16,
+        choices=DevicePolicy.choices,
+        default=DevicePolicy.SPREAD,
+        help_text="HAMi GPU scheduler policy within the chosen node.",
+    )
     fragmentation_policy = models.CharField(
-        max_length=16, choices=FragmentationPolicy.choices, default=FragmentationPolicy.NONE,
+        max_length=16,
+        choices=FragmentationPolicy.choices,
+        default=FragmentationPolicy.NONE,
         help_text="FragGuard/FGD: choose nodes and devices to keep free capacity usable by "
-                  "the group's recent job shapes (replaces the HAMi node score).")
+        "the group's recent job shapes (replaces the HAMi node score).",
+    )
     pod_policy_override = models.BooleanField(
         default=True,
         help_text="Jobs may override the policies with the pod annotations "
-                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.")
+        "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy.",
+    )
     fair_sharing = models.BooleanField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Kueue fair sharing in this cohort (admission by dominant share, "
-                  "fair-sharing preemption); empty = the ADMISSION_FAIR_SHARING setting.")
+        "fair-sharing preemption); empty = the ADMISSION_FAIR_SHARING setting.",
+    )
     preemption_strategies = models.JSONField(
-        default=default_strategies, blank=True,
+        default=default_strategies,
+        blank=True,
         help_text="Fair-sharing preemption strategies: [LessThanOrEqualToFinalShare, "
-                  "LessThanInitialShare] (default), or one of them alone.")
+        "LessThanInitialShare] (default), or one of them alone.",
+    )
     usage_half_life_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(1.0)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1.0)],
         help_text="History-aware fair share: past usage from the ledger, halved every this "
-                  "many seconds, orders tenants before priority; empty = off.")
+        "many seconds, orders tenants before priority; empty = off.",
+    )
     reservation_after_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0)],
         help_text="Starvation protection: a queue head pending this long reserves capacity; "
-                  "smaller jobs then backfill only if they end (max runtime) before it can "
-                  "start. Empty = off.")
+        "smaller jobs then backfill only if they end (max runtime) before it can "
+        "start. Empty = off.",
+    )
     max_reservations = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     max_reservation_hold_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0)],
-        help_text="A reservation not admitted after this long is dropped for one cycle.")
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0)],
+        help_text="A reservation not admitted after this long is dropped for one cycle.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -151,8 +174,13 @@ class ResourceGroup(BaseModel):
         ):
             raise ValidationError({"node_selector": "A map of label name to label value."})
         if self.preemption_strategies not in ALLOWED_STRATEGY_LISTS:
-            raise ValidationError({"preemption_strategies": (
-                "One of " + "; ".join(str(s) for s in ALLOWED_STRATEGY_LISTS) + ".")})
+            raise ValidationError(
+                {
+                    "preemption_strategies": (
+                        "One of " + "; ".join(str(s) for s in ALLOWED_STRATEGY_LISTS) + "."
+                    )
+                }
+            )
 
 
 class Quota(BaseModel):
@@ -174,9 +202,7 @@ class Quota(BaseModel):
     borrowing_limit = models.BigIntegerField(
         null=True, blank=True, validators=[MinValueValidator(0)]
     )
-    lending_limit = models.BigIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(0)]
-    )
+    lending_limit = models.BigIntegerField(null=True, blank=True, validators=[MinValueValidator(0)])
 
     class Meta:
         ordering = ["tenant__name", "resource_group__name", "flavor", "dimension"]
@@ -202,9 +228,7 @@ class AggregateCap(BaseModel):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="caps")
-    resource_group = models.ForeignKey(
-        ResourceGroup, on_delete=models.CASCADE, related_name="caps"
-    )
+    resource_group = models.ForeignKey(ResourceGroup, on_delete=models.CASCADE, related_name="caps")
     name = models.CharField(max_length=63, validators=[slug_validator])
     dimension = models.CharField(max_length=16, choices=Dimension.choices)
     limit = models.BigIntegerField(validators=[MinValueValidator(0)])
@@ -253,7 +277,7 @@ class QuotaUsage(models.Model):
             models.UniqueConstraint(
                 fields=["tenant", "resource_group", "flavor", "dimension"],
                 name="usage_unique_tenant_group_flavor_dimension",
-            ),
+            )
         ]
 
     def __str__(self) -> str:
@@ -327,12 +351,12 @@ class Invitation(BaseModel):
     token_hash = models.CharField(max_length=64, unique=True)
     expires_at = models.DateTimeField()
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+")
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+")
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -342,7 +366,7 @@ class Invitation(BaseModel):
                 fields=["tenant", "invitee"],
                 condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
                 name="invitation_one_open_per_tenant_invitee",
-            ),
+            )
         ]
         indexes = [models.Index(fields=["invitee"])]
 
@@ -374,15 +398,18 @@ class TenantNamespace(models.Model):
     name = models.CharField(max_length=63, validators=[slug_validator])
     created = models.DateTimeField(auto_now_add=True)
     ensured_at = models.DateTimeField(
-        help_text="Last time the console created or found the namespace with its labels.")
+        help_text="Last time the console created or found the namespace with its labels."
+    )
 
     class Meta:
         ordering = ["cluster_id", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "cluster_id"],
-                                    name="tenant_namespace_one_per_cluster"),
-            models.UniqueConstraint(fields=["cluster_id", "name"],
-                                    name="tenant_namespace_unique_name"),
+            models.UniqueConstraint(
+                fields=["tenant", "cluster_id"], name="tenant_namespace_one_per_cluster"
+            ),
+            models.UniqueConstraint(
+                fields=["cluster_id", "name"], name="tenant_namespace_unique_name"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -31,8 +31,9 @@ def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
     found = set(tenant_ids)
     frontier = set(tenant_ids)
     while frontier:
-        frontier = set(Tenant.objects.filter(parent_id__in=frontier).values_list(
-            "pk", flat=True)) - found
+        frontier = (
+            set(Tenant.objects.filter(parent_id__in=frontier).values_list("pk", flat=True)) - found
+        )
         found |= frontier
     return found
 
@@ -57,8 +58,11 @@ def can_manage_quota(user, tenant: Tenant) -> bool:
     the team itself)."""
     if user.is_superuser:
         return True
-    admin = set(Membership.objects.filter(user=user, role="tenant_admin").values_list(
-        "tenant_id", flat=True))
+    admin = set(
+        Membership.objects.filter(user=user, role="tenant_admin").values_list(
+            "tenant_id", flat=True
+        )
+    )
     node = tenant.parent
     while node is not None:
         if node.pk in admin:
@@ -95,9 +99,16 @@ def pending_invitations_for(user):
     email = (user.email or "").strip()
     if email:
         addressed |= Q(invitee__iexact=email)
-    return (Invitation.objects.filter(addressed, accepted_at__isnull=True,
-                                      revoked_at__isnull=True, expires_at__gt=timezone.now())
-            .select_related("tenant").order_by("-created", "-id"))
+    return (
+        Invitation.objects.filter(
+            addressed,
+            accepted_at__isnull=True,
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )
+        .select_related("tenant")
+        .order_by("-created", "-id")
+    )
 
 
 def admin_tenant_ids(user) -> set[int] | None:
@@ -107,8 +118,11 @@ def admin_tenant_ids(user) -> set[int] | None:
         return set()
     if user.is_superuser:
         return None
-    return set(Membership.objects.filter(user=user, role="tenant_admin")
-               .values_list("tenant_id", flat=True))
+    return set(
+        Membership.objects.filter(user=user, role="tenant_admin").values_list(
+            "tenant_id", flat=True
+        )
+    )
 
 
 # -- tenant namespaces --------------------------------------------------------------------------
@@ -168,8 +182,11 @@ def tenant_namespace(tenant: Tenant, cluster) -> str:
     e.g. ``tenant-team-nlp``. Reads only: the namespace is created on the tenant's first
     submission to the cluster.
     """
-    stored = TenantNamespace.objects.filter(tenant=tenant, cluster_id=cluster.pk).values_list(
-        "name", flat=True).first()
+    stored = (
+        TenantNamespace.objects.filter(tenant=tenant, cluster_id=cluster.pk)
+        .values_list("name", flat=True)
+        .first()
+    )
     if stored:
         return stored
     return render_namespace(namespace_pattern(cluster), tenant.name, cluster.name)
@@ -200,8 +217,11 @@ def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
     """
     if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
         return None  # never a tenant's, even if recorded before render_namespace refused it
-    row = TenantNamespace.objects.filter(cluster_id=cluster.pk, name=namespace).select_related(
-        "tenant").first()
+    row = (
+        TenantNamespace.objects.filter(cluster_id=cluster.pk, name=namespace)
+        .select_related("tenant")
+        .first()
+    )
     if row is not None:
         return row.tenant
     pattern = namespace_pattern(cluster)

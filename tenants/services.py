@@ -34,8 +34,15 @@ from tenants.models import (
     TenantNamespace,
 )
 
-QUOTA_FIELDS = ["tenant", "resource_group", "flavor", "dimension", "nominal", "borrowing_limit",
-                "lending_limit"]
+QUOTA_FIELDS = [
+    "tenant",
+    "resource_group",
+    "flavor",
+    "dimension",
+    "nominal",
+    "borrowing_limit",
+    "lending_limit",
+]
 
 UsageKey = tuple[int, int, str, str]
 """``(tenant id, resource group id, flavor, dimension)``."""
@@ -44,8 +51,9 @@ UsageKey = tuple[int, int, str, str]
 # -- quotas -------------------------------------------------------------------------------------
 
 
-def _check_quota_values(nominal: int, borrowing_limit: int | None,
-                        lending_limit: int | None, dimension: str) -> None:
+def _check_quota_values(
+    nominal: int, borrowing_limit: int | None, lending_limit: int | None, dimension: str
+) -> None:
     if dimension not in Dimension.values:
         raise InvalidRequest(f"unknown dimension {dimension!r}", field="dimension")
     if nominal < 0:
@@ -56,8 +64,15 @@ def _check_quota_values(nominal: int, borrowing_limit: int | None,
         raise InvalidRequest("lending_limit must be between 0 and nominal", field="lending_limit")
 
 
-def check_within_parent(tenant: Tenant, resource_group: ResourceGroup, flavor: str,
-                        dimension: str, nominal: int, *, exclude_pk: int | None = None) -> None:
+def check_within_parent(
+    tenant: Tenant,
+    resource_group: ResourceGroup,
+    flavor: str,
+    dimension: str,
+    nominal: int,
+    *,
+    exclude_pk: int | None = None,
+) -> None:
     """A child tenant's nominal quota must come out of its parent's: the parent's row for
     the same group, flavor and dimension, minus what its other children already hold, must
     cover ``nominal``. Locks the parent's row, so two concurrent splits cannot both pass
@@ -69,30 +84,48 @@ def check_within_parent(tenant: Tenant, resource_group: ResourceGroup, flavor: s
     parent = tenant.parent
     if parent is None:
         return
-    row = Quota.objects.select_for_update().filter(
-        tenant=parent, resource_group=resource_group, flavor=flavor, dimension=dimension
-    ).first()
+    row = (
+        Quota.objects.select_for_update()
+        .filter(tenant=parent, resource_group=resource_group, flavor=flavor, dimension=dimension)
+        .first()
+    )
     if row is None:
         raise InvalidRequest(
             f"tenant {parent.name} has no {dimension} quota for flavor {flavor} in "
             f"{resource_group.name}: a child's quota is a split of its parent's",
-            field="nominal")
-    siblings = Quota.objects.filter(
-        tenant__parent=parent, resource_group=resource_group, flavor=flavor,
-        dimension=dimension).exclude(pk=exclude_pk).values_list("nominal", flat=True)
+            field="nominal",
+        )
+    siblings = (
+        Quota.objects.filter(
+            tenant__parent=parent, resource_group=resource_group, flavor=flavor, dimension=dimension
+        )
+        .exclude(pk=exclude_pk)
+        .values_list("nominal", flat=True)
+    )
     given = sum(siblings)
     left = max(0, row.nominal - given)
     if nominal > left:
         raise InvalidRequest(
             f"nominal {nominal} exceeds what tenant {parent.name} has left to split: its "
             f"{dimension} quota for {flavor} in {resource_group.name} is {row.nominal}, its "
-            f"other children hold {given}, so at most {left}", field="nominal")
+            f"other children hold {given}, so at most {left}",
+            field="nominal",
+        )
 
 
-def create_quota(*, tenant: Tenant, resource_group: ResourceGroup, flavor: str, dimension: str,
-                 nominal: int, borrowing_limit: int | None = None,
-                 lending_limit: int | None = None, allowed_flavors: set[str] | None = None,
-                 within_parent: bool = False, actor=None) -> Quota:
+def create_quota(
+    *,
+    tenant: Tenant,
+    resource_group: ResourceGroup,
+    flavor: str,
+    dimension: str,
+    nominal: int,
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+    allowed_flavors: set[str] | None = None,
+    within_parent: bool = False,
+    actor=None,
+) -> Quota:
     """Create one quota row (Kueue nominal quota / borrowing limit / lending limit).
 
     Args:
@@ -116,22 +149,42 @@ def create_quota(*, tenant: Tenant, resource_group: ResourceGroup, flavor: str, 
     with transaction.atomic():
         if within_parent:
             check_within_parent(tenant, resource_group, flavor, dimension, nominal)
-        if Quota.objects.filter(tenant=tenant, resource_group=resource_group, flavor=flavor,
-                                dimension=dimension).exists():
+        if Quota.objects.filter(
+            tenant=tenant, resource_group=resource_group, flavor=flavor, dimension=dimension
+        ).exists():
             raise Conflict(
                 f"tenant {tenant.name} already has a {dimension} quota for {flavor} in "
-                f"{resource_group.name}", field="flavor")
+                f"{resource_group.name}",
+                field="flavor",
+            )
         quota = Quota.objects.create(
-            tenant=tenant, resource_group=resource_group, flavor=flavor, dimension=dimension,
-            nominal=nominal, borrowing_limit=borrowing_limit, lending_limit=lending_limit,
+            tenant=tenant,
+            resource_group=resource_group,
+            flavor=flavor,
+            dimension=dimension,
+            nominal=nominal,
+            borrowing_limit=borrowing_limit,
+            lending_limit=lending_limit,
         )
-        record("quota.create", quota, actor=actor, after=snapshot(quota, QUOTA_FIELDS),
-               tenant_id=tenant.pk)
+        record(
+            "quota.create",
+            quota,
+            actor=actor,
+            after=snapshot(quota, QUOTA_FIELDS),
+            tenant_id=tenant.pk,
+        )
     return quota
 
 
-def update_quota(quota: Quota, *, nominal: int, borrowing_limit: int | None,
-                 lending_limit: int | None, within_parent: bool = False, actor=None) -> Quota:
+def update_quota(
+    quota: Quota,
+    *,
+    nominal: int,
+    borrowing_limit: int | None,
+    lending_limit: int | None,
+    within_parent: bool = False,
+    actor=None,
+) -> Quota:
     """Change the amounts of a quota row (conditional on the row still existing). Usage
     already running above a smaller nominal stays counted (it becomes borrowing, reclaimable
     by the tenants whose quota it now uses); nothing is evicted here.
@@ -145,15 +198,30 @@ def update_quota(quota: Quota, *, nominal: int, borrowing_limit: int | None,
     _check_quota_values(nominal, borrowing_limit, lending_limit, quota.dimension)
     with transaction.atomic():
         if within_parent:
-            check_within_parent(quota.tenant, quota.resource_group, quota.flavor,
-                                quota.dimension, nominal, exclude_pk=quota.pk)
+            check_within_parent(
+                quota.tenant,
+                quota.resource_group,
+                quota.flavor,
+                quota.dimension,
+                nominal,
+                exclude_pk=quota.pk,
+            )
         locked = Quota.objects.select_for_update().get(pk=quota.pk)
         before = snapshot(locked, QUOTA_FIELDS)
         locked.nominal, locked.borrowing_limit, locked.lending_limit = (
-            nominal, borrowing_limit, lending_limit)
+            nominal,
+            borrowing_limit,
+            lending_limit,
+        )
         locked.save(update_fields=["nominal", "borrowing_limit", "lending_limit", "updated"])
-        record("quota.update", locked, actor=actor, before=before,
-               after=snapshot(locked, QUOTA_FIELDS), tenant_id=locked.tenant_id)
+        record(
+            "quota.update",
+            locked,
+            actor=actor,
+            before=before,
+            after=snapshot(locked, QUOTA_FIELDS),
+            tenant_id=locked.tenant_id,
+        )
     return locked
 
 
@@ -166,8 +234,16 @@ def delete_quota(quota: Quota, *, actor=None) -> None:
         quota.delete()
 
 
-def create_cap(*, tenant: Tenant, resource_group: ResourceGroup, name: str, dimension: str,
-               limit: int, flavors: list[str], actor=None) -> AggregateCap:
+def create_cap(
+    *,
+    tenant: Tenant,
+    resource_group: ResourceGroup,
+    name: str,
+    dimension: str,
+    limit: int,
+    flavors: list[str],
+    actor=None,
+) -> AggregateCap:
     """Create an aggregate cap (model family or per-tenant; ``flavors`` empty = all).
 
     Raises:
@@ -179,14 +255,25 @@ def create_cap(*, tenant: Tenant, resource_group: ResourceGroup, name: str, dime
     if limit < 0:
         raise InvalidRequest("limit must be >= 0", field="limit")
     with transaction.atomic():
-        if AggregateCap.objects.filter(tenant=tenant, resource_group=resource_group,
-                                       name=name).exists():
+        if AggregateCap.objects.filter(
+            tenant=tenant, resource_group=resource_group, name=name
+        ).exists():
             raise Conflict(f"cap {name} exists", field="name")
-        cap = AggregateCap.objects.create(tenant=tenant, resource_group=resource_group,
-                                          name=name, dimension=dimension, limit=limit,
-                                          flavors=list(flavors))
-        record("cap.create", cap, actor=actor, tenant_id=tenant.pk,
-               after=snapshot(cap, ["name", "dimension", "limit", "flavors"]))
+        cap = AggregateCap.objects.create(
+            tenant=tenant,
+            resource_group=resource_group,
+            name=name,
+            dimension=dimension,
+            limit=limit,
+            flavors=list(flavors),
+        )
+        record(
+            "cap.create",
+            cap,
+            actor=actor,
+            tenant_id=tenant.pk,
+            after=snapshot(cap, ["name", "dimension", "limit", "flavors"]),
+        )
     return cap
 
 
@@ -204,17 +291,21 @@ def lock_usage_rows(keys: Iterable[UsageKey]) -> dict[UsageKey, QuotaUsage]:
     if not keys:
         return {}
     QuotaUsage.objects.bulk_create(
-        [QuotaUsage(tenant_id=t, resource_group_id=g, flavor=f, dimension=d)
-         for t, g, f, d in keys],
+        [
+            QuotaUsage(tenant_id=t, resource_group_id=g, flavor=f, dimension=d)
+            for t, g, f, d in keys
+        ],
         ignore_conflicts=True,
     )
     wanted = set(keys)
     rows = {}
     tenant_ids = sorted({k[0] for k in keys})
     group_ids = sorted({k[1] for k in keys})
-    for row in (QuotaUsage.objects.select_for_update()
-                .filter(tenant_id__in=tenant_ids, resource_group_id__in=group_ids)
-                .order_by("tenant_id", "resource_group_id", "flavor", "dimension")):
+    for row in (
+        QuotaUsage.objects.select_for_update()
+        .filter(tenant_id__in=tenant_ids, resource_group_id__in=group_ids)
+        .order_by("tenant_id", "resource_group_id", "flavor", "dimension")
+    ):
         key = (row.tenant_id, row.resource_group_id, row.flavor, row.dimension)
         if key in wanted:
             rows[key] = row
@@ -232,8 +323,13 @@ def apply_usage_deltas(deltas: Mapping[UsageKey, int]) -> None:
         rows = lock_usage_rows(deltas)
         for key in sorted(deltas):
             QuotaUsage.objects.filter(pk=rows[key].pk).update(amount=F("amount") + deltas[key])
-        _announce_quota_crossings({key: (rows[key].amount, rows[key].amount + deltas[key])
-                                   for key in deltas if deltas[key] > 0})
+        _announce_quota_crossings(
+            {
+                key: (rows[key].amount, rows[key].amount + deltas[key])
+                for key in deltas
+                if deltas[key] > 0
+            }
+        )
 
 
 def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> None:
@@ -248,8 +344,9 @@ def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> No
     groups = {key[1] for key in changes}
     quotas = {
         (q.tenant_id, q.resource_group_id, q.flavor, q.dimension): q
-        for q in Quota.objects.filter(tenant_id__in=tenants, resource_group_id__in=groups)
-        .select_related("resource_group")
+        for q in Quota.objects.filter(
+            tenant_id__in=tenants, resource_group_id__in=groups
+        ).select_related("resource_group")
     }
     for key, (before, after) in sorted(changes.items()):
         quota = quotas.get(key)
@@ -257,12 +354,19 @@ def _announce_quota_crossings(changes: Mapping[UsageKey, tuple[int, int]]) -> No
             continue
         line = quota.nominal * threshold / 100
         if before < line <= after:
-            emit(QUOTA_NEARLY_EXHAUSTED, tenant_id=key[0], payload={
-                "resource_group": quota.resource_group.name, "flavor": quota.flavor,
-                "dimension": quota.dimension, "used": after, "nominal": quota.nominal,
-                "used_percent": round(100 * after / quota.nominal, 1),
-                "threshold_percent": threshold,
-            })
+            emit(
+                QUOTA_NEARLY_EXHAUSTED,
+                tenant_id=key[0],
+                payload={
+                    "resource_group": quota.resource_group.name,
+                    "flavor": quota.flavor,
+                    "dimension": quota.dimension,
+                    "used": after,
+                    "nominal": quota.nominal,
+                    "used_percent": round(100 * after / quota.nominal, 1),
+                    "threshold_percent": threshold,
+                },
+            )
 
 
 def replace_usage(group_id: int, amounts: Mapping[tuple[int, str, str], int]) -> int:
@@ -274,7 +378,8 @@ def replace_usage(group_id: int, amounts: Mapping[tuple[int, str, str], int]) ->
     """
     with transaction.atomic():
         existing = QuotaUsage.objects.filter(resource_group_id=group_id).values_list(
-            "tenant_id", "flavor", "dimension")
+            "tenant_id", "flavor", "dimension"
+        )
         keys = {(t, group_id, f, d) for t, f, d in existing}
         keys |= {(t, group_id, f, d) for t, f, d in amounts}
         rows = lock_usage_rows(keys)
@@ -333,9 +438,9 @@ def close_ledger_intervals(placement_ends: Mapping[int, datetime]) -> int:
             placement_id=placement_id, end__isnull=True, start__lte=end
         ).update(end=end)
         # an end before the recorded start (clock skew between writers) closes at start
-        closed += LedgerInterval.objects.filter(
-            placement_id=placement_id, end__isnull=True
-        ).update(end=F("start"))
+        closed += LedgerInterval.objects.filter(placement_id=placement_id, end__isnull=True).update(
+            end=F("start")
+        )
     return closed
 
 
@@ -349,8 +454,7 @@ def _check_role(role: str) -> None:
         raise InvalidRequest(f"unknown role {role!r}", field="role")
 
 
-def add_member(*, tenant: Tenant, user, role: str, actor=None, source: str = "api"
-               ) -> Membership:
+def add_member(*, tenant: Tenant, user, role: str, actor=None, source: str = "api") -> Membership:
     """Give ``user`` ``role`` in ``tenant`` (create the membership or change its role).
 
     Direct enrolment is for platform admins and for accepted invitations only; tenant admins
@@ -362,19 +466,27 @@ def add_member(*, tenant: Tenant, user, role: str, actor=None, source: str = "ap
     _check_role(role)
     with transaction.atomic():
         membership, created = Membership.objects.select_for_update().get_or_create(
-            user=user, tenant=tenant, defaults={"role": role})
+            user=user, tenant=tenant, defaults={"role": role}
+        )
         before = None if created else snapshot(membership, MEMBERSHIP_FIELDS)
         if not created and membership.role != role:
             membership.role = role
             membership.save(update_fields=["role", "updated"])
-        record("membership.create" if created else "membership.update", membership,
-               actor=actor, tenant_id=tenant.pk, before=before,
-               after=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
+        record(
+            "membership.create" if created else "membership.update",
+            membership,
+            actor=actor,
+            tenant_id=tenant.pk,
+            before=before,
+            after=snapshot(membership, MEMBERSHIP_FIELDS),
+            source=source,
+        )
     return membership
 
 
-def change_member_role(membership: Membership, *, role: str, actor=None,
-                       source: str = "api") -> Membership:
+def change_member_role(
+    membership: Membership, *, role: str, actor=None, source: str = "api"
+) -> Membership:
     """Change the role of an existing membership.
 
     Raises:
@@ -386,16 +498,29 @@ def change_member_role(membership: Membership, *, role: str, actor=None,
         before = snapshot(locked, MEMBERSHIP_FIELDS)
         locked.role = role
         locked.save(update_fields=["role", "updated"])
-        record("membership.update", locked, actor=actor, tenant_id=locked.tenant_id,
-               before=before, after=snapshot(locked, MEMBERSHIP_FIELDS), source=source)
+        record(
+            "membership.update",
+            locked,
+            actor=actor,
+            tenant_id=locked.tenant_id,
+            before=before,
+            after=snapshot(locked, MEMBERSHIP_FIELDS),
+            source=source,
+        )
     return locked
 
 
 def remove_member(membership: Membership, *, actor=None, source: str = "api") -> None:
     """Delete a membership (the user loses every right in that tenant)."""
     with transaction.atomic():
-        record("membership.delete", membership, actor=actor, tenant_id=membership.tenant_id,
-               before=snapshot(membership, MEMBERSHIP_FIELDS), source=source)
+        record(
+            "membership.delete",
+            membership,
+            actor=actor,
+            tenant_id=membership.tenant_id,
+            before=snapshot(membership, MEMBERSHIP_FIELDS),
+            source=source,
+        )
         membership.delete()
 
 
@@ -409,8 +534,9 @@ def hash_invitation_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_invitation(*, tenant: Tenant, invitee: str, role: str, actor=None,
-                      source: str = "api") -> tuple[Invitation, str]:
+def create_invitation(
+    *, tenant: Tenant, invitee: str, role: str, actor=None, source: str = "api"
+) -> tuple[Invitation, str]:
     """Invite ``invitee`` (a username or an e-mail address) to ``tenant`` with ``role``.
 
     The answer is the same whether or not such a user exists (or is already a member): the
@@ -427,14 +553,25 @@ def create_invitation(*, tenant: Tenant, invitee: str, role: str, actor=None,
     token = secrets.token_urlsafe(32)
     now = timezone.now()
     with transaction.atomic():
-        Invitation.objects.filter(tenant=tenant, invitee=invitee, accepted_at__isnull=True,
-                                  revoked_at__isnull=True).update(revoked_at=now)
+        Invitation.objects.filter(
+            tenant=tenant, invitee=invitee, accepted_at__isnull=True, revoked_at__isnull=True
+        ).update(revoked_at=now)
         invitation = Invitation.objects.create(
-            tenant=tenant, invitee=invitee, role=role, token_hash=hash_invitation_token(token),
+            tenant=tenant,
+            invitee=invitee,
+            role=role,
+            token_hash=hash_invitation_token(token),
             expires_at=now + timedelta(hours=settings.INVITATION_TTL_HOURS),
-            created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        record("invitation.create", invitation, actor=actor, tenant_id=tenant.pk,
-               after=snapshot(invitation, INVITATION_FIELDS), source=source)
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        record(
+            "invitation.create",
+            invitation,
+            actor=actor,
+            tenant_id=tenant.pk,
+            after=snapshot(invitation, INVITATION_FIELDS),
+            source=source,
+        )
     return invitation, token
 
 
@@ -442,12 +579,12 @@ def invitation_is_for(invitation: Invitation, user) -> bool:
     """True when ``invitation`` is addressed to ``user`` (username, or e-mail ignoring case)."""
     email = (user.email or "").strip().lower()
     return invitation.invitee == user.get_username() or (
-        bool(email) and invitation.invitee.strip().lower() == email)
+        bool(email) and invitation.invitee.strip().lower() == email
+    )
 
 
 def _open_invitation(invitation: Invitation, user, now) -> Invitation:
-    locked = Invitation.objects.select_for_update().select_related("tenant").get(
-        pk=invitation.pk)
+    locked = Invitation.objects.select_for_update().select_related("tenant").get(pk=invitation.pk)
     if not invitation_is_for(locked, user):
         raise NotFound("No such invitation.")
     if locked.accepted_at is not None or locked.revoked_at is not None:
@@ -473,10 +610,8 @@ def accept_invitation(invitation: Invitation, *, user, source: str = "api") -> I
         locked = _open_invitation(invitation, user, now)
         locked.accepted_at, locked.accepted_by = now, user
         locked.save(update_fields=["accepted_at", "accepted_by", "updated"])
-        record("invitation.accept", locked, actor=user, tenant_id=locked.tenant_id,
-               source=source)
-        add_member(tenant=locked.tenant, user=user, role=locked.role, actor=user,
-                   source=source)
+        record("invitation.accept", locked, actor=user, tenant_id=locked.tenant_id, source=source)
+        add_member(tenant=locked.tenant, user=user, role=locked.role, actor=user, source=source)
     return locked
 
 
@@ -504,8 +639,7 @@ def decline_invitation(invitation: Invitation, *, user, source: str = "api") -> 
         locked = _open_invitation(invitation, user, now)
         locked.revoked_at = now
         locked.save(update_fields=["revoked_at", "updated"])
-        record("invitation.decline", locked, actor=user, tenant_id=locked.tenant_id,
-               source=source)
+        record("invitation.decline", locked, actor=user, tenant_id=locked.tenant_id, source=source)
     return locked
 
 
@@ -521,8 +655,7 @@ def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api"
             raise Conflict(f"This invitation is already {locked.state}.")
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at", "updated"])
-        record("invitation.revoke", locked, actor=actor, tenant_id=locked.tenant_id,
-               source=source)
+        record("invitation.revoke", locked, actor=actor, tenant_id=locked.tenant_id, source=source)
     return locked
 
 
@@ -530,8 +663,9 @@ def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api"
 ROLE_RANK = {"viewer": 0, "member": 1, "tenant_admin": 2}
 
 
-def sync_idp_memberships(user, grants: Mapping[str, str], managed: Iterable[str], *,
-                         source: str = "oidc") -> dict[str, str]:
+def sync_idp_memberships(
+    user, grants: Mapping[str, str], managed: Iterable[str], *, source: str = "oidc"
+) -> dict[str, str]:
     """Make ``user``'s memberships follow their identity-provider groups.
 
     Args:
@@ -549,35 +683,60 @@ def sync_idp_memberships(user, grants: Mapping[str, str], managed: Iterable[str]
     tenants = {t.name: t for t in Tenant.objects.filter(name__in=set(managed) | set(grants))}
     out: dict[str, str] = {}
     with transaction.atomic():
-        current = {m.tenant.name: m for m in Membership.objects.select_related("tenant")
-                   .filter(user=user, tenant__name__in=list(tenants))}
+        current = {
+            m.tenant.name: m
+            for m in Membership.objects.select_related("tenant").filter(
+                user=user, tenant__name__in=list(tenants)
+            )
+        }
         for name, tenant in tenants.items():
             role = grants.get(name)
             membership = current.get(name)
             if role is None:
                 if membership is not None and name in set(managed):
-                    record("membership.delete", membership, actor=user, tenant_id=tenant.pk,
-                           before=snapshot(membership, ["user", "role"]), source=source)
+                    record(
+                        "membership.delete",
+                        membership,
+                        actor=user,
+                        tenant_id=tenant.pk,
+                        before=snapshot(membership, ["user", "role"]),
+                        source=source,
+                    )
                     membership.delete()
                 continue
             if membership is None:
                 membership = Membership.objects.create(user=user, tenant=tenant, role=role)
-                record("membership.create", membership, actor=user, tenant_id=tenant.pk,
-                       after=snapshot(membership, ["user", "role"]), source=source)
+                record(
+                    "membership.create",
+                    membership,
+                    actor=user,
+                    tenant_id=tenant.pk,
+                    after=snapshot(membership, ["user", "role"]),
+                    source=source,
+                )
             elif membership.role != role:
                 before = snapshot(membership, ["user", "role"])
                 membership.role = role
                 membership.save(update_fields=["role"])
-                record("membership.update", membership, actor=user, tenant_id=tenant.pk,
-                       before=before, after=snapshot(membership, ["user", "role"]),
-                       source=source)
+                record(
+                    "membership.update",
+                    membership,
+                    actor=user,
+                    tenant_id=tenant.pk,
+                    before=before,
+                    after=snapshot(membership, ["user", "role"]),
+                    source=source,
+                )
             out[name] = role
     return out
+
+
 # -- tenant namespaces --------------------------------------------------------------------------
 
 
-def record_tenant_namespace(*, tenant_id: int, cluster_id: int, name: str,
-                            now: datetime) -> TenantNamespace:
+def record_tenant_namespace(
+    *, tenant_id: int, cluster_id: int, name: str, now: datetime
+) -> TenantNamespace:
     """Record that the console created (or found, labelled for the tenant) ``name`` as the
     tenant's namespace in the cluster; later calls refresh ``ensured_at`` only.
 
@@ -587,17 +746,25 @@ def record_tenant_namespace(*, tenant_id: int, cluster_id: int, name: str,
             race or a pattern that maps two tenants to one name).
     """
     with transaction.atomic():
-        other = TenantNamespace.objects.filter(cluster_id=cluster_id, name=name).exclude(
-            tenant_id=tenant_id).first()
+        other = (
+            TenantNamespace.objects.filter(cluster_id=cluster_id, name=name)
+            .exclude(tenant_id=tenant_id)
+            .first()
+        )
         if other is not None:
-            raise Conflict(f"namespace {name!r} of cluster {cluster_id} belongs to tenant "
-                           f"{other.tenant_id}", field="namespace")
+            raise Conflict(
+                f"namespace {name!r} of cluster {cluster_id} belongs to tenant {other.tenant_id}",
+                field="namespace",
+            )
         row, created = TenantNamespace.objects.select_for_update().get_or_create(
-            tenant_id=tenant_id, cluster_id=cluster_id,
-            defaults={"name": name, "ensured_at": now})
+            tenant_id=tenant_id, cluster_id=cluster_id, defaults={"name": name, "ensured_at": now}
+        )
         if not created and row.name != name:
-            raise Conflict(f"tenant {tenant_id} already owns namespace {row.name!r} in cluster "
-                           f"{cluster_id}, not {name!r}", field="namespace")
+            raise Conflict(
+                f"tenant {tenant_id} already owns namespace {row.name!r} in cluster "
+                f"{cluster_id}, not {name!r}",
+                field="namespace",
+            )
         if not created:
             TenantNamespace.objects.filter(pk=row.pk).update(ensured_at=now)
     return row

@@ -38,6 +38,14 @@ def build_world() -> dict:
     run_admission_cycle(group.pk)
     for job in (a_train, b_secret, a_wait):
         job.refresh_from_db()
-    return {"group": group, "team_a": team_a, "team_b": team_b, "queue_a": queue_a,
-            "queue_b": queue_b, "a_train": a_train, "b_secret": b_secret, "a_wait": a_wait,
-            **users}
+    return {
+        "group": group,
+        "team_a": team_a,
+        "team_b": team_b,
+        "queue_a": queue_a,
+        "queue_b": queue_b,
+        "a_train": a_train,
+        "b_secret": b_secret,
+        "a_wait": a_wait,
+        **users,
+    }

@@ -25,8 +25,12 @@ DEVICES = "Device catalogue: pure, imports nothing of the console"
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=tree, capture_output=True,
-        text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(tree)},
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(tree)},
     )
 
 
@@ -38,20 +42,30 @@ def test_the_contracts_hold_on_the_tree():
         assert f"{name} KEPT" in result.stdout
 
 
-@pytest.mark.parametrize(("path", "wrong_import", "broken"), [
-    ("scheduling/placement/types.py", "import django", [PURE]),
-    ("tenants/models.py", "from scheduling import models", [TENANTS, APP_LAYERS]),
-    ("scheduling/services/jobs.py", "from scheduling import tasks",
-     [SCHEDULING_LAYERS, NO_CYCLES]),
-    ("scheduling/placement/runner.py", "from scheduling.placement.lab import policies", [LAB]),
-    ("scheduling/devices/schema.py", "import django", [DEVICES]),
-    ("scheduling/devices/matching.py", "from scheduling.placement import types",
-     [DEVICES, SCHEDULING_LAYERS]),
-])
+@pytest.mark.parametrize(
+    ("path", "wrong_import", "broken"),
+    [
+        ("scheduling/placement/types.py", "import django", [PURE]),
+        ("tenants/models.py", "from scheduling import models", [TENANTS, APP_LAYERS]),
+        (
+            "scheduling/services/jobs.py",
+            "from scheduling import tasks",
+            [SCHEDULING_LAYERS, NO_CYCLES],
+        ),
+        ("scheduling/placement/runner.py", "from scheduling.placement.lab import policies", [LAB]),
+        ("scheduling/devices/schema.py", "import django", [DEVICES]),
+        (
+            "scheduling/devices/matching.py",
+            "from scheduling.placement import types",
+            [DEVICES, SCHEDULING_LAYERS],
+        ),
+    ],
+)
 def test_a_wrong_import_breaks_its_contract(tmp_path, path, wrong_import, broken):
     for package in PACKAGES:
-        shutil.copytree(ROOT / package, tmp_path / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with open(tmp_path / path, "a", encoding="utf-8") as module:
         module.write(f"\n{wrong_import}  # deliberately wrong\n")

@@ -32,12 +32,20 @@ from console.bench_e2e.stack import ROOT, fresh_stack
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m console.bench_e2e", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--phases", default="load,trace,pages",
-                   help="comma-separated subset of load,trace,pages")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="size of the pages database relative to 10k nodes / 200k jobs")
+    p = argparse.ArgumentParser(
+        prog="python -m console.bench_e2e",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--phases", default="load,trace,pages", help="comma-separated subset of load,trace,pages"
+    )
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="size of the pages database relative to 10k nodes / 200k jobs",
+    )
     p.add_argument("--load-nodes", type=int, default=500)
     p.add_argument("--burst", type=int, default=3000)
     p.add_argument("--rate", type=float, default=100.0)
@@ -72,8 +80,7 @@ def _invariants() -> dict:
         check = check_usage(pk)
         drift += len(check.drift)
         violations += len(check.violations)
-    return {"overbooked_devices": overbooked, "usage_drift": drift,
-            "quota_violations": violations}
+    return {"overbooked_devices": overbooked, "usage_drift": drift, "quota_violations": violations}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,10 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
-    out: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                             "platform": platform.platform(),
-                             "load_avg_at_start": os.getloadavg()[0]},
-                 "worker_processes": 1}
+    out: dict = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_avg_at_start": os.getloadavg()[0],
+        },
+        "worker_processes": 1,
+    }
     try:
         if "load" in phases or "trace" in phases:
             stack.start("web", "worker", "beat")
@@ -98,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             world = load.build_load_world(args.load_nodes, 8, "FragGuard")
             out["load_world"] = {"nodes": args.load_nodes, "gpus": world.gpus}
             out["burst"] = load.burst(stack.base_url, world, args.burst, 8, 0)
-            out["steady"] = load.steady(stack.base_url, world, args.rate, args.seconds,
-                                        args.burst)
+            out["steady"] = load.steady(stack.base_url, world, args.rate, args.seconds, args.burst)
         if "trace" in phases:
             from console.bench_e2e.trace import run_trace
 

@@ -38,8 +38,13 @@ from tenants.models import Membership, Quota, ResourceGroup, Tenant
 MODEL = "NVIDIA-A100-SXM4-80GB"
 TENANTS = 20
 #: (state, share of jobs), cycled in this order.
-STATES = ((JobState.SUCCEEDED, 55), (JobState.RUNNING, 25), (JobState.QUEUED, 12),
-          (JobState.FAILED, 5), (JobState.CANCELLED, 3))
+STATES = (
+    (JobState.SUCCEEDED, 55),
+    (JobState.RUNNING, 25),
+    (JobState.QUEUED, 12),
+    (JobState.FAILED, 5),
+    (JobState.CANCELLED, 3),
+)
 BATCH = 5000
 
 
@@ -54,25 +59,52 @@ def generate(scale: float = 1.0) -> dict:
     n_nodes, n_jobs = int(10_000 * scale), int(200_000 * scale)
     cluster = Cluster.objects.create(name="big", backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
-        name=MODEL, defaults={"vendor": "NVIDIA",
-                              "config": {"memory_mib": 81920, "split_count": 10}})
+        name=MODEL,
+        defaults={"vendor": "NVIDIA", "config": {"memory_mib": 81920, "split_count": 10}},
+    )
     nodes = Node.objects.bulk_create(
-        (Node(cluster=cluster, name=f"big-n{i:06d}", cpu_milli=256_000, host_memory_mib=2_097_152,
-              labels={"pool": "big"}) for i in range(n_nodes)), batch_size=BATCH)
+        (
+            Node(
+                cluster=cluster,
+                name=f"big-n{i:06d}",
+                cpu_milli=256_000,
+                host_memory_mib=2_097_152,
+                labels={"pool": "big"},
+            )
+            for i in range(n_nodes)
+        ),
+        batch_size=BATCH,
+    )
     devices = Device.objects.bulk_create(
-        (Device(uuid=f"GPU-big-{i:06d}-{j}", node=node, model=model, index=j, memory_mib=81920,
-                split_count=10) for i, node in enumerate(nodes) for j in range(8)),
-        batch_size=BATCH)
-    group = ResourceGroup.objects.create(name="big", device_models=[MODEL],
-                                         node_selector={"pool": "big"})
+        (
+            Device(
+                uuid=f"GPU-big-{i:06d}-{j}",
+                node=node,
+                model=model,
+                index=j,
+                memory_mib=81920,
+                split_count=10,
+            )
+            for i, node in enumerate(nodes)
+            for j in range(8)
+        ),
+        batch_size=BATCH,
+    )
+    group = ResourceGroup.objects.create(
+        name="big", device_models=[MODEL], node_selector={"pool": "big"}
+    )
     queues = []
     for t in range(TENANTS):
         tenant = Tenant.objects.create(name=f"big-team-{t:02d}")
         queues.append(Queue.objects.create(tenant=tenant, resource_group=group, name="default"))
-        for dim, amount in (("devices", 4000 * 1000), ("memory_mib", 4000 * 81920),
-                            ("cores_percent", 4000 * 100)):
-            Quota.objects.create(tenant=tenant, resource_group=group, flavor="*",
-                                 dimension=dim, nominal=amount)
+        for dim, amount in (
+            ("devices", 4000 * 1000),
+            ("memory_mib", 4000 * 81920),
+            ("cores_percent", 4000 * 100),
+        ):
+            Quota.objects.create(
+                tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
+            )
     cycle = _state_cycle()
     now = timezone.now()
     for start in range(0, n_jobs, BATCH):
@@ -81,55 +113,102 @@ def generate(scale: float = 1.0) -> dict:
             q = queues[i % TENANTS]
             state = cycle[i % len(cycle)]
             done = state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
-            batch.append(Job(
-                tenant_id=q.tenant_id, queue=q, name=f"big-{i}", state=state,
-                cpu_milli=1000, host_memory_mib=2048, duration_s=3600, source="bench",
-                pending_reason="0/10000 nodes fit; 10000 node(s): Insufficient cpu"
-                if state == JobState.QUEUED else "",
-                admitted_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
-                started_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
-                finished_at=now - timedelta(hours=1) if done else None))
+            batch.append(
+                Job(
+                    tenant_id=q.tenant_id,
+                    queue=q,
+                    name=f"big-{i}",
+                    state=state,
+                    cpu_milli=1000,
+                    host_memory_mib=2048,
+                    duration_s=3600,
+                    source="bench",
+                    pending_reason="0/10000 nodes fit; 10000 node(s): Insufficient cpu"
+                    if state == JobState.QUEUED
+                    else "",
+                    admitted_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
+                    started_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
+                    finished_at=now - timedelta(hours=1) if done else None,
+                )
+            )
         jobs = Job.objects.bulk_create(batch)
         JobContainer.objects.bulk_create(
-            JobContainer(job=j, name="main", device_count=1, memory_percent=50,
-                         cores_percent=50) for j in jobs)
+            JobContainer(job=j, name="main", device_count=1, memory_percent=50, cores_percent=50)
+            for j in jobs
+        )
         running = [j for j in jobs if j.state == JobState.RUNNING]
         placements = Placement.objects.bulk_create(
-            Placement(job=j, pod_index=0, node_id=devices[j.pk % len(devices)].node_id,
-                      state=PlacementState.RUNNING, cpu_milli=1000, host_memory_mib=2048,
-                      started_at=now - timedelta(hours=2), charged=False, assignment={})
-            for j in running)
+            Placement(
+                job=j,
+                pod_index=0,
+                node_id=devices[j.pk % len(devices)].node_id,
+                state=PlacementState.RUNNING,
+                cpu_milli=1000,
+                host_memory_mib=2048,
+                started_at=now - timedelta(hours=2),
+                charged=False,
+                assignment={},
+            )
+            for j in running
+        )
         PlacementDevice.objects.bulk_create(
-            PlacementDevice(placement=p, device=devices[p.job_id % len(devices)],
-                            memory_mib=40960, cores_percent=50, slots=1) for p in placements)
+            PlacementDevice(
+                placement=p,
+                device=devices[p.job_id % len(devices)],
+                memory_mib=40960,
+                cores_percent=50,
+                slots=1,
+            )
+            for p in placements
+        )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    return {"scale": scale, "nodes": len(nodes), "devices": len(devices), "jobs": n_jobs,
-            "generate_s": round(time.monotonic() - started, 1)}
+    return {
+        "scale": scale,
+        "nodes": len(nodes),
+        "devices": len(devices),
+        "jobs": n_jobs,
+        "generate_s": round(time.monotonic() - started, 1),
+    }
 
 
 def _users() -> dict:
     User = get_user_model()
-    admin, _ = User.objects.get_or_create(username="big-admin", defaults={
-        "is_superuser": True, "is_staff": True})
+    admin, _ = User.objects.get_or_create(
+        username="big-admin", defaults={"is_superuser": True, "is_staff": True}
+    )
     member, created = User.objects.get_or_create(username="big-member")
     if created:
-        Membership.objects.create(user=member, tenant=Tenant.objects.get(name="big-team-00"),
-                                  role="member")
+        Membership.objects.create(
+            user=member, tenant=Tenant.objects.get(name="big-team-00"), role="member"
+        )
     return {"admin": admin, "member": member}
 
 
 def _pages(node_pk: int) -> list[str]:
-    return ["/", "/jobs/", "/jobs/?state=queued", "/nodes/", f"/nodes/{node_pk}/", "/usage/",
-            "/quotas/", "/api/jobs/", "/api/nodes/", "/api/devices/", "/api/placements/",
-            "/api/queues/", "/api/usage/"]
+    return [
+        "/",
+        "/jobs/",
+        "/jobs/?state=queued",
+        "/nodes/",
+        f"/nodes/{node_pk}/",
+        "/usage/",
+        "/quotas/",
+        "/api/jobs/",
+        "/api/nodes/",
+        "/api/devices/",
+        "/api/placements/",
+        "/api/queues/",
+        "/api/usage/",
+    ]
 
 
 def time_pages(repeat: int = 7) -> dict:
     """p50/p95 server time (ms) and query count of every page and API list, for a platform
     admin and a tenant member."""
-    node_pk = Node.objects.filter(cluster__name="big").order_by("pk").values_list(
-        "pk", flat=True).first()
+    node_pk = (
+        Node.objects.filter(cluster__name="big").order_by("pk").values_list("pk", flat=True).first()
+    )
     out = {}
     for who, user in _users().items():
         client = Client(HTTP_HOST="127.0.0.1")
@@ -146,7 +225,9 @@ def time_pages(repeat: int = 7) -> dict:
                 times.append(1000 * (time.perf_counter() - t))
             times.sort()
             out[f"{who} {url}"] = {
-                "status": status, "queries": queries,
+                "status": status,
+                "queries": queries,
                 "p50_ms": round(statistics.median(times), 1),
-                "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1)}
+                "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+            }
     return out

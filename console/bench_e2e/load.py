@@ -48,25 +48,51 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
 
     cluster = Cluster.objects.create(name="load", backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
-        name=MODEL, defaults={"vendor": "NVIDIA",
-                              "config": {"memory_mib": 81920, "split_count": 10}})
+        name=MODEL,
+        defaults={"vendor": "NVIDIA", "config": {"memory_mib": 81920, "split_count": 10}},
+    )
     made = Node.objects.bulk_create(
-        Node(cluster=cluster, name=f"load-n{i:05d}", cpu_milli=256_000,
-             host_memory_mib=2_097_152, labels={"pool": "load"}) for i in range(nodes))
+        Node(
+            cluster=cluster,
+            name=f"load-n{i:05d}",
+            cpu_milli=256_000,
+            host_memory_mib=2_097_152,
+            labels={"pool": "load"},
+        )
+        for i in range(nodes)
+    )
     Device.objects.bulk_create(
-        (Device(uuid=f"GPU-load-{i:05d}-{j}", node=node, model=model, index=j,
-                memory_mib=81920, split_count=10)
-         for i, node in enumerate(made) for j in range(gpus_per_node)), batch_size=5000)
-    group = ResourceGroup.objects.create(name="load", device_models=[MODEL],
-                                         node_selector={"pool": "load"},
-                                         fragmentation_policy=fragmentation)
+        (
+            Device(
+                uuid=f"GPU-load-{i:05d}-{j}",
+                node=node,
+                model=model,
+                index=j,
+                memory_mib=81920,
+                split_count=10,
+            )
+            for i, node in enumerate(made)
+            for j in range(gpus_per_node)
+        ),
+        batch_size=5000,
+    )
+    group = ResourceGroup.objects.create(
+        name="load",
+        device_models=[MODEL],
+        node_selector={"pool": "load"},
+        fragmentation_policy=fragmentation,
+    )
     tenant = Tenant.objects.create(name="load-team")
     queue = Queue.objects.create(tenant=tenant, resource_group=group, name="default")
     gpus = nodes * gpus_per_node
-    for dim, amount in (("devices", 1000 * gpus), ("memory_mib", 81920 * gpus),
-                        ("cores_percent", 100 * gpus)):
-        Quota.objects.create(tenant=tenant, resource_group=group, flavor="*",
-                             dimension=dim, nominal=amount)
+    for dim, amount in (
+        ("devices", 1000 * gpus),
+        ("memory_mib", 81920 * gpus),
+        ("cores_percent", 100 * gpus),
+    ):
+        Quota.objects.create(
+            tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
+        )
     user = get_user_model().objects.create_user("load-user", password="load-user-pw")
     Membership.objects.create(user=user, tenant=tenant, role="member")
     token, _ = Token.objects.get_or_create(user=user)
@@ -75,9 +101,14 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
 
 def _body(queue_id: int, i: int) -> dict:
     share = SHARES[i % len(SHARES)]
-    return {"queue": queue_id, "name": f"load-{i}", "cpu_milli": 1000, "host_memory_mib": 2048,
-            "duration_s": 10_000_000, "containers": [
-                {"device_count": 1, "memory_percent": share, "cores_percent": share}]}
+    return {
+        "queue": queue_id,
+        "name": f"load-{i}",
+        "cpu_milli": 1000,
+        "host_memory_mib": 2048,
+        "duration_s": 10_000_000,
+        "containers": [{"device_count": 1, "memory_percent": share, "cores_percent": share}],
+    }
 
 
 @dataclass
@@ -92,8 +123,11 @@ class Watch:
         try:
             while not self.stop.is_set():
                 now = time.monotonic()
-                for pk in (Job.objects.filter(queue_id=self.queue_id)
-                           .exclude(state=JobState.QUEUED).values_list("pk", flat=True)):
+                for pk in (
+                    Job.objects.filter(queue_id=self.queue_id)
+                    .exclude(state=JobState.QUEUED)
+                    .values_list("pk", flat=True)
+                ):
                     self.placed.setdefault(pk, now)
                 time.sleep(POLL_S)
         finally:
@@ -132,8 +166,9 @@ def _wait_placed(watch: Watch, ids: set[int], timeout_s: float) -> None:
         time.sleep(POLL_S)
 
 
-def burst(base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int,
-          timeout_s: float = 300.0) -> dict:
+def burst(
+    base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int, timeout_s: float = 300.0
+) -> dict:
     """Submit ``jobs`` jobs with ``clients`` threads as fast as they go; returns
     submissions/s, placed jobs/s (jobs / time from the first POST to the last job placed) and
     the submit→placed percentiles."""
@@ -144,9 +179,12 @@ def burst(base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int,
     sessions = [_session(world.token) for _ in range(clients)]
     start = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
-        results = list(pool.map(lambda i: _submit(sessions[i % clients], url,
-                                                  _body(world.queue_id, offset + i)),
-                                range(jobs)))
+        results = list(
+            pool.map(
+                lambda i: _submit(sessions[i % clients], url, _body(world.queue_id, offset + i)),
+                range(jobs),
+            )
+        )
     submitted_s = time.monotonic() - start
     sent = {pk: t for t, pk, _ in results if pk is not None}
     _wait_placed(watch, set(sent), timeout_s)
@@ -158,7 +196,9 @@ def burst(base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int,
     errors = sum(1 for _, pk, _ in results if pk is None)
     last = max(placed) if placed else start
     return {
-        "jobs": jobs, "clients": clients, "http_errors": errors,
+        "jobs": jobs,
+        "clients": clients,
+        "http_errors": errors,
         "api_submissions_per_s": round(len(sent) / submitted_s, 1),
         "placed": len(placed),
         "placed_jobs_per_s": round(len(placed) / (last - start), 1) if placed else 0.0,
@@ -167,8 +207,15 @@ def burst(base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int,
     }
 
 
-def steady(base_url: str, world: LoadWorld, rate_per_s: float, seconds: float, offset: int,
-           clients: int = 8, timeout_s: float = 120.0) -> dict:
+def steady(
+    base_url: str,
+    world: LoadWorld,
+    rate_per_s: float,
+    seconds: float,
+    offset: int,
+    clients: int = 8,
+    timeout_s: float = 120.0,
+) -> dict:
     """Offer ``rate_per_s`` jobs/s for ``seconds`` (POSTs sent on schedule by ``clients``
     threads); returns the achieved rate and the submit→placed percentiles."""
     watch = Watch(world.queue_id)
@@ -197,7 +244,9 @@ def steady(base_url: str, world: LoadWorld, rate_per_s: float, seconds: float, o
     lat = sorted(watch.placed[pk] - t for pk, t in sent.items() if pk in watch.placed)
     late = sum(1 for t, _, _ in results if t - start > seconds + 1.0)
     return {
-        "offered_jobs_per_s": rate_per_s, "seconds": seconds, "jobs": total,
+        "offered_jobs_per_s": rate_per_s,
+        "seconds": seconds,
+        "jobs": total,
         "achieved_submissions_per_s": round(len(sent) / offered_s, 1),
         "sent_more_than_1s_late": late,
         "http_errors": sum(1 for _, pk, _ in results if pk is None),

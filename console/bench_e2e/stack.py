@@ -47,27 +47,61 @@ class Stack:
 
     def manage(self, *args: str) -> None:
         """Run ``manage.py`` with the stack's environment (raises on failure)."""
-        subprocess.run([sys.executable, "manage.py", *args], check=True, cwd=ROOT,
-                       env=self.env)
+        subprocess.run([sys.executable, "manage.py", *args], check=True, cwd=ROOT, env=self.env)
 
     def start(self, *pieces: str, worker_concurrency: int = 1) -> None:
         """Start ``pieces`` (``web``, ``worker``, ``beat``) that are not running yet."""
         commands = {
-            "web": [sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", self.bind,
-                    "--workers", "2", "--threads", "4", "--keep-alive", "75",
-                    "--log-level", "warning"],
-            "worker": [sys.executable, "-m", "celery", "-A", "console", "worker",
-                       "--concurrency", str(worker_concurrency), "--loglevel", "INFO",
-                       "--without-gossip", "--without-mingle"],
-            "beat": [sys.executable, "-m", "celery", "-A", "console", "beat", "--schedule",
-                     str(self.logs / "celerybeat-schedule"), "--loglevel", "WARNING"],
+            "web": [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "console.wsgi",
+                "--bind",
+                self.bind,
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--keep-alive",
+                "75",
+                "--log-level",
+                "warning",
+            ],
+            "worker": [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "console",
+                "worker",
+                "--concurrency",
+                str(worker_concurrency),
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            "beat": [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "console",
+                "beat",
+                "--schedule",
+                str(self.logs / "celerybeat-schedule"),
+                "--loglevel",
+                "WARNING",
+            ],
         }
         for name in pieces:
             if name in self.procs and self.procs[name].poll() is None:
                 continue
             log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 (lives with the child)
-            self.procs[name] = subprocess.Popen(commands[name], cwd=ROOT, env=self.env,
-                                                stdout=log, stderr=subprocess.STDOUT)
+            self.procs[name] = subprocess.Popen(
+                commands[name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
 
     def stop(self, *pieces: str) -> None:
         """Stop ``pieces`` (all when none named) and wait for them."""
@@ -115,8 +149,8 @@ def fresh_stack(data_dir: Path, bind: str) -> Stack:
     admin = urlunsplit(parts._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            (DATABASE,))
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (DATABASE,)
+        )
         conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}"')
         conn.execute(f'CREATE DATABASE "{DATABASE}"')
     db_url = urlunsplit(parts._replace(path=f"/{DATABASE}"))
@@ -128,12 +162,14 @@ def fresh_stack(data_dir: Path, bind: str) -> Stack:
     for old in logs.glob("*.log"):
         old.unlink()
     env = dict(os.environ)
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "console.settings.base",
-        "DATABASE_URL": db_url,
-        "REDIS_URL": redis_url,
-        "DEMO_STREAM_S": "0",
-        "API_WRITE_RATE": "100000000/min",
-    })
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "console.settings.base",
+            "DATABASE_URL": db_url,
+            "REDIS_URL": redis_url,
+            "DEMO_STREAM_S": "0",
+            "API_WRITE_RATE": "100000000/min",
+        }
+    )
     os.environ.update(env)
     return Stack(env=env, logs=logs, bind=bind)

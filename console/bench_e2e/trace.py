@@ -20,20 +20,31 @@ from scheduling.models import Job
 from scheduling.selectors.overview import capacity_by_group
 from scheduling.services.trace_import import import_trace
 
-DATA = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / \
-    "alibaba-gpu-v2023"
+DATA = (
+    Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / "alibaba-gpu-v2023"
+)
 
 
-def run_trace(pods: str = "openb_pod_list_default.csv", *, policy: str = "FragGuard",
-              time_scale: float = 1000.0, settle_s: float = 120.0,
-              timeout_s: float = 1800.0) -> dict:
+def run_trace(
+    pods: str = "openb_pod_list_default.csv",
+    *,
+    policy: str = "FragGuard",
+    time_scale: float = 1000.0,
+    settle_s: float = 120.0,
+    timeout_s: float = 1800.0,
+) -> dict:
     """Import and place one trace through the worker (module docstring)."""
     from console.celery import app
 
     started = time.monotonic()
-    result = import_trace(DATA / "openb_node_list_gpu_node.csv", DATA / pods,
-                          cluster_name="openb", tenants=4, time_scale=time_scale,
-                          fragmentation_policy=policy)
+    result = import_trace(
+        DATA / "openb_node_list_gpu_node.csv",
+        DATA / pods,
+        cluster_name="openb",
+        tenants=4,
+        time_scale=time_scale,
+        fragmentation_policy=policy,
+    )
     imported = time.monotonic()
     app.send_task(ADMISSION_CYCLE_TASK, args=[result.group_id])
     jobs = Job.objects.filter(queue__resource_group_id=result.group_id)
@@ -51,9 +62,14 @@ def run_trace(pods: str = "openb_pod_list_default.csv", *, policy: str = "FragGu
     close_old_connections()
     row = next(r for r in capacity_by_group() if r.label == "openb")
     return {
-        "pods_file": pods, "policy": policy, "nodes": result.nodes, "gpus": result.devices,
-        "jobs": result.jobs, "import_s": round(imported - started, 2),
-        "placed": last_placed, "queued_left": result.jobs - last_placed,
+        "pods_file": pods,
+        "policy": policy,
+        "nodes": result.nodes,
+        "gpus": result.devices,
+        "jobs": result.jobs,
+        "import_s": round(imported - started, 2),
+        "placed": last_placed,
+        "queued_left": result.jobs - last_placed,
         "place_s_after_import": round(last_change - imported, 2),
         "placed_jobs_per_s": round(last_placed / max(1e-9, last_change - imported), 1),
         "allocation_pct_overview": round(row.allocated_pct, 2),

@@ -21,16 +21,15 @@ def roles(user) -> dict[int, str]:
 def submit_queues(user):
     """Queues the user may submit to (all for a platform admin)."""
     queues = Queue.objects.select_related("tenant", "resource_group").order_by(
-        "tenant__name", "name")
+        "tenant__name", "name"
+    )
     if user.is_superuser:
         return queues
-    return queues.filter(tenant__memberships__user=user,
-                         tenant__memberships__role__in=SUBMIT_ROLES)
+    return queues.filter(tenant__memberships__user=user, tenant__memberships__role__in=SUBMIT_ROLES)
 
 
 def can_submit_in(user, tenant_id: int) -> bool:
     """True when the user is a platform admin, or member / tenant admin of the tenant."""
     if user.is_superuser:
         return True
-    return Membership.objects.filter(user=user, tenant_id=tenant_id,
-                                     role__in=SUBMIT_ROLES).exists()
+    return Membership.objects.filter(user=user, tenant_id=tenant_id, role__in=SUBMIT_ROLES).exists()

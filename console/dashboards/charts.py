@@ -39,13 +39,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 __all__ = [
-    "Axis", "Mark", "Series", "RANGES", "DEFAULT_RANGE", "pick_range", "time_series",
-    "bar_chart", "donut",
+    "Axis",
+    "Mark",
+    "Series",
+    "RANGES",
+    "DEFAULT_RANGE",
+    "pick_range",
+    "time_series",
+    "bar_chart",
+    "donut",
 ]
 
 #: Range switch keys and their spans (the trend pages' ``?range=``).
 RANGES: dict[str, timedelta] = {
-    "6h": timedelta(hours=6), "24h": timedelta(hours=24), "7d": timedelta(days=7),
+    "6h": timedelta(hours=6),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
 }
 DEFAULT_RANGE = "6h"
 
@@ -127,17 +136,24 @@ def _num(value) -> float | None:
 
 def _check_id(chart_id: str) -> None:
     if not _ID.match(chart_id):
-        raise ValueError(f"chart id {chart_id!r}: lower-case letters, digits and '-', "
-                         "starting with a letter")
+        raise ValueError(
+            f"chart id {chart_id!r}: lower-case letters, digits and '-', starting with a letter"
+        )
 
 
-def _base(chart_id: str, kind: str, title: str, height: int, simulated: bool, note: str
-          ) -> dict:
+def _base(chart_id: str, kind: str, title: str, height: int, simulated: bool, note: str) -> dict:
     _check_id(chart_id)
     if height < 80:
         raise ValueError(f"chart {chart_id}: height {height} px is below 80")
-    return {"version": 1, "id": chart_id, "type": kind, "title": title, "height": height,
-            "simulated": bool(simulated), "note": note}
+    return {
+        "version": 1,
+        "id": chart_id,
+        "type": kind,
+        "title": title,
+        "height": height,
+        "simulated": bool(simulated),
+        "note": note,
+    }
 
 
 def _time_points(s: Series) -> list:
@@ -146,10 +162,19 @@ def _time_points(s: Series) -> list:
     return [[_ms(t), _num(v)] for t, v in s.points]
 
 
-def time_series(chart_id: str, series: Sequence[Series], *, title: str,
-                axes: Sequence[Axis] = (Axis(),), start: datetime | None = None,
-                end: datetime | None = None, marks: Sequence[Mark] = (),
-                simulated: bool = False, height: int = 240, note: str = "") -> dict:
+def time_series(
+    chart_id: str,
+    series: Sequence[Series],
+    *,
+    title: str,
+    axes: Sequence[Axis] = (Axis(),),
+    start: datetime | None = None,
+    end: datetime | None = None,
+    marks: Sequence[Mark] = (),
+    simulated: bool = False,
+    height: int = 240,
+    note: str = "",
+) -> dict:
     """Spec of a time chart: one or two value axes over a time axis.
 
     Args:
@@ -178,34 +203,67 @@ def time_series(chart_id: str, series: Sequence[Series], *, title: str,
     out = []
     for s in series:
         if s.kind not in TIME_KINDS:
-            raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not one "
-                             f"of {', '.join(TIME_KINDS)}")
+            raise ValueError(
+                f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not one "
+                f"of {', '.join(TIME_KINDS)}"
+            )
         if not 0 <= s.axis < len(axes):
-            raise ValueError(f"chart {chart_id}: series {s.name!r} is on axis {s.axis}, "
-                             f"the chart has {len(axes)}")
-        out.append({"name": s.name, "kind": s.kind, "unit": s.unit or axes[s.axis].unit,
-                    "colour": s.colour, "axis": s.axis, "stack": s.stack,
-                    "data": _time_points(s)})
+            raise ValueError(
+                f"chart {chart_id}: series {s.name!r} is on axis {s.axis}, "
+                f"the chart has {len(axes)}"
+            )
+        out.append(
+            {
+                "name": s.name,
+                "kind": s.kind,
+                "unit": s.unit or axes[s.axis].unit,
+                "colour": s.colour,
+                "axis": s.axis,
+                "stack": s.stack,
+                "data": _time_points(s),
+            }
+        )
     for m in marks:
         if m.severity not in SEVERITIES:
-            raise ValueError(f"chart {chart_id}: mark severity {m.severity!r} is not one of "
-                             f"{', '.join(SEVERITIES)}")
-    spec.update({
-        "axes": [{"unit": a.unit, "name": a.name or a.unit.strip(), "min": _num(a.min),
-                  "max": _num(a.max)} for a in axes],
-        "x": {"min": _ms(start) if start else None, "max": _ms(end) if end else None},
-        "series": out,
-        "marks": [{"time": _ms(m.time), "label": m.label, "severity": m.severity}
-                  for m in marks],
-        "empty": not any(v is not None for s in out for p in s["data"] for v in p[1:]),
-    })
+            raise ValueError(
+                f"chart {chart_id}: mark severity {m.severity!r} is not one of "
+                f"{', '.join(SEVERITIES)}"
+            )
+    spec.update(
+        {
+            "axes": [
+                {
+                    "unit": a.unit,
+                    "name": a.name or a.unit.strip(),
+                    "min": _num(a.min),
+                    "max": _num(a.max),
+                }
+                for a in axes
+            ],
+            "x": {"min": _ms(start) if start else None, "max": _ms(end) if end else None},
+            "series": out,
+            "marks": [
+                {"time": _ms(m.time), "label": m.label, "severity": m.severity} for m in marks
+            ],
+            "empty": not any(v is not None for s in out for p in s["data"] for v in p[1:]),
+        }
+    )
     return spec
 
 
-def bar_chart(chart_id: str, categories: Sequence[str], series: Sequence[Series], *,
-              title: str, unit: str, capacity: Sequence[float] | None = None,
-              independent: bool = False, simulated: bool = False, height: int | None = None,
-              note: str = "") -> dict:
+def bar_chart(
+    chart_id: str,
+    categories: Sequence[str],
+    series: Sequence[Series],
+    *,
+    title: str,
+    unit: str,
+    capacity: Sequence[float] | None = None,
+    independent: bool = False,
+    simulated: bool = False,
+    height: int | None = None,
+    note: str = "",
+) -> dict:
     """Spec of a horizontal bar chart, one row per category.
 
     Args:
@@ -231,8 +289,9 @@ def bar_chart(chart_id: str, categories: Sequence[str], series: Sequence[Series]
         if s.kind not in BAR_KINDS:
             raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not bar")
         if len(s.points) != n:
-            raise ValueError(f"chart {chart_id}: series {s.name!r} has {len(s.points)} values "
-                             f"for {n} categories")
+            raise ValueError(
+                f"chart {chart_id}: series {s.name!r} has {len(s.points)} values for {n} categories"
+            )
     if capacity is not None and len(capacity) != n:
         raise ValueError(f"chart {chart_id}: {len(capacity)} capacities for {n} categories")
     if height is None:
@@ -240,28 +299,51 @@ def bar_chart(chart_id: str, categories: Sequence[str], series: Sequence[Series]
         per_row = 30 if unstacked <= 1 else 8 + 16 * unstacked  # grouped bars side by side
         height = 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * per_row
     spec = _base(chart_id, "bars", title, height, simulated, note)
-    spec.update({
-        "unit": unit, "categories": list(categories),
-        "scale": "independent" if independent else "shared",
-        "capacity": [_num(c) for c in capacity] if capacity is not None else None,
-        "series": [{"name": s.name, "kind": "bar", "unit": s.unit or unit,
-                    "colour": s.colour, "stack": s.stack,
-                    "data": [_num(v) for v in s.points]} for s in series],
-        "empty": n == 0,
-    })
+    spec.update(
+        {
+            "unit": unit,
+            "categories": list(categories),
+            "scale": "independent" if independent else "shared",
+            "capacity": [_num(c) for c in capacity] if capacity is not None else None,
+            "series": [
+                {
+                    "name": s.name,
+                    "kind": "bar",
+                    "unit": s.unit or unit,
+                    "colour": s.colour,
+                    "stack": s.stack,
+                    "data": [_num(v) for v in s.points],
+                }
+                for s in series
+            ],
+            "empty": n == 0,
+        }
+    )
     return spec
 
 
-def donut(chart_id: str, parts: Sequence[tuple[str, float, str]], *, title: str, unit: str,
-          simulated: bool = False, height: int = 200, note: str = "") -> dict:
+def donut(
+    chart_id: str,
+    parts: Sequence[tuple[str, float, str]],
+    *,
+    title: str,
+    unit: str,
+    simulated: bool = False,
+    height: int = 200,
+    note: str = "",
+) -> dict:
     """Spec of a donut: ``parts`` = ``[(label, value, colour)]`` (colour may be ""), the total
     in the middle, a legend beside it."""
     spec = _base(chart_id, "donut", title, height, simulated, note)
-    spec.update({
-        "unit": unit,
-        "parts": [{"name": label, "value": _num(value), "colour": colour}
-                  for label, value, colour in parts],
-        "total": _num(sum(v for _, v, _ in parts)),
-        "empty": not any(v for _, v, _ in parts),
-    })
+    spec.update(
+        {
+            "unit": unit,
+            "parts": [
+                {"name": label, "value": _num(value), "colour": colour}
+                for label, value, colour in parts
+            ],
+            "total": _num(sum(v for _, v, _ in parts)),
+            "empty": not any(v for _, v, _ in parts),
+        }
+    )
     return spec

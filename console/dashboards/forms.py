@@ -21,46 +21,68 @@ class JobSubmitForm(forms.Form):
     queue = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200)
     priority_class = forms.ChoiceField(
-        required=False, label="Priority class (empty = the queue's default)")
+        required=False, label="Priority class (empty = the queue's default)"
+    )
     kind = forms.ChoiceField(choices=JobKind.choices, initial=JobKind.BATCH, required=False)
-    pod_count = forms.IntegerField(initial=1, min_value=1, max_value=1024,
-                                   label="Pods (gang size) / workers / replicas")
-    min_count = forms.IntegerField(min_value=1, max_value=1024, required=False,
-                                   label="Gang minimum (workers) / minimum replicas")
-    max_replicas = forms.IntegerField(min_value=1, max_value=1024, required=False,
-                                      label="Maximum replicas (inference)")
-    image = forms.CharField(max_length=512, required=False,
-                            label="Container image (needed on Kubernetes)")
-    command = forms.CharField(max_length=4096, required=False,
-                              label="Command (shell words, empty = image default)")
-    port = forms.IntegerField(min_value=1, max_value=65535, required=False,
-                              label="Port (inference: required; notebook: 8888)")
+    pod_count = forms.IntegerField(
+        initial=1, min_value=1, max_value=1024, label="Pods (gang size) / workers / replicas"
+    )
+    min_count = forms.IntegerField(
+        min_value=1,
+        max_value=1024,
+        required=False,
+        label="Gang minimum (workers) / minimum replicas",
+    )
+    max_replicas = forms.IntegerField(
+        min_value=1, max_value=1024, required=False, label="Maximum replicas (inference)"
+    )
+    image = forms.CharField(
+        max_length=512, required=False, label="Container image (needed on Kubernetes)"
+    )
+    command = forms.CharField(
+        max_length=4096, required=False, label="Command (shell words, empty = image default)"
+    )
+    port = forms.IntegerField(
+        min_value=1,
+        max_value=65535,
+        required=False,
+        label="Port (inference: required; notebook: 8888)",
+    )
     non_preemptible = forms.BooleanField(
-        required=False, label="Not preemptible (admitted within nominal quota only)")
-    max_runtime_s = forms.FloatField(min_value=1, required=False,
-                                     label="Max run time / notebook lifetime (s)")
-    idle_cull_s = forms.FloatField(min_value=60, required=False,
-                                   label="Notebook: stop after idle (s)")
-    volume_claim = forms.CharField(max_length=253, required=False,
-                                   label="PersistentVolumeClaim (optional)")
-    volume_mount_path = forms.CharField(max_length=1024, required=False,
-                                        label="mounted at")
-    secret = forms.CharField(max_length=253, required=False,
-                             label="Secret (keys as environment, optional)")
+        required=False, label="Not preemptible (admitted within nominal quota only)"
+    )
+    max_runtime_s = forms.FloatField(
+        min_value=1, required=False, label="Max run time / notebook lifetime (s)"
+    )
+    idle_cull_s = forms.FloatField(
+        min_value=60, required=False, label="Notebook: stop after idle (s)"
+    )
+    volume_claim = forms.CharField(
+        max_length=253, required=False, label="PersistentVolumeClaim (optional)"
+    )
+    volume_mount_path = forms.CharField(max_length=1024, required=False, label="mounted at")
+    secret = forms.CharField(
+        max_length=253, required=False, label="Secret (keys as environment, optional)"
+    )
     cpu_milli = forms.IntegerField(initial=1000, min_value=0, label="CPU per pod (milli-cores)")
-    host_memory_mib = forms.IntegerField(initial=4096, min_value=0,
-                                         label="Host memory per pod (MiB)")
+    host_memory_mib = forms.IntegerField(
+        initial=4096, min_value=0, label="Host memory per pod (MiB)"
+    )
     duration_s = forms.FloatField(initial=600, min_value=0, label="Run time (s, simulated)")
     vendor = forms.ChoiceField(choices=[(v, v) for v in VENDORS], initial="NVIDIA")
-    device_count = forms.IntegerField(initial=1, min_value=0, max_value=64,
-                                      label="Devices per pod")
+    device_count = forms.IntegerField(initial=1, min_value=0, max_value=64, label="Devices per pod")
     device_memory_mib = forms.IntegerField(
-        initial=0, min_value=0, required=False,
-        label="Device memory per device (MiB, 0 = whole device)")
+        initial=0,
+        min_value=0,
+        required=False,
+        label="Device memory per device (MiB, 0 = whole device)",
+    )
     device_memory_percent = forms.IntegerField(
-        min_value=1, max_value=100, required=False, label="or device memory (% of the device)")
-    cores_percent = forms.IntegerField(initial=0, min_value=0, max_value=100,
-                                       label="Device cores per device (%, 0 = any share)")
+        min_value=1, max_value=100, required=False, label="or device memory (% of the device)"
+    )
+    cores_percent = forms.IntegerField(
+        initial=0, min_value=0, max_value=100, label="Device cores per device (%, 0 = any share)"
+    )
     device_type = forms.ChoiceField(required=False, label="Device model (empty = any)")
 
     def __init__(self, *args, queues, user=None, **kwargs):
@@ -69,12 +91,15 @@ class JobSubmitForm(forms.Form):
         self.user = user
         self.fields["priority_class"].choices = [("", "queue default")] + [
             (c.name, f"{c.name} ({c.value}{'' if c.preemptible else ', not preemptible'})")
-            for c in PriorityClass.objects.order_by("-value", "name")]
+            for c in PriorityClass.objects.order_by("-value", "name")
+        ]
         self.fields["queue"].queryset = queues
-        self.fields["queue"].label_from_instance = (
-            lambda q: f"{q.tenant.name} / {q.name} (group {q.resource_group.name})")
+        self.fields["queue"].label_from_instance = lambda q: (
+            f"{q.tenant.name} / {q.name} (group {q.resource_group.name})"
+        )
         self.fields["device_type"].choices = [("", "any model")] + [
-            (name, name) for name in DeviceModel.objects.values_list("name", flat=True)]
+            (name, name) for name in DeviceModel.objects.values_list("name", flat=True)
+        ]
         self.serializer = None
 
     def clean_command(self) -> str:
@@ -90,35 +115,48 @@ class JobSubmitForm(forms.Form):
         if self.errors:
             return data
         payload = {
-            "queue": data["queue"].pk, "name": data["name"],
+            "queue": data["queue"].pk,
+            "name": data["name"],
             **({"priority_class": data["priority_class"]} if data.get("priority_class") else {}),
-            "kind": data.get("kind") or JobKind.BATCH, "cpu_milli": data["cpu_milli"],
-            "host_memory_mib": data["host_memory_mib"], "duration_s": data["duration_s"],
+            "kind": data.get("kind") or JobKind.BATCH,
+            "cpu_milli": data["cpu_milli"],
+            "host_memory_mib": data["host_memory_mib"],
+            "duration_s": data["duration_s"],
             "preemptible": not data.get("non_preemptible"),
-            "containers": [{
-                "name": "main", "vendor": data["vendor"], "device_count": data["device_count"],
-                "device_memory_mib": data.get("device_memory_mib") or 0,
-                "memory_percent": data.get("device_memory_percent"),
-                "cores_percent": data["cores_percent"],
-                "device_types": [data["device_type"]] if data.get("device_type") else [],
-                "image": data.get("image") or "",
-                "command": shlex.split(data.get("command") or ""),
-            }],
+            "containers": [
+                {
+                    "name": "main",
+                    "vendor": data["vendor"],
+                    "device_count": data["device_count"],
+                    "device_memory_mib": data.get("device_memory_mib") or 0,
+                    "memory_percent": data.get("device_memory_percent"),
+                    "cores_percent": data["cores_percent"],
+                    "device_types": [data["device_type"]] if data.get("device_type") else [],
+                    "image": data.get("image") or "",
+                    "command": shlex.split(data.get("command") or ""),
+                }
+            ],
             **_kind_payload(data),
         }
         serializer = JobSubmitSerializer(data=payload, queues=self.queues, user=self.user)
         if not serializer.is_valid():
-            mapping = {"workers": "pod_count", "replicas": "pod_count",
-                       "min_workers": "min_count", "min_pods": "min_count",
-                       "min_replicas": "min_count", "volumes[0].claim": "volume_claim",
-                       "volumes[0].mount_path": "volume_mount_path",
-                       "secrets[0].name": "secret", "containers[0].image": "image",
-                       "containers[0].memory_percent": "device_memory_percent",
-                       "containers[0].device_memory_mib": "device_memory_mib",
-                       "containers[0].device_count": "device_count",
-                       "containers[0].cores_percent": "cores_percent",
-                       "containers[0].vendor": "vendor",
-                       "containers[0].device_types": "device_type"}
+            mapping = {
+                "workers": "pod_count",
+                "replicas": "pod_count",
+                "min_workers": "min_count",
+                "min_pods": "min_count",
+                "min_replicas": "min_count",
+                "volumes[0].claim": "volume_claim",
+                "volumes[0].mount_path": "volume_mount_path",
+                "secrets[0].name": "secret",
+                "containers[0].image": "image",
+                "containers[0].memory_percent": "device_memory_percent",
+                "containers[0].device_memory_mib": "device_memory_mib",
+                "containers[0].device_count": "device_count",
+                "containers[0].cores_percent": "cores_percent",
+                "containers[0].vendor": "vendor",
+                "containers[0].device_types": "device_type",
+            }
             for key, messages in _flatten(serializer.errors).items():
                 field = mapping.get(key, key if key in self.fields else None)
                 for message in messages:
@@ -135,17 +173,23 @@ def _kind_payload(data: dict) -> dict:
     if kind == JobKind.TRAINING:
         out.update(workers=count, **({"min_workers": low} if low else {}))
     elif kind == JobKind.INFERENCE:
-        out.update(replicas=count, **({"min_replicas": low} if low else {}),
-                   **({"max_replicas": data["max_replicas"]} if data.get("max_replicas")
-                      else {}))
+        out.update(
+            replicas=count,
+            **({"min_replicas": low} if low else {}),
+            **({"max_replicas": data["max_replicas"]} if data.get("max_replicas") else {}),
+        )
     elif kind == JobKind.BATCH:
         out.update(pod_count=count, **({"min_pods": low} if low else {}))
     for name in ("port", "max_runtime_s", "idle_cull_s"):
         if data.get(name):
             out[name] = data[name]
     if data.get("volume_claim") or data.get("volume_mount_path"):
-        out["volumes"] = [{"claim": data.get("volume_claim") or "",
-                           "mount_path": data.get("volume_mount_path") or ""}]
+        out["volumes"] = [
+            {
+                "claim": data.get("volume_claim") or "",
+                "mount_path": data.get("volume_mount_path") or "",
+            }
+        ]
     if data.get("secret"):
         out["secrets"] = [{"name": data["secret"]}]
     return out
@@ -184,8 +228,11 @@ class InviteForm(forms.Form):
     user exists)."""
 
     username = forms.RegexField(
-        regex=r"^[\w.@+-]+\Z", max_length=254, label="Username or e-mail",
-        error_messages={"invalid": "A username or an e-mail address."})
+        regex=r"^[\w.@+-]+\Z",
+        max_length=254,
+        label="Username or e-mail",
+        error_messages={"invalid": "A username or an e-mail address."},
+    )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 
 

@@ -32,20 +32,29 @@ DEFAULT_POLICIES = ("FragGuard", "BestFit")
 class SimulationForm(forms.Form):
     """A what-if request; the service validates policies, quotas and the trace."""
 
-    group = forms.ModelChoiceField(queryset=ResourceGroup.objects.none(), to_field_name="name",
-                                   label="Resource group (its nodes; its recent jobs without "
-                                         "a trace)")
+    group = forms.ModelChoiceField(
+        queryset=ResourceGroup.objects.none(),
+        to_field_name="name",
+        label="Resource group (its nodes; its recent jobs without a trace)",
+    )
     policies = forms.MultipleChoiceField(
-        choices=[(p, p) for p in POLICY_NAMES], widget=forms.CheckboxSelectMultiple,
-        initial=list(DEFAULT_POLICIES), label="Placement policies to compare")
+        choices=[(p, p) for p in POLICY_NAMES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(DEFAULT_POLICIES),
+        label="Placement policies to compare",
+    )
     use_group_quotas = forms.BooleanField(
-        required=False, label="Start from the group's nominal device quotas")
+        required=False, label="Start from the group's nominal device quotas"
+    )
     quotas = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
         label="Quotas, one 'tenant = devices' per line (empty: none; for a trace the tenants "
-              "are its qos classes)")
-    trace = forms.FileField(required=False,
-                            label="Alibaba openb_pod_list CSV (optional, at most 5 MiB)")
+        "are its qos classes)",
+    )
+    trace = forms.FileField(
+        required=False, label="Alibaba openb_pod_list CSV (optional, at most 5 MiB)"
+    )
 
     def __init__(self, *args, groups, **kwargs):
         super().__init__(*args, **kwargs)
@@ -86,22 +95,36 @@ def simulation_page(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                run = create_run(user=request.user, group=data["group"],
-                                 policies=data["policies"], quotas_text=data["quotas"],
-                                 trace_name=getattr(request.FILES.get("trace"), "name", ""),
-                                 trace_text=data["trace"],
-                                 use_group_quotas=data["use_group_quotas"])
+                run = create_run(
+                    user=request.user,
+                    group=data["group"],
+                    policies=data["policies"],
+                    quotas_text=data["quotas"],
+                    trace_name=getattr(request.FILES.get("trace"), "name", ""),
+                    trace_text=data["trace"],
+                    use_group_quotas=data["use_group_quotas"],
+                )
             except DomainError as exc:
-                field = ("quotas" if exc.message.startswith("quota") else
-                         "trace" if exc.message.startswith("trace") else
-                         "policies" if exc.message.startswith("policies") else "group")
+                field = (
+                    "quotas"
+                    if exc.message.startswith("quota")
+                    else "trace"
+                    if exc.message.startswith("trace")
+                    else "policies"
+                    if exc.message.startswith("policies")
+                    else "group"
+                )
                 form.add_error(field, exc.message)
             else:
                 messages.success(request, f"Simulation {run.pk} queued.")
                 return redirect("dashboards:simulation-detail", pk=run.pk)
         status = 400
-    return render(request, "dashboards/simulations.html", {
-        "form": form, "runs": _runs(request.user)[:20]}, status=status)
+    return render(
+        request,
+        "dashboards/simulations.html",
+        {"form": form, "runs": _runs(request.user)[:20]},
+        status=status,
+    )
 
 
 def _mask(result: dict, visible: set[str] | None) -> dict:
@@ -113,8 +136,16 @@ def _mask(result: dict, visible: set[str] | None) -> dict:
         tenants: dict[str, dict] = {}
         for name, t in pol["tenants"].items():
             key = name if name in visible else OTHER
-            row = tenants.setdefault(key, {"pods": 0, "started": 0, "gpu_hours": 0.0,
-                                           "asked_gpu_hours": 0.0, "wait_sum": 0.0})
+            row = tenants.setdefault(
+                key,
+                {
+                    "pods": 0,
+                    "started": 0,
+                    "gpu_hours": 0.0,
+                    "asked_gpu_hours": 0.0,
+                    "wait_sum": 0.0,
+                },
+            )
             row["pods"] += t["pods"]
             row["started"] += t["started"]
             row["gpu_hours"] += t["gpu_hours"]
@@ -124,9 +155,12 @@ def _mask(result: dict, visible: set[str] | None) -> dict:
             row["mean_wait_s"] = row["wait_sum"] / row["started"] if row["started"] else None
             del row["wait_sum"]
         out["policies"].append({**pol, "tenants": tenants})
-    out["workload"] = {**result.get("workload", {}),
-                       "tenants": sorted({n if n in visible else OTHER
-                                          for n in result.get("workload", {}).get("tenants", [])})}
+    out["workload"] = {
+        **result.get("workload", {}),
+        "tenants": sorted(
+            {n if n in visible else OTHER for n in result.get("workload", {}).get("tenants", [])}
+        ),
+    }
     return out
 
 
@@ -136,27 +170,48 @@ def _charts(run: SimulationRun, result: dict) -> list[dict]:
     origin = run.created
     alloc = time_series(
         "sim-allocation",
-        [Series(p["policy"], [(origin + timedelta(seconds=t), v) for t, v in p["allocation"]])
-         for p in pols],
-        title="Allocation over simulated time", axes=[Axis(" %", max=100)],
+        [
+            Series(p["policy"], [(origin + timedelta(seconds=t), v) for t, v in p["allocation"]])
+            for p in pols
+        ],
+        title="Allocation over simulated time",
+        axes=[Axis(" %", max=100)],
         note="Time axis: simulated time, starting at the first arrival (drawn from the run's "
-             "creation).")
+        "creation).",
+    )
     summary = bar_chart(
-        "sim-waits", names,
-        [Series("mean wait", [p["mean_wait_s"] for p in pols], kind="bar"),
-         Series("p95 wait", [p["p95_wait_s"] for p in pols], kind="bar")],
-        title="Queueing delay per policy", unit="s")
+        "sim-waits",
+        names,
+        [
+            Series("mean wait", [p["mean_wait_s"] for p in pols], kind="bar"),
+            Series("p95 wait", [p["p95_wait_s"] for p in pols], kind="bar"),
+        ],
+        title="Queueing delay per policy",
+        unit="s",
+    )
     fairness = bar_chart(
-        "sim-fairness", names,
+        "sim-fairness",
+        names,
         [Series("Jain's index", [p["fairness"] for p in pols], kind="bar")],
         title="Fairness: Jain's index over the tenants' served / asked GPU-hours (1 = equal)",
-        unit="", capacity=[1.0] * len(names))
+        unit="",
+        capacity=[1.0] * len(names),
+    )
     tenants = sorted({t for p in pols for t in p["tenants"]})
     per_tenant = bar_chart(
-        "sim-tenant-waits", tenants,
-        [Series(p["policy"], [p["tenants"].get(t, {}).get("mean_wait_s") or 0 for t in tenants],
-                kind="bar") for p in pols],
-        title="Mean wait per tenant", unit="s")
+        "sim-tenant-waits",
+        tenants,
+        [
+            Series(
+                p["policy"],
+                [p["tenants"].get(t, {}).get("mean_wait_s") or 0 for t in tenants],
+                kind="bar",
+            )
+            for p in pols
+        ],
+        title="Mean wait per tenant",
+        unit="s",
+    )
     return [alloc, summary, fairness, per_tenant]
 
 
@@ -166,11 +221,20 @@ def simulation_detail(request, pk: int):
     run = get_object_or_404(_runs(request.user), pk=pk)
     visible = None
     if not request.user.is_superuser:
-        visible = set(Tenant.objects.filter(pk__in=admin_tenant_ids(request.user) or [])
-                      .values_list("name", flat=True))
+        visible = set(
+            Tenant.objects.filter(pk__in=admin_tenant_ids(request.user) or []).values_list(
+                "name", flat=True
+            )
+        )
     result = _mask(run.result, visible) if run.state == SimulationState.DONE else {}
-    context = {"run": run, "result": result,
-               "charts": _charts(run, result) if result.get("policies") else []}
-    template = ("dashboards/_simulation_body.html" if request.GET.get("fragment")
-                else "dashboards/simulation_detail.html")
+    context = {
+        "run": run,
+        "result": result,
+        "charts": _charts(run, result) if result.get("policies") else [],
+    }
+    template = (
+        "dashboards/_simulation_body.html"
+        if request.GET.get("fragment")
+        else "dashboards/simulation_detail.html"
+    )
     return render(request, template, context)

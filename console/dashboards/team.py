@@ -67,28 +67,41 @@ def _change_role(request, tenant):
     form = RoleForm(request.POST)
     if not form.is_valid():
         return HttpResponseBadRequest("membership and role are required.")
-    membership = get_object_or_404(Membership, pk=form.cleaned_data["membership"],
-                                   tenant=tenant)
-    services.change_member_role(membership, role=form.cleaned_data["role"],
-                                actor=request.user, source="ui")
+    membership = get_object_or_404(Membership, pk=form.cleaned_data["membership"], tenant=tenant)
+    services.change_member_role(
+        membership, role=form.cleaned_data["role"], actor=request.user, source="ui"
+    )
     messages.success(request, f"{membership.user.username} is now {form.cleaned_data['role']}.")
     return None
 
 
 def _invite(request, tenant, form):
     invitation, token = services.create_invitation(
-        tenant=tenant, invitee=form.cleaned_data["username"], role=form.cleaned_data["role"],
-        actor=request.user, source="ui")
+        tenant=tenant,
+        invitee=form.cleaned_data["username"],
+        role=form.cleaned_data["role"],
+        actor=request.user,
+        source="ui",
+    )
     link = request.build_absolute_uri(reverse("dashboards:invitations")) + f"?token={token}"
-    messages.success(request, (
-        f"Invitation for {invitation.invitee} as {invitation.role} recorded, valid until "
-        f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC. If such a user exists they see it after "
-        f"logging in; you may also send them this link (shown once): {link}"))
+    messages.success(
+        request,
+        (
+            f"Invitation for {invitation.invitee} as {invitation.role} recorded, valid until "
+            f"{invitation.expires_at:%Y-%m-%d %H:%M} UTC. If such a user exists they see it after "
+            f"logging in; you may also send them this link (shown once): {link}"
+        ),
+    )
 
 
 def _add_directly(request, tenant, form):
-    services.add_member(tenant=tenant, user=form.user, role=form.cleaned_data["role"],
-                        actor=request.user, source="ui")
+    services.add_member(
+        tenant=tenant,
+        user=form.user,
+        role=form.cleaned_data["role"],
+        actor=request.user,
+        source="ui",
+    )
     messages.success(request, f"{form.user.username} is now {form.cleaned_data['role']}.")
 
 
@@ -120,13 +133,16 @@ def team(request, name: str):
     """A tenant's members, open invitations and queues; tenant admins invite, re-role and
     remove members; platform admins may also add a user directly."""
     tenant_ids = get_user_tenant_ids(request.user)
-    tenant = get_object_or_404(Tenant.objects.all() if tenant_ids is None
-                               else Tenant.objects.filter(pk__in=tenant_ids), name=name)
+    tenant = get_object_or_404(
+        Tenant.objects.all() if tenant_ids is None else Tenant.objects.filter(pk__in=tenant_ids),
+        name=name,
+    )
     admin_ids = admin_tenant_ids(request.user)
     is_admin = admin_ids is None or tenant.pk in admin_ids
     posted = request.POST if request.method == "POST" else None
-    invite_form = InviteForm(posted if posted and posted.get("action", "invite") == "invite"
-                             else None)
+    invite_form = InviteForm(
+        posted if posted and posted.get("action", "invite") == "invite" else None
+    )
     add_form = MemberForm(posted if posted and posted.get("action") == "add" else None)
     if request.method == "POST":
         if not is_admin:
@@ -136,17 +152,29 @@ def team(request, name: str):
             return response
     range_key = charts.pick_range(request.GET.get("range"))
     start, end = trends.window(range_key)
-    return render(request, "dashboards/team.html", {
-        "range": range_key, "quota_charts": trends.tenant_quota_charts(tenant, start, end),
-        "tenant": tenant, "is_admin": is_admin, "form": invite_form, "add_form": add_form,
-        "members": tenant.memberships.select_related("user").order_by("user__username"),
-        "invitations": tenant.invitations.filter(accepted_at__isnull=True,
-                                                 revoked_at__isnull=True)
-        .select_related("created_by").order_by("invitee") if is_admin else [],
-        "role_form": RoleForm(),
-        "queues": tenant.queues.select_related("resource_group").order_by("name"),
-        "boards": quota_board({tenant.pk}),
-    })
+    return render(
+        request,
+        "dashboards/team.html",
+        {
+            "range": range_key,
+            "quota_charts": trends.tenant_quota_charts(tenant, start, end),
+            "tenant": tenant,
+            "is_admin": is_admin,
+            "form": invite_form,
+            "add_form": add_form,
+            "members": tenant.memberships.select_related("user").order_by("user__username"),
+            "invitations": tenant.invitations.filter(
+                accepted_at__isnull=True, revoked_at__isnull=True
+            )
+            .select_related("created_by")
+            .order_by("invitee")
+            if is_admin
+            else [],
+            "role_form": RoleForm(),
+            "queues": tenant.queues.select_related("resource_group").order_by("name"),
+            "boards": quota_board({tenant.pk}),
+        },
+    )
 
 
 @login_required
@@ -155,9 +183,11 @@ def invitations(request):
     link an inviter may send) highlights the matching invitation."""
     token = request.GET.get("token", "")
     token_hash = services.hash_invitation_token(token) if token else ""
-    return render(request, "dashboards/invitations.html", {
-        "invitations": list(pending_invitations_for(request.user)), "token_hash": token_hash,
-    })
+    return render(
+        request,
+        "dashboards/invitations.html",
+        {"invitations": list(pending_invitations_for(request.user)), "token_hash": token_hash},
+    )
 
 
 @login_required
@@ -177,4 +207,3 @@ def invitation_answer(request, pk: int, answer: str):
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("dashboards:invitations")
-

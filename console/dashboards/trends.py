@@ -15,15 +15,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from console.dashboards.charts import (
-    RANGES,
-    Axis,
-    Mark,
-    Series,
-    bar_chart,
-    pick_range,
-    time_series,
-)
+from console.dashboards.charts import RANGES, Axis, Mark, Series, bar_chart, pick_range, time_series
 from scheduling.choices import Backend
 from scheduling.models import Cluster
 from scheduling.selectors.allocation import capacity_by_group, present_device_loads
@@ -35,7 +27,13 @@ from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 ALLOC, USED, CAPACITY, QUEUED, PENDING, WAIT = (
-    "#2563eb", "#16a34a", "#667085", "#d97706", "#9333ea", "#0891b2")
+    "#2563eb",
+    "#16a34a",
+    "#667085",
+    "#d97706",
+    "#9333ea",
+    "#0891b2",
+)
 #: Devices a what-if adds, per model (the capacity planning table's columns).
 WHAT_IF_ADDED = (1, 4, 8)
 SEVERITY = {"critical": "critical", "error": "critical", "warning": "warning"}
@@ -56,34 +54,57 @@ def _pts(points) -> list:
     return [(p.time, p.mean) for p in points]
 
 
-def scope_trend_charts(scope: str, key: str, prefix: str, start: datetime, end: datetime,
-                       simulated: bool) -> list[dict]:
+def scope_trend_charts(
+    scope: str, key: str, prefix: str, start: datetime, end: datetime, simulated: bool
+) -> list[dict]:
     """Allocation vs utilisation vs capacity, queue depth and admission wait of one scope
     (``all`` / ``group``), one rollup query."""
     metrics = ("capacity", "allocated", "used", "queued", "pending", "wait_s")
     s = trend_series(scope, [key], metrics, start, end)
     alloc = time_series(
         f"{prefix}-alloc",
-        [Series("allocated", _pts(s[(key, "allocated")]), kind="area", colour=ALLOC),
-         Series("measured utilisation", _pts(s[(key, "used")]), colour=USED),
-         Series("capacity", _pts(s[(key, "capacity")]), kind="dashed", colour=CAPACITY)],
-        title="Allocation vs utilisation vs capacity", axes=[Axis("devices")],
-        start=start, end=end, simulated=simulated,
+        [
+            Series("allocated", _pts(s[(key, "allocated")]), kind="area", colour=ALLOC),
+            Series("measured utilisation", _pts(s[(key, "used")]), colour=USED),
+            Series("capacity", _pts(s[(key, "capacity")]), kind="dashed", colour=CAPACITY),
+        ],
+        title="Allocation vs utilisation vs capacity",
+        axes=[Axis("devices")],
+        start=start,
+        end=end,
+        simulated=simulated,
         note="Allocated: booked device shares; utilisation: measured busy share of the "
-             "devices (device-equivalents); capacity: present devices.")
+        "devices (device-equivalents); capacity: present devices.",
+    )
     queue = time_series(
         f"{prefix}-queue",
-        [Series("queued jobs", _pts(s[(key, "queued")]), kind="area", colour=QUEUED),
-         Series("devices asked", _pts(s[(key, "pending")]), colour=PENDING, axis=1)],
-        title="Queue depth", axes=[Axis("jobs"), Axis("devices")], start=start, end=end)
+        [
+            Series("queued jobs", _pts(s[(key, "queued")]), kind="area", colour=QUEUED),
+            Series("devices asked", _pts(s[(key, "pending")]), colour=PENDING, axis=1),
+        ],
+        title="Queue depth",
+        axes=[Axis("jobs"), Axis("devices")],
+        start=start,
+        end=end,
+    )
     waits = s[(key, "wait_s")]
     wait = time_series(
         f"{prefix}-wait",
-        [Series("min..max", [(p.time, p.minimum, p.maximum) for p in waits], kind="range",
-                colour=WAIT),
-         Series("mean wait", _pts(waits), colour=WAIT)],
-        title="Wait before admission", axes=[Axis("s", name="wait (s)")], start=start,
-        end=end, note="Per bucket: jobs admitted in it, created → admitted.")
+        [
+            Series(
+                "min..max",
+                [(p.time, p.minimum, p.maximum) for p in waits],
+                kind="range",
+                colour=WAIT,
+            ),
+            Series("mean wait", _pts(waits), colour=WAIT),
+        ],
+        title="Wait before admission",
+        axes=[Axis("s", name="wait (s)")],
+        start=start,
+        end=end,
+        note="Per bucket: jobs admitted in it, created → admitted.",
+    )
     return [alloc, queue, wait]
 
 
@@ -93,41 +114,66 @@ def tenant_quota_charts(tenant: Tenant, start: datetime, end: datetime) -> list[
     groups = list(groups_for_tenants({tenant.pk}))
     keys = [f"{tenant.pk}:{g.pk}" for g in groups]
     s = trend_series("quota", keys, ("usage", "nominal"), start, end)
-    return [time_series(
-        f"quota-{g.pk}",
-        [Series("usage", _pts(s[(k, "usage")]), kind="area", colour=ALLOC),
-         Series("nominal quota", _pts(s[(k, "nominal")]), kind="dashed", colour=CAPACITY)],
-        title=f"{g.name}: devices used vs nominal quota", axes=[Axis("devices")],
-        start=start, end=end, height=200) for g, k in zip(groups, keys, strict=True)]
+    return [
+        time_series(
+            f"quota-{g.pk}",
+            [
+                Series("usage", _pts(s[(k, "usage")]), kind="area", colour=ALLOC),
+                Series("nominal quota", _pts(s[(k, "nominal")]), kind="dashed", colour=CAPACITY),
+            ],
+            title=f"{g.name}: devices used vs nominal quota",
+            axes=[Axis("devices")],
+            start=start,
+            end=end,
+            height=200,
+        )
+        for g, k in zip(groups, keys, strict=True)
+    ]
 
 
 DEVICE_METRICS = (
-    ("util", "Utilisation", " %", 100.0), ("memory_used", "Memory used", "MiB", None),
-    ("temperature", "Temperature", "°C", None), ("power", "Power", "W", None),
+    ("util", "Utilisation", " %", 100.0),
+    ("memory_used", "Memory used", "MiB", None),
+    ("temperature", "Temperature", "°C", None),
+    ("power", "Power", "W", None),
 )
 
 
-def device_charts(device, start: datetime | None = None, end: datetime | None = None
-                  ) -> list[dict]:
+def device_charts(device, start: datetime | None = None, end: datetime | None = None) -> list[dict]:
     """Utilisation, memory, temperature and power of a device (mean line, min..max band)
     with its health events in the window marked on every chart."""
     end = end or timezone.now()
     start = start or end - timedelta(hours=6)
     history = device_health_history(device.uuid)
-    marks = [Mark(e.time, e.kind, SEVERITY.get(e.severity, "info"))
-             for e in (history.events if history else []) if start <= e.time <= end]
+    marks = [
+        Mark(e.time, e.kind, SEVERITY.get(e.severity, "info"))
+        for e in (history.events if history else [])
+        if start <= e.time <= end
+    ]
     simulated = device.node.cluster.backend == Backend.SIMULATED
     out = []
     for metric, points in device_utilisation(device.pk, start, end).items():
         slug, title, unit, top = next(
-            (m for m in DEVICE_METRICS if m[0] in metric), (metric, metric, "", None))
-        out.append(time_series(
-            f"device-{slug.replace('_', '-')}",
-            [Series("min..max", [(p.time, p.minimum, p.maximum) for p in points],
-                    kind="range"),
-             Series(title.lower(), _pts(points))],
-            title=title, axes=[Axis(unit, max=top)], start=start, end=end, marks=marks,
-            simulated=simulated, height=200))
+            (m for m in DEVICE_METRICS if m[0] in metric), (metric, metric, "", None)
+        )
+        out.append(
+            time_series(
+                f"device-{slug.replace('_', '-')}",
+                [
+                    Series(
+                        "min..max", [(p.time, p.minimum, p.maximum) for p in points], kind="range"
+                    ),
+                    Series(title.lower(), _pts(points)),
+                ],
+                title=title,
+                axes=[Axis(unit, max=top)],
+                start=start,
+                end=end,
+                marks=marks,
+                simulated=simulated,
+                height=200,
+            )
+        )
     return out
 
 
@@ -135,7 +181,8 @@ def _visible_group(request, pk: int) -> ResourceGroup:
     group = get_object_or_404(ResourceGroup, pk=pk)
     tenant_ids = get_user_tenant_ids(request.user)
     if tenant_ids is not None and group not in groups_for_tenants(
-            get_visible_tenant_ids(request.user)):
+        get_visible_tenant_ids(request.user)
+    ):
         raise Http404("No such resource group.")
     return group
 
@@ -143,18 +190,26 @@ def _visible_group(request, pk: int) -> ResourceGroup:
 def _planning(group: ResourceGroup, start: datetime, end: datetime) -> dict:
     models = PresentModels.present()
     demand = group_demand(group, start, end, models)
-    names = sorted(m for m in models.vendor
-                   if not group.device_models or m in group.device_models)
+    names = sorted(m for m in models.vendor if not group.device_models or m in group.device_models)
     rows = [(m, [capacity_what_if(demand, m, n) for n in WHAT_IF_ADDED]) for m in names]
     cells = [w for _m, row in rows for w in row]
-    chart = bar_chart(
-        "planning", [f"+{w.added} {w.model}" for w in cells],
-        [Series("absorbed", [w.absorbed_device_hours for w in cells], kind="bar",
-                colour=ALLOC)],
-        title="Waiting device-hours absorbed by added devices (upper bound; bar end = all "
-              "that waited)", unit="device-h",
-        capacity=[demand.pending_device_hours] * len(cells),
-    ) if cells and demand.pending_device_hours >= 0.01 else None
+    chart = (
+        bar_chart(
+            "planning",
+            [f"+{w.added} {w.model}" for w in cells],
+            [
+                Series(
+                    "absorbed", [w.absorbed_device_hours for w in cells], kind="bar", colour=ALLOC
+                )
+            ],
+            title="Waiting device-hours absorbed by added devices (upper bound; bar end = all "
+            "that waited)",
+            unit="device-h",
+            capacity=[demand.pending_device_hours] * len(cells),
+        )
+        if cells and demand.pending_device_hours >= 0.01
+        else None
+    )
     return {"demand": demand, "what_if": rows, "added": WHAT_IF_ADDED, "planning": chart}
 
 
@@ -168,20 +223,33 @@ def group_detail(request, pk: int):
     start, end = window(range_key)
     (row,) = capacity_by_group(present_device_loads(), [group])
     tenant_ids = get_user_tenant_ids(request.user)
-    tenants = list(Tenant.objects.filter(quotas__resource_group=group).distinct()
-                   .order_by("name"))
+    tenants = list(Tenant.objects.filter(quotas__resource_group=group).distinct().order_by("name"))
     if tenant_ids is not None:
         tenants = [t for t in tenants if t.pk in tenant_ids]
     keys = [f"{t.pk}:{group.pk}" for t in tenants]
     usage = trend_series("quota", keys, ("usage",), start, end)
     tenant_chart = time_series(
-        "group-tenants", [Series(t.name, _pts(usage[(k, "usage")]), kind="area", stack="use")
-                          for t, k in zip(tenants, keys, strict=True)],
-        title="Devices used per tenant (stacked)", axes=[Axis("devices")], start=start,
-        end=end)
-    return render(request, "dashboards/group_detail.html", {
-        "group": group, "row": row, "range": range_key,
-        "trends": scope_trend_charts("group", str(group.pk), "group", start, end,
-                                     simulated_inventory()),
-        "tenant_chart": tenant_chart, **_planning(group, start, end),
-    })
+        "group-tenants",
+        [
+            Series(t.name, _pts(usage[(k, "usage")]), kind="area", stack="use")
+            for t, k in zip(tenants, keys, strict=True)
+        ],
+        title="Devices used per tenant (stacked)",
+        axes=[Axis("devices")],
+        start=start,
+        end=end,
+    )
+    return render(
+        request,
+        "dashboards/group_detail.html",
+        {
+            "group": group,
+            "row": row,
+            "range": range_key,
+            "trends": scope_trend_charts(
+                "group", str(group.pk), "group", start, end, simulated_inventory()
+            ),
+            "tenant_chart": tenant_chart,
+            **_planning(group, start, end),
+        },
+    )

@@ -35,12 +35,14 @@ urlpatterns = [
     path("tenants/<slug:name>/", team.team, name="team"),
     path("account/token/", views.tokens, name="tokens"),
     path("account/invitations/", team.invitations, name="invitations"),
-    path("account/invitations/<int:pk>/<str:answer>/", team.invitation_answer,
-         name="invitation-answer"),
+    path(
+        "account/invitations/<int:pk>/<str:answer>/",
+        team.invitation_answer,
+        name="invitation-answer",
+    ),
     path("audit/", views.audit_log, name="audit"),
     path("simulations/", simulation.simulation_page, name="simulations"),
     path("simulations/<int:pk>/", simulation.simulation_detail, name="simulation-detail"),
     path("notifications/", notifications.notifications_page, name="notifications"),
-    path("notifications/<int:pk>/", notifications.notifications_action,
-         name="notification-action"),
+    path("notifications/<int:pk>/", notifications.notifications_action, name="notification-action"),
 ]

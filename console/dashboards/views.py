@@ -44,20 +44,10 @@ from scheduling.selectors.allocation import (
     capacity_by_vendor,
     present_device_loads,
 )
-from scheduling.selectors.card_map import (
-    PALETTE,
-    device_history,
-    node_card_map,
-    node_list,
-)
+from scheduling.selectors.card_map import PALETTE, device_history, node_card_map, node_list
 from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
 from scheduling.selectors.job_board import queue_slots
-from scheduling.selectors.overview import (
-    jobs_by_state,
-    pending_reasons,
-    queue_lengths,
-    top_tenants,
-)
+from scheduling.selectors.overview import jobs_by_state, pending_reasons, queue_lengths, top_tenants
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
@@ -73,9 +63,15 @@ from telemetry.selectors import (
 from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
-STATE_COLOURS = {"queued": "#d97706", "admitted": "#0891b2", "running": "#16a34a",
-                 "succeeded": "#6b7280", "failed": "#dc2626", "cancelled": "#9ca3af",
-                 "stopped": "#a16207"}
+STATE_COLOURS = {
+    "queued": "#d97706",
+    "admitted": "#0891b2",
+    "running": "#16a34a",
+    "succeeded": "#6b7280",
+    "failed": "#dc2626",
+    "cancelled": "#9ca3af",
+    "stopped": "#a16207",
+}
 ALLOC_COLOUR, FREE_COLOUR = "#2563eb", "#e5e7eb"
 PAGE_SIZE = 50
 #: Rows of the overview's "most fragmented nodes" table.
@@ -90,10 +86,21 @@ def _capacity_chart(chart_id: str, rows, title: str) -> dict:
     """Allocated vs capacity, one row per model / group, each on its own scale (a small model
     is never a sliver beside a large one)."""
     return charts.bar_chart(
-        chart_id, [r.label for r in rows],
-        [charts.Series("allocated", [round(r.allocated_devices, 2) for r in rows], kind="bar",
-                       colour=ALLOC_COLOUR)],
-        title=title, unit="devices", capacity=[r.devices for r in rows], independent=True)
+        chart_id,
+        [r.label for r in rows],
+        [
+            charts.Series(
+                "allocated",
+                [round(r.allocated_devices, 2) for r in rows],
+                kind="bar",
+                colour=ALLOC_COLOUR,
+            )
+        ],
+        title=title,
+        unit="devices",
+        capacity=[r.devices for r in rows],
+        independent=True,
+    )
 
 
 def _shared_panel(key: str, compute):
@@ -121,18 +128,29 @@ def _fragmentation(request) -> dict:
     devices; anyone else the union of the groups where their (visible) tenants have a quota
     or a queue, and no node detail (:func:`_shared_panel` per scope)."""
     if request.user.is_superuser:
+
         def admin_panel() -> dict:
             report = cluster_fragmentation()
-            nodes = [n for n in report.nodes
-                     if n.fragment_milli > 0 or n.stranded][:TOP_FRAGMENTED_NODES]
-            return {"frag": replace(report, nodes=nodes), "frag_nodes": nodes,
-                    "frag_scope": "all nodes"}
+            nodes = [n for n in report.nodes if n.fragment_milli > 0 or n.stranded][
+                :TOP_FRAGMENTED_NODES
+            ]
+            return {
+                "frag": replace(report, nodes=nodes),
+                "frag_nodes": nodes,
+                "frag_scope": "all nodes",
+            }
+
         return _shared_panel("overview:fragmentation:all", admin_panel)
     groups = groups_for_tenants(get_visible_tenant_ids(request.user))
     key = "overview:fragmentation:" + ",".join(str(g.pk) for g in groups)
-    return _shared_panel(key, lambda: {"frag": replace(cluster_fragmentation(groups), nodes=[]),
-                                       "frag_nodes": None,
-                                       "frag_scope": "your resource groups"})
+    return _shared_panel(
+        key,
+        lambda: {
+            "frag": replace(cluster_fragmentation(groups), nodes=[]),
+            "frag_nodes": None,
+            "frag_scope": "your resource groups",
+        },
+    )
 
 
 @login_required
@@ -161,18 +179,26 @@ def overview(request):
         "allocated_devices": allocated,
         "allocation_pct": 100.0 * allocated / total_devices if total_devices else 0.0,
         "scope": "all tenants" if tenant_ids is None else "your tenants",
-        "model_chart": _capacity_chart("model-capacity", models,
-                                       "Allocated vs capacity per device model"),
-        "group_chart": _capacity_chart("group-capacity", groups,
-                                       "Allocated vs capacity per resource group"),
+        "model_chart": _capacity_chart(
+            "model-capacity", models, "Allocated vs capacity per device model"
+        ),
+        "group_chart": _capacity_chart(
+            "group-capacity", groups, "Allocated vs capacity per resource group"
+        ),
         "group_ids": dict(ResourceGroup.objects.values_list("name", "pk")),
         "jobs_chart": charts.donut(
-            "jobs-donut", [(s, n, STATE_COLOURS[s]) for s, n in jobs.items()],
-            title="Jobs by state", unit="jobs"),
+            "jobs-donut",
+            [(s, n, STATE_COLOURS[s]) for s, n in jobs.items()],
+            title="Jobs by state",
+            unit="jobs",
+        ),
         "tenant_chart": charts.bar_chart(
-            "tenant-devices", [t.tenant for t in tenants],
+            "tenant-devices",
+            [t.tenant for t in tenants],
             [charts.Series("devices held", [round(t.devices, 2) for t in tenants], kind="bar")],
-            title="Devices held per tenant", unit="devices"),
+            title="Devices held per tenant",
+            unit="devices",
+        ),
         "state_colours": STATE_COLOURS,
         "used": _shared_panel("overview:measured-util", lambda: _measured_util(loads)),
     }
@@ -181,8 +207,13 @@ def overview(request):
     range_key = charts.pick_range(request.GET.get("range"))
     start, end = trends.window(range_key)
     simulated = trends.simulated_inventory()
-    context.update({"range": range_key, "simulated": simulated, "trends": trends.scope_trend_charts(
-        "all", "", "overview", start, end, simulated)})
+    context.update(
+        {
+            "range": range_key,
+            "simulated": simulated,
+            "trends": trends.scope_trend_charts("all", "", "overview", start, end, simulated),
+        }
+    )
     return render(request, "dashboards/overview.html", context)
 
 
@@ -216,17 +247,26 @@ def _jobs_queryset(request):
 @login_required
 def job_list(request):
     """Jobs with filters (the API's JobFilterSet), queue position and estimated start."""
-    filterset = JobFilterSet(request.GET, queryset=_jobs_queryset(request).order_by("-id"),
-                             request=request)
+    filterset = JobFilterSet(
+        request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
+    )
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "dashboards/jobs.html", {
-        "filter": filterset, "page": page, "jobs": jobs, "slots": queue_slots(jobs),
-        "can_submit": submit_queues(request.user).exists(), "query": query.urlencode(),
-        "state_colours": STATE_COLOURS,
-    })
+    return render(
+        request,
+        "dashboards/jobs.html",
+        {
+            "filter": filterset,
+            "page": page,
+            "jobs": jobs,
+            "slots": queue_slots(jobs),
+            "can_submit": submit_queues(request.user).exists(),
+            "query": query.urlencode(),
+            "state_colours": STATE_COLOURS,
+        },
+    )
 
 
 @login_required
@@ -234,26 +274,45 @@ def job_detail(request, pk: int):
     """One job: request, placements with devices, position/ETA, events and preemptions."""
     job = get_object_or_404(
         _jobs_queryset(request).prefetch_related(
-            "containers", "events",
-            Prefetch("placements", queryset=Placement.objects.select_related("node")
-                     .prefetch_related(Prefetch("devices", queryset=PlacementDevice.objects
-                                                .select_related("device__model")))),
-        ), pk=pk)
+            "containers",
+            "events",
+            Prefetch(
+                "placements",
+                queryset=Placement.objects.select_related("node").prefetch_related(
+                    Prefetch(
+                        "devices", queryset=PlacementDevice.objects.select_related("device__model")
+                    )
+                ),
+            ),
+        ),
+        pk=pk,
+    )
     can_change = can_submit_in(request.user, job.tenant_id)
-    return render(request, "dashboards/job_detail.html", {
-        "job": job, "slot": queue_slots([job]).get(job.pk),
-        "can_cancel": job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING,
-                                    JobState.STOPPED) and can_change,
-        "can_stop": can_change and can_stop(job),
-        "can_resume": can_change and can_resume(job),
-        "can_scale": can_change and job.is_service and job.state == JobState.RUNNING,
-        "workload": workload_context(job),
-        "preemptions": [
-            {"time": p.time, "reason": p.reason, "outcome": p.outcome,
-             **preemption_as_seen(p, platform_admin=request.user.is_superuser)}
-            for p in job.preemptions.all()],
-        "state_colours": STATE_COLOURS,
-    })
+    return render(
+        request,
+        "dashboards/job_detail.html",
+        {
+            "job": job,
+            "slot": queue_slots([job]).get(job.pk),
+            "can_cancel": job.state
+            in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.STOPPED)
+            and can_change,
+            "can_stop": can_change and can_stop(job),
+            "can_resume": can_change and can_resume(job),
+            "can_scale": can_change and job.is_service and job.state == JobState.RUNNING,
+            "workload": workload_context(job),
+            "preemptions": [
+                {
+                    "time": p.time,
+                    "reason": p.reason,
+                    "outcome": p.outcome,
+                    **preemption_as_seen(p, platform_admin=request.user.is_superuser),
+                }
+                for p in job.preemptions.all()
+            ],
+            "state_colours": STATE_COLOURS,
+        },
+    )
 
 
 @login_required
@@ -297,9 +356,15 @@ def nodes(request):
     """Nodes with devices, booked share and health (filter: the API's NodeFilterSet)."""
     filterset = NodeFilterSet(request.GET, queryset=node_list(), request=request)
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "dashboards/nodes.html", {
-        "filter": filterset, "page": page,
-        "allocation": capacity_by_node([n.pk for n in page.object_list])})
+    return render(
+        request,
+        "dashboards/nodes.html",
+        {
+            "filter": filterset,
+            "page": page,
+            "allocation": capacity_by_node([n.pk for n in page.object_list]),
+        },
+    )
 
 
 @login_required
@@ -311,38 +376,57 @@ def node_detail(request, pk: int):
     for card in cards:
         for s in card.slices:
             legend.setdefault(s.tenant, s.colour)
-    return render(request, "dashboards/node_detail.html", {
-        "node": node, "cards": cards, "legend": sorted(legend.items()),
-        # Measured utilisation mixes every tenant's work: platform admins only.
-        "util_chart": _node_util_chart(node) if request.user.is_superuser else None,
-    })
+    return render(
+        request,
+        "dashboards/node_detail.html",
+        {
+            "node": node,
+            "cards": cards,
+            "legend": sorted(legend.items()),
+            # Measured utilisation mixes every tenant's work: platform admins only.
+            "util_chart": _node_util_chart(node) if request.user.is_superuser else None,
+        },
+    )
 
 
 def _node_util_chart(node):
     points = node_utilisation(node.pk)
     return charts.time_series(
-        "node-util", [charts.Series("min..max", [(p.time, p.minimum, p.maximum) for p in points],
-                                    kind="range"),
-                      charts.Series("mean utilisation", [(p.time, p.mean) for p in points])],
-        title="Mean device utilisation, last 6 h", axes=[charts.Axis(" %", max=100)],
-        start=timezone.now() - timedelta(hours=6), end=timezone.now(), height=200,
-        simulated=node.cluster.backend == Backend.SIMULATED)
+        "node-util",
+        [
+            charts.Series(
+                "min..max", [(p.time, p.minimum, p.maximum) for p in points], kind="range"
+            ),
+            charts.Series("mean utilisation", [(p.time, p.mean) for p in points]),
+        ],
+        title="Mean device utilisation, last 6 h",
+        axes=[charts.Axis(" %", max=100)],
+        start=timezone.now() - timedelta(hours=6),
+        end=timezone.now(),
+        height=200,
+        simulated=node.cluster.backend == Backend.SIMULATED,
+    )
 
 
 @login_required
 def device_detail(request, uuid: str):
     """A device by serial/UUID: current slices and its booking history across nodes."""
-    device = get_object_or_404(Device.objects.select_related("model", "node__cluster"),
-                               uuid=uuid)
+    device = get_object_or_404(Device.objects.select_related("model", "node__cluster"), uuid=uuid)
     tenant_ids = _scope(request)
     cards = node_card_map(device.node, tenant_ids)
     card = next(c for c in cards if c.device.pk == device.pk)
-    return render(request, "dashboards/device_detail.html", {
-        "device": device, "card": card, "history": device_history(device, tenant_ids),
-        "health": device_health_history(device.uuid),
-        # Measured utilisation mixes every tenant's work: platform admins only.
-        "charts": trends.device_charts(device) if request.user.is_superuser else [],
-    })
+    return render(
+        request,
+        "dashboards/device_detail.html",
+        {
+            "device": device,
+            "card": card,
+            "history": device_history(device, tenant_ids),
+            "health": device_health_history(device.uuid),
+            # Measured utilisation mixes every tenant's work: platform admins only.
+            "charts": trends.device_charts(device) if request.user.is_superuser else [],
+        },
+    )
 
 
 @login_required
@@ -355,8 +439,9 @@ def device_cordon(request, uuid: str):
     device = get_object_or_404(Device.objects.select_related("node__cluster"), uuid=uuid)
     policy = request.POST.get("drain", "wait")
     try:
-        cordon_device(device, reason=request.POST.get("reason", "")[:200], user=request.user,
-                      policy=policy)
+        cordon_device(
+            device, reason=request.POST.get("reason", "")[:200], user=request.user, policy=policy
+        )
     except ValueError as exc:
         messages.error(request, str(exc))
     else:
@@ -395,8 +480,10 @@ def _with_cost(rows, month: str, tenant_ids):
         if item.row.gpu_hours > item.row.unpriced_hours:
             costs[(item.tenant_name, item.row.model)] = (float(item.row.cost), item.row.currency)
     currency = next((c for _, c in costs.values()), "")
-    return [replace(r, cost=costs[(r.tenant, r.model)][0]) if (r.tenant, r.model) in costs
-            else r for r in rows], currency
+    return [
+        replace(r, cost=costs[(r.tenant, r.model)][0]) if (r.tenant, r.model) in costs else r
+        for r in rows
+    ], currency
 
 
 @login_required
@@ -409,18 +496,35 @@ def usage(request):
     tenants = sorted({r.tenant for r in rows})
     hours = {(r.tenant, r.model): round(r.gpu_hours, 2) for r in rows}
     costs = [r.cost for r in rows if r.cost is not None]
-    return render(request, "dashboards/usage.html", {
-        "rows": rows, "month": month, "months": recent_months(), "currency": currency,
-        "total_gpu_hours": sum(r.gpu_hours for r in rows),
-        "total_cost": sum(costs) if costs else None,
-        "chart": charts.bar_chart(
-            "usage-chart", tenants,
-            [charts.Series(m, [hours.get((t, m), 0) for t in tenants], kind="bar",
-                           colour=PALETTE[i % 10], stack="gpu-h")
-             for i, m in enumerate(model_names)],
-            title=f"GPU-hours per tenant in {month}", unit="GPU-h"),
-        "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
-    })
+    return render(
+        request,
+        "dashboards/usage.html",
+        {
+            "rows": rows,
+            "month": month,
+            "months": recent_months(),
+            "currency": currency,
+            "total_gpu_hours": sum(r.gpu_hours for r in rows),
+            "total_cost": sum(costs) if costs else None,
+            "chart": charts.bar_chart(
+                "usage-chart",
+                tenants,
+                [
+                    charts.Series(
+                        m,
+                        [hours.get((t, m), 0) for t in tenants],
+                        kind="bar",
+                        colour=PALETTE[i % 10],
+                        stack="gpu-h",
+                    )
+                    for i, m in enumerate(model_names)
+                ],
+                title=f"GPU-hours per tenant in {month}",
+                unit="GPU-h",
+            ),
+            "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
+        },
+    )
 
 
 @login_required
@@ -430,15 +534,35 @@ def usage_csv(request):
     response = HttpResponse(content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="usage-{month}.csv"'
     writer = csv.writer(response)
-    writer.writerow(["month", "tenant", "vendor", "model", "gpu_hours", "memory_gib_hours",
-                     "jobs", "cost", "currency"])
+    writer.writerow(
+        [
+            "month",
+            "tenant",
+            "vendor",
+            "model",
+            "gpu_hours",
+            "memory_gib_hours",
+            "jobs",
+            "cost",
+            "currency",
+        ]
+    )
     tenant_ids = _scope(request)
     rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
     for r in rows:
-        writer.writerow([month, r.tenant, r.vendor, r.model, f"{r.gpu_hours:.4f}",
-                         f"{r.memory_gib_hours:.4f}", r.jobs,
-                         "" if r.cost is None else f"{r.cost:.2f}",
-                         "" if r.cost is None else currency])
+        writer.writerow(
+            [
+                month,
+                r.tenant,
+                r.vendor,
+                r.model,
+                f"{r.gpu_hours:.4f}",
+                f"{r.memory_gib_hours:.4f}",
+                r.jobs,
+                "" if r.cost is None else f"{r.cost:.2f}",
+                "" if r.cost is None else currency,
+            ]
+        )
     return response
 
 
@@ -449,14 +573,22 @@ def tokens(request):
     if request.method == "POST":
         create = request.POST.get("action") == "create"
         token = replace_api_token(request.user, create=create, source="ui")
-        messages.success(request, "New token created; the old one no longer works." if create
-                         else "Token revoked.")
+        messages.success(
+            request,
+            "New token created; the old one no longer works." if create else "Token revoked.",
+        )
         return redirect("dashboards:tokens")
-    return render(request, "dashboards/tokens.html", {
-        "token": token, "memberships": roles(request.user),
-        "tenants": dict(Tenant.objects.filter(memberships__user=request.user)
-                        .values_list("pk", "name")),
-    })
+    return render(
+        request,
+        "dashboards/tokens.html",
+        {
+            "token": token,
+            "memberships": roles(request.user),
+            "tenants": dict(
+                Tenant.objects.filter(memberships__user=request.user).values_list("pk", "name")
+            ),
+        },
+    )
 
 
 @login_required
@@ -464,8 +596,10 @@ def audit_log(request):
     """Every state-changing action (platform admins only; others get 403)."""
     if not request.user.is_superuser:
         raise PermissionDenied("The audit log is for platform admins.")
-    filterset = AuditFilterSet(request.GET, queryset=AuditEntry.objects.order_by("-time", "-id"),
-                               request=request)
+    filterset = AuditFilterSet(
+        request.GET, queryset=AuditEntry.objects.order_by("-time", "-id"), request=request
+    )
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "dashboards/audit.html", {"filter": filterset, "page": page,
-                                                     "now": timezone.now()})
+    return render(
+        request, "dashboards/audit.html", {"filter": filterset, "page": page, "now": timezone.now()}
+    )

@@ -33,8 +33,11 @@ def workload_context(job: Job) -> dict:
     if job.is_service:
         out["service"] = service_status(job)
         replicas = list(job.replica_jobs.filter(state__in=LIVE_JOB_STATES).order_by("pk"))
-        ready = set(Placement.objects.filter(job__in=replicas, ready=True, state="running")
-                    .values_list("job_id", flat=True))
+        ready = set(
+            Placement.objects.filter(job__in=replicas, ready=True, state="running").values_list(
+                "job_id", flat=True
+            )
+        )
         out["replicas"] = [(r, r.pk in ready) for r in replicas]
     if job.kind == JobKind.NOTEBOOK:
         out["idle_since"], out["cull_in_s"] = idle_cull_eta(job, now=now)
@@ -71,8 +74,12 @@ def job_scale(request, pk: int):
     except ValueError:
         messages.error(request, "Replicas must be a whole number.")
         return redirect("dashboards:job-detail", pk=job.pk)
-    return _act(request, job, lambda: scale_service(job, replicas, user=request.user),
-                f"Service {job.name} scaled to {replicas} replicas.")
+    return _act(
+        request,
+        job,
+        lambda: scale_service(job, replicas, user=request.user),
+        f"Service {job.name} scaled to {replicas} replicas.",
+    )
 
 
 @login_required
@@ -80,8 +87,12 @@ def job_scale(request, pk: int):
 def job_stop(request, pk: int):
     """Stop a notebook (frees its devices)."""
     job = _job(request, pk)
-    return _act(request, job, lambda: stop_notebook(job, user=request.user),
-                f"Notebook {job.name} stopped; its devices are free.")
+    return _act(
+        request,
+        job,
+        lambda: stop_notebook(job, user=request.user),
+        f"Notebook {job.name} stopped; its devices are free.",
+    )
 
 
 @login_required
@@ -89,8 +100,12 @@ def job_stop(request, pk: int):
 def job_resume(request, pk: int):
     """Resume a stopped notebook (queued for devices again)."""
     job = _job(request, pk)
-    return _act(request, job, lambda: resume_notebook(job, user=request.user),
-                f"Notebook {job.name} queued again.")
+    return _act(
+        request,
+        job,
+        lambda: resume_notebook(job, user=request.user),
+        f"Notebook {job.name} queued again.",
+    )
 
 
 def can_stop(job: Job) -> bool:

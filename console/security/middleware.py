@@ -16,8 +16,9 @@ API_PREFIX = "/api/"
 
 
 def _api_error(status: int, code: str, message: str, fields: dict) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "fields": fields}},
-                        status=status)
+    return JsonResponse(
+        {"error": {"code": code, "message": message, "fields": fields}}, status=status
+    )
 
 
 class RejectNulCharactersMiddleware:
@@ -32,12 +33,20 @@ class RejectNulCharactersMiddleware:
             if api:
                 return _api_error(404, "not_found", "Not found.", {})
             return HttpResponseNotFound("Not found.")
-        bad = sorted({key.replace("\x00", "") or "non_field_errors"
-                      for key, values in request.GET.lists()
-                      if "\x00" in key or any("\x00" in v for v in values)})
+        bad = sorted(
+            {
+                key.replace("\x00", "") or "non_field_errors"
+                for key, values in request.GET.lists()
+                if "\x00" in key or any("\x00" in v for v in values)
+            }
+        )
         if bad:
             if api:
-                return _api_error(400, "invalid", "The request has invalid fields.",
-                                  {key: [NUL_MESSAGE] for key in bad})
+                return _api_error(
+                    400,
+                    "invalid",
+                    "The request has invalid fields.",
+                    {key: [NUL_MESSAGE] for key in bad},
+                )
             return HttpResponseBadRequest(f"{NUL_MESSAGE} (query parameter {', '.join(bad)})")
         return self.get_response(request)

@@ -16,15 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
-from core.env import (
-    env_bool,
-    env_float,
-    env_int,
-    env_list,
-    env_str,
-    env_template,
-    env_url,
-)
+from core.env import env_bool, env_float, env_int, env_list, env_str, env_template, env_url
 from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
 from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
@@ -104,9 +96,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-            ],
+            ]
         },
-    },
+    }
 ]
 
 # --- PostgreSQL -----------------------------------------------------------------------------
@@ -120,8 +112,9 @@ if DATABASE_URL is None:
 # Connections are reused for 60 s, and checked before their first use in each request or
 # task: after a PostgreSQL restart the next request reconnects instead of failing once per
 # process on the dead connection (tests/faults).
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60,
-                                              conn_health_checks=True)}
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+}
 DATABASES["default"]["ENGINE"] = "django_prometheus.db.backends.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -160,9 +153,15 @@ REDIS_TIMEOUT_S = env_float("REDIS_TIMEOUT_S", 2.0, minimum=0.1)
 CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_S
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"socket_connect_timeout": REDIS_TIMEOUT_S}
-    if CELERY_BROKER_URL.startswith(("redis", "rediss")) else {})
+    if CELERY_BROKER_URL.startswith(("redis", "rediss"))
+    else {}
+)
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
-    "max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
@@ -199,7 +198,8 @@ KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
 DEVICE_DRAIN_POLICY = env_str("DEVICE_DRAIN_POLICY", "wait")
 if DEVICE_DRAIN_POLICY not in ("wait", "requeue", "fail"):
     raise ImproperlyConfigured(
-        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail")
+        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail"
+    )
 DEVICE_FAILURE_THRESHOLD = env_int("DEVICE_FAILURE_THRESHOLD", 3, minimum=1)
 DEVICE_FAILURE_WINDOW_S = env_float("DEVICE_FAILURE_WINDOW_S", 3600.0, minimum=1.0)
 KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
@@ -208,8 +208,9 @@ KUBE_RETRY_MAX_DELAY_S = env_float("KUBE_RETRY_MAX_DELAY_S", 10.0, minimum=0.0)
 KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, minimum=0.0)
 # Each tenant's namespace in each cluster (tenants.selectors.tenant_namespace): {slug} is the
 # tenant's name, {cluster} the cluster's; a Cluster row's namespace_pattern overrides it.
-TENANT_NAMESPACE_PATTERN = env_template("TENANT_NAMESPACE_PATTERN", "tenant-{slug}",
-                                        fields=("slug", "cluster"), required=("slug",))
+TENANT_NAMESPACE_PATTERN = env_template(
+    "TENANT_NAMESPACE_PATTERN", "tenant-{slug}", fields=("slug", "cluster"), required=("slug",)
+)
 # Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
 # bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
 # INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,
@@ -236,14 +237,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduling.tasks.workloads_tick_task",
         "schedule": float(WORKLOADS_TICK_S),
     },
-    "kube-tick": {
-        "task": "scheduling.tasks.kube_tick_task",
-        "schedule": float(KUBE_TICK_S),
-    },
-    "sweep-tick": {
-        "task": "scheduling.tasks.sweep_task",
-        "schedule": float(SWEEP_TICK_S),
-    },
+    "kube-tick": {"task": "scheduling.tasks.kube_tick_task", "schedule": float(KUBE_TICK_S)},
+    "sweep-tick": {"task": "scheduling.tasks.sweep_task", "schedule": float(SWEEP_TICK_S)},
     **telemetry_beat_schedule(),
 }
 
@@ -263,7 +258,8 @@ NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 3600.0, minimum=0.0)
 EMAIL_HOST = env_str("EMAIL_HOST")
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
     else "django.core.mail.backends.console.EmailBackend",
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587 if env_bool("EMAIL_USE_TLS", True) else 25, minimum=1)

@@ -40,7 +40,8 @@ for _combo in AXES_LOCKOUT_PARAMETERS:
     if not set(_combo) <= {"username", "ip_address", "user_agent"}:
         raise ImproperlyConfigured(
             f"LOGIN_LOCKOUT_PARAMETERS: {'+'.join(_combo)!r} is not a combination of "
-            "username, ip_address and user_agent")
+            "username, ip_address and user_agent"
+        )
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
@@ -78,7 +79,8 @@ def _proxy_ssl_header(value: str) -> tuple[str, str] | None:
     if not sep or not name.strip() or not expected.strip():
         raise ImproperlyConfigured(
             f"SECURE_PROXY_SSL_HEADER={value!r}: use '<Header-Name>: <value>', e.g. "
-            "'X-Forwarded-Proto: https'")
+            "'X-Forwarded-Proto: https'"
+        )
     return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip()
 
 

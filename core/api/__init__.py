@@ -38,8 +38,9 @@ def _flatten(detail) -> dict[str, list[str]]:
 def exception_handler(exc, context):
     """DRF ``EXCEPTION_HANDLER``: domain errors and DRF errors as one JSON error shape."""
     if isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
-        exc = exceptions.ParseError("Request body is larger than "
-                                    f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
+        exc = exceptions.ParseError(
+            f"Request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+        )
     if isinstance(exc, DomainError):
         fields = {exc.field: [exc.message]} if exc.field else {}
         body = {"error": {"code": exc.code, "message": exc.message, "fields": fields}}

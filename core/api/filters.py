@@ -82,10 +82,11 @@ class StrictFilterBackend(DjangoFilterBackend):
         if filterset is None:
             return None
         params = request.query_params
-        empty = {name: ["This value may not be empty."]
-                 for name, declared in filterset.filters.items()
-                 if not isinstance(declared, django_filters.CharFilter)
-                 and "" in params.getlist(name)}
+        empty = {
+            name: ["This value may not be empty."]
+            for name, declared in filterset.filters.items()
+            if not isinstance(declared, django_filters.CharFilter) and "" in params.getlist(name)
+        }
         if empty:
             raise ValidationError(empty)
         return filterset
@@ -99,8 +100,11 @@ class StrictPageNumberPagination(PageNumberPagination):
     def paginate_queryset(self, queryset, request, view=None):
         values = request.query_params.getlist(self.page_query_param)
         if values and (len(values) > 1 or not values[0].isdigit()):
-            raise NotFound(self.invalid_page_message.format(
-                page_number=values[-1], message="not a positive integer"))
+            raise NotFound(
+                self.invalid_page_message.format(
+                    page_number=values[-1], message="not a positive integer"
+                )
+            )
         return super().paginate_queryset(queryset, request, view)
 
     def get_schema_operation_parameters(self, view):

@@ -24,17 +24,26 @@ class AuditedWritesMixin:
     def perform_create(self, serializer):
         with transaction.atomic():
             instance = serializer.save()
-            record(f"{self.audit_name}.create", instance, actor=self.request.user,
-                   after=snapshot(instance, self.audit_fields),
-                   tenant_id=self.audit_tenant_id(instance))
+            record(
+                f"{self.audit_name}.create",
+                instance,
+                actor=self.request.user,
+                after=snapshot(instance, self.audit_fields),
+                tenant_id=self.audit_tenant_id(instance),
+            )
 
     def perform_update(self, serializer):
         with transaction.atomic():
             before = snapshot(serializer.instance, self.audit_fields)
             instance = serializer.save()
-            record(f"{self.audit_name}.update", instance, actor=self.request.user,
-                   before=before, after=snapshot(instance, self.audit_fields),
-                   tenant_id=self.audit_tenant_id(instance))
+            record(
+                f"{self.audit_name}.update",
+                instance,
+                actor=self.request.user,
+                before=before,
+                after=snapshot(instance, self.audit_fields),
+                tenant_id=self.audit_tenant_id(instance),
+            )
 
     def perform_destroy(self, instance):
         before = snapshot(instance, self.audit_fields)
@@ -43,10 +52,16 @@ class AuditedWritesMixin:
         try:
             with transaction.atomic():
                 instance.delete()
-                record(f"{self.audit_name}.delete", None, actor=self.request.user,
-                       before=before, tenant_id=tenant_id,
-                       object_type=instance._meta.label_lower, object_id=object_id,
-                       object_repr=object_repr)
+                record(
+                    f"{self.audit_name}.delete",
+                    None,
+                    actor=self.request.user,
+                    before=before,
+                    tenant_id=tenant_id,
+                    object_type=instance._meta.label_lower,
+                    object_id=object_id,
+                    object_repr=object_repr,
+                )
         except ProtectedError as exc:
             kinds = sorted({str(o._meta.verbose_name_plural) for o in exc.protected_objects})
             raise Conflict(

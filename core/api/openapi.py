@@ -39,7 +39,7 @@ ERROR_SCHEMA = {
                     "additionalProperties": {"type": "array", "items": {"type": "string"}},
                 },
             },
-        },
+        }
     },
 }
 
@@ -68,10 +68,10 @@ def document_error_responses(result, generator, request, public):
             codes = {**COMMON, **(WRITES if method in WRITE_METHODS else {})}
             responses = operation.setdefault("responses", {})
             for code, description in codes.items():
-                responses.setdefault(code, {
-                    "description": description,
-                    "content": {"application/json": {"schema": ref}},
-                })
+                responses.setdefault(
+                    code,
+                    {"description": description, "content": {"application/json": {"schema": ref}}},
+                )
     return result
 
 

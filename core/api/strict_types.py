@@ -40,8 +40,11 @@ RULES = [
     (fields.IntegerField, _integer, "A valid integer is required."),
     (fields.FloatField, _number, "A valid number is required."),
     (fields.BooleanField, lambda v: isinstance(v, bool), "Must be true or false."),
-    (relations.PrimaryKeyRelatedField, lambda v: _integer(v) and not isinstance(v, float),
-     "Incorrect type."),
+    (
+        relations.PrimaryKeyRelatedField,
+        lambda v: _integer(v) and not isinstance(v, float),
+        "Incorrect type.",
+    ),
     (relations.SlugRelatedField, lambda v: isinstance(v, str), "Not a valid string."),
 ]
 
@@ -78,4 +81,5 @@ def install() -> None:
             cls.to_internal_value = _strict(cls.to_internal_value, accepts, message)
     if not getattr(relations.RelatedField.run_validation, "strict", False):
         relations.RelatedField.run_validation = _no_blank_relation(
-            relations.RelatedField.run_validation)
+            relations.RelatedField.run_validation
+        )

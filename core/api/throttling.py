@@ -35,7 +35,10 @@ class WriteRateThrottle(UserRateThrottle):
             global _last_warning
             if time.monotonic() - _last_warning > WARN_EVERY_S:
                 _last_warning = time.monotonic()
-                logger.warning("write throttle: shared cache unavailable (%s); counting in "
-                               "this process until it is back", exc)
+                logger.warning(
+                    "write throttle: shared cache unavailable (%s); counting in "
+                    "this process until it is back",
+                    exc,
+                )
             self.cache = caches["local"]
             return super().allow_request(request, view)

@@ -41,15 +41,23 @@ class SubscriptionViewSet(viewsets.ModelViewSet):
     def perform_create(self, serializer):
         data = serializer.validated_data
         serializer.instance = services.create_subscription(
-            user=self.request.user, name=data["name"], scope=data["scope"],
-            tenant=data.get("tenant"), channel=data["channel"], url=data.get("url", ""),
-            email=data.get("email", ""), events=data.get("events", []),
-            secret=data.get("secret", ""), secret_env=data.get("secret_env", ""),
-            enabled=data.get("enabled", True))
+            user=self.request.user,
+            name=data["name"],
+            scope=data["scope"],
+            tenant=data.get("tenant"),
+            channel=data["channel"],
+            url=data.get("url", ""),
+            email=data.get("email", ""),
+            events=data.get("events", []),
+            secret=data.get("secret", ""),
+            secret_env=data.get("secret_env", ""),
+            enabled=data.get("enabled", True),
+        )
 
     def perform_update(self, serializer):
         serializer.instance = services.update_subscription(
-            serializer.instance, user=self.request.user, changes=dict(serializer.validated_data))
+            serializer.instance, user=self.request.user, changes=dict(serializer.validated_data)
+        )
 
     def perform_destroy(self, instance):
         services.delete_subscription(instance, user=self.request.user)
@@ -70,8 +78,7 @@ class DeliveryFilterSet(django_filters.FilterSet):
         fields = ["subscription", "kind", "status"]
 
 
-class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                      viewsets.GenericViewSet):
+class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The delivery log of your subscriptions, newest first: status, attempts, last HTTP
     status and error."""
 

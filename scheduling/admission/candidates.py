@@ -169,8 +169,9 @@ class Search:
         if workload.terminating:
             return None
         elastic = self.cycle.group_kind == GroupKind.ELASTIC
-        if not elastic and not (workload.preemptible
-                                and self.cycle.class_preemptible(workload.priority_class)):
+        if not elastic and not (
+            workload.preemptible and self.cycle.class_preemptible(workload.priority_class)
+        ):
             return "non-preemptible"
         until = workload.started_at + timedelta(seconds=workload.min_runtime_s)
         if self.cycle.now < until:
@@ -184,15 +185,22 @@ class Search:
 
     def order_key(self, workload: RunningWorkload) -> tuple:
         """Kueue ``CandidatesOrdering`` key (lower = evicted first)."""
-        return (not workload.terminating, workload.tenant == self.ask.entry.tenant,
-                workload.priority, -workload.started_at.timestamp(), workload.id)
+        return (
+            not workload.terminating,
+            workload.tenant == self.ask.entry.tenant,
+            workload.priority,
+            -workload.started_at.timestamp(),
+            workload.id,
+        )
 
-    def policy_rule(self, workload: RunningWorkload, policy: PreemptionPolicy,
-                    field_name: str) -> str | None:
+    def policy_rule(
+        self, workload: RunningWorkload, policy: PreemptionPolicy, field_name: str
+    ) -> str | None:
         """Kueue ``SatisfiesPreemptionPolicy`` as a rejection rule (None = passes)."""
         entry = self.ask.entry
-        verdict = policy_verdict(policy, entry.priority, entry.created_at,
-                                 workload.priority, workload.queue_order_time)
+        verdict = policy_verdict(
+            policy, entry.priority, entry.created_at, workload.priority, workload.queue_order_time
+        )
         return None if verdict is None else f"{field_name} {verdict}"
 
 
@@ -205,8 +213,9 @@ def jobs_by_tenant(search: Search) -> dict[str, list[RunningWorkload]]:
     return out
 
 
-def eligible(search: Search, workload: RunningWorkload, policy: PreemptionPolicy,
-             field_name: str) -> bool:
+def eligible(
+    search: Search, workload: RunningWorkload, policy: PreemptionPolicy, field_name: str
+) -> bool:
     """Policy and protections; records the rejection when not eligible."""
     rule = search.policy_rule(workload, policy, field_name) or search.protection(workload)
     if rule is not None:
@@ -230,8 +239,10 @@ class CandidateLists:
         """Kueue ``NewCandidateIterator`` order: evicted (terminating) of the hierarchy,
         priority and same-tenant lists, then the rest of each, each sorted by
         ``CandidatesOrdering``."""
-        lists = [sorted(lst, key=lambda c: search.order_key(c.workload))
-                 for lst in (self.hierarchy, self.priority, self.same)]
+        lists = [
+            sorted(lst, key=lambda c: search.order_key(c.workload))
+            for lst in (self.hierarchy, self.priority, self.same)
+        ]
         evicted = [c for lst in lists for c in lst if c.workload.terminating]
         rest = [c for lst in lists for c in lst if not c.workload.terminating]
         return evicted + rest
@@ -265,9 +276,15 @@ def collect_classical(search: Search) -> CandidateLists:
     return lists
 
 
-def _collect_subtree(search: Search, by_tenant: dict[str, list[RunningWorkload]],
-                     current: QuotaNode, skip: QuotaNode | None, lca: QuotaNode,
-                     advantage: bool, lists: CandidateLists) -> None:
+def _collect_subtree(
+    search: Search,
+    by_tenant: dict[str, list[RunningWorkload]],
+    current: QuotaNode,
+    skip: QuotaNode | None,
+    lca: QuotaNode,
+    advantage: bool,
+    lists: CandidateLists,
+) -> None:
     """Kueue ``collectCandidatesInSubtree``: nodes over quota give candidates, subtrees
     within quota are skipped (their jobs are rejected with that rule)."""
     tree, frs = search.tree, search.ask.frs
@@ -277,8 +294,11 @@ def _collect_subtree(search: Search, by_tenant: dict[str, list[RunningWorkload]]
         if child is skip or child is search.node:
             continue
         if tree.within_nominal_in(child, frs):
-            rule = (f"subtree within quota: {child.name}" if child.children
-                    else f"borrower within nominal: tenant {child.name}")
+            rule = (
+                f"subtree within quota: {child.name}"
+                if child.children
+                else f"borrower within nominal: tenant {child.name}"
+            )
             for name in tree.descendants(child.name or ""):
                 for workload in by_tenant.get(name, []):
                     search.reject(workload, rule)
@@ -289,16 +309,23 @@ def _collect_subtree(search: Search, by_tenant: dict[str, list[RunningWorkload]]
             _take_jobs(search, by_tenant, child, lca, advantage, lists)
 
 
-def _take_jobs(search: Search, by_tenant: dict[str, list[RunningWorkload]], node: QuotaNode,
-               lca: QuotaNode, advantage: bool, lists: CandidateLists) -> None:
+def _take_jobs(
+    search: Search,
+    by_tenant: dict[str, list[RunningWorkload]],
+    node: QuotaNode,
+    lca: QuotaNode,
+    advantage: bool,
+    lists: CandidateLists,
+) -> None:
     jobs = by_tenant.get(node.name or "", [])
     if jobs and search.tree.within_nominal_in(node, search.ask.frs):
         for workload in jobs:
             search.reject(workload, f"borrower within nominal: tenant {node.name}")
         return
     for workload in jobs:
-        if not eligible(search, workload, search.ask.queue.reclaim_within_cohort,
-                        "reclaimWithinCohort"):
+        if not eligible(
+            search, workload, search.ask.queue.reclaim_within_cohort, "reclaimWithinCohort"
+        ):
             continue
         variant = _classify(search, workload, advantage)
         target = lists.hierarchy if variant == Variant.HIERARCHICAL_RECLAIM else lists.priority
@@ -311,7 +338,8 @@ def _classify(search: Search, workload: RunningWorkload, advantage: bool) -> Var
         return Variant.HIERARCHICAL_RECLAIM
     borrow = search.ask.queue.borrow_within_cohort
     if borrow.forbidden or above_borrowing_threshold(
-            workload.priority, search.ask.entry.priority, borrow.max_priority_threshold):
+        workload.priority, search.ask.entry.priority, borrow.max_priority_threshold
+    ):
         return Variant.RECLAIM_WITHOUT_BORROWING
     return Variant.RECLAIM_WHILE_BORROWING
 
@@ -346,5 +374,7 @@ def _without_borrowing_rule(search: Search, workload: RunningWorkload) -> str:
     priority = search.ask.entry.priority
     if workload.priority >= priority:
         return f"borrowWithinCohort: priority {workload.priority} >= {priority}"
-    return (f"borrowWithinCohort: priority {workload.priority} > threshold "
-            f"{borrow.max_priority_threshold}")
+    return (
+        f"borrowWithinCohort: priority {workload.priority} > threshold "
+        f"{borrow.max_priority_threshold}"
+    )

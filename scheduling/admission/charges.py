@@ -24,12 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from scheduling.admission.types import (
-    AdmissionInputError,
-    Dimension,
-    FlavorResource,
-    GroupSpec,
-)
+from scheduling.admission.types import AdmissionInputError, Dimension, FlavorResource, GroupSpec
 from scheduling.placement.types import Decision, PodAssignment
 
 
@@ -55,8 +50,9 @@ def device_milli(memory_mib: int, cores_percent: int, device: DeviceInfo) -> int
     return milli_share(memory_mib, cores_percent, device.memory_mib, device.cores_percent)
 
 
-def milli_share(memory_mib: int, cores_percent: int, capacity_memory_mib: int,
-                capacity_cores_percent: int) -> int:
+def milli_share(
+    memory_mib: int, cores_percent: int, capacity_memory_mib: int, capacity_cores_percent: int
+) -> int:
     """Milli-devices for ``memory_mib`` MiB and ``cores_percent`` % of a device of the given
     capacity: ``min(1000, max(ceil(1000*cores/capacity cores), ceil(1000*mem/capacity mem)))``;
     a capacity of 0 in a dimension ignores that dimension."""
@@ -99,9 +95,7 @@ def collapse_pod(pod: PodAssignment) -> dict[str, tuple[int, int]]:
 
 
 def charges_for_pods(
-    pods: Iterable[PodAssignment],
-    devices: Mapping[str, DeviceInfo],
-    group: GroupSpec,
+    pods: Iterable[PodAssignment], devices: Mapping[str, DeviceInfo], group: GroupSpec
 ) -> dict[FlavorResource, int]:
     """Exact charges of placed pods, per ``(flavor, dimension)``.
 
@@ -141,9 +135,7 @@ def charges_for_pods(
 
 
 def charges_for(
-    decision: Decision,
-    devices: Mapping[str, DeviceInfo],
-    group: GroupSpec,
+    decision: Decision, devices: Mapping[str, DeviceInfo], group: GroupSpec
 ) -> dict[FlavorResource, int]:
     """Exact charges of a schedulable placement ``Decision`` (see the module docstring).
 

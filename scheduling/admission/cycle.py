@@ -70,9 +70,7 @@ MAX_DETAIL_LINES = 12
 
 
 def run_cycle(
-    snapshot: AdmissionSnapshot,
-    placer: Placer,
-    config: CycleConfig | None = None,
+    snapshot: AdmissionSnapshot, placer: Placer, config: CycleConfig | None = None
 ) -> CycleResult:
     """Run one admission cycle (see the module docstring for the phases).
 
@@ -115,8 +113,7 @@ class AdmissionCycle:
         AdmissionInputError: the snapshot is inconsistent.
     """
 
-    def __init__(self, snapshot: AdmissionSnapshot, placer: Placer,
-                 config: CycleConfig) -> None:
+    def __init__(self, snapshot: AdmissionSnapshot, placer: Placer, config: CycleConfig) -> None:
         validate_snapshot(snapshot)
         self.snapshot = snapshot
         self.placer = placer
@@ -130,14 +127,22 @@ class AdmissionCycle:
             self.running[workload.id] = workload
             self.tree.add(workload.tenant, workload.charges)
             self.holders[workload.id] = Holder(
-                workload.id, workload.tenant, workload.charges,
-                expected_end_s(workload.started_at, workload.max_runtime_s, self.now,
-                               workload.evict_by if workload.terminating else None))
+                workload.id,
+                workload.tenant,
+                workload.charges,
+                expected_end_s(
+                    workload.started_at,
+                    workload.max_runtime_s,
+                    self.now,
+                    workload.evict_by if workload.terminating else None,
+                ),
+            )
         self.queues: dict[str, QueueSpec] = {q.name: q for q in snapshot.queues}
         self.classes = {c.name: c for c in snapshot.priority_classes}
         options = snapshot.options
-        self.fair_sharing = config.fair_sharing if options.fair_sharing is None \
-            else options.fair_sharing
+        self.fair_sharing = (
+            config.fair_sharing if options.fair_sharing is None else options.fair_sharing
+        )
         self.strategies = tuple(options.preemption_strategies)
         self.admitted: list[Admission] = []
         self.preempted: list[PreemptionTarget] = []
@@ -172,7 +177,8 @@ class AdmissionCycle:
         cursor = dict.fromkeys(queues, 0)
         while True:
             heads = [
-                queues[name][cursor[name]] for name in sorted(queues)
+                queues[name][cursor[name]]
+                for name in sorted(queues)
                 if name not in self.blocked_by and cursor[name] < len(queues[name])
             ]
             if not heads:
@@ -181,8 +187,10 @@ class AdmissionCycle:
                 heads = [h for h in heads if h.preempting]
             for entry in round_order(self, heads):
                 admitted = self._process(entry)
-                if not admitted and self.queues[entry.queue].strategy == \
-                        QueueingStrategy.STRICT_FIFO:
+                if (
+                    not admitted
+                    and self.queues[entry.queue].strategy == QueueingStrategy.STRICT_FIFO
+                ):
                     self.blocked_by[entry.queue] = entry.id
                 cursor[entry.queue] += 1
         while self._hold_undo:  # the holds of waiting preemptors end with the cycle
@@ -207,8 +215,7 @@ class AdmissionCycle:
         for tenant, charges in self.holds.values():
             for fr, amount in merge_charges(charges).items():
                 usage[tenant][fr] = usage[tenant].get(fr, 0) - amount
-        return {t: {fr: a for fr, a in u.items() if a} for t, u in usage.items()
-                if any(u.values())}
+        return {t: {fr: a for fr, a in u.items() if a} for t, u in usage.items() if any(u.values())}
 
     # -- phase 1: queue heads ---------------------------------------------------------------------
 
@@ -253,57 +260,83 @@ class AdmissionCycle:
             return f"priority class {name} does not exist"
         allowed = queue.allowed_priority_classes
         if allowed is not None and name not in allowed:
-            return (f"priority class {name} is not allowed in queue {queue.name} (allowed: "
-                    f"{', '.join(allowed) or 'none'})")
+            return (
+                f"priority class {name} is not allowed in queue {queue.name} (allowed: "
+                f"{', '.join(allowed) or 'none'})"
+            )
         return None
 
-    def _try_admit(self, entry: PendingWorkload, attempt: FlavorTry, quiet: bool = False
-                   ) -> bool:
+    def _try_admit(self, entry: PendingWorkload, attempt: FlavorTry, quiet: bool = False) -> bool:
         assert attempt.outcome is not None
         blocked = self.reservations.blocking(entry, attempt.outcome)
         if blocked is not None:
-            return False if quiet else self._fail(
-                entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
-        backfill = any(a.entry.id != entry.id and entry.priority <= a.entry.priority
-                       for a in self.reservations.active.values())
+            return (
+                False
+                if quiet
+                else self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
+            )
+        backfill = any(
+            a.entry.id != entry.id and entry.priority <= a.entry.priority
+            for a in self.reservations.active.values()
+        )
         self._admit(entry, attempt.outcome, attempt.flavors, backfill)
         return True
 
     def _fail(self, entry: PendingWorkload, failure: _Failure) -> bool:
         active = self.reservations.elect(entry, failure.code)
         if active is not None:
-            failure = _Failure(PendingCode.RESERVED, self.reservations.verdict(active),
-                               (failure.reason, *failure.details), (), failure.rejected)
+            failure = _Failure(
+                PendingCode.RESERVED,
+                self.reservations.verdict(active),
+                (failure.reason, *failure.details),
+                (),
+                failure.rejected,
+            )
         self.failures[entry.id] = failure
         return False
 
-    def _admit(self, entry: PendingWorkload, outcome: PlacementOutcome, flavors,
-               backfill: bool) -> None:
+    def _admit(
+        self, entry: PendingWorkload, outcome: PlacementOutcome, flavors, backfill: bool
+    ) -> None:
         self._undo_log.append(self.placer.reserve(entry, outcome))
         self.tree.add(entry.tenant, outcome.charges)
         self.version += 1
         self.holders[entry.id] = Holder(
-            entry.id, entry.tenant, outcome.charges,
-            expected_end_s(self.now, entry.max_runtime_s, self.now))
+            entry.id,
+            entry.tenant,
+            outcome.charges,
+            expected_end_s(self.now, entry.max_runtime_s, self.now),
+        )
         node = self.tree.node(entry.tenant)
         borrowing = any(
             amount > 0 and self.tree.counted(node, fr) and self.tree.borrowing_with(node, fr, 0)
-            for fr, amount in merge_charges(outcome.charges).items())
+            for fr, amount in merge_charges(outcome.charges).items()
+        )
         history = self.snapshot.options.history
         if history is not None:
             self.penalties[entry.tenant] = self.penalties.get(entry.tenant, 0.0) + entry_penalty(
-                outcome.charges, history.resource_weights, history.entry_penalty_interval_s,
-                history.half_life_s)
+                outcome.charges,
+                history.resource_weights,
+                history.entry_penalty_interval_s,
+                history.half_life_s,
+            )
         self.reservations.admitted(entry)
-        self.admitted.append(Admission(
-            workload_id=entry.id, tenant=entry.tenant, queue=entry.queue,
-            pod_count=outcome.pod_count, charges=dict(outcome.charges),
-            placement=outcome.token, borrowing=borrowing,
-            preemptible=self.effective_preemptible(entry) or self.group_kind == GroupKind.ELASTIC,
-            order=len(self.admitted),
-            flavors=tuple(f[0] if f else None for f in flavors) if flavors else (),
-            backfill=backfill,
-        ))
+        self.admitted.append(
+            Admission(
+                workload_id=entry.id,
+                tenant=entry.tenant,
+                queue=entry.queue,
+                pod_count=outcome.pod_count,
+                charges=dict(outcome.charges),
+                placement=outcome.token,
+                borrowing=borrowing,
+                preemptible=self.effective_preemptible(entry)
+                or self.group_kind == GroupKind.ELASTIC,
+                order=len(self.admitted),
+                flavors=tuple(f[0] if f else None for f in flavors) if flavors else (),
+                backfill=backfill,
+            )
+        )
 
     def _wait(self, entry: PendingWorkload, attempt: FlavorTry) -> None:
         """Issue the preemptions (victims not terminating and not already issued) and hold
@@ -318,11 +351,18 @@ class AdmissionCycle:
             if workload.terminating or workload.id in self.issued:
                 continue
             self.issued.add(workload.id)
-            self.preempted.append(PreemptionTarget(
-                victim_id=workload.id, victim_tenant=workload.tenant, preemptor_id=entry.id,
-                preemptor_tenant=entry.tenant, reason=target.reason, message=target.message,
-                at=self.now, evict_by=grace,
-            ))
+            self.preempted.append(
+                PreemptionTarget(
+                    victim_id=workload.id,
+                    victim_tenant=workload.tenant,
+                    preemptor_id=entry.id,
+                    preemptor_tenant=entry.tenant,
+                    reason=target.reason,
+                    message=target.message,
+                    at=self.now,
+                    evict_by=grace,
+                )
+            )
         self._hold_undo.append(self.placer.reserve(entry, attempt.outcome))
         self.tree.add(entry.tenant, attempt.outcome.charges)
         self.holds[entry.id] = (entry.tenant, attempt.outcome.charges)
@@ -331,16 +371,18 @@ class AdmissionCycle:
         own = [t.workload.id for t in attempt.targets if t.workload.tenant == entry.tenant]
         others = len(waiting) - len(own)
         named = ", ".join(own + ([f"{others} job(s) of other tenants"] if others else []))
-        reason = (f"waiting for {len(waiting)} preempted workload(s) to terminate ({named}); "
-                  f"admitted once their pods are gone (grace until "
-                  f"{max(evict_by).isoformat()})")
-        self.failures[entry.id] = _Failure(PendingCode.WAITING_FOR_PREEMPTED, reason, (),
-                                           waiting)
+        reason = (
+            f"waiting for {len(waiting)} preempted workload(s) to terminate ({named}); "
+            f"admitted once their pods are gone (grace until "
+            f"{max(evict_by).isoformat()})"
+        )
+        self.failures[entry.id] = _Failure(PendingCode.WAITING_FOR_PREEMPTED, reason, (), waiting)
 
     # -- phase 5: verdicts ------------------------------------------------------------------------
 
-    def _phase5_verdicts(self, queues: Mapping[str, list[PendingWorkload]]
-                         ) -> tuple[PendingVerdict, ...]:
+    def _phase5_verdicts(
+        self, queues: Mapping[str, list[PendingWorkload]]
+    ) -> tuple[PendingVerdict, ...]:
         admitted = {a.workload_id for a in self.admitted}
         verdicts = []
         for name in sorted(queues):
@@ -349,26 +391,35 @@ class AdmissionCycle:
                 failure = self.failures.get(entry.id) or _Failure(
                     PendingCode.BLOCKED_BY_HEAD,
                     f"queue {name} is StrictFIFO and its head {self.blocked_by[name]} is not "
-                    f"admitted")
-                verdicts.append(PendingVerdict(
-                    workload_id=entry.id, tenant=entry.tenant, queue=name, position=position,
-                    code=failure.code, reason=failure.reason, details=failure.details,
-                    waiting_for=failure.waiting_for, rejected=failure.rejected,
-                ))
+                    f"admitted",
+                )
+                verdicts.append(
+                    PendingVerdict(
+                        workload_id=entry.id,
+                        tenant=entry.tenant,
+                        queue=name,
+                        position=position,
+                        code=failure.code,
+                        reason=failure.reason,
+                        details=failure.details,
+                        waiting_for=failure.waiting_for,
+                        rejected=failure.rejected,
+                    )
+                )
         return tuple(verdicts)
 
 
 def _rejection_lines(tenant: str, rejected: tuple[RejectedCandidate, ...]) -> list[str]:
     """Detail lines: the preemptor's own tenant's candidates by id and rule; other tenants'
     counted per rule kind (never naming them)."""
-    own = [f"preemption: {r.workload_id} rejected: {r.rule}" for r in rejected
-           if r.tenant == tenant]
+    own = [
+        f"preemption: {r.workload_id} rejected: {r.rule}" for r in rejected if r.tenant == tenant
+    ]
     kinds = Counter(r.kind for r in rejected if r.tenant != tenant)
     lines = own[:MAX_DETAIL_LINES]
     if len(own) > MAX_DETAIL_LINES:
         lines.append(f"preemption: and {len(own) - MAX_DETAIL_LINES} more of tenant {tenant}")
     if kinds:
         parts = ", ".join(f"{kind} x{count}" for kind, count in sorted(kinds.items()))
-        lines.append(f"preemption: {sum(kinds.values())} job(s) of other tenants rejected: "
-                     f"{parts}")
+        lines.append(f"preemption: {sum(kinds.values())} job(s) of other tenants rejected: {parts}")
     return lines

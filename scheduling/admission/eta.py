@@ -21,10 +21,7 @@ from scheduling.admission.types import AdmissionInputError
 
 
 def drain_rate_per_s(
-    departures: Iterable[datetime],
-    now: datetime,
-    window_s: float = 3600.0,
-    min_events: int = 2,
+    departures: Iterable[datetime], now: datetime, window_s: float = 3600.0, min_events: int = 2
 ) -> float | None:
     """Jobs per second that left the queue within ``window_s`` seconds before ``now``.
 
@@ -87,6 +84,7 @@ def estimate_start(
 
 # --- start range from the running jobs' ends and the queue ahead ----------------------------
 
+
 @dataclass(frozen=True)
 class StartRange:
     """Estimated start of a queued job: ``earliest`` .. ``latest`` (aware datetimes)."""
@@ -125,7 +123,9 @@ def _fluid_starts(now_s: float, capacity: float, running, jobs, backfill: bool) 
 
 
 def estimate_queue_starts(
-    now: datetime, capacity_devices: float, running: Sequence[tuple[datetime, float]],
+    now: datetime,
+    capacity_devices: float,
+    running: Sequence[tuple[datetime, float]],
     queue: Sequence[tuple[float, float]],
 ) -> list[StartRange | None]:
     """Start range of every queued job of a resource group from the jobs holding devices.
@@ -170,17 +170,21 @@ def estimate_queue_starts(
     for k, i in enumerate(fits):
         lo, hi = min(early[k], late[k]), max(early[k], late[k])
         if hi != float("inf"):
-            out[i] = StartRange(now + timedelta(seconds=round(lo - now_s)),
-                                now + timedelta(seconds=round(hi - now_s)))
+            out[i] = StartRange(
+                now + timedelta(seconds=round(lo - now_s)),
+                now + timedelta(seconds=round(hi - now_s)),
+            )
     return out
 
 
 def estimate_start_range(
-    now: datetime, capacity_devices: float, running: Sequence[tuple[datetime, float]],
-    ahead: Sequence[tuple[float, float]], own_devices: float,
+    now: datetime,
+    capacity_devices: float,
+    running: Sequence[tuple[datetime, float]],
+    ahead: Sequence[tuple[float, float]],
+    own_devices: float,
 ) -> StartRange | None:
     """Start range of one queued job behind ``ahead`` (``(devices, run time s)``, admission
     order) asking ``own_devices`` (:func:`estimate_queue_starts`); None when it asks more than
     the capacity."""
-    return estimate_queue_starts(now, capacity_devices, running, [*ahead, (own_devices, 0.0)]
-                                 )[-1]
+    return estimate_queue_starts(now, capacity_devices, running, [*ahead, (own_devices, 0.0)])[-1]

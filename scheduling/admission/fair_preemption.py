@@ -60,8 +60,9 @@ def find_candidates(search: Search) -> list[RunningWorkload]:
             policy, name = queue.within_cluster_queue, "withinClusterQueue"
         else:
             policy, name = queue.reclaim_within_cohort, "reclaimWithinCohort"
-            if policy != PreemptionPolicy.NEVER and \
-                    tree.within_nominal_in(tree.node(tenant), search.ask.frs):
+            if policy != PreemptionPolicy.NEVER and tree.within_nominal_in(
+                tree.node(tenant), search.ask.frs
+            ):
                 for workload in jobs:
                     search.reject(workload, f"borrower within nominal: tenant {tenant}")
                 continue
@@ -126,7 +127,8 @@ class _Ordering:
             self.pruned_cohort.add(id(cohort))
             return None
         if best_cohort is not None and (
-                best_cq_share is None or compare(best_cohort_share, best_cq_share) >= 0):
+            best_cq_share is None or compare(best_cohort_share, best_cq_share) >= 0
+        ):
             return self._next(best_cohort)
         return best_cq
 
@@ -192,8 +194,9 @@ class _Run:
         self.targets.append(Target(workload, reason, message))
         return self.fits()
 
-    def first(self, ordering: _Ordering, strategy: FairSharingStrategy
-              ) -> tuple[bool, list[RunningWorkload]]:
+    def first(
+        self, ordering: _Ordering, strategy: FairSharingStrategy
+    ) -> tuple[bool, list[RunningWorkload]]:
         """Kueue ``runFirstFsStrategy``: (fits, retry candidates)."""
         retry: list[RunningWorkload] = []
         entry = self.search.ask.entry
@@ -215,17 +218,23 @@ class _Run:
                 return True, retry
         return False, retry
 
-    def _strategy_round(self, ordering: _Ordering, node: QuotaNode,
-                        pair: tuple[QuotaNode, QuotaNode], strategy: FairSharingStrategy,
-                        retry: list[RunningWorkload]) -> bool:
+    def _strategy_round(
+        self,
+        ordering: _Ordering,
+        node: QuotaNode,
+        pair: tuple[QuotaNode, QuotaNode],
+        strategy: FairSharingStrategy,
+        retry: list[RunningWorkload],
+    ) -> bool:
         tree = self.search.tree
         preemptor_new, target_old = dominant_share(tree, pair[0]), dominant_share(tree, pair[1])
         if strategy_unsatisfiable(preemptor_new, target_old):
             while ordering.has_jobs(node):
                 workload = ordering.pop(node)
                 retry.append(workload)
-                self.search.reject(workload, f"fair sharing: preemptor share "
-                                             f"{preemptor_new.text()} (weight 0)")
+                self.search.reject(
+                    workload, f"fair sharing: preemptor share {preemptor_new.text()} (weight 0)"
+                )
             return False
         while ordering.has_jobs(node):
             workload = ordering.pop(node)
@@ -233,12 +242,10 @@ class _Run:
             target_new = dominant_share(tree, pair[1])
             tree.add(workload.tenant, workload.charges)
             if strategy_passes(strategy, preemptor_new, target_old, target_new):
-                message = self._message(workload, strategy, preemptor_new, target_old,
-                                        target_new)
+                message = self._message(workload, strategy, preemptor_new, target_old, target_new)
                 return self.take(workload, PreemptionReason.FAIR_SHARING, message)
             retry.append(workload)
-            self.search.reject(workload, _refusal(strategy, preemptor_new, target_old,
-                                                  target_new))
+            self.search.reject(workload, _refusal(strategy, preemptor_new, target_old, target_new))
         return False
 
     def second(self, retry: list[RunningWorkload]) -> bool:
@@ -263,12 +270,20 @@ class _Run:
             ordering.drop(node)
         return False
 
-    def _message(self, workload: RunningWorkload, strategy: FairSharingStrategy,
-                 pre: Share, old: Share, new: Share | None) -> str:
+    def _message(
+        self,
+        workload: RunningWorkload,
+        strategy: FairSharingStrategy,
+        pre: Share,
+        old: Share,
+        new: Share | None,
+    ) -> str:
         entry = self.search.ask.entry
         after = f" -> {new.text()}" if new is not None else ""
-        return (f"preempted for fair sharing by tenant {entry.tenant} for {entry.id}: share "
-                f"{pre.text()} vs tenant {workload.tenant} {old.text()}{after} ({strategy})")
+        return (
+            f"preempted for fair sharing by tenant {entry.tenant} for {entry.id}: share "
+            f"{pre.text()} vs tenant {workload.tenant} {old.text()}{after} ({strategy})"
+        )
 
 
 def _refusal(strategy: FairSharingStrategy, pre: Share, old: Share, new: Share | None) -> str:
@@ -277,8 +292,9 @@ def _refusal(strategy: FairSharingStrategy, pre: Share, old: Share, new: Share |
     return f"fair sharing {strategy}: {pre.text()} >= {old.text()}"
 
 
-def fair_targets(search: Search, strategies: tuple[FairSharingStrategy, ...]
-                 ) -> list[Target] | None:
+def fair_targets(
+    search: Search, strategies: tuple[FairSharingStrategy, ...]
+) -> list[Target] | None:
     """Kueue ``fairPreemptions``: the victims, or None (tree and placer left unchanged)."""
     candidates = find_candidates(search)
     if not candidates:

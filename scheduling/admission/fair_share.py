@@ -94,8 +94,9 @@ def compare(a: Share, b: Share) -> int:
     return (ka > kb) - (ka < kb)
 
 
-def dominant_share(tree: QuotaTree, node: QuotaNode,
-                   extra: Mapping[FlavorResource, int] | None = None) -> Share:
+def dominant_share(
+    tree: QuotaTree, node: QuotaNode, extra: Mapping[FlavorResource, int] | None = None
+) -> Share:
     """The DRS of ``node`` (any node; the root cohort's is 0), with ``extra`` usage added to
     the node itself (see the module docstring)."""
     if node.parent is None:
@@ -125,8 +126,9 @@ def dominant_share(tree: QuotaTree, node: QuotaNode,
     return Share(node.weight, best, dominant, frozenset(borrowed_frs))
 
 
-def strategy_passes(strategy: FairSharingStrategy, preemptor_new: Share, target_old: Share,
-                    target_new: Share) -> bool:
+def strategy_passes(
+    strategy: FairSharingStrategy, preemptor_new: Share, target_old: Share, target_new: Share
+) -> bool:
     """Kueue ``LessThanOrEqualToFinalShare`` (S2-a: preemptor's new share <= target's share
     after the removal) or ``LessThanInitialShare`` (S2-b: preemptor's new share < target's
     share before it)."""

@@ -59,22 +59,35 @@ class PoolPlacer:
 
     # -- protocol --------------------------------------------------------------------------
 
-    def try_place(self, workload: PendingWorkload, pod_count: int,
-                  flavors: FlavorChoice = None) -> PlacementOutcome:
+    def try_place(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """Place ``pod_count`` pods of ``workload`` in pod-set order (each pod set's request
         must be a :class:`PodShape`), pod set ``i`` restricted to ``flavors[i]``."""
-        free = {u: [d.memory_mib - d.used_memory_mib, d.cores_percent - d.used_cores_percent,
-                    d.used_slots] for u, d in self.devices.items()}
+        free = {
+            u: [
+                d.memory_mib - d.used_memory_mib,
+                d.cores_percent - d.used_cores_percent,
+                d.used_slots,
+            ]
+            for u, d in self.devices.items()
+        }
         return self._place(workload, pod_count, flavors, free)
 
-    def estimate(self, workload: PendingWorkload, pod_count: int,
-                 flavors: FlavorChoice = None) -> PlacementOutcome:
+    def estimate(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """:meth:`try_place` on the same devices with nothing booked."""
         free = {u: [d.memory_mib, d.cores_percent, 0] for u, d in self.devices.items()}
         return self._place(workload, pod_count, flavors, free)
 
-    def _place(self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice,
-               free: dict[str, list[int]]) -> PlacementOutcome:
+    def _place(
+        self,
+        workload: PendingWorkload,
+        pod_count: int,
+        flavors: FlavorChoice,
+        free: dict[str, list[int]],
+    ) -> PlacementOutcome:
         pods = []
         for set_index, pod_set in enumerate(workload.sets()):
             shape = pod_set.request
@@ -94,7 +107,9 @@ class PoolPlacer:
                 pods.append(pod)
         decision = Decision(schedulable=True, pods=tuple(pods))
         return PlacementOutcome(
-            placed=True, pod_count=pod_count, token=decision,
+            placed=True,
+            pod_count=pod_count,
+            token=decision,
             charges=charges_for(decision, self.devices, self.group),
         )
 
@@ -139,8 +154,9 @@ class PoolPlacer:
                     device.used_cores_percent += sign * grant.cores_percent
                     device.used_slots += sign
 
-    def _wants(self, shape: PodShape, device: DeviceUsage, allowed: tuple[str, ...] | None
-               ) -> tuple[int, int] | None:
+    def _wants(
+        self, shape: PodShape, device: DeviceUsage, allowed: tuple[str, ...] | None
+    ) -> tuple[int, int] | None:
         if not device.healthy or device.cordoned:
             return None
         flavor = self.group.flavor_of(device.type)
@@ -158,8 +174,13 @@ class PoolPlacer:
             memory = 0
         return memory, min(shape.cores_percent, 100)
 
-    def _place_pod(self, name: str, shape: PodShape, allowed: tuple[str, ...] | None,
-                   free: dict[str, list[int]]) -> PodAssignment | None:
+    def _place_pod(
+        self,
+        name: str,
+        shape: PodShape,
+        allowed: tuple[str, ...] | None,
+        free: dict[str, list[int]],
+    ) -> PodAssignment | None:
         nodes = sorted({d.node for d in self._order})
         for node in nodes:
             grants: list[DeviceGrant] = []
@@ -176,15 +197,25 @@ class PoolPlacer:
                     continue
                 if slots >= device.split_count:
                     continue
-                grants.append(DeviceGrant(uuid=device.uuid, type=device.vendor,
-                                          memory_mib=memory, cores_percent=cores,
-                                          model=device.type, index=device.index))
+                grants.append(
+                    DeviceGrant(
+                        uuid=device.uuid,
+                        type=device.vendor,
+                        memory_mib=memory,
+                        cores_percent=cores,
+                        model=device.type,
+                        index=device.index,
+                    )
+                )
             if len(grants) == shape.devices:
                 for grant in grants:
                     held = free[grant.uuid]
                     held[0] -= grant.memory_mib
                     held[1] -= grant.cores_percent
                     held[2] += 1
-                return PodAssignment(pod=name, node=node, containers=(
-                    ContainerAssignment(name="main", devices=tuple(grants)),))
+                return PodAssignment(
+                    pod=name,
+                    node=node,
+                    containers=(ContainerAssignment(name="main", devices=tuple(grants)),),
+                )
         return None

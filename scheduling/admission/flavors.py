@@ -86,8 +86,10 @@ def should_try_next(attempt: FlavorTry, fungibility: FlavorFungibility) -> bool:
     """Kueue ``shouldTryNextFlavor``."""
     if attempt.mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
         return True
-    if attempt.mode in (Mode.PREEMPT, Mode.RECLAIM) and \
-            fungibility.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR:
+    if (
+        attempt.mode in (Mode.PREEMPT, Mode.RECLAIM)
+        and fungibility.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR
+    ):
         return True
     return attempt.borrow > 0 and fungibility.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
 
@@ -109,8 +111,9 @@ def is_preferred(a: FlavorTry, b: FlavorTry, fungibility: FlavorFungibility) -> 
     return a.borrow < b.borrow
 
 
-def assign_flavors(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec,
-                   pod_count: int | None = None) -> FlavorTry:
+def assign_flavors(
+    cycle: CycleState, entry: PendingWorkload, queue: QueueSpec, pod_count: int | None = None
+) -> FlavorTry:
     """Choose a flavor per pod set (module docstring) and evaluate the whole job on them.
 
     Args:
@@ -157,8 +160,13 @@ def queue_flavors(cycle: CycleState, queue: QueueSpec) -> list[tuple[str, ...] |
     return listed or [None]
 
 
-def evaluate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec, pod_count: int,
-             flavors: FlavorChoice) -> FlavorTry:
+def evaluate(
+    cycle: CycleState,
+    entry: PendingWorkload,
+    queue: QueueSpec,
+    pod_count: int,
+    flavors: FlavorChoice,
+) -> FlavorTry:
     """One flavor choice: fit, preempt/reclaim, no candidates or no fit (module docstring)."""
     tree, placer = cycle.tree, cycle.placer
     preemptible = cycle.effective_preemptible(entry)
@@ -168,39 +176,62 @@ def evaluate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec, pod_co
         estimate = placer.estimate(entry, pod_count, flavors)
         if not estimate.placed:
             code = PendingCode.NO_MATCHING_FLAVOR if flavors else PendingCode.UNSCHEDULABLE
-            return FlavorTry(Mode.NO_FIT, 0, flavors, code=code,
-                             reason=f"unschedulable: {estimate.reason}")
+            return FlavorTry(
+                Mode.NO_FIT, 0, flavors, code=code, reason=f"unschedulable: {estimate.reason}"
+            )
         requests = dict(estimate.charges)
     blocks = tree.check_fit(entry.tenant, requests, allow_borrowing=preemptible)
     exceeds = [b for b in blocks if b.exceeds_max]
     if exceeds:
-        return FlavorTry(Mode.NO_FIT, 0, flavors, code=PendingCode.EXCEEDS_MAX_QUOTA,
-                         reason=exceeds[0].text, details=[b.text for b in exceeds[1:]])
+        return FlavorTry(
+            Mode.NO_FIT,
+            0,
+            flavors,
+            code=PendingCode.EXCEEDS_MAX_QUOTA,
+            reason=exceeds[0].text,
+            details=[b.text for b in exceeds[1:]],
+        )
     if outcome.placed and not blocks:
-        return FlavorTry(Mode.FIT, tree.borrowing_height(entry.tenant, requests), flavors,
-                         outcome=outcome)
+        return FlavorTry(
+            Mode.FIT, tree.borrowing_height(entry.tenant, requests), flavors, outcome=outcome
+        )
     if blocks:
-        attempt = FlavorTry(Mode.NO_FIT, 0, flavors, code=PendingCode.WAITING_FOR_QUOTA,
-                            reason=blocks[0].text, details=[b.text for b in blocks[1:]])
+        attempt = FlavorTry(
+            Mode.NO_FIT,
+            0,
+            flavors,
+            code=PendingCode.WAITING_FOR_QUOTA,
+            reason=blocks[0].text,
+            details=[b.text for b in blocks[1:]],
+        )
         short = {b.flavor_resource for b in blocks if b.flavor_resource is not None}
         refusal = _gate(cycle, entry, queue, {fr: requests[fr] for fr in short})
         if refusal is not None:
             attempt.details.append(refusal)
             return attempt
     else:
-        attempt = FlavorTry(Mode.NO_FIT, 0, flavors, code=PendingCode.UNSCHEDULABLE,
-                            reason=f"unschedulable: {outcome.reason}")
+        attempt = FlavorTry(
+            Mode.NO_FIT,
+            0,
+            flavors,
+            code=PendingCode.UNSCHEDULABLE,
+            reason=f"unschedulable: {outcome.reason}",
+        )
         short = set()
     node = tree.node(entry.tenant)
-    quota_requests = {fr: amount for fr, amount in merge_charges(requests).items()
-                      if amount > 0 and tree.counted(node, fr)}
+    quota_requests = {
+        fr: amount
+        for fr, amount in merge_charges(requests).items()
+        if amount > 0 and tree.counted(node, fr)
+    }
     frs = frozenset(short if outcome.placed and short else quota_requests)
     ask = Ask(entry, queue, pod_count, flavors, quota_requests, frs, preemptible)
     return _oracle(cycle, ask, attempt)
 
 
-def _gate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec,
-          short: dict[FlavorResource, int]) -> str | None:
+def _gate(
+    cycle: CycleState, entry: PendingWorkload, queue: QueueSpec, short: dict[FlavorResource, int]
+) -> str | None:
     """Kueue's gate before preemption (``fitsResourceQuota``): None = may preempt."""
     if not queue.borrow_within_cohort.forbidden:
         return None
@@ -212,9 +243,11 @@ def _gate(cycle: CycleState, entry: PendingWorkload, queue: QueueSpec,
         nominal = node.subtree.get(fr, 0)
         if nominal >= need or tree.lowest_fitting_height(node, fr, need)[1]:
             continue
-        return (f"preemption: request {need} exceeds nominal {nominal} of tenant "
-                f"{entry.tenant} in {fr[0]} {fr[1].value}; preemption needs the request "
-                f"to fit the nominal quota (or borrowWithinCohort)")
+        return (
+            f"preemption: request {need} exceeds nominal {nominal} of tenant "
+            f"{entry.tenant} in {fr[0]} {fr[1].value}; preemption needs the request "
+            f"to fit the nominal quota (or borrowWithinCohort)"
+        )
     return None
 
 
@@ -228,8 +261,11 @@ def _oracle(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     if not targets or search.outcome is None:
         attempt.mode = Mode.NO_CANDIDATES
         attempt.rejected = search.rejected
-        attempt.details.append("preemption: evicting every valid candidate would not make "
-                               "it fit" if search.tried else "preemption: no valid candidates")
+        attempt.details.append(
+            "preemption: evicting every valid candidate would not make it fit"
+            if search.tried
+            else "preemption: no valid candidates"
+        )
         return attempt
     tree = cycle.tree
     own = any(t.workload.tenant == ask.entry.tenant for t in targets)
@@ -238,5 +274,10 @@ def _oracle(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     borrow = tree.borrowing_height(ask.entry.tenant, search.outcome.charges)
     for target in targets:
         tree.add(target.workload.tenant, target.workload.charges)
-    return FlavorTry(Mode.PREEMPT if own else Mode.RECLAIM, borrow, ask.flavors,
-                     outcome=search.outcome, targets=targets)
+    return FlavorTry(
+        Mode.PREEMPT if own else Mode.RECLAIM,
+        borrow,
+        ask.flavors,
+        outcome=search.outcome,
+        targets=targets,
+    )

@@ -46,8 +46,7 @@ def alpha(elapsed_s: float, half_life_s: float) -> float:
     return 1.0 - 0.5 ** (max(0.0, elapsed_s) / half_life_s)
 
 
-def decayed_usage(intervals: Iterable[UsageInterval], now: datetime,
-                  half_life_s: float) -> float:
+def decayed_usage(intervals: Iterable[UsageInterval], now: datetime, half_life_s: float) -> float:
     """Decayed usage at ``now`` of the ``intervals`` (module docstring formula); intervals
     that start after ``now`` count nothing.
 
@@ -63,18 +62,23 @@ def decayed_usage(intervals: Iterable[UsageInterval], now: datetime,
         end = now if interval.end is None or interval.end > now else interval.end
         since_end = (now - end).total_seconds() / half_life_s
         since_start = (now - interval.start).total_seconds() / half_life_s
-        total += interval.amount * (2.0 ** -since_end - 2.0 ** -since_start)
+        total += interval.amount * (2.0**-since_end - 2.0**-since_start)
     return total
 
 
-def weighted_amount(charges: Mapping[FlavorResource, int],
-                    weights: Mapping[Dimension, float]) -> float:
+def weighted_amount(
+    charges: Mapping[FlavorResource, int], weights: Mapping[Dimension, float]
+) -> float:
     """``sum of weight[dimension] * amount`` (Kueue ``resourceWeights``; a dimension without a
     weight counts 0)."""
     return sum(weights.get(Dimension(fr[1]), 0.0) * amount for fr, amount in charges.items())
 
 
-def entry_penalty(charges: Mapping[FlavorResource, int], weights: Mapping[Dimension, float],
-                  interval_s: float, half_life_s: float) -> float:
+def entry_penalty(
+    charges: Mapping[FlavorResource, int],
+    weights: Mapping[Dimension, float],
+    interval_s: float,
+    half_life_s: float,
+) -> float:
     """Kueue ``CalculateEntryPenalty``: ``weighted charges * alpha(interval, half life)``."""
     return weighted_amount(charges, weights) * alpha(interval_s, half_life_s)

@@ -61,7 +61,8 @@ def check_invariants(
     for workload in snapshot.running:
         tree.add(workload.tenant, workload.charges)
         recomputed[workload.tenant] = merge_charges(
-            recomputed.get(workload.tenant, {}), workload.charges)
+            recomputed.get(workload.tenant, {}), workload.charges
+        )
     found = [InvariantViolation(v.kind, v.tenant, v.message) for v in tree.violations()]
 
     stored: dict[str, dict[FlavorResource, int]] = {}
@@ -73,33 +74,47 @@ def check_invariants(
         have, want = stored.get(tenant, {}), recomputed.get(tenant, {})
         for fr in sorted(set(have) | set(want), key=fr_sort_key):
             if have.get(fr, 0) != want.get(fr, 0):
-                found.append(InvariantViolation(
-                    "usage_drift", tenant,
-                    f"tenant {tenant}, flavor {fr[0]}, {fr[1].value}: stored usage "
-                    f"{have.get(fr, 0)}, recomputed {want.get(fr, 0)}",
-                ))
+                found.append(
+                    InvariantViolation(
+                        "usage_drift",
+                        tenant,
+                        f"tenant {tenant}, flavor {fr[0]}, {fr[1].value}: stored usage "
+                        f"{have.get(fr, 0)}, recomputed {want.get(fr, 0)}",
+                    )
+                )
 
     if placements is not None and devices is not None:
         running = {w.id: w for w in snapshot.running}
         for workload_id in sorted(set(running) | set(placements)):
             if workload_id not in placements:
-                found.append(InvariantViolation(
-                    "missing_placement", workload_id,
-                    f"running workload {workload_id} has no placement"))
+                found.append(
+                    InvariantViolation(
+                        "missing_placement",
+                        workload_id,
+                        f"running workload {workload_id} has no placement",
+                    )
+                )
                 continue
             if workload_id not in running:
-                found.append(InvariantViolation(
-                    "orphan_placement", workload_id,
-                    f"placement of {workload_id} belongs to no running workload"))
+                found.append(
+                    InvariantViolation(
+                        "orphan_placement",
+                        workload_id,
+                        f"placement of {workload_id} belongs to no running workload",
+                    )
+                )
                 continue
             expected = charges_for(placements[workload_id], devices, snapshot.group)
             recorded = merge_charges(running[workload_id].charges)
             for fr in sorted(set(expected) | set(recorded), key=fr_sort_key):
                 if expected.get(fr, 0) != recorded.get(fr, 0):
-                    found.append(InvariantViolation(
-                        "charge_drift", workload_id,
-                        f"workload {workload_id}, flavor {fr[0]}, {fr[1].value}: recorded "
-                        f"charge {recorded.get(fr, 0)}, placement implies "
-                        f"{expected.get(fr, 0)}",
-                    ))
+                    found.append(
+                        InvariantViolation(
+                            "charge_drift",
+                            workload_id,
+                            f"workload {workload_id}, flavor {fr[0]}, {fr[1].value}: recorded "
+                            f"charge {recorded.get(fr, 0)}, placement implies "
+                            f"{expected.get(fr, 0)}",
+                        )
+                    )
     return tuple(found)

@@ -60,8 +60,7 @@ def history_share(cycle: CycleState, tenant: str) -> float:
     return math.inf if node.weight == 0 else usage / node.weight
 
 
-def round_order(cycle: CycleState, heads: list[PendingWorkload]
-                ) -> Iterator[PendingWorkload]:
+def round_order(cycle: CycleState, heads: list[PendingWorkload]) -> Iterator[PendingWorkload]:
     """Yield the round's heads in processing order (lazily: fair sharing re-picks after
     each processed head)."""
     nominations = [nominate(cycle, entry) for entry in heads]
@@ -82,8 +81,14 @@ def round_order(cycle: CycleState, heads: list[PendingWorkload]
 def _classical_key(cycle: CycleState, nomination: Nomination) -> tuple:
     entry = nomination.entry
     height = cycle.tree.borrowing_height(entry.tenant, nomination.charges)
-    return (not entry.preempting, height, history_share(cycle, entry.tenant), -entry.priority,
-            entry.created_at, entry.id)
+    return (
+        not entry.preempting,
+        height,
+        history_share(cycle, entry.tenant),
+        -entry.priority,
+        entry.created_at,
+        entry.id,
+    )
 
 
 class _Tournament:

@@ -51,8 +51,9 @@ class Placer(Protocol):
     deterministic for a given state.
     """
 
-    def try_place(self, workload: PendingWorkload, pod_count: int,
-                  flavors: FlavorChoice = None) -> PlacementOutcome:
+    def try_place(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """Where the first ``pod_count`` pods of ``workload`` would go, all or none.
 
         Pods are taken in pod-set order (``workload.sets()``); ``flavors[i]``, when given,
@@ -61,8 +62,9 @@ class Placer(Protocol):
         """
         ...
 
-    def estimate(self, workload: PendingWorkload, pod_count: int,
-                 flavors: FlavorChoice = None) -> PlacementOutcome:
+    def estimate(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """Like :meth:`try_place` on the same cluster with nothing booked: the charges the
         job would have if capacity were free (used when it cannot be placed now, to judge
         quota and preemption). Not placed = it can never be placed there.

@@ -38,15 +38,18 @@ class PreemptionPolicy(StrEnum):
     ANY = "Any"
 
 
-WITHIN_CLUSTER_QUEUE_POLICIES = frozenset({
-    PreemptionPolicy.NEVER, PreemptionPolicy.LOWER_PRIORITY,
-    PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY,
-})
+WITHIN_CLUSTER_QUEUE_POLICIES = frozenset(
+    {
+        PreemptionPolicy.NEVER,
+        PreemptionPolicy.LOWER_PRIORITY,
+        PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY,
+    }
+)
 """Values allowed for ``withinClusterQueue``."""
 
-RECLAIM_WITHIN_COHORT_POLICIES = frozenset({
-    PreemptionPolicy.NEVER, PreemptionPolicy.LOWER_PRIORITY, PreemptionPolicy.ANY,
-})
+RECLAIM_WITHIN_COHORT_POLICIES = frozenset(
+    {PreemptionPolicy.NEVER, PreemptionPolicy.LOWER_PRIORITY, PreemptionPolicy.ANY}
+)
 """Values allowed for ``reclaimWithinCohort``."""
 
 
@@ -117,20 +120,28 @@ class FairSharingStrategy(StrEnum):
     LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
-DEFAULT_STRATEGIES = (FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
-                      FairSharingStrategy.LESS_THAN_INITIAL_SHARE)
+DEFAULT_STRATEGIES = (
+    FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+    FairSharingStrategy.LESS_THAN_INITIAL_SHARE,
+)
 """Kueue's default when fair sharing is on (``parseStrategies``)."""
 
-ALLOWED_STRATEGY_LISTS = frozenset({
-    (FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
-    (FairSharingStrategy.LESS_THAN_INITIAL_SHARE,),
-    DEFAULT_STRATEGIES,
-})
+ALLOWED_STRATEGY_LISTS = frozenset(
+    {
+        (FairSharingStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+        (FairSharingStrategy.LESS_THAN_INITIAL_SHARE,),
+        DEFAULT_STRATEGIES,
+    }
+)
 """The strategy lists Kueue's configuration validation accepts."""
 
 
-def policy_problem(within: PreemptionPolicy, reclaim: PreemptionPolicy,
-                   borrow: BorrowWithinCohort, fungibility: FlavorFungibility) -> str | None:
+def policy_problem(
+    within: PreemptionPolicy,
+    reclaim: PreemptionPolicy,
+    borrow: BorrowWithinCohort,
+    fungibility: FlavorFungibility,
+) -> str | None:
     """What is wrong with a queue's policy combination, or None (Kueue's API validation).
 
     Returns:
@@ -143,17 +154,25 @@ def policy_problem(within: PreemptionPolicy, reclaim: PreemptionPolicy,
         return f"reclaim_within_cohort: {reclaim!s} is not allowed"
     if reclaim == PreemptionPolicy.NEVER and not borrow.forbidden:
         return "borrow_within_cohort: needs reclaim_within_cohort other than Never"
-    both_try = (fungibility.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
-                and fungibility.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR)
+    both_try = (
+        fungibility.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
+        and fungibility.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR
+    )
     if fungibility.preference is not None and not both_try:
-        return ("flavor_fungibility: preference can only be set when both when_can_borrow and "
-                "when_can_preempt are TryNextFlavor")
+        return (
+            "flavor_fungibility: preference can only be set when both when_can_borrow and "
+            "when_can_preempt are TryNextFlavor"
+        )
     return None
 
 
-def policy_verdict(policy: PreemptionPolicy, preemptor_priority: int,
-                   preemptor_created: datetime, candidate_priority: int,
-                   candidate_created: datetime) -> str | None:
+def policy_verdict(
+    policy: PreemptionPolicy,
+    preemptor_priority: int,
+    preemptor_created: datetime,
+    candidate_priority: int,
+    candidate_created: datetime,
+) -> str | None:
     """Kueue ``SatisfiesPreemptionPolicy``: None when the candidate passes, else why not.
 
     * ``LowerPriority``: preemptor priority > candidate priority.
@@ -170,19 +189,26 @@ def policy_verdict(policy: PreemptionPolicy, preemptor_priority: int,
         return "Never"
     if preemptor_priority > candidate_priority:
         return None
-    if (policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
-            and preemptor_priority == candidate_priority
-            and preemptor_created < candidate_created):
+    if (
+        policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+        and preemptor_priority == candidate_priority
+        and preemptor_created < candidate_created
+    ):
         return None
-    if policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY \
-            and preemptor_priority == candidate_priority:
-        return (f"{policy}: priority {candidate_priority} = {preemptor_priority} and not "
-                f"created after the preemptor")
+    if (
+        policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY
+        and preemptor_priority == candidate_priority
+    ):
+        return (
+            f"{policy}: priority {candidate_priority} = {preemptor_priority} and not "
+            f"created after the preemptor"
+        )
     return f"{policy}: priority {candidate_priority} >= {preemptor_priority}"
 
 
-def above_borrowing_threshold(candidate_priority: int, preemptor_priority: int,
-                              threshold: int | None) -> bool:
+def above_borrowing_threshold(
+    candidate_priority: int, preemptor_priority: int, threshold: int | None
+) -> bool:
     """Kueue ``isAboveBorrowingThreshold``: the candidate may only be preempted when the
     preemptor does not borrow afterwards."""
     if candidate_priority >= preemptor_priority:

@@ -48,8 +48,7 @@ class Target:
 
     __slots__ = ("workload", "reason", "message")
 
-    def __init__(self, workload: RunningWorkload, reason: PreemptionReason,
-                 message: str) -> None:
+    def __init__(self, workload: RunningWorkload, reason: PreemptionReason, message: str) -> None:
         self.workload = workload
         self.reason = reason
         self.message = message
@@ -92,8 +91,7 @@ def classical_targets(search: Search) -> list[Target] | None:
     return None
 
 
-def fill_back(search: Search, taken: list[RunningWorkload], borrow: bool
-              ) -> list[RunningWorkload]:
+def fill_back(search: Search, taken: list[RunningWorkload], borrow: bool) -> list[RunningWorkload]:
     """Kueue ``fillBackWorkloads``: add victims back in reverse order (the last excepted) and
     keep out only the needed ones. Expects ``taken`` removed and the job fitting; returns the
     needed victims, still removed, and leaves ``search.outcome`` at the final placement."""
@@ -122,22 +120,27 @@ def _target(search: Search, candidate: Candidate) -> Target:
     if candidate.variant == Variant.WITHIN_TENANT:
         message = within_tenant_message(entry.id, entry.priority, workload, entry.tenant)
     elif candidate.variant == Variant.RECLAIM_WHILE_BORROWING:
-        message = (f"preempted by {entry.id} of tenant {entry.tenant} (priority "
-                   f"{entry.priority} > {workload.priority}) while tenant {entry.tenant} "
-                   f"borrows (borrowWithinCohort)")
+        message = (
+            f"preempted by {entry.id} of tenant {entry.tenant} (priority "
+            f"{entry.priority} > {workload.priority}) while tenant {entry.tenant} "
+            f"borrows (borrowWithinCohort)"
+        )
     else:
         message = reclaim_message(search, workload)
     return Target(workload, reason, message)
 
 
-def within_tenant_message(preemptor_id: str, priority: int, workload: RunningWorkload,
-                          tenant: str) -> str:
+def within_tenant_message(
+    preemptor_id: str, priority: int, workload: RunningWorkload, tenant: str
+) -> str:
     """``preempted by P (priority 5 > 1) in tenant T`` (or ``=`` for an equal-priority,
     newer victim under ``LowerOrNewerEqualPriority``)."""
     sign = ">" if priority > workload.priority else "="
     newer = ", submitted later" if sign == "=" else ""
-    return (f"preempted by {preemptor_id} (priority {priority} {sign} {workload.priority}"
-            f"{newer}) in tenant {tenant}")
+    return (
+        f"preempted by {preemptor_id} (priority {priority} {sign} {workload.priority}"
+        f"{newer}) in tenant {tenant}"
+    )
 
 
 def reclaim_message(search: Search, workload: RunningWorkload) -> str:
@@ -146,12 +149,15 @@ def reclaim_message(search: Search, workload: RunningWorkload) -> str:
     entry, tree = search.ask.entry, search.tree
     node = tree.node(workload.tenant)
     borrowed: list[FlavorResource] = [
-        fr for fr in sorted(search.ask.frs) if tree.borrowing_with(node, fr, 0)
-        and workload.charges.get(fr, 0) > 0
+        fr
+        for fr in sorted(search.ask.frs)
+        if tree.borrowing_with(node, fr, 0) and workload.charges.get(fr, 0) > 0
     ] or tree.borrowing_resources(workload.tenant)
     head = f"reclaimed by tenant {entry.tenant} for {entry.id}"
     if not borrowed:
         return head
     fr = borrowed[0]
-    return (f"{head}: tenant {workload.tenant} borrows {fr[0]} {fr[1].value} (usage "
-            f"{tree.usage(workload.tenant, fr)} > nominal {tree.nominal(workload.tenant, fr)})")
+    return (
+        f"{head}: tenant {workload.tenant} borrows {fr[0]} {fr[1].value} (usage "
+        f"{tree.usage(workload.tenant, fr)} > nominal {tree.nominal(workload.tenant, fr)})"
+    )

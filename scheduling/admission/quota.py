@@ -73,12 +73,26 @@ class QuotaNode:
     """
 
     __slots__ = (
-        "name", "parent", "children", "row", "nominal", "borrowing_limit", "lending_limit",
-        "subtree", "own", "usage", "weight", "history", "explicit", "managed", "flavors",
+        "name",
+        "parent",
+        "children",
+        "row",
+        "nominal",
+        "borrowing_limit",
+        "lending_limit",
+        "subtree",
+        "own",
+        "usage",
+        "weight",
+        "history",
+        "explicit",
+        "managed",
+        "flavors",
     )
 
-    def __init__(self, name: str | None, parent: QuotaNode | None, weight: float,
-                 history: float = 0.0) -> None:
+    def __init__(
+        self, name: str | None, parent: QuotaNode | None, weight: float, history: float = 0.0
+    ) -> None:
         self.name = name
         self.parent = parent
         self.children: list[QuotaNode] = []
@@ -160,11 +174,10 @@ class QuotaTree(FitChecks):
             if tenant.name in self._nodes:
                 raise AdmissionInputError(f"duplicate tenant {tenant.name!r}")
             if tenant.fair_share_weight < 0:
-                raise AdmissionInputError(
-                    f"tenant {tenant.name!r}: fair_share_weight must be >= 0"
-                )
-            self._nodes[tenant.name] = QuotaNode(tenant.name, None, tenant.fair_share_weight,
-                                                 tenant.history_usage)
+                raise AdmissionInputError(f"tenant {tenant.name!r}: fair_share_weight must be >= 0")
+            self._nodes[tenant.name] = QuotaNode(
+                tenant.name, None, tenant.fair_share_weight, tenant.history_usage
+            )
         for tenant in tenants:
             node = self._nodes[tenant.name]
             if tenant.parent is None:
@@ -322,8 +335,9 @@ class QuotaTree(FitChecks):
         """Kueue ``IsWithinNominalInResources``: ``usage <= subtree`` for every ``fr``."""
         return all(node.usage.get(fr, 0) <= node.subtree.get(fr, 0) for fr in frs)
 
-    def fits_in_quota(self, node: QuotaNode, requests: Mapping[FlavorResource, int]
-                      ) -> tuple[bool, dict[FlavorResource, int]]:
+    def fits_in_quota(
+        self, node: QuotaNode, requests: Mapping[FlavorResource, int]
+    ) -> tuple[bool, dict[FlavorResource, int]]:
         """Kueue ``QuantitiesFitInQuota``: do ``requests`` fit the node's subtree quota, and
         what remains after its local available quota (for the same test on the parent)."""
         fits = True
@@ -343,8 +357,9 @@ class QuotaTree(FitChecks):
                 best = max(best, self.height(child) + 1)
         return best
 
-    def lowest_fitting_height(self, node: QuotaNode, fr: FlavorResource, amount: int
-                              ) -> tuple[int, bool]:
+    def lowest_fitting_height(
+        self, node: QuotaNode, fr: FlavorResource, amount: int
+    ) -> tuple[int, bool]:
         """Kueue ``FindHeightOfLowestSubtreeThatFits``: the height of the lowest subtree on
         the node's path that can hold ``amount`` more of ``fr`` (0 = the node's own quota),
         and whether that subtree is smaller than the whole cohort (``mayReclaimInHierarchy``).
@@ -486,8 +501,9 @@ class QuotaTree(FitChecks):
     def borrowing_resources(self, tenant: str) -> list[FlavorResource]:
         """Flavor resources where ``tenant`` uses more than its nominal quota."""
         node = self.node(tenant)
-        return sorted((fr for fr in self.managed if self.borrowing_with(node, fr, 0)),
-                      key=fr_sort_key)
+        return sorted(
+            (fr for fr in self.managed if self.borrowing_with(node, fr, 0)), key=fr_sort_key
+        )
 
     def borrowing_height(self, tenant: str, charges: Charges) -> int:
         """Max over ``charges`` of :meth:`lowest_fitting_height` (Kueue

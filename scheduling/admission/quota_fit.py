@@ -67,8 +67,9 @@ class QuotaViolation:
 class FitChecks:
     """Reasoned fit checks and invariants; mixed into ``QuotaTree``."""
 
-    def subtree_own_usage(self, tenant: str, flavors: Iterable[str] | None,
-                          dimension: Dimension) -> int:
+    def subtree_own_usage(
+        self, tenant: str, flavors: Iterable[str] | None, dimension: Dimension
+    ) -> int:
         """Raw usage of ``tenant`` and all its descendants over ``flavors`` (None = all)."""
         wanted = None if flavors is None else set(flavors)
         total = 0
@@ -78,8 +79,9 @@ class FitChecks:
                     total += amount
         return total
 
-    def check_fit(self, tenant: str, charges: Charges, *,
-                  allow_borrowing: bool = True) -> list[QuotaBlock]:
+    def check_fit(
+        self, tenant: str, charges: Charges, *, allow_borrowing: bool = True
+    ) -> list[QuotaBlock]:
         """Every reason why ``charges`` do not fit for ``tenant`` now (empty = fits).
 
         Checks, in order: each managed flavor resource (sorted by flavor, then devices,
@@ -104,9 +106,13 @@ class FitChecks:
         blocks: list[QuotaBlock] = []
         node = self.node(tenant)
         for flavor in sorted({fr[0] for fr, a in charges.items() if a > 0} - node.flavors):
-            blocks.append(QuotaBlock(
-                f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
-                f"no quota for this flavor", exceeds_max=True))
+            blocks.append(
+                QuotaBlock(
+                    f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
+                    f"no quota for this flavor",
+                    exceeds_max=True,
+                )
+            )
         for fr in sorted(charges, key=fr_sort_key):
             key = (fr[0], Dimension(fr[1]))
             need = charges[fr]
@@ -118,8 +124,9 @@ class FitChecks:
         blocks.extend(self._check_caps(tenant, charges))
         return blocks
 
-    def _check_resource(self, tenant: str, fr: FlavorResource, need: int,
-                        allow_borrowing: bool) -> QuotaBlock | None:
+    def _check_resource(
+        self, tenant: str, fr: FlavorResource, need: int, allow_borrowing: bool
+    ) -> QuotaBlock | None:
         flavor, dim = fr
         head = f"tenant {tenant}, group {self.group.name}, flavor {flavor}, {dim.value}"
         potential, max_bound = self.potential(tenant, fr)
@@ -130,7 +137,9 @@ class FitChecks:
             return QuotaBlock(
                 f"{head}: needs {need}, max {potential} (nominal {nominal}; bounded by "
                 f"{max_bound})",
-                exceeds_max=True, flavor_resource=fr, need=need,
+                exceeds_max=True,
+                flavor_resource=fr,
+                need=need,
             )
         available, bound = self.available(tenant, fr)
         used = self.usage(tenant, fr)
@@ -154,7 +163,9 @@ class FitChecks:
             notes.append(f"{lent} of its nominal quota in use by other tenants")
         return QuotaBlock(
             f"{head}: needs {need}, free {free}, borrowable {borrowable} ({'; '.join(notes)})",
-            exceeds_max=False, flavor_resource=fr, need=need,
+            exceeds_max=False,
+            flavor_resource=fr,
+            need=need,
         )
 
     def _check_caps(self, tenant: str, charges: Charges) -> list[QuotaBlock]:
@@ -165,18 +176,21 @@ class FitChecks:
                 continue
             wanted = None if cap.flavors is None else set(cap.flavors)
             need = sum(
-                amount for (flavor, dim), amount in charges.items()
+                amount
+                for (flavor, dim), amount in charges.items()
                 if Dimension(dim) == cap.dimension and (wanted is None or flavor in wanted)
             )
             if need <= 0:
                 continue
             used = self.subtree_own_usage(cap.tenant, cap.flavors, cap.dimension)
             if used + need > cap.limit:
-                blocks.append(QuotaBlock(
-                    f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
-                    f"needs {need}, used {used}, cap {cap.limit}",
-                    exceeds_max=need > cap.limit,
-                ))
+                blocks.append(
+                    QuotaBlock(
+                        f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
+                        f"needs {need}, used {used}, cap {cap.limit}",
+                        exceeds_max=need > cap.limit,
+                    )
+                )
         return blocks
 
     def violations(self) -> list[QuotaViolation]:
@@ -199,27 +213,39 @@ class FitChecks:
                     continue
                 used, nominal = node.usage.get(fr, 0), node.subtree.get(fr, 0)
                 if used > nominal + limit:
-                    found.append(QuotaViolation(
-                        "over_limit", name, fr,
-                        f"tenant {name}, group {self.group.name}, flavor {fr[0]}, "
-                        f"{fr[1].value}: usage {used} exceeds nominal {nominal} + "
-                        f"borrowing limit {limit}",
-                    ))
+                    found.append(
+                        QuotaViolation(
+                            "over_limit",
+                            name,
+                            fr,
+                            f"tenant {name}, group {self.group.name}, flavor {fr[0]}, "
+                            f"{fr[1].value}: usage {used} exceeds nominal {nominal} + "
+                            f"borrowing limit {limit}",
+                        )
+                    )
         for fr in sorted(self.managed, key=fr_sort_key):
             used, total = self.root.usage.get(fr, 0), self.root.subtree.get(fr, 0)
             if used > total:
-                found.append(QuotaViolation(
-                    "cohort_overcommit", None, fr,
-                    f"cohort {self.group.name}, flavor {fr[0]}, {fr[1].value}: "
-                    f"usage {used} exceeds cohort quota {total}",
-                ))
+                found.append(
+                    QuotaViolation(
+                        "cohort_overcommit",
+                        None,
+                        fr,
+                        f"cohort {self.group.name}, flavor {fr[0]}, {fr[1].value}: "
+                        f"usage {used} exceeds cohort quota {total}",
+                    )
+                )
         for cap in self.caps:
             used = self.subtree_own_usage(cap.tenant, cap.flavors, cap.dimension)
             if used > cap.limit:
-                found.append(QuotaViolation(
-                    "over_cap", cap.tenant, None,
-                    f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
-                    f"usage {used} exceeds cap {cap.limit}",
-                    cap=cap,
-                ))
+                found.append(
+                    QuotaViolation(
+                        "over_cap",
+                        cap.tenant,
+                        None,
+                        f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
+                        f"usage {used} exceeds cap {cap.limit}",
+                        cap=cap,
+                    )
+                )
         return found

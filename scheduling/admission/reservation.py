@@ -68,8 +68,12 @@ class Active:
     shadow: Shadow
 
 
-def expected_end_s(started_at: datetime, max_runtime_s: float | None, now: datetime,
-                   evict_by: datetime | None = None) -> float:
+def expected_end_s(
+    started_at: datetime,
+    max_runtime_s: float | None,
+    now: datetime,
+    evict_by: datetime | None = None,
+) -> float:
     """Seconds from ``now`` until a job is expected to end (never negative)."""
     if evict_by is not None:
         return max(0.0, (evict_by - now).total_seconds())
@@ -112,7 +116,8 @@ class Reservations:
         cycle = self.cycle
         outcome = cycle.placer.try_place(entry, entry.pod_count, self._flavors(entry))
         return outcome.placed and not cycle.tree.check_fit(
-            entry.tenant, outcome.charges, allow_borrowing=cycle.effective_preemptible(entry))
+            entry.tenant, outcome.charges, allow_borrowing=cycle.effective_preemptible(entry)
+        )
 
     def shadow(self, entry: PendingWorkload) -> Shadow | None:
         """Release holders by expected end until ``entry`` fits (state restored after)."""
@@ -137,12 +142,17 @@ class Reservations:
         """Make (or keep) ``entry`` reserving after it was not admitted; None when it does
         not qualify (the reservation, if it had one, ends)."""
         known = self.active.pop(entry.id, None)
-        if self.options.reservation_after_s is None or entry.id in self.expired \
-                or code not in ELECTABLE:
+        if (
+            self.options.reservation_after_s is None
+            or entry.id in self.expired
+            or code not in ELECTABLE
+        ):
             return None
         waited = (self.cycle.now - entry.created_at).total_seconds()
-        if known is None and (waited < self.options.reservation_after_s
-                              or len(self.active) >= self.options.max_reservations):
+        if known is None and (
+            waited < self.options.reservation_after_s
+            or len(self.active) >= self.options.max_reservations
+        ):
             return None
         shadow = self.shadow(entry)
         if shadow is None:
@@ -175,10 +185,15 @@ class Reservations:
                     undo()
                 if shadow is not None and shadow.key() <= active.shadow.key():
                     continue
-            ends = ("has no runtime bound" if entry.max_runtime_s is None else
-                    f"would end at {self._at(entry.max_runtime_s)}")
-            return (f"backfill: it {ends}, after the start of a reservation in group "
-                    f"{cycle.snapshot.group.name} ({self._at(limit)})")
+            ends = (
+                "has no runtime bound"
+                if entry.max_runtime_s is None
+                else f"would end at {self._at(entry.max_runtime_s)}"
+            )
+            return (
+                f"backfill: it {ends}, after the start of a reservation in group "
+                f"{cycle.snapshot.group.name} ({self._at(limit)})"
+            )
         return None
 
     def _at(self, seconds: float) -> str:
@@ -188,15 +203,20 @@ class Reservations:
 
     def verdict(self, active: Active) -> str:
         """The reserving job's reason."""
-        return (f"reserved: expected start {self._at(active.shadow.start_s)} (waiting for "
-                f"{active.shadow.releases} running job(s) to end)")
+        return (
+            f"reserved: expected start {self._at(active.shadow.start_s)} (waiting for "
+            f"{active.shadow.releases} running job(s) to end)"
+        )
 
     def results(self) -> tuple[tuple[Reservation, ...], tuple[str, ...]]:
         """The reservations held after the cycle and the expired ones."""
         held = tuple(
             Reservation(
-                workload_id=a.entry.id, tenant=a.entry.tenant, since=a.since,
-                expected_start=None if math.isinf(a.shadow.start_s)
+                workload_id=a.entry.id,
+                tenant=a.entry.tenant,
+                since=a.since,
+                expected_start=None
+                if math.isinf(a.shadow.start_s)
                 else self.cycle.now + timedelta(seconds=a.shadow.start_s),
                 releases=a.shadow.releases,
             )

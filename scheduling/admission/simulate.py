@@ -73,8 +73,9 @@ def preview_submission(
         AdmissionInputError: the snapshot or the workload is inconsistent (for instance the
             workload id already exists).
     """
-    cycle = AdmissionCycle(replace(snapshot, pending=(*snapshot.pending, workload)), placer,
-                           config or CycleConfig())
+    cycle = AdmissionCycle(
+        replace(snapshot, pending=(*snapshot.pending, workload)), placer, config or CycleConfig()
+    )
     try:
         result = cycle.run()
     finally:
@@ -86,8 +87,9 @@ def preview_submission(
         admission=admission,
         victims=tuple(p for p in result.preempted if p.preemptor_id == workload.id),
         verdict=verdict,
-        other_admissions=tuple(a.workload_id for a in result.admitted
-                               if a.workload_id != workload.id),
+        other_admissions=tuple(
+            a.workload_id for a in result.admitted if a.workload_id != workload.id
+        ),
     )
 
 
@@ -152,8 +154,10 @@ class ChildExcess:
     def message(self) -> str:
         """e.g. ``children's nominal 9 exceeds dept's 8 (flavor a100, devices)``."""
         have = "none" if self.parent_nominal is None else str(self.parent_nominal)
-        return (f"children's nominal {self.children_total} exceeds {self.parent}'s {have} "
-                f"(flavor {self.flavor}, {self.dimension.value})")
+        return (
+            f"children's nominal {self.children_total} exceeds {self.parent}'s {have} "
+            f"(flavor {self.flavor}, {self.dimension.value})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +180,12 @@ class QuotaChangeImpact:
     child_excess: tuple[ChildExcess, ...] = ()
 
 
-def children_over_parent(tenants: Iterable[TenantSpec], quotas: Iterable[QuotaSpec],
-                         *, missing_parent_row_is_zero: bool = False) -> list[ChildExcess]:
+def children_over_parent(
+    tenants: Iterable[TenantSpec],
+    quotas: Iterable[QuotaSpec],
+    *,
+    missing_parent_row_is_zero: bool = False,
+) -> list[ChildExcess]:
     """Parents whose direct children's rows add up to more than the parent's row.
 
     Args:
@@ -230,8 +238,9 @@ def simulate_quota_change(
         rows.pop((key[0], key[1], Dimension(key[2])), None)
     for quota in changed:
         rows[(quota.tenant, quota.flavor, Dimension(quota.dimension))] = quota
-    tree = QuotaTree(snapshot.group, snapshot.tenants, rows.values(),
-                     snapshot.caps if caps is None else caps)
+    tree = QuotaTree(
+        snapshot.group, snapshot.tenants, rows.values(), snapshot.caps if caps is None else caps
+    )
     alive = {w.id: w for w in sorted(snapshot.running, key=lambda w: w.id)}
     for workload in alive.values():
         tree.add(workload.tenant, workload.charges)
@@ -244,9 +253,12 @@ def simulate_quota_change(
         violations=before,
         victims=tuple(
             QuotaChangeVictim(
-                workload_id=w.id, tenant=w.tenant, violation=message,
+                workload_id=w.id,
+                tenant=w.tenant,
+                violation=message,
                 earliest_eviction=max(now, w.started_at + timedelta(seconds=w.min_runtime_s)),
-            ) for w, message in (chosen or [])
+            )
+            for w, message in (chosen or [])
         ),
         unresolved=unresolved,
         over_nominal=over,
@@ -256,8 +268,12 @@ def simulate_quota_change(
 
 def _reclaim_order(workload: RunningWorkload) -> tuple:
     """Kueue ``CandidatesOrdering`` within one tenant."""
-    return (not workload.terminating, workload.priority, -workload.started_at.timestamp(),
-            workload.id)
+    return (
+        not workload.terminating,
+        workload.priority,
+        -workload.started_at.timestamp(),
+        workload.id,
+    )
 
 
 def _over_nominal(tree: QuotaTree, running: list[RunningWorkload]) -> tuple[OverNominal, ...]:
@@ -269,8 +285,10 @@ def _over_nominal(tree: QuotaTree, running: list[RunningWorkload]) -> tuple[Over
             usage, nominal = node.usage.get(fr, 0), node.subtree.get(fr, 0)
             if usage <= nominal:
                 continue
-            jobs = sorted((w for w in running if w.tenant in subtree and w.charges.get(fr, 0)),
-                          key=_reclaim_order)
+            jobs = sorted(
+                (w for w in running if w.tenant in subtree and w.charges.get(fr, 0)),
+                key=_reclaim_order,
+            )
             taken = []
             for workload in jobs:
                 if node.usage.get(fr, 0) <= nominal:
@@ -280,16 +298,24 @@ def _over_nominal(tree: QuotaTree, running: list[RunningWorkload]) -> tuple[Over
             for workload in reversed(taken):
                 tree.add(workload.tenant, workload.charges)
             names = ", ".join(w.id for w in taken) or "none of its own"
-            out.append(OverNominal(
-                tenant, fr, usage, nominal, tuple(w.id for w in taken),
-                f"tenant {tenant}, flavor {fr[0]}, {fr[1].value}: usage {usage} > nominal "
-                f"{nominal} (over by {usage - nominal}; reclaimable): jobs {names} in reclaim "
-                f"order; nothing is evicted now"))
+            out.append(
+                OverNominal(
+                    tenant,
+                    fr,
+                    usage,
+                    nominal,
+                    tuple(w.id for w in taken),
+                    f"tenant {tenant}, flavor {fr[0]}, {fr[1].value}: usage {usage} > nominal "
+                    f"{nominal} (over by {usage - nominal}; reclaimable): jobs {names} in reclaim "
+                    f"order; nothing is evicted now",
+                )
+            )
     return tuple(out)
 
 
-def _enforce(tree: QuotaTree, alive: dict[str, RunningWorkload]
-             ) -> list[tuple[RunningWorkload, str]] | None:
+def _enforce(
+    tree: QuotaTree, alive: dict[str, RunningWorkload]
+) -> list[tuple[RunningWorkload, str]] | None:
     """Evict one job at a time until every hard invariant holds, then minimise; None when
     an invariant cannot be fixed (the tree is left as it was)."""
     chosen: list[tuple[RunningWorkload, str]] = []
@@ -312,8 +338,9 @@ def _enforce(tree: QuotaTree, alive: dict[str, RunningWorkload]
     return chosen
 
 
-def _pick_victim(tree: QuotaTree, violation: QuotaViolation,
-                 running: Iterable[RunningWorkload]) -> RunningWorkload | None:
+def _pick_victim(
+    tree: QuotaTree, violation: QuotaViolation, running: Iterable[RunningWorkload]
+) -> RunningWorkload | None:
     if violation.kind == "over_cap":
         cap = violation.cap
         if cap is None:  # pragma: no cover - QuotaTree always sets it
@@ -324,23 +351,26 @@ def _pick_victim(tree: QuotaTree, violation: QuotaViolation,
         def relevant(w: RunningWorkload) -> bool:
             return w.tenant in scope and any(
                 a > 0 and Dimension(d) == cap.dimension and (wanted is None or f in wanted)
-                for (f, d), a in w.charges.items())
+                for (f, d), a in w.charges.items()
+            )
     else:
         fr = violation.flavor_resource
         scope_all = violation.tenant is None
         scope = set() if scope_all else set(tree.descendants(violation.tenant or ""))
 
         def relevant(w: RunningWorkload) -> bool:
-            return (scope_all or w.tenant in scope) and fr is not None and \
-                w.charges.get(fr, 0) > 0
+            return (scope_all or w.tenant in scope) and fr is not None and w.charges.get(fr, 0) > 0
 
     candidates = [w for w in running if relevant(w)]
     if not candidates:
         return None
-    return min(candidates, key=lambda w: (
-        not w.preemptible,
-        not tree.borrowing_resources(w.tenant),
-        w.priority,
-        -w.started_at.timestamp(),
-        w.id,
-    ))
+    return min(
+        candidates,
+        key=lambda w: (
+            not w.preemptible,
+            not tree.borrowing_resources(w.tenant),
+            w.priority,
+            -w.started_at.timestamp(),
+            w.id,
+        ),
+    )

@@ -379,7 +379,8 @@ class HistoryFairShare:
 
     half_life_s: float
     resource_weights: Mapping[Dimension, float] = field(
-        default_factory=lambda: {Dimension.DEVICES: 0.001})
+        default_factory=lambda: {Dimension.DEVICES: 0.001}
+    )
     entry_penalty_interval_s: float = 300.0
 
 

@@ -53,7 +53,8 @@ def _validate_options(options: CohortOptions) -> None:
     if tuple(options.preemption_strategies) not in ALLOWED_STRATEGY_LISTS:
         raise AdmissionInputError(
             f"cohort options: preemption_strategies {list(options.preemption_strategies)} is "
-            f"not one of the allowed lists")
+            f"not one of the allowed lists"
+        )
     if options.max_reservations < 1:
         raise AdmissionInputError("cohort options: max_reservations must be >= 1")
     for name in ("reservation_after_s", "max_reservation_hold_s"):
@@ -76,14 +77,20 @@ def _validate_queues(snapshot: AdmissionSnapshot, classes: set[str]) -> dict[str
             raise AdmissionInputError(f"{where}: unknown tenant {queue.tenant!r}")
         if queue.strategy not in QueueingStrategy.__members__.values():
             raise AdmissionInputError(f"{where}: unknown strategy {queue.strategy!r}")
-        problem = policy_problem(queue.within_cluster_queue, queue.reclaim_within_cohort,
-                                 queue.borrow_within_cohort, queue.fungibility)
+        problem = policy_problem(
+            queue.within_cluster_queue,
+            queue.reclaim_within_cohort,
+            queue.borrow_within_cohort,
+            queue.fungibility,
+        )
         if problem is not None:
             raise AdmissionInputError(f"{where}: {problem}")
         unknown = sorted(set(queue.flavors) - flavors)
         if unknown or len(set(queue.flavors)) != len(queue.flavors):
-            raise AdmissionInputError(f"{where}: flavors must be distinct flavors of group "
-                                      f"{snapshot.group.name} (unknown: {unknown})")
+            raise AdmissionInputError(
+                f"{where}: flavors must be distinct flavors of group "
+                f"{snapshot.group.name} (unknown: {unknown})"
+            )
         unknown = sorted(set(queue.allowed_priority_classes or ()) - classes)
         if unknown:
             raise AdmissionInputError(f"{where}: unknown priority classes {unknown}")
@@ -91,8 +98,7 @@ def _validate_queues(snapshot: AdmissionSnapshot, classes: set[str]) -> dict[str
     return queue_tenant
 
 
-def _validate_pending(entry: PendingWorkload, queue_tenant: dict[str, str],
-                      ids: set[str]) -> None:
+def _validate_pending(entry: PendingWorkload, queue_tenant: dict[str, str], ids: set[str]) -> None:
     where = f"pending workload {entry.id!r}"
     if entry.id in ids:
         raise AdmissionInputError(f"{where}: duplicate id")
@@ -102,7 +108,8 @@ def _validate_pending(entry: PendingWorkload, queue_tenant: dict[str, str],
     if queue_tenant[entry.queue] != entry.tenant:
         raise AdmissionInputError(
             f"{where}: tenant {entry.tenant!r} differs from queue tenant "
-            f"{queue_tenant[entry.queue]!r}")
+            f"{queue_tenant[entry.queue]!r}"
+        )
     _aware(entry.created_at, where, "created_at")
     _aware(entry.reserving_since, where, "reserving_since")
     if entry.pod_count < 1:
@@ -120,8 +127,9 @@ def _validate_pending(entry: PendingWorkload, queue_tenant: dict[str, str],
         raise AdmissionInputError(f"{where}: max_runtime_s must be >= 0")
 
 
-def _validate_running(workload: RunningWorkload, tenants: set[str], flavors: set[str],
-                      ids: set[str]) -> None:
+def _validate_running(
+    workload: RunningWorkload, tenants: set[str], flavors: set[str], ids: set[str]
+) -> None:
     where = f"running workload {workload.id!r}"
     if workload.id in ids:
         raise AdmissionInputError(f"{where}: duplicate id")

@@ -104,7 +104,9 @@ def _violation_texts(violations, visible: set[str] | None) -> dict[str, str]:
         hidden = v.tenant is not None and visible is not None and v.tenant not in visible
         out[v.message] = (
             f"tenant {v.tenant} {_VIOLATION_KINDS.get(v.kind, 'breaks its quota')}"
-            if hidden else v.message)
+            if hidden
+            else v.message
+        )
     return out
 
 
@@ -128,31 +130,51 @@ class JobDryRunView(APIView):
         preview = preview_job(queue, serializer.to_spec())
         group = queue.resource_group
         visible = _visible_names(request.user)
-        body: dict = {"admitted": preview.admitted, "resource_group": group.name,
-                      "other_admissions": len(preview.other_admissions)}
+        body: dict = {
+            "admitted": preview.admitted,
+            "resource_group": group.name,
+            "other_admissions": len(preview.other_admissions),
+        }
         if preview.admission is not None:
             decision = preview.admission.placement
             body["placement"] = [
-                {"pod": i, "node": pod.node,
-                 "devices": [{"uuid": g.uuid, "memory_mib": g.memory_mib,
-                              "cores_percent": g.cores_percent}
-                             for c in pod.containers for g in c.devices]}
+                {
+                    "pod": i,
+                    "node": pod.node,
+                    "devices": [
+                        {
+                            "uuid": g.uuid,
+                            "memory_mib": g.memory_mib,
+                            "cores_percent": g.cores_percent,
+                        }
+                        for c in pod.containers
+                        for g in c.devices
+                    ],
+                }
                 for i, pod in enumerate(decision.pods)
             ]
             body["pod_count"] = preview.admission.pod_count
             body["charges"] = _charges_json(preview.admission.charges)
             body["borrowing"] = preview.admission.borrowing
         body["preempts"] = [
-            _victim_json(p.victim_id, p.victim_tenant, visible, reason=p.reason.value,
-                         message=p.message if visible is None or p.victim_tenant in visible
-                         else f"a job of tenant {p.victim_tenant}")
+            _victim_json(
+                p.victim_id,
+                p.victim_tenant,
+                visible,
+                reason=p.reason.value,
+                message=p.message
+                if visible is None or p.victim_tenant in visible
+                else f"a job of tenant {p.victim_tenant}",
+            )
             for p in preview.victims
         ]
         if preview.verdict is not None:
-            body["pending"] = {"code": preview.verdict.code.value,
-                               "reason": preview.verdict.reason,
-                               "details": list(preview.verdict.details),
-                               "position": preview.verdict.position}
+            body["pending"] = {
+                "code": preview.verdict.code.value,
+                "reason": preview.verdict.reason,
+                "details": list(preview.verdict.details),
+                "position": preview.verdict.position,
+            }
         return Response(body)
 
 
@@ -162,12 +184,22 @@ def _over_nominal_json(over, visible: set[str] | None) -> dict:
     caller may not see is told without amounts or job ids."""
     flavor, dimension = over.flavor_resource
     if visible is not None and over.tenant not in visible:
-        return {"tenant": over.tenant, "flavor": flavor, "dimension": dimension.value,
-                "jobs": [None for _ in over.jobs],
-                "message": f"tenant {over.tenant} would use more than its nominal quota"}
-    return {"tenant": over.tenant, "flavor": flavor, "dimension": dimension.value,
-            "usage": over.usage, "nominal": over.nominal,
-            "jobs": [int(j) for j in over.jobs], "message": over.message}
+        return {
+            "tenant": over.tenant,
+            "flavor": flavor,
+            "dimension": dimension.value,
+            "jobs": [None for _ in over.jobs],
+            "message": f"tenant {over.tenant} would use more than its nominal quota",
+        }
+    return {
+        "tenant": over.tenant,
+        "flavor": flavor,
+        "dimension": dimension.value,
+        "usage": over.usage,
+        "nominal": over.nominal,
+        "jobs": [int(j) for j in over.jobs],
+        "message": over.message,
+    }
 
 
 class QuotaChangeSerializer(serializers.Serializer):
@@ -176,10 +208,12 @@ class QuotaChangeSerializer(serializers.Serializer):
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=DimensionChoice.choices)
     nominal = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False)
-    borrowing_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
-                                               required=False, allow_null=True, default=None)
-    lending_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
-                                             required=False, allow_null=True, default=None)
+    borrowing_limit = serializers.IntegerField(
+        min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False, allow_null=True, default=None
+    )
+    lending_limit = serializers.IntegerField(
+        min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False, allow_null=True, default=None
+    )
     remove = serializers.BooleanField(default=False)
 
     def validate(self, attrs):
@@ -214,7 +248,8 @@ class QuotaDryRunView(APIView):
     def post(self, request):
         visible_ids = get_visible_tenant_ids(request.user)
         serializer = QuotaDryRunInputSerializer(
-            data=request.data, context={"visible_tenant_ids": visible_ids})
+            data=request.data, context={"visible_tenant_ids": visible_ids}
+        )
         serializer.is_valid(raise_exception=True)
         changes = serializer.validated_data["changes"]
         for change in changes:
@@ -223,26 +258,36 @@ class QuotaDryRunView(APIView):
                 raise NotFound("No such tenant.")
             if not can_manage_quota(request.user, tenant):
                 raise PermissionDenied(
-                    "Quotas are set by platform admins, or by the admin of a parent tenant.")
+                    "Quotas are set by platform admins, or by the admin of a parent tenant."
+                )
         visible = _visible_names(request.user)
         answer = []
         for result in preview_quota_changes(changes):
             group, impact = result.group, result.impact
             shown = _violation_texts([*impact.violations, *impact.unresolved], visible)
-            answer.append({
-                "resource_group": group.name,
-                "violations": [shown[v.message] for v in impact.violations],
-                "preempts": [
-                    _victim_json(v.workload_id, v.tenant, visible,
-                                 violation=shown.get(v.violation, v.violation),
-                                 earliest_eviction=v.earliest_eviction.isoformat())
-                    for v in impact.victims
-                ],
-                "unresolved": [shown[v.message] for v in impact.unresolved],
-                "over_nominal": [_over_nominal_json(o, visible) for o in impact.over_nominal],
-                "child_excess": [e.message for e in impact.child_excess
-                                 if visible is None or e.parent in visible],
-            })
+            answer.append(
+                {
+                    "resource_group": group.name,
+                    "violations": [shown[v.message] for v in impact.violations],
+                    "preempts": [
+                        _victim_json(
+                            v.workload_id,
+                            v.tenant,
+                            visible,
+                            violation=shown.get(v.violation, v.violation),
+                            earliest_eviction=v.earliest_eviction.isoformat(),
+                        )
+                        for v in impact.victims
+                    ],
+                    "unresolved": [shown[v.message] for v in impact.unresolved],
+                    "over_nominal": [_over_nominal_json(o, visible) for o in impact.over_nominal],
+                    "child_excess": [
+                        e.message
+                        for e in impact.child_excess
+                        if visible is None or e.parent in visible
+                    ],
+                }
+            )
         return Response({"groups": answer}, status=status.HTTP_200_OK)
 
 

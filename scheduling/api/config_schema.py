@@ -34,13 +34,24 @@ def _convert(node: Any, defs: dict) -> Any:
     items = node.get("items")
     if node.get("type") == "array" and isinstance(items, dict) and "prefixItems" in items:
         name, value = (_convert(part, defs) for part in items["prefixItems"])
-        return {"oneOf": [
-            {"type": "object", "additionalProperties": value},
-            {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2,
-                                        "items": {"anyOf": [name, value]}}}]}
+        return {
+            "oneOf": [
+                {"type": "object", "additionalProperties": value},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "array",
+                        "minItems": 2,
+                        "maxItems": 2,
+                        "items": {"anyOf": [name, value]},
+                    },
+                },
+            ]
+        }
     out = {key: _convert(value, defs) for key, value in node.items() if key not in DROPPED}
     if isinstance(out.get("exclusiveMinimum"), int | float) and not isinstance(
-            out["exclusiveMinimum"], bool):
+        out["exclusiveMinimum"], bool
+    ):
         out["minimum"], out["exclusiveMinimum"] = out["exclusiveMinimum"], True
     return out
 
@@ -50,13 +61,23 @@ def overlay_schema() -> dict:
     """``{"type": "object", "properties": {...}, "additionalProperties": false}``."""
     full = DeviceModelConfig.model_json_schema()
     defs = full.get("$defs", {})
-    properties = {key: _convert(value, defs) for key, value in full["properties"].items()
-                  if key in OVERLAY_KEYS}
+    properties = {
+        key: _convert(value, defs)
+        for key, value in full["properties"].items()
+        if key in OVERLAY_KEYS
+    }
     properties["slicing"]["enum"] = list(SLICING_MODES)  # a validator's rule in pydantic
     # templates: a list, or {name: memory MiB} for memory-only ones (a "before" validator)
-    properties["templates"] = {"oneOf": [
-        properties["templates"],
-        {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}]}
-    return {"type": "object", "properties": properties, "additionalProperties": False,
-            "description": "Overlay on the catalogue's defaults for this model "
-                           "(docs/devices.md); every key optional."}
+    properties["templates"] = {
+        "oneOf": [
+            properties["templates"],
+            {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+        ]
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "description": "Overlay on the catalogue's defaults for this model "
+        "(docs/devices.md); every key optional.",
+    }

@@ -41,8 +41,9 @@ class FragStrandedDeviceSerializer(serializers.Serializer):
     code = serializers.ChoiceField(
         choices=["no_gpu_class", "model", "cpu", "too_small", "too_few_gpus", "shape"],
         help_text="Why no class of the target workload can use it (``model``: no recent task "
-                  "allows the model; ``shape``: the tasks that allow it need more GPUs or CPU "
-                  "than the node has).")
+        "allows the model; ``shape``: the tasks that allow it need more GPUs or CPU "
+        "than the node has).",
+    )
     reason = serializers.CharField()
 
 
@@ -104,16 +105,21 @@ class FragmentationSerializer(serializers.Serializer):
 
 
 class FragmentationQuerySerializer(serializers.Serializer):
-    resource_group = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
-                                              help_text="Resource group id.")
-    cluster = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
-                                       help_text="Cluster id.")
+    resource_group = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="Resource group id."
+    )
+    cluster = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="Cluster id."
+    )
 
     def validate(self, attrs):
         # A QueryDict answers the last of repeated values; two ids are ambiguous, not "the
         # last one".
-        repeated = {name: ["Give this filter once."] for name in self.fields
-                    if len(self.initial_data.getlist(name)) > 1}
+        repeated = {
+            name: ["Give this filter once."]
+            for name in self.fields
+            if len(self.initial_data.getlist(name)) > 1
+        }
         if repeated:
             raise serializers.ValidationError(repeated)
         return attrs
@@ -123,8 +129,7 @@ class FragmentationView(APIView):
     """FGD fragmentation rate, fragment and stranded GPUs of the caller's scope."""
 
     @extend_schema(
-        parameters=[FragmentationQuerySerializer],
-        responses={200: FragmentationSerializer},
+        parameters=[FragmentationQuerySerializer], responses={200: FragmentationSerializer}
     )
     def get(self, request):
         query = FragmentationQuerySerializer(data=request.query_params)
@@ -144,7 +149,8 @@ class FragmentationView(APIView):
                 group = next((g for g in groups if g.pk == group_id), None)
                 if group is None:
                     raise serializers.ValidationError(
-                        {"resource_group": ["No such resource group."]})
+                        {"resource_group": ["No such resource group."]}
+                    )
                 report = group_fragmentation(group, cluster_id)
         body = {
             "scope": {"resource_group": group_id, "cluster": cluster_id},

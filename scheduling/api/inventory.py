@@ -40,8 +40,7 @@ class DeviceModelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = DeviceModel
-        fields = ["id", "name", "vendor", "family", "config", "resolved", "slicing_mode",
-                  "error"]
+        fields = ["id", "name", "vendor", "family", "config", "resolved", "slicing_mode", "error"]
         read_only_fields = ["error"]
 
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
@@ -60,7 +59,8 @@ class DeviceModelSerializer(serializers.ModelSerializer):
             resolve_model(vendor, name, config)
         except ConfigError as exc:
             raise serializers.ValidationError(
-                {"config": {key: [message] for key, message in exc.errors.items()}}) from None
+                {"config": {key: [message] for key, message in exc.errors.items()}}
+            ) from None
         if instance is not None and "config" in attrs:
             attrs["error"] = ""
         return attrs
@@ -84,9 +84,19 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = ["id", "name", "backend", "description", "submission_mode", "namespace_pattern",
-                  "server_version", "connection_checked_at", "inventory_synced_at",
-                  "node_count", "device_count"]
+        fields = [
+            "id",
+            "name",
+            "backend",
+            "description",
+            "submission_mode",
+            "namespace_pattern",
+            "server_version",
+            "connection_checked_at",
+            "inventory_synced_at",
+            "node_count",
+            "device_count",
+        ]
 
 
 class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
@@ -96,8 +106,9 @@ class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = ClusterFilterSet
     queryset = Cluster.objects.annotate(
         node_count=Count("nodes", filter=Q(nodes__removed_at__isnull=True), distinct=True),
-        device_count=Count("nodes__devices", filter=Q(nodes__devices__removed_at__isnull=True),
-                           distinct=True),
+        device_count=Count(
+            "nodes__devices", filter=Q(nodes__devices__removed_at__isnull=True), distinct=True
+        ),
     ).order_by("name")
 
 
@@ -120,9 +131,25 @@ class PlacementListSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Placement
-        fields = ["id", "job", "job_name", "tenant", "pod_index", "cluster", "node", "state",
-                  "cpu_milli", "host_memory_mib", "devices", "backend_ref", "message", "created",
-                  "submitted_at", "started_at", "ended_at"]
+        fields = [
+            "id",
+            "job",
+            "job_name",
+            "tenant",
+            "pod_index",
+            "cluster",
+            "node",
+            "state",
+            "cpu_milli",
+            "host_memory_mib",
+            "devices",
+            "backend_ref",
+            "message",
+            "created",
+            "submitted_at",
+            "started_at",
+            "ended_at",
+        ]
 
 
 class PlacementViewSet(viewsets.ReadOnlyModelViewSet):
@@ -132,11 +159,17 @@ class PlacementViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = PlacementFilterSet
 
     def get_queryset(self):
-        placements = Placement.objects.select_related(
-            "job__tenant", "node__cluster"
-        ).prefetch_related(
-            Prefetch("devices", queryset=PlacementDevice.objects.select_related("device__model")
-                     .order_by("device__uuid"))
-        ).order_by("-id")
+        placements = (
+            Placement.objects.select_related("job__tenant", "node__cluster")
+            .prefetch_related(
+                Prefetch(
+                    "devices",
+                    queryset=PlacementDevice.objects.select_related("device__model").order_by(
+                        "device__uuid"
+                    ),
+                )
+            )
+            .order_by("-id")
+        )
         ids = get_user_tenant_ids(self.request.user)
         return placements if ids is None else placements.filter(job__tenant_id__in=ids)

@@ -69,8 +69,8 @@ class VendorField(serializers.CharField):
         canonical = canonical_vendor(value)
         if canonical is None:
             raise serializers.ValidationError(
-                f"unknown vendor {value!r}; valid values: {', '.join(VENDORS)} "
-                f"(any case)")
+                f"unknown vendor {value!r}; valid values: {', '.join(VENDORS)} (any case)"
+            )
         return canonical
 
 
@@ -79,8 +79,9 @@ class RejectUnknownFieldsMixin:
     silently dropped: a typo such as ``min_pod`` would otherwise run a different job."""
 
     def to_internal_value(self, data):
-        unknown = sorted(str(k) for k in data if k not in self.fields) \
-            if isinstance(data, dict) else []
+        unknown = (
+            sorted(str(k) for k in data if k not in self.fields) if isinstance(data, dict) else []
+        )
         errors = {}
         try:
             value = super().to_internal_value(data)
@@ -99,8 +100,9 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     init = serializers.BooleanField(default=False)
     vendor = VendorField(max_length=32, default="NVIDIA")
     device_count = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_COUNT, default=0)
-    device_memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_DEVICE_MEMORY_MIB,
-                                          default=0)
+    device_memory_mib = serializers.IntegerField(
+        min_value=0, max_value=MAX_DEVICE_MEMORY_MIB, default=0
+    )
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
     )
@@ -109,20 +111,32 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         child=serializers.CharField(max_length=100), default=list, max_length=32
     )
     device_types_exclude = serializers.ListField(
-        child=serializers.CharField(max_length=100), default=list, max_length=32,
-        help_text="Device models this container must not get (HAMi nouse-*type).")
-    image = serializers.CharField(max_length=512, default="", allow_blank=True,
-                                  help_text="Container image (needed on Kubernetes clusters).")
-    command = serializers.ListField(child=serializers.CharField(max_length=4096),
-                                    default=list, max_length=64)
-    args = serializers.ListField(child=serializers.CharField(max_length=4096),
-                                 default=list, max_length=256)
-    env = serializers.DictField(child=serializers.CharField(max_length=32768, allow_blank=True),
-                                default=dict)
+        child=serializers.CharField(max_length=100),
+        default=list,
+        max_length=32,
+        help_text="Device models this container must not get (HAMi nouse-*type).",
+    )
+    image = serializers.CharField(
+        max_length=512,
+        default="",
+        allow_blank=True,
+        help_text="Container image (needed on Kubernetes clusters).",
+    )
+    command = serializers.ListField(
+        child=serializers.CharField(max_length=4096), default=list, max_length=64
+    )
+    args = serializers.ListField(
+        child=serializers.CharField(max_length=4096), default=list, max_length=256
+    )
+    env = serializers.DictField(
+        child=serializers.CharField(max_length=32768, allow_blank=True), default=dict
+    )
     role = serializers.ChoiceField(
-        choices=CONTAINER_ROLES, default="",
+        choices=CONTAINER_ROLES,
+        default="",
         help_text="Training: launcher containers make the launcher pod; worker (or blank) "
-                  "containers run in every worker pod.")
+        "containers run in every worker pod.",
+    )
 
     def validate_env(self, value):
         for key in value:
@@ -137,14 +151,27 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
             raise serializers.ValidationError(
                 {"memory_percent": "Give device_memory_mib or memory_percent, not both."}
             )
-        per_device = [name for name in ("device_memory_mib", "memory_percent", "cores_percent",
-                                        "device_types", "device_types_exclude")
-                      if attrs.get(name)]
+        per_device = [
+            name
+            for name in (
+                "device_memory_mib",
+                "memory_percent",
+                "cores_percent",
+                "device_types",
+                "device_types_exclude",
+            )
+            if attrs.get(name)
+        ]
         if per_device and not attrs.get("device_count"):
             # would be dropped silently (HAMi would instead default the count to 1)
-            raise serializers.ValidationError({"device_count": (
-                f"{', '.join(per_device)} ask for a share of each device: set device_count "
-                f"to 1 or more.")})
+            raise serializers.ValidationError(
+                {
+                    "device_count": (
+                        f"{', '.join(per_device)} ask for a share of each device: set device_count "
+                        f"to 1 or more."
+                    )
+                }
+            )
         return attrs
 
 
@@ -164,7 +191,8 @@ class QueueField(serializers.PrimaryKeyRelatedField):
                 return found[0]
             if found:
                 raise serializers.ValidationError(
-                    f"{data!r} names queues of several tenants: write tenant/queue")
+                    f"{data!r} names queues of several tenants: write tenant/queue"
+                )
             raise serializers.ValidationError(f"no queue {data!r} among your queues")
         return super().to_internal_value(data)
 
@@ -179,34 +207,46 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     admins only, for a job without a class.
     """
 
-    queue = QueueField(queryset=Queue.objects.none(),
-                       help_text="a queue id, tenant/queue, or a queue name")
+    queue = QueueField(
+        queryset=Queue.objects.none(), help_text="a queue id, tenant/queue, or a queue name"
+    )
     name = serializers.CharField(max_length=200)
     priority_class = serializers.SlugRelatedField(
-        slug_field="name", queryset=PriorityClass.objects.all(), required=False,
-        allow_null=True, error_messages={"does_not_exist": "No priority class named {value}."})
+        slug_field="name",
+        queryset=PriorityClass.objects.all(),
+        required=False,
+        allow_null=True,
+        error_messages={"does_not_exist": "No priority class named {value}."},
+    )
     priority = serializers.IntegerField(min_value=-1000, max_value=1000, required=False)
-    max_runtime_s = serializers.FloatField(min_value=1, max_value=365 * 24 * 3600,
-                                           required=False, allow_null=True)
+    max_runtime_s = serializers.FloatField(
+        min_value=1, max_value=365 * 24 * 3600, required=False, allow_null=True
+    )
     pod_count = serializers.IntegerField(min_value=1, max_value=MAX_POD_COUNT, default=1)
     min_pods = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     cpu_milli = serializers.IntegerField(min_value=0, max_value=MAX_CPU_MILLI, default=0)
-    host_memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_HOST_MEMORY_MIB,
-                                          default=0)
+    host_memory_mib = serializers.IntegerField(
+        min_value=0, max_value=MAX_HOST_MEMORY_MIB, default=0
+    )
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)
     min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
-    on_preemption = serializers.ChoiceField(choices=PreemptionPolicy.choices,
-                                            default=PreemptionPolicy.REQUEUE)
+    on_preemption = serializers.ChoiceField(
+        choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+    )
     restart_policy = serializers.ChoiceField(
-        choices=["Never", "OnFailure"], default="Never",
-        help_text="Batch and training pods; inference replicas and notebooks restart Always.")
+        choices=["Never", "OnFailure"],
+        default="Never",
+        help_text="Batch and training pods; inference replicas and notebooks restart Always.",
+    )
     kind = serializers.ChoiceField(choices=JobKind.choices, default=JobKind.BATCH)
-    workers = serializers.IntegerField(min_value=1, max_value=1024, required=False,
-                                       help_text="Training: number of ranked workers.")
-    min_workers = serializers.IntegerField(min_value=1, required=False,
-                                           help_text="Training: gang minimum of workers.")
+    workers = serializers.IntegerField(
+        min_value=1, max_value=1024, required=False, help_text="Training: number of ranked workers."
+    )
+    min_workers = serializers.IntegerField(
+        min_value=1, required=False, help_text="Training: gang minimum of workers."
+    )
     port = serializers.IntegerField(min_value=1, max_value=65535, required=False)
     replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
     min_replicas = serializers.IntegerField(min_value=1, max_value=1024, required=False)
@@ -214,20 +254,23 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     backoff_limit = serializers.IntegerField(min_value=0, max_value=100, default=0)
     idle_cull_s = serializers.FloatField(min_value=60, max_value=30 * 24 * 3600, required=False)
     launcher_cpu_milli = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
-    launcher_memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000,
-                                                   default=0)
+    launcher_memory_mib = serializers.IntegerField(min_value=0, max_value=100_000_000, default=0)
     volumes = VolumeSerializer(many=True, default=list, max_length=32)
     secrets = SecretRefSerializer(many=True, default=list, max_length=32)
     tolerations = TolerationSerializer(many=True, default=list, max_length=32)
-    node_selector = serializers.DictField(child=serializers.CharField(max_length=63,
-                                                                      allow_blank=True),
-                                          default=dict, validators=[validate_node_selector])
+    node_selector = serializers.DictField(
+        child=serializers.CharField(max_length=63, allow_blank=True),
+        default=dict,
+        validators=[validate_node_selector],
+    )
     annotations = serializers.DictField(
         child=serializers.CharField(max_length=65536, allow_blank=True, trim_whitespace=False),
-        required=False, default=dict,
+        required=False,
+        default=dict,
         help_text="Pod annotations; hami.io/node-scheduler-policy (binpack | spread) and "
-                  "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware) override "
-                  "the resource group's placement policies where the group allows it.")
+        "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware) override "
+        "the resource group's placement policies where the group allows it.",
+    )
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -238,9 +281,11 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         errors = []
         for key in value:
             prefix, _, name = key.rpartition("/")
-            if (not _ANNOTATION_NAME.match(name) or len(name) > 63
-                    or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix)
-                                        or len(prefix) > 253))):
+            if (
+                not _ANNOTATION_NAME.match(name)
+                or len(name) > 63
+                or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix) or len(prefix) > 253))
+            ):
                 errors.append(f"{key!r} is not a valid annotation key")
             elif "\x00" in value[key]:
                 errors.append(f"{key}: NUL characters are not allowed")
@@ -271,24 +316,40 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         """The class the job gets (checked against the queue), or None (raw priority)."""
         queue = attrs["queue"]
         if "priority" in attrs and not self.platform_admin:
-            raise serializers.ValidationError({"priority": (
-                "Set by the priority class: give priority_class (one of the queue's allowed "
-                "classes) instead.")})
+            raise serializers.ValidationError(
+                {
+                    "priority": (
+                        "Set by the priority class: give priority_class (one of the queue's allowed "  # noqa: E501
+                        "classes) instead."
+                    )
+                }
+            )
         cls = attrs.get("priority_class")
         if cls is None and "priority" not in attrs:
             cls = queue.default_priority_class
         allowed = {c.name for c in queue.allowed_priority_classes.all()}
         if cls is not None and allowed and cls.name not in allowed:
-            raise serializers.ValidationError({"priority_class": (
-                f"{cls.name} is not allowed in queue {queue.name} (allowed: "
-                f"{', '.join(sorted(allowed))}).")})
+            raise serializers.ValidationError(
+                {
+                    "priority_class": (
+                        f"{cls.name} is not allowed in queue {queue.name} (allowed: "
+                        f"{', '.join(sorted(allowed))})."
+                    )
+                }
+            )
         if cls is None and allowed and not self.platform_admin:
-            raise serializers.ValidationError({"priority_class": (
-                f"Queue {queue.name} needs a priority class (allowed: "
-                f"{', '.join(sorted(allowed))}).")})
+            raise serializers.ValidationError(
+                {
+                    "priority_class": (
+                        f"Queue {queue.name} needs a priority class (allowed: "
+                        f"{', '.join(sorted(allowed))})."
+                    )
+                }
+            )
         if cls is not None and "priority" in attrs:
-            raise serializers.ValidationError({"priority": (
-                "Give priority_class or priority, not both.")})
+            raise serializers.ValidationError(
+                {"priority": ("Give priority_class or priority, not both.")}
+            )
         return cls
 
     def to_spec(self) -> JobSpec:
@@ -338,8 +399,14 @@ class PriorityClassSerializer(serializers.ModelSerializer):
 
 
 QUEUE_POLICY_FIELDS = [
-    "strategy", "within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort",
-    "borrow_max_priority_threshold", "flavors", "when_can_borrow", "when_can_preempt",
+    "strategy",
+    "within_cluster_queue",
+    "reclaim_within_cohort",
+    "borrow_within_cohort",
+    "borrow_max_priority_threshold",
+    "flavors",
+    "when_can_borrow",
+    "when_can_preempt",
     "flavor_preference",
 ]
 
@@ -351,10 +418,11 @@ class QueueWriteSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
     ones when the queue restricts them."""
 
     allowed_priority_classes = serializers.SlugRelatedField(
-        slug_field="name", many=True, queryset=PriorityClass.objects.all(), required=False)
+        slug_field="name", many=True, queryset=PriorityClass.objects.all(), required=False
+    )
     default_priority_class = serializers.SlugRelatedField(
-        slug_field="name", queryset=PriorityClass.objects.all(), required=False,
-        allow_null=True)
+        slug_field="name", queryset=PriorityClass.objects.all(), required=False, allow_null=True
+    )
 
     class Meta:
         model = Queue
@@ -372,12 +440,18 @@ class QueueWriteSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer
         allowed = attrs.get("allowed_priority_classes")
         if allowed is None and self.instance is not None:
             allowed = list(self.instance.allowed_priority_classes.all())
-        default = attrs.get("default_priority_class",
-                            getattr(self.instance, "default_priority_class", None))
+        default = attrs.get(
+            "default_priority_class", getattr(self.instance, "default_priority_class", None)
+        )
         if default is not None and allowed and default not in allowed:
-            raise serializers.ValidationError({"default_priority_class": (
-                f"{default.name} is not one of the queue's allowed classes "
-                f"({', '.join(sorted(c.name for c in allowed))}).")})
+            raise serializers.ValidationError(
+                {
+                    "default_priority_class": (
+                        f"{default.name} is not one of the queue's allowed classes "
+                        f"({', '.join(sorted(c.name for c in allowed))})."
+                    )
+                }
+            )
         return attrs
 
 
@@ -387,26 +461,51 @@ class QueueSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     resource_group = serializers.CharField(source="resource_group.name")
     allowed_priority_classes = serializers.SlugRelatedField(
-        slug_field="name", many=True, read_only=True)
-    default_priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True,
-                                                          allow_null=True)
+        slug_field="name", many=True, read_only=True
+    )
+    default_priority_class = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Queue
-        fields = ["id", "tenant", "name", "resource_group", "strategy", "within_cluster_queue",
-                  "reclaim_within_cohort", "borrow_within_cohort",
-                  "borrow_max_priority_threshold", "flavors", "when_can_borrow",
-                  "when_can_preempt", "flavor_preference", "allowed_priority_classes",
-                  "default_priority_class"]
+        fields = [
+            "id",
+            "tenant",
+            "name",
+            "resource_group",
+            "strategy",
+            "within_cluster_queue",
+            "reclaim_within_cohort",
+            "borrow_within_cohort",
+            "borrow_max_priority_threshold",
+            "flavors",
+            "when_can_borrow",
+            "when_can_preempt",
+            "flavor_preference",
+            "allowed_priority_classes",
+            "default_priority_class",
+        ]
 
 
 class JobContainerSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobContainer
         fields = [
-            "name", "init", "vendor", "device_count", "device_memory_mib", "memory_percent",
-            "cores_percent", "device_types", "device_types_exclude", "image", "command", "args",
-            "env", "role",
+            "name",
+            "init",
+            "vendor",
+            "device_count",
+            "device_memory_mib",
+            "memory_percent",
+            "cores_percent",
+            "device_types",
+            "device_types_exclude",
+            "image",
+            "command",
+            "args",
+            "env",
+            "role",
         ]
 
 
@@ -416,8 +515,19 @@ class PlacementSerializer(serializers.ModelSerializer):
     class Meta:
         model = Placement
         fields = [
-            "id", "pod_index", "node", "state", "ready", "cpu_milli", "host_memory_mib",
-            "assignment", "backend_ref", "message", "created", "submitted_at", "started_at",
+            "id",
+            "pod_index",
+            "node",
+            "state",
+            "ready",
+            "cpu_milli",
+            "host_memory_mib",
+            "assignment",
+            "backend_ref",
+            "message",
+            "created",
+            "submitted_at",
+            "started_at",
             "ended_at",
         ]
 
@@ -432,43 +542,90 @@ class JobSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
     resource_group = serializers.CharField(source="queue.resource_group.name")
-    priority_class = serializers.SlugRelatedField(slug_field="name", read_only=True,
-                                                  allow_null=True)
+    priority_class = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
     service = serializers.SerializerMethodField(
         help_text="Inference service: replicas desired / live / running / ready and the "
-                  "replica job ids (null for other jobs).")
+        "replica job ids (null for other jobs)."
+    )
     lifetime_left_s = serializers.SerializerMethodField(
-        help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run.")
+        help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run."
+    )
     estimated_start_latest = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
         fields = [
-            "id", "name", "kind", "tenant", "queue", "resource_group", "priority", "priority_class",
+            "id",
+            "name",
+            "kind",
+            "tenant",
+            "queue",
+            "resource_group",
+            "priority",
+            "priority_class",
             "state",
-            "pending_reason", "queue_position", "estimated_start",
-            "estimated_start_latest", "pod_count", "min_pods",
-            "cpu_milli", "host_memory_mib", "duration_s", "preemptible", "min_runtime_s",
-            "on_preemption", "preemption_count", "restart_policy", "annotations", "parent", "port",
-            "replicas", "replicas_min", "replicas_max", "max_runtime_s", "backoff_limit",
-            "failed_attempts", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
-            "volumes", "secrets", "tolerations", "node_selector", "service",
-            "lifetime_left_s", "containers", "placements", "created", "admitted_at",
-            "started_at", "finished_at", "stopped_at",
+            "pending_reason",
+            "queue_position",
+            "estimated_start",
+            "estimated_start_latest",
+            "pod_count",
+            "min_pods",
+            "cpu_milli",
+            "host_memory_mib",
+            "duration_s",
+            "preemptible",
+            "min_runtime_s",
+            "on_preemption",
+            "preemption_count",
+            "restart_policy",
+            "annotations",
+            "parent",
+            "port",
+            "replicas",
+            "replicas_min",
+            "replicas_max",
+            "max_runtime_s",
+            "backoff_limit",
+            "failed_attempts",
+            "idle_cull_s",
+            "launcher_cpu_milli",
+            "launcher_memory_mib",
+            "volumes",
+            "secrets",
+            "tolerations",
+            "node_selector",
+            "service",
+            "lifetime_left_s",
+            "containers",
+            "placements",
+            "created",
+            "admitted_at",
+            "started_at",
+            "finished_at",
+            "stopped_at",
         ]
 
     def get_service(self, job) -> dict | None:
         if not job.is_service:
             return None
         status = service_status(job)
-        return {"desired": status.desired, "live": status.live, "running": status.running,
-                "ready": status.ready,
-                "replica_jobs": list(job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
-                                     .order_by("pk").values_list("pk", flat=True))}
+        return {
+            "desired": status.desired,
+            "live": status.live,
+            "running": status.running,
+            "ready": status.ready,
+            "replica_jobs": list(
+                job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            ),
+        }
 
     def get_lifetime_left_s(self, job) -> float | None:
         left = lifetime_left_s(job)
@@ -501,14 +658,26 @@ class PreemptionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Preemption
-        fields = ["victim", "preemptor", "victim_tenant", "preemptor_tenant", "reason",
-                  "message", "time", "evict_by", "outcome"]
+        fields = [
+            "victim",
+            "preemptor",
+            "victim_tenant",
+            "preemptor_tenant",
+            "reason",
+            "message",
+            "time",
+            "evict_by",
+            "outcome",
+        ]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
         request = self.context.get("request")
-        data.update(preemption_as_seen(
-            instance, platform_admin=request is not None and request.user.is_superuser))
+        data.update(
+            preemption_as_seen(
+                instance, platform_admin=request is not None and request.user.is_superuser
+            )
+        )
         return data
 
 
@@ -525,8 +694,16 @@ class NodeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = [
-            "id", "cluster", "name", "cpu_milli", "host_memory_mib", "labels", "schedulable",
-            "error", "device_count", "removed_at",
+            "id",
+            "cluster",
+            "name",
+            "cpu_milli",
+            "host_memory_mib",
+            "labels",
+            "schedulable",
+            "error",
+            "device_count",
+            "removed_at",
         ]
 
 
@@ -536,16 +713,33 @@ class DeviceSerializer(serializers.ModelSerializer):
     model = serializers.CharField(source="model.name")
     vendor = serializers.CharField(source="model.vendor")
     model_error = serializers.CharField(
-        source="model.error", read_only=True,
+        source="model.error",
+        read_only=True,
         help_text="Why the device's model config does not resolve; the device is then kept "
-                  "out of placement (empty = fine).")
+        "out of placement (empty = fine).",
+    )
 
     class Meta:
         model = Device
         fields = [
-            "id", "uuid", "cluster", "node", "model", "vendor", "index", "numa", "memory_mib",
-            "cores_percent", "split_count", "healthy", "cordoned", "mode", "removed_at",
-            "model_error", "console_unhealthy", "cordon_reason",
+            "id",
+            "uuid",
+            "cluster",
+            "node",
+            "model",
+            "vendor",
+            "index",
+            "numa",
+            "memory_mib",
+            "cores_percent",
+            "split_count",
+            "healthy",
+            "cordoned",
+            "mode",
+            "removed_at",
+            "model_error",
+            "console_unhealthy",
+            "cordon_reason",
         ]
 
 

@@ -55,7 +55,9 @@ def _submit_queues(user):
 
 
 class JobViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
     viewsets.GenericViewSet,
 ):
     """Jobs of the caller's tenants: list, read, submit, cancel, events.
@@ -69,9 +71,9 @@ class JobViewSet(
 
     def get_queryset(self):
         jobs = Job.objects.select_related(
-            "tenant", "queue__resource_group", "priority_class").prefetch_related(
-            "containers",
-            Prefetch("placements", queryset=Placement.objects.select_related("node")),
+            "tenant", "queue__resource_group", "priority_class"
+        ).prefetch_related(
+            "containers", Prefetch("placements", queryset=Placement.objects.select_related("node"))
         )
         tenant_ids = get_user_tenant_ids(self.request.user)
         if tenant_ids is not None:
@@ -88,8 +90,11 @@ class JobViewSet(
     def preemptions(self, request, pk=None):
         """Evictions of this job (as victim), oldest first."""
         job = self.get_object()
-        return Response(PreemptionSerializer(job.preemptions.all(), many=True,
-                                             context={"request": request}).data)
+        return Response(
+            PreemptionSerializer(
+                job.preemptions.all(), many=True, context={"request": request}
+            ).data
+        )
 
     @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
@@ -98,23 +103,30 @@ class JobViewSet(
             raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
-        job = submit_workload(serializer.validated_data["queue"], serializer.to_spec(),
-                              user=request.user)
+        job = submit_workload(
+            serializer.validated_data["queue"], serializer.to_spec(), user=request.user
+        )
         return Response(
             JobSerializer(self.get_queryset().get(pk=job.pk)).data, status=status.HTTP_201_CREATED
         )
 
     def _writable(self, verb: str) -> Job:
         job = self.get_object()
-        if not self.request.user.is_superuser and not Membership.objects.filter(
-            user=self.request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
-        ).exists():
+        if (
+            not self.request.user.is_superuser
+            and not Membership.objects.filter(
+                user=self.request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
+            ).exists()
+        ):
             raise PermissionDenied(f"Viewers cannot {verb} jobs.")
         return job
 
     def _render(self, job: Job) -> Response:
-        return Response(JobSerializer(self.get_queryset().get(pk=job.pk),
-                                      context={"request": self.request}).data)
+        return Response(
+            JobSerializer(
+                self.get_queryset().get(pk=job.pk), context={"request": self.request}
+            ).data
+        )
 
     @extend_schema(request=None, responses={200: JobSerializer})
     @action(detail=True, methods=["post"])
@@ -161,10 +173,11 @@ class JobViewSet(
 
 
 def _queue_audit(queue: Queue) -> dict:
-    return {**snapshot(queue, QUEUE_POLICY_FIELDS),
-            "allowed_priority_classes": sorted(
-                c.name for c in queue.allowed_priority_classes.all()),
-            "default_priority_class": getattr(queue.default_priority_class, "name", None)}
+    return {
+        **snapshot(queue, QUEUE_POLICY_FIELDS),
+        "allowed_priority_classes": sorted(c.name for c in queue.allowed_priority_classes.all()),
+        "default_priority_class": getattr(queue.default_priority_class, "name", None),
+    }
 
 
 class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -178,15 +191,18 @@ class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
     throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        queues = Queue.objects.select_related(
-            "tenant", "resource_group", "default_priority_class").prefetch_related(
-            "allowed_priority_classes").order_by("pk")
+        queues = (
+            Queue.objects.select_related("tenant", "resource_group", "default_priority_class")
+            .prefetch_related("allowed_priority_classes")
+            .order_by("pk")
+        )
         tenant_ids = get_user_tenant_ids(self.request.user)
         return queues if tenant_ids is None else queues.filter(tenant_id__in=tenant_ids)
 
     def get_serializer_class(self):
-        return QueueWriteSerializer if self.action in ("update", "partial_update") \
-            else QueueSerializer
+        return (
+            QueueWriteSerializer if self.action in ("update", "partial_update") else QueueSerializer
+        )
 
     @extend_schema(request=QueueWriteSerializer, responses={200: QueueSerializer})
     def update(self, request, *args, **kwargs):
@@ -197,8 +213,14 @@ class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
         with transaction.atomic():
             before = _queue_audit(serializer.instance)
             queue = serializer.save()
-            record("queue.update", queue, actor=self.request.user, before=before,
-                   after=_queue_audit(queue), tenant_id=queue.tenant_id)
+            record(
+                "queue.update",
+                queue,
+                actor=self.request.user,
+                before=before,
+                after=_queue_audit(queue),
+                tenant_id=queue.tenant_id,
+            )
 
 
 class PriorityClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
@@ -241,8 +263,12 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         """Cordon the device in the console and its cluster; drain its jobs by policy."""
         data = DeviceCordonSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        device = cordon_device(self.get_object(), reason=data.validated_data["reason"],
-                               user=request.user, policy=data.validated_data["drain"])
+        device = cordon_device(
+            self.get_object(),
+            reason=data.validated_data["reason"],
+            user=request.user,
+            policy=data.validated_data["drain"],
+        )
         return Response(DeviceSerializer(device).data)
 
     @extend_schema(request=None, responses=DeviceSerializer)

@@ -23,19 +23,26 @@ from rest_framework import serializers
 
 from scheduling.choices import JobKind
 
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 KIND_ONLY = {
-    "workers": (JobKind.TRAINING,), "min_workers": (JobKind.TRAINING,),
+    "workers": (JobKind.TRAINING,),
+    "min_workers": (JobKind.TRAINING,),
     "backoff_limit": (JobKind.TRAINING, JobKind.BATCH),
-    "launcher_cpu_milli": (JobKind.TRAINING,), "launcher_memory_mib": (JobKind.TRAINING,),
-    "replicas": (JobKind.INFERENCE,), "min_replicas": (JobKind.INFERENCE,),
-    "max_replicas": (JobKind.INFERENCE,), "idle_cull_s": (JobKind.NOTEBOOK,),
+    "launcher_cpu_milli": (JobKind.TRAINING,),
+    "launcher_memory_mib": (JobKind.TRAINING,),
+    "replicas": (JobKind.INFERENCE,),
+    "min_replicas": (JobKind.INFERENCE,),
+    "max_replicas": (JobKind.INFERENCE,),
+    "idle_cull_s": (JobKind.NOTEBOOK,),
     "port": (JobKind.TRAINING, JobKind.INFERENCE, JobKind.NOTEBOOK),
-    "pod_count": (JobKind.BATCH,), "min_pods": (JobKind.BATCH,),
+    "pod_count": (JobKind.BATCH,),
+    "min_pods": (JobKind.BATCH,),
 }
 """Input fields that only some kinds take (given for another kind: a field error)."""
 
@@ -43,8 +50,9 @@ KIND_ONLY = {
 class VolumeSerializer(serializers.Serializer):
     """A PersistentVolumeClaim mounted in every app container."""
 
-    claim = serializers.RegexField(DNS_SUBDOMAIN, max_length=253,
-                                   help_text="PersistentVolumeClaim name (same namespace).")
+    claim = serializers.RegexField(
+        DNS_SUBDOMAIN, max_length=253, help_text="PersistentVolumeClaim name (same namespace)."
+    )
     mount_path = serializers.RegexField(r"^/", max_length=1024)
     read_only = serializers.BooleanField(default=False)
 
@@ -61,18 +69,17 @@ class TolerationSerializer(serializers.Serializer):
 
     key = serializers.RegexField(LABEL_KEY, max_length=316, required=False)
     operator = serializers.ChoiceField(choices=["Equal", "Exists"], default="Equal")
-    value = serializers.RegexField(LABEL_VALUE, max_length=63, required=False,
-                                   allow_blank=True)
-    effect = serializers.ChoiceField(choices=["NoSchedule", "PreferNoSchedule", "NoExecute"],
-                                     required=False)
+    value = serializers.RegexField(LABEL_VALUE, max_length=63, required=False, allow_blank=True)
+    effect = serializers.ChoiceField(
+        choices=["NoSchedule", "PreferNoSchedule", "NoExecute"], required=False
+    )
     tolerationSeconds = serializers.IntegerField(min_value=0, required=False)  # noqa: N815
 
     def validate(self, attrs):
         if attrs["operator"] == "Exists" and attrs.get("value"):
             raise serializers.ValidationError({"value": "Must be empty with operator Exists."})
         if attrs.get("tolerationSeconds") is not None and attrs.get("effect") != "NoExecute":
-            raise serializers.ValidationError(
-                {"tolerationSeconds": "Only with effect NoExecute."})
+            raise serializers.ValidationError({"tolerationSeconds": "Only with effect NoExecute."})
         return attrs
 
 
@@ -106,8 +113,11 @@ def validate_workload(attrs: dict) -> dict:
     """
     kind = attrs.get("kind", JobKind.BATCH)
     given = attrs.get("_given", set())
-    errors = {name: f"Not used by a {kind} job." for name, kinds in KIND_ONLY.items()
-              if name in given and kind not in kinds}
+    errors = {
+        name: f"Not used by a {kind} job."
+        for name, kinds in KIND_ONLY.items()
+        if name in given and kind not in kinds
+    }
     roles = [c.get("role", "") for c in attrs["containers"] if c.get("role")]
     if roles and kind != JobKind.TRAINING:
         errors["containers"] = "Container roles (launcher/worker) are for training jobs."

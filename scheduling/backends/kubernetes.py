@@ -89,9 +89,11 @@ def connection_source(cluster, environ: Mapping[str, str] | None = None) -> dict
     if path:
         return {"kubeconfig": path, "context": context}
     raise ConnectionConfigError(
-        0, "ConfigError",
+        0,
+        "ConfigError",
         f"cluster {cluster.name!r} has no connection: set 'in cluster', a kubeconfig path, or "
-        f"the environment variable {env_name}")
+        f"the environment variable {env_name}",
+    )
 
 
 _gateways: dict[int, tuple[tuple, KubernetesGateway]] = {}
@@ -160,8 +162,10 @@ def check_connection(cluster) -> ClusterInfo:
     cluster.resource_versions = list(info.resource_versions)
     cluster.connection_checked_at = timezone.now()
     type(cluster).objects.filter(pk=cluster.pk).update(
-        server_version=cluster.server_version, resource_versions=cluster.resource_versions,
-        connection_checked_at=cluster.connection_checked_at)
+        server_version=cluster.server_version,
+        resource_versions=cluster.resource_versions,
+        connection_checked_at=cluster.connection_checked_at,
+    )
     return info
 
 
@@ -205,18 +209,32 @@ def pod_assignment(placement) -> PodAssignment:
             vendor = g.get("vendor") or vendors.get(g["uuid"])
             if not vendor:
                 raise mf.ManifestError(f"device {g['uuid']!r} is not in the inventory")
-            grants.append(DeviceGrant(
-                uuid=g["uuid"], type=g.get("type") or "", memory_mib=int(g["memory_mib"]),
-                cores_percent=int(g["cores_percent"]), vendor=vendor,
-                index=int(g.get("index", 0)), mig_profile=g.get("mig_profile", ""),
-                mig_start=int(g.get("mig_start", -1)), mig_size=int(g.get("mig_size", 0)),
-                template=g.get("template", ""), model=g.get("model", ""),
-                slices=int(g.get("slices", 0))))
-        out.append(ContainerAssignment(name=c["name"], devices=tuple(grants),
-                                       init=bool(c.get("init"))))
-    return PodAssignment(pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
-                         node=placement.node.name, containers=tuple(out),
-                         cpu_milli=placement.cpu_milli, memory_mib=placement.host_memory_mib)
+            grants.append(
+                DeviceGrant(
+                    uuid=g["uuid"],
+                    type=g.get("type") or "",
+                    memory_mib=int(g["memory_mib"]),
+                    cores_percent=int(g["cores_percent"]),
+                    vendor=vendor,
+                    index=int(g.get("index", 0)),
+                    mig_profile=g.get("mig_profile", ""),
+                    mig_start=int(g.get("mig_start", -1)),
+                    mig_size=int(g.get("mig_size", 0)),
+                    template=g.get("template", ""),
+                    model=g.get("model", ""),
+                    slices=int(g.get("slices", 0)),
+                )
+            )
+        out.append(
+            ContainerAssignment(name=c["name"], devices=tuple(grants), init=bool(c.get("init")))
+        )
+    return PodAssignment(
+        pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
+        node=placement.node.name,
+        containers=tuple(out),
+        cpu_milli=placement.cpu_milli,
+        memory_mib=placement.host_memory_mib,
+    )
 
 
 def granted_catalogue(assignment: PodAssignment) -> Catalogue:
@@ -230,9 +248,11 @@ def granted_catalogue(assignment: PodAssignment) -> Catalogue:
 def _container_spec(c) -> mf.ContainerSpec:
     env = c.env if isinstance(c.env, dict) else {}
     return mf.ContainerSpec(
-        image=c.image, command=tuple(str(x) for x in c.command or ()),
+        image=c.image,
+        command=tuple(str(x) for x in c.command or ()),
         args=tuple(str(x) for x in c.args or ()),
-        env=tuple((str(k), str(v)) for k, v in sorted(env.items())))
+        env=tuple((str(k), str(v)) for k, v in sorted(env.items())),
+    )
 
 
 def workload_spec(placement) -> WorkloadSpec:
@@ -256,11 +276,19 @@ def workload_spec(placement) -> WorkloadSpec:
             role, rank = "worker", placement.pod_index - (1 if launcher else 0)
     deadline = job.max_runtime_s if job.kind in (JobKind.BATCH, JobKind.TRAINING) else None
     return WorkloadSpec(
-        kind=job.kind, workload_id=str(owner.pk), workload_name=owner.name, role=role,
-        rank=rank, world_size=world, port=job.port, volumes=tuple(job.volumes or ()),
-        secrets=tuple(job.secrets or ()), tolerations=tuple(job.tolerations or ()),
+        kind=job.kind,
+        workload_id=str(owner.pk),
+        workload_name=owner.name,
+        role=role,
+        rank=rank,
+        world_size=world,
+        port=job.port,
+        volumes=tuple(job.volumes or ()),
+        secrets=tuple(job.secrets or ()),
+        tolerations=tuple(job.tolerations or ()),
         node_selector=dict(job.node_selector or {}),
-        active_deadline_s=int(deadline) if deadline else None)
+        active_deadline_s=int(deadline) if deadline else None,
+    )
 
 
 def job_meta(placement) -> mf.JobMeta:
@@ -273,13 +301,20 @@ def job_meta(placement) -> mf.JobMeta:
     job = placement.job
     containers = list(job.containers.all())
     specs = {c.name: _container_spec(c) for c in containers if c.image}
-    default = next((specs[c.name] for c in containers if not c.init and c.name in specs),
-                   next(iter(specs.values()), mf.ContainerSpec(image="")))
+    default = next(
+        (specs[c.name] for c in containers if not c.init and c.name in specs),
+        next(iter(specs.values()), mf.ContainerSpec(image="")),
+    )
     return mf.JobMeta(
-        tenant=job.tenant.name, job_id=str(job.pk), placement_id=str(placement.pk),
-        namespace=placement_namespace(placement), default=default, containers=specs,
+        tenant=job.tenant.name,
+        job_id=str(job.pk),
+        placement_id=str(placement.pk),
+        namespace=placement_namespace(placement),
+        default=default,
+        containers=specs,
         restart_policy=job.restart_policy or "Never",
-        extra_annotations=dict(job.annotations or {}))
+        extra_annotations=dict(job.annotations or {}),
+    )
 
 
 def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.Manifests:
@@ -300,22 +335,37 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
     if cluster.submission_mode == "dra":
         version = gateway.dra_version() if gateway is not None else "v1"
         if version is None:
-            raise Permanent(0, "NoDRA", f"cluster {cluster.name!r} serves no resource.k8s.io "
-                                        "version; use submission mode hami or whole")
-        built = mf.build_dra(assignment, meta, api_version=f"resource.k8s.io/{version}",
-                             drivers=mf.dra_drivers_for(assignment,
-                                                        granted_catalogue(assignment)))
+            raise Permanent(
+                0,
+                "NoDRA",
+                f"cluster {cluster.name!r} serves no resource.k8s.io "
+                "version; use submission mode hami or whole",
+            )
+        built = mf.build_dra(
+            assignment,
+            meta,
+            api_version=f"resource.k8s.io/{version}",
+            drivers=mf.dra_drivers_for(assignment, granted_catalogue(assignment)),
+        )
     elif cluster.submission_mode == "hami":
         built = mf.build_hami(
-            assignment, meta, scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
-            catalogue=granted_catalogue(assignment))
+            assignment,
+            meta,
+            scheduler_name=cluster.hami_scheduler_name or mf.HAMI_SCHEDULER_NAME,
+            catalogue=granted_catalogue(assignment),
+        )
     else:
-        built = mf.build(cluster.submission_mode, assignment, meta,
-                         catalogue=granted_catalogue(assignment))
+        built = mf.build(
+            cluster.submission_mode, assignment, meta, catalogue=granted_catalogue(assignment)
+        )
     workload = workload_spec(placement)
     service = build_service(workload, namespace=meta.namespace, tenant=meta.tenant)
-    return replace(built, pod=apply_workload(built.pod, workload), namespace_object=namespace,
-                   services=(service,) if service else ())
+    return replace(
+        built,
+        pod=apply_workload(built.pod, workload),
+        namespace_object=namespace,
+        services=(service,) if service else (),
+    )
 
 
 def _as_submission_error(exc: KubeError) -> SubmissionError:
@@ -330,9 +380,12 @@ def _record_namespace(placement, name: str) -> None:
     gateway ensured it; a conflict is logged (the pod is already in the namespace the
     labels say is the tenant's)."""
     try:
-        record_tenant_namespace(tenant_id=placement.job.tenant_id,
-                                cluster_id=placement.node.cluster_id, name=name,
-                                now=timezone.now())
+        record_tenant_namespace(
+            tenant_id=placement.job.tenant_id,
+            cluster_id=placement.node.cluster_id,
+            name=name,
+            now=timezone.now(),
+        )
     except Conflict as exc:
         logger.warning("placement %s: %s", placement.pk, exc)
 
@@ -381,5 +434,9 @@ class KubernetesBackend:
         try:
             gateway_for(cluster).delete(placement_namespace(placement), name, claims)
         except KubeError as exc:
-            logger.warning("placement %s: deleting pod %s failed (%s); the reconciler will "
-                           "retry", placement.pk, name, exc)
+            logger.warning(
+                "placement %s: deleting pod %s failed (%s); the reconciler will retry",
+                placement.pk,
+                name,
+                exc,
+            )

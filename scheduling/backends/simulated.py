@@ -21,10 +21,17 @@ class SimulatedBackend:
         """:meth:`submit` for every ``reserved`` placement of the queryset ``placements`` in one
         conditional UPDATE (same ``backend_ref``, state ``running``, submitted/started
         ``now``); returns the number moved. The caller holds the jobs' locks."""
-        ref = Concat(Value("sim-"), Cast(F("job_id"), CharField()), Value("-"),
-                     Cast(F("pod_index"), CharField()), Value("-"), Cast(F("pk"), CharField()))
+        ref = Concat(
+            Value("sim-"),
+            Cast(F("job_id"), CharField()),
+            Value("-"),
+            Cast(F("pod_index"), CharField()),
+            Value("-"),
+            Cast(F("pk"), CharField()),
+        )
         return placements.filter(state="reserved").update(
-            state="running", submitted_at=now, started_at=now, backend_ref=ref, updated=now)
+            state="running", submitted_at=now, started_at=now, backend_ref=ref, updated=now
+        )
 
     def delete(self, placement) -> None:
         """Nothing to delete outside the database."""

@@ -42,9 +42,18 @@ from scheduling.devices.defaults import (
 from scheduling.devices.resources import cambricon_model_resources
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, Template
 
-__all__ = ["HamiConfig", "HamiConfigError", "read_device_config", "DEVICE_CONFIG_SECTIONS",
-           "POLICY_KEYS", "NODE_POLICIES", "DEVICE_POLICIES", "parse_yaml_text", "mapping",
-           "only_keys"]
+__all__ = [
+    "HamiConfig",
+    "HamiConfigError",
+    "read_device_config",
+    "DEVICE_CONFIG_SECTIONS",
+    "POLICY_KEYS",
+    "NODE_POLICIES",
+    "DEVICE_POLICIES",
+    "parse_yaml_text",
+    "mapping",
+    "only_keys",
+]
 
 NODE_POLICIES = ("binpack", "spread")
 DEVICE_POLICIES = ("binpack", "spread", "topology-aware", "mutex")
@@ -83,50 +92,133 @@ class HamiConfig:
 
 
 # section -> ((vendor, {HAMi key: config field}), ...), keys HAMi knows and we ignore
-_RES = {"resourceCountName": "resource_count", "resourceMemoryName": "resource_memory",
-        "resourceCoreName": "resource_cores"}
+_RES = {
+    "resourceCountName": "resource_count",
+    "resourceMemoryName": "resource_memory",
+    "resourceCoreName": "resource_cores",
+}
 _SECTIONS: dict[str, tuple[tuple[tuple[str, dict[str, str]], ...], frozenset[str]]] = {
-    "nvidia": ((("NVIDIA", {
-        **_RES, "resourceMemoryPercentageName": "resource_memory_percent",
-        "resourcePriorityName": "resource_priority", "defaultMemory": "default_memory_mib",
-        "defaultCores": "default_cores_percent", "defaultGPUNum": "default_count",
-        "memoryFactor": "memory_factor", "deviceSplitCount": "split_count",
-        "deviceMemoryScaling": "memory_scaling", "deviceCoreScaling": "core_scaling"}),),
-        frozenset({"overwriteEnv", "preConfiguredDeviceMemory", "enableNumaTopology",
-                   "gpuCorePolicy", "libCudaLogLevel", "runtimeClassName", "disableCoreLimit",
-                   "migProfileAllowlist", "knownMigGeometries"})),
-    "cambricon": ((("MLU", {**_RES, "memoryFactor": "memory_factor",
-                            "memoryAllocatable": "memory_mib"}),), frozenset({"models"})),
+    "nvidia": (
+        (
+            (
+                "NVIDIA",
+                {
+                    **_RES,
+                    "resourceMemoryPercentageName": "resource_memory_percent",
+                    "resourcePriorityName": "resource_priority",
+                    "defaultMemory": "default_memory_mib",
+                    "defaultCores": "default_cores_percent",
+                    "defaultGPUNum": "default_count",
+                    "memoryFactor": "memory_factor",
+                    "deviceSplitCount": "split_count",
+                    "deviceMemoryScaling": "memory_scaling",
+                    "deviceCoreScaling": "core_scaling",
+                },
+            ),
+        ),
+        frozenset(
+            {
+                "overwriteEnv",
+                "preConfiguredDeviceMemory",
+                "enableNumaTopology",
+                "gpuCorePolicy",
+                "libCudaLogLevel",
+                "runtimeClassName",
+                "disableCoreLimit",
+                "migProfileAllowlist",
+                "knownMigGeometries",
+            }
+        ),
+    ),
+    "cambricon": (
+        (("MLU", {**_RES, "memoryFactor": "memory_factor", "memoryAllocatable": "memory_mib"}),),
+        frozenset({"models"}),
+    ),
     "hygon": ((("DCU", {**_RES, "memoryFactor": "memory_factor"}),), frozenset()),
-    "metax": ((("Metax", {"resourceCountName": "resource_count"}),
-               ("MetaxSGPU", {"resourceVCountName": "resource_count",
-                              "resourceVMemoryName": "resource_memory",
-                              "resourceVCoreName": "resource_cores"})),
-              frozenset({"sgpuTopologyAware"})),
-    "enflame": ((("Enflame", {"resourceNameGCU": "resource_count"}),
-                 ("EnflameDRS", {"resourceNameDRSGCU": "resource_count",
-                                 "resourceNameGCUMemory": "resource_memory",
-                                 "resourceNameGCUCore": "resource_cores"})),
-                frozenset({"resourceNameVGCU", "resourceNameVGCUPercentage"})),
+    "metax": (
+        (
+            ("Metax", {"resourceCountName": "resource_count"}),
+            (
+                "MetaxSGPU",
+                {
+                    "resourceVCountName": "resource_count",
+                    "resourceVMemoryName": "resource_memory",
+                    "resourceVCoreName": "resource_cores",
+                },
+            ),
+        ),
+        frozenset({"sgpuTopologyAware"}),
+    ),
+    "enflame": (
+        (
+            ("Enflame", {"resourceNameGCU": "resource_count"}),
+            (
+                "EnflameDRS",
+                {
+                    "resourceNameDRSGCU": "resource_count",
+                    "resourceNameGCUMemory": "resource_memory",
+                    "resourceNameGCUCore": "resource_cores",
+                },
+            ),
+        ),
+        frozenset({"resourceNameVGCU", "resourceNameVGCUPercentage"}),
+    ),
     "mthreads": ((("Mthreads", dict(_RES)),), frozenset()),
-    "kunlun": ((("Kunlun", {"resourceCountName": "resource_count"}),
-                ("KunlunVXPU", {"resourceVCountName": "resource_count",
-                                "resourceVMemoryName": "resource_memory"})), frozenset()),
-    "awsneuron": ((("AWSNeuron", {"resourceCountName": "resource_count",
-                                  "resourceCoreName": "resource_cores"}),), frozenset()),
+    "kunlun": (
+        (
+            ("Kunlun", {"resourceCountName": "resource_count"}),
+            (
+                "KunlunVXPU",
+                {"resourceVCountName": "resource_count", "resourceVMemoryName": "resource_memory"},
+            ),
+        ),
+        frozenset(),
+    ),
+    "awsneuron": (
+        (
+            (
+                "AWSNeuron",
+                {"resourceCountName": "resource_count", "resourceCoreName": "resource_cores"},
+            ),
+        ),
+        frozenset(),
+    ),
     "amd": ((("AMD", dict(_RES)),), frozenset()),
     "vastai": ((("Vastai", {"resourceCountName": "resource_count"}),), frozenset()),
     "biren": ((("Biren", {"resourceCountName": "resource_count"}),), frozenset()),
 }
 DEVICE_CONFIG_SECTIONS = frozenset({*_SECTIONS, "iluvatars", "vnpus"})
 POLICY_KEYS = frozenset({"nodeSchedulerPolicy", "gpuSchedulerPolicy"})
-_ILUVATAR_KEYS = {"chipName", "commonWord", "resourceCountName", "resourceMemoryName",
-                  "resourceCoreName"}
-_VNPU_KEYS = {"chipName", "commonWord", "resourceName", "resourceMemoryName",
-              "resourceCoreName", "memoryAllocatable", "memoryCapacity", "memoryFactor",
-              "aiCore", "aiCPU", "runtimeClassName", "overwriteEnv", "templates", "superPod"}
-_MLU_MODEL_KEYS = {"name", "resourceMemoryName", "resourceCoreName", "memoryFactor",
-                   "memoryAllocatable"}
+_ILUVATAR_KEYS = {
+    "chipName",
+    "commonWord",
+    "resourceCountName",
+    "resourceMemoryName",
+    "resourceCoreName",
+}
+_VNPU_KEYS = {
+    "chipName",
+    "commonWord",
+    "resourceName",
+    "resourceMemoryName",
+    "resourceCoreName",
+    "memoryAllocatable",
+    "memoryCapacity",
+    "memoryFactor",
+    "aiCore",
+    "aiCPU",
+    "runtimeClassName",
+    "overwriteEnv",
+    "templates",
+    "superPod",
+}
+_MLU_MODEL_KEYS = {
+    "name",
+    "resourceMemoryName",
+    "resourceCoreName",
+    "memoryFactor",
+    "memoryAllocatable",
+}
 
 
 def mapping(value: Any, path: str) -> Mapping[str, Any]:
@@ -138,8 +230,10 @@ def mapping(value: Any, path: str) -> Mapping[str, Any]:
 def only_keys(data: Mapping[str, Any], known: set[str] | frozenset[str], path: str) -> None:
     for k in data:
         if k not in known:
-            raise HamiConfigError(f"{path}.{k}" if path else str(k),
-                                  f"unknown key (known: {', '.join(sorted(known))})")
+            raise HamiConfigError(
+                f"{path}.{k}" if path else str(k),
+                f"unknown key (known: {', '.join(sorted(known))})",
+            )
 
 
 def _value(field: str, v: Any, path: str) -> Any:
@@ -156,8 +250,9 @@ def _value(field: str, v: Any, path: str) -> Any:
     return v
 
 
-def _apply(cfg: DeviceModelConfig, values: Mapping[str, Any], keys: dict[str, str],
-           path: str) -> DeviceModelConfig:
+def _apply(
+    cfg: DeviceModelConfig, values: Mapping[str, Any], keys: dict[str, str], path: str
+) -> DeviceModelConfig:
     changes = {f: _value(f, values[k], f"{path}.{k}") for k, f in keys.items() if k in values}
     if not changes:
         return cfg
@@ -187,8 +282,9 @@ def _str(v: Any, path: str) -> str:
     return v
 
 
-def _entries(items: Any, name: str, keys: frozenset[str] | set[str], *,
-             shape: str = "must be a list") -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _entries(
+    items: Any, name: str, keys: frozenset[str] | set[str], *, shape: str = "must be a list"
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """``(path, mapping)`` per entry of the list ``items`` at ``name``, each a mapping of only
     ``keys``. Raises HamiConfigError naming the path of what is not."""
     if not isinstance(items, list):
@@ -218,10 +314,14 @@ def _templates(items: Any, path: str) -> tuple[Template, ...]:
         tp = f"{path}[{j}]"
         t = mapping(t, tp)
         only_keys(t, {"name", "memory", "aiCore", "aiCPU"}, tp)
-        out.append(Template(name=_str(t.get("name"), f"{tp}.name"),
-                            memory_mib=_int(t.get("memory"), f"{tp}.memory", 1),
-                            cores_percent=_int(t.get("aiCore", 0), f"{tp}.aiCore"),
-                            cpus=_int(t.get("aiCPU", 0), f"{tp}.aiCPU")))
+        out.append(
+            Template(
+                name=_str(t.get("name"), f"{tp}.name"),
+                memory_mib=_int(t.get("memory"), f"{tp}.memory", 1),
+                cores_percent=_int(t.get("aiCore", 0), f"{tp}.aiCore"),
+                cpus=_int(t.get("aiCPU", 0), f"{tp}.aiCPU"),
+            )
+        )
     return tuple(out)
 
 
@@ -236,24 +336,34 @@ def _vnpus(value: Any) -> tuple[list[DeviceModelConfig], bool]:
             raise HamiConfigError("vnpus.hamiVnpuCore", "must be a boolean")
         items = value.get("configs", [])
     out = []
-    for path, v in _entries(items, "vnpus", _VNPU_KEYS,
-                            shape="must be a list or {hamiVnpuCore, configs}"):
+    for path, v in _entries(
+        items, "vnpus", _VNPU_KEYS, shape="must be a list or {hamiVnpuCore, configs}"
+    ):
         cw = _str(v.get("commonWord"), f"{path}.commonWord")
         alloc = _int(v.get("memoryAllocatable"), f"{path}.memoryAllocatable", 1)
-        res = (_str(v.get("resourceName", f"huawei.com/{cw}"), f"{path}.resourceName"),
-               _str(v.get("resourceMemoryName", f"huawei.com/{cw}-memory"),
-                    f"{path}.resourceMemoryName"),
-               _str(v.get("resourceCoreName", f"huawei.com/{cw}-core"),
-                    f"{path}.resourceCoreName"))
+        res = (
+            _str(v.get("resourceName", f"huawei.com/{cw}"), f"{path}.resourceName"),
+            _str(
+                v.get("resourceMemoryName", f"huawei.com/{cw}-memory"), f"{path}.resourceMemoryName"
+            ),
+            _str(v.get("resourceCoreName", f"huawei.com/{cw}-core"), f"{path}.resourceCoreName"),
+        )
         super_pod = v.get("superPod", False)
         if not isinstance(super_pod, bool):
             raise HamiConfigError(f"{path}.superPod", "must be a boolean")
-        out.append(ascend_config(
-            cw, _str(v.get("chipName", cw), f"{path}.chipName"), alloc,
-            _int(v.get("memoryCapacity", alloc), f"{path}.memoryCapacity", 1),
-            _int(v.get("aiCore", 100), f"{path}.aiCore"),
-            _templates(v.get("templates"), f"{path}.templates"), super_pod, res,
-            max(1, _int(v.get("memoryFactor", 1), f"{path}.memoryFactor"))))
+        out.append(
+            ascend_config(
+                cw,
+                _str(v.get("chipName", cw), f"{path}.chipName"),
+                alloc,
+                _int(v.get("memoryCapacity", alloc), f"{path}.memoryCapacity", 1),
+                _int(v.get("aiCore", 100), f"{path}.aiCore"),
+                _templates(v.get("templates"), f"{path}.templates"),
+                super_pod,
+                res,
+                max(1, _int(v.get("memoryFactor", 1), f"{path}.memoryFactor")),
+            )
+        )
     return [c.model_copy(update={"enabled": True}) for c in out], core
 
 
@@ -262,12 +372,22 @@ def _mlu_models(base: DeviceModelConfig, items: Any) -> list[DeviceModelConfig]:
     for path, v in _entries(items, "cambricon.models", _MLU_MODEL_KEYS):
         name = _str(v.get("name"), f"{path}.name")
         mem, cores = cambricon_model_resources(name)
-        cfg = base.replace(chip=name, resource_memory=mem, resource_cores=cores,
-                           capacity_resource=cores)
-        out.append(_apply(cfg, v, {"resourceMemoryName": "resource_memory",
-                                   "resourceCoreName": "resource_cores",
-                                   "memoryFactor": "memory_factor",
-                                   "memoryAllocatable": "memory_mib"}, path))
+        cfg = base.replace(
+            chip=name, resource_memory=mem, resource_cores=cores, capacity_resource=cores
+        )
+        out.append(
+            _apply(
+                cfg,
+                v,
+                {
+                    "resourceMemoryName": "resource_memory",
+                    "resourceCoreName": "resource_cores",
+                    "memoryFactor": "memory_factor",
+                    "memoryAllocatable": "memory_mib",
+                },
+                path,
+            )
+        )
     return out
 
 
@@ -281,8 +401,11 @@ def _mig_allowlist(value: Any) -> tuple[tuple[tuple[str, ...], tuple[str, ...]],
         only_keys(e, {"models", "profiles"}, path)
         models, profiles = e.get("models"), e.get("profiles")
         for key, items in (("models", models), ("profiles", profiles)):
-            if not isinstance(items, list) or not items \
-                    or not all(isinstance(x, str) and x for x in items):
+            if (
+                not isinstance(items, list)
+                or not items
+                or not all(isinstance(x, str) and x for x in items)
+            ):
                 raise HamiConfigError(f"{path}.{key}", "must be a non-empty list of strings")
         bad = [p for p in profiles if "g." not in p or not p.split("g.", 1)[0].isdigit()]
         if bad:
@@ -297,8 +420,9 @@ def _policies(data: Mapping[str, Any]) -> tuple[str, str]:
     if node not in NODE_POLICIES:
         raise HamiConfigError("nodeSchedulerPolicy", f"{node!r} not binpack|spread")
     if dev not in DEVICE_POLICIES:
-        raise HamiConfigError("gpuSchedulerPolicy",
-                              f"{dev!r} not binpack|spread|topology-aware|mutex")
+        raise HamiConfigError(
+            "gpuSchedulerPolicy", f"{dev!r} not binpack|spread|topology-aware|mutex"
+        )
     return node, dev
 
 
@@ -311,20 +435,22 @@ def _sections(data: Mapping[str, Any], out: list[DeviceModelConfig]) -> list[str
         values = mapping(data[section], section)
         only_keys(values, {k for _, keys in targets for k in keys} | ignored, section)
         for vendor, keys in targets:
-            out[:] = [_apply(c, values, keys, section) if c.vendor == vendor and not c.chip
-                      else c for c in out]
+            out[:] = [
+                _apply(c, values, keys, section) if c.vendor == vendor and not c.chip else c
+                for c in out
+            ]
     nvidia = data.get("nvidia") or {}
     if "knownMigGeometries" in nvidia:
-        warnings.append("nvidia.knownMigGeometries is ignored since HAMi v2.10 "
-                        "(use migProfileAllowlist)")
+        warnings.append(
+            "nvidia.knownMigGeometries is ignored since HAMi v2.10 (use migProfileAllowlist)"
+        )
     if "models" in (data.get("cambricon") or {}):
         mlu = next(c for c in out if c.vendor == "MLU" and not c.chip)
         out.extend(_mlu_models(mlu, data["cambricon"]["models"]))
     return warnings
 
 
-def read_device_config(data: Mapping[str, Any] | None, shape: str = "device-config"
-                       ) -> HamiConfig:
+def read_device_config(data: Mapping[str, Any] | None, shape: str = "device-config") -> HamiConfig:
     """Read the scheduler's ``device-config.yaml`` (parsed). Raises :class:`HamiConfigError`."""
     data = mapping(data or {}, "")
     only_keys(data, DEVICE_CONFIG_SECTIONS | POLICY_KEYS, "")
@@ -339,8 +465,7 @@ def read_device_config(data: Mapping[str, Any] | None, shape: str = "device-conf
     if "iluvatars" in data:
         out.extend(c.model_copy(update={"enabled": True}) for c in _iluvatars(data["iluvatars"]))
     else:
-        out.extend(iluvatar_config(c).model_copy(update={"enabled": True})
-                   for c in ILUVATAR_CHIPS)
+        out.extend(iluvatar_config(c).model_copy(update={"enabled": True}) for c in ILUVATAR_CHIPS)
     allowlist = MIG_PROFILE_ALLOWLIST
     if "migProfileAllowlist" in (data.get("nvidia") or {}):
         allowlist = _mig_allowlist(data["nvidia"]["migProfileAllowlist"])
@@ -359,4 +484,3 @@ def parse_yaml_text(text: Any, path: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise HamiConfigError(path, f"invalid YAML ({str(exc).splitlines()[0]})") from None
-

@@ -60,46 +60,115 @@ _RESOURCE_KEYS = {
     "vastaiResourceName": ("vastai", "resourceCountName"),
     "birenResourceName": ("biren", "resourceCountName"),
 }
-_IGNORED_TOP = {"global", "nameOverride", "fullnameOverride", "namespaceOverride",
-                "schedulerName", "podSecurityPolicy", "mockDevicePlugin", "legacyMetrics",
-                "prometheus", "metaxsGPUTopologyAware"}
-VALUES_KEYS = frozenset({*_RESOURCE_KEYS, *_IGNORED_TOP, "scheduler", "devicePlugin",
-                         "devices", "device-config"})
+_IGNORED_TOP = {
+    "global",
+    "nameOverride",
+    "fullnameOverride",
+    "namespaceOverride",
+    "schedulerName",
+    "podSecurityPolicy",
+    "mockDevicePlugin",
+    "legacyMetrics",
+    "prometheus",
+    "metaxsGPUTopologyAware",
+}
+VALUES_KEYS = frozenset(
+    {*_RESOURCE_KEYS, *_IGNORED_TOP, "scheduler", "devicePlugin", "devices", "device-config"}
+)
 
-_SCHEDULER_KEYS = {"nodeName", "overwriteEnv", "defaultSchedulerPolicy", "metricsBindAddress",
-                   "forceOverwriteDefaultScheduler", "livenessProbe", "leaderElect",
-                   "replicas", "kubeScheduler", "extender", "nodeLockExpire", "podAnnotations",
-                   "tolerations", "admissionWebhook", "certManager", "patch", "service",
-                   "nodeLabelSelector", "defaultMem", "defaultCores", "defaultGPUNum"}
-_LEGACY_DEFAULTS = {"defaultMem": "defaultMemory", "defaultCores": "defaultCores",
-                    "defaultGPUNum": "defaultGPUNum"}
-_PLUGIN_KEYS = {"enabled", "gpuOperatorToolkitReady", "image", "monitor", "deviceSplitCount",
-                "deviceMemoryScaling", "deviceCoreScaling", "enableNumaTopology",
-                "preConfiguredDeviceMemory", "nodeConfiguration", "runtimeClassName",
-                "createRuntimeClass", "migStrategy", "disablecorelimit",
-                "passDeviceSpecsEnabled", "deviceListStrategy", "nvidiaHookPath",
-                "nvidiaDriverRoot", "gdrcopyEnabled", "gdsEnabled", "mofedEnabled", "extraArgs",
-                "extraEnvs", "service", "pluginPath", "libPath", "podAnnotations", "hostPID",
-                "hostNetwork", "securityContext", "nvidiaNodeSelector", "tolerations",
-                "updateStrategy", "resources"}
+_SCHEDULER_KEYS = {
+    "nodeName",
+    "overwriteEnv",
+    "defaultSchedulerPolicy",
+    "metricsBindAddress",
+    "forceOverwriteDefaultScheduler",
+    "livenessProbe",
+    "leaderElect",
+    "replicas",
+    "kubeScheduler",
+    "extender",
+    "nodeLockExpire",
+    "podAnnotations",
+    "tolerations",
+    "admissionWebhook",
+    "certManager",
+    "patch",
+    "service",
+    "nodeLabelSelector",
+    "defaultMem",
+    "defaultCores",
+    "defaultGPUNum",
+}
+_LEGACY_DEFAULTS = {
+    "defaultMem": "defaultMemory",
+    "defaultCores": "defaultCores",
+    "defaultGPUNum": "defaultGPUNum",
+}
+_PLUGIN_KEYS = {
+    "enabled",
+    "gpuOperatorToolkitReady",
+    "image",
+    "monitor",
+    "deviceSplitCount",
+    "deviceMemoryScaling",
+    "deviceCoreScaling",
+    "enableNumaTopology",
+    "preConfiguredDeviceMemory",
+    "nodeConfiguration",
+    "runtimeClassName",
+    "createRuntimeClass",
+    "migStrategy",
+    "disablecorelimit",
+    "passDeviceSpecsEnabled",
+    "deviceListStrategy",
+    "nvidiaHookPath",
+    "nvidiaDriverRoot",
+    "gdrcopyEnabled",
+    "gdsEnabled",
+    "mofedEnabled",
+    "extraArgs",
+    "extraEnvs",
+    "service",
+    "pluginPath",
+    "libPath",
+    "podAnnotations",
+    "hostPID",
+    "hostNetwork",
+    "securityContext",
+    "nvidiaNodeSelector",
+    "tolerations",
+    "updateStrategy",
+    "resources",
+}
 _PLUGIN_TO_NVIDIA = ("deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling")
 _DEVICES_KEYS = {
     "nvidia": {"gpuCorePolicy", "libCudaLogLevel"},
-    "ascend": {"enabled", "image", "imagePullPolicy", "extraArgs", "nodeSelector",
-               "tolerations", "runtimeClassName", "hamiVnpuCore", "customresources"},
+    "ascend": {
+        "enabled",
+        "image",
+        "imagePullPolicy",
+        "extraArgs",
+        "nodeSelector",
+        "tolerations",
+        "runtimeClassName",
+        "hamiVnpuCore",
+        "customresources",
+    },
     "iluvatar": {"enabled", "customresources"},
-    **{v: {"enabled", "customresources"} for v in ("amd", "awsneuron", "kunlun", "enflame",
-                                                   "mthreads", "vastai", "biren")},
+    **{
+        v: {"enabled", "customresources"}
+        for v in ("amd", "awsneuron", "kunlun", "enflame", "mthreads", "vastai", "biren")
+    },
 }
 
 
 def _scheduler(values: Mapping[str, Any], dc: dict[str, Any]) -> None:
     sched = mapping(values.get("scheduler") or {}, "scheduler")
     only_keys(sched, _SCHEDULER_KEYS, "scheduler")
-    policy = mapping(sched.get("defaultSchedulerPolicy") or {},
-                     "scheduler.defaultSchedulerPolicy")
-    only_keys(policy, {"nodeSchedulerPolicy", "gpuSchedulerPolicy"},
-              "scheduler.defaultSchedulerPolicy")
+    policy = mapping(sched.get("defaultSchedulerPolicy") or {}, "scheduler.defaultSchedulerPolicy")
+    only_keys(
+        policy, {"nodeSchedulerPolicy", "gpuSchedulerPolicy"}, "scheduler.defaultSchedulerPolicy"
+    )
     dc.update(policy)
     for old, new in _LEGACY_DEFAULTS.items():
         if old in sched:
@@ -163,7 +232,15 @@ def read_chart_values(values: Mapping[str, Any]) -> HamiConfig:
         devices.append(c)
     for switch, on in enabled.items():
         if not on:
-            warnings.append(f"devices.{switch}.enabled is false: HAMi does not place "
-                            f"{switch} requests")
-    return HamiConfig(tuple(devices), cfg.node_policy, cfg.device_policy, cfg.mig_allowlist,
-                      cfg.hami_vnpu_core or core, tuple(warnings), "values")
+            warnings.append(
+                f"devices.{switch}.enabled is false: HAMi does not place {switch} requests"
+            )
+    return HamiConfig(
+        tuple(devices),
+        cfg.node_policy,
+        cfg.device_policy,
+        cfg.mig_allowlist,
+        cfg.hami_vnpu_core or core,
+        tuple(warnings),
+        "values",
+    )

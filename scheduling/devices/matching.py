@@ -23,12 +23,32 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["type_tokens", "model_key", "type_matches", "any_type_matches",
-           "hami_type_matches", "any_hami_type_matches"]
+__all__ = [
+    "type_tokens",
+    "model_key",
+    "type_matches",
+    "any_type_matches",
+    "hami_type_matches",
+    "any_hami_type_matches",
+]
 
 _SPLIT = re.compile(r"[\s\-_/]+")
-_PREFIXES = ("NVIDIA", "HUAWEI", "ASCEND", "CAMBRICON", "HYGON", "DCU", "METAX", "ILUVATAR",
-             "ENFLAME", "MTHREADS", "KUNLUNXIN", "AMD", "VASTAI", "BIREN")
+_PREFIXES = (
+    "NVIDIA",
+    "HUAWEI",
+    "ASCEND",
+    "CAMBRICON",
+    "HYGON",
+    "DCU",
+    "METAX",
+    "ILUVATAR",
+    "ENFLAME",
+    "MTHREADS",
+    "KUNLUNXIN",
+    "AMD",
+    "VASTAI",
+    "BIREN",
+)
 _GLUED = re.compile(r"^ASCEND(?=\d)")
 _BRANDS = ("TESLA",)
 
@@ -40,7 +60,7 @@ def type_tokens(value: str) -> tuple[str, ...]:
     if len(tokens) > 1 and tokens[0] in _PREFIXES:
         tokens = tokens[1:]
     elif tokens and _GLUED.match(tokens[0]):
-        tokens[0] = tokens[0][len("ASCEND"):]
+        tokens[0] = tokens[0][len("ASCEND") :]
     if len(tokens) > 1 and tokens[0] in _BRANDS:
         tokens = tokens[1:]
     return tuple(tokens)

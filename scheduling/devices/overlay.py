@@ -33,8 +33,14 @@ from scheduling.devices.defaults import (
 from scheduling.devices.matching import model_key
 from scheduling.devices.schema import OVERLAY_KEYS, ConfigError, DeviceModelConfig
 
-__all__ = ["overlay", "resolve_model", "build_catalogue", "Catalogue", "validate_overlay",
-           "overlay_diff"]
+__all__ = [
+    "overlay",
+    "resolve_model",
+    "build_catalogue",
+    "Catalogue",
+    "validate_overlay",
+    "overlay_diff",
+]
 
 
 def validate_overlay(data: Any, where: str = "config") -> None:
@@ -46,8 +52,9 @@ def validate_overlay(data: Any, where: str = "config") -> None:
         raise ConfigError(dict.fromkeys(unknown, "unknown key"), where)
 
 
-def overlay(base: DeviceModelConfig, data: Mapping[str, Any], where: str = "config"
-            ) -> DeviceModelConfig:
+def overlay(
+    base: DeviceModelConfig, data: Mapping[str, Any], where: str = "config"
+) -> DeviceModelConfig:
     """``base`` with the keys of ``data`` replaced and validated.
 
     Raises:
@@ -86,8 +93,12 @@ def _new_chip(vendor: str, name: str) -> DeviceModelConfig | None:
     return cfg.model_copy(update={"enabled": True})
 
 
-def resolve_model(vendor: str, name: str, config: Mapping[str, Any] | None,
-                  defaults: Iterable[DeviceModelConfig] | None = None) -> DeviceModelConfig:
+def resolve_model(
+    vendor: str,
+    name: str,
+    config: Mapping[str, Any] | None,
+    defaults: Iterable[DeviceModelConfig] | None = None,
+) -> DeviceModelConfig:
     """The resolved config of one model (module doc).
 
     Raises:
@@ -97,8 +108,9 @@ def resolve_model(vendor: str, name: str, config: Mapping[str, Any] | None,
     data = {} if config is None else config
     validate_overlay(data, where)
     chip = data.get("chip") if isinstance(data.get("chip"), str) else name
-    base = _base(vendor, model_key(chip), default_device_configs() if defaults is None
-                 else defaults)
+    base = _base(
+        vendor, model_key(chip), default_device_configs() if defaults is None else defaults
+    )
     if not base.chip and base.common_word == vendor and _new_chip(vendor, chip) is not None:
         base = _new_chip(vendor, chip)
     resolved = overlay(base, data, where)
@@ -160,8 +172,10 @@ class Catalogue:
         return [c for c in self.configs if c.vendor == vendor]
 
 
-def build_catalogue(rows: Iterable[tuple[str, str, Mapping[str, Any] | None]],
-                    defaults: Iterable[DeviceModelConfig] | None = None) -> Catalogue:
+def build_catalogue(
+    rows: Iterable[tuple[str, str, Mapping[str, Any] | None]],
+    defaults: Iterable[DeviceModelConfig] | None = None,
+) -> Catalogue:
     """Resolve every ``(vendor, name, config)`` row over ``defaults`` (HAMi's when None).
 
     Never raises for a bad row: its message goes to ``Catalogue.errors``.

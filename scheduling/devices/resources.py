@@ -25,11 +25,25 @@ from dataclasses import dataclass
 
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, Template
 
-__all__ = ["ResourceNames", "resource_names", "unit_mib", "units_for", "memory_for_units",
-           "charged_memory_mib", "plugin_devices_per_card", "cambricon_resource_base",
-           "cambricon_model_resources", "cambricon_model_of_resource", "dra_device_class",
-           "card_counters", "template_counters", "counter_set_name", "template_share_count",
-           "drs_profiles_stored", "drs_custom"]
+__all__ = [
+    "ResourceNames",
+    "resource_names",
+    "unit_mib",
+    "units_for",
+    "memory_for_units",
+    "charged_memory_mib",
+    "plugin_devices_per_card",
+    "cambricon_resource_base",
+    "cambricon_model_resources",
+    "cambricon_model_of_resource",
+    "dra_device_class",
+    "card_counters",
+    "template_counters",
+    "counter_set_name",
+    "template_share_count",
+    "drs_profiles_stored",
+    "drs_custom",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +65,14 @@ class ResourceNames:
 
 def resource_names(cfg: DeviceModelConfig) -> ResourceNames:
     """The model's resource names."""
-    return ResourceNames(cfg.resource_count, cfg.resource_memory, cfg.resource_memory_percent,
-                         cfg.resource_cores, cfg.resource_priority, cfg.whole_resource)
+    return ResourceNames(
+        cfg.resource_count,
+        cfg.resource_memory,
+        cfg.resource_memory_percent,
+        cfg.resource_cores,
+        cfg.resource_priority,
+        cfg.whole_resource,
+    )
 
 
 def unit_mib(cfg: DeviceModelConfig, card_memory_mib: int = 0) -> int:
@@ -65,9 +85,13 @@ def unit_mib(cfg: DeviceModelConfig, card_memory_mib: int = 0) -> int:
         return cfg.memory_factor
     alloc = cfg.memory_mib or card_memory_mib
     if alloc <= 0:
-        raise ConfigError({"memory_factor": "0 (1 % units) needs memory_mib (allocatable MiB "
-                                            "per card) or a registered card memory"},
-                          f"device model {cfg.chip or cfg.vendor}")
+        raise ConfigError(
+            {
+                "memory_factor": "0 (1 % units) needs memory_mib (allocatable MiB "
+                "per card) or a registered card memory"
+            },
+            f"device model {cfg.chip or cfg.vendor}",
+        )
     return max(1, alloc // 100)
 
 
@@ -92,8 +116,7 @@ def memory_for_units(cfg: DeviceModelConfig, units: int, card_memory_mib: int = 
     return units * unit_mib(cfg, card_memory_mib)
 
 
-def charged_memory_mib(cfg: DeviceModelConfig, memory_mib: int, card_memory_mib: int = 0
-                       ) -> int:
+def charged_memory_mib(cfg: DeviceModelConfig, memory_mib: int, card_memory_mib: int = 0) -> int:
     """MiB a request of ``memory_mib`` is booked and charged at (rounded up to the minimum
     slice, then to whole units)."""
     return memory_for_units(cfg, units_for(cfg, memory_mib, card_memory_mib), card_memory_mib)
@@ -147,18 +170,21 @@ def dra_device_class(cfg: DeviceModelConfig) -> str:
 
 def counter_set_name(spec: DraSpec, *, minor: int = 0, index: int = 0, uuid: str = "") -> str:
     """Name of a card's shared counter set ("" when the driver publishes none)."""
-    return (spec.counter_set.replace("{minor}", str(minor)).replace("{index}", str(index))
-            .replace("{uuid}", uuid))
+    return (
+        spec.counter_set.replace("{minor}", str(minor))
+        .replace("{index}", str(index))
+        .replace("{uuid}", uuid)
+    )
 
 
-def card_counters(cfg: DeviceModelConfig, card_memory_mib: int = 0,
-                  card_cores: int = 0) -> dict[str, int]:
+def card_counters(
+    cfg: DeviceModelConfig, card_memory_mib: int = 0, card_cores: int = 0
+) -> dict[str, int]:
     """Shared counters of one card: the DRA spec's, else ``{"memory": MiB, "cores": n}``
     (allocatable memory of the model, else the card's registered memory)."""
     if cfg.dra is not None and cfg.dra.counters:
         return dict(cfg.dra.counters)
-    return {"memory": cfg.memory_mib or card_memory_mib,
-            "cores": card_cores or cfg.cores_percent}
+    return {"memory": cfg.memory_mib or card_memory_mib, "cores": card_cores or cfg.cores_percent}
 
 
 def template_share_count(cfg: DeviceModelConfig, card_memory_mib: int = 0) -> int:
@@ -188,8 +214,14 @@ def drs_profiles_stored(custom: dict, index: int) -> list[dict]:
     out = []
     for name, pid in sorted(profiles.items()):
         head = str(name).split(".", 1)[0].rstrip("gG")
-        out.append({"name": str(name), "profile_id": str(pid),
-                    "slice_count": int(head) if head.isdigit() else 0, "minor": minor})
+        out.append(
+            {
+                "name": str(name),
+                "profile_id": str(pid),
+                "slice_count": int(head) if head.isdigit() else 0,
+                "minor": minor,
+            }
+        )
     return out
 
 
@@ -197,8 +229,14 @@ def drs_custom(rows: object, index: int) -> dict:
     """The placement core's ``custom`` of an Enflame DRS card from its stored profiles
     (:func:`drs_profiles_stored`): ``profiles``, ``maxSlice`` (the largest profile's slices),
     ``index`` and ``minor``; malformed entries are skipped."""
-    good = [r for r in rows if isinstance(r, dict) and "profile_id" in r] \
-        if isinstance(rows, list) else []
-    return {"profiles": {str(r["name"]): str(r["profile_id"]) for r in good},
-            "maxSlice": max((int(r.get("slice_count") or 0) for r in good), default=0),
-            "index": str(index), "minor": str(good[0].get("minor", index)) if good else ""}
+    good = (
+        [r for r in rows if isinstance(r, dict) and "profile_id" in r]
+        if isinstance(rows, list)
+        else []
+    )
+    return {
+        "profiles": {str(r["name"]): str(r["profile_id"]) for r in good},
+        "maxSlice": max((int(r.get("slice_count") or 0) for r in good), default=0),
+        "index": str(index),
+        "minor": str(good[0].get("minor", index)) if good else "",
+    }

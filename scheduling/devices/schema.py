@@ -24,11 +24,27 @@ from pydantic import (
     field_validator,
 )
 
-__all__ = ["ConfigError", "Template", "DraSpec", "DeviceModelConfig", "SLICING_MODES",
-           "OVERLAY_KEYS"]
+__all__ = [
+    "ConfigError",
+    "Template",
+    "DraSpec",
+    "DeviceModelConfig",
+    "SLICING_MODES",
+    "OVERLAY_KEYS",
+]
 
-SLICING_MODES = ("hami-core", "template", "whole", "smlu", "sgpu", "drs", "vxpu", "cu",
-                 "neuron", "die")
+SLICING_MODES = (
+    "hami-core",
+    "template",
+    "whole",
+    "smlu",
+    "sgpu",
+    "drs",
+    "vxpu",
+    "cu",
+    "neuron",
+    "die",
+)
 """How a device is shared: ``hami-core`` (fractional memory + cores), ``template`` (Ascend
 vNPU), ``whole`` (whole idle devices only), ``smlu`` (Cambricon sMLU units), ``sgpu`` (Metax
 sGPU), ``drs`` (Enflame DRS profiles), ``vxpu`` (Kunlun vXPU sizes), ``cu`` (AMD compute
@@ -59,8 +75,9 @@ class ConfigError(ValueError):
         super().__init__(f"{where}: {text}")
 
     @classmethod
-    def from_validation(cls, exc: ValidationError, where: str = "config",
-                        prefix: str = "") -> ConfigError:
+    def from_validation(
+        cls, exc: ValidationError, where: str = "config", prefix: str = ""
+    ) -> ConfigError:
         """Translate a pydantic error (``loc`` -> dotted key)."""
         out: dict[str, str] = {}
         for e in exc.errors():
@@ -79,7 +96,8 @@ def _pairs(value: Any) -> Any:
 
 Counters = Annotated[
     tuple[tuple[Annotated[str, Strict(), Field(min_length=1, max_length=63)], Int], ...],
-    BeforeValidator(_pairs)]
+    BeforeValidator(_pairs),
+]
 """DRA shared counters ``{name: value}`` (stored as sorted pairs, hashable)."""
 
 
@@ -117,7 +135,6 @@ class Template(_Frozen):
     counters: Counters = ()
 
 
-
 class DraSpec(_Frozen):
     """How a model is published and claimed through DRA (``resource.k8s.io``).
 
@@ -147,7 +164,6 @@ class DraSpec(_Frozen):
     cores_capacity: Str = "cores"
     counter_set: Str = ""
     counters: Counters = ()
-
 
 
 class DeviceModelConfig(_Frozen):
@@ -269,8 +285,9 @@ class DeviceModelConfig(_Frozen):
         return tuple(sorted(v, key=lambda t: (t.memory_mib, t.slices, t.name)))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "DeviceModelConfig"
-                  ) -> DeviceModelConfig:
+    def from_dict(
+        cls, data: Mapping[str, Any], where: str = "DeviceModelConfig"
+    ) -> DeviceModelConfig:
         """Build and validate. Raises :class:`ConfigError` naming every bad key."""
         if not isinstance(data, Mapping):
             raise ConfigError({"config": "must be a mapping"}, where)

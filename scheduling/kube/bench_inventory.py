@@ -23,21 +23,35 @@ REG = "hami.io/node-nvidia-register"
 
 def _node(annotations: dict | None = None, capacity: dict | None = None) -> dict:
     cap = {"cpu": "8", "memory": "64Gi", **(capacity or {})}
-    return {"metadata": {"name": "n", "annotations": annotations or {}},
-            "status": {"capacity": cap, "allocatable": cap}}
+    return {
+        "metadata": {"name": "n", "annotations": annotations or {}},
+        "status": {"capacity": cap, "allocatable": cap},
+    }
 
 
 def _gpus(n: int) -> str:
-    return json.dumps([{"id": f"GPU-{i}", "index": i, "count": 10, "devmem": 81920,
-                        "devcore": 100, "type": "NVIDIA A100-SXM4-80GB", "health": True}
-                       for i in range(n)])
+    return json.dumps(
+        [
+            {
+                "id": f"GPU-{i}",
+                "index": i,
+                "count": 10,
+                "devmem": 81920,
+                "devcore": 100,
+                "type": "NVIDIA A100-SXM4-80GB",
+                "health": True,
+            }
+            for i in range(n)
+        ]
+    )
 
 
 CASES: dict[str, Callable[[], dict]] = {
     "8 GPUs (a good node)": lambda: _node({REG: _gpus(8)}),
     "enflame.com/gcu: 2000000": lambda: _node(capacity={"enflame.com/gcu": "2000000"}),
-    "JSON 5,000 deep": lambda: _node({REG: '[{"id": "G", "custominfo": '
-                                            + "[" * 5000 + "]" * 5000 + "}]"}),
+    "JSON 5,000 deep": lambda: _node(
+        {REG: '[{"id": "G", "custominfo": ' + "[" * 5000 + "]" * 5000 + "}]"}
+    ),
     "1 MiB of '['": lambda: _node({REG: "[" * (1 << 20)}),
     "1 MiB of '[]'": lambda: _node({REG: "[]" * ((1 << 19) - 8)}),
     "count 10^30": lambda: _node({REG: '[{"id": "G", "count": ' + "1" + "0" * 30 + "}]"}),

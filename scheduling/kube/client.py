@@ -61,11 +61,16 @@ class ClusterInfo:
     dra_version: str | None
 
 
-def build_api_client(*, kubeconfig: str | None = None, context: str | None = None,
-                     in_cluster: bool = False, request_timeout_s: float | None = None,
-                     token_path: str = SERVICE_TOKEN_FILENAME,
-                     ca_path: str = SERVICE_CERT_FILENAME,
-                     environ: Mapping[str, str] | None = None) -> k8s.ApiClient:
+def build_api_client(
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    in_cluster: bool = False,
+    request_timeout_s: float | None = None,
+    token_path: str = SERVICE_TOKEN_FILENAME,
+    ca_path: str = SERVICE_CERT_FILENAME,
+    environ: Mapping[str, str] | None = None,
+) -> k8s.ApiClient:
     """Create an ApiClient for exactly one of: a kubeconfig file (+ context) or in-cluster.
 
     Args:
@@ -91,17 +96,22 @@ def build_api_client(*, kubeconfig: str | None = None, context: str | None = Non
     cfg = k8s.Configuration()
     try:
         if in_cluster:
-            InClusterConfigLoader(token_filename=token_path, cert_filename=ca_path,
-                                  environ=os.environ if environ is None else environ
-                                  ).load_and_set(cfg)
+            InClusterConfigLoader(
+                token_filename=token_path,
+                cert_filename=ca_path,
+                environ=os.environ if environ is None else environ,
+            ).load_and_set(cfg)
         else:
             if not os.path.isfile(kubeconfig or ""):
                 raise ConfigException(f"kubeconfig file {kubeconfig!r} does not exist")
-            k8s_config.load_kube_config(config_file=kubeconfig, context=context,
-                                        client_configuration=cfg, persist_config=False)
+            k8s_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=cfg,
+                persist_config=False,
+            )
     except ConfigException as exc:
-        raise Permanent(0, "ConfigError", f"cannot load Kubernetes configuration: {exc}"
-                        ) from exc
+        raise Permanent(0, "ConfigError", f"cannot load Kubernetes configuration: {exc}") from exc
     cfg.retries = False
     api = k8s.ApiClient(cfg)
     api.request_timeout_s = request_timeout_s  # type: ignore[attr-defined]
@@ -117,7 +127,8 @@ def served_resource_versions(api: k8s.ApiClient) -> tuple[str, ...]:
     """
     try:
         groups = k8s.ApisApi(api).get_api_versions(
-            _request_timeout=getattr(api, "request_timeout_s", None))
+            _request_timeout=getattr(api, "request_timeout_s", None)
+        )
     except Exception as exc:  # noqa: BLE001 - classified below
         err = classify(exc)
         if err is None:
@@ -155,7 +166,8 @@ def test_connection(api: k8s.ApiClient) -> ClusterInfo:
     """
     try:
         info = k8s.VersionApi(api).get_code(
-            _request_timeout=getattr(api, "request_timeout_s", None))
+            _request_timeout=getattr(api, "request_timeout_s", None)
+        )
     except Exception as exc:  # noqa: BLE001 - classified below
         err = classify(exc)
         if err is None:

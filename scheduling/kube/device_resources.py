@@ -16,9 +16,19 @@ from scheduling.devices.resources import dra_device_class, unit_mib
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement.types import DeviceGrant, PodAssignment
 
-__all__ = ["ManifestError", "DraDriver", "DEFAULT_DRA_DRIVERS", "HamiResources",
-           "HAMI_RESOURCES", "WHOLE_RESOURCES", "whole_resource", "model_resources",
-           "hami_container_resources", "ascend_family", "dra_drivers_for"]
+__all__ = [
+    "ManifestError",
+    "DraDriver",
+    "DEFAULT_DRA_DRIVERS",
+    "HamiResources",
+    "HAMI_RESOURCES",
+    "WHOLE_RESOURCES",
+    "whole_resource",
+    "model_resources",
+    "hami_container_resources",
+    "ascend_family",
+    "dra_drivers_for",
+]
 
 
 class ManifestError(ValueError):
@@ -59,9 +69,16 @@ def _default_dra_drivers() -> dict[str, DraDriver]:
             continue
         # a per-model class ("npu-{model}...") has no vendor-wide name: the driver's is used
         cls = d.driver if "{model}" in d.device_class else d.device_class
-        out[cfg.vendor] = DraDriver(d.driver, cls, d.consumable_capacity, d.uuid_attribute,
-                                    d.parent_attribute, d.profile_attribute,
-                                    d.memory_capacity, d.cores_capacity)
+        out[cfg.vendor] = DraDriver(
+            d.driver,
+            cls,
+            d.consumable_capacity,
+            d.uuid_attribute,
+            d.parent_attribute,
+            d.profile_attribute,
+            d.memory_capacity,
+            d.cores_capacity,
+        )
     return out
 
 
@@ -97,38 +114,73 @@ class HamiResources:
 
 
 HAMI_RESOURCES: Mapping[str, HamiResources] = {
-    "NVIDIA": HamiResources("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
-                            use_uuid="nvidia.com/use-gpuuuid"),
-    "MLU": HamiResources("cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory",
-                         "cambricon.com/mlu.smlu.vcore", memory_unit_mib=256,
-                         use_uuid="cambricon.com/use-gpuuuid"),
-    "DCU": HamiResources("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores",
-                         use_uuid="hygon.com/use-gpuuuid"),
-    "Ascend": HamiResources("huawei.com/{chip}", "huawei.com/{chip}-memory",
-                            "huawei.com/{chip}-core", use_uuid="hami.io/use-{chip}-uuid"),
+    "NVIDIA": HamiResources(
+        "nvidia.com/gpu",
+        "nvidia.com/gpumem",
+        "nvidia.com/gpucores",
+        use_uuid="nvidia.com/use-gpuuuid",
+    ),
+    "MLU": HamiResources(
+        "cambricon.com/vmlu",
+        "cambricon.com/mlu.smlu.vmemory",
+        "cambricon.com/mlu.smlu.vcore",
+        memory_unit_mib=256,
+        use_uuid="cambricon.com/use-gpuuuid",
+    ),
+    "DCU": HamiResources(
+        "hygon.com/dcunum",
+        "hygon.com/dcumem",
+        "hygon.com/dcucores",
+        use_uuid="hygon.com/use-gpuuuid",
+    ),
+    "Ascend": HamiResources(
+        "huawei.com/{chip}",
+        "huawei.com/{chip}-memory",
+        "huawei.com/{chip}-core",
+        use_uuid="hami.io/use-{chip}-uuid",
+    ),
     "Metax": HamiResources("metax-tech.com/gpu", use_uuid="metax-tech.com/use-gpuuuid"),
-    "MetaxSGPU": HamiResources("metax-tech.com/sgpu", "metax-tech.com/vmemory",
-                               "metax-tech.com/vcore", memory_suffix="Mi",
-                               use_uuid="metax-tech.com/use-gpuuuid"),
-    "Iluvatar": HamiResources("iluvatar.ai/{chip}-vgpu", "iluvatar.ai/{chip}.vMem",
-                              "iluvatar.ai/{chip}.vCore", memory_unit_mib=256,
-                              use_uuid="hami.io/use-{chip}-uuid"),
+    "MetaxSGPU": HamiResources(
+        "metax-tech.com/sgpu",
+        "metax-tech.com/vmemory",
+        "metax-tech.com/vcore",
+        memory_suffix="Mi",
+        use_uuid="metax-tech.com/use-gpuuuid",
+    ),
+    "Iluvatar": HamiResources(
+        "iluvatar.ai/{chip}-vgpu",
+        "iluvatar.ai/{chip}.vMem",
+        "iluvatar.ai/{chip}.vCore",
+        memory_unit_mib=256,
+        use_uuid="hami.io/use-{chip}-uuid",
+    ),
     "Enflame": HamiResources("enflame.com/gcu", use_uuid="enflame.com/use-gpuuuid"),
-    "Mthreads": HamiResources("mthreads.com/vgpu", "mthreads.com/sgpu-memory",
-                              "mthreads.com/sgpu-core", memory_unit_mib=512,
-                              cores_per_device=16, use_uuid="mthreads.ai/use-gpuuuid"),
+    "Mthreads": HamiResources(
+        "mthreads.com/vgpu",
+        "mthreads.com/sgpu-memory",
+        "mthreads.com/sgpu-core",
+        memory_unit_mib=512,
+        cores_per_device=16,
+        use_uuid="mthreads.ai/use-gpuuuid",
+    ),
     "Kunlun": HamiResources("kunlunxin.com/xpu", use_uuid="baidu.com/use-gpuuuid"),
-    "KunlunVXPU": HamiResources("kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory",
-                                use_uuid="hami.io/use-xpu-uuid"),
-    "AMD": HamiResources("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores",
-                         use_uuid="amd.com/use-gpu-uuid"),
-    "AWSNeuron": HamiResources("aws.amazon.com/neuron", cores="aws.amazon.com/neuroncore",
-                               use_uuid="aws.amazon.com/use-neuron-uuid"),
+    "KunlunVXPU": HamiResources(
+        "kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory", use_uuid="hami.io/use-xpu-uuid"
+    ),
+    "AMD": HamiResources(
+        "amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores", use_uuid="amd.com/use-gpu-uuid"
+    ),
+    "AWSNeuron": HamiResources(
+        "aws.amazon.com/neuron",
+        cores="aws.amazon.com/neuroncore",
+        use_uuid="aws.amazon.com/use-neuron-uuid",
+    ),
     "Vastai": HamiResources("vastaitech.com/va", use_uuid="vastaitech.com/use-gpuuuid"),
     "Biren": HamiResources("birentech.com/gpu", use_uuid="birentech.com/use-gpuuuid"),
     "EnflameDRS": HamiResources("enflame.com/drs-gcu", use_uuid="enflame.com/use-gpuuuid"),
 }
 """Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
+
 
 def _whole_resources() -> dict[str, str]:
     out: dict[str, str] = {}
@@ -146,16 +198,20 @@ catalogue does not know. Ascend's MindX plugin names it by chip family
 (``huawei.com/Ascend910``, ``huawei.com/Ascend310P``)."""
 
 
-def whole_resource(vendor: str, chip: str, grants: list[DeviceGrant],
-                   catalogue: Catalogue | None) -> str:
+def whole_resource(
+    vendor: str, chip: str, grants: list[DeviceGrant], catalogue: Catalogue | None
+) -> str:
     """The whole-device count resource of the grants' model: the catalogue's resolved
     ``whole_resource``, else :data:`WHOLE_RESOURCES`.
 
     Raises:
         ManifestError: a vendor without a device-plugin resource name.
     """
-    cfg = catalogue.for_device(vendor, grants[0].model or grants[0].type) \
-        if catalogue is not None else None
+    cfg = (
+        catalogue.for_device(vendor, grants[0].model or grants[0].type)
+        if catalogue is not None
+        else None
+    )
     if cfg is not None and cfg.whole_resource:
         return cfg.whole_resource
     name = WHOLE_RESOURCES.get(vendor)
@@ -164,8 +220,9 @@ def whole_resource(vendor: str, chip: str, grants: list[DeviceGrant],
     return name.format(family=ascend_family(chip or grants[0].type))
 
 
-def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
-                     catalogue: Catalogue | None) -> HamiResources:
+def model_resources(
+    vendor: str, chip: str, grants: list[DeviceGrant], catalogue: Catalogue | None
+) -> HamiResources:
     """HAMi resource names and memory unit of the grants' model: the catalogue's resolved
     config of the model (per-model names such as ``cambricon.com/mlu590.smlu.vmemory``, the
     model's ``memory_factor`` incl. 0 = 1 % of ``memory_mib``), else the vendor's table entry.
@@ -179,11 +236,16 @@ def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
         raise ManifestError(f"vendor {vendor!r} has no HAMi resource names")
     if catalogue is None:
         return res
-    cfgs = {id(c): c for c in (catalogue.for_device(vendor, g.model or g.type) for g in grants)
-            if c is not None}
+    cfgs = {
+        id(c): c
+        for c in (catalogue.for_device(vendor, g.model or g.type) for g in grants)
+        if c is not None
+    }
     if len(cfgs) > 1:
-        raise ManifestError(f"vendor {vendor!r}: grants of several models in one container "
-                            f"({sorted({g.model or g.type for g in grants})})")
+        raise ManifestError(
+            f"vendor {vendor!r}: grants of several models in one container "
+            f"({sorted({g.model or g.type for g in grants})})"
+        )
     if not cfgs:
         return res
     cfg: DeviceModelConfig = next(iter(cfgs.values()))
@@ -193,15 +255,23 @@ def model_resources(vendor: str, chip: str, grants: list[DeviceGrant],
     except ConfigError as exc:
         raise ManifestError(f"model {cfg.chip or vendor}: {exc}") from None
     return HamiResources(
-        cfg.resource_count or res.count, cfg.resource_memory, cfg.resource_cores,
-        memory_unit_mib=unit, memory_suffix=res.memory_suffix,
+        cfg.resource_count or res.count,
+        cfg.resource_memory,
+        cfg.resource_cores,
+        memory_unit_mib=unit,
+        memory_suffix=res.memory_suffix,
         cores_per_device=res.cores_per_device,
-        use_uuid=cfg.use_uuid_annotation or res.use_uuid)
+        use_uuid=cfg.use_uuid_annotation or res.use_uuid,
+    )
 
 
-def hami_container_resources(vendor: str, chip: str, grants: list[DeviceGrant],
-                              annotations: dict[str, str], res: HamiResources
-                              ) -> dict[str, str]:
+def hami_container_resources(
+    vendor: str,
+    chip: str,
+    grants: list[DeviceGrant],
+    annotations: dict[str, str],
+    res: HamiResources,
+) -> dict[str, str]:
     if "{chip}" in res.count and not chip:
         raise ManifestError(f"vendor {vendor!r} grants need the chip common word as type")
     if any(g.mig_profile for g in grants) and vendor != "NVIDIA":
@@ -252,9 +322,11 @@ def ascend_family(chip: str) -> str:
     return chip
 
 
-def dra_drivers_for(assignment: PodAssignment, catalogue: Catalogue,
-                    fallback: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS
-                    ) -> dict[str, DraDriver]:
+def dra_drivers_for(
+    assignment: PodAssignment,
+    catalogue: Catalogue,
+    fallback: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS,
+) -> dict[str, DraDriver]:
     """Vendor -> :class:`DraDriver` of the granted models, from each model's ``dra`` spec in
     the catalogue (driver, device class with ``{model}`` filled in, consumable capacity,
     attribute and capacity names); vendors whose model has none keep ``fallback``'s.
@@ -270,10 +342,19 @@ def dra_drivers_for(assignment: PodAssignment, catalogue: Catalogue,
             if cfg is None or cfg.dra is None:
                 continue
             d = cfg.dra
-            drv = DraDriver(d.driver, dra_device_class(cfg), d.consumable_capacity,
-                            d.uuid_attribute, d.parent_attribute, d.profile_attribute,
-                            d.memory_capacity, d.cores_capacity)
+            drv = DraDriver(
+                d.driver,
+                dra_device_class(cfg),
+                d.consumable_capacity,
+                d.uuid_attribute,
+                d.parent_attribute,
+                d.profile_attribute,
+                d.memory_capacity,
+                d.cores_capacity,
+            )
             if out.setdefault(g.vendor, drv) != drv:
-                raise ManifestError(f"vendor {g.vendor!r}: grants of models with different "
-                                    f"DRA drivers or device classes in one pod")
+                raise ManifestError(
+                    f"vendor {g.vendor!r}: grants of models with different "
+                    f"DRA drivers or device classes in one pod"
+                )
     return {**fallback, **out}

@@ -54,8 +54,9 @@ class KubeError(Exception):
         retry_after_s: seconds the server asked us to wait (None when it did not say).
     """
 
-    def __init__(self, status: int, reason: str, message: str,
-                 retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, status: int, reason: str, message: str, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
@@ -131,8 +132,7 @@ def _from_api_exception(exc: ApiException) -> KubeError:
     reason = str(body.get("reason") or exc.reason or "")
     message = str(body.get("message") or exc.reason or f"HTTP {status}")
     headers = exc.headers or {}
-    retry_after = parse_retry_after(headers.get("Retry-After") if hasattr(headers, "get")
-                                    else None)
+    retry_after = parse_retry_after(headers.get("Retry-After") if hasattr(headers, "get") else None)
     if retry_after is None:
         details = body.get("details") or {}
         if isinstance(details, dict) and details.get("retryAfterSeconds") is not None:

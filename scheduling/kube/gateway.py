@@ -77,7 +77,7 @@ class RetryPolicy:
         """Seconds to sleep before retry number ``attempt`` (0-based) after ``err``."""
         if err.retry_after_s is not None:
             return min(err.retry_after_s, self.max_retry_after_s)
-        return min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        return min(self.max_delay_s, self.base_delay_s * (2**attempt))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +147,20 @@ class KubeGateway(Protocol):
         """The Pod or None."""
         ...
 
-    def list_pods(self, namespace: str | None = None,
-                  label_selector: str = CONSOLE_SELECTOR) -> ObjectList:
+    def list_pods(
+        self, namespace: str | None = None, label_selector: str = CONSOLE_SELECTOR
+    ) -> ObjectList:
         """Pods matching the selector (all namespaces when ``namespace`` is None)."""
         ...
 
-    def watch_pods(self, namespace: str | None = None, *, resource_version: str | None = None,
-                   timeout_s: int = 60, label_selector: str = CONSOLE_SELECTOR
-                   ) -> Iterator[WatchEvent]:
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_s: int = 60,
+        label_selector: str = CONSOLE_SELECTOR,
+    ) -> Iterator[WatchEvent]:
         """Changes since ``resource_version``; relists on 410."""
         ...
 
@@ -188,13 +194,21 @@ class KubernetesGateway:
         sleep: called with seconds to wait between retries (tests pass a recorder).
     """
 
-    def __init__(self, api: k8s.ApiClient, *, retry: RetryPolicy | None = None,
-                 request_timeout_s: float | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        *,
+        retry: RetryPolicy | None = None,
+        request_timeout_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.api = api
         self.retry = retry or RetryPolicy()
-        self.timeout = (request_timeout_s if request_timeout_s is not None
-                        else getattr(api, "request_timeout_s", None))
+        self.timeout = (
+            request_timeout_s
+            if request_timeout_s is not None
+            else getattr(api, "request_timeout_s", None)
+        )
         self.sleep = sleep
         self.core = k8s.CoreV1Api(api)
         self._dra: str | None | bool = False  # False = not discovered yet
@@ -226,11 +240,17 @@ class KubernetesGateway:
         return kw
 
     def _resource_api(self, version: str) -> Any:
-        apis = {"v1": k8s.ResourceV1Api, "v1beta2": k8s.ResourceV1beta2Api,
-                "v1beta1": k8s.ResourceV1beta1Api}
+        apis = {
+            "v1": k8s.ResourceV1Api,
+            "v1beta2": k8s.ResourceV1beta2Api,
+            "v1beta1": k8s.ResourceV1beta1Api,
+        }
         if version not in apis:
-            raise Permanent(0, "UnsupportedVersion",
-                            f"resource.k8s.io/{version} is not supported by this console")
+            raise Permanent(
+                0,
+                "UnsupportedVersion",
+                f"resource.k8s.io/{version} is not supported by this console",
+            )
         return apis[version](self.api)
 
     # -- discovery -----------------------------------------------------------------------
@@ -250,8 +270,14 @@ class KubernetesGateway:
 
     # -- writes --------------------------------------------------------------------------
 
-    def _create(self, create: Callable[[], Any], read: Callable[[], Any], kind: str,
-                obj: dict, key: str = LABEL_PLACEMENT) -> tuple[dict, bool]:
+    def _create(
+        self,
+        create: Callable[[], Any],
+        read: Callable[[], Any],
+        kind: str,
+        obj: dict,
+        key: str = LABEL_PLACEMENT,
+    ) -> tuple[dict, bool]:
         """Create ``obj``; on AlreadyExists return the existing one if it is ours (same
         ``key`` label: the placement's, or the workload's for a shared Service)."""
         try:
@@ -262,9 +288,12 @@ class KubernetesGateway:
         theirs = (existing.get("metadata", {}).get("labels") or {}).get(key)
         if mine != theirs:
             owner = "placement" if key == LABEL_PLACEMENT else "workload"
-            raise Permanent(409, "AlreadyExists",
-                            f"{kind} {obj['metadata']['name']!r} already exists and belongs to "
-                            f"{owner} {theirs!r}, not {mine!r}")
+            raise Permanent(
+                409,
+                "AlreadyExists",
+                f"{kind} {obj['metadata']['name']!r} already exists and belongs to "
+                f"{owner} {theirs!r}, not {mine!r}",
+            )
         return existing, False
 
     def ensure_namespace(self, namespace: dict) -> dict:
@@ -280,8 +309,7 @@ class KubernetesGateway:
         """
         name = namespace["metadata"]["name"]
         try:
-            created = _raw(self._call(lambda: self.core.create_namespace(namespace,
-                                                                         **self._kw())))
+            created = _raw(self._call(lambda: self.core.create_namespace(namespace, **self._kw())))
         except AlreadyExists:
             existing = _raw(self._call(lambda: self.core.read_namespace(name, **self._kw())))
             try:
@@ -289,9 +317,13 @@ class KubernetesGateway:
             except ManifestError as exc:
                 raise Permanent(409, "AlreadyExists", str(exc)) from exc
             if patch is not None:
-                existing = _raw(self._call(lambda: self.core.patch_namespace(
-                    name, patch, _content_type="application/merge-patch+json",
-                    **self._kw())))
+                existing = _raw(
+                    self._call(
+                        lambda: self.core.patch_namespace(
+                            name, patch, _content_type="application/merge-patch+json", **self._kw()
+                        )
+                    )
+                )
             created = existing
         self._namespaces.add(name)
         return created
@@ -332,9 +364,13 @@ class KubernetesGateway:
             name = service["metadata"]["name"]
             _obj, new = self._create(
                 lambda service=service: self.core.create_namespaced_service(
-                    ns, service, **self._kw()),
+                    ns, service, **self._kw()
+                ),
                 lambda name=name: self.core.read_namespaced_service(name, ns, **self._kw()),
-                "Service", service, key=LABEL_WORKLOAD)
+                "Service",
+                service,
+                key=LABEL_WORKLOAD,
+            )
             if new:
                 created.append(f"Service/{name}")
         for claim in manifests.claims:
@@ -343,38 +379,58 @@ class KubernetesGateway:
             name = claim["metadata"]["name"]
             _obj, new = self._create(
                 lambda api=api, claim=claim: api.create_namespaced_resource_claim(
-                    ns, claim, **self._kw()),
+                    ns, claim, **self._kw()
+                ),
                 lambda api=api, name=name: api.read_namespaced_resource_claim(
-                    name, ns, **self._kw()),
-                "ResourceClaim", claim)
+                    name, ns, **self._kw()
+                ),
+                "ResourceClaim",
+                claim,
+            )
             claim_apis.append((api, name))
             if new:
                 created.append(f"ResourceClaim/{name}")
         pod, new = self._create(
             lambda: self.core.create_namespaced_pod(ns, manifests.pod, **self._kw()),
             lambda: self.core.read_namespaced_pod(manifests.pod_name, ns, **self._kw()),
-            "Pod", manifests.pod)
+            "Pod",
+            manifests.pod,
+        )
         if new:
             created.append(f"Pod/{manifests.pod_name}")
-        owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                 "uid": pod["metadata"]["uid"]}
-        claims = [self._call(lambda api=api, name=name: self._ensure_owner(
-            lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
-            lambda patch, api=api, name=name: api.patch_namespaced_resource_claim(
-                name, ns, patch, _content_type="application/merge-patch+json", **self._kw()),
-            owner)) for api, name in claim_apis]
+        owner = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": pod["metadata"]["name"],
+            "uid": pod["metadata"]["uid"],
+        }
+        claims = [
+            self._call(
+                lambda api=api, name=name: self._ensure_owner(
+                    lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
+                    lambda patch, api=api, name=name: api.patch_namespaced_resource_claim(
+                        name, ns, patch, _content_type="application/merge-patch+json", **self._kw()
+                    ),
+                    owner,
+                )
+            )
+            for api, name in claim_apis
+        ]
         for service in manifests.services:
             name = service["metadata"]["name"]
-            self._call(lambda name=name: self._ensure_owner(
-                lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
-                lambda patch: self.core.patch_namespaced_service(
-                    name, ns, patch, _content_type="application/merge-patch+json",
-                    **self._kw()), owner))
+            self._call(
+                lambda name=name: self._ensure_owner(
+                    lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
+                    lambda patch: self.core.patch_namespaced_service(
+                        name, ns, patch, _content_type="application/merge-patch+json", **self._kw()
+                    ),
+                    owner,
+                )
+            )
         return SubmitResult(pod=pod, claims=tuple(claims), created=tuple(created))
 
     @staticmethod
-    def _ensure_owner(read: Callable[[], Any], patch: Callable[[dict], Any],
-                      owner: dict) -> dict:
+    def _ensure_owner(read: Callable[[], Any], patch: Callable[[dict], Any], owner: dict) -> dict:
         """Read the object (a claim, a Service) and add ``owner`` to its ownerReferences
         unless present.
 
@@ -385,9 +441,16 @@ class KubernetesGateway:
         refs = current["metadata"].get("ownerReferences") or []
         if any(r.get("uid") == owner["uid"] for r in refs):
             return current
-        return _raw(patch({"metadata": {"ownerReferences": [*refs, owner],
-                                        "resourceVersion": current["metadata"][
-                                            "resourceVersion"]}}))
+        return _raw(
+            patch(
+                {
+                    "metadata": {
+                        "ownerReferences": [*refs, owner],
+                        "resourceVersion": current["metadata"]["resourceVersion"],
+                    }
+                }
+            )
+        )
 
     def delete(self, namespace: str, pod_name: str, claim_names: tuple[str, ...] = ()) -> bool:
         """Delete the Pod (background propagation: owned claims are garbage-collected) and
@@ -402,8 +465,11 @@ class KubernetesGateway:
         body = {"propagationPolicy": "Background"}
         deleted = False
         try:
-            self._call(lambda: self.core.delete_namespaced_pod(pod_name, namespace, body=body,
-                                                               **self._kw()))
+            self._call(
+                lambda: self.core.delete_namespaced_pod(
+                    pod_name, namespace, body=body, **self._kw()
+                )
+            )
             deleted = True
         except NotFound:
             pass
@@ -414,8 +480,11 @@ class KubernetesGateway:
             api = self._resource_api(version)
             for name in claim_names:
                 try:
-                    self._call(lambda name=name: api.delete_namespaced_resource_claim(
-                        name, namespace, body=body, **self._kw()))
+                    self._call(
+                        lambda name=name: api.delete_namespaced_resource_claim(
+                            name, namespace, body=body, **self._kw()
+                        )
+                    )
                     deleted = True
                 except NotFound:
                     pass
@@ -426,8 +495,9 @@ class KubernetesGateway:
     def get_pod(self, namespace: str, name: str) -> dict | None:
         """The Pod, or None when it does not exist."""
         try:
-            return _raw(self._call(lambda: self.core.read_namespaced_pod(name, namespace,
-                                                                         **self._kw())))
+            return _raw(
+                self._call(lambda: self.core.read_namespaced_pod(name, namespace, **self._kw()))
+            )
         except NotFound:
             return None
 
@@ -438,25 +508,28 @@ class KubernetesGateway:
             return None
         api = self._resource_api(version)
         try:
-            return _raw(self._call(lambda: api.read_namespaced_resource_claim(name, namespace,
-                                                                             **self._kw())))
+            return _raw(
+                self._call(
+                    lambda: api.read_namespaced_resource_claim(name, namespace, **self._kw())
+                )
+            )
         except NotFound:
             return None
 
     def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> ObjectList:
         data = _raw(self._call(lambda: fn(*args, **kw, **self._kw())))
-        return ObjectList(items=list(data.get("items") or []),
-                          resource_version=str((data.get("metadata") or {}).get(
-                              "resourceVersion", "")))
+        return ObjectList(
+            items=list(data.get("items") or []),
+            resource_version=str((data.get("metadata") or {}).get("resourceVersion", "")),
+        )
 
-    def list_pods(self, namespace: str | None = None,
-                  label_selector: str = CONSOLE_SELECTOR) -> ObjectList:
+    def list_pods(
+        self, namespace: str | None = None, label_selector: str = CONSOLE_SELECTOR
+    ) -> ObjectList:
         """Pods with the console's label (or ``label_selector``)."""
         if namespace is None:
-            return self._list(self.core.list_pod_for_all_namespaces,
-                              label_selector=label_selector)
-        return self._list(self.core.list_namespaced_pod, namespace,
-                          label_selector=label_selector)
+            return self._list(self.core.list_pod_for_all_namespaces, label_selector=label_selector)
+        return self._list(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
 
     def list_nodes(self) -> ObjectList:
         """All Nodes."""
@@ -471,9 +544,14 @@ class KubernetesGateway:
 
     # -- watch ---------------------------------------------------------------------------
 
-    def watch_pods(self, namespace: str | None = None, *, resource_version: str | None = None,
-                   timeout_s: int = 60, label_selector: str = CONSOLE_SELECTOR
-                   ) -> Iterator[WatchEvent]:
+    def watch_pods(
+        self,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_s: int = 60,
+        label_selector: str = CONSOLE_SELECTOR,
+    ) -> Iterator[WatchEvent]:
         """Stream pod changes for about ``timeout_s`` seconds.
 
         Starts at ``resource_version`` (None: list first and yield a ``RELISTED`` event).
@@ -495,8 +573,9 @@ class KubernetesGateway:
             if remaining <= 0:
                 return
             try:
-                resp = self._open_pod_watch(namespace, label_selector, rv,
-                                            max(1, math.ceil(remaining)))
+                resp = self._open_pod_watch(
+                    namespace, label_selector, rv, max(1, math.ceil(remaining))
+                )
             except Expired:
                 yield (relisted := self._relisted(namespace, label_selector))
                 rv = relisted.resource_version
@@ -535,12 +614,16 @@ class KubernetesGateway:
         lst = self.list_pods(namespace, label_selector)
         return WatchEvent("RELISTED", None, lst.resource_version, lst.items)
 
-    def _open_pod_watch(self, namespace: str | None, label_selector: str, rv: str,
-                        left: int):
+    def _open_pod_watch(self, namespace: str | None, label_selector: str, rv: str, left: int):
         """Open one watch stream of ``left`` seconds from ``rv`` (raises Expired on 410)."""
-        kw = {"label_selector": label_selector, "watch": True, "resource_version": rv,
-              "timeout_seconds": left, "allow_watch_bookmarks": True,
-              "_preload_content": False}
+        kw = {
+            "label_selector": label_selector,
+            "watch": True,
+            "resource_version": rv,
+            "timeout_seconds": left,
+            "allow_watch_bookmarks": True,
+            "_preload_content": False,
+        }
         if self.timeout:
             kw["_request_timeout"] = (self.timeout, left + self.timeout)
         if namespace is None:
@@ -551,8 +634,9 @@ class KubernetesGateway:
 def _raise_watch_error(obj: dict) -> None:
     """A watch ``ERROR`` event's Status: return for 410 Expired (the caller relists), raise
     Retryable for 429/5xx, Permanent otherwise."""
-    err = KubeError(int(obj.get("code") or 0), str(obj.get("reason", "")),
-                    str(obj.get("message", "")))
+    err = KubeError(
+        int(obj.get("code") or 0), str(obj.get("reason", "")), str(obj.get("message", ""))
+    )
     if err.status == 410:
         return
     if err.status in (429, 500, 503, 504):

@@ -32,8 +32,17 @@ from dataclasses import dataclass
 
 from scheduling.placement.types import DeviceUsage
 
-__all__ = ["Identity", "DCU_SERIALS_ANNOTATION", "DCU_SERIAL_LABEL_PREFIX", "DCU_PREFIX",
-           "node_serials", "device_identity", "legacy_index", "bare_serial", "provisional_key"]
+__all__ = [
+    "Identity",
+    "DCU_SERIALS_ANNOTATION",
+    "DCU_SERIAL_LABEL_PREFIX",
+    "DCU_PREFIX",
+    "node_serials",
+    "device_identity",
+    "legacy_index",
+    "bare_serial",
+    "provisional_key",
+]
 
 DCU_SERIALS_ANNOTATION = "console.llmops.io/dcu-serials"
 DCU_SERIAL_LABEL_PREFIX = "console.llmops.io/dcu-serial-"
@@ -65,14 +74,14 @@ def legacy_index(uuid: str) -> int | None:
     """The index of an index-based Hygon id (``DCU-3`` -> 3), else None."""
     if not uuid.startswith(DCU_PREFIX):
         return None
-    rest = uuid[len(DCU_PREFIX):]
+    rest = uuid[len(DCU_PREFIX) :]
     return int(rest) if rest.isdigit() and len(rest) <= 4 else None
 
 
 def bare_serial(uuid: str) -> str:
     """The serial of a serial-based Hygon id (``DCU-T8R13`` -> ``T8R13``), else ""."""
     if uuid.startswith(DCU_PREFIX) and legacy_index(uuid) is None:
-        return uuid[len(DCU_PREFIX):]
+        return uuid[len(DCU_PREFIX) :]
     return ""
 
 
@@ -91,12 +100,16 @@ def _annotation_pairs(text: str) -> list[tuple[object, object]]:
         if not isinstance(data, dict):
             raise ValueError(f"{DCU_SERIALS_ANNOTATION}: expected a JSON object")
         return list(data.items())
-    return [tuple(p.split("=", 1)) if "=" in p else (p, "")
-            for p in (x.strip() for x in text.split(",")) if p]
+    return [
+        tuple(p.split("=", 1)) if "=" in p else (p, "")
+        for p in (x.strip() for x in text.split(","))
+        if p
+    ]
 
 
-def node_serials(annotations: Mapping[str, str], labels: Mapping[str, str]
-                 ) -> dict[int, tuple[str, str]]:
+def node_serials(
+    annotations: Mapping[str, str], labels: Mapping[str, str]
+) -> dict[int, tuple[str, str]]:
     """Serials a Node names for its DCUs: ``{index: (serial, source)}``; labels win over the
     annotation (a label is per card, the annotation a list that may lag).
 
@@ -108,19 +121,19 @@ def node_serials(annotations: Mapping[str, str], labels: Mapping[str, str]
     for idx, serial in _annotation_pairs(text) if text else ():
         if not str(idx).strip().isdigit():
             raise ValueError(f"{DCU_SERIALS_ANNOTATION}: index {idx!r} is not a number")
-        out[int(str(idx))] = (_serial(serial, f"{DCU_SERIALS_ANNOTATION}[{idx}]"),
-                              "annotation")
+        out[int(str(idx))] = (_serial(serial, f"{DCU_SERIALS_ANNOTATION}[{idx}]"), "annotation")
     for key, value in labels.items():
         if key.startswith(DCU_SERIAL_LABEL_PREFIX):
-            idx = key[len(DCU_SERIAL_LABEL_PREFIX):]
+            idx = key[len(DCU_SERIAL_LABEL_PREFIX) :]
             if not idx.isdigit():
                 raise ValueError(f"label {key}: index {idx!r} is not a number")
             out[int(idx)] = (_serial(value, f"label {key}"), "label")
     return out
 
 
-def device_identity(dev: DeviceUsage, named: Mapping[int, tuple[str, str]],
-                    seen: Mapping[int, str]) -> Identity:
+def device_identity(
+    dev: DeviceUsage, named: Mapping[int, tuple[str, str]], seen: Mapping[int, str]
+) -> Identity:
     """The identity of one registered device (rules in the module docstring).
 
     Args:
@@ -142,11 +155,16 @@ def device_identity(dev: DeviceUsage, named: Mapping[int, tuple[str, str]],
         serial, source = seen[index], "exporter"
     else:
         key = provisional_key(dev.node, dev.uuid)
-        return Identity(key, dev.uuid, warning=(
-            f"Node {dev.node}: {dev.uuid} is an index-based id and no serial source names "
-            f"card {index}; keyed {key} until one does (annotation "
-            f"{DCU_SERIALS_ANNOTATION}, label {DCU_SERIAL_LABEL_PREFIX}{index} or the DCU "
-            "exporter)"))
+        return Identity(
+            key,
+            dev.uuid,
+            warning=(
+                f"Node {dev.node}: {dev.uuid} is an index-based id and no serial source names "
+                f"card {index}; keyed {key} until one does (annotation "
+                f"{DCU_SERIALS_ANNOTATION}, label {DCU_SERIAL_LABEL_PREFIX}{index} or the DCU "
+                "exporter)"
+            ),
+        )
     return Identity(f"{DCU_PREFIX}{serial}", dev.uuid, serial, source)
 
 

@@ -53,9 +53,13 @@ __all__ = [
 ]
 
 
-def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
-                      configs: Sequence[Any] | None = None,
-                      limits: InventoryLimits = DEFAULT_LIMITS) -> ClusterSnapshot:
+def nodes_to_snapshot(
+    nodes: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime,
+    configs: Sequence[Any] | None = None,
+    limits: InventoryLimits = DEFAULT_LIMITS,
+) -> ClusterSnapshot:
     """Nodes (API dicts) -> placement ``ClusterSnapshot`` (HAMi registrations).
 
     Each node is parsed by ``scheduling.kube.hami.nodes.node_from_kube`` with ``configs``
@@ -83,13 +87,21 @@ def nodes_to_snapshot(nodes: Sequence[Mapping[str, Any]], *, now: datetime,
         name = (obj.get("metadata") or {}).get("name")
         if name not in snap.nodes or snap.nodes[name].error:
             continue
-        ready = next((c for c in (obj.get("status") or {}).get("conditions") or []
-                      if c.get("type") == "Ready"), None)
+        ready = next(
+            (
+                c
+                for c in (obj.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Ready"
+            ),
+            None,
+        )
         if ready is not None and ready.get("status") != "True":
             snap.nodes[name].schedulable = False
             if snap.nodes[name].error is None:
-                snap.nodes[name].error = (f"node not Ready ({ready.get('reason', '')}: "
-                                          f"{ready.get('message', '')})".strip())
+                snap.nodes[name].error = (
+                    f"node not Ready ({ready.get('reason', '')}: "
+                    f"{ready.get('message', '')})".strip()
+                )
     return snap
 
 
@@ -105,11 +117,17 @@ FAILED = "failed"
 TERMINATING = "terminating"
 UNKNOWN = "unknown"
 
-_FATAL_WAITING = frozenset({
-    "InvalidImageName", "CreateContainerConfigError", "CreateContainerError",
-    "RunContainerError", "ErrImageNeverPull",
-})
+_FATAL_WAITING = frozenset(
+    {
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "ErrImageNeverPull",
+    }
+)
 """Waiting reasons that never resolve by themselves (kubelet keeps the pod Pending)."""
+
 
 @dataclass(frozen=True, slots=True)
 class PodState:
@@ -137,7 +155,8 @@ class PodState:
 
 def _statuses(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(status.get("initContainerStatuses") or []) + list(
-        status.get("containerStatuses") or [])
+        status.get("containerStatuses") or []
+    )
 
 
 def pod_state(pod: Mapping[str, Any]) -> PodState:
@@ -165,8 +184,9 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
     node = spec.get("nodeName") or ""
     phase = status.get("phase") or ""
     if meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        return PodState(TERMINATING, "Terminating",
-                        f"deletion requested at {meta['deletionTimestamp']}", node)
+        return PodState(
+            TERMINATING, "Terminating", f"deletion requested at {meta['deletionTimestamp']}", node
+        )
     if phase == "Succeeded":
         return PodState(SUCCEEDED, "", "", node)
     if phase == "Failed":
@@ -177,9 +197,12 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
         for cs in status.get("containerStatuses") or []:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") == "CrashLoopBackOff":
-                return PodState(RUNNING, "CrashLoopBackOff",
-                                f"container {cs.get('name')}: {waiting.get('message', '')}"
-                                .rstrip(": "), node)
+                return PodState(
+                    RUNNING,
+                    "CrashLoopBackOff",
+                    f"container {cs.get('name')}: {waiting.get('message', '')}".rstrip(": "),
+                    node,
+                )
         return PodState(RUNNING, "", "", node)
     return PodState(UNKNOWN, status.get("reason", "") or phase, status.get("message", ""), node)
 
@@ -191,10 +214,13 @@ def _failed_state(status: Mapping[str, Any], node: str) -> PodState:
     for cs in _statuses(status):
         term = (cs.get("state") or {}).get("terminated") or {}
         if term and term.get("exitCode", 0) != 0:
-            return PodState(FAILED, term.get("reason") or "Error",
-                            f"container {cs.get('name')} exited with code "
-                            f"{term.get('exitCode')}"
-                            + (f": {term['message']}" if term.get("message") else ""), node)
+            return PodState(
+                FAILED,
+                term.get("reason") or "Error",
+                f"container {cs.get('name')} exited with code "
+                f"{term.get('exitCode')}" + (f": {term['message']}" if term.get("message") else ""),
+                node,
+            )
     return PodState(FAILED, "Failed", status.get("message", ""), node)
 
 
@@ -203,20 +229,23 @@ def _pending_state(status: Mapping[str, Any], node: str) -> PodState:
     for cs in _statuses(status):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in _FATAL_WAITING:
-            return PodState(FAILED, waiting["reason"],
-                            f"container {cs.get('name')}: {waiting.get('message', '')}"
-                            .rstrip(": "), node)
+            return PodState(
+                FAILED,
+                waiting["reason"],
+                f"container {cs.get('name')}: {waiting.get('message', '')}".rstrip(": "),
+                node,
+            )
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return PodState(PENDING, cond.get("reason", "Unschedulable"),
-                            cond.get("message", ""), node)
+            return PodState(
+                PENDING, cond.get("reason", "Unschedulable"), cond.get("message", ""), node
+            )
     if not node:
         return PodState(PENDING, "", "", "")
     for cs in _statuses(status):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting:
-            return PodState(STARTING, waiting.get("reason", ""),
-                            waiting.get("message", ""), node)
+            return PodState(STARTING, waiting.get("reason", ""), waiting.get("message", ""), node)
     return PodState(STARTING, "", "", node)
 
 

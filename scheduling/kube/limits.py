@@ -70,8 +70,9 @@ SETTINGS = {f.name: f"INVENTORY_{f.name.upper()}" for f in fields(InventoryLimit
 DEFAULT_LIMITS = InventoryLimits()
 
 
-def over_bound(what: str, value: int, limits: InventoryLimits, attribute: str,
-               unit: str = "") -> str | None:
+def over_bound(
+    what: str, value: int, limits: InventoryLimits, attribute: str, unit: str = ""
+) -> str | None:
     """The error text when ``value`` exceeds ``limits.<attribute>``, else None.
 
     Example: ``"status.capacity.enflame.com/gcu: 2000000 devices exceed the bound of 256 per
@@ -81,8 +82,7 @@ def over_bound(what: str, value: int, limits: InventoryLimits, attribute: str,
     if value <= bound:
         return None
     per = " per node" if attribute == "max_devices_per_node" else ""
-    return (f"{what}: {value}{unit} exceed the bound of {bound}{per} "
-            f"(setting {SETTINGS[attribute]})")
+    return f"{what}: {value}{unit} exceed the bound of {bound}{per} (setting {SETTINGS[attribute]})"
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -118,13 +118,17 @@ def load_json(text: str, what: str, limits: InventoryLimits = DEFAULT_LIMITS) ->
     """
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > limits.max_annotation_bytes:
-        raise ValueError(f"{what}: {size} bytes exceed the bound of "
-                         f"{limits.max_annotation_bytes} (setting "
-                         f"{SETTINGS['max_annotation_bytes']})")
+        raise ValueError(
+            f"{what}: {size} bytes exceed the bound of "
+            f"{limits.max_annotation_bytes} (setting "
+            f"{SETTINGS['max_annotation_bytes']})"
+        )
     depth = _depth(text, limits.max_json_depth)
     if depth > limits.max_json_depth:
-        raise ValueError(f"{what}: JSON nested deeper than {limits.max_json_depth} "
-                         f"(setting {SETTINGS['max_json_depth']})")
+        raise ValueError(
+            f"{what}: JSON nested deeper than {limits.max_json_depth} "
+            f"(setting {SETTINGS['max_json_depth']})"
+        )
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:

@@ -209,29 +209,38 @@ class Manifests:
 
 def _meta(job: JobMeta, name: str, pod: str) -> dict:
     labels = dict(job.extra_labels)
-    labels.update({
-        LABEL_MANAGED_BY: MANAGED_BY,
-        LABEL_TENANT: label_value(job.tenant),
-        LABEL_JOB: label_value(job.job_id),
-        LABEL_PLACEMENT: label_value(job.placement_id),
-        LABEL_POD: label_value(pod),
-    })
+    labels.update(
+        {
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_TENANT: label_value(job.tenant),
+            LABEL_JOB: label_value(job.job_id),
+            LABEL_PLACEMENT: label_value(job.placement_id),
+            LABEL_POD: label_value(pod),
+        }
+    )
     annotations = dict(job.extra_annotations)
-    annotations.update({
-        ANNOTATION_TENANT: job.tenant,
-        ANNOTATION_JOB: job.job_id,
-        ANNOTATION_PLACEMENT: job.placement_id,
-    })
-    return {"name": name, "namespace": job.namespace, "labels": labels,
-            "annotations": annotations}
+    annotations.update(
+        {
+            ANNOTATION_TENANT: job.tenant,
+            ANNOTATION_JOB: job.job_id,
+            ANNOTATION_PLACEMENT: job.placement_id,
+        }
+    )
+    return {"name": name, "namespace": job.namespace, "labels": labels, "annotations": annotations}
 
 
 def _node_affinity(node: str) -> dict:
     # matchFields on metadata.name pins the exact node object (the DaemonSet controller's
     # way); the kubernetes.io/hostname label may differ from the node name.
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            }
+        }
+    }
 
 
 def _cpu(milli: int) -> str:
@@ -269,8 +278,10 @@ def _container(job: JobMeta, c: ContainerAssignment, host: tuple[int, int]) -> d
 
 
 def _host_shares(assignment: PodAssignment, job: JobMeta) -> dict[str, tuple[int, int]]:
-    shares = {c.name: (job.spec_for(c.name).cpu_milli, job.spec_for(c.name).memory_mib)
-              for c in assignment.containers}
+    shares = {
+        c.name: (job.spec_for(c.name).cpu_milli, job.spec_for(c.name).memory_mib)
+        for c in assignment.containers
+    }
     if not any(cpu or mem for cpu, mem in shares.values()):
         first_app = next((c.name for c in assignment.containers if not c.init), None)
         if first_app is not None:
@@ -298,8 +309,13 @@ def _check_assignment(assignment: PodAssignment) -> None:
             seen.add(key)
 
 
-def _pod(assignment: PodAssignment, job: JobMeta, *, scheduler_name: str | None,
-         annotations: Mapping[str, str]) -> dict:
+def _pod(
+    assignment: PodAssignment,
+    job: JobMeta,
+    *,
+    scheduler_name: str | None,
+    annotations: Mapping[str, str],
+) -> dict:
     """The Pod of ``assignment`` (already checked by the calling builder)."""
     name = pod_name(job.placement_id, assignment.pod)
     meta = _meta(job, name, assignment.pod)
@@ -307,8 +323,11 @@ def _pod(assignment: PodAssignment, job: JobMeta, *, scheduler_name: str | None,
     shares = _host_shares(assignment, job)
     init = [_container(job, c, shares[c.name]) for c in assignment.containers if c.init]
     app = [_container(job, c, shares[c.name]) for c in assignment.containers if not c.init]
-    spec: dict = {"restartPolicy": job.restart_policy, "affinity": _node_affinity(
-        assignment.node), "containers": app}
+    spec: dict = {
+        "restartPolicy": job.restart_policy,
+        "affinity": _node_affinity(assignment.node),
+        "containers": app,
+    }
     if init:
         spec["initContainers"] = init
     if scheduler_name:
@@ -340,9 +359,13 @@ def _group_by_vendor(devices: Sequence[DeviceGrant]) -> dict[tuple[str, str], li
 # ------------------------------------------------------------------------------------------
 
 
-def build_hami(assignment: PodAssignment, job: JobMeta, *,
-               scheduler_name: str = HAMI_SCHEDULER_NAME,
-               catalogue: Catalogue | None = None) -> Manifests:
+def build_hami(
+    assignment: PodAssignment,
+    job: JobMeta,
+    *,
+    scheduler_name: str = HAMI_SCHEDULER_NAME,
+    catalogue: Catalogue | None = None,
+) -> Manifests:
     """Pod for HAMi ("pin, let HAMi bind", docs/hami.md §8).
 
     Each container asks, per vendor, for ``<count>`` = number of granted devices,
@@ -387,8 +410,9 @@ def build_hami(assignment: PodAssignment, job: JobMeta, *,
 # ------------------------------------------------------------------------------------------
 
 
-def build_whole(assignment: PodAssignment, job: JobMeta, *,
-                catalogue: Catalogue | None = None) -> Manifests:
+def build_whole(
+    assignment: PodAssignment, job: JobMeta, *, catalogue: Catalogue | None = None
+) -> Manifests:
     """Pod with plain device-plugin count resources (whole devices), pinned to the node.
 
     Each container asks for ``<count resource>: <number of granted devices>``: the grant
@@ -410,7 +434,8 @@ def build_whole(assignment: PodAssignment, job: JobMeta, *,
                     raise ManifestError(
                         f"container {c.name!r}: device {g.uuid!r} is shared or partitioned "
                         f"(cores {g.cores_percent}%, profile {g.mig_profile or g.template!r});"
-                        " whole mode needs whole devices")
+                        " whole mode needs whole devices"
+                    )
             name = whole_resource(vendor, chip, grants, catalogue)
             limits[name] = str(int(limits.get(name, "0")) + len(grants))
         per_container[c.name] = limits
@@ -434,8 +459,7 @@ def _cel_attr(driver: DraDriver, attribute: str) -> str:
     return f"device.attributes[{_cel_string(driver.driver)}].{attribute}"
 
 
-def _dra_requests(container: ContainerAssignment, drivers: Mapping[str, DraDriver]
-                  ) -> list[dict]:
+def _dra_requests(container: ContainerAssignment, drivers: Mapping[str, DraDriver]) -> list[dict]:
     """One v1 DeviceRequest per device set of the container.
 
     A set = grants of one vendor with the same (memory, cores) and no partition; each
@@ -445,38 +469,51 @@ def _dra_requests(container: ContainerAssignment, drivers: Mapping[str, DraDrive
     for g in container.devices:
         drv = drivers.get(g.vendor)
         if drv is None:
-            raise ManifestError(f"container {container.name!r}: no DRA driver configured for "
-                                f"vendor {g.vendor!r}")
+            raise ManifestError(
+                f"container {container.name!r}: no DRA driver configured for vendor {g.vendor!r}"
+            )
         part = g.mig_profile or g.template
-        key = (g.vendor, part, g.uuid if part else "", g.mig_start if part else 0,
-               g.memory_mib, g.cores_percent)
+        key = (
+            g.vendor,
+            part,
+            g.uuid if part else "",
+            g.mig_start if part else 0,
+            g.memory_mib,
+            g.cores_percent,
+        )
         sets.setdefault(key, []).append(g)
     requests = []
     for i, ((vendor, part, _u, _s, mem, cores), grants) in enumerate(sets.items()):
         drv = drivers[vendor]
         sel = [f"device.driver == {_cel_string(drv.driver)}"]
-        exact: dict = {"deviceClassName": drv.device_class, "allocationMode": "ExactCount",
-                       "count": len(grants)}
+        exact: dict = {
+            "deviceClassName": drv.device_class,
+            "allocationMode": "ExactCount",
+            "count": len(grants),
+        }
         if part:
             if not drv.parent_attribute or not drv.profile_attribute:
-                raise ManifestError(f"DRA driver {drv.driver!r} has no partition devices "
-                                    f"(grant {grants[0].uuid!r} profile {part!r})")
-            sel.append(f"{_cel_attr(drv, drv.parent_attribute)} == "
-                       f"{_cel_string(grants[0].uuid)}")
+                raise ManifestError(
+                    f"DRA driver {drv.driver!r} has no partition devices "
+                    f"(grant {grants[0].uuid!r} profile {part!r})"
+                )
+            sel.append(f"{_cel_attr(drv, drv.parent_attribute)} == {_cel_string(grants[0].uuid)}")
             sel.append(f"{_cel_attr(drv, drv.profile_attribute)} == {_cel_string(part)}")
         else:
             uuids = ", ".join(_cel_string(g.uuid) for g in grants)
             if len(grants) == 1:
-                sel.append(f"{_cel_attr(drv, drv.uuid_attribute)} == "
-                           f"{_cel_string(grants[0].uuid)}")
+                sel.append(f"{_cel_attr(drv, drv.uuid_attribute)} == {_cel_string(grants[0].uuid)}")
             else:
                 sel.append(f"{_cel_attr(drv, drv.uuid_attribute)} in [{uuids}]")
             if drv.consumable_capacity:
-                exact["capacity"] = {"requests": {drv.memory_capacity: _mem(mem),
-                                                  drv.cores_capacity: str(cores)}}
+                exact["capacity"] = {
+                    "requests": {drv.memory_capacity: _mem(mem), drv.cores_capacity: str(cores)}
+                }
             elif cores < 100:
-                raise ManifestError(f"DRA driver {drv.driver!r} has no consumable capacity; "
-                                    f"cannot share device {grants[0].uuid!r}")
+                raise ManifestError(
+                    f"DRA driver {drv.driver!r} has no consumable capacity; "
+                    f"cannot share device {grants[0].uuid!r}"
+                )
         exact["selectors"] = [{"cel": {"expression": " && ".join(sel)}}]
         requests.append({"name": dns_label(container.name, str(i)), "exactly": exact})
     return requests
@@ -494,10 +531,14 @@ def _claim_for_version(claim: dict, api_version: str) -> dict:
     raise ManifestError(f"unsupported ResourceClaim apiVersion {api_version!r}")
 
 
-def build_dra(assignment: PodAssignment, job: JobMeta, *,
-              api_version: str = "resource.k8s.io/v1",
-              drivers: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS,
-              scheduler_name: str | None = None) -> Manifests:
+def build_dra(
+    assignment: PodAssignment,
+    job: JobMeta,
+    *,
+    api_version: str = "resource.k8s.io/v1",
+    drivers: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS,
+    scheduler_name: str | None = None,
+) -> Manifests:
     """ResourceClaim + Pod for DRA (docs/hami.md §7).
 
     The claim (name :func:`claim_name`) has one request per container device set (see
@@ -531,15 +572,19 @@ def build_dra(assignment: PodAssignment, job: JobMeta, *,
     pod = _pod(assignment, job, scheduler_name=scheduler_name, annotations={})
     claims: tuple[dict, ...] = ()
     if requests:
-        claim = {"apiVersion": api_version, "kind": "ResourceClaim",
-                 "metadata": _meta(job, cname, assignment.pod),
-                 "spec": {"devices": {"requests": requests}}}
+        claim = {
+            "apiVersion": api_version,
+            "kind": "ResourceClaim",
+            "metadata": _meta(job, cname, assignment.pod),
+            "spec": {"devices": {"requests": requests}},
+        }
         claims = (_claim_for_version(claim, api_version),)
         pod["spec"]["resourceClaims"] = [{"name": POD_CLAIM_NAME, "resourceClaimName": cname}]
         for cn, c in _containers_by_name(pod).items():
             if per_container.get(cn):
-                c["resources"]["claims"] = [{"name": POD_CLAIM_NAME, "request": r["name"]}
-                                            for r in per_container[cn]]
+                c["resources"]["claims"] = [
+                    {"name": POD_CLAIM_NAME, "request": r["name"]} for r in per_container[cn]
+                ]
     return Manifests(pod=pod, claims=claims, mode="dra")
 
 
@@ -570,5 +615,10 @@ def owner_reference_patch(pod: Mapping) -> dict:
     meta = pod.get("metadata") or {}
     if not meta.get("uid") or not meta.get("name"):
         raise ManifestError("owner pod needs metadata.name and metadata.uid from the server")
-    return {"metadata": {"ownerReferences": [
-        {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}]}}
+    return {
+        "metadata": {
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+            ]
+        }
+    }

@@ -20,12 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduling.kube.device_resources import ManifestError
-from scheduling.kube.manifests import (
-    ANNOTATION_TENANT,
-    LABEL_MANAGED_BY,
-    LABEL_TENANT,
-    MANAGED_BY,
-)
+from scheduling.kube.manifests import ANNOTATION_TENANT, LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
 from scheduling.kube.names import dns_label, label_value
 
 __all__ = ["build_namespace", "namespace_labels_patch"]
@@ -39,10 +34,15 @@ def build_namespace(name: str, tenant: str) -> dict:
     """
     if dns_label(name) != name:
         raise ManifestError(f"namespace name {name!r} is not a DNS-1123 label")
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": name,
-        "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_TENANT: label_value(tenant)},
-        "annotations": {ANNOTATION_TENANT: tenant}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY, LABEL_TENANT: label_value(tenant)},
+            "annotations": {ANNOTATION_TENANT: tenant},
+        },
+    }
 
 
 def namespace_labels_patch(existing: Mapping, wanted: Mapping) -> dict | None:
@@ -61,8 +61,10 @@ def namespace_labels_patch(existing: Mapping, wanted: Mapping) -> dict | None:
     want = wanted["metadata"]
     theirs = labels.get(LABEL_TENANT)
     if theirs is not None and theirs != want["labels"][LABEL_TENANT]:
-        raise ManifestError(f"namespace {want['name']!r} belongs to tenant {theirs!r}, not "
-                            f"{want['labels'][LABEL_TENANT]!r}")
+        raise ManifestError(
+            f"namespace {want['name']!r} belongs to tenant {theirs!r}, not "
+            f"{want['labels'][LABEL_TENANT]!r}"
+        )
     missing = {k: v for k, v in want["labels"].items() if labels.get(k) != v}
     notes = meta.get("annotations") or {}
     missing_notes = {k: v for k, v in want["annotations"].items() if notes.get(k) != v}

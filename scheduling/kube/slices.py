@@ -29,8 +29,16 @@ from scheduling.kube.hami.registration import validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, over_bound
 from scheduling.placement.types import DeviceUsage
 
-__all__ = ["DraDevice", "CounterSet", "DraInventory", "SliceIn", "parse_quantity",
-           "slices_to_inventory", "dra_devices_to_placement", "DRIVER_VENDORS"]
+__all__ = [
+    "DraDevice",
+    "CounterSet",
+    "DraInventory",
+    "SliceIn",
+    "parse_quantity",
+    "slices_to_inventory",
+    "dra_devices_to_placement",
+    "DRIVER_VENDORS",
+]
 
 DRIVER_VENDORS: Mapping[str, str] = {
     "hami-core-gpu.project-hami.io": "NVIDIA",
@@ -41,11 +49,22 @@ DRIVER_VENDORS: Mapping[str, str] = {
 """DRA driver name -> vendor word (``DeviceUsage.vendor``)."""
 
 _SUFFIX = {
-    "Ki": Decimal(1024), "Mi": Decimal(1024) ** 2, "Gi": Decimal(1024) ** 3,
-    "Ti": Decimal(1024) ** 4, "Pi": Decimal(1024) ** 5, "Ei": Decimal(1024) ** 6,
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"),
+    "Ki": Decimal(1024),
+    "Mi": Decimal(1024) ** 2,
+    "Gi": Decimal(1024) ** 3,
+    "Ti": Decimal(1024) ** 4,
+    "Pi": Decimal(1024) ** 5,
+    "Ei": Decimal(1024) ** 6,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
 }
 MIB = 1024 * 1024
 
@@ -237,8 +256,9 @@ _TEXT_BOUNDS = {"uuid": 128, "productName": 100, "model": 100, "type": 100}
 """Attributes the inventory stores, and the length of their database column."""
 
 
-def _quantities(values: Mapping[str, _Value] | None, where: str,
-                limits: InventoryLimits) -> dict[str, Decimal]:
+def _quantities(
+    values: Mapping[str, _Value] | None, where: str, limits: InventoryLimits
+) -> dict[str, Decimal]:
     out = {}
     for k, v in (values or {}).items():
         try:
@@ -248,8 +268,9 @@ def _quantities(values: Mapping[str, _Value] | None, where: str,
         if q < 0:
             raise ValueError(f"{where}.{k}: {v.value!r} is negative")
         if k == "memory" and q > Decimal(limits.max_memory_mib) * MIB:
-            raise ValueError(over_bound(f"{where}.{k}", int(q // MIB), limits,
-                                        "max_memory_mib", " MiB"))
+            raise ValueError(
+                over_bound(f"{where}.{k}", int(q // MIB), limits, "max_memory_mib", " MiB")
+            )
         if k != "memory" and q > limits.max_memory_mib * MIB:
             raise ValueError(f"{where}.{k}: {v.value!r} is beyond any device")
         out[k] = q
@@ -261,7 +282,7 @@ def _device(spec: _Spec, d: _SliceDevice, i: int, limits: InventoryLimits) -> Dr
     where = f"spec.devices[{i}]"
     attrs = {}
     for k, v in (body.attributes or {}).items():
-        short = k[len(spec.driver) + 1:] if k.startswith(spec.driver + "/") else k
+        short = k[len(spec.driver) + 1 :] if k.startswith(spec.driver + "/") else k
         attrs[short] = _attr_value(v)
     for k, bound in _TEXT_BOUNDS.items():
         if isinstance(attrs.get(k), str) and len(attrs[k]) > bound:
@@ -269,14 +290,23 @@ def _device(spec: _Spec, d: _SliceDevice, i: int, limits: InventoryLimits) -> Dr
     if len(f"{spec.driver}/{spec.pool.name}/{d.name}") > 400:
         raise ValueError(f"{where}: <driver>/<pool>/<name> longer than 400 characters")
     cap = _quantities(body.capacity, f"{where}.capacity", limits)
-    consumes = {c.counterSet: _quantities(c.counters, f"{where}.consumesCounters", limits)
-                for c in body.consumesCounters or ()}
+    consumes = {
+        c.counterSet: _quantities(c.counters, f"{where}.consumesCounters", limits)
+        for c in body.consumesCounters or ()
+    }
     return DraDevice(
-        driver=spec.driver, pool=spec.pool.name, name=d.name, node=spec.nodeName or "",
-        attributes=attrs, memory_mib=int(cap.get("memory", Decimal(0)) // MIB),
-        cores_percent=int(cap.get("cores", Decimal(0))), capacity=cap,
-        allow_multiple=bool(body.allowMultipleAllocations), consumes=consumes,
-        available=not any(t.effect in ("NoSchedule", "NoExecute") for t in body.taints or ()))
+        driver=spec.driver,
+        pool=spec.pool.name,
+        name=d.name,
+        node=spec.nodeName or "",
+        attributes=attrs,
+        memory_mib=int(cap.get("memory", Decimal(0)) // MIB),
+        cores_percent=int(cap.get("cores", Decimal(0))),
+        capacity=cap,
+        allow_multiple=bool(body.allowMultipleAllocations),
+        consumes=consumes,
+        available=not any(t.effect in ("NoSchedule", "NoExecute") for t in body.taints or ()),
+    )
 
 
 def _read(s: SliceIn, limits: InventoryLimits) -> tuple[list[DraDevice], list[CounterSet]]:
@@ -285,10 +315,15 @@ def _read(s: SliceIn, limits: InventoryLimits) -> tuple[list[DraDevice], list[Co
     error = over_bound("spec.devices", n, limits, "max_slice_devices", " devices")
     if error:
         raise ValueError(error + " per slice")
-    counters = [CounterSet(spec.driver, spec.pool.name, cs.name,
-                           _quantities(cs.counters, f"spec.sharedCounters[{j}].counters",
-                                       limits))
-                for j, cs in enumerate(spec.sharedCounters or ())]
+    counters = [
+        CounterSet(
+            spec.driver,
+            spec.pool.name,
+            cs.name,
+            _quantities(cs.counters, f"spec.sharedCounters[{j}].counters", limits),
+        )
+        for j, cs in enumerate(spec.sharedCounters or ())
+    ]
     return [_device(spec, d, i, limits) for i, d in enumerate(spec.devices or ())], counters
 
 
@@ -308,8 +343,9 @@ def _slice_name(raw: Any) -> str:
     return name if isinstance(name, str) and name else "?"
 
 
-def slices_to_inventory(slices: Iterable[Mapping[str, Any]],
-                        limits: InventoryLimits = DEFAULT_LIMITS) -> DraInventory:
+def slices_to_inventory(
+    slices: Iterable[Mapping[str, Any]], limits: InventoryLimits = DEFAULT_LIMITS
+) -> DraInventory:
     """ResourceSlices (any of v1 / v1beta2 / v1beta1 shapes) -> :class:`DraInventory`.
 
     A slice that does not fit :class:`SliceIn` (or a bound) is skipped and named in
@@ -351,8 +387,9 @@ def slices_to_inventory(slices: Iterable[Mapping[str, Any]],
     return DraInventory(tuple(devices), tuple(counters), tuple(errors), broken)
 
 
-def dra_devices_to_placement(inv: DraInventory,
-                             vendors: Mapping[str, str] = DRIVER_VENDORS) -> list[DeviceUsage]:
+def dra_devices_to_placement(
+    inv: DraInventory, vendors: Mapping[str, str] = DRIVER_VENDORS
+) -> list[DeviceUsage]:
     """Whole physical DRA devices -> ``placement.types.Device`` (partitions are skipped).
 
     uuid = ``uuid`` attribute (else ``<pool>/<name>``), index = ``minor`` / ``index``
@@ -368,12 +405,18 @@ def dra_devices_to_placement(inv: DraInventory,
             continue
         a = d.attributes
         index = a.get("minor", a.get("index", 0))
-        out.append(DeviceUsage(
-            uuid=d.uuid or f"{d.pool}/{d.name}", node=d.node,
-            index=int(index) if isinstance(index, (int, str)) and str(index).isdigit() else 0,
-            type=str(a.get("productName") or a.get("model") or a.get("type") or ""),
-            vendor=vendor, memory_mib=d.memory_mib,
-            cores_percent=d.cores_percent or 100,
-            split_count=100 if d.allow_multiple else 1, healthy=d.available,
-            mode="dra"))
+        out.append(
+            DeviceUsage(
+                uuid=d.uuid or f"{d.pool}/{d.name}",
+                node=d.node,
+                index=int(index) if isinstance(index, (int, str)) and str(index).isdigit() else 0,
+                type=str(a.get("productName") or a.get("model") or a.get("type") or ""),
+                vendor=vendor,
+                memory_mib=d.memory_mib,
+                cores_percent=d.cores_percent or 100,
+                split_count=100 if d.allow_multiple else 1,
+                healthy=d.available,
+                mode="dra",
+            )
+        )
     return out

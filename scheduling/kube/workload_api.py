@@ -59,9 +59,10 @@ class WorkloadApi:
             data = _raw(self.gw._call(fn))
         except NotFound:
             return ObjectList(items=[], resource_version="")
-        return ObjectList(items=list(data.get("items") or []),
-                          resource_version=str((data.get("metadata") or {}).get(
-                              "resourceVersion", "")))
+        return ObjectList(
+            items=list(data.get("items") or []),
+            resource_version=str((data.get("metadata") or {}).get("resourceVersion", "")),
+        )
 
     # -- labelled workloads ---------------------------------------------------------------
 
@@ -74,24 +75,34 @@ class WorkloadApi:
         """
         sel, kw = LABEL_QUEUE, self._kw()
         if kind == "Job":
-            return self._list(lambda: self.batch.list_job_for_all_namespaces(
-                label_selector=sel, **kw))
+            return self._list(
+                lambda: self.batch.list_job_for_all_namespaces(label_selector=sel, **kw)
+            )
         if kind == "Deployment":
-            return self._list(lambda: self.apps.list_deployment_for_all_namespaces(
-                label_selector=sel, **kw))
+            return self._list(
+                lambda: self.apps.list_deployment_for_all_namespaces(label_selector=sel, **kw)
+            )
         if kind == "StatefulSet":
-            return self._list(lambda: self.apps.list_stateful_set_for_all_namespaces(
-                label_selector=sel, **kw))
+            return self._list(
+                lambda: self.apps.list_stateful_set_for_all_namespaces(label_selector=sel, **kw)
+            )
         if kind == "JobSet":
-            return self._list(lambda: self.custom.list_cluster_custom_object(
-                JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, label_selector=sel, **kw))
+            return self._list(
+                lambda: self.custom.list_cluster_custom_object(
+                    JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, label_selector=sel, **kw
+                )
+            )
         if kind == "PyTorchJob":
-            return self._list(lambda: self.custom.list_cluster_custom_object(
-                KUBEFLOW_GROUP, KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, label_selector=sel, **kw))
+            return self._list(
+                lambda: self.custom.list_cluster_custom_object(
+                    KUBEFLOW_GROUP, KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, label_selector=sel, **kw
+                )
+            )
         raise KeyError(kind)
 
-    def watch_workloads(self, kind: str, resource_version: str, timeout_s: int
-                        ) -> Iterator[tuple[str, dict]]:
+    def watch_workloads(
+        self, kind: str, resource_version: str, timeout_s: int
+    ) -> Iterator[tuple[str, dict]]:
         """Changes of labelled objects of ``kind`` (``"Pod"``: the queued replicas) since
         ``resource_version``, for about ``timeout_s`` seconds: ``(type, object)`` pairs
         (ADDED / MODIFIED / DELETED; bookmarks are skipped).
@@ -100,9 +111,12 @@ class WorkloadApi:
             Expired: the resourceVersion is too old (410): list again.
             KubeError: classified failure (a kind the server does not serve: NotFound).
         """
-        kw: dict[str, Any] = {"label_selector": LABEL_QUEUE, "timeout_seconds": timeout_s,
-                              "resource_version": resource_version,
-                              "allow_watch_bookmarks": True}
+        kw: dict[str, Any] = {
+            "label_selector": LABEL_QUEUE,
+            "timeout_seconds": timeout_s,
+            "resource_version": resource_version,
+            "allow_watch_bookmarks": True,
+        }
         if self.gw.timeout:
             kw["_request_timeout"] = (self.gw.timeout, timeout_s + self.gw.timeout)
         w = watch.Watch()
@@ -114,11 +128,21 @@ class WorkloadApi:
             elif kind == "StatefulSet":
                 stream = w.stream(self.apps.list_stateful_set_for_all_namespaces, **kw)
             elif kind == "JobSet":
-                stream = w.stream(self.custom.list_cluster_custom_object, JOBSET_GROUP,
-                                  JOBSET_VERSION, JOBSET_PLURAL, **kw)
+                stream = w.stream(
+                    self.custom.list_cluster_custom_object,
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    JOBSET_PLURAL,
+                    **kw,
+                )
             elif kind == "PyTorchJob":
-                stream = w.stream(self.custom.list_cluster_custom_object, KUBEFLOW_GROUP,
-                                  KUBEFLOW_VERSION, PYTORCHJOB_PLURAL, **kw)
+                stream = w.stream(
+                    self.custom.list_cluster_custom_object,
+                    KUBEFLOW_GROUP,
+                    KUBEFLOW_VERSION,
+                    PYTORCHJOB_PLURAL,
+                    **kw,
+                )
             elif kind == "Pod":
                 stream = w.stream(self.core.list_pod_for_all_namespaces, **kw)
             else:
@@ -139,16 +163,26 @@ class WorkloadApi:
         """The object, or None when it is gone."""
         try:
             if kind == "Job":
-                resp = self.gw._call(lambda: self.batch.read_namespaced_job(
-                    name, namespace, **self._kw()))
+                resp = self.gw._call(
+                    lambda: self.batch.read_namespaced_job(name, namespace, **self._kw())
+                )
             elif kind == "JobSet":
-                resp = self.gw._call(lambda: self.custom.get_namespaced_custom_object(
-                    JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name,
-                    **self._kw()))
+                resp = self.gw._call(
+                    lambda: self.custom.get_namespaced_custom_object(
+                        JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name, **self._kw()
+                    )
+                )
             elif kind == "PyTorchJob":
-                resp = self.gw._call(lambda: self.custom.get_namespaced_custom_object(
-                    KUBEFLOW_GROUP, KUBEFLOW_VERSION, namespace, PYTORCHJOB_PLURAL, name,
-                    **self._kw()))
+                resp = self.gw._call(
+                    lambda: self.custom.get_namespaced_custom_object(
+                        KUBEFLOW_GROUP,
+                        KUBEFLOW_VERSION,
+                        namespace,
+                        PYTORCHJOB_PLURAL,
+                        name,
+                        **self._kw(),
+                    )
+                )
             else:
                 raise KeyError(kind)
         except NotFound:
@@ -170,11 +204,12 @@ class WorkloadApi:
             fn = lambda: self.apps.patch_namespaced_stateful_set(name, namespace, patch, **kw)  # noqa: E731
         elif kind == "JobSet":
             fn = lambda: self.custom.patch_namespaced_custom_object(  # noqa: E731
-                JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name, patch, **kw)
+                JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name, patch, **kw
+            )
         elif kind == "PyTorchJob":
             fn = lambda: self.custom.patch_namespaced_custom_object(  # noqa: E731
-                KUBEFLOW_GROUP, KUBEFLOW_VERSION, namespace, PYTORCHJOB_PLURAL, name, patch,
-                **kw)
+                KUBEFLOW_GROUP, KUBEFLOW_VERSION, namespace, PYTORCHJOB_PLURAL, name, patch, **kw
+            )
         else:
             raise KeyError(kind)
         return _raw(self.gw._call(fn))
@@ -183,19 +218,24 @@ class WorkloadApi:
 
     def list_queued_pods(self) -> ObjectList:
         """Pods carrying the queue label (replicas of labelled Deployments / StatefulSets)."""
-        return self._list(lambda: self.core.list_pod_for_all_namespaces(
-            label_selector=LABEL_QUEUE, **self._kw()))
+        return self._list(
+            lambda: self.core.list_pod_for_all_namespaces(label_selector=LABEL_QUEUE, **self._kw())
+        )
 
     def patch_pod(self, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Pod (annotations, labels, affinity, schedulingGates)."""
-        return _raw(self.gw._call(lambda: self.core.patch_namespaced_pod(
-            name, namespace, patch, _content_type=MERGE_PATCH, **self._kw())))
+        return _raw(
+            self.gw._call(
+                lambda: self.core.patch_namespaced_pod(
+                    name, namespace, patch, _content_type=MERGE_PATCH, **self._kw()
+                )
+            )
+        )
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         """Delete a Pod (its controller makes a new, gated one); False when already gone."""
         try:
-            self.gw._call(lambda: self.core.delete_namespaced_pod(name, namespace,
-                                                                 **self._kw()))
+            self.gw._call(lambda: self.core.delete_namespaced_pod(name, namespace, **self._kw()))
         except NotFound:
             return False
         return True
@@ -208,8 +248,9 @@ class WorkloadApi:
         api = self.gw._resource_api(version)
         ns = template["metadata"]["namespace"]
         with contextlib.suppress(AlreadyExists):
-            self.gw._call(lambda: api.create_namespaced_resource_claim_template(
-                ns, template, **self._kw()))
+            self.gw._call(
+                lambda: api.create_namespaced_resource_claim_template(ns, template, **self._kw())
+            )
 
     # -- events ----------------------------------------------------------------------------
 
@@ -226,8 +267,11 @@ class WorkloadApi:
 
     def patch_node(self, name: str, patch: dict) -> dict:
         """Merge-patch a Node (the device-cordon annotations)."""
-        return _raw(self.gw._call(lambda: self.core.patch_node(
-            name, patch, _content_type=MERGE_PATCH, **self._kw())))
+        return _raw(
+            self.gw._call(
+                lambda: self.core.patch_node(name, patch, _content_type=MERGE_PATCH, **self._kw())
+            )
+        )
 
     def taint_rule_version(self) -> str | None:
         """The best resource.k8s.io version whose discovery lists ``devicetaintrules``, or
@@ -238,8 +282,11 @@ class WorkloadApi:
             for version in TAINT_RULE_VERSIONS:
                 if version not in served:
                     continue
-                found = self.gw._call(lambda v=version: self._taint_api(v).get_api_resources(
-                    _request_timeout=self.gw.timeout))
+                found = self.gw._call(
+                    lambda v=version: self._taint_api(v).get_api_resources(
+                        _request_timeout=self.gw.timeout
+                    )
+                )
                 if any(r.name == "devicetaintrules" for r in found.resources or []):
                     self._taint_version = version
                     break
@@ -248,8 +295,9 @@ class WorkloadApi:
     def list_taint_rules(self, version: str, label_selector: str) -> ObjectList:
         """DeviceTaintRules matching ``label_selector``."""
         api = self._taint_api(version)
-        return self._list(lambda: api.list_device_taint_rule(label_selector=label_selector,
-                                                             **self._kw()))
+        return self._list(
+            lambda: api.list_device_taint_rule(label_selector=label_selector, **self._kw())
+        )
 
     def create_taint_rule(self, version: str, rule: dict) -> None:
         """Create a DeviceTaintRule; one already there (same name) is kept."""
@@ -264,8 +312,11 @@ class WorkloadApi:
             self.gw._call(lambda: api.delete_device_taint_rule(name, **self._kw()))
 
     def _taint_api(self, version: str) -> Any:
-        apis = {"v1alpha3": getattr(k8s, "ResourceV1alpha3Api", None),
-                "v1beta2": k8s.ResourceV1beta2Api, "v1": k8s.ResourceV1Api}
+        apis = {
+            "v1alpha3": getattr(k8s, "ResourceV1alpha3Api", None),
+            "v1beta2": k8s.ResourceV1beta2Api,
+            "v1": k8s.ResourceV1Api,
+        }
         cls = apis.get(version)
         if cls is None or not hasattr(cls, "create_device_taint_rule"):
             raise KeyError(f"this client has no DeviceTaintRule API in {version}")

@@ -33,9 +33,18 @@ from scheduling.kube.workloads import (
 )
 from scheduling.placement.types import PodAssignment
 
-__all__ = ["Admission", "admission_patch", "suspend_patch", "pending_patch",
-           "gate_template_patch", "pod_admission_patch", "claim_template",
-           "claim_template_name", "merge_diff", "event_body"]
+__all__ = [
+    "Admission",
+    "admission_patch",
+    "suspend_patch",
+    "pending_patch",
+    "gate_template_patch",
+    "pod_admission_patch",
+    "claim_template",
+    "claim_template_name",
+    "merge_diff",
+    "event_body",
+]
 
 
 def _affinity(spec: Mapping[str, Any], nodes: Sequence[str]) -> dict:
@@ -46,7 +55,8 @@ def _affinity(spec: Mapping[str, Any], nodes: Sequence[str]) -> dict:
     terms = required.get("nodeSelectorTerms") or [{}]
     pin = {"key": "metadata.name", "operator": "In", "values": sorted(set(nodes))}
     required["nodeSelectorTerms"] = [
-        {**t, "matchFields": [*(t.get("matchFields") or []), pin]} for t in terms]
+        {**t, "matchFields": [*(t.get("matchFields") or []), pin]} for t in terms
+    ]
     return affinity
 
 
@@ -56,8 +66,7 @@ def _pins(assignments: Sequence[PodAssignment], catalogue: Catalogue | None) -> 
     for a in assignments:
         for c in a.containers:
             for (vendor, chip), grants in _group_by_vendor(c.devices).items():
-                key = model_resources(vendor, chip, grants, catalogue).use_uuid.format(
-                    chip=chip)
+                key = model_resources(vendor, chip, grants, catalogue).use_uuid.format(chip=chip)
                 for g in grants:
                     if g.uuid not in pins.setdefault(key, []):
                         pins[key].append(g.uuid)
@@ -72,13 +81,22 @@ def claim_template_name(workload: Workload, pod_set: str) -> str:
 def _shape(request: dict) -> tuple:
     """What must agree between the pods' requests for one template to serve them all."""
     exact = request["exactly"]
-    return (request["name"], exact.get("deviceClassName"), exact.get("count"),
-            repr(exact.get("capacity")))
+    return (
+        request["name"],
+        exact.get("deviceClassName"),
+        exact.get("count"),
+        repr(exact.get("capacity")),
+    )
 
 
-def claim_template(workload: Workload, pod_set: PodSet, assignments: Sequence[PodAssignment],
-                   drivers: Mapping[str, DraDriver], api_version: str, job_id: str
-                   ) -> tuple[dict, dict]:
+def claim_template(
+    workload: Workload,
+    pod_set: PodSet,
+    assignments: Sequence[PodAssignment],
+    drivers: Mapping[str, DraDriver],
+    api_version: str,
+    job_id: str,
+) -> tuple[dict, dict]:
     """The ResourceClaimTemplate of one pod set and, per container name, its claim requests.
 
     Every pod of the set gets a claim from the template; request ``i`` selects, by CEL, any
@@ -98,10 +116,11 @@ def claim_template(workload: Workload, pod_set: PodSet, assignments: Sequence[Po
         for i, req in enumerate(reqs):
             exprs = []
             for other in per_pod:
-                if len(other.get(cname, [])) != len(reqs) or \
-                        _shape(other[cname][i]) != _shape(req):
-                    raise ManifestError(f"pod set {pod_set.name!r}: pods were granted "
-                                        "differently shaped device requests")
+                if len(other.get(cname, [])) != len(reqs) or _shape(other[cname][i]) != _shape(req):
+                    raise ManifestError(
+                        f"pod set {pod_set.name!r}: pods were granted "
+                        "differently shaped device requests"
+                    )
                 expr = other[cname][i]["exactly"]["selectors"][0]["cel"]["expression"]
                 if expr not in exprs:
                     exprs.append(expr)
@@ -113,17 +132,26 @@ def claim_template(workload: Workload, pod_set: PodSet, assignments: Sequence[Po
     devices: dict = {"requests": requests}
     if api_version.endswith("/v1beta1"):
         devices = {"requests": [{"name": r["name"], **r["exactly"]} for r in requests]}
-    template = {"apiVersion": api_version, "kind": "ResourceClaimTemplate",
-                "metadata": {"name": claim_template_name(workload, pod_set.name),
-                             "namespace": workload.namespace,
-                             "labels": {LABEL_WORKLOAD: job_id}},
-                "spec": {"spec": {"devices": devices}}}
+    template = {
+        "apiVersion": api_version,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": claim_template_name(workload, pod_set.name),
+            "namespace": workload.namespace,
+            "labels": {LABEL_WORKLOAD: job_id},
+        },
+        "spec": {"spec": {"devices": devices}},
+    }
     return template, refs
 
 
 def _strip_hami(spec: dict, configs: list[DeviceModelConfig]) -> None:
-    names = {n for c in configs for n in (c.resource_count, c.resource_memory,
-                                          c.resource_memory_percent, c.resource_cores) if n}
+    names = {
+        n
+        for c in configs
+        for n in (c.resource_count, c.resource_memory, c.resource_memory_percent, c.resource_cores)
+        if n
+    }
     for kind in ("initContainers", "containers"):
         for c in spec.get(kind) or []:
             res = c.get("resources") or {}
@@ -144,8 +172,14 @@ class Admission:
     claim_requests: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
-def _admit_template(template: dict, admission: Admission, mode: str, job_id: str,
-                    catalogue: Catalogue | None, configs: list[DeviceModelConfig]) -> None:
+def _admit_template(
+    template: dict,
+    admission: Admission,
+    mode: str,
+    job_id: str,
+    catalogue: Catalogue | None,
+    configs: list[DeviceModelConfig],
+) -> None:
     meta = template.setdefault("metadata", {})
     spec = template.setdefault("spec", {})
     meta.setdefault("labels", {})[LABEL_WORKLOAD] = job_id
@@ -155,19 +189,20 @@ def _admit_template(template: dict, admission: Admission, mode: str, job_id: str
         meta.setdefault("annotations", {}).update(_pins(admission.assignments, catalogue))
     elif mode == "dra" and admission.claim_template:
         _strip_hami(spec, configs)
-        claims = [c for c in spec.get("resourceClaims") or []
-                  if c.get("name") != POD_CLAIM_NAME]
-        spec["resourceClaims"] = [*claims, {"name": POD_CLAIM_NAME,
-                                            "resourceClaimTemplateName":
-                                                admission.claim_template}]
+        claims = [c for c in spec.get("resourceClaims") or [] if c.get("name") != POD_CLAIM_NAME]
+        spec["resourceClaims"] = [
+            *claims,
+            {"name": POD_CLAIM_NAME, "resourceClaimTemplateName": admission.claim_template},
+        ]
         for kind in ("initContainers", "containers"):
             for c in spec.get(kind) or []:
                 wanted = admission.claim_requests.get(c.get("name"), ())
                 if wanted:
                     res = c.setdefault("resources", {})
-                    res["claims"] = [*(x for x in res.get("claims") or []
-                                       if x.get("name") != POD_CLAIM_NAME),
-                                     *({"name": POD_CLAIM_NAME, "request": r} for r in wanted)]
+                    res["claims"] = [
+                        *(x for x in res.get("claims") or [] if x.get("name") != POD_CLAIM_NAME),
+                        *({"name": POD_CLAIM_NAME, "request": r} for r in wanted),
+                    ]
 
 
 def _set(obj: dict, path: Sequence[str], value: Any) -> None:
@@ -176,9 +211,16 @@ def _set(obj: dict, path: Sequence[str], value: Any) -> None:
     obj[path[-1]] = value
 
 
-def admission_patch(kind: str, obj: Mapping[str, Any], admissions: Sequence[Admission], *,
-                    mode: str, job_id: str, catalogue: Catalogue | None = None,
-                    configs: list[DeviceModelConfig] | None = None) -> dict:
+def admission_patch(
+    kind: str,
+    obj: Mapping[str, Any],
+    admissions: Sequence[Admission],
+    *,
+    mode: str,
+    job_id: str,
+    catalogue: Catalogue | None = None,
+    configs: list[DeviceModelConfig] | None = None,
+) -> dict:
     """JSON merge patch recording the placement in a suspended object and unsuspending it.
 
     The patch carries the object's ``resourceVersion`` (a concurrent change answers 409
@@ -196,10 +238,13 @@ def admission_patch(kind: str, obj: Mapping[str, Any], admissions: Sequence[Admi
         _admit_template(template, adm, mode, job_id, catalogue, configs or [])
     _set(new, KINDS[kind].suspend_path, False)
     meta = obj.get("metadata") or {}
-    return {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                         "annotations": {ANNOTATION_ADMITTED: job_id,
-                                         ANNOTATION_PENDING: None}},
-            "spec": new["spec"]}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {ANNOTATION_ADMITTED: job_id, ANNOTATION_PENDING: None},
+        },
+        "spec": new["spec"],
+    }
 
 
 def merge_diff(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict:
@@ -220,8 +265,9 @@ def merge_diff(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict:
     return out
 
 
-def suspend_patch(kind: str, obj: Mapping[str, Any], original_spec: Mapping[str, Any] | None,
-                  reason: str) -> dict:
+def suspend_patch(
+    kind: str, obj: Mapping[str, Any], original_spec: Mapping[str, Any] | None, reason: str
+) -> dict:
     """JSON merge patch suspending an object again (preempted, or created unsuspended).
 
     ``original_spec`` (the spec first taken in) restores the pod templates the admission
@@ -233,10 +279,13 @@ def suspend_patch(kind: str, obj: Mapping[str, Any], original_spec: Mapping[str,
     wrapper = {"spec": spec}
     _set(wrapper, KINDS[kind].suspend_path, True)
     meta = obj.get("metadata") or {}
-    return {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                         "annotations": {ANNOTATION_ADMITTED: None,
-                                         ANNOTATION_PENDING: reason[:1000]}},
-            "spec": wrapper["spec"]}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {ANNOTATION_ADMITTED: None, ANNOTATION_PENDING: reason[:1000]},
+        },
+        "spec": wrapper["spec"],
+    }
 
 
 def pending_patch(reason: str) -> dict:
@@ -257,12 +306,24 @@ def gate_template_patch(obj: Mapping[str, Any]) -> dict | None:
         return None
     if not has_gate:
         gates.append({"name": SCHEDULING_GATE})
-    return {"spec": {"template": {"metadata": {"labels": {LABEL_QUEUE: queue}},
-                                  "spec": {"schedulingGates": gates}}}}
+    return {
+        "spec": {
+            "template": {
+                "metadata": {"labels": {LABEL_QUEUE: queue}},
+                "spec": {"schedulingGates": gates},
+            }
+        }
+    }
 
 
-def pod_admission_patch(pod: Mapping[str, Any], assignment: PodAssignment, *, mode: str,
-                        job_id: str, catalogue: Catalogue | None = None) -> dict:
+def pod_admission_patch(
+    pod: Mapping[str, Any],
+    assignment: PodAssignment,
+    *,
+    mode: str,
+    job_id: str,
+    catalogue: Catalogue | None = None,
+) -> dict:
     """Merge patch admitting a gated Pod: pinned (node affinity; ``hami``: use-uuid
     annotations) and ungated (:data:`SCHEDULING_GATE` removed, other gates kept).
 
@@ -271,34 +332,60 @@ def pod_admission_patch(pod: Mapping[str, Any], assignment: PodAssignment, *, mo
             Job, JobSet or PyTorchJob for DRA), or a grant the HAMi tables cannot name.
     """
     if mode == "dra":
-        raise ManifestError("a Deployment / StatefulSet Pod cannot get a ResourceClaim after "
-                            "creation; submit it as a Job, JobSet or PyTorchJob in dra mode")
+        raise ManifestError(
+            "a Deployment / StatefulSet Pod cannot get a ResourceClaim after "
+            "creation; submit it as a Job, JobSet or PyTorchJob in dra mode"
+        )
     spec = pod.get("spec") or {}
     meta = pod.get("metadata") or {}
     annotations: dict[str, Any] = {ANNOTATION_ADMITTED: job_id, ANNOTATION_PENDING: None}
     if mode == "hami":
         annotations.update(_pins([assignment], catalogue))
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != SCHEDULING_GATE]
-    return {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                         "annotations": annotations,
-                         "labels": {LABEL_WORKLOAD: job_id}},
-            "spec": {"affinity": _affinity(spec, [assignment.node]),
-                     "schedulingGates": gates}}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": annotations,
+            "labels": {LABEL_WORKLOAD: job_id},
+        },
+        "spec": {"affinity": _affinity(spec, [assignment.node]), "schedulingGates": gates},
+    }
 
 
-def event_body(*, kind: str, api_version: str, namespace: str, name: str, uid: str,
-               reason: str, message: str, type_: str = "Normal", time: str) -> dict:
+def event_body(
+    *,
+    kind: str,
+    api_version: str,
+    namespace: str,
+    name: str,
+    uid: str,
+    reason: str,
+    message: str,
+    type_: str = "Normal",
+    time: str,
+) -> dict:
     """A core/v1 Event about an object. The name derives from the object uid, the reason and
     the message, so the same event is created once (a second create answers AlreadyExists).
     ``time`` is RFC 3339 (``2026-12-01T21:00:00Z``)."""
     digest = hashlib.sha256(f"{uid}/{reason}/{message}".encode()).hexdigest()[:12]
     return {
-        "apiVersion": "v1", "kind": "Event",
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {"name": f"{dns_label(name, max_len=40)}.{digest}", "namespace": namespace},
-        "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name,
-                           "namespace": namespace, "uid": uid},
-        "reason": reason, "message": message[:1024], "type": type_,
+        "involvedObject": {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": type_,
         "source": {"component": "llmops-console"},
-        "reportingComponent": "llmops-console", "reportingInstance": "llmops-console",
-        "firstTimestamp": time, "lastTimestamp": time, "count": 1,
+        "reportingComponent": "llmops-console",
+        "reportingInstance": "llmops-console",
+        "firstTimestamp": time,
+        "lastTimestamp": time,
+        "count": 1,
     }

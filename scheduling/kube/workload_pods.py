@@ -33,8 +33,17 @@ from scheduling.kube.manifests import LABEL_MANAGED_BY, LABEL_TENANT, MANAGED_BY
 from scheduling.kube.names import dns_label, label_value
 from scheduling.kube.workloads import LABEL_WORKLOAD  # every pod of one workload: its job id
 
-__all__ = ["LABEL_WORKLOAD", "LABEL_ROLE", "DEFAULT_MASTER_PORT", "WorkloadSpec",
-           "service_name", "apply_workload", "build_service", "pod_ready", "workload_labels"]
+__all__ = [
+    "LABEL_WORKLOAD",
+    "LABEL_ROLE",
+    "DEFAULT_MASTER_PORT",
+    "WorkloadSpec",
+    "service_name",
+    "apply_workload",
+    "build_service",
+    "pod_ready",
+    "workload_labels",
+]
 
 LABEL_ROLE = "console.llmops.io/role"
 DEFAULT_MASTER_PORT = 29500
@@ -95,8 +104,12 @@ def workload_labels(spec: WorkloadSpec) -> dict[str, str]:
 def _rank_env(spec: WorkloadSpec, namespace: str) -> list[tuple[str, str]]:
     svc = service_name(spec.workload_name, spec.workload_id)
     hosts = [f"worker-{r}.{svc}.{namespace}.svc" for r in range(spec.world_size)]
-    env = [("MASTER_ADDR", hosts[0]), ("MASTER_PORT", str(spec.port or DEFAULT_MASTER_PORT)),
-           ("WORLD_SIZE", str(spec.world_size)), ("WORKER_HOSTS", ",".join(hosts))]
+    env = [
+        ("MASTER_ADDR", hosts[0]),
+        ("MASTER_PORT", str(spec.port or DEFAULT_MASTER_PORT)),
+        ("WORLD_SIZE", str(spec.world_size)),
+        ("WORKER_HOSTS", ",".join(hosts)),
+    ]
     if spec.role == "worker":
         env += [("RANK", str(spec.rank)), ("LOCAL_RANK", "0")]
     return env
@@ -107,10 +120,18 @@ def _volumes(spec: WorkloadSpec) -> tuple[list[dict], list[dict], list[dict]]:
     volumes, mounts, env_from = [], [], []
     for i, v in enumerate(spec.volumes):
         name = dns_label("pvc", str(i), str(v["claim"]))
-        volumes.append({"name": name, "persistentVolumeClaim": {
-            "claimName": v["claim"], "readOnly": bool(v.get("read_only"))}})
-        mounts.append({"name": name, "mountPath": v["mount_path"],
-                       "readOnly": bool(v.get("read_only"))})
+        volumes.append(
+            {
+                "name": name,
+                "persistentVolumeClaim": {
+                    "claimName": v["claim"],
+                    "readOnly": bool(v.get("read_only")),
+                },
+            }
+        )
+        mounts.append(
+            {"name": name, "mountPath": v["mount_path"], "readOnly": bool(v.get("read_only"))}
+        )
     for i, sec in enumerate(spec.secrets):
         if sec.get("mount_path"):
             name = dns_label("secret", str(i), str(sec["name"]))
@@ -156,9 +177,13 @@ def apply_workload(pod: Mapping, spec: WorkloadSpec) -> dict:
         first["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
         first["readinessProbe"] = {"tcpSocket": {"port": spec.port}, "periodSeconds": 10}
     elif spec.kind == "training" and spec.role == "worker":
-        pod_spec["containers"][0]["ports"] = [{
-            "name": "rendezvous", "containerPort": spec.port or DEFAULT_MASTER_PORT,
-            "protocol": "TCP"}]
+        pod_spec["containers"][0]["ports"] = [
+            {
+                "name": "rendezvous",
+                "containerPort": spec.port or DEFAULT_MASTER_PORT,
+                "protocol": "TCP",
+            }
+        ]
     if volumes:
         pod_spec["volumes"] = [*pod_spec.get("volumes", []), *volumes]
     if spec.tolerations:
@@ -180,18 +205,29 @@ def build_service(spec: WorkloadSpec, *, namespace: str, tenant: str) -> dict | 
     if not spec.has_service:
         return None
     selector = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_WORKLOAD: label_value(spec.workload_id)}
-    meta = {"name": service_name(spec.workload_name, spec.workload_id), "namespace": namespace,
-            "labels": {**selector, LABEL_TENANT: label_value(tenant)}}
+    meta = {
+        "name": service_name(spec.workload_name, spec.workload_id),
+        "namespace": namespace,
+        "labels": {**selector, LABEL_TENANT: label_value(tenant)},
+    }
     if spec.kind == "training":
         port = spec.port or DEFAULT_MASTER_PORT
-        body = {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": selector,
-                "ports": [{"name": "rendezvous", "port": port, "targetPort": port,
-                           "protocol": "TCP"}]}
+        body = {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": selector,
+            "ports": [{"name": "rendezvous", "port": port, "targetPort": port, "protocol": "TCP"}],
+        }
     else:
         if not spec.port:
             raise ManifestError(f"{spec.kind} {spec.workload_id}: no port to expose")
-        body = {"type": "ClusterIP", "selector": selector, "ports": [{
-            "name": "http", "port": spec.port, "targetPort": spec.port, "protocol": "TCP"}]}
+        body = {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [
+                {"name": "http", "port": spec.port, "targetPort": spec.port, "protocol": "TCP"}
+            ],
+        }
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": body}
 
 

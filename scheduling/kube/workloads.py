@@ -110,14 +110,18 @@ class KindInfo:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-KINDS: dict[str, KindInfo] = {k.kind: k for k in (
-    KindInfo("Job", "batch", "v1", "jobs", ("spec", "suspend")),
-    KindInfo("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", ("spec", "suspend")),
-    KindInfo("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs",
-             ("spec", "runPolicy", "suspend")),
-    KindInfo("Deployment", "apps", "v1", "deployments"),
-    KindInfo("StatefulSet", "apps", "v1", "statefulsets"),
-)}
+KINDS: dict[str, KindInfo] = {
+    k.kind: k
+    for k in (
+        KindInfo("Job", "batch", "v1", "jobs", ("spec", "suspend")),
+        KindInfo("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", ("spec", "suspend")),
+        KindInfo(
+            "PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", ("spec", "runPolicy", "suspend")
+        ),
+        KindInfo("Deployment", "apps", "v1", "deployments"),
+        KindInfo("StatefulSet", "apps", "v1", "statefulsets"),
+    )
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +218,13 @@ def _pod_sets_of(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, int, tupl
                 raise WorkloadError(f"{w}.name: required")
             replicas = _int(rj.get("replicas"), f"{w}.replicas", 1)
             pods = _job_pods(_get(rj, ("template", "spec")), f"{w}.template.spec")
-            out.append((str(rj["name"]), replicas * pods,
-                        ("spec", "replicatedJobs", str(i), "template", "spec", "template")))
+            out.append(
+                (
+                    str(rj["name"]),
+                    replicas * pods,
+                    ("spec", "replicatedJobs", str(i), "template", "spec", "template"),
+                )
+            )
         return out
     if kind == "PyTorchJob":
         specs = spec.get("pytorchReplicaSpecs")
@@ -223,9 +232,14 @@ def _pod_sets_of(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, int, tupl
             raise WorkloadError("spec.pytorchReplicaSpecs: required")
         # Master first (rank 0), then the others by name: a stable order
         names = sorted(specs, key=lambda n: (n != "Master", n))
-        return [(n, _int(_get(specs, (n, "replicas")), f"spec.pytorchReplicaSpecs.{n}"
-                         ".replicas", 1), ("spec", "pytorchReplicaSpecs", n, "template"))
-                for n in names]
+        return [
+            (
+                n,
+                _int(_get(specs, (n, "replicas")), f"spec.pytorchReplicaSpecs.{n}.replicas", 1),
+                ("spec", "pytorchReplicaSpecs", n, "template"),
+            )
+            for n in names
+        ]
     raise WorkloadError(f"kind {kind!r} is not taken in as a whole object")
 
 
@@ -248,8 +262,7 @@ def codec_configs(configs: Sequence[DeviceModelConfig]) -> list[DeviceModelConfi
     keep their own config."""
     out, seen = [], set()
     for c in configs:
-        names = (c.resource_count, c.resource_memory, c.resource_memory_percent,
-                 c.resource_cores)
+        names = (c.resource_count, c.resource_memory, c.resource_memory_percent, c.resource_cores)
         if not any(names) or names in seen:
             continue
         seen.add(names)
@@ -260,8 +273,7 @@ def codec_configs(configs: Sequence[DeviceModelConfig]) -> list[DeviceModelConfi
 def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> PodRequest:
     if not isinstance(template, Mapping):
         raise WorkloadError(f"{where}: required")
-    pod = {"kind": "Pod", "metadata": template.get("metadata") or {},
-           "spec": template.get("spec")}
+    pod = {"kind": "Pod", "metadata": template.get("metadata") or {}, "spec": template.get("spec")}
     try:
         return pod_request_from_kube(pod, codec_configs(configs), where)
     except ValueError as exc:
@@ -278,10 +290,16 @@ def _finished(kind: str, obj: Mapping[str, Any]) -> tuple[str, int]:
     status = obj.get("status")
     status = status if isinstance(status, Mapping) else {}
     conditions = status.get("conditions")
-    conds = {c.get("type"): c.get("status") for c in
-             (conditions if isinstance(conditions, list) else []) if isinstance(c, Mapping)}
-    if conds.get("Complete") == "True" or conds.get("Completed") == "True" \
-            or conds.get("Succeeded") == "True":
+    conds = {
+        c.get("type"): c.get("status")
+        for c in (conditions if isinstance(conditions, list) else [])
+        if isinstance(c, Mapping)
+    }
+    if (
+        conds.get("Complete") == "True"
+        or conds.get("Completed") == "True"
+        or conds.get("Succeeded") == "True"
+    ):
         return "succeeded", 0
     if conds.get("Failed") == "True":
         return "failed", 0
@@ -289,18 +307,22 @@ def _finished(kind: str, obj: Mapping[str, Any]) -> tuple[str, int]:
         return "", _active(status.get("active"))
     if kind == "JobSet":
         jobs = status.get("replicatedJobsStatus")
-        return "", sum(_active(r.get("active")) for r in
-                       (jobs if isinstance(jobs, list) else []) if isinstance(r, Mapping))
+        return "", sum(
+            _active(r.get("active"))
+            for r in (jobs if isinstance(jobs, list) else [])
+            if isinstance(r, Mapping)
+        )
     if kind == "PyTorchJob":
         replicas = status.get("replicaStatuses")
-        return "", sum(_active(r.get("active")) for r in
-                       (replicas.values() if isinstance(replicas, Mapping) else [])
-                       if isinstance(r, Mapping))
+        return "", sum(
+            _active(r.get("active"))
+            for r in (replicas.values() if isinstance(replicas, Mapping) else [])
+            if isinstance(r, Mapping)
+        )
     return "", 0
 
 
-def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelConfig]
-                  ) -> Workload:
+def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelConfig]) -> Workload:
     """A suspendable object (Job, JobSet, PyTorchJob) as a :class:`Workload`.
 
     Raises:
@@ -319,14 +341,20 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
         raise WorkloadError("the workload runs no pods (every count is 0)")
     finished, active = _finished(kind, obj)
     return Workload(
-        kind=kind, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")),
-        uid=str(meta.get("uid") or ""), queue=str((meta.get("labels") or {}).get(LABEL_QUEUE,
-                                                                                  "")),
-        suspended=bool(_get(obj, info.suspend_path)), pod_sets=tuple(sets),
-        finished=finished, active=active,
+        kind=kind,
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""),
+        queue=str((meta.get("labels") or {}).get(LABEL_QUEUE, "")),
+        suspended=bool(_get(obj, info.suspend_path)),
+        pod_sets=tuple(sets),
+        finished=finished,
+        active=active,
         resource_version=str(meta.get("resourceVersion") or ""),
         generation=int(meta.get("generation") or 0),
-        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
+        annotations=dict(meta.get("annotations") or {}),
+        priority=_priority(meta),
+    )
 
 
 def _priority(meta: Mapping[str, Any]) -> int:
@@ -334,8 +362,9 @@ def _priority(meta: Mapping[str, Any]) -> int:
     try:
         priority = int(value)
     except ValueError:
-        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {value!r} is not an integer"
-                            ) from None
+        raise WorkloadError(
+            f"metadata.labels.{LABEL_PRIORITY}: {value!r} is not an integer"
+        ) from None
     if abs(priority) > 1_000_000_000:
         raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {priority} is out of range")
     return priority
@@ -362,15 +391,19 @@ def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> 
     phase = (pod.get("status") or {}).get("phase")
     request = _request({"metadata": meta, "spec": spec}, "spec", configs)
     return Workload(
-        kind="Pod", namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")),
-        uid=str(meta.get("uid") or ""), queue=str((meta.get("labels") or {}).get(LABEL_QUEUE,
-                                                                                  "")),
+        kind="Pod",
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""),
+        queue=str((meta.get("labels") or {}).get(LABEL_QUEUE, "")),
         suspended=SCHEDULING_GATE in gates,
         pod_sets=(PodSet("main", 1, ("spec",), request),),
         finished={"Succeeded": "succeeded", "Failed": "failed"}.get(str(phase), ""),
         active=1 if phase == "Running" else 0,
         resource_version=str(meta.get("resourceVersion") or ""),
-        annotations=dict(meta.get("annotations") or {}), priority=_priority(meta))
+        annotations=dict(meta.get("annotations") or {}),
+        priority=_priority(meta),
+    )
 
 
 def pod_owner(pod: Mapping[str, Any]) -> tuple[str, str]:

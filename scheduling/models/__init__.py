@@ -8,14 +8,7 @@ from scheduling.models.inventory import (
     Node,
     SerialSource,
 )
-from scheduling.models.jobs import (
-    Job,
-    JobContainer,
-    JobEvent,
-    Preemption,
-    PriorityClass,
-    Queue,
-)
+from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, PriorityClass, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
 from scheduling.models.simulation import SimulationRun, SimulationState
 from scheduling.models.workloads import JobPodSet, KubeWorkload

@@ -50,20 +50,22 @@ class Cluster(BaseModel):
         max_length=8, choices=SubmissionMode.choices, default=SubmissionMode.HAMI
     )
     namespace_pattern = models.CharField(
-        max_length=120, blank=True,
+        max_length=120,
+        blank=True,
         help_text="Name of each tenant's namespace in this cluster, e.g. 'tenant-{slug}' "
-                  "({slug} = tenant name, {cluster} = cluster name). Empty: the "
-                  "TENANT_NAMESPACE_PATTERN setting. A namespace already created keeps its "
-                  "name.",
+        "({slug} = tenant name, {cluster} = cluster name). Empty: the "
+        "TENANT_NAMESPACE_PATTERN setting. A namespace already created keeps its "
+        "name.",
     )
     in_cluster = models.BooleanField(
         default=False, help_text="Use the service account of the pod the console runs in."
     )
     kubeconfig_path = models.CharField(
-        max_length=1024, blank=True,
+        max_length=1024,
+        blank=True,
         help_text="Path of a kubeconfig file on the console hosts (the file holds the "
-                  "credentials; only the path is stored). Empty: the environment variable "
-                  "CLUSTER_<NAME>_KUBECONFIG names it.",
+        "credentials; only the path is stored). Empty: the environment variable "
+        "CLUSTER_<NAME>_KUBECONFIG names it.",
     )
     kube_context = models.CharField(
         max_length=253, blank=True, help_text="Context in the kubeconfig (empty = current)."
@@ -77,8 +79,10 @@ class Cluster(BaseModel):
     inventory_synced_at = models.DateTimeField(null=True, blank=True)
     resynced_at = models.DateTimeField(null=True, blank=True)
     intake_resource_versions = models.JSONField(
-        default=dict, blank=True,
-        help_text="Watch resume point per taken-in kind (scheduling.services.intake).")
+        default=dict,
+        blank=True,
+        help_text="Watch resume point per taken-in kind (scheduling.services.intake).",
+    )
     intake_resynced_at = models.DateTimeField(null=True, blank=True)
     inventory_errors = models.JSONField(default=list, blank=True)
     unknown_pods = models.JSONField(default=list, blank=True)
@@ -129,13 +133,15 @@ class DeviceModel(BaseModel):
     name = models.CharField(max_length=100, unique=True)
     vendor = models.CharField(max_length=32)
     family = models.CharField(
-        max_length=100, blank=True,
+        max_length=100,
+        blank=True,
         help_text="Model family quota may name instead of the model (e.g. A100); blank = none.",
     )
     config = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Overlay on HAMi's defaults for this model (docs/devices.md): e.g. "
-                  '{"memory_factor": 0, "memory_mib": 79872} for 1 % sMLU units.',
+        '{"memory_factor": 0, "memory_mib": 79872} for 1 % sMLU units.',
     )
     error = models.TextField(
         blank=True, help_text="Why the stored config does not resolve (set by the cycle)."
@@ -162,8 +168,9 @@ class DeviceModel(BaseModel):
         try:
             self.resolved()
         except ConfigError as exc:
-            raise ValidationError({"config": [f"{k}: {v}" for k, v in exc.errors.items()]}) \
-                from None
+            raise ValidationError(
+                {"config": [f"{k}: {v}" for k, v in exc.errors.items()]}
+            ) from None
 
     @property
     def slicing_mode(self) -> str:
@@ -245,19 +252,21 @@ class Device(BaseModel):
     console_unhealthy = models.BooleanField(
         default=False,
         help_text="Marked unhealthy by the console (telemetry XID/ECC, repeated pod failures);"
-                  " the inventory sync never clears it, only the console does.",
+        " the inventory sync never clears it, only the console does.",
     )
     cordon_reason = models.CharField(
-        max_length=500, blank=True,
+        max_length=500,
+        blank=True,
         help_text="Why the console cordons the device in its cluster (operator, health); "
-                  "empty = not cordoned by the console.",
+        "empty = not cordoned by the console.",
     )
     mode = models.CharField(max_length=32, blank=True, default="hami-core")
     removed_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(
-        max_length=16, blank=True,
+        max_length=16,
+        blank=True,
         help_text="Where the inventory sync saw it: 'hami' (node annotations) or 'dra' "
-                  "(ResourceSlice); empty for devices entered by hand.",
+        "(ResourceSlice); empty for devices entered by hand.",
     )
     dra_device = models.CharField(
         max_length=400, blank=True, help_text="<driver>/<pool>/<device> of a DRA device."
@@ -266,9 +275,10 @@ class Device(BaseModel):
         blank=True, help_text="Inventory problem (e.g. the uuid registered on two nodes)."
     )
     hami_id = models.CharField(
-        max_length=128, blank=True,
+        max_length=128,
+        blank=True,
         help_text="Id of the device in its node's HAMi registration when it is not the uuid "
-                  "(e.g. a legacy index-based Hygon id DCU-0).",
+        "(e.g. a legacy index-based Hygon id DCU-0).",
     )
     serial = models.CharField(max_length=128, blank=True, db_index=True)
     mig_profiles = models.JSONField(default=list, blank=True)

@@ -29,10 +29,14 @@ class PriorityClass(BaseModel):
     class's jobs from preemption, and such jobs are never admitted above nominal quota.
     """
 
-    name = models.CharField(max_length=63, unique=True, validators=[
-        RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")])
-    value = models.IntegerField(validators=[MinValueValidator(-1_000_000),
-                                            MaxValueValidator(1_000_000)])
+    name = models.CharField(
+        max_length=63,
+        unique=True,
+        validators=[RegexValidator(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "lowercase DNS label")],
+    )
+    value = models.IntegerField(
+        validators=[MinValueValidator(-1_000_000), MaxValueValidator(1_000_000)]
+    )
     preemptible = models.BooleanField(default=True)
     description = models.TextField(blank=True)
 
@@ -70,39 +74,63 @@ class Queue(BaseModel):
         max_length=16, choices=QueueStrategy.choices, default=QueueStrategy.BEST_EFFORT_FIFO
     )
     within_cluster_queue = models.CharField(
-        max_length=32, choices=WITHIN_CLUSTER_QUEUE_CHOICES,
+        max_length=32,
+        choices=WITHIN_CLUSTER_QUEUE_CHOICES,
         default=PreemptionScope.LOWER_PRIORITY,
-        help_text="Kueue withinClusterQueue: which of the tenant's own jobs may be preempted.")
+        help_text="Kueue withinClusterQueue: which of the tenant's own jobs may be preempted.",
+    )
     reclaim_within_cohort = models.CharField(
-        max_length=32, choices=RECLAIM_WITHIN_COHORT_CHOICES, default=PreemptionScope.ANY,
+        max_length=32,
+        choices=RECLAIM_WITHIN_COHORT_CHOICES,
+        default=PreemptionScope.ANY,
         help_text="Kueue reclaimWithinCohort: which jobs of tenants borrowing this tenant's "
-                  "quota may be preempted to get it back.")
+        "quota may be preempted to get it back.",
+    )
     borrow_within_cohort = models.CharField(
-        max_length=32, choices=BORROW_WITHIN_COHORT_CHOICES, default=PreemptionScope.NEVER,
+        max_length=32,
+        choices=BORROW_WITHIN_COHORT_CHOICES,
+        default=PreemptionScope.NEVER,
         help_text="Kueue borrowWithinCohort.policy: LowerPriority lets a job preempt lower "
-                  "priority jobs of other tenants even though it then borrows.")
+        "priority jobs of other tenants even though it then borrows.",
+    )
     borrow_max_priority_threshold = models.IntegerField(
-        null=True, blank=True,
-        help_text="Kueue borrowWithinCohort.maxPriorityThreshold (empty = none).")
+        null=True,
+        blank=True,
+        help_text="Kueue borrowWithinCohort.maxPriorityThreshold (empty = none).",
+    )
     flavors = models.JSONField(
-        default=list, blank=True,
-        help_text="Flavor names (device models, families or *) tried in order; empty = any.")
+        default=list,
+        blank=True,
+        help_text="Flavor names (device models, families or *) tried in order; empty = any.",
+    )
     when_can_borrow = models.CharField(
-        max_length=16, choices=FungibilityPolicy.choices,
-        default=FungibilityPolicy.MAY_STOP_SEARCH)
+        max_length=16, choices=FungibilityPolicy.choices, default=FungibilityPolicy.MAY_STOP_SEARCH
+    )
     when_can_preempt = models.CharField(
-        max_length=16, choices=FungibilityPolicy.choices,
-        default=FungibilityPolicy.TRY_NEXT_FLAVOR)
+        max_length=16, choices=FungibilityPolicy.choices, default=FungibilityPolicy.TRY_NEXT_FLAVOR
+    )
     flavor_preference = models.CharField(
-        max_length=32, choices=FlavorPreference.choices, blank=True, default="",
+        max_length=32,
+        choices=FlavorPreference.choices,
+        blank=True,
+        default="",
         help_text="Only with both when_can_* set to TryNextFlavor (empty = "
-                  "BorrowingOverPreemption).")
+        "BorrowingOverPreemption).",
+    )
     allowed_priority_classes = models.ManyToManyField(
-        PriorityClass, blank=True, related_name="queues",
-        help_text="Priority classes the queue's jobs may use (none selected = any class).")
+        PriorityClass,
+        blank=True,
+        related_name="queues",
+        help_text="Priority classes the queue's jobs may use (none selected = any class).",
+    )
     default_priority_class = models.ForeignKey(
-        PriorityClass, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-        help_text="Class of a job submitted without one.")
+        PriorityClass,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Class of a job submitted without one.",
+    )
 
     class Meta:
         ordering = ["tenant__name", "name"]
@@ -115,23 +143,46 @@ class Queue(BaseModel):
 
     def clean(self) -> None:
         """Kueue's API validation of the preemption and fungibility fields."""
-        if self.reclaim_within_cohort == PreemptionScope.NEVER and \
-                self.borrow_within_cohort != PreemptionScope.NEVER:
-            raise ValidationError({"borrow_within_cohort": (
-                "Needs reclaim_within_cohort other than Never (Kueue refuses "
-                "reclaimWithinCohort: Never with a borrowWithinCohort policy).")})
-        if self.borrow_max_priority_threshold is not None and \
-                self.borrow_within_cohort == PreemptionScope.NEVER:
-            raise ValidationError({"borrow_max_priority_threshold": (
-                "Only meaningful with a borrow_within_cohort policy.")})
-        both_try = (self.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
-                    and self.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR)
+        if (
+            self.reclaim_within_cohort == PreemptionScope.NEVER
+            and self.borrow_within_cohort != PreemptionScope.NEVER
+        ):
+            raise ValidationError(
+                {
+                    "borrow_within_cohort": (
+                        "Needs reclaim_within_cohort other than Never (Kueue refuses "
+                        "reclaimWithinCohort: Never with a borrowWithinCohort policy)."
+                    )
+                }
+            )
+        if (
+            self.borrow_max_priority_threshold is not None
+            and self.borrow_within_cohort == PreemptionScope.NEVER
+        ):
+            raise ValidationError(
+                {
+                    "borrow_max_priority_threshold": (
+                        "Only meaningful with a borrow_within_cohort policy."
+                    )
+                }
+            )
+        both_try = (
+            self.when_can_borrow == FungibilityPolicy.TRY_NEXT_FLAVOR
+            and self.when_can_preempt == FungibilityPolicy.TRY_NEXT_FLAVOR
+        )
         if self.flavor_preference and not both_try:
-            raise ValidationError({"flavor_preference": (
-                "Only with when_can_borrow and when_can_preempt both TryNextFlavor.")})
-        if not isinstance(self.flavors, list) or not all(
-                isinstance(f, str) and f for f in self.flavors) or \
-                len(set(self.flavors)) != len(self.flavors):
+            raise ValidationError(
+                {
+                    "flavor_preference": (
+                        "Only with when_can_borrow and when_can_preempt both TryNextFlavor."
+                    )
+                }
+            )
+        if (
+            not isinstance(self.flavors, list)
+            or not all(isinstance(f, str) and f for f in self.flavors)
+            or len(set(self.flavors)) != len(self.flavors)
+        ):
             raise ValidationError({"flavors": "A list of distinct flavor names."})
 
 
@@ -150,19 +201,30 @@ class Job(BaseModel):
     name = models.CharField(max_length=200)
     priority = models.IntegerField(default=0)
     priority_class = models.ForeignKey(
-        PriorityClass, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs",
-        help_text="The class the job was submitted with; priority is its value at submission.")
+        PriorityClass,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        help_text="The class the job was submitted with; priority is its value at submission.",
+    )
     max_runtime_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
         help_text="Seconds a run may last after admission (Kueue maximumExecutionTimeSeconds; "
-                  "training/batch: then failed, Kubernetes activeDeadlineSeconds; notebook: "
-                  "its maximum lifetime, then stopped); lets smaller jobs backfill around a "
-                  "starvation reservation. Empty = unbounded.")
+        "training/batch: then failed, Kubernetes activeDeadlineSeconds; notebook: "
+        "its maximum lifetime, then stopped); lets smaller jobs backfill around a "
+        "starvation reservation. Empty = unbounded.",
+    )
     preempting_since = models.DateTimeField(
-        null=True, blank=True,
-        help_text="Set while the job waits for the victims it preempted to terminate.")
+        null=True,
+        blank=True,
+        help_text="Set while the job waits for the victims it preempted to terminate.",
+    )
     reserving_since = models.DateTimeField(
-        null=True, blank=True, help_text="Start of its starvation reservation (if any).")
+        null=True, blank=True, help_text="Start of its starvation reservation (if any)."
+    )
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     pod_count = models.PositiveIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(1024)]
@@ -176,7 +238,8 @@ class Job(BaseModel):
         default=True, help_text="False: never preempted, and never admitted above nominal quota."
     )
     min_runtime_s = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0)],
+        default=0.0,
+        validators=[MinValueValidator(0)],
         help_text="Seconds after admission during which the job cannot be preempted.",
     )
     on_preemption = models.CharField(
@@ -191,51 +254,75 @@ class Job(BaseModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     restart_policy = models.CharField(
-        max_length=16, choices=RESTART_POLICIES, default="Never",
+        max_length=16,
+        choices=RESTART_POLICIES,
+        default="Never",
         help_text="Pod restartPolicy. A pod lost outside the console (node gone, evicted, "
-                  "deleted) fails a Never job and requeues an OnFailure or Always job.",
+        "deleted) fails a Never job and requeues an OnFailure or Always job.",
     )
     requeue_count = models.PositiveIntegerField(default=0)
     # -- workload kind (scheduling.services.workloads) ---------------------------------------
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.BATCH)
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replica_jobs",
-        help_text="Inference replica: the service job it is a replica of.")
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="replica_jobs",
+        help_text="Inference replica: the service job it is a replica of.",
+    )
     port = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65535)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(65535)],
         help_text="Container port: the service's (inference), the notebook's, or the "
-                  "rendezvous port MASTER_PORT (training).")
+        "rendezvous port MASTER_PORT (training).",
+    )
     replicas = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Inference: desired replicas.")
+        null=True, blank=True, help_text="Inference: desired replicas."
+    )
     replicas_min = models.PositiveIntegerField(null=True, blank=True)
     replicas_max = models.PositiveIntegerField(null=True, blank=True)
     backoff_limit = models.PositiveIntegerField(
-        default=0, help_text="Failed runs (a pod failed) retried before the job fails.")
+        default=0, help_text="Failed runs (a pod failed) retried before the job fails."
+    )
     failed_attempts = models.PositiveIntegerField(default=0)
     idle_cull_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(60)],
-        help_text="Notebook: stopped after its devices sat idle this long (telemetry).")
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(60)],
+        help_text="Notebook: stopped after its devices sat idle this long (telemetry).",
+    )
     launcher_cpu_milli = models.PositiveIntegerField(default=0)
     launcher_memory_mib = models.PositiveIntegerField(default=0)
     volumes = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text='PersistentVolumeClaims: [{"claim": "datasets", "mount_path": "/data", '
-                  '"read_only": true}].')
+        '"read_only": true}].',
+    )
     secrets = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text='Secrets by reference: [{"name": "hf-token"}] (environment from every key) '
-                  'or [{"name": "certs", "mount_path": "/certs"}] (files).')
+        'or [{"name": "certs", "mount_path": "/certs"}] (files).',
+    )
     tolerations = models.JSONField(
-        default=list, blank=True, help_text="Pod tolerations (Kubernetes shape).")
+        default=list, blank=True, help_text="Pod tolerations (Kubernetes shape)."
+    )
     node_selector = models.JSONField(
-        default=dict, blank=True,
-        help_text="Node labels every pod's node must carry (placement and nodeSelector).")
+        default=dict,
+        blank=True,
+        help_text="Node labels every pod's node must carry (placement and nodeSelector).",
+    )
     stopped_at = models.DateTimeField(null=True, blank=True)
     annotations = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Pod annotations {key: value} put on every pod of the job; "
-                  "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy override "
-                  "the resource group's placement policies where the group allows it.")
+        "hami.io/node-scheduler-policy and hami.io/gpu-scheduler-policy override "
+        "the resource group's placement policies where the group allows it.",
+    )
 
     class Meta:
         ordering = ["-priority", "created", "id"]
@@ -283,8 +370,12 @@ class JobContainer(BaseModel):
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="containers")
     pod_set = models.ForeignKey(
-        "scheduling.JobPodSet", null=True, blank=True, on_delete=models.CASCADE,
-        related_name="containers", help_text="The pod set it belongs to (empty: every pod).",
+        "scheduling.JobPodSet",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="containers",
+        help_text="The pod set it belongs to (empty: every pod).",
     )
     name = models.CharField(max_length=63)
     init = models.BooleanField(default=False)
@@ -302,10 +393,12 @@ class JobContainer(BaseModel):
     args = models.JSONField(default=list, blank=True, help_text="Arguments (list of str).")
     env = models.JSONField(default=dict, blank=True, help_text="Environment {name: value}.")
     role = models.CharField(
-        max_length=16, blank=True, choices=[("", "every pod"), ("launcher", "launcher"),
-                                            ("worker", "worker")],
+        max_length=16,
+        blank=True,
+        choices=[("", "every pod"), ("launcher", "launcher"), ("worker", "worker")],
         help_text="Training: the launcher pod's containers, or the workers' (blank = the "
-                  "workers' too).")
+        "workers' too).",
+    )
 
     class Meta:
         ordering = ["job", "-init", "id"]

@@ -33,14 +33,16 @@ class Placement(BaseModel):
     charged = models.BooleanField(default=False)
     message = models.TextField(blank=True)
     ready = models.BooleanField(
-        default=False, help_text="The pod passes its readiness (Kubernetes Ready condition; "
-                                 "simulated pods are ready once running).")
+        default=False,
+        help_text="The pod passes its readiness (Kubernetes Ready condition; "
+        "simulated pods are ready once running).",
+    )
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     evict_by = models.DateTimeField(
-        null=True, blank=True,
-        help_text="terminating: end of the pods' termination grace period.")
+        null=True, blank=True, help_text="terminating: end of the pods' termination grace period."
+    )
 
     class Meta:
         ordering = ["job", "pod_index", "id"]
@@ -80,9 +82,7 @@ class PlacementDevice(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["placement", "device"], name="placement_device_unique"
-            )
+            models.UniqueConstraint(fields=["placement", "device"], name="placement_device_unique")
         ]
 
     def __str__(self) -> str:
@@ -99,10 +99,10 @@ class PlacementMigInstance(models.Model):
     two tenants share the GPU.
     """
 
-    placement = models.ForeignKey(Placement, on_delete=models.CASCADE,
-                                  related_name="mig_instances")
-    device = models.ForeignKey("scheduling.Device", on_delete=models.PROTECT,
-                               related_name="mig_instances")
+    placement = models.ForeignKey(Placement, on_delete=models.CASCADE, related_name="mig_instances")
+    device = models.ForeignKey(
+        "scheduling.Device", on_delete=models.PROTECT, related_name="mig_instances"
+    )
     profile = models.CharField(max_length=64)
     start = models.PositiveSmallIntegerField()
     size = models.PositiveSmallIntegerField()
@@ -111,8 +111,9 @@ class PlacementMigInstance(models.Model):
     class Meta:
         ordering = ["placement", "device", "start"]
         constraints = [
-            models.UniqueConstraint(fields=["placement", "device", "start"],
-                                    name="placement_mig_instance_unique")
+            models.UniqueConstraint(
+                fields=["placement", "device", "start"], name="placement_mig_instance_unique"
+            )
         ]
 
     def __str__(self) -> str:

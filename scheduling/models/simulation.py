@@ -28,17 +28,20 @@ class SimulationRun(BaseModel):
         result: ``{"policies": [WhatIfResult.as_dict(), ...], "workload": {...}}``.
     """
 
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    resource_group = models.ForeignKey("tenants.ResourceGroup", null=True, blank=True,
-                                       on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resource_group = models.ForeignKey(
+        "tenants.ResourceGroup", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     source = models.CharField(max_length=8, default="group")
     trace_name = models.CharField(max_length=255, blank=True)
     trace_csv = models.TextField(blank=True)
     policies = models.JSONField(default=list)
     quotas = models.JSONField(default=dict, blank=True)
-    state = models.CharField(max_length=8, choices=SimulationState.choices,
-                             default=SimulationState.QUEUED)
+    state = models.CharField(
+        max_length=8, choices=SimulationState.choices, default=SimulationState.QUEUED
+    )
     progress_percent = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True)

@@ -44,21 +44,28 @@ class KubeWorkload(BaseModel):
     ``gone_at`` marks an object deleted from the cluster.
     """
 
-    cluster = models.ForeignKey("scheduling.Cluster", on_delete=models.CASCADE,
-                                related_name="workloads")
+    cluster = models.ForeignKey(
+        "scheduling.Cluster", on_delete=models.CASCADE, related_name="workloads"
+    )
     kind = models.CharField(max_length=16)
     namespace = models.CharField(max_length=63)
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64)
     owner = models.CharField(max_length=300, blank=True)
     queue_name = models.CharField(max_length=63, blank=True)
-    job = models.ForeignKey("scheduling.Job", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="kube_workloads")
+    job = models.ForeignKey(
+        "scheduling.Job",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="kube_workloads",
+    )
     original_spec = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     reason_written = models.TextField(blank=True)
     recorded = models.BooleanField(
-        default=False, help_text="The placement is written in the object and it is released.")
+        default=False, help_text="The placement is written in the object and it is released."
+    )
     gone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -25,7 +25,20 @@ from scheduling.placement.types import (
 )
 
 __all__ = [
-    "ClusterSnapshot", "ContainerAssignment", "ContainerRequest", "Decision", "DeviceUsage",
-    "DeviceGrant", "DeviceRequest", "Framework", "NodeInfo", "PlacementRequest", "PodAssignment",
-    "PodRequest", "Profile", "place", "reserve", "unreserve",
+    "ClusterSnapshot",
+    "ContainerAssignment",
+    "ContainerRequest",
+    "Decision",
+    "DeviceUsage",
+    "DeviceGrant",
+    "DeviceRequest",
+    "Framework",
+    "NodeInfo",
+    "PlacementRequest",
+    "PodAssignment",
+    "PodRequest",
+    "Profile",
+    "place",
+    "reserve",
+    "unreserve",
 ]

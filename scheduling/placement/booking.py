@@ -26,8 +26,7 @@ def collapse(pa: PodAssignment) -> dict[str, tuple[int, int, int, list[MigInstan
             a = acc.setdefault(g.uuid, [0, 0, 0, 0, 0, 0, [], []])
             # init_mem_max, init_cores_max, init_slots, app_mem, app_cores, app_slots, app_mig,
             # init_mig
-            mig = MigInstance(g.mig_profile, g.mig_start, g.mig_size) if g.mig_start >= 0 \
-                else None
+            mig = MigInstance(g.mig_profile, g.mig_start, g.mig_size) if g.mig_start >= 0 else None
             if c.init:
                 a[0] = max(a[0], g.memory_mib)
                 a[1] = max(a[1], g.cores_percent)
@@ -80,13 +79,17 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
         dev = node.device(uuid)
         if dev is None:
             raise ValueError(f"pod {pa.pod}: device {uuid!r} is not on node {pa.node!r}")
-        if sign < 0 and (dev.used_slots < slots or dev.used_memory_mib < mem
-                         or dev.used_cores_percent < cores
-                         or any(m not in dev.mig_instances for m in migs)
-                         or any(dev.used_counters.get(k, 0) < n
-                                for k, n in counted.get(uuid, {}).items())):
-            raise ValueError(f"pod {pa.pod}: unreserve of device {uuid!r} exceeds its booked "
-                             "usage (was the decision reserved?)")
+        if sign < 0 and (
+            dev.used_slots < slots
+            or dev.used_memory_mib < mem
+            or dev.used_cores_percent < cores
+            or any(m not in dev.mig_instances for m in migs)
+            or any(dev.used_counters.get(k, 0) < n for k, n in counted.get(uuid, {}).items())
+        ):
+            raise ValueError(
+                f"pod {pa.pod}: unreserve of device {uuid!r} exceeds its booked "
+                "usage (was the decision reserved?)"
+            )
         devs[uuid] = dev
     if sign < 0 and (node.used_cpu_milli < pa.cpu_milli or node.used_memory_mib < pa.memory_mib):
         raise ValueError(f"pod {pa.pod}: unreserve exceeds node {pa.node!r} cpu/memory usage")

@@ -138,10 +138,7 @@ class TargetWorkload:
 
 
 def class_fragment(
-    cpu_free_milli: int,
-    gpu_free_milli: Sequence[int],
-    gpu_types: Sequence[str],
-    task: TaskClass,
+    cpu_free_milli: int, gpu_free_milli: Sequence[int], gpu_types: Sequence[str], task: TaskClass
 ) -> int:
     """F_n(m): idle GPU milli of one node that ``task`` cannot use (fgd.md §4).
 
@@ -457,14 +454,26 @@ def _stranded(
         cpu_fit = [c for c in allowed if cpu >= c.cpu_milli]
         if not cpu_fit:
             need = min(c.cpu_milli for c in allowed)
-            out.append((j, STRANDED_CPU, f"node free CPU {cpu} milli is below every class "
-                        f"that allows {t} (the smallest needs {need} milli)"))
+            out.append(
+                (
+                    j,
+                    STRANDED_CPU,
+                    f"node free CPU {cpu} milli is below every class "
+                    f"that allows {t} (the smallest needs {need} milli)",
+                )
+            )
             continue
         size_fit = [c for c in cpu_fit if g >= c.gpu_milli]
         if not size_fit:
             need = min(c.gpu_milli for c in cpu_fit)
-            out.append((j, STRANDED_TOO_SMALL, f"{g} milli free is below the smallest "
-                        f"per-GPU request ({need} milli) of the classes that can run here"))
+            out.append(
+                (
+                    j,
+                    STRANDED_TOO_SMALL,
+                    f"{g} milli free is below the smallest "
+                    f"per-GPU request ({need} milli) of the classes that can run here",
+                )
+            )
             continue
         best = None
         for c in size_fit:
@@ -481,8 +490,14 @@ def _stranded(
                 best = key
         else:
             _short, k, d, fits = best
-            out.append((j, STRANDED_TOO_FEW, f"the classes this GPU fits need {k} GPUs with "
-                        f">= {d} milli free; the node has {fits}"))
+            out.append(
+                (
+                    j,
+                    STRANDED_TOO_FEW,
+                    f"the classes this GPU fits need {k} GPUs with "
+                    f">= {d} milli free; the node has {fits}",
+                )
+            )
     return out
 
 
@@ -490,9 +505,7 @@ def _stranded_devices_of(
     node: NodeInfo, cpu: int, gpus: Sequence[int], types: Sequence[str], wl: TargetWorkload
 ) -> tuple[StrandedDevice, ...]:
     return tuple(
-        StrandedDevice(
-            node.devices[j].index, node.devices[j].uuid, types[j], gpus[j], code, reason
-        )
+        StrandedDevice(node.devices[j].index, node.devices[j].uuid, types[j], gpus[j], code, reason)
         for j, code, reason in _stranded(cpu, gpus, types, wl)
     )
 

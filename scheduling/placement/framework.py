@@ -20,8 +20,17 @@ from scheduling.placement.types import ClusterSnapshot, DeviceGrant, NodeInfo, P
 T = TypeVar("T")
 
 __all__ = [
-    "Code", "Status", "StateKey", "CycleState", "NodeFit", "Plugin", "PreFilterPlugin",
-    "FilterPlugin", "ScorePlugin", "ReservePlugin", "SUCCESS",
+    "Code",
+    "Status",
+    "StateKey",
+    "CycleState",
+    "NodeFit",
+    "Plugin",
+    "PreFilterPlugin",
+    "FilterPlugin",
+    "ScorePlugin",
+    "ReservePlugin",
+    "SUCCESS",
 ]
 
 
@@ -29,10 +38,10 @@ class Code(Enum):
     """Status codes (kube-scheduler ``framework.Code`` subset)."""
 
     SUCCESS = "Success"
-    UNSCHEDULABLE = "Unschedulable"          # does not fit now, may fit after changes
+    UNSCHEDULABLE = "Unschedulable"  # does not fit now, may fit after changes
     UNRESOLVABLE = "UnschedulableAndUnresolvable"  # can never fit this node
-    ERROR = "Error"                          # bad input / bug
-    SKIP = "Skip"                            # plugin not relevant for this pod
+    ERROR = "Error"  # bad input / bug
+    SKIP = "Skip"  # plugin not relevant for this pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +130,9 @@ class PreFilterPlugin(Protocol):
 
     name: str
 
-    def pre_filter(self, state: CycleState, pod: PodRequest,
-                   snapshot: ClusterSnapshot) -> Status: ...
+    def pre_filter(
+        self, state: CycleState, pod: PodRequest, snapshot: ClusterSnapshot
+    ) -> Status: ...
 
 
 @runtime_checkable
@@ -155,8 +165,10 @@ class ReservePlugin(Protocol):
 
     name: str
 
-    def reserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo,
-                fit: NodeFit) -> None: ...
+    def reserve(
+        self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo, fit: NodeFit
+    ) -> None: ...
 
-    def unreserve(self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo,
-                  fit: NodeFit) -> None: ...
+    def unreserve(
+        self, snapshot: ClusterSnapshot, pod: PodRequest, node: NodeInfo, fit: NodeFit
+    ) -> None: ...

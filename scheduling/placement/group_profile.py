@@ -71,11 +71,11 @@ class PlacementPolicy:
     pod_override: bool = True
 
     def __post_init__(self) -> None:
-        for name, value, allowed in (("node_policy", self.node_policy, NODE_POLICIES),
-                                     ("device_policy", self.device_policy,
-                                      GROUP_DEVICE_POLICIES),
-                                     ("fragmentation", self.fragmentation,
-                                      FRAGMENTATION_POLICIES)):
+        for name, value, allowed in (
+            ("node_policy", self.node_policy, NODE_POLICIES),
+            ("device_policy", self.device_policy, GROUP_DEVICE_POLICIES),
+            ("fragmentation", self.fragmentation, FRAGMENTATION_POLICIES),
+        ):
             if value not in allowed:
                 raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
 
@@ -86,8 +86,10 @@ class PlacementPolicy:
         pod; the API rejects them with :func:`annotation_errors`)."""
         if not self.pod_override or not annotations:
             return "", ""
-        return (str(annotations.get(NODE_POLICY_ANNOTATION, "")),
-                str(annotations.get(DEVICE_POLICY_ANNOTATION, "")))
+        return (
+            str(annotations.get(NODE_POLICY_ANNOTATION, "")),
+            str(annotations.get(DEVICE_POLICY_ANNOTATION, "")),
+        )
 
     @property
     def needs_workload(self) -> bool:
@@ -103,8 +105,10 @@ def annotation_errors(annotations: Mapping[str, str], override_allowed: bool) ->
         override_allowed: the group's ``pod_policy_override``.
     """
     errors = []
-    for key, allowed in ((NODE_POLICY_ANNOTATION, NODE_POLICIES),
-                         (DEVICE_POLICY_ANNOTATION, GROUP_DEVICE_POLICIES)):
+    for key, allowed in (
+        (NODE_POLICY_ANNOTATION, NODE_POLICIES),
+        (DEVICE_POLICY_ANNOTATION, GROUP_DEVICE_POLICIES),
+    ):
         if key not in annotations:
             continue
         if not override_allowed:
@@ -131,8 +135,14 @@ class FragFallbackScore:
 
     node_local = False
 
-    def __init__(self, name: str, workload: TargetWorkload, node_policy: str = "binpack",
-                 tie_seed: int | None = None, **_: object) -> None:
+    def __init__(
+        self,
+        name: str,
+        workload: TargetWorkload,
+        node_policy: str = "binpack",
+        tie_seed: int | None = None,
+        **_: object,
+    ) -> None:
         self.name = name
         self.inner = TracePolicyPlugin(name, workload, tie_seed)
         self.sign = 1.0 if node_policy == "binpack" else -1.0
@@ -148,9 +158,13 @@ class FragFallbackScore:
         return base if pod.node_policy else self.sign * base
 
 
-def policy_profile(policy: PlacementPolicy, *, workload: TargetWorkload | None = None,
-                   device_configs: Sequence[DeviceModelConfig] | None = None,
-                   name: str = "group") -> Profile:
+def policy_profile(
+    policy: PlacementPolicy,
+    *,
+    workload: TargetWorkload | None = None,
+    device_configs: Sequence[DeviceModelConfig] | None = None,
+    name: str = "group",
+) -> Profile:
     """The placement-core profile of ``policy``.
 
     Args:
@@ -164,14 +178,23 @@ def policy_profile(policy: PlacementPolicy, *, workload: TargetWorkload | None =
     """
     configs = tuple(device_configs) if device_configs is not None else None
     if not policy.needs_workload:
-        return Profile(name=name, node_policy=policy.node_policy,
-                       device_policy=policy.device_policy, device_configs=configs)
+        return Profile(
+            name=name,
+            node_policy=policy.node_policy,
+            device_policy=policy.device_policy,
+            device_configs=configs,
+        )
     if workload is None:
         raise ValueError(f"fragmentation policy {policy.fragmentation} needs a target workload")
     frag = policy.fragmentation
     registry = Registry({frag: lambda **args: FragFallbackScore(frag, **args)})
     return Profile(
-        name=name, node_policy=policy.node_policy, device_policy=policy.device_policy,
-        device_configs=configs, scores=((frag, 1.0),), registry=registry, select="max",
+        name=name,
+        node_policy=policy.node_policy,
+        device_policy=policy.device_policy,
+        device_configs=configs,
+        scores=((frag, 1.0),),
+        registry=registry,
+        select="max",
         plugin_args={frag: {"workload": workload, "node_policy": policy.node_policy}},
     )

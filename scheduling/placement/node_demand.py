@@ -79,23 +79,37 @@ def _unasked(node: NodeInfo, tasks: Mapping[TaskClass, int]) -> tuple[StrandedDe
         if free <= 0:
             continue
         model = types[j]
-        allowed = [t for t in tasks if not t.cpu_only and (not t.gpu_types or model in
-                                                             t.gpu_types)]
+        allowed = [t for t in tasks if not t.cpu_only and (not t.gpu_types or model in t.gpu_types)]
         if not allowed:
-            out.append(StrandedDevice(node.devices[j].index, node.devices[j].uuid, model, free,
-                                      STRANDED_MODEL,
-                                      f"no class of the target workload allows model {model}"))
+            out.append(
+                StrandedDevice(
+                    node.devices[j].index,
+                    node.devices[j].uuid,
+                    model,
+                    free,
+                    STRANDED_MODEL,
+                    f"no class of the target workload allows model {model}",
+                )
+            )
         else:
-            out.append(StrandedDevice(
-                node.devices[j].index, node.devices[j].uuid, model, free, STRANDED_SHAPE,
-                f"the recent tasks that allow {model} need more GPUs or CPU than this node "
-                f"has ({sum(1 for t in types if t == model)} x {model}, "
-                f"{node.cpu_milli} milli CPU)"))
+            out.append(
+                StrandedDevice(
+                    node.devices[j].index,
+                    node.devices[j].uuid,
+                    model,
+                    free,
+                    STRANDED_SHAPE,
+                    f"the recent tasks that allow {model} need more GPUs or CPU than this node "
+                    f"has ({sum(1 for t in types if t == model)} x {model}, "
+                    f"{node.cpu_milli} milli CPU)",
+                )
+            )
     return tuple(out)
 
 
-def demand_fragmentation(snapshot: ClusterSnapshot, tasks: Mapping[TaskClass, int], *,
-                         coverage: float = 0.95) -> ClusterFragmentation:
+def demand_fragmentation(
+    snapshot: ClusterSnapshot, tasks: Mapping[TaskClass, int], *, coverage: float = 0.95
+) -> ClusterFragmentation:
     """FGD fragmentation of every node of ``snapshot`` against its own M_n (module docstring).
 
     Args:
@@ -134,7 +148,11 @@ def demand_fragmentation(snapshot: ClusterSnapshot, tasks: Mapping[TaskClass, in
         frag += f
         stranded += s
     return ClusterFragmentation(
-        capacity_milli=cap, idle_milli=idle, fragment_milli=frag,
-        rate=frag / idle if idle else 0.0, fragment_of_capacity=frag / cap if cap else 0.0,
-        stranded_gpus=stranded, nodes=tuple(rows),
+        capacity_milli=cap,
+        idle_milli=idle,
+        fragment_milli=frag,
+        rate=frag / idle if idle else 0.0,
+        fragment_of_capacity=frag / cap if cap else 0.0,
+        stranded_gpus=stranded,
+        nodes=tuple(rows),
     )

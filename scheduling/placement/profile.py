@@ -23,8 +23,13 @@ from scheduling.placement.vendors import (
 __all__ = ["Profile", "Framework", "NODE_POLICIES", "DEFAULT_FILTERS", "DEFAULT_SCORES"]
 
 NODE_POLICIES = ("binpack", "spread")
-DEFAULT_FILTERS = (names.NODE_REGISTRATION, names.NODE_UNSCHEDULABLE, names.NODE_SELECTOR,
-                   names.NODE_RESOURCES_FIT, names.DEVICE_FIT)
+DEFAULT_FILTERS = (
+    names.NODE_REGISTRATION,
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_SELECTOR,
+    names.NODE_RESOURCES_FIT,
+    names.DEVICE_FIT,
+)
 DEFAULT_SCORES: tuple[tuple[str, float], ...] = ((names.HAMI_NODE_SCORE, 1.0),)
 
 
@@ -88,9 +93,18 @@ class Profile:
         """Build from plain data: ``{"name", "node_policy", "device_policy", "filters": [...],
         "scores": [[name, weight], ...], "device_scoring_weights": [s, c, m],
         "device_configs": [{...}], "select"}``. Raises ValueError on bad fields."""
-        known = {"name", "node_policy", "device_policy", "filters", "scores",
-                 "device_scoring_weights", "device_configs", "select", "plugin_args",
-                 "hami_parity"}
+        known = {
+            "name",
+            "node_policy",
+            "device_policy",
+            "filters",
+            "scores",
+            "device_scoring_weights",
+            "device_configs",
+            "select",
+            "plugin_args",
+            "hami_parity",
+        }
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"Profile: unknown field(s) {', '.join(unknown)}")
@@ -100,11 +114,11 @@ class Profile:
         if "scores" in args:
             args["scores"] = tuple((str(n), float(w)) for n, w in args["scores"])
         if "device_scoring_weights" in args:
-            args["device_scoring_weights"] = tuple(int(x) for x in
-                                                   args["device_scoring_weights"])
+            args["device_scoring_weights"] = tuple(int(x) for x in args["device_scoring_weights"])
         if args.get("device_configs") is not None:
-            args["device_configs"] = tuple(DeviceModelConfig.from_dict(c)
-                                           for c in args["device_configs"])
+            args["device_configs"] = tuple(
+                DeviceModelConfig.from_dict(c) for c in args["device_configs"]
+            )
         return cls(**args)
 
     def build(self, cache: bool = True) -> Framework:
@@ -126,8 +140,17 @@ class Profile:
 class Framework:
     """A built profile: plugin instances grouped by extension point."""
 
-    __slots__ = ("profile", "vendors", "pre_filters", "filters", "scores", "maximize",
-                 "cache", "_caches", "select_plugin")
+    __slots__ = (
+        "profile",
+        "vendors",
+        "pre_filters",
+        "filters",
+        "scores",
+        "maximize",
+        "cache",
+        "_caches",
+        "select_plugin",
+    )
 
     #: request shapes whose per-node results are kept (least recently used dropped)
     CACHE_SHAPES = 256
@@ -138,20 +161,26 @@ class Framework:
         if profile.registry is not None:
             registry = registry.merge(profile.registry)
         if profile.device_configs is not None or profile.hami_parity:
-            configs = (list(profile.device_configs) if profile.device_configs is not None
-                       else default_device_configs())
-            self.vendors: dict[str, VendorPlugin] = build_vendors(configs,
-                                                                  profile.hami_parity)
+            configs = (
+                list(profile.device_configs)
+                if profile.device_configs is not None
+                else default_device_configs()
+            )
+            self.vendors: dict[str, VendorPlugin] = build_vendors(configs, profile.hami_parity)
         else:
             self.vendors = default_vendors()
-        common = {"vendors": self.vendors, "device_policy": profile.device_policy,
-                  "device_scoring_weights": profile.device_scoring_weights}
+        common = {
+            "vendors": self.vendors,
+            "device_policy": profile.device_policy,
+            "device_scoring_weights": profile.device_scoring_weights,
+        }
         made: dict[str, Any] = {}
 
         def make(name: str) -> Any:
             if name not in made:
-                made[name] = registry.create(name, **{**common,
-                                                      **profile.plugin_args.get(name, {})})
+                made[name] = registry.create(
+                    name, **{**common, **profile.plugin_args.get(name, {})}
+                )
             return made[name]
 
         self.pre_filters = []
@@ -172,9 +201,11 @@ class Framework:
                 self.pre_filters.append(p)
         self.maximize = profile.maximize
         #: the fast-path plugin (runner module doc): the only Score plugin, if it has select
-        self.select_plugin = (self.scores[0][0] if len(self.scores) == 1
-                              and callable(getattr(self.scores[0][0], "select", None))
-                              else None)
+        self.select_plugin = (
+            self.scores[0][0]
+            if len(self.scores) == 1 and callable(getattr(self.scores[0][0], "select", None))
+            else None
+        )
         plugins = [*self.pre_filters, *self.filters, *(p for p, _ in self.scores)]
         self.cache = cache and all(getattr(p, "node_local", False) for p in plugins)
         self._caches: dict[tuple, dict[str, tuple]] = {}

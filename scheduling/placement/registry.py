@@ -54,8 +54,9 @@ class Registry:
             raise KeyError(f"unknown plugin {name!r} (known: {known})") from None
         plugin = factory(**args)
         if getattr(plugin, "name", None) != name:
-            raise ValueError(f"factory for {name!r} built a plugin named "
-                             f"{getattr(plugin, 'name', None)!r}")
+            raise ValueError(
+                f"factory for {name!r} built a plugin named {getattr(plugin, 'name', None)!r}"
+            )
         return plugin
 
     def __contains__(self, name: object) -> bool:

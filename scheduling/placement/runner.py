@@ -41,8 +41,15 @@ from scheduling.placement.types import (
     PodRequest,
 )
 
-__all__ = ["place", "reserve", "unreserve", "schedule_pod", "PodResult", "SelectPlugin",
-           "SUPPORTS_SELECT"]
+__all__ = [
+    "place",
+    "reserve",
+    "unreserve",
+    "schedule_pod",
+    "PodResult",
+    "SelectPlugin",
+    "SUPPORTS_SELECT",
+]
 
 #: The runner consults a Score plugin's ``select`` fast path (see module doc).
 SUPPORTS_SELECT = True
@@ -59,8 +66,8 @@ class SelectPlugin(Protocol):
 
     name: str
 
-    def select(self, state: CycleState, snapshot: ClusterSnapshot,
-               pod: PodRequest) -> Any: ...
+    def select(self, state: CycleState, snapshot: ClusterSnapshot, pod: PodRequest) -> Any: ...
+
 
 _DEFAULT: Framework | None = None
 
@@ -81,15 +88,17 @@ class PodResult:
 
     __slots__ = ("assignment", "reasons", "scores")
 
-    def __init__(self, assignment: PodAssignment | None, reasons: dict[str, str],
-                 scores: dict[str, float]) -> None:
+    def __init__(
+        self, assignment: PodAssignment | None, reasons: dict[str, str], scores: dict[str, float]
+    ) -> None:
         self.assignment = assignment
         self.reasons = reasons
         self.scores = scores
 
 
-def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
-                 node_names: list[str] | None = None) -> PodResult:
+def schedule_pod(
+    snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework, node_names: list[str] | None = None
+) -> PodResult:
     """Run one cycle for ``pod``; does not change the snapshot.
 
     Args:
@@ -131,9 +140,16 @@ def schedule_pod(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
     return PodResult(_assignment(state, pod, best.name, best_fit, best_score), {}, scores)
 
 
-def _evaluate(state: CycleState, pod: PodRequest, name: str, node: NodeInfo, fw: Framework,
-              fits: dict | None, empty: NodeFit, cache: dict | None
-              ) -> tuple[NodeFit | None, Any]:
+def _evaluate(
+    state: CycleState,
+    pod: PodRequest,
+    name: str,
+    node: NodeInfo,
+    fw: Framework,
+    fits: dict | None,
+    empty: NodeFit,
+    cache: dict | None,
+) -> tuple[NodeFit | None, Any]:
     """Filter, then score one node: ``(None, reason)`` when a Filter rejects it, else
     ``(fit, weighted score)``. A node whose usage stamp matches the per-shape cache reuses
     the cached outcome (the cache is refreshed otherwise)."""
@@ -158,9 +174,13 @@ def _evaluate(state: CycleState, pod: PodRequest, name: str, node: NodeInfo, fw:
     return fit, total
 
 
-def _pre_filter_and_select(snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework,
-                           state: CycleState, node_names: list[str] | None
-                           ) -> PodResult | None:
+def _pre_filter_and_select(
+    snapshot: ClusterSnapshot,
+    pod: PodRequest,
+    fw: Framework,
+    state: CycleState,
+    node_names: list[str] | None,
+) -> PodResult | None:
     """PreFilter, then the profile's select hook; a result when either decides the pod
     (rejected by a PreFilter, or placed / refused by the hook), None to filter and score."""
     for p in fw.pre_filters:
@@ -177,22 +197,31 @@ def _pre_filter_and_select(snapshot: ClusterSnapshot, pod: PodRequest, fw: Frame
         return None
     if fs.node is None:
         return PodResult(None, dict(fs.reasons) or {"*": "no node fits"}, {})
-    pa = PodAssignment(pod.name, fs.node, tuple(fs.containers), pod.cpu_milli,
-                       pod.memory_mib, fs.score)
+    pa = PodAssignment(
+        pod.name, fs.node, tuple(fs.containers), pod.cpu_milli, pod.memory_mib, fs.score
+    )
     return PodResult(pa, {}, {fs.node: fs.score})
 
 
-def _assignment(state: CycleState, pod: PodRequest, node: str, fit: NodeFit,
-                score: float) -> PodAssignment:
+def _assignment(
+    state: CycleState, pod: PodRequest, node: str, fit: NodeFit, score: float
+) -> PodAssignment:
     """The chosen node's grants per container (in the PreFilter's prepared order)."""
     prepared = state.get(PREPARED)
-    containers = prepared.containers if prepared is not None else [
-        (c, c.devices) for c in pod.containers]
+    containers = (
+        prepared.containers if prepared is not None else [(c, c.devices) for c in pod.containers]
+    )
     return PodAssignment(
-        pod.name, node,
-        tuple(ContainerAssignment(c.name, tuple(g), c.init)
-              for (c, _), g in zip(containers, fit.containers, strict=False)),
-        pod.cpu_milli, pod.memory_mib, score)
+        pod.name,
+        node,
+        tuple(
+            ContainerAssignment(c.name, tuple(g), c.init)
+            for (c, _), g in zip(containers, fit.containers, strict=False)
+        ),
+        pod.cpu_milli,
+        pod.memory_mib,
+        score,
+    )
 
 
 def usage_stamp(node: NodeInfo) -> tuple:
@@ -203,12 +232,27 @@ def usage_stamp(node: NodeInfo) -> tuple:
     Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
     cache; edits of device capacity, device models or topology must call ``touch``.
     """
-    out: list[Any] = [node.version, node.used_cpu_milli, node.used_memory_mib, node.schedulable,
-           node.error, node.cpu_milli, node.memory_mib, tuple(node.labels.items()),
-           tuple(node.annotations.items())]
+    out: list[Any] = [
+        node.version,
+        node.used_cpu_milli,
+        node.used_memory_mib,
+        node.schedulable,
+        node.error,
+        node.cpu_milli,
+        node.memory_mib,
+        tuple(node.labels.items()),
+        tuple(node.annotations.items()),
+    ]
     for d in node.devices:
-        out += (d.used_slots, d.used_memory_mib, d.used_cores_percent, d.healthy,
-                d.cordoned, len(d.mig_instances), d.error)
+        out += (
+            d.used_slots,
+            d.used_memory_mib,
+            d.used_cores_percent,
+            d.healthy,
+            d.cordoned,
+            len(d.mig_instances),
+            d.error,
+        )
         if d.used_counters:
             out.append(tuple(sorted(d.used_counters.items())))
     return tuple(out)
@@ -216,13 +260,21 @@ def usage_stamp(node: NodeInfo) -> tuple:
 
 def _shape(pod: PodRequest) -> tuple:
     """Hashable request shape: everything of the pod a node-local plugin may read."""
-    return (tuple((c.devices, c.init) for c in pod.containers), pod.cpu_milli,
-            pod.memory_mib, tuple(sorted(pod.node_selector.items())), pod.node_policy,
-            pod.device_policy, pod.device_scoring_weights, pod.namespace)
+    return (
+        tuple((c.devices, c.init) for c in pod.containers),
+        pod.cpu_milli,
+        pod.memory_mib,
+        tuple(sorted(pod.node_selector.items())),
+        pod.node_policy,
+        pod.device_policy,
+        pod.device_scoring_weights,
+        pod.namespace,
+    )
 
 
-def place(snapshot: ClusterSnapshot, request: PlacementRequest,
-          profile: Profile | Framework | None = None) -> Decision:
+def place(
+    snapshot: ClusterSnapshot, request: PlacementRequest, profile: Profile | Framework | None = None
+) -> Decision:
     """Place every pod of ``request`` (see module doc). The snapshot is left unchanged.
 
     Args:

@@ -138,11 +138,29 @@ class DeviceUsage:
         """Copy with its own mutable usage (profiles, counters' capacity and custom info are
         shared, they are not edited)."""
         return DeviceUsage(
-            self.uuid, self.node, self.index, self.type, self.vendor, self.memory_mib,
-            self.cores_percent, self.split_count, self.numa, self.healthy, self.cordoned,
-            self.mode, self.used_slots, self.used_memory_mib, self.used_cores_percent,
-            self.mig_profiles, list(self.mig_instances), self.network_id, self.qos_policy,
-            self.error, self.counters, dict(self.used_counters), self.custom,
+            self.uuid,
+            self.node,
+            self.index,
+            self.type,
+            self.vendor,
+            self.memory_mib,
+            self.cores_percent,
+            self.split_count,
+            self.numa,
+            self.healthy,
+            self.cordoned,
+            self.mode,
+            self.used_slots,
+            self.used_memory_mib,
+            self.used_cores_percent,
+            self.mig_profiles,
+            list(self.mig_instances),
+            self.network_id,
+            self.qos_policy,
+            self.error,
+            self.counters,
+            dict(self.used_counters),
+            self.custom,
         )
 
 
@@ -188,9 +206,18 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         """Copy with cloned devices (labels/annotations/pair scores are shared read-only)."""
         return NodeInfo(
-            self.name, [d.clone() for d in self.devices], self.cpu_milli, self.memory_mib,
-            self.used_cpu_milli, self.used_memory_mib, self.labels, self.schedulable,
-            self.pair_scores, self.error, self.annotations, self.version,
+            self.name,
+            [d.clone() for d in self.devices],
+            self.cpu_milli,
+            self.memory_mib,
+            self.used_cpu_milli,
+            self.used_memory_mib,
+            self.labels,
+            self.schedulable,
+            self.pair_scores,
+            self.error,
+            self.annotations,
+            self.version,
         )
 
     def device(self, uuid: str) -> DeviceUsage | None:
@@ -224,8 +251,9 @@ class ClusterSnapshot:
 
     def clone(self) -> ClusterSnapshot:
         """Deep copy of the mutable usage (for what-if evaluation); empty journal."""
-        return ClusterSnapshot({n: node.clone() for n, node in self.nodes.items()},
-                               list(self.errors))
+        return ClusterSnapshot(
+            {n: node.clone() for n, node in self.nodes.items()}, list(self.errors)
+        )
 
     def touch(self, name: str) -> None:
         """Record that node ``name`` changed outside reserve/unreserve (direct edits of

@@ -116,17 +116,19 @@ def group_models(group: tm.ResourceGroup) -> dict[str, DeviceModel]:
     if group.device_models:
         models = DeviceModel.objects.filter(name__in=group.device_models)
     else:
-        models = DeviceModel.objects.filter(
-            pk__in=group_devices(group).values("model_id")
-        )
-    held = DeviceModel.objects.filter(pk__in=PlacementDevice.objects.filter(
-        placement__state__in=BOOKED_PLACEMENT_STATES,
-        placement__job__queue__resource_group=group).values("device__model_id"))
+        models = DeviceModel.objects.filter(pk__in=group_devices(group).values("model_id"))
+    held = DeviceModel.objects.filter(
+        pk__in=PlacementDevice.objects.filter(
+            placement__state__in=BOOKED_PLACEMENT_STATES,
+            placement__job__queue__resource_group=group,
+        ).values("device__model_id")
+    )
     return {m.name: m for m in (models | held).distinct().order_by("name")}
 
 
-def resolve_flavors(group: tm.ResourceGroup, *, extra_names: set[str] | None = None
-                    ) -> GroupFlavors:
+def resolve_flavors(
+    group: tm.ResourceGroup, *, extra_names: set[str] | None = None
+) -> GroupFlavors:
     """Map the group's device models to flavors (module docstring rule).
 
     Args:
@@ -134,9 +136,7 @@ def resolve_flavors(group: tm.ResourceGroup, *, extra_names: set[str] | None = N
         extra_names: flavor names to treat as used besides the stored rows (a quota change
             being simulated).
     """
-    used = set(
-        tm.Quota.objects.filter(resource_group=group).values_list("flavor", flat=True)
-    )
+    used = set(tm.Quota.objects.filter(resource_group=group).values_list("flavor", flat=True))
     for flavors in tm.AggregateCap.objects.filter(resource_group=group).values_list(
         "flavors", flat=True
     ):
@@ -163,8 +163,9 @@ def _map_flavors(group: tm.ResourceGroup, used: set[str]) -> GroupFlavors:
     core_group = GroupSpec(
         name=group.name,
         kind=GroupKind(group.kind),
-        flavors=tuple(Flavor(name, tuple(sorted(types))) for name, types in
-                      sorted(by_flavor.items())),
+        flavors=tuple(
+            Flavor(name, tuple(sorted(types))) for name, types in sorted(by_flavor.items())
+        ),
     )
     return GroupFlavors(flavor_of, models, core_group)
 
@@ -185,10 +186,11 @@ def history_usage(group: tm.ResourceGroup, now: datetime) -> dict[str, float]:
         return {}
     horizon = now - timedelta(seconds=half_life * HISTORY_HORIZON_HALF_LIVES)
     intervals: dict[str, list[UsageInterval]] = defaultdict(list)
-    for tenant, milli, start, end in tm.LedgerInterval.objects.filter(
-            resource_group_id=group.pk).filter(Q(end__isnull=True) | Q(end__gte=horizon)
-                                               ).values_list("tenant__name", "devices_milli",
-                                                             "start", "end"):
+    for tenant, milli, start, end in (
+        tm.LedgerInterval.objects.filter(resource_group_id=group.pk)
+        .filter(Q(end__isnull=True) | Q(end__gte=horizon))
+        .values_list("tenant__name", "devices_milli", "start", "end")
+    ):
         intervals[tenant].append(UsageInterval(milli / 1000, start, end))
     return {t: decayed_usage(rows, now, half_life) for t, rows in sorted(intervals.items())}
 
@@ -198,18 +200,26 @@ def build_tenants(history: dict[str, float] | None = None) -> tuple[TenantSpec, 
     :func:`history_usage`)."""
     history = history or {}
     return tuple(
-        TenantSpec(name=t.name, parent=t.parent.name if t.parent else None,
-                   fair_share_weight=t.fair_share_weight,
-                   history_usage=history.get(t.name, 0.0))
+        TenantSpec(
+            name=t.name,
+            parent=t.parent.name if t.parent else None,
+            fair_share_weight=t.fair_share_weight,
+            history_usage=history.get(t.name, 0.0),
+        )
         for t in tm.Tenant.objects.select_related("parent").order_by("name")
     )
 
 
 def core_quota(row: tm.Quota, flavor: str) -> QuotaSpec:
     """One quota row as the core's :class:`QuotaSpec` under its resolved flavor name."""
-    return QuotaSpec(tenant=row.tenant.name, flavor=flavor, dimension=Dimension(row.dimension),
-                     nominal=row.nominal, borrowing_limit=row.borrowing_limit,
-                     lending_limit=row.lending_limit)
+    return QuotaSpec(
+        tenant=row.tenant.name,
+        flavor=flavor,
+        dimension=Dimension(row.dimension),
+        nominal=row.nominal,
+        borrowing_limit=row.borrowing_limit,
+        lending_limit=row.lending_limit,
+    )
 
 
 def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[QuotaSpec, ...]:
@@ -220,24 +230,30 @@ def build_quotas(rows: list[tm.Quota], flavors: GroupFlavors) -> tuple[QuotaSpec
     return tuple(core_quota(q, q.flavor) for q in rows if q.flavor in live)
 
 
-def build_caps(rows: list[tm.AggregateCap], flavors: GroupFlavors
-               ) -> tuple[AggregateCapSpec, ...]:
+def build_caps(rows: list[tm.AggregateCap], flavors: GroupFlavors) -> tuple[AggregateCapSpec, ...]:
     """The group's aggregate caps ``rows`` (``tenant`` loaded); a cap's names (models,
     families) become the flavors covering those models, an empty list means every flavor."""
     caps = []
     for cap in rows:
         covered = flavors.flavors_for(cap.flavors) if cap.flavors else None
-        caps.append(AggregateCapSpec(name=cap.name, tenant=cap.tenant.name,
-                                 dimension=Dimension(cap.dimension), limit=cap.limit,
-                                 flavors=covered))
+        caps.append(
+            AggregateCapSpec(
+                name=cap.name,
+                tenant=cap.tenant.name,
+                dimension=Dimension(cap.dimension),
+                limit=cap.limit,
+                flavors=covered,
+            )
+        )
     return tuple(caps)
 
 
 def stored_usage(group: tm.ResourceGroup) -> tuple[Usage, ...]:
     """Stored ``QuotaUsage`` rows of the group as the core's :class:`Usage`."""
     return tuple(
-        Usage(tenant=u.tenant.name, flavor=u.flavor, dimension=Dimension(u.dimension),
-              amount=u.amount)
+        Usage(
+            tenant=u.tenant.name, flavor=u.flavor, dimension=Dimension(u.dimension), amount=u.amount
+        )
         for u in tm.QuotaUsage.objects.filter(resource_group=group).select_related("tenant")
         if u.amount
     )
@@ -246,9 +262,12 @@ def stored_usage(group: tm.ResourceGroup) -> tuple[Usage, ...]:
 # -- workloads ----------------------------------------------------------------------------------
 
 
-def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: SnapshotIndex,
-                      devices: dict[str, DeviceUsage]
-                      ) -> tuple[list[RunningWorkload], dict[str, RunningBooking]]:
+def running_workloads(
+    group: tm.ResourceGroup,
+    flavors: GroupFlavors,
+    index: SnapshotIndex,
+    devices: dict[str, DeviceUsage],
+) -> tuple[list[RunningWorkload], dict[str, RunningBooking]]:
     """Jobs of the group holding booked placements (terminating ones included: a preempted
     job keeps its devices and quota until its pods are gone), with charges recomputed from
     bookings.
@@ -262,19 +281,26 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
     placements = list(
         Placement.objects.filter(
             state__in=BOOKED_PLACEMENT_STATES, job__queue__resource_group=group
-        ).select_related("job__tenant", "job__priority_class").order_by(
-            "job_id", "pod_index", "pk")
+        )
+        .select_related("job__tenant", "job__priority_class")
+        .order_by("job_id", "pod_index", "pk")
     )
     bookings = defaultdict(list)
     held_mig: dict[int, list] = defaultdict(list)
-    for row in PlacementDevice.objects.filter(
-        placement__in=[p.pk for p in placements]
-    ).select_related("device__model").order_by("placement_id", "device_id"):
+    for row in (
+        PlacementDevice.objects.filter(placement__in=[p.pk for p in placements])
+        .select_related("device__model")
+        .order_by("placement_id", "device_id")
+    ):
         bookings[row.placement_id].append(row)
-    for inst in PlacementMigInstance.objects.filter(
-            placement__in=[p.pk for p in placements]).select_related("device").order_by("pk"):
+    for inst in (
+        PlacementMigInstance.objects.filter(placement__in=[p.pk for p in placements])
+        .select_related("device")
+        .order_by("pk")
+    ):
         held_mig[inst.placement_id].append(
-            (inst.device.uuid, MigInstance(inst.profile, inst.start, inst.size)))
+            (inst.device.uuid, MigInstance(inst.profile, inst.start, inst.size))
+        )
     jobs: dict[int, Job] = {}
     charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
     terminating: dict[int, list[datetime]] = defaultdict(list)
@@ -298,47 +324,67 @@ def running_workloads(group: tm.ResourceGroup, flavors: GroupFlavors, index: Sna
             grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
         booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.host_memory_mib, grants))
         booking.migs.extend(held_mig.get(p.pk, ()))
-    workloads = [_running(job, dict(charges[pk]), terminating.get(pk))
-                 for pk, job in sorted(jobs.items())]
+    workloads = [
+        _running(job, dict(charges[pk]), terminating.get(pk)) for pk, job in sorted(jobs.items())
+    ]
     return workloads, held
 
 
 def _running(job: Job, charges: dict, evict_by: list[datetime] | None) -> RunningWorkload:
     cls = job.priority_class
     return RunningWorkload(
-        id=str(job.pk), tenant=job.tenant.name, priority=job.priority,
-        started_at=job.admitted_at or job.created, charges=charges,
-        min_runtime_s=job.min_runtime_s, preemptible=job.preemptible,
-        created_at=job.created, priority_class=cls.name if cls else None,
-        max_runtime_s=job.max_runtime_s, terminating=bool(evict_by),
+        id=str(job.pk),
+        tenant=job.tenant.name,
+        priority=job.priority,
+        started_at=job.admitted_at or job.created,
+        charges=charges,
+        min_runtime_s=job.min_runtime_s,
+        preemptible=job.preemptible,
+        created_at=job.created,
+        priority_class=cls.name if cls else None,
+        max_runtime_s=job.max_runtime_s,
+        terminating=bool(evict_by),
         evict_by=max(evict_by) if evict_by else None,
     )
 
 
 def _device_info(device) -> DeviceUsage:
-    return DeviceUsage(uuid=device.uuid, node="", index=device.index, type=device.model.name,
-                      vendor=device.model.vendor, memory_mib=device.memory_mib,
-                      cores_percent=device.cores_percent)
+    return DeviceUsage(
+        uuid=device.uuid,
+        node="",
+        index=device.index,
+        type=device.model.name,
+        vendor=device.model.vendor,
+        memory_mib=device.memory_mib,
+        cores_percent=device.cores_percent,
+    )
 
 
-def pending_workload(job: Job, group: tm.ResourceGroup, request: PlacementRequest | None = None
-                     ) -> PendingWorkload:
+def pending_workload(
+    job: Job, group: tm.ResourceGroup, request: PlacementRequest | None = None
+) -> PendingWorkload:
     """A queued job (``containers``, ``queue__tenant``, ``priority_class`` loaded) as a
     :class:`PendingWorkload`."""
     return PendingWorkload(
-        id=str(job.pk), tenant=job.tenant.name, queue=queue_key(job.queue),
-        priority=job.priority, created_at=job.created, pod_count=job.pod_count,
+        id=str(job.pk),
+        tenant=job.tenant.name,
+        queue=queue_key(job.queue),
+        priority=job.priority,
+        created_at=job.created,
+        pod_count=job.pod_count,
         min_pod_count=job.min_pods,
         request=request if request is not None else build_placement_request(job, group),
         preemptible=job.preemptible,
         priority_class=job.priority_class.name if job.priority_class_id else None,
-        max_runtime_s=job.max_runtime_s, preempting=job.preempting_since is not None,
+        max_runtime_s=job.max_runtime_s,
+        preempting=job.preempting_since is not None,
         reserving_since=job.reserving_since,
     )
 
 
-def queued_jobs(group: tm.ResourceGroup, limit: int | None = None,
-                exclude: set[int] | None = None) -> list[Job]:
+def queued_jobs(
+    group: tm.ResourceGroup, limit: int | None = None, exclude: set[int] | None = None
+) -> list[Job]:
     """Queued jobs of the group in admission order, up to ``limit``: jobs waiting for their
     preemption victims first, then reserving jobs, then priority, age, id. A requeued victim
     whose old pods still terminate is left out until they are gone, and so are the ids in
@@ -349,9 +395,14 @@ def queued_jobs(group: tm.ResourceGroup, limit: int | None = None,
         .exclude(pk__in=sorted(exclude or ()))
         .select_related("queue__tenant", "tenant", "priority_class")
         .prefetch_related("containers", "pod_sets")
-        .annotate(_first=Case(When(preempting_since__isnull=False, then=Value(0)),
-                              When(reserving_since__isnull=False, then=Value(1)),
-                              default=Value(2), output_field=IntegerField()))
+        .annotate(
+            _first=Case(
+                When(preempting_since__isnull=False, then=Value(0)),
+                When(reserving_since__isnull=False, then=Value(1)),
+                default=Value(2),
+                output_field=IntegerField(),
+            )
+        )
         .order_by("_first", "-priority", "created", "id")
     )
     return list(jobs[:limit] if limit else jobs)
@@ -368,28 +419,34 @@ def queue_spec(queue: QueueModel, flavors: GroupFlavors) -> QueueSpec:
     allowed = [c.name for c in queue.allowed_priority_classes.all()]
     threshold = queue.borrow_max_priority_threshold
     return QueueSpec(
-        name=queue_key(queue), tenant=queue.tenant.name,
+        name=queue_key(queue),
+        tenant=queue.tenant.name,
         strategy=QueueingStrategy(queue.strategy),
         within_cluster_queue=PreemptionPolicy(queue.within_cluster_queue),
         reclaim_within_cohort=PreemptionPolicy(queue.reclaim_within_cohort),
         borrow_within_cohort=BorrowWithinCohort(
-            BorrowWithinCohortPolicy(queue.borrow_within_cohort), threshold),
+            BorrowWithinCohortPolicy(queue.borrow_within_cohort), threshold
+        ),
         flavors=tuple(names),
         fungibility=FlavorFungibility(
-            FungibilityPolicy(queue.when_can_borrow), FungibilityPolicy(queue.when_can_preempt),
-            FlavorPreference(queue.flavor_preference) if queue.flavor_preference else None),
+            FungibilityPolicy(queue.when_can_borrow),
+            FungibilityPolicy(queue.when_can_preempt),
+            FlavorPreference(queue.flavor_preference) if queue.flavor_preference else None,
+        ),
         allowed_priority_classes=tuple(sorted(allowed)) or None,
     )
 
 
 def cohort_options(group: tm.ResourceGroup) -> CohortOptions:
     """The group's cohort options as the core's :class:`CohortOptions`."""
-    history = (HistoryFairShare(half_life_s=group.usage_half_life_s)
-               if group.usage_half_life_s else None)
+    history = (
+        HistoryFairShare(half_life_s=group.usage_half_life_s) if group.usage_half_life_s else None
+    )
     return CohortOptions(
         fair_sharing=group.fair_sharing,
-        preemption_strategies=tuple(FairSharingStrategy(s)
-                                    for s in group.preemption_strategies or ()),
+        preemption_strategies=tuple(
+            FairSharingStrategy(s) for s in group.preemption_strategies or ()
+        ),
         reservation_after_s=group.reservation_after_s,
         max_reservations=group.max_reservations,
         max_reservation_hold_s=group.max_reservation_hold_s,
@@ -399,8 +456,10 @@ def cohort_options(group: tm.ResourceGroup) -> CohortOptions:
 
 def priority_classes() -> tuple[PriorityClassSpec, ...]:
     """Every priority class as the core's :class:`PriorityClassSpec`."""
-    return tuple(PriorityClassSpec(c.name, c.value, c.preemptible)
-                 for c in PriorityClass.objects.order_by("name"))
+    return tuple(
+        PriorityClassSpec(c.name, c.value, c.preemptible)
+        for c in PriorityClass.objects.order_by("name")
+    )
 
 
 # -- the snapshot -------------------------------------------------------------------------------
@@ -434,10 +493,14 @@ class AdmissionContext:
         return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
 
 
-def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
-                             pending: list[Job] | None = None,
-                             extra_flavor_names: set[str] | None = None,
-                             with_cluster: bool = True) -> AdmissionContext:
+def build_admission_snapshot(
+    group: tm.ResourceGroup,
+    now: datetime,
+    *,
+    pending: list[Job] | None = None,
+    extra_flavor_names: set[str] | None = None,
+    with_cluster: bool = True,
+) -> AdmissionContext:
     """Build the admission core's input for one resource group.
 
     Args:
@@ -453,8 +516,7 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         live booking applied, device index, and the running jobs' bookings.
     """
     quota_rows = list(tm.Quota.objects.filter(resource_group=group).select_related("tenant"))
-    cap_rows = list(
-        tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"))
+    cap_rows = list(tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"))
     used = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     catalogue = get_catalogue()
@@ -478,14 +540,27 @@ def build_admission_snapshot(group: tm.ResourceGroup, now: datetime, *,
         priority_classes=priority_classes(),
         options=cohort_options(group),
     )
-    return AdmissionContext(snapshot, flavors, cluster, index, devices, held,
-                            {str(j.pk): j for j in pending}, catalogue, group)
+    return AdmissionContext(
+        snapshot,
+        flavors,
+        cluster,
+        index,
+        devices,
+        held,
+        {str(j.pk): j for j in pending},
+        catalogue,
+        group,
+    )
 
 
 def group_queues(group: tm.ResourceGroup):
     """Queues of the group (tenant and allowed classes loaded), in a stable order."""
-    return (QueueModel.objects.filter(resource_group=group).select_related("tenant")
-            .prefetch_related("allowed_priority_classes").order_by("tenant__name", "name"))
+    return (
+        QueueModel.objects.filter(resource_group=group)
+        .select_related("tenant")
+        .prefetch_related("allowed_priority_classes")
+        .order_by("tenant__name", "name")
+    )
 
 
 # -- dry runs and usage tables ------------------------------------------------------------------
@@ -538,8 +613,9 @@ class QuotaUsageRow:
     available: int
 
 
-def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
-                      ) -> list[QuotaUsageRow]:
+def quota_usage_table(
+    group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
+) -> list[QuotaUsageRow]:
     """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
     live placements), for the tenants in ``tenant_names`` (None = all). No cluster snapshot
     is built (charges come from the booked devices' rows)."""
@@ -562,18 +638,28 @@ def quota_usage_table(group: tm.ResourceGroup, tenant_names: set[str] | None, no
         available, _ = tree.available(q.tenant, fr)
         unused = max(0, nominal - used)
         free = max(0, min(available, unused))
-        rows.append(QuotaUsageRow(
-            tenant=q.tenant, resource_group=group.name, flavor=q.flavor,
-            dimension=fr[1].value, nominal=nominal, borrowing_limit=q.borrowing_limit,
-            lending_limit=q.lending_limit, used=used, borrowed=max(0, used - nominal),
-            lent=unused - free, available=max(0, available),
-        ))
+        rows.append(
+            QuotaUsageRow(
+                tenant=q.tenant,
+                resource_group=group.name,
+                flavor=q.flavor,
+                dimension=fr[1].value,
+                nominal=nominal,
+                borrowing_limit=q.borrowing_limit,
+                lending_limit=q.lending_limit,
+                used=used,
+                borrowed=max(0, used - nominal),
+                lent=unused - free,
+                available=max(0, available),
+            )
+        )
     rows.extend(_unquoted_usage(tree, snap.quotas, group, tenant_names))
     return rows
 
 
-def _unquoted_usage(tree: QuotaTree, quotas, group: tm.ResourceGroup,
-                    tenant_names: set[str] | None) -> list[QuotaUsageRow]:
+def _unquoted_usage(
+    tree: QuotaTree, quotas, group: tm.ResourceGroup, tenant_names: set[str] | None
+) -> list[QuotaUsageRow]:
     """Rows for a tenant's own running usage that no quota row of its covers (a row deleted or a
     tenant without one) on a flavor resource the group manages: it stays counted in the
     cohort, all of it borrowed (nominal 0, nothing available)."""
@@ -587,8 +673,19 @@ def _unquoted_usage(tree: QuotaTree, quotas, group: tm.ResourceGroup,
         for fr in sorted(managed, key=lambda fr: (fr[0], fr[1].value)):
             used = own.get(fr, 0)
             if used and (tenant, *fr) not in quoted:
-                rows.append(QuotaUsageRow(
-                    tenant=tenant, resource_group=group.name, flavor=fr[0],
-                    dimension=fr[1].value, nominal=0, borrowing_limit=None,
-                    lending_limit=None, used=used, borrowed=used, lent=0, available=0))
+                rows.append(
+                    QuotaUsageRow(
+                        tenant=tenant,
+                        resource_group=group.name,
+                        flavor=fr[0],
+                        dimension=fr[1].value,
+                        nominal=0,
+                        borrowing_limit=None,
+                        lending_limit=None,
+                        used=used,
+                        borrowed=used,
+                        lent=0,
+                        available=0,
+                    )
+                )
     return rows

@@ -30,8 +30,15 @@ from scheduling.models import Device, PlacementDevice
 from tenants.models import ResourceGroup
 
 __all__ = [
-    "CapacityRow", "DeviceLoad", "device_loads", "present_device_loads", "capacity_by_model",
-    "capacity_by_vendor", "capacity_by_group", "capacity_by_node", "in_group",
+    "CapacityRow",
+    "DeviceLoad",
+    "device_loads",
+    "present_device_loads",
+    "capacity_by_model",
+    "capacity_by_vendor",
+    "capacity_by_group",
+    "capacity_by_node",
+    "in_group",
 ]
 
 
@@ -93,24 +100,54 @@ def device_loads(devices=None) -> dict[int, DeviceLoad]:
     """``{device id: DeviceLoad}`` of the present devices of ``devices`` (a Device queryset;
     None = every device). Two queries."""
     devices = (Device.objects.all() if devices is None else devices).filter(
-        removed_at__isnull=True, node__removed_at__isnull=True)
+        removed_at__isnull=True, node__removed_at__isnull=True
+    )
     booked = {
         row[0]: row[1:]
         for row in PlacementDevice.objects.filter(
-            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=devices)
-        .values("device_id").annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"))
+            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=devices
+        )
+        .values("device_id")
+        .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"))
         .values_list("device_id", "mem", "cores")
     }
     loads = {}
-    for pk, node_id, model, vendor, mem_cap, cores_cap, labels, healthy, cordoned in (
-        devices.values_list("id", "node_id", "model__name", "model__vendor", "memory_mib",
-                            "cores_percent", "node__labels", "healthy", "cordoned")
+    for (
+        pk,
+        node_id,
+        model,
+        vendor,
+        mem_cap,
+        cores_cap,
+        labels,
+        healthy,
+        cordoned,
+    ) in devices.values_list(
+        "id",
+        "node_id",
+        "model__name",
+        "model__vendor",
+        "memory_mib",
+        "cores_percent",
+        "node__labels",
+        "healthy",
+        "cordoned",
     ):
         mem, cores = booked.get(pk, (0, 0))
         mem, cores = mem or 0, cores or 0
         share = max(mem / mem_cap if mem_cap else 0.0, cores / cores_cap if cores_cap else 0.0)
-        loads[pk] = DeviceLoad(node_id, model, vendor, mem_cap, cores_cap, min(1.0, share), mem,
-                               cores, labels or {}, healthy and not cordoned)
+        loads[pk] = DeviceLoad(
+            node_id,
+            model,
+            vendor,
+            mem_cap,
+            cores_cap,
+            min(1.0, share),
+            mem,
+            cores,
+            labels or {},
+            healthy and not cordoned,
+        )
     return loads
 
 
@@ -123,7 +160,9 @@ def present_device_loads() -> dict[int, DeviceLoad]:
 def _row(label: str, vendor: str, loads: Iterable[DeviceLoad]) -> CapacityRow:
     loads = list(loads)
     return CapacityRow(
-        label=label, vendor=vendor, devices=len(loads),
+        label=label,
+        vendor=vendor,
+        devices=len(loads),
         memory_mib=sum(d.memory_mib for d in loads),
         allocated_devices=round(sum(d.share for d in loads), 4),
         allocated_memory_mib=sum(d.booked_memory_mib for d in loads),
@@ -163,16 +202,19 @@ def in_group(load: DeviceLoad, group: ResourceGroup) -> bool:
     return not group.device_models or load.model in group.device_models
 
 
-def capacity_by_group(loads: dict[int, DeviceLoad] | None = None,
-                      groups: Sequence[ResourceGroup] | None = None) -> list[CapacityRow]:
+def capacity_by_group(
+    loads: dict[int, DeviceLoad] | None = None, groups: Sequence[ResourceGroup] | None = None
+) -> list[CapacityRow]:
     """One row per resource group (name order; groups may share devices). One query for the
     groups unless given, two more unless ``loads`` is given."""
     if loads is None:
         loads = present_device_loads()
     if groups is None:
         groups = list(ResourceGroup.objects.order_by("name"))
-    return [_row(g.name, g.get_kind_display(), (d for d in loads.values() if in_group(d, g)))
-            for g in sorted(groups, key=lambda g: g.name)]
+    return [
+        _row(g.name, g.get_kind_display(), (d for d in loads.values() if in_group(d, g)))
+        for g in sorted(groups, key=lambda g: g.name)
+    ]
 
 
 def capacity_by_node(node_ids: Iterable[int]) -> dict[int, CapacityRow]:

@@ -85,20 +85,25 @@ def _overlap_h(a: datetime, b: datetime, start: datetime, end: datetime) -> floa
     return max(0.0, (min(b, end) - max(a, start)).total_seconds()) / 3600.0
 
 
-def group_demand(group: ResourceGroup, start: datetime, end: datetime,
-                 models: PresentModels | None = None) -> GroupDemand:
+def group_demand(
+    group: ResourceGroup, start: datetime, end: datetime, models: PresentModels | None = None
+) -> GroupDemand:
     """Served (ledger) and waiting (queue history) demand of ``group`` in ``[start, end)``.
     Three queries (four without ``models``)."""
     served: dict[str, float] = defaultdict(float)
     for model, milli, a, b in LedgerInterval.objects.filter(
-        Q(end__isnull=True) | Q(end__gt=start), resource_group_id=group.pk, start__lt=end,
+        Q(end__isnull=True) | Q(end__gt=start), resource_group_id=group.pk, start__lt=end
     ).values_list("device_model", "devices_milli", "start", "end"):
         served[model] += milli / 1000 * _overlap_h(a, b or end, start, end)
-    jobs = Job.objects.filter(
-        Q(admitted_at__isnull=True) | Q(admitted_at__gt=start),
-        queue__resource_group=group, created__lt=end,
-    ).exclude(admitted_at__isnull=True, state__in=("cancelled", "failed", "succeeded")
-              ).order_by("pk")
+    jobs = (
+        Job.objects.filter(
+            Q(admitted_at__isnull=True) | Q(admitted_at__gt=start),
+            queue__resource_group=group,
+            created__lt=end,
+        )
+        .exclude(admitted_at__isnull=True, state__in=("cancelled", "failed", "succeeded"))
+        .order_by("pk")
+    )
     waits = []
     pending = 0.0
     admitted_waits = []
@@ -111,8 +116,14 @@ def group_demand(group: ResourceGroup, start: datetime, end: datetime,
         if d.admitted_at and start <= d.admitted_at < end:
             admitted_waits.append((d.admitted_at - d.created).total_seconds())
     return GroupDemand(
-        start, end, dict(sorted(served.items())), round(pending, 4), len(waits),
-        sum(admitted_waits) / len(admitted_waits) if admitted_waits else None, tuple(waits))
+        start,
+        end,
+        dict(sorted(served.items())),
+        round(pending, 4),
+        len(waits),
+        sum(admitted_waits) / len(admitted_waits) if admitted_waits else None,
+        tuple(waits),
+    )
 
 
 def capacity_what_if(demand: GroupDemand, model: str, added: int) -> WhatIf:

@@ -14,8 +14,18 @@ from django.db.models import Count, Q, Sum
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Node, PlacementDevice
 
-PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777", "#65a30d",
-           "#dc2626", "#4f46e5", "#0d9488"]
+PALETTE = [
+    "#2563eb",
+    "#16a34a",
+    "#d97706",
+    "#9333ea",
+    "#0891b2",
+    "#db2777",
+    "#65a30d",
+    "#dc2626",
+    "#4f46e5",
+    "#0d9488",
+]
 OTHER_COLOUR = "#9ca3af"
 OTHER_TENANT = "other tenant"
 
@@ -107,23 +117,51 @@ def _slice(booking: PlacementDevice, viewer_tenant_ids: set[int] | None) -> Slic
     job = placement.job
     visible = viewer_tenant_ids is None or job.tenant_id in viewer_tenant_ids
     if visible:
-        return Slice(booking.memory_mib, booking.cores_percent, booking.slots, job.tenant.name,
-                     job.pk, job.name, placement.pod_index, placement.state,
-                     tenant_colour(job.tenant_id), True)
-    return Slice(booking.memory_mib, booking.cores_percent, booking.slots, OTHER_TENANT, None,
-                 OTHER_TENANT, None, placement.state, OTHER_COLOUR, False)
+        return Slice(
+            booking.memory_mib,
+            booking.cores_percent,
+            booking.slots,
+            job.tenant.name,
+            job.pk,
+            job.name,
+            placement.pod_index,
+            placement.state,
+            tenant_colour(job.tenant_id),
+            True,
+        )
+    return Slice(
+        booking.memory_mib,
+        booking.cores_percent,
+        booking.slots,
+        OTHER_TENANT,
+        None,
+        OTHER_TENANT,
+        None,
+        placement.state,
+        OTHER_COLOUR,
+        False,
+    )
 
 
 def node_list(cluster: str | None = None):
     """Present and removed nodes with device count, booked cores and memory (one query)."""
     booked = Q(devices__bookings__placement__state__in=BOOKED_PLACEMENT_STATES)
-    nodes = Node.objects.select_related("cluster").annotate(
-        device_count=Count("devices", filter=Q(devices__removed_at__isnull=True), distinct=True),
-        unhealthy=Count("devices", filter=Q(devices__healthy=False,
-                                            devices__removed_at__isnull=True), distinct=True),
-        booked_cores=Sum("devices__bookings__cores_percent", filter=booked),
-        booked_memory_mib=Sum("devices__bookings__memory_mib", filter=booked),
-    ).order_by("cluster__name", "name")
+    nodes = (
+        Node.objects.select_related("cluster")
+        .annotate(
+            device_count=Count(
+                "devices", filter=Q(devices__removed_at__isnull=True), distinct=True
+            ),
+            unhealthy=Count(
+                "devices",
+                filter=Q(devices__healthy=False, devices__removed_at__isnull=True),
+                distinct=True,
+            ),
+            booked_cores=Sum("devices__bookings__cores_percent", filter=booked),
+            booked_memory_mib=Sum("devices__bookings__memory_mib", filter=booked),
+        )
+        .order_by("cluster__name", "name")
+    )
     if cluster:
         nodes = nodes.filter(cluster__name=cluster)
     return nodes
@@ -141,7 +179,9 @@ def node_card_map(node: Node, viewer_tenant_ids: set[int] | None) -> list[Device
     for booking in (
         PlacementDevice.objects.filter(
             device__in=devices, placement__state__in=BOOKED_PLACEMENT_STATES
-        ).select_related("placement__job__tenant").order_by("placement__job_id", "id")
+        )
+        .select_related("placement__job__tenant")
+        .order_by("placement__job_id", "id")
     ):
         cards[booking.device_id].slices.append(_slice(booking, viewer_tenant_ids))
     return list(cards.values())
@@ -158,8 +198,9 @@ class HistoryRow:
     end: object
 
 
-def device_history(device: Device, viewer_tenant_ids: set[int] | None,
-                   limit: int = 200) -> list[HistoryRow]:
+def device_history(
+    device: Device, viewer_tenant_ids: set[int] | None, limit: int = 200
+) -> list[HistoryRow]:
     """Bookings of a device, newest first, across every node it was on (one query)."""
     rows = []
     for booking in (
@@ -168,7 +209,13 @@ def device_history(device: Device, viewer_tenant_ids: set[int] | None,
         .order_by("-placement__created", "-id")[:limit]
     ):
         p = booking.placement
-        rows.append(HistoryRow(p.node.name, p.node.cluster.name,
-                               _slice(booking, viewer_tenant_ids),
-                               p.started_at or p.submitted_at or p.created, p.ended_at))
+        rows.append(
+            HistoryRow(
+                p.node.name,
+                p.node.cluster.name,
+                _slice(booking, viewer_tenant_ids),
+                p.started_at or p.submitted_at or p.created,
+                p.ended_at,
+            )
+        )
     return rows

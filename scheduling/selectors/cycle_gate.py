@@ -32,8 +32,7 @@ def _key(group_id: int) -> str:
     return f"admission:blocked:{group_id}"
 
 
-def mark_blocked(group_id: int, cycle_started: datetime, wake_at: datetime | None = None
-                 ) -> None:
+def mark_blocked(group_id: int, cycle_started: datetime, wake_at: datetime | None = None) -> None:
     """Remember that the cycle started at ``cycle_started`` left every head pending, until
     ``wake_at`` at the latest (and never longer than ``ADMISSION_IDLE_RECHECK_S``)."""
     timeout = float(settings.ADMISSION_IDLE_RECHECK_S)

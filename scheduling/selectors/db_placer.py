@@ -44,8 +44,7 @@ def unschedulable_reason(decision: Decision) -> str:
     counts: dict[str, int] = {}
     for reason in decision.reasons.values():
         counts[reason] = counts.get(reason, 0) + 1
-    parts = [f"{n} node(s): {r}" for r, n in
-             sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    parts = [f"{n} node(s): {r}" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     return f"0/{len(decision.reasons)} nodes fit; " + "; ".join(parts[:5])
 
 
@@ -57,8 +56,12 @@ def _restrict(pod: PodRequest, types: tuple[str, ...]) -> PodRequest | None:
     for container in pod.containers:
         devices = []
         for request in container.devices:
-            accepted = [t for t in types if not request.types_include
-                        or t.lower() in {x.lower() for x in request.types_include}]
+            accepted = [
+                t
+                for t in types
+                if not request.types_include
+                or t.lower() in {x.lower() for x in request.types_include}
+            ]
             if not accepted or not wanted:
                 return None
             devices.append(replace(request, types_include=tuple(accepted)))
@@ -89,9 +92,14 @@ class DbPlacer:
             the device models' configs; its per-node cache lives as long as the cycle).
     """
 
-    def __init__(self, cluster: ClusterSnapshot, devices: dict[str, DeviceUsage],
-                 group: GroupSpec, held: dict[str, RunningBooking],
-                 framework: Framework | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterSnapshot,
+        devices: dict[str, DeviceUsage],
+        group: GroupSpec,
+        held: dict[str, RunningBooking],
+        framework: Framework | None = None,
+    ) -> None:
         self.cluster = cluster
         self.devices = devices
         self.group = group
@@ -101,8 +109,9 @@ class DbPlacer:
         self._empty: ClusterSnapshot | None = None
         self._types = {f.name: f.device_types for f in group.flavors}
 
-    def _request(self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice
-                 ) -> PlacementRequest | str:
+    def _request(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice
+    ) -> PlacementRequest | str:
         request = workload.request
         if not isinstance(request, PlacementRequest):
             raise TypeError(f"workload {workload.id}: request is not a PlacementRequest")
@@ -112,29 +121,39 @@ class DbPlacer:
             types = tuple(t for name in allowed for t in self._types.get(name, ()))
             restricted = [_restrict(pod, types) for pod in pods]
             if any(p is None for p in restricted):
-                return (f"the job's device types exclude every model of flavor "
-                        f"{', '.join(allowed)}")
+                return f"the job's device types exclude every model of flavor {', '.join(allowed)}"
             pods = [p for p in restricted if p is not None]
         return PlacementRequest(name=request.name, pods=tuple(pods), min_pods=None)
 
-    def _place(self, cluster: ClusterSnapshot, workload: PendingWorkload, pod_count: int,
-               flavors: FlavorChoice) -> PlacementOutcome:
+    def _place(
+        self,
+        cluster: ClusterSnapshot,
+        workload: PendingWorkload,
+        pod_count: int,
+        flavors: FlavorChoice,
+    ) -> PlacementOutcome:
         sub = self._request(workload, pod_count, flavors)
         if isinstance(sub, str):
             return PlacementOutcome(placed=False, reason=sub)
         decision = place(cluster, sub, self.framework)
         if not decision.schedulable:
             return PlacementOutcome(placed=False, reason=unschedulable_reason(decision))
-        return PlacementOutcome(placed=True, pod_count=pod_count, token=decision,
-                                charges=charges_for(decision, self.devices, self.group))
+        return PlacementOutcome(
+            placed=True,
+            pod_count=pod_count,
+            token=decision,
+            charges=charges_for(decision, self.devices, self.group),
+        )
 
-    def try_place(self, workload: PendingWorkload, pod_count: int,
-                  flavors: FlavorChoice = None) -> PlacementOutcome:
+    def try_place(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """Place ``pod_count`` pods of ``workload`` (its request is a PlacementRequest)."""
         return self._place(self.cluster, workload, pod_count, flavors)
 
-    def estimate(self, workload: PendingWorkload, pod_count: int,
-                 flavors: FlavorChoice = None) -> PlacementOutcome:
+    def estimate(
+        self, workload: PendingWorkload, pod_count: int, flavors: FlavorChoice = None
+    ) -> PlacementOutcome:
         """:meth:`try_place` on the snapshot with nothing booked."""
         if self._empty is None:
             empty = self.cluster.clone()

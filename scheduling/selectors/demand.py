@@ -26,8 +26,16 @@ from scheduling.placement.types import ClusterSnapshot
 
 __all__ = ["JobDemand", "PresentModels", "job_demands", "task_class"]
 
-CONTAINER_FIELDS = ("job_id", "vendor", "device_count", "device_memory_mib", "memory_percent",
-                    "cores_percent", "device_types", "device_types_exclude")
+CONTAINER_FIELDS = (
+    "job_id",
+    "vendor",
+    "device_count",
+    "device_memory_mib",
+    "memory_percent",
+    "cores_percent",
+    "device_types",
+    "device_types_exclude",
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,8 @@ class PresentModels:
         memory: dict[str, int] = {}
         for name, vendor_name, mem in (
             Device.objects.filter(removed_at__isnull=True, node__removed_at__isnull=True)
-            .values("model__name", "model__vendor").annotate(mem=Max("memory_mib"))
+            .values("model__name", "model__vendor")
+            .annotate(mem=Max("memory_mib"))
             .values_list("model__name", "model__vendor", "mem")
         ):
             vendor[name] = vendor_name
@@ -63,8 +72,9 @@ class PresentModels:
         return cls(vendor, memory)
 
 
-def task_class(cpu_milli: int, container: dict, group_models: Sequence[str],
-               models: PresentModels) -> TaskClass | None:
+def task_class(
+    cpu_milli: int, container: dict, group_models: Sequence[str], models: PresentModels
+) -> TaskClass | None:
     """The task class of one device container (module docstring), None when no present
     device model can serve it.
 
@@ -77,13 +87,16 @@ def task_class(cpu_milli: int, container: dict, group_models: Sequence[str],
     """
     wanted = container["device_types"] or group_models
     by_mib = not container["memory_percent"] and container["device_memory_mib"]
-    types = tuple(sorted(
-        m for m, vendor in models.vendor.items()
-        if vendor == container["vendor"]
-        and (not wanted or any_type_matches(m, wanted))
-        and not any_type_matches(m, container.get("device_types_exclude") or ())
-        and (not by_mib or models.memory_mib[m] >= container["device_memory_mib"])
-    ))
+    types = tuple(
+        sorted(
+            m
+            for m, vendor in models.vendor.items()
+            if vendor == container["vendor"]
+            and (not wanted or any_type_matches(m, wanted))
+            and not any_type_matches(m, container.get("device_types_exclude") or ())
+            and (not by_mib or models.memory_mib[m] >= container["device_memory_mib"])
+        )
+    )
     if not types:
         return None
     if container["memory_percent"]:
@@ -131,19 +144,58 @@ def job_demands(jobs, models: PresentModels | None = None) -> list[JobDemand]:
     """:class:`JobDemand` of each job of the ``jobs`` queryset (in its order): two queries,
     three without ``models``."""
     models = models or PresentModels.present()
-    rows = list(jobs.values_list(
-        "id", "tenant_id", "queue__resource_group_id", "queue__resource_group__device_models",
-        "created", "admitted_at", "state", "pod_count", "cpu_milli", "duration_s"))
+    rows = list(
+        jobs.values_list(
+            "id",
+            "tenant_id",
+            "queue__resource_group_id",
+            "queue__resource_group__device_models",
+            "created",
+            "admitted_at",
+            "state",
+            "pod_count",
+            "cpu_milli",
+            "duration_s",
+        )
+    )
     containers: dict[int, list[dict]] = defaultdict(list)
-    for c in (JobContainer.objects.filter(job_id__in=[r[0] for r in rows], init=False,
-                                          device_count__gt=0)
-              .order_by("job_id", "id").values(*CONTAINER_FIELDS)):
+    for c in (
+        JobContainer.objects.filter(job_id__in=[r[0] for r in rows], init=False, device_count__gt=0)
+        .order_by("job_id", "id")
+        .values(*CONTAINER_FIELDS)
+    ):
         containers[c["job_id"]].append(c)
     out = []
-    for (pk, tenant_id, group_id, group_models, created, admitted_at, state, pods, cpu,
-         duration_s) in rows:
-        tasks = tuple(t for t in (task_class(cpu, c, group_models or [], models)
-                                  for c in containers.get(pk, ())) if t is not None)
-        out.append(JobDemand(pk, tenant_id, group_id, created, admitted_at, state,
-                             max(1, pods), tasks, duration_s))
+    for (
+        pk,
+        tenant_id,
+        group_id,
+        group_models,
+        created,
+        admitted_at,
+        state,
+        pods,
+        cpu,
+        duration_s,
+    ) in rows:
+        tasks = tuple(
+            t
+            for t in (
+                task_class(cpu, c, group_models or [], models) for c in containers.get(pk, ())
+            )
+            if t is not None
+        )
+        out.append(
+            JobDemand(
+                pk,
+                tenant_id,
+                group_id,
+                created,
+                admitted_at,
+                state,
+                max(1, pods),
+                tasks,
+                duration_s,
+            )
+        )
     return out

@@ -35,33 +35,56 @@ def empty_shape(snapshot: ClusterSnapshot) -> ClusterSnapshot:
             fresh.mig_instances = []
             fresh.healthy, fresh.cordoned, fresh.qos_policy = True, False, ""
             devices.append(fresh)
-        nodes.append(NodeInfo(node.name, devices, node.cpu_milli, node.host_memory_mib, 0, 0,
-                              node.labels, True, node.pair_scores, node.error,
-                              node.annotations))
+        nodes.append(
+            NodeInfo(
+                node.name,
+                devices,
+                node.cpu_milli,
+                node.host_memory_mib,
+                0,
+                0,
+                node.labels,
+                True,
+                node.pair_scores,
+                node.error,
+                node.annotations,
+            )
+        )
     return ClusterSnapshot.from_nodes(nodes)
 
 
-def _shape_hint(job: Job, devices: list[DeviceUsage], per_node: dict[str, int],
-                group: ResourceGroup) -> str | None:
+def _shape_hint(
+    job: Job, devices: list[DeviceUsage], per_node: dict[str, int], group: ResourceGroup
+) -> str | None:
     """The plainest explanation, when one of the simple checks explains the refusal."""
     for c in job.containers.all():
         if not c.device_count:
             continue
-        mine = [d for d in devices if d.vendor.lower() == c.vendor.lower()
-                and (not c.device_types or d.type in c.device_types)]
+        mine = [
+            d
+            for d in devices
+            if d.vendor.lower() == c.vendor.lower()
+            and (not c.device_types or d.type in c.device_types)
+        ]
         if not mine:
             have = sorted({f"{d.vendor} {d.type}" for d in devices}) or ["no devices"]
             wanted = c.vendor + (f" ({', '.join(c.device_types)})" if c.device_types else "")
-            return (f"container {c.name}: group {group.name} has no {wanted} devices "
-                    f"(it has {', '.join(have)})")
+            return (
+                f"container {c.name}: group {group.name} has no {wanted} devices "
+                f"(it has {', '.join(have)})"
+            )
         most = max(sum(1 for d in mine if d.node == n) for n in per_node)
         if c.device_count > most:
-            return (f"container {c.name}: asks {c.device_count} {c.vendor} devices per pod; "
-                    f"the largest node of group {group.name} has {most}")
+            return (
+                f"container {c.name}: asks {c.device_count} {c.vendor} devices per pod; "
+                f"the largest node of group {group.name} has {most}"
+            )
         biggest = max(d.memory_mib for d in mine)
         if c.memory_mib > biggest:
-            return (f"container {c.name}: asks {c.memory_mib} MiB per device; the largest "
-                    f"{c.vendor} device of group {group.name} has {biggest} MiB")
+            return (
+                f"container {c.name}: asks {c.memory_mib} MiB per device; the largest "
+                f"{c.vendor} device of group {group.name} has {biggest} MiB"
+            )
     return None
 
 
@@ -80,8 +103,11 @@ def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
     devices = [d for n in empty.nodes.values() for d in n.devices]
     if not empty.nodes:
         return f"group {group.name} has no nodes"
-    decision = place(empty, build_placement_request(job, group),
-                     Profile(device_configs=get_catalogue().configs).build(cache=False))
+    decision = place(
+        empty,
+        build_placement_request(job, group),
+        Profile(device_configs=get_catalogue().configs).build(cache=False),
+    )
     if decision.schedulable:
         return None
     if DEVICE_MODEL_INVALID in unschedulable_reason(decision):
@@ -90,5 +116,6 @@ def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
         return None
     per_node = {n: len(node.devices) for n, node in empty.nodes.items()}
     hint = _shape_hint(job, devices, per_node, group)
-    return hint or f"never fits group {group.name} even when empty: " + \
-        unschedulable_reason(decision)
+    return hint or f"never fits group {group.name} even when empty: " + unschedulable_reason(
+        decision
+    )

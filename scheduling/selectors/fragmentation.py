@@ -48,12 +48,7 @@ from dataclasses import dataclass
 from django.db.models import F, Q
 
 from scheduling.models import Job, JobContainer, Node
-from scheduling.placement.fragmentation import (
-    GPU_MILLI,
-    StrandedDevice,
-    TargetWorkload,
-    TaskClass,
-)
+from scheduling.placement.fragmentation import GPU_MILLI, StrandedDevice, TargetWorkload, TaskClass
 from scheduling.placement.node_demand import demand_fragmentation
 from scheduling.placement.types import ClusterSnapshot, NodeInfo
 from scheduling.selectors.demand import CONTAINER_FIELDS, PresentModels, task_class
@@ -198,8 +193,9 @@ class FragmentationReport:
 # --- target workload ------------------------------------------------------------------------
 
 
-def _recent_tasks(groups: Sequence[ResourceGroup], models: PresentModels
-                  ) -> dict[int, tuple[int, Counter[TaskClass]]]:
+def _recent_tasks(
+    groups: Sequence[ResourceGroup], models: PresentModels
+) -> dict[int, tuple[int, Counter[TaskClass]]]:
     """``{group id: (jobs read, {task class: tasks})}`` from the newest :data:`RECENT_JOBS`
     jobs of each group, one task per pod and device container, counted (not listed: 500
     jobs of 1,024 pods stay 500 additions). Two queries; none without groups."""
@@ -209,7 +205,8 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: PresentModels
     # One query: a UNION ALL of one "newest jobs of this group" branch per group; each branch
     # reads the job id index backwards and stops after RECENT_JOBS rows.
     branches = [
-        Job.objects.filter(queue__resource_group_id=pk).order_by("-id")
+        Job.objects.filter(queue__resource_group_id=pk)
+        .order_by("-id")
         .annotate(group_id=F("queue__resource_group_id"))
         .values_list("id", "group_id", "cpu_milli", "pod_count")[:RECENT_JOBS]
         for pk in by_id
@@ -217,8 +214,7 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: PresentModels
     jobs = list(branches[0].union(*branches[1:], all=True))
     containers: dict[int, list[dict]] = defaultdict(list)
     for row in (
-        JobContainer.objects.filter(job_id__in=[j[0] for j in jobs], init=False,
-                                    device_count__gt=0)
+        JobContainer.objects.filter(job_id__in=[j[0] for j in jobs], init=False, device_count__gt=0)
         .order_by("job_id", "id")
         .values(*CONTAINER_FIELDS)
     ):
@@ -234,8 +230,9 @@ def _recent_tasks(groups: Sequence[ResourceGroup], models: PresentModels
     return {pk: (counts[pk], tasks[pk]) for pk in by_id}
 
 
-def _workload(parts: Iterable[tuple[int, Counter[TaskClass]]]
-              ) -> tuple[Counter[TaskClass], TargetWorkload, WorkloadSummary]:
+def _workload(
+    parts: Iterable[tuple[int, Counter[TaskClass]]],
+) -> tuple[Counter[TaskClass], TargetWorkload, WorkloadSummary]:
     """The scope's tasks (class -> count; one whole GPU when there is none), its M and the
     summary of M."""
     jobs = 0
@@ -244,11 +241,17 @@ def _workload(parts: Iterable[tuple[int, Counter[TaskClass]]]
         jobs += n
         tasks.update(ts)
     if not tasks:
-        return (Counter({DEFAULT_CLASS: 1}), TargetWorkload.from_classes([DEFAULT_CLASS]),
-                WorkloadSummary(jobs, 0, 1, 1.0, True))
+        return (
+            Counter({DEFAULT_CLASS: 1}),
+            TargetWorkload.from_classes([DEFAULT_CLASS]),
+            WorkloadSummary(jobs, 0, 1, 1.0, True),
+        )
     wl = TargetWorkload.from_classes(tasks)  # a Counter: its counts (see from_classes)
-    return tasks, wl, WorkloadSummary(jobs, sum(tasks.values()), len(wl.classes),
-                                      wl.coverage, False)
+    return (
+        tasks,
+        wl,
+        WorkloadSummary(jobs, sum(tasks.values()), len(wl.classes), wl.coverage, False),
+    )
 
 
 def target_workload(group: ResourceGroup) -> TargetWorkload:
@@ -278,17 +281,22 @@ def _in_group(node: NodeInfo, group: ResourceGroup) -> list[int]:
 def _sub_snapshot(snapshot: ClusterSnapshot, keep: dict[str, list[int]]) -> ClusterSnapshot:
     """The nodes named in ``keep`` with only the devices at the given positions (shared,
     read-only device objects)."""
-    return ClusterSnapshot.from_nodes([
-        dataclasses.replace(snapshot.nodes[name],
-                            devices=[snapshot.nodes[name].devices[j] for j in positions])
-        for name, positions in keep.items()
-    ])
+    return ClusterSnapshot.from_nodes(
+        [
+            dataclasses.replace(
+                snapshot.nodes[name], devices=[snapshot.nodes[name].devices[j] for j in positions]
+            )
+            for name, positions in keep.items()
+        ]
+    )
 
 
 def _measure(snapshot: ClusterSnapshot, tasks: Counter[TaskClass]):
     frag = demand_fragmentation(snapshot, tasks)
     totals = FragTotals(
-        nodes=len(frag.nodes), capacity_milli=frag.capacity_milli, idle_milli=frag.idle_milli,
+        nodes=len(frag.nodes),
+        capacity_milli=frag.capacity_milli,
+        idle_milli=frag.idle_milli,
         fragment_milli=frag.fragment_milli,
         stranded_milli=sum(d.free_milli for n in frag.nodes for d in n.stranded),
         stranded_devices=sum(len(n.stranded) for n in frag.nodes),
@@ -302,12 +310,16 @@ def groups_for_tenants(tenant_ids: set[int] | None) -> list[ResourceGroup]:
     groups = ResourceGroup.objects.order_by("name")
     if tenant_ids is None:
         return list(groups)
-    return list(groups.filter(Q(quotas__tenant_id__in=tenant_ids)
-                              | Q(queues__tenant_id__in=tenant_ids)).distinct())
+    return list(
+        groups.filter(
+            Q(quotas__tenant_id__in=tenant_ids) | Q(queues__tenant_id__in=tenant_ids)
+        ).distinct()
+    )
 
 
-def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
-                          cluster_id: int | None = None) -> FragmentationReport:
+def cluster_fragmentation(
+    groups: Sequence[ResourceGroup] | None = None, cluster_id: int | None = None
+) -> FragmentationReport:
     """FGD fragmentation of the whole inventory or of the union of ``groups``.
 
     Args:
@@ -323,17 +335,24 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
     snapshot, index = build_cluster_snapshot(ResourceGroup(name="inventory"))
     meta = {
         pk: (name, cid, cname)
-        for pk, name, cid, cname in Node.objects.filter(pk__in=list(index.node_ids.values()))
-        .values_list("id", "name", "cluster_id", "cluster__name")
+        for pk, name, cid, cname in Node.objects.filter(
+            pk__in=list(index.node_ids.values())
+        ).values_list("id", "name", "cluster_id", "cluster__name")
     }
     all_groups = list(ResourceGroup.objects.order_by("name")) if groups is None else None
     selected = sorted(all_groups if groups is None else groups, key=lambda g: g.name)
-    node_names = [n for n in sorted(snapshot.nodes)
-                  if cluster_id is None or meta[index.node_ids[n]][1] == cluster_id]
+    node_names = [
+        n
+        for n in sorted(snapshot.nodes)
+        if cluster_id is None or meta[index.node_ids[n]][1] == cluster_id
+    ]
     members = {g.pk: _members(snapshot, node_names, g) for g in selected}
     if groups is None:
-        scope = {n: list(range(len(snapshot.nodes[n].devices))) for n in node_names
-                 if snapshot.nodes[n].devices}
+        scope = {
+            n: list(range(len(snapshot.nodes[n].devices)))
+            for n in node_names
+            if snapshot.nodes[n].devices
+        }
         labelled = all_groups
     else:
         scope = _union(members.values(), node_names)
@@ -344,8 +363,9 @@ def cluster_fragmentation(groups: Sequence[ResourceGroup] | None = None,
     scope_tasks, _wl, summary = _workload(tasks.values())
     frag, totals = _measure(_sub_snapshot(snapshot, scope), scope_tasks)
 
-    nodes = _node_rows(frag, snapshot, index, meta, scope,
-                       _group_names(snapshot, node_names, labelled))
+    nodes = _node_rows(
+        frag, snapshot, index, meta, scope, _group_names(snapshot, node_names, labelled)
+    )
     nodes.sort(key=lambda r: (-r.fragment_milli, r.cluster, r.node))
 
     group_rows = []
@@ -385,8 +405,9 @@ def _group_names(snapshot, node_names: list[str], labelled) -> dict[str, list[st
     return names
 
 
-def _node_rows(frag, snapshot, index, meta, scope: dict[str, list[int]],
-               group_names: dict[str, list[str]]) -> list[NodeRow]:
+def _node_rows(
+    frag, snapshot, index, meta, scope: dict[str, list[int]], group_names: dict[str, list[str]]
+) -> list[NodeRow]:
     """One :class:`NodeRow` per measured node (capacity counts healthy, uncordoned devices
     in scope)."""
     nodes = []
@@ -394,19 +415,24 @@ def _node_rows(frag, snapshot, index, meta, scope: dict[str, list[int]],
         node_id = index.node_ids[row.node]
         name, cid, cname = meta[node_id]
         devices = snapshot.nodes[row.node].devices
-        nodes.append(NodeRow(
-            node_id=node_id, node=name, cluster_id=cid, cluster=cname,
-            resource_groups=tuple(sorted(group_names[row.node])),
-            capacity_milli=GPU_MILLI * sum(1 for j in scope[row.node]
-                                           if devices[j].healthy and not devices[j].cordoned),
-            idle_milli=row.idle_milli, fragment_milli=row.fragment_milli,
-            stranded=row.stranded,
-        ))
+        nodes.append(
+            NodeRow(
+                node_id=node_id,
+                node=name,
+                cluster_id=cid,
+                cluster=cname,
+                resource_groups=tuple(sorted(group_names[row.node])),
+                capacity_milli=GPU_MILLI
+                * sum(1 for j in scope[row.node] if devices[j].healthy and not devices[j].cordoned),
+                idle_milli=row.idle_milli,
+                fragment_milli=row.fragment_milli,
+                stranded=row.stranded,
+            )
+        )
     return nodes
 
 
-def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None
-                        ) -> FragmentationReport:
+def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None) -> FragmentationReport:
     """FGD fragmentation of one resource group: its nodes and devices against its own recent
     tasks (the figures of the telemetry group gauge, which calls this)."""
     return cluster_fragmentation([group], cluster_id)

@@ -39,8 +39,9 @@ from scheduling.models import Device, DeviceModel, Job, Node, Placement
 from tenants.models import Quota, ResourceGroup
 
 #: Verdict codes that set a job aside.
-INADMISSIBLE_CODES = frozenset({PendingCode.WAITING_FOR_QUOTA, PendingCode.EXCEEDS_MAX_QUOTA,
-                                PendingCode.UNSCHEDULABLE})
+INADMISSIBLE_CODES = frozenset(
+    {PendingCode.WAITING_FOR_QUOTA, PendingCode.EXCEEDS_MAX_QUOTA, PendingCode.UNSCHEDULABLE}
+)
 
 
 def _key(group_id: int) -> str:
@@ -79,8 +80,9 @@ def release(group_id: int) -> None:
         cache.delete(_key(group_id))
 
 
-def set_aside(group_id: int, result: CycleResult, jobs: dict[str, Job],
-              cycle_started: datetime) -> int:
+def set_aside(
+    group_id: int, result: CycleResult, jobs: dict[str, Job], cycle_started: datetime
+) -> int:
     """Set aside the jobs of ``result`` that did not fit (module docstring rule).
 
     Args:
@@ -93,15 +95,20 @@ def set_aside(group_id: int, result: CycleResult, jobs: dict[str, Job],
     Returns:
         The number of jobs newly set aside.
     """
-    if result.preempted or ResourceGroup.objects.filter(
-            pk=group_id, reservation_after_s__isnull=False).exists():
+    if (
+        result.preempted
+        or ResourceGroup.objects.filter(pk=group_id, reservation_after_s__isnull=False).exists()
+    ):
         release(group_id)  # starvation protection must see its pending heads age
         return 0
     ids = []
     for verdict in result.pending:
         job = jobs.get(verdict.workload_id)
-        if (job is not None and verdict.code in INADMISSIBLE_CODES
-                and job.queue.strategy == QueueStrategy.BEST_EFFORT_FIFO):
+        if (
+            job is not None
+            and verdict.code in INADMISSIBLE_CODES
+            and job.queue.strategy == QueueStrategy.BEST_EFFORT_FIFO
+        ):
             ids.append(job.pk)
     if not ids:
         return 0

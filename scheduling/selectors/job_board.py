@@ -42,24 +42,39 @@ class QueueSlot:
     eta: StartRange | None
 
 
-def group_start_ranges(group: ResourceGroup, now: datetime,
-                       models: PresentModels | None = None) -> dict[int, StartRange | None]:
+def group_start_ranges(
+    group: ResourceGroup, now: datetime, models: PresentModels | None = None
+) -> dict[int, StartRange | None]:
     """``{job id: start range}`` of the first :data:`MAX_ESTIMATED` queued jobs of ``group``
     (module docstring). Five queries."""
     models = models or PresentModels.present()
     loads = device_loads()
     capacity = sum(1 for d in loads.values() if d.usable and in_group(d, group))
-    holding = job_demands(Job.objects.filter(
-        queue__resource_group=group, state__in=(JobState.ADMITTED, JobState.RUNNING)
-    ).order_by("pk"), models)
-    started = dict(Job.objects.filter(pk__in=[d.job_id for d in holding])
-                   .values_list("pk", "started_at"))
-    running = [((started.get(d.job_id) or d.admitted_at or now)
-                + timedelta(seconds=d.duration_s), d.devices) for d in holding]
-    queued = job_demands(Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
-                         .order_by(*ADMISSION_ORDER)[:MAX_ESTIMATED], models)
-    ranges = estimate_queue_starts(now, capacity, running,
-                                   [(d.devices, d.duration_s) for d in queued])
+    holding = job_demands(
+        Job.objects.filter(
+            queue__resource_group=group, state__in=(JobState.ADMITTED, JobState.RUNNING)
+        ).order_by("pk"),
+        models,
+    )
+    started = dict(
+        Job.objects.filter(pk__in=[d.job_id for d in holding]).values_list("pk", "started_at")
+    )
+    running = [
+        (
+            (started.get(d.job_id) or d.admitted_at or now) + timedelta(seconds=d.duration_s),
+            d.devices,
+        )
+        for d in holding
+    ]
+    queued = job_demands(
+        Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED).order_by(
+            *ADMISSION_ORDER
+        )[:MAX_ESTIMATED],
+        models,
+    )
+    ranges = estimate_queue_starts(
+        now, capacity, running, [(d.devices, d.duration_s) for d in queued]
+    )
     return {d.job_id: r for d, r in zip(queued, ranges, strict=True)}
 
 
@@ -78,8 +93,9 @@ def queue_slots(jobs, now: datetime | None = None) -> dict[int, QueueSlot]:
     queue_ids = {j.queue_id for j in jobs if j.pk in wanted}
     ranked = (
         Job.objects.filter(state=JobState.QUEUED, queue_id__in=queue_ids)
-        .annotate(pos=Window(RowNumber(), partition_by=[F("queue_id")],
-                             order_by=list(ADMISSION_ORDER)))
+        .annotate(
+            pos=Window(RowNumber(), partition_by=[F("queue_id")], order_by=list(ADMISSION_ORDER))
+        )
         .values_list("id", "queue__resource_group_id", "pos")
     )
     positions: dict[int, tuple[int, int]] = {}

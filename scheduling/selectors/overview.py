@@ -65,7 +65,12 @@ def queue_lengths(tenant_ids: set[int] | None, now=None) -> list[QueueLength]:
         queues = queues.filter(tenant_id__in=tenant_ids)
     rows = [
         QueueLength(
-            q.pk, q.tenant.name, q.name, q.resource_group.name, q.queued, q.live,
+            q.pk,
+            q.tenant.name,
+            q.name,
+            q.resource_group.name,
+            q.queued,
+            q.live,
             (now - q.oldest).total_seconds() if q.oldest else None,
         )
         for q in queues
@@ -94,15 +99,22 @@ def top_tenants(tenant_ids: set[int] | None, limit: int = 10) -> list[TenantUsag
         rows = rows.filter(placement__job__tenant_id__in=tenant_ids)
     acc: dict[tuple[int, str], list] = {}
     for tenant_id, tenant, job_id, model, dmem, dcores, mem, cores in rows.values_list(
-        "placement__job__tenant_id", "placement__job__tenant__name", "placement__job_id",
-        "device__model__name", "device__memory_mib", "device__cores_percent", "memory_mib",
+        "placement__job__tenant_id",
+        "placement__job__tenant__name",
+        "placement__job_id",
+        "device__model__name",
+        "device__memory_mib",
+        "device__cores_percent",
+        "memory_mib",
         "cores_percent",
     ):
         entry = acc.setdefault((tenant_id, tenant), [0, 0, set()])
         entry[0] += booking_charges(model, dmem, dcores, mem, cores)[(model, "devices")]
         entry[1] += mem
         entry[2].add(job_id)
-    out = [TenantUsageRow(name, milli / 1000.0, mem, len(jobs), tid)
-           for (tid, name), (milli, mem, jobs) in acc.items()]
+    out = [
+        TenantUsageRow(name, milli / 1000.0, mem, len(jobs), tid)
+        for (tid, name), (milli, mem, jobs) in acc.items()
+    ]
     out.sort(key=lambda r: (-r.devices, r.tenant))
     return out[:limit]

@@ -36,13 +36,19 @@ def group_policy(group: ResourceGroup) -> PlacementPolicy:
     """The group's :class:`PlacementPolicy` (a stored value outside the choices — written
     around the model's validation — falls back to HAMi's default for that field)."""
     try:
-        return PlacementPolicy(group.node_policy, group.device_policy,
-                               group.fragmentation_policy, group.pod_policy_override)
+        return PlacementPolicy(
+            group.node_policy,
+            group.device_policy,
+            group.fragmentation_policy,
+            group.pod_policy_override,
+        )
     except ValueError:
         fields = {}
-        for name, value in (("node_policy", group.node_policy),
-                            ("device_policy", group.device_policy),
-                            ("fragmentation", group.fragmentation_policy)):
+        for name, value in (
+            ("node_policy", group.node_policy),
+            ("device_policy", group.device_policy),
+            ("fragmentation", group.fragmentation_policy),
+        ):
             try:
                 PlacementPolicy(**{name: value})
                 fields[name] = value
@@ -79,8 +85,9 @@ def group_profile(group: ResourceGroup, catalogue: Catalogue | None = None) -> P
     policy = group_policy(group)
     workload = group_workload(group) if policy.needs_workload else None
     configs = catalogue.configs if catalogue is not None else None
-    return policy_profile(policy, workload=workload, device_configs=configs,
-                          name=f"group-{group.name}")
+    return policy_profile(
+        policy, workload=workload, device_configs=configs, name=f"group-{group.name}"
+    )
 
 
 def group_framework(group: ResourceGroup, catalogue: Catalogue | None = None) -> Framework:

@@ -14,9 +14,16 @@ def preemption_as_seen(preemption, *, platform_admin: bool) -> dict:
     victim's tenant may see them: a preemptor of another tenant is anonymous (no job id,
     tenant name or message naming them); platform admins see everything."""
     cross = bool(preemption.preemptor_tenant) and (
-        preemption.preemptor_tenant != preemption.victim_tenant)
+        preemption.preemptor_tenant != preemption.victim_tenant
+    )
     if cross and not platform_admin:
-        return {"preemptor": None, "preemptor_tenant": ANOTHER_TENANT,
-                "message": CROSS_TENANT_PREEMPTION_MESSAGE}
-    return {"preemptor": preemption.preemptor_id, "preemptor_tenant":
-            preemption.preemptor_tenant, "message": preemption.message}
+        return {
+            "preemptor": None,
+            "preemptor_tenant": ANOTHER_TENANT,
+            "message": CROSS_TENANT_PREEMPTION_MESSAGE,
+        }
+    return {
+        "preemptor": preemption.preemptor_id,
+        "preemptor_tenant": preemption.preemptor_tenant,
+        "message": preemption.message,
+    }

@@ -20,12 +20,14 @@ from scheduling.models import PlacementDevice
 from tenants.choices import GroupKind
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup
 
-UNIT_SCALE = {"devices": (1000, "devices"), "memory_mib": (1024, "GiB"),
-              "cores_percent": (1, "%")}
+UNIT_SCALE = {"devices": (1000, "devices"), "memory_mib": (1024, "GiB"), "cores_percent": (1, "%")}
 """Display scale of each dimension: (divisor, unit label) -- milli-devices → devices, MiB →
 GiB, cores in percent of one device (600 % = six devices' worth of cores)."""
-DIMENSION_LABELS = {"devices": "devices", "memory_mib": "device memory",
-                    "cores_percent": "device cores"}
+DIMENSION_LABELS = {
+    "devices": "devices",
+    "memory_mib": "device memory",
+    "cores_percent": "device cores",
+}
 
 
 @dataclass
@@ -70,8 +72,11 @@ class QuotaBar:
         own = min(self.used, self.nominal)
         free = max(0, self.nominal - own - self.lent)
         return {
-            "own": self._pct(own), "lent": self._pct(self.lent), "free": self._pct(free),
-            "borrowed": self._pct(self.borrowed), "nominal": self._pct(self.nominal),
+            "own": self._pct(own),
+            "lent": self._pct(self.lent),
+            "free": self._pct(free),
+            "borrowed": self._pct(self.borrowed),
+            "nominal": self._pct(self.nominal),
         }
 
     @property
@@ -107,17 +112,22 @@ def _usage_by_group() -> dict[int, dict[int, dict[tuple[str, str], int]]]:
     for gid, tid, flavor, dmem, dcores, mem, cores in PlacementDevice.objects.filter(
         placement__state__in=BOOKED_PLACEMENT_STATES
     ).values_list(
-        "placement__job__queue__resource_group_id", "placement__job__tenant_id",
-        "device__model__name", "device__memory_mib", "device__cores_percent",
-        "memory_mib", "cores_percent",
+        "placement__job__queue__resource_group_id",
+        "placement__job__tenant_id",
+        "device__model__name",
+        "device__memory_mib",
+        "device__cores_percent",
+        "memory_mib",
+        "cores_percent",
     ):
         for key, amount in booking_charges(flavor, dmem, dcores, mem, cores).items():
             usage[gid][tid][key] += amount
     return usage
 
 
-def _used_for(charges: dict[tuple[str, str], int], flavor: str, dimension: str,
-              specific: set[str]) -> int:
+def _used_for(
+    charges: dict[tuple[str, str], int], flavor: str, dimension: str, specific: set[str]
+) -> int:
     """Usage counted against one quota row: its flavor, or for ``"*"`` every flavor that has
     no specific row of the tenant (the admission core's rule)."""
     if flavor != ANY_FLAVOR:
@@ -133,20 +143,32 @@ def quota_board(tenant_ids: set[int] | None) -> list[GroupBoard]:
     """
     usage = _usage_by_group()
     by_group: dict[int, list[QuotaBar]] = defaultdict(list)
-    quotas = list(Quota.objects.select_related("tenant").order_by(
-        "resource_group_id", "tenant__name", "flavor", "dimension"))
+    quotas = list(
+        Quota.objects.select_related("tenant").order_by(
+            "resource_group_id", "tenant__name", "flavor", "dimension"
+        )
+    )
     specific: dict[tuple[int, int], set[str]] = defaultdict(set)
     for q in quotas:
         if q.flavor != ANY_FLAVOR:
             specific[(q.resource_group_id, q.tenant_id)].add(q.flavor)
     for q in quotas:
         charges = usage.get(q.resource_group_id, {}).get(q.tenant_id, {})
-        used = _used_for(charges, q.flavor, q.dimension,
-                         specific[(q.resource_group_id, q.tenant_id)])
-        by_group[q.resource_group_id].append(QuotaBar(
-            q.tenant_id, q.tenant.name, q.flavor, q.dimension, q.nominal, used,
-            q.borrowing_limit, q.lending_limit,
-        ))
+        used = _used_for(
+            charges, q.flavor, q.dimension, specific[(q.resource_group_id, q.tenant_id)]
+        )
+        by_group[q.resource_group_id].append(
+            QuotaBar(
+                q.tenant_id,
+                q.tenant.name,
+                q.flavor,
+                q.dimension,
+                q.nominal,
+                used,
+                q.borrowing_limit,
+                q.lending_limit,
+            )
+        )
     boards = []
     for group in ResourceGroup.objects.order_by("name"):
         rows = by_group.get(group.pk, [])

@@ -17,14 +17,7 @@ from scheduling.devices.resources import (
     template_share_count,
 )
 from scheduling.devices.schema import DeviceModelConfig
-from scheduling.models import (
-    Device,
-    Job,
-    Node,
-    Placement,
-    PlacementDevice,
-    PlacementMigInstance,
-)
+from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
 from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -87,8 +80,9 @@ def group_devices(group: ResourceGroup):
     return devices.filter(node__removed_at__isnull=True)
 
 
-def build_cluster_snapshot(group: ResourceGroup, catalogue: Catalogue | None = None
-                           ) -> tuple[ClusterSnapshot, SnapshotIndex]:
+def build_cluster_snapshot(
+    group: ResourceGroup, catalogue: Catalogue | None = None
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
     """Build the placement core's view of a resource group with current usage booked.
 
     Usage is the sum of the bookings of placements in state reserved/submitted/running on
@@ -153,34 +147,62 @@ class _DeviceRow(NamedTuple):
 
 
 #: ``values_list`` columns giving a :class:`_DeviceRow`.
-_DEVICE_COLUMNS = ("pk", "node_id", "uuid", "index", "model_id", "model__name", "model__vendor",
-                   "memory_mib", "cores_percent", "split_count", "numa", "healthy", "cordoned",
-                   "mode", "mig_profiles", "source")
+_DEVICE_COLUMNS = (
+    "pk",
+    "node_id",
+    "uuid",
+    "index",
+    "model_id",
+    "model__name",
+    "model__vendor",
+    "memory_mib",
+    "cores_percent",
+    "split_count",
+    "numa",
+    "healthy",
+    "cordoned",
+    "mode",
+    "mig_profiles",
+    "source",
+)
 
 
-def _add_devices(group: ResourceGroup, core_nodes: dict[int, NodeInfo], index: SnapshotIndex,
-                 catalogue: Catalogue | None) -> list[str]:
+def _add_devices(
+    group: ResourceGroup,
+    core_nodes: dict[int, NodeInfo],
+    index: SnapshotIndex,
+    catalogue: Catalogue | None,
+) -> list[str]:
     """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
     # plain rows, not model instances: every cycle reads every device of the group
     # (the models' configs ride along only when no catalogue is given: no extra query)
-    rows = group_devices(group).order_by("node_id", "index", "uuid").values_list(
-        *_DEVICE_COLUMNS, *(() if catalogue is not None else ("model__config",)))
-    devices = [_DeviceRow(*row[:len(_DEVICE_COLUMNS)]) for row in rows]
+    rows = (
+        group_devices(group)
+        .order_by("node_id", "index", "uuid")
+        .values_list(*_DEVICE_COLUMNS, *(() if catalogue is not None else ("model__config",)))
+    )
+    devices = [_DeviceRow(*row[: len(_DEVICE_COLUMNS)]) for row in rows]
     if catalogue is None:
         configs = {row[4]: (row[6], row[5], row[-1]) for row in rows}  # model id: vendor, name
         catalogue = build_catalogue(configs.values())
     booked = PlacementDevice.objects.filter(
-        placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices])
+        placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices]
+    )
     device_usage = {
         row["device_id"]: row
-        for row in booked.values("device_id")
-        .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
+        for row in booked.values("device_id").annotate(
+            mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")
+        )
     }
     instances: dict[int, list[MigInstance]] = defaultdict(list)
     mig = [d.pk for d in devices if d.mode == "mig"]  # booked MIG instances (no query without)
-    for device_id, profile, start, size in PlacementMigInstance.objects.filter(
+    for device_id, profile, start, size in (
+        PlacementMigInstance.objects.filter(
             placement__state__in=BOOKED_PLACEMENT_STATES, device__in=mig
-    ).values_list("device_id", "profile", "start", "size") if mig else ():
+        ).values_list("device_id", "profile", "start", "size")
+        if mig
+        else ()
+    ):
         instances[device_id].append(MigInstance(profile, start, size))
     errors: list[str] = []
     counted: list[tuple[int, DeviceUsage, DeviceModelConfig]] = []
@@ -190,12 +212,21 @@ def _add_devices(group: ResourceGroup, core_nodes: dict[int, NodeInfo], index: S
             continue
         usage = device_usage.get(device.pk, {})
         core = DeviceUsage(
-            uuid=device.uuid, node=node.name, index=device.index, type=device.model_name,
-            vendor=device.model_vendor, memory_mib=device.memory_mib,
-            cores_percent=device.cores_percent, split_count=device.split_count,
-            numa=device.numa, healthy=device.healthy, cordoned=device.cordoned,
-            mode=device.mode, used_slots=usage.get("slots") or 0,
-            used_memory_mib=usage.get("mem") or 0, used_cores_percent=usage.get("cores") or 0,
+            uuid=device.uuid,
+            node=node.name,
+            index=device.index,
+            type=device.model_name,
+            vendor=device.model_vendor,
+            memory_mib=device.memory_mib,
+            cores_percent=device.cores_percent,
+            split_count=device.split_count,
+            numa=device.numa,
+            healthy=device.healthy,
+            cordoned=device.cordoned,
+            mode=device.mode,
+            used_slots=usage.get("slots") or 0,
+            used_memory_mib=usage.get("mem") or 0,
+            used_cores_percent=usage.get("cores") or 0,
         )
         core.mig_profiles = stored_mig_profiles(device.mig_profiles)
         if device.model_vendor == "EnflameDRS":
@@ -220,17 +251,23 @@ def stored_mig_profiles(rows: object) -> tuple[MigProfile, ...]:
     out = []
     for p in rows if isinstance(rows, list) else ():
         try:
-            out.append(MigProfile(str(p["name"]), int(p["memory_mib"]), int(p["cores_percent"]),
-                                  int(p["slice_count"]),
-                                  tuple(MigPlacement(int(a), int(b))
-                                        for a, b in p.get("placements") or ())))
+            out.append(
+                MigProfile(
+                    str(p["name"]),
+                    int(p["memory_mib"]),
+                    int(p["cores_percent"]),
+                    int(p["slice_count"]),
+                    tuple(MigPlacement(int(a), int(b)) for a, b in p.get("placements") or ()),
+                )
+            )
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(out)
 
 
-def apply_model_config(dev: DeviceUsage, catalogue: Catalogue, errors: list[str], *,
-                       dra: bool = False) -> DeviceModelConfig | None:
+def apply_model_config(
+    dev: DeviceUsage, catalogue: Catalogue, errors: list[str], *, dra: bool = False
+) -> DeviceModelConfig | None:
     """Give a device its model's resolved configuration.
 
     * a model whose stored config does not resolve: ``dev.error`` says so (the device stays
@@ -250,14 +287,21 @@ def apply_model_config(dev: DeviceUsage, catalogue: Catalogue, errors: list[str]
         return None
     if dev.mode == "mig" and not dev.mig_profiles and cfg.templates:
         dev.mig_profiles = tuple(
-            MigProfile(t.name, t.memory_mib, t.cores_percent,
-                       int(t.name.split("g.", 1)[0]) if "g." in t.name else t.slices,
-                       tuple(MigPlacement(start, t.slices) for start in t.placements))
-            for t in cfg.templates)
+            MigProfile(
+                t.name,
+                t.memory_mib,
+                t.cores_percent,
+                int(t.name.split("g.", 1)[0]) if "g." in t.name else t.slices,
+                tuple(MigPlacement(start, t.slices) for start in t.placements),
+            )
+            for t in cfg.templates
+        )
     shares = template_share_count(cfg, dev.memory_mib) if cfg.slicing == "template" else 0
     if shares and dev.split_count != shares:
-        errors.append(f"device {dev.uuid}: registered {dev.split_count} shares but the "
-                      f"{cfg.chip} template table gives {shares}; the table wins")
+        errors.append(
+            f"device {dev.uuid}: registered {dev.split_count} shares but the "
+            f"{cfg.chip} template table gives {shares}; the table wins"
+        )
         dev.split_count = shares
     if dra and cfg.templates and cfg.dra is not None:
         dev.counters = card_counters(cfg, dev.memory_mib, dev.cores_percent)
@@ -271,7 +315,8 @@ def _book_counters(booked, counted: list[tuple[int, DeviceUsage, DeviceModelConf
         return
     by_pk = {pk: (dev, cfg) for pk, dev, cfg in counted}
     for pk, mem, cores in booked.filter(device__in=list(by_pk)).values_list(
-            "device_id", "memory_mib", "cores_percent"):
+        "device_id", "memory_mib", "cores_percent"
+    ):
         dev, cfg = by_pk[pk]
         tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
         used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
@@ -336,22 +381,32 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
         pods = []
         for ps in pod_sets:
             mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
-            pods.extend(PodRequest(name=f"{job.pk}-{len(pods) + i}", cpu_milli=ps.cpu_milli,
-                                   memory_mib=ps.memory_mib, containers=mine,
-                                   node_selector=selector,
-                                   node_policy=node_policy, device_policy=device_policy)
-                        for i in range(ps.count))
+            pods.extend(
+                PodRequest(
+                    name=f"{job.pk}-{len(pods) + i}",
+                    cpu_milli=ps.cpu_milli,
+                    memory_mib=ps.memory_mib,
+                    containers=mine,
+                    node_selector=selector,
+                    node_policy=node_policy,
+                    device_policy=device_policy,
+                )
+                for i in range(ps.count)
+            )
         return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
     launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
-    workers = _container_requests([c for c in containers if getattr(c, "role", "") != "launcher"],
-                                  group)
+    workers = _container_requests(
+        [c for c in containers if getattr(c, "role", "") != "launcher"], group
+    )
     launcher = _container_requests(launchers, group)
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",
-            cpu_milli=getattr(job, "launcher_cpu_milli", 0) if launcher and i == 0
+            cpu_milli=getattr(job, "launcher_cpu_milli", 0)
+            if launcher and i == 0
             else job.cpu_milli,
-            memory_mib=getattr(job, "launcher_memory_mib", 0) if launcher and i == 0
+            memory_mib=getattr(job, "launcher_memory_mib", 0)
+            if launcher and i == 0
             else job.host_memory_mib,
             containers=launcher if launcher and i == 0 else workers,
             node_selector=selector,

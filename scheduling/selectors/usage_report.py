@@ -52,8 +52,9 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
     return start, end
 
 
-def monthly_usage(tenant_ids: set[int] | None, month: str,
-                  now: datetime | None = None) -> list[UsageRow]:
+def monthly_usage(
+    tenant_ids: set[int] | None, month: str, now: datetime | None = None
+) -> list[UsageRow]:
     """Usage rows of one month, tenant then model order (one query).
 
     Args:
@@ -67,17 +68,35 @@ def monthly_usage(tenant_ids: set[int] | None, month: str,
     start, end = month_bounds(month)
     now = now or timezone.now()
     bookings = PlacementDevice.objects.filter(
-        Q(placement__started_at__lt=end) | Q(placement__started_at__isnull=True,
-                                              placement__submitted_at__lt=end),
+        Q(placement__started_at__lt=end)
+        | Q(placement__started_at__isnull=True, placement__submitted_at__lt=end)
     ).filter(Q(placement__ended_at__isnull=True) | Q(placement__ended_at__gt=start))
     if tenant_ids is not None:
         bookings = bookings.filter(placement__job__tenant_id__in=tenant_ids)
     acc: dict[tuple[str, str, str], list] = defaultdict(lambda: [0.0, 0.0, set()])
-    for (tenant, model, vendor, dmem, dcores, mem, cores, started, submitted, ended,
-         job_id) in bookings.values_list(
-        "placement__job__tenant__name", "device__model__name", "device__model__vendor",
-        "device__memory_mib", "device__cores_percent", "memory_mib", "cores_percent",
-        "placement__started_at", "placement__submitted_at", "placement__ended_at",
+    for (
+        tenant,
+        model,
+        vendor,
+        dmem,
+        dcores,
+        mem,
+        cores,
+        started,
+        submitted,
+        ended,
+        job_id,
+    ) in bookings.values_list(
+        "placement__job__tenant__name",
+        "device__model__name",
+        "device__model__vendor",
+        "device__memory_mib",
+        "device__cores_percent",
+        "memory_mib",
+        "cores_percent",
+        "placement__started_at",
+        "placement__submitted_at",
+        "placement__ended_at",
         "placement__job_id",
     ):
         begin = started or submitted
@@ -92,8 +111,10 @@ def monthly_usage(tenant_ids: set[int] | None, month: str,
         entry[0] += hours * milli / 1000.0
         entry[1] += hours * mem / 1024.0
         entry[2].add(job_id)
-    return [UsageRow(tenant, model, vendor, round(gpu_h, 4), round(mem_h, 4), len(jobs), None)
-            for (tenant, model, vendor), (gpu_h, mem_h, jobs) in sorted(acc.items())]
+    return [
+        UsageRow(tenant, model, vendor, round(gpu_h, 4), round(mem_h, 4), len(jobs), None)
+        for (tenant, model, vendor), (gpu_h, mem_h, jobs) in sorted(acc.items())
+    ]
 
 
 def recent_months(now: datetime | None = None, count: int = 12) -> list[str]:

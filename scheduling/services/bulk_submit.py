@@ -34,9 +34,11 @@ def submit_jobs(job_ids: list[int]) -> dict[str, int]:
     """
     reserved = Placement.objects.filter(job_id__in=job_ids, state=PlacementState.RESERVED)
     simulated_only = set(
-        reserved.values("job_id").annotate(
-            other=Count("pk", filter=~Q(node__cluster__backend=Backend.SIMULATED)))
-        .filter(other=0).values_list("job_id", flat=True))
+        reserved.values("job_id")
+        .annotate(other=Count("pk", filter=~Q(node__cluster__backend=Backend.SIMULATED)))
+        .filter(other=0)
+        .values_list("job_id", flat=True)
+    )
     bulk = sorted(simulated_only)
     if bulk:
         _start_simulated(bulk)
@@ -50,16 +52,22 @@ def _start_simulated(job_ids: list[int]) -> None:
     now = timezone.now()
     with transaction.atomic():
         lock_jobs(job_ids)
-        SimulatedBackend().submit_reserved(
-            Placement.objects.filter(job_id__in=job_ids), now)
-        not_running = Placement.objects.filter(
-            job_id__in=job_ids, state__in=BOOKED_PLACEMENT_STATES).exclude(
-            state=PlacementState.RUNNING).values("job_id")
+        SimulatedBackend().submit_reserved(Placement.objects.filter(job_id__in=job_ids), now)
+        not_running = (
+            Placement.objects.filter(job_id__in=job_ids, state__in=BOOKED_PLACEMENT_STATES)
+            .exclude(state=PlacementState.RUNNING)
+            .values("job_id")
+        )
         started = list(
             Job.objects.filter(pk__in=job_ids, state=JobState.ADMITTED)
-            .filter(placements__state=PlacementState.RUNNING).exclude(pk__in=not_running)
-            .distinct().values_list("pk", flat=True))
+            .filter(placements__state=PlacementState.RUNNING)
+            .exclude(pk__in=not_running)
+            .distinct()
+            .values_list("pk", flat=True)
+        )
         Job.objects.filter(pk__in=started, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now, updated=now)
+            state=JobState.RUNNING, started_at=now, updated=now
+        )
         JobEvent.objects.bulk_create(
-            JobEvent(job_id=pk, kind="running", message="all pods running") for pk in started)
+            JobEvent(job_id=pk, kind="running", message="all pods running") for pk in started
+        )

@@ -56,9 +56,19 @@ from scheduling.services.intake_record import suspend_kube_job
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DRAIN_POLICIES", "CONSOLE_CORDON_ANNOTATION", "TAINT_KEY", "CordonReport",
-           "mark_unhealthy", "clear_unhealthy", "cordon_device", "uncordon_device",
-           "drain_device", "note_pod_failure", "sync_device_cordons"]
+__all__ = [
+    "DRAIN_POLICIES",
+    "CONSOLE_CORDON_ANNOTATION",
+    "TAINT_KEY",
+    "CordonReport",
+    "mark_unhealthy",
+    "clear_unhealthy",
+    "cordon_device",
+    "uncordon_device",
+    "drain_device",
+    "note_pod_failure",
+    "sync_device_cordons",
+]
 
 DRAIN_POLICIES = ("wait", "requeue", "fail")
 CONSOLE_CORDON_ANNOTATION = "console.llmops.io/device-cordon"
@@ -79,13 +89,19 @@ def mark_unhealthy(device_id: int, reason: str, *, policy: str | None = None) ->
     cordoned in its cluster, and its jobs drained by ``policy`` (default
     ``DEVICE_DRAIN_POLICY``). Returns False when it was already marked."""
     cordon = f"{HEALTH_PREFIX}{reason}"[:500]
-    changed = Device.objects.filter(pk=device_id).exclude(console_unhealthy=True).update(
-        console_unhealthy=True, healthy=False, cordoned=True, updated=timezone.now())
+    changed = (
+        Device.objects.filter(pk=device_id)
+        .exclude(console_unhealthy=True)
+        .update(console_unhealthy=True, healthy=False, cordoned=True, updated=timezone.now())
+    )
     Device.objects.filter(pk=device_id, cordon_reason="").update(cordon_reason=cordon)
     if changed:
         device = Device.objects.select_related("node__cluster").get(pk=device_id)
-        _after_cordon(device, policy or settings.DEVICE_DRAIN_POLICY,
-                      f"device {device.uuid} is unhealthy ({reason})")
+        _after_cordon(
+            device,
+            policy or settings.DEVICE_DRAIN_POLICY,
+            f"device {device.uuid} is unhealthy ({reason})",
+        )
     return bool(changed)
 
 
@@ -94,12 +110,17 @@ def clear_unhealthy(device_id: int) -> bool:
     stays); the registration's own health flag applies from the next inventory sync."""
     now = timezone.now()
     changed = Device.objects.filter(pk=device_id, console_unhealthy=True).update(
-        console_unhealthy=False, healthy=True, updated=now)
-    lifted = Device.objects.filter(pk=device_id, cordon_reason__startswith=HEALTH_PREFIX
-                                   ).update(cordon_reason="", cordoned=False, updated=now)
+        console_unhealthy=False, healthy=True, updated=now
+    )
+    lifted = Device.objects.filter(pk=device_id, cordon_reason__startswith=HEALTH_PREFIX).update(
+        cordon_reason="", cordoned=False, updated=now
+    )
     if lifted:
-        cluster = Device.objects.filter(pk=device_id).values_list(
-            "node__cluster_id", "node__cluster__backend").first()
+        cluster = (
+            Device.objects.filter(pk=device_id)
+            .values_list("node__cluster_id", "node__cluster__backend")
+            .first()
+        )
         if cluster and cluster[1] == Backend.KUBERNETES:
             enqueue_cordon_sync(cluster[0])
     return bool(changed)
@@ -121,10 +142,15 @@ def cordon_device(device: Device, *, reason: str, user=None, policy: str = "wait
     who = getattr(user, "username", "") or "operator"
     text = f"cordoned by {who}" + (f": {reason}" if reason else "")
     with transaction.atomic():
-        was_cordoned = Device.objects.select_for_update().filter(
-            pk=device.pk).values_list("cordoned", flat=True).first()
-        Device.objects.filter(pk=device.pk).update(cordon_reason=text[:500], cordoned=True,
-                                                   updated=timezone.now())
+        was_cordoned = (
+            Device.objects.select_for_update()
+            .filter(pk=device.pk)
+            .values_list("cordoned", flat=True)
+            .first()
+        )
+        Device.objects.filter(pk=device.pk).update(
+            cordon_reason=text[:500], cordoned=True, updated=timezone.now()
+        )
     device.refresh_from_db()
     if was_cordoned and policy == "wait":
         # a repeat (or a new reason): its jobs were told already and keep running
@@ -150,9 +176,13 @@ def uncordon_device(device: Device, *, user=None) -> Device:
 
 def drain_device(device_id: int, policy: str, message: str) -> list[int]:
     """Apply ``policy`` to every job booked on the device; returns the job ids touched."""
-    job_ids = sorted(set(PlacementDevice.objects.filter(
-        device_id=device_id, placement__state__in=BOOKED_PLACEMENT_STATES).values_list(
-        "placement__job_id", flat=True)))
+    job_ids = sorted(
+        set(
+            PlacementDevice.objects.filter(
+                device_id=device_id, placement__state__in=BOOKED_PLACEMENT_STATES
+            ).values_list("placement__job_id", flat=True)
+        )
+    )
     for job_id in job_ids:
         _drain_job(job_id, policy, message)
     return job_ids
@@ -161,29 +191,46 @@ def drain_device(device_id: int, policy: str, message: str) -> list[int]:
 def _drain_job(job_id: int, policy: str, message: str) -> None:
     now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().select_related("queue").filter(
-            pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]).first()
+        job = (
+            Job.objects.select_for_update()
+            .select_related("queue")
+            .filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING])
+            .first()
+        )
         if job is None:
             return
         if policy == "wait":
-            JobEvent.objects.create(job=job, kind="device-cordoned",
-                                    message=f"{message}; the job keeps running (drain: wait)")
+            JobEvent.objects.create(
+                job=job,
+                kind="device-cordoned",
+                message=f"{message}; the job keeps running (drain: wait)",
+            )
             return
-        placements = list(Placement.objects.select_for_update().select_related(
-            "node__cluster").filter(job=job, state__in=BOOKED_PLACEMENT_STATES).order_by("pk"))
+        placements = list(
+            Placement.objects.select_for_update()
+            .select_related("node__cluster")
+            .filter(job=job, state__in=BOOKED_PLACEMENT_STATES)
+            .order_by("pk")
+        )
         if job.source == JOB_SOURCE_KUBE:
             transaction.on_commit(lambda: suspend_kube_job(job_id, message))
         else:  # pods go once the release is committed, never inside this transaction
             delete_pods_on_commit(placements)
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-            state=PlacementState.RELEASED, ended_at=now, message=f"drained: {message}")
+            state=PlacementState.RELEASED, ended_at=now, message=f"drained: {message}"
+        )
         if policy == "requeue":
             Job.objects.filter(pk=job.pk).update(
-                state=JobState.QUEUED, admitted_at=None, started_at=None,
-                requeue_count=F("requeue_count") + 1, pending_reason=f"requeued: {message}")
+                state=JobState.QUEUED,
+                admitted_at=None,
+                started_at=None,
+                requeue_count=F("requeue_count") + 1,
+                pending_reason=f"requeued: {message}",
+            )
         else:
-            Job.objects.filter(pk=job.pk).update(state=JobState.FAILED, finished_at=now,
-                                                 pending_reason=f"failed: {message}")
+            Job.objects.filter(pk=job.pk).update(
+                state=JobState.FAILED, finished_at=now, pending_reason=f"failed: {message}"
+            )
         JobEvent.objects.create(job=job, kind="drained", message=f"{message}; {policy}")
         enqueue_admission_cycle(job.queue.resource_group_id)
 
@@ -195,17 +242,28 @@ def note_pod_failure(placement_id: int, *, now: datetime | None = None) -> list[
     now = now or timezone.now()
     since = now - timedelta(seconds=float(settings.DEVICE_FAILURE_WINDOW_S))
     threshold = int(settings.DEVICE_FAILURE_THRESHOLD)
-    devices = list(PlacementDevice.objects.filter(placement_id=placement_id).values_list(
-        "device_id", flat=True))
-    counts = dict(PlacementDevice.objects.filter(
-        device_id__in=devices, placement__state=PlacementState.FAILED,
-        placement__ended_at__gte=since).values("device_id").annotate(n=Count("id"))
-        .values_list("device_id", "n"))
+    devices = list(
+        PlacementDevice.objects.filter(placement_id=placement_id).values_list(
+            "device_id", flat=True
+        )
+    )
+    counts = dict(
+        PlacementDevice.objects.filter(
+            device_id__in=devices,
+            placement__state=PlacementState.FAILED,
+            placement__ended_at__gte=since,
+        )
+        .values("device_id")
+        .annotate(n=Count("id"))
+        .values_list("device_id", "n")
+    )
     marked = []
     for device_id in devices:
         if counts.get(device_id, 0) >= threshold and mark_unhealthy(
-                device_id, f"{counts[device_id]} pods failed on it within "
-                           f"{int(settings.DEVICE_FAILURE_WINDOW_S)} s"):
+            device_id,
+            f"{counts[device_id]} pods failed on it within "
+            f"{int(settings.DEVICE_FAILURE_WINDOW_S)} s",
+        ):
             marked.append(device_id)
     return marked
 
@@ -238,9 +296,15 @@ def _node_patch(node: dict, mine: set[str]) -> dict | None:
     wanted = (current - (before - mine)) | mine
     if wanted == current and before == mine:
         return None
-    return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {
-        CORDON_ANNOTATION: ",".join(sorted(wanted)) or None,
-        CONSOLE_CORDON_ANNOTATION: ",".join(sorted(mine)) or None}}}
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {
+                CORDON_ANNOTATION: ",".join(sorted(wanted)) or None,
+                CONSOLE_CORDON_ANNOTATION: ",".join(sorted(mine)) or None,
+            },
+        }
+    }
 
 
 def taint_rule_name(dra_device: str) -> str:
@@ -251,19 +315,29 @@ def taint_rule_name(dra_device: str) -> str:
 def taint_rule(version: str, dra_device: str, reason: str) -> dict:
     """A DeviceTaintRule tainting one DRA device ``NoSchedule`` (KEP-5055)."""
     driver, pool, device = dra_device.split("/", 2)
-    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "DeviceTaintRule",
-            "metadata": {"name": taint_rule_name(dra_device),
-                         "labels": {LABEL_MANAGED_BY: MANAGED_BY},
-                         "annotations": {"console.llmops.io/reason": reason[:500]}},
-            "spec": {"deviceSelector": {"driver": driver, "pool": pool, "device": device},
-                     "taint": {"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}}}
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "DeviceTaintRule",
+        "metadata": {
+            "name": taint_rule_name(dra_device),
+            "labels": {LABEL_MANAGED_BY: MANAGED_BY},
+            "annotations": {"console.llmops.io/reason": reason[:500]},
+        },
+        "spec": {
+            "deviceSelector": {"driver": driver, "pool": pool, "device": device},
+            "taint": {"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"},
+        },
+    }
 
 
 def _sync_nodes(api: WorkloadApi, cluster: Cluster, report: CordonReport) -> None:
     mine: dict[str, set[str]] = {}
-    for name, uuid, hami_id in Device.objects.filter(
-            node__cluster=cluster, removed_at__isnull=True).exclude(cordon_reason="").exclude(
-            source="dra").values_list("node__name", "uuid", "hami_id"):
+    for name, uuid, hami_id in (
+        Device.objects.filter(node__cluster=cluster, removed_at__isnull=True)
+        .exclude(cordon_reason="")
+        .exclude(source="dra")
+        .values_list("node__name", "uuid", "hami_id")
+    ):
         mine.setdefault(name, set()).add(hami_id or uuid)
     for node in api.gw.list_nodes().items:
         name = str((node.get("metadata") or {}).get("name"))
@@ -279,17 +353,21 @@ def _sync_nodes(api: WorkloadApi, cluster: Cluster, report: CordonReport) -> Non
 
 
 def _sync_rules(api: WorkloadApi, cluster: Cluster, report: CordonReport) -> None:
-    wanted = dict(Device.objects.filter(
-        node__cluster=cluster, removed_at__isnull=True, source="dra").exclude(
-        cordon_reason="").exclude(dra_device="").values_list("dra_device", "cordon_reason"))
+    wanted = dict(
+        Device.objects.filter(node__cluster=cluster, removed_at__isnull=True, source="dra")
+        .exclude(cordon_reason="")
+        .exclude(dra_device="")
+        .values_list("dra_device", "cordon_reason")
+    )
     version = api.taint_rule_version()
     if version is None:
         if wanted:
-            report.errors.append("the cluster serves no DeviceTaintRule API; DRA devices "
-                                 f"{', '.join(sorted(wanted))} are cordoned in the console only")
+            report.errors.append(
+                "the cluster serves no DeviceTaintRule API; DRA devices "
+                f"{', '.join(sorted(wanted))} are cordoned in the console only"
+            )
         return
-    have = {r["metadata"]["name"] for r in api.list_taint_rules(
-        version, CONSOLE_SELECTOR).items}
+    have = {r["metadata"]["name"] for r in api.list_taint_rules(version, CONSOLE_SELECTOR).items}
     rules = {taint_rule_name(d): taint_rule(version, d, r) for d, r in wanted.items()}
     for name in sorted(set(rules) - have):
         api.create_taint_rule(version, rules[name])

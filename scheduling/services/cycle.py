@@ -57,11 +57,7 @@ from scheduling.models import (
     PlacementMigInstance,
 )
 from scheduling.placement.types import Decision
-from scheduling.selectors.admission import (
-    AdmissionContext,
-    build_admission_snapshot,
-    queued_jobs,
-)
+from scheduling.selectors.admission import AdmissionContext, build_admission_snapshot, queued_jobs
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
@@ -128,8 +124,15 @@ def _assignment_json(pod) -> dict:
                         "index": g.index,
                         "memory_mib": g.memory_mib,
                         "cores_percent": g.cores_percent,
-                        **({"mig_profile": g.mig_profile, "mig_start": g.mig_start,
-                            "mig_size": g.mig_size} if g.mig_start >= 0 else {}),
+                        **(
+                            {
+                                "mig_profile": g.mig_profile,
+                                "mig_start": g.mig_start,
+                                "mig_size": g.mig_size,
+                            }
+                            if g.mig_start >= 0
+                            else {}
+                        ),
                         **({"template": g.template} if g.template else {}),
                         **({"slices": g.slices} if g.slices else {}),
                     }
@@ -157,23 +160,32 @@ class _Capacity:
             row["device_id"]: [row["mem"] or 0, row["cores"] or 0, row["slots"] or 0]
             for row in PlacementDevice.objects.filter(
                 device_id__in=list(self.devices), placement__state__in=BOOKED_PLACEMENT_STATES
-            ).values("device_id")
+            )
+            .values("device_id")
             .annotate(mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
         }
         self.node_used = {
             row["node_id"]: [row["cpu"] or 0, row["mem"] or 0]
             for row in Placement.objects.filter(
                 node_id__in=list(self.nodes), state__in=BOOKED_PLACEMENT_STATES
-            ).values("node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
+            )
+            .values("node_id")
+            .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
         }
 
-    def conflict(self, extra_dev: dict[int, list[int]], extra_node: dict[int, list[int]]
-                 ) -> str | None:
+    def conflict(
+        self, extra_dev: dict[int, list[int]], extra_node: dict[int, list[int]]
+    ) -> str | None:
         for pk, (mem, cores, slots) in sorted(extra_dev.items()):
             d, used = self.devices[pk], self.dev_used.get(pk, [0, 0, 0])
-            if (used[0] + mem > d.memory_mib or used[1] + cores > d.cores_percent
-                    or used[2] + slots > d.split_count or not d.healthy or d.cordoned
-                    or d.removed_at is not None):
+            if (
+                used[0] + mem > d.memory_mib
+                or used[1] + cores > d.cores_percent
+                or used[2] + slots > d.split_count
+                or not d.healthy
+                or d.cordoned
+                or d.removed_at is not None
+            ):
                 return f"device {d.uuid} was booked by another cycle; retrying"
         for pk, (cpu, mem) in sorted(extra_node.items()):
             n, used = self.nodes[pk], self.node_used.get(pk, [0, 0])
@@ -219,8 +231,16 @@ def _lock_capacity(bookings) -> _Capacity:
     return _Capacity(devices, nodes)
 
 
-def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, bookings,
-                      capacity: _Capacity, now, group_id: int, deltas: dict) -> str | None:
+def _commit_admission(
+    admission: Admission,
+    job: Job,
+    ctx: AdmissionContext,
+    bookings,
+    capacity: _Capacity,
+    now,
+    group_id: int,
+    deltas: dict,
+) -> str | None:
     """Write one admitted job's placements (``bookings``: its :func:`_bookings`); return a
     conflict reason instead when another writer booked the capacity first or the job left
     the queued state."""
@@ -230,7 +250,10 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     if conflict is not None:
         return conflict
     moved = Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
-        state=JobState.ADMITTED, admitted_at=now, pending_reason="", preempting_since=None,
+        state=JobState.ADMITTED,
+        admitted_at=now,
+        pending_reason="",
+        preempting_since=None,
         reserving_since=None,
     )
     if not moved:
@@ -239,36 +262,55 @@ def _commit_admission(admission: Admission, job: Job, ctx: AdmissionContext, boo
     group = ctx.flavors.group
     placements = Placement.objects.bulk_create(
         Placement(
-            job=job, pod_index=pod_index, node_id=ctx.index.node_ids[pod.node],
-            cpu_milli=pod.cpu_milli, host_memory_mib=pod.memory_mib,
-            assignment=_assignment_json(pod), charged=True,
+            job=job,
+            pod_index=pod_index,
+            node_id=ctx.index.node_ids[pod.node],
+            cpu_milli=pod.cpu_milli,
+            host_memory_mib=pod.memory_mib,
+            assignment=_assignment_json(pod),
+            charged=True,
             charges=encode_charges(charges_for_pods([pod], ctx.devices, group)),
         )
         for pod_index, pod in enumerate(decision.pods)
     )
     PlacementDevice.objects.bulk_create(
-        PlacementDevice(placement=placement, device_id=ctx.index.device_ids[uuid],
-                        memory_mib=mem, cores_percent=cores, slots=slots)
+        PlacementDevice(
+            placement=placement,
+            device_id=ctx.index.device_ids[uuid],
+            memory_mib=mem,
+            cores_percent=cores,
+            slots=slots,
+        )
         for placement, pod in zip(placements, decision.pods, strict=True)
         for uuid, (mem, cores, slots) in sorted(per_pod[pod.pod].items())
     )
     PlacementMigInstance.objects.bulk_create(
-        PlacementMigInstance(placement=placement, device_id=ctx.index.device_ids[g.uuid],
-                             profile=g.mig_profile, start=g.mig_start, size=g.mig_size)
+        PlacementMigInstance(
+            placement=placement,
+            device_id=ctx.index.device_ids[g.uuid],
+            profile=g.mig_profile,
+            start=g.mig_start,
+            size=g.mig_size,
+        )
         for placement, pod in zip(placements, decision.pods, strict=True)
-        for c in pod.containers for g in c.devices if g.mig_profile and g.mig_start >= 0
+        for c in pod.containers
+        for g in c.devices
+        if g.mig_profile and g.mig_start >= 0
     )
     for placement in placements:
-        for key, amount in usage_deltas(
-                [(job.tenant_id, group_id, placement.charges)], +1).items():
+        for key, amount in usage_deltas([(job.tenant_id, group_id, placement.charges)], +1).items():
             deltas[key] = deltas.get(key, 0) + amount
     nodes_text = ", ".join(sorted({p.node for p in decision.pods}))
-    extra = f" (gang {admission.pod_count}/{job.pod_count} pods)" \
-        if admission.pod_count != job.pod_count else ""
+    extra = (
+        f" (gang {admission.pod_count}/{job.pod_count} pods)"
+        if admission.pod_count != job.pod_count
+        else ""
+    )
     borrowing = "; borrowing from the cohort" if admission.borrowing else ""
     backfill = "; backfilled before a starvation reservation" if admission.backfill else ""
-    JobEvent.objects.create(job=job, kind="admitted",
-                            message=f"placed on {nodes_text}{extra}{borrowing}{backfill}")
+    JobEvent.objects.create(
+        job=job, kind="admitted", message=f"placed on {nodes_text}{extra}{borrowing}{backfill}"
+    )
     return None
 
 
@@ -289,8 +331,9 @@ def _preempt(result: CycleResult, ctx: AdmissionContext, now, report: CycleRepor
                 report.preempted.append(int(preemption.victim_id))
 
 
-def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, now,
-            report: CycleReport) -> None:
+def _commit(
+    result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, now, report: CycleReport
+) -> None:
     admissions = list(result.admitted)
     bookings = {a.workload_id: _bookings(a.placement, ctx.index) for a in admissions}
     # lock order (scheduling.services.locking): jobs, their placements, nodes, devices
@@ -303,8 +346,9 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
     deltas: dict = {}
     for admission in admissions:
         job = ctx.jobs[admission.workload_id]
-        conflict = _commit_admission(admission, job, ctx, bookings[admission.workload_id],
-                                     capacity, now, group.pk, deltas)
+        conflict = _commit_admission(
+            admission, job, ctx, bookings[admission.workload_id], capacity, now, group.pk, deltas
+        )
         if conflict is None:
             report.admitted.append(job.pk)
         else:
@@ -315,8 +359,11 @@ def _commit(result: CycleResult, ctx: AdmissionContext, group: ResourceGroup, no
 def _wake_at(result: CycleResult, now):
     """When a blocked group should be looked at again without any event: the earliest
     expected start of a starvation reservation (None = only the usual recheck)."""
-    starts = [r.expected_start for r in result.reservations
-              if r.expected_start is not None and r.expected_start > now]
+    starts = [
+        r.expected_start
+        for r in result.reservations
+        if r.expected_start is not None and r.expected_start > now
+    ]
     return min(starts, default=None)
 
 
@@ -332,7 +379,8 @@ def _store_marks(result: CycleResult, ctx: AdmissionContext, now) -> None:
     for job_id, since in sorted(reserving.items()):
         queued.filter(pk=job_id).exclude(reserving_since=since).update(reserving_since=since)
     queued.exclude(pk__in=list(reserving)).exclude(reserving_since=None).update(
-        reserving_since=None)
+        reserving_since=None
+    )
 
 
 def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleReport) -> None:
@@ -349,12 +397,13 @@ def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleRep
             changed.append(job)
     if changed:  # one UPDATE for every changed reason, not one per job
         Job.objects.filter(pk__in=[j.pk for j in changed], state=JobState.QUEUED).update(
-            pending_reason=Case(*(When(pk=j.pk, then=Value(j.pending_reason))
-                                  for j in changed)))
+            pending_reason=Case(*(When(pk=j.pk, then=Value(j.pending_reason)) for j in changed))
+        )
 
 
-def run_admission_cycle(group_id: int, *, batch: int | None = None,
-                        retries: int = 2) -> CycleReport:
+def run_admission_cycle(
+    group_id: int, *, batch: int | None = None, retries: int = 2
+) -> CycleReport:
     """Run one admission cycle for a resource group (see the module docstring for phases).
 
     Idempotent and single-flight: a concurrent call for the same group returns at once with
@@ -415,15 +464,22 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
             enqueue_submit_jobs(list(report.admitted))
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
-        sender=run_admission_cycle, group_name=group.name, duration_s=report.duration_s,
-        admitted=len(report.admitted), preempted=len(report.preempted),
+        sender=run_admission_cycle,
+        group_name=group.name,
+        duration_s=report.duration_s,
+        admitted=len(report.admitted),
+        preempted=len(report.preempted),
     )
     # INFO only when the cycle changed something; a cycle that left everything pending is
     # routine (one every ADMISSION_TICK_S per blocked group)
     logger.log(
         logging.INFO if report.admitted or report.preempted else logging.DEBUG,
         "admission cycle group=%s considered=%d admitted=%d preempted=%d pending=%d in %.3fs",
-        group_id, report.considered, len(report.admitted), len(report.preempted),
-        len(report.pending), report.duration_s,
+        group_id,
+        report.considered,
+        len(report.admitted),
+        len(report.preempted),
+        len(report.pending),
+        report.duration_s,
     )
     return report

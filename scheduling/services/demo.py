@@ -100,15 +100,20 @@ def _seed_inventory(created: dict[str, int]) -> None:
     )
     models = {}
     for name, vendor, mem, split in DEMO_MODELS:
-        models[name] = (DeviceModel.objects.get_or_create(name=name,
-                                                          defaults={"vendor": vendor})[0],
-                        mem, split)
+        models[name] = (
+            DeviceModel.objects.get_or_create(name=name, defaults={"vendor": vendor})[0],
+            mem,
+            split,
+        )
     for node_name, model_name, count, cpu, mem in DEMO_NODES:
         node, made = Node.objects.get_or_create(
             cluster=cluster,
             name=node_name,
-            defaults={"cpu_milli": cpu, "host_memory_mib": mem,
-                      "labels": {"console.llmops.io/cluster": DEMO_CLUSTER}},
+            defaults={
+                "cpu_milli": cpu,
+                "host_memory_mib": mem,
+                "labels": {"console.llmops.io/cluster": DEMO_CLUSTER},
+            },
         )
         created["nodes"] += int(made)
         model, device_mib, split = models[model_name]
@@ -116,8 +121,12 @@ def _seed_inventory(created: dict[str, int]) -> None:
             _, made = Device.objects.get_or_create(
                 uuid=_serial(node_name, index, model.vendor),
                 defaults={
-                    "node": node, "model": model, "index": index, "numa": index // 4,
-                    "memory_mib": device_mib, "split_count": split,
+                    "node": node,
+                    "model": model,
+                    "index": index,
+                    "numa": index // 4,
+                    "memory_mib": device_mib,
+                    "split_count": split,
                 },
             )
             created["devices"] += int(made)
@@ -129,7 +138,7 @@ def _seed_tenants() -> dict[str, Tenant]:
     for name, parent, display in DEMO_TENANTS:
         tenants[name], _ = Tenant.objects.get_or_create(
             name=name,
-            defaults={"display_name": display, "parent": tenants.get(parent) if parent else None}
+            defaults={"display_name": display, "parent": tenants.get(parent) if parent else None},
         )
     groups = {}
     for name, kind, group_models in DEMO_GROUPS:
@@ -139,19 +148,26 @@ def _seed_tenants() -> dict[str, Tenant]:
     for tenant in ("team-nlp", "team-vision", "platform"):
         for group_name, group in groups.items():
             strategy = (
-                QueueStrategy.STRICT_FIFO if group_name == "ascend-exclusive"
+                QueueStrategy.STRICT_FIFO
+                if group_name == "ascend-exclusive"
                 else QueueStrategy.BEST_EFFORT_FIFO
             )
             Queue.objects.get_or_create(
-                tenant=tenants[tenant], name=group_name,
+                tenant=tenants[tenant],
+                name=group_name,
                 defaults={"resource_group": group, "strategy": strategy},
             )
             for dimension, nominal in (
-                ("devices", 6000), ("memory_mib", 6 * 98304), ("cores_percent", 600),
+                ("devices", 6000),
+                ("memory_mib", 6 * 98304),
+                ("cores_percent", 600),
             ):
                 Quota.objects.get_or_create(
-                    tenant=tenants[tenant], resource_group=group, flavor="*",
-                    dimension=dimension, defaults={"nominal": nominal},
+                    tenant=tenants[tenant],
+                    resource_group=group,
+                    flavor="*",
+                    dimension=dimension,
+                    defaults={"nominal": nominal},
                 )
     return tenants
 
@@ -170,12 +186,18 @@ def _seed_users(tenants: dict[str, Tenant], password: str) -> None:
         if made:
             user.set_password(password)
             user.save()
-        Membership.objects.get_or_create(
-            user=user, tenant=tenants[tenant], defaults={"role": role}
-        )
+        Membership.objects.get_or_create(user=user, tenant=tenants[tenant], defaults={"role": role})
+
+
 def _demo_image_container(image: str, memory_mib: int, cores: int, **extra) -> ContainerSpec:
-    return ContainerSpec(vendor="NVIDIA", device_count=1, device_memory_mib=memory_mib,
-                         cores_percent=cores, image=image, **extra)
+    return ContainerSpec(
+        vendor="NVIDIA",
+        device_count=1,
+        device_memory_mib=memory_mib,
+        cores_percent=cores,
+        image=image,
+        **extra,
+    )
 
 
 def seed_demo_workloads() -> int:
@@ -184,28 +206,67 @@ def seed_demo_workloads() -> int:
     made = 0
     queues = Queue.objects.filter(resource_group__name="nvidia-shared").select_related("tenant")
     for queue in queues.order_by("tenant__name"):
-        if Job.objects.filter(source="demo", tenant=queue.tenant,
-                              kind__in=[JobKind.TRAINING, JobKind.INFERENCE,
-                                        JobKind.NOTEBOOK]).exists():
+        if Job.objects.filter(
+            source="demo",
+            tenant=queue.tenant,
+            kind__in=[JobKind.TRAINING, JobKind.INFERENCE, JobKind.NOTEBOOK],
+        ).exists():
             continue
         team = queue.tenant.name
         specs = [
-            JobSpec(name=f"{team}-finetune", kind=JobKind.TRAINING, pod_count=2,
-                    cpu_milli=8000, host_memory_mib=32768, duration_s=900.0, source="demo",
-                    restart_policy="OnFailure", backoff_limit=1, max_runtime_s=3600.0,
-                    containers=[_demo_image_container(
-                        "nvcr.io/nvidia/pytorch:25.01-py3", 20480, 50,
-                        command=["torchrun", "--nnodes=2", "finetune.py"])]),
-            JobSpec(name=f"{team}-chat", kind=JobKind.INFERENCE, replicas=2, replicas_min=1,
-                    replicas_max=4, port=8000, restart_policy="Always", cpu_milli=4000,
-                    host_memory_mib=16384, source="demo", priority=10,
-                    containers=[_demo_image_container(
-                        "vllm/vllm-openai:v0.6.3", 16384, 30,
-                        args=["--model", "Qwen/Qwen2.5-7B-Instruct"])]),
-            JobSpec(name=f"{team}-notebook", kind=JobKind.NOTEBOOK, port=8888,
-                    restart_policy="Always", cpu_milli=2000, host_memory_mib=8192, source="demo",
-                    containers=[_demo_image_container(
-                        "quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)]),
+            JobSpec(
+                name=f"{team}-finetune",
+                kind=JobKind.TRAINING,
+                pod_count=2,
+                cpu_milli=8000,
+                host_memory_mib=32768,
+                duration_s=900.0,
+                source="demo",
+                restart_policy="OnFailure",
+                backoff_limit=1,
+                max_runtime_s=3600.0,
+                containers=[
+                    _demo_image_container(
+                        "nvcr.io/nvidia/pytorch:25.01-py3",
+                        20480,
+                        50,
+                        command=["torchrun", "--nnodes=2", "finetune.py"],
+                    )
+                ],
+            ),
+            JobSpec(
+                name=f"{team}-chat",
+                kind=JobKind.INFERENCE,
+                replicas=2,
+                replicas_min=1,
+                replicas_max=4,
+                port=8000,
+                restart_policy="Always",
+                cpu_milli=4000,
+                host_memory_mib=16384,
+                source="demo",
+                priority=10,
+                containers=[
+                    _demo_image_container(
+                        "vllm/vllm-openai:v0.6.3",
+                        16384,
+                        30,
+                        args=["--model", "Qwen/Qwen2.5-7B-Instruct"],
+                    )
+                ],
+            ),
+            JobSpec(
+                name=f"{team}-notebook",
+                kind=JobKind.NOTEBOOK,
+                port=8888,
+                restart_policy="Always",
+                cpu_milli=2000,
+                host_memory_mib=8192,
+                source="demo",
+                containers=[
+                    _demo_image_container("quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)
+                ],
+            ),
         ]
         for spec in specs:
             submit_workload(queue, spec)
@@ -227,20 +288,27 @@ def submit_demo_job(rng: random.Random) -> Job | None:
         return None
     queue = rng.choice(queues)
     vendor = {
-        "nvidia-shared": "NVIDIA", "ascend-exclusive": "Ascend", "domestic-elastic":
-        rng.choice(["MLU", "DCU"]),
+        "nvidia-shared": "NVIDIA",
+        "ascend-exclusive": "Ascend",
+        "domestic-elastic": rng.choice(["MLU", "DCU"]),
     }[queue.resource_group.name]
     types = {"MLU": ["MLU370-X8"], "DCU": ["K100_AI"]}.get(vendor, [])
     shape = rng.choice(["slice", "slice", "slice", "whole", "multi"])
     if shape == "slice":
         container = ContainerSpec(
-            vendor=vendor, device_count=1, device_memory_mib=rng.choice([4096, 8192, 16384]),
-            cores_percent=rng.choice([10, 20, 30, 50]), device_types=types,
+            vendor=vendor,
+            device_count=1,
+            device_memory_mib=rng.choice([4096, 8192, 16384]),
+            cores_percent=rng.choice([10, 20, 30, 50]),
+            device_types=types,
         )
     else:
         container = ContainerSpec(
-            vendor=vendor, device_count=1 if shape == "whole" else rng.choice([2, 4]),
-            memory_percent=100, cores_percent=100, device_types=types,
+            vendor=vendor,
+            device_count=1 if shape == "whole" else rng.choice([2, 4]),
+            memory_percent=100,
+            cores_percent=100,
+            device_types=types,
         )
     kind = rng.choice(["notebook", "finetune", "inference", "eval"])
     spec = JobSpec(

@@ -21,11 +21,11 @@ def flag_device_models(errors: Mapping[str, str]) -> int:
     Returns:
         Number of rows changed.
     """
-    changed = DeviceModel.objects.exclude(error="").exclude(name__in=list(errors)).update(
-        error="")
+    changed = DeviceModel.objects.exclude(error="").exclude(name__in=list(errors)).update(error="")
     for name, message in errors.items():
-        changed += DeviceModel.objects.filter(name=name).exclude(error=message).update(
-            error=message)
+        changed += (
+            DeviceModel.objects.filter(name=name).exclude(error=message).update(error=message)
+        )
     return changed
 
 
@@ -45,5 +45,7 @@ def set_device_health(device_id: int, *, healthy: bool, reason: str = "") -> boo
     if not healthy:
         return mark_unhealthy(device_id, reason or "marked unhealthy by telemetry")
     changed = clear_unhealthy(device_id)
-    return bool(Device.objects.filter(pk=device_id).exclude(healthy=True).update(
-        healthy=True)) or changed
+    return (
+        bool(Device.objects.filter(pk=device_id).exclude(healthy=True).update(healthy=True))
+        or changed
+    )

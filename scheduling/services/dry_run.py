@@ -41,8 +41,7 @@ from tenants.models import Quota, ResourceGroup
 __all__ = ["GroupQuotaImpact", "preview_job", "preview_quota_changes"]
 
 
-def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None
-                ) -> SubmissionPreview:
+def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None) -> SubmissionPreview:
     """Would a job of ``spec`` in ``queue`` be admitted now, where, and whom would it preempt?
 
     A full admission cycle of the queue's resource group on a copy: the queued jobs ahead of
@@ -55,8 +54,12 @@ def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None
     now = now or timezone.now()
     ctx = build_admission_snapshot(group, now, pending=queued_jobs(group))
     workload = PendingWorkload(
-        id="dry-run", tenant=queue.tenant.name, queue=queue_key(queue),
-        priority=spec.priority, created_at=now, pod_count=spec.pod_count,
+        id="dry-run",
+        tenant=queue.tenant.name,
+        queue=queue_key(queue),
+        priority=spec.priority,
+        created_at=now,
+        pod_count=spec.pod_count,
         min_pod_count=spec.min_pods,
         # SpecJob answers the attributes build_placement_request reads of a Job
         request=build_placement_request(cast(Job, SpecJob(spec)), group),
@@ -75,8 +78,9 @@ class GroupQuotaImpact:
     impact: QuotaChangeImpact
 
 
-def preview_quota_changes(changes: Iterable[Mapping[str, Any]], *,
-                          now: datetime | None = None) -> list[GroupQuotaImpact]:
+def preview_quota_changes(
+    changes: Iterable[Mapping[str, Any]], *, now: datetime | None = None
+) -> list[GroupQuotaImpact]:
     """What would these quota changes preempt, per resource group (ordered by group id)?
 
     Args:
@@ -96,22 +100,33 @@ def preview_quota_changes(changes: Iterable[Mapping[str, Any]], *,
     for group_id, group_changes in sorted(by_group.items()):
         group = ResourceGroup.objects.get(pk=group_id)
         ctx = build_admission_snapshot(
-            group, now, extra_flavor_names={c["flavor"] for c in group_changes})
+            group, now, extra_flavor_names={c["flavor"] for c in group_changes}
+        )
         live = {f.name for f in ctx.snapshot.group.flavors}
         changed, removed = [], []
         for c in group_changes:
             if c["flavor"] not in live:
                 raise InvalidRequest(
                     f"flavor {c['flavor']!r} covers no device model of group {group.name}",
-                    field="flavor")
+                    field="flavor",
+                )
             if c["remove"]:
                 removed.append((c["tenant"].name, c["flavor"], Dimension(c["dimension"])))
             else:
-                changed.append(core_quota(Quota(
-                    tenant=c["tenant"], resource_group=group, flavor=c["flavor"],
-                    dimension=c["dimension"], nominal=c["nominal"],
-                    borrowing_limit=c["borrowing_limit"], lending_limit=c["lending_limit"],
-                ), c["flavor"]))
+                changed.append(
+                    core_quota(
+                        Quota(
+                            tenant=c["tenant"],
+                            resource_group=group,
+                            flavor=c["flavor"],
+                            dimension=c["dimension"],
+                            nominal=c["nominal"],
+                            borrowing_limit=c["borrowing_limit"],
+                            lending_limit=c["lending_limit"],
+                        ),
+                        c["flavor"],
+                    )
+                )
         try:
             impact = simulate_quota_change(ctx.snapshot, changed=changed, removed=removed)
         except AdmissionInputError as exc:

@@ -41,8 +41,9 @@ from scheduling.services.events import announce_preemption
 from scheduling.services.intake_record import suspend_kube_job
 
 
-def terminate_placements(job: Job, placements: list[Placement], *, now: datetime,
-                         evict_by: datetime, message: str) -> int:
+def terminate_placements(
+    job: Job, placements: list[Placement], *, now: datetime, evict_by: datetime, message: str
+) -> int:
     """Stop the pods of ``placements`` (``node__cluster`` loaded) and move the still-active
     ones to ``terminating`` until ``evict_by``. The console's own pods are deleted through
     their backend after commit (:func:`scheduling.backends.delete_pods_on_commit`); a job
@@ -57,9 +58,10 @@ def terminate_placements(job: Job, placements: list[Placement], *, now: datetime
     else:
         delete_pods_on_commit(placements)
     return Placement.objects.filter(
-        pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES,
-    ).update(state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000],
-             updated=now)
+        pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES
+    ).update(
+        state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000], updated=now
+    )
 
 
 def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) -> bool:
@@ -71,44 +73,68 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     gone) or to ``failed`` per ``Job.on_preemption``; a ``Preemption`` row and a ``JobEvent``
     record it. What the victim's tenant sees never names another tenant or its job.
     """
-    victim = Job.objects.select_for_update().filter(
-        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
-    ).first()
+    victim = (
+        Job.objects.select_for_update()
+        .filter(pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING])
+        .first()
+    )
     if victim is None:
         return False
     requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
     cross_tenant = bool(preemption.preemptor_tenant) and (
-        preemption.preemptor_tenant != preemption.victim_tenant)
+        preemption.preemptor_tenant != preemption.victim_tenant
+    )
     shown = CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message
     placements = list(
         Placement.objects.select_for_update()
         .filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
-        .select_related("node__cluster").order_by("pk")
+        .select_related("node__cluster")
+        .order_by("pk")
     )
-    terminate_placements(victim, placements, now=now, evict_by=preemption.evict_by,
-                         message=f"preempted: {shown}" if victim.source != JOB_SOURCE_KUBE
-                         else shown)
+    terminate_placements(
+        victim,
+        placements,
+        now=now,
+        evict_by=preemption.evict_by,
+        message=f"preempted: {shown}" if victim.source != JOB_SOURCE_KUBE else shown,
+    )
     outcome = "requeued" if requeue else "failed"
-    fields = {"preemption_count": F("preemption_count") + 1,
-              "pending_reason": f"preempted: {shown}", "preempting_since": None,
-              "reserving_since": None}
+    fields = {
+        "preemption_count": F("preemption_count") + 1,
+        "pending_reason": f"preempted: {shown}",
+        "preempting_since": None,
+        "reserving_since": None,
+    }
     if requeue:
         fields.update(state=JobState.QUEUED, admitted_at=None, started_at=None)
     else:
         fields.update(state=JobState.FAILED, finished_at=now)
     Job.objects.filter(pk=victim.pk).update(**fields)
     PreemptionRow.objects.create(
-        victim=victim, preemptor=preemptor, victim_tenant=preemption.victim_tenant,
-        preemptor_tenant=preemption.preemptor_tenant, reason=preemption.reason.value,
-        message=preemption.message, time=now, evict_by=preemption.evict_by, outcome=outcome,
+        victim=victim,
+        preemptor=preemptor,
+        victim_tenant=preemption.victim_tenant,
+        preemptor_tenant=preemption.preemptor_tenant,
+        reason=preemption.reason.value,
+        message=preemption.message,
+        time=now,
+        evict_by=preemption.evict_by,
+        outcome=outcome,
     )
     JobEvent.objects.create(
-        job=victim, kind="preempted",
+        job=victim,
+        kind="preempted",
         message=f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
-                f"{preemption.evict_by.isoformat()})",
+        f"{preemption.evict_by.isoformat()})",
     )
-    announce_preemption(victim, preemptor, reason=preemption.reason.value, outcome=outcome,
-                        victim_message=shown, cross_tenant=cross_tenant)
+    announce_preemption(
+        victim,
+        preemptor,
+        reason=preemption.reason.value,
+        outcome=outcome,
+        victim_message=shown,
+        cross_tenant=cross_tenant,
+    )
     return True
 
 
@@ -124,25 +150,34 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     now = now or timezone.now()
     grace = timedelta(seconds=float(settings.ADMISSION_TERMINATION_GRACE_S))
     due = [
-        job for job in Job.objects.filter(
-            state__in=[JobState.ADMITTED, JobState.RUNNING], max_runtime_s__isnull=False,
-            admitted_at__isnull=False).exclude(kind__in=LONG_RUNNING_KINDS)
-        .select_related("queue").order_by("pk")
+        job
+        for job in Job.objects.filter(
+            state__in=[JobState.ADMITTED, JobState.RUNNING],
+            max_runtime_s__isnull=False,
+            admitted_at__isnull=False,
+        )
+        .exclude(kind__in=LONG_RUNNING_KINDS)
+        .select_related("queue")
+        .order_by("pk")
         if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
     ]
     groups: set[int] = set()
     for job in due:
         message = f"exceeded its maximum runtime of {job.max_runtime_s:g}s"
         with transaction.atomic():
-            moved = Job.objects.select_for_update().filter(
-                pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]).update(
-                state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
+            moved = (
+                Job.objects.select_for_update()
+                .filter(pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING])
+                .update(state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
+            )
             if not moved:
                 continue
-            placements = list(Placement.objects.select_for_update().filter(
-                job=job, state__in=ACTIVE_PLACEMENT_STATES).select_related("node__cluster"))
-            terminate_placements(job, placements, now=now, evict_by=now + grace,
-                                 message=message)
+            placements = list(
+                Placement.objects.select_for_update()
+                .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)
+                .select_related("node__cluster")
+            )
+            terminate_placements(job, placements, now=now, evict_by=now + grace, message=message)
             JobEvent.objects.create(job=job, kind="failed", message=message)
         groups.add(job.queue.resource_group_id)
     return groups
@@ -155,14 +190,16 @@ def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) 
     Returns:
         Ids of the resource groups where capacity was freed.
     """
-    rows = list(Placement.objects.filter(
-        pk__in=placement_ids, state=PlacementState.TERMINATING).values_list(
-        "pk", "job__queue__resource_group_id"))
+    rows = list(
+        Placement.objects.filter(
+            pk__in=placement_ids, state=PlacementState.TERMINATING
+        ).values_list("pk", "job__queue__resource_group_id")
+    )
     if not rows:
         return set()
-    Placement.objects.filter(pk__in=[pk for pk, _ in rows],
-                             state=PlacementState.TERMINATING).update(
-        state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
+    Placement.objects.filter(
+        pk__in=[pk for pk, _ in rows], state=PlacementState.TERMINATING
+    ).update(state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
     return {group for _, group in rows}
 
 
@@ -178,7 +215,11 @@ def release_due_terminations(now: datetime | None = None) -> set[int]:
         Ids of the resource groups where capacity was freed.
     """
     now = now or timezone.now()
-    ids = list(Placement.objects.filter(
-        Q(node__cluster__backend=Backend.SIMULATED) | Q(job__source=JOB_SOURCE_KUBE),
-        state=PlacementState.TERMINATING, evict_by__lte=now).values_list("pk", flat=True))
+    ids = list(
+        Placement.objects.filter(
+            Q(node__cluster__backend=Backend.SIMULATED) | Q(job__source=JOB_SOURCE_KUBE),
+            state=PlacementState.TERMINATING,
+            evict_by__lte=now,
+        ).values_list("pk", flat=True)
+    )
     return release_terminated(ids, now=now, reason="pods terminated")

@@ -51,11 +51,7 @@ from scheduling.kube.errors import Expired, KubeError, NotFound, Retryable
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
-from scheduling.services.intake_record import (
-    emit,
-    record_placement,
-    suspend_object,
-)
+from scheduling.services.intake_record import emit, record_placement, suspend_object
 from scheduling.services.jobs import (
     ContainerSpec,
     JobSpec,
@@ -67,8 +63,7 @@ from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["IntakeReport", "sync_cluster_workloads", "intake_cluster", "SUSPENDABLE",
-           "GATED"]
+__all__ = ["IntakeReport", "sync_cluster_workloads", "intake_cluster", "SUSPENDABLE", "GATED"]
 
 SUSPENDABLE = ("Job", "JobSet", "PyTorchJob")
 GATED = ("Deployment", "StatefulSet")
@@ -105,15 +100,25 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
             out.append(ContainerSpec(name=c.name, init=c.init, device_count=0))
             continue
         if len(c.devices) > 1:
-            raise wl.WorkloadError(f"container {c.name!r} asks for devices of several vendors; "
-                                   "the console admits one device request per container")
+            raise wl.WorkloadError(
+                f"container {c.name!r} asks for devices of several vendors; "
+                "the console admits one device request per container"
+            )
         d = c.devices[0]
         types = list(d.types_include) or ([d.chip] if d.chip else [])
-        out.append(ContainerSpec(
-            name=c.name, init=c.init, vendor=d.vendor, device_count=d.count,
-            device_memory_mib=d.memory_mib, memory_percent=d.memory_percent,
-            cores_percent=min(d.cores_percent, 100), device_types=types,
-            device_types_exclude=list(d.types_exclude)))
+        out.append(
+            ContainerSpec(
+                name=c.name,
+                init=c.init,
+                vendor=d.vendor,
+                device_count=d.count,
+                device_memory_mib=d.memory_mib,
+                memory_percent=d.memory_percent,
+                cores_percent=min(d.cores_percent, 100),
+                device_types=types,
+                device_types_exclude=list(d.types_exclude),
+            )
+        )
     return out
 
 
@@ -131,31 +136,57 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
         WorkloadError: a container asks several vendors, or a size is beyond the bounds of
             :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
     """
-    sets = [PodSetSpec(name=p.name[:63], count=p.count, containers=_container_specs(p),
-                       cpu_milli=p.request.cpu_milli, memory_mib=p.request.memory_mib)
-            for p in workload.pod_sets]
+    sets = [
+        PodSetSpec(
+            name=p.name[:63],
+            count=p.count,
+            containers=_container_specs(p),
+            cpu_milli=p.request.cpu_milli,
+            memory_mib=p.request.memory_mib,
+        )
+        for p in workload.pod_sets
+    ]
     name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
-    spec = JobSpec(name=name, containers=[], pod_count=workload.pod_count,
-                   priority=workload.priority,
-                   cpu_milli=sets[0].cpu_milli, host_memory_mib=sets[0].memory_mib,
-                   source=JOB_SOURCE_KUBE, restart_policy="OnFailure", pod_sets=sets,
-                   kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS
-                   else JobKind.BATCH)
+    spec = JobSpec(
+        name=name,
+        containers=[],
+        pod_count=workload.pod_count,
+        priority=workload.priority,
+        cpu_milli=sets[0].cpu_milli,
+        host_memory_mib=sets[0].memory_mib,
+        source=JOB_SOURCE_KUBE,
+        restart_policy="OnFailure",
+        pod_sets=sets,
+        kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
+    )
     errors = spec_bound_errors(spec)
     if errors:
         raise wl.WorkloadError("; ".join(errors))
     return spec
 
 
-def _refuse(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, reason: str,
-            message: str, report: IntakeReport) -> None:
+def _refuse(
+    api: WorkloadApi,
+    cluster: Cluster,
+    kind: str,
+    obj: dict,
+    reason: str,
+    message: str,
+    report: IntakeReport,
+) -> None:
     meta = obj.get("metadata") or {}
     report.refused[_key(kind, obj)] = message
     KubeWorkload.objects.update_or_create(
-        cluster=cluster, uid=str(meta.get("uid")),
-        defaults={"kind": kind, "namespace": meta.get("namespace", ""),
-                  "name": meta.get("name", ""), "error": message[:2000],
-                  "queue_name": str((meta.get("labels") or {}).get(wl.LABEL_QUEUE, ""))[:63]})
+        cluster=cluster,
+        uid=str(meta.get("uid")),
+        defaults={
+            "kind": kind,
+            "namespace": meta.get("namespace", ""),
+            "name": meta.get("name", ""),
+            "error": message[:2000],
+            "queue_name": str((meta.get("labels") or {}).get(wl.LABEL_QUEUE, ""))[:63],
+        },
+    )
     emit(api, kind, obj, reason, message, warning=True)
 
 
@@ -163,22 +194,40 @@ def _queue_for(cluster: Cluster, namespace: str, queue_name: str) -> tuple[Queue
     """The tenant queue an object names, or None and why not."""
     tenant = tenant_for_namespace(cluster, namespace)
     if tenant is None:
-        return None, (f"namespace {namespace!r} belongs to no tenant of cluster "
-                      f"{cluster.name!r}; the console does not admit workloads there")
-    queue = Queue.objects.filter(tenant=tenant, name=queue_name).select_related(
-        "resource_group").first()
+        return None, (
+            f"namespace {namespace!r} belongs to no tenant of cluster "
+            f"{cluster.name!r}; the console does not admit workloads there"
+        )
+    queue = (
+        Queue.objects.filter(tenant=tenant, name=queue_name)
+        .select_related("resource_group")
+        .first()
+    )
     if queue is None:
         return None, f"tenant {tenant.name!r} has no queue {queue_name!r}"
     return queue, ""
 
 
-def _take_in(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
-             workload: wl.Workload, report: IntakeReport) -> KubeWorkload | None:
+def _take_in(
+    api: WorkloadApi,
+    cluster: Cluster,
+    kind: str,
+    obj: dict,
+    workload: wl.Workload,
+    report: IntakeReport,
+) -> KubeWorkload | None:
     """Create the console job of a new object (refusing it when it cannot be queued)."""
     queue, why = _queue_for(cluster, workload.namespace, workload.queue)
     if queue is None:
-        _refuse(api, cluster, kind, obj, "NoTenant" if "tenant of" in why else "UnknownQueue",
-                why, report)
+        _refuse(
+            api,
+            cluster,
+            kind,
+            obj,
+            "NoTenant" if "tenant of" in why else "UnknownQueue",
+            why,
+            report,
+        )
         return None
     try:
         spec = _job_spec(workload)
@@ -190,11 +239,19 @@ def _take_in(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
         # its pending reason says why (submit-time refusal is for the console's own API/UI)
         job = enqueue_job(queue, spec, check_fit=False)
         row, _ = KubeWorkload.objects.update_or_create(
-            cluster=cluster, uid=workload.uid,
-            defaults={"kind": kind, "namespace": workload.namespace, "name": workload.name,
-                      "queue_name": workload.queue[:63], "job": job, "error": "",
-                      "original_spec": dict(obj.get("spec") or {}) if kind != "Pod" else {},
-                      "owner": "/".join(wl.pod_owner(obj)) if kind == "Pod" else ""})
+            cluster=cluster,
+            uid=workload.uid,
+            defaults={
+                "kind": kind,
+                "namespace": workload.namespace,
+                "name": workload.name,
+                "queue_name": workload.queue[:63],
+                "job": job,
+                "error": "",
+                "original_spec": dict(obj.get("spec") or {}) if kind != "Pod" else {},
+                "owner": "/".join(wl.pod_owner(obj)) if kind == "Pod" else "",
+            },
+        )
     report.queued.append(_key(kind, obj))
     report.jobs[_key(kind, obj)] = job.pk
     emit(api, kind, obj, "Queued", f"queued in {queue} as console job {job.pk}")
@@ -207,22 +264,32 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
     if job is None:
         return
     state = {"succeeded": JobState.SUCCEEDED, "failed": JobState.FAILED}.get(
-        outcome, JobState.CANCELLED)
-    placement_state = {"succeeded": PlacementState.SUCCEEDED,
-                       "failed": PlacementState.FAILED}.get(outcome, PlacementState.RELEASED)
+        outcome, JobState.CANCELLED
+    )
+    placement_state = {"succeeded": PlacementState.SUCCEEDED, "failed": PlacementState.FAILED}.get(
+        outcome, PlacementState.RELEASED
+    )
     message = {"succeeded": "the workload completed", "failed": "the workload failed"}.get(
-        outcome, f"{row.kind} {row.namespace}/{row.name} was deleted from the cluster")
+        outcome, f"{row.kind} {row.namespace}/{row.name} was deleted from the cluster"
+    )
     if outcome == "gone" and row.kind == "Pod" and row.reason_written.startswith("preempted"):
         # the console deleted the preempted replica; its controller made a new, gated one
-        message = (f"replica {row.namespace}/{row.name} was preempted and deleted; its "
-                   "replacement queues as a new job")
+        message = (
+            f"replica {row.namespace}/{row.name} was preempted and deleted; its "
+            "replacement queues as a new job"
+        )
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, state__in=[
-            JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]).update(
-            state=state, finished_at=now, updated=now,
-            pending_reason="" if outcome == "succeeded" else message)
+        moved = Job.objects.filter(
+            pk=job.pk, state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
+        ).update(
+            state=state,
+            finished_at=now,
+            updated=now,
+            pending_reason="" if outcome == "succeeded" else message,
+        )
         freed = Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).update(
-            state=placement_state, ended_at=now, message=message, updated=now)
+            state=placement_state, ended_at=now, message=message, updated=now
+        )
         if moved:
             JobEvent.objects.create(job=job, kind=str(state), message=message)
     if freed:
@@ -231,23 +298,30 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
 
 def _mark_running(row: KubeWorkload, now: datetime) -> None:
     job = row.job
-    moved = Placement.objects.filter(job=job, state__in=[
-        PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
-        state=PlacementState.RUNNING, started_at=now, updated=now)
+    moved = Placement.objects.filter(
+        job=job, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
+    ).update(state=PlacementState.RUNNING, started_at=now, updated=now)
     if moved and Job.objects.filter(pk=job.pk, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now, updated=now):
+        state=JobState.RUNNING, started_at=now, updated=now
+    ):
         JobEvent.objects.create(job=job, kind="running", message="the workload's pods run")
 
 
-def _follow(api: WorkloadApi, row: KubeWorkload, kind: str, obj: dict,
-            workload: wl.Workload, now: datetime, report: IntakeReport) -> None:
+def _follow(
+    api: WorkloadApi,
+    row: KubeWorkload,
+    kind: str,
+    obj: dict,
+    workload: wl.Workload,
+    now: datetime,
+    report: IntakeReport,
+) -> None:
     """Bring a known object in line with its console job (module docstring, step 3)."""
     job = Job.objects.select_related("queue").get(pk=row.job_id)
     row.job = job
     key = _key(kind, obj)
     report.jobs[key] = job.pk
-    if workload.finished and job.state in (JobState.QUEUED, JobState.ADMITTED,
-                                           JobState.RUNNING):
+    if workload.finished and job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING):
         _finish(row, workload.finished, now, report)
         report.finished.append(key)
         return
@@ -264,15 +338,19 @@ def _follow(api: WorkloadApi, row: KubeWorkload, kind: str, obj: dict,
         if suspend_object(api, row, obj, reason):
             report.suspended.append(key)
         return
-    if job.state == JobState.QUEUED and job.pending_reason and \
-            job.pending_reason != row.reason_written:
+    if (
+        job.state == JobState.QUEUED
+        and job.pending_reason
+        and job.pending_reason != row.reason_written
+    ):
         api_reason = job.pending_reason.splitlines()[0]
         try:
             if kind == "Pod":
                 api.patch_pod(workload.namespace, workload.name, wp.pending_patch(api_reason))
             else:
-                api.patch_workload(kind, workload.namespace, workload.name,
-                                   wp.pending_patch(api_reason))
+                api.patch_workload(
+                    kind, workload.namespace, workload.name, wp.pending_patch(api_reason)
+                )
         except KubeError as exc:
             report.errors.append(f"{key}: {exc}")
             return
@@ -280,16 +358,27 @@ def _follow(api: WorkloadApi, row: KubeWorkload, kind: str, obj: dict,
         KubeWorkload.objects.filter(pk=row.pk).update(reason_written=job.pending_reason)
 
 
-def _one(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, configs, now: datetime,
-         report: IntakeReport, seen: set[str]) -> None:
+def _one(
+    api: WorkloadApi,
+    cluster: Cluster,
+    kind: str,
+    obj: dict,
+    configs,
+    now: datetime,
+    report: IntakeReport,
+    seen: set[str],
+) -> None:
     uid = str((obj.get("metadata") or {}).get("uid") or "")
     if not uid:
         return
     seen.add(uid)
     row = KubeWorkload.objects.filter(cluster=cluster, uid=uid).first()
     try:
-        workload = (wl.read_gated_pod(obj, configs) if kind == "Pod"
-                    else wl.read_workload(kind, obj, configs))
+        workload = (
+            wl.read_gated_pod(obj, configs)
+            if kind == "Pod"
+            else wl.read_workload(kind, obj, configs)
+        )
     except wl.WorkloadError as exc:
         if row is None or row.job_id is None:
             _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
@@ -302,8 +391,11 @@ def _one(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, configs, now:
         row = _take_in(api, cluster, kind, obj, workload, report)
         if row is None:
             return
-        if kind != "Pod" and not workload.suspended and suspend_object(
-                api, row, obj, "waiting for admission by the console"):
+        if (
+            kind != "Pod"
+            and not workload.suspended
+            and suspend_object(api, row, obj, "waiting for admission by the console")
+        ):
             report.suspended.append(_key(kind, obj))
         return
     if row.gone_at is not None:
@@ -311,8 +403,7 @@ def _one(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, configs, now:
     _follow(api, row, kind, obj, workload, now, report)
 
 
-def _gate(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
-          report: IntakeReport) -> None:
+def _gate(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict, report: IntakeReport) -> None:
     """A labelled Deployment / StatefulSet: refuse it, or make sure its template is gated."""
     meta = obj.get("metadata") or {}
     queue_name = str((meta.get("labels") or {}).get(wl.LABEL_QUEUE, ""))
@@ -331,13 +422,22 @@ def _gate(api: WorkloadApi, cluster: Cluster, kind: str, obj: dict,
         report.errors.append(f"{_key(kind, obj)}: {exc}")
         return
     report.gated.append(_key(kind, obj))
-    emit(api, kind, obj, "Gated", f"pods wait for the console's admission (scheduling gate "
-                                  f"{wl.SCHEDULING_GATE}) in queue {queue}")
+    emit(
+        api,
+        kind,
+        obj,
+        "Gated",
+        f"pods wait for the console's admission (scheduling gate "
+        f"{wl.SCHEDULING_GATE}) in queue {queue}",
+    )
 
 
 def _vanished(cluster: Cluster, seen: set[str], now: datetime, report: IntakeReport) -> None:
-    rows = KubeWorkload.objects.filter(cluster=cluster, gone_at__isnull=True).exclude(
-        uid__in=seen).select_related("job__queue")
+    rows = (
+        KubeWorkload.objects.filter(cluster=cluster, gone_at__isnull=True)
+        .exclude(uid__in=seen)
+        .select_related("job__queue")
+    )
     for row in rows:
         KubeWorkload.objects.filter(pk=row.pk).update(gone_at=now)
         if row.job_id is not None:
@@ -345,8 +445,9 @@ def _vanished(cluster: Cluster, seen: set[str], now: datetime, report: IntakeRep
         report.gone.append(f"{row.kind} {row.namespace}/{row.name}")
 
 
-def sync_cluster_workloads(cluster_id: int, *, gateway=None, now: datetime | None = None
-                           ) -> IntakeReport:
+def sync_cluster_workloads(
+    cluster_id: int, *, gateway=None, now: datetime | None = None
+) -> IntakeReport:
     """One intake pass over a kubernetes cluster (module docstring).
 
     Returns:
@@ -364,8 +465,9 @@ def sync_cluster_workloads(cluster_id: int, *, gateway=None, now: datetime | Non
     now = now or timezone.now()
     try:
         rvs = _pass(cluster, WorkloadApi(gateway or gateway_for(cluster)), now, report)
-        Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs,
-                                                     intake_resynced_at=now)
+        Cluster.objects.filter(pk=cluster.pk).update(
+            intake_resource_versions=rvs, intake_resynced_at=now
+        )
     finally:
         _lock(cluster, False)
     for group_id in sorted(report.groups):
@@ -373,8 +475,9 @@ def sync_cluster_workloads(cluster_id: int, *, gateway=None, now: datetime | Non
     return report
 
 
-def _pass(cluster: Cluster, api: WorkloadApi, now: datetime, report: IntakeReport
-          ) -> dict[str, str]:
+def _pass(
+    cluster: Cluster, api: WorkloadApi, now: datetime, report: IntakeReport
+) -> dict[str, str]:
     """The full list pass; returns each kind's list resourceVersion (watch resume points)."""
     configs = get_catalogue().configs
     listed = {kind: api.list_workloads(kind) for kind in (*SUSPENDABLE, *GATED)}
@@ -392,8 +495,9 @@ def _pass(cluster: Cluster, api: WorkloadApi, now: datetime, report: IntakeRepor
     return {kind: lst.resource_version for kind, lst in listed.items()}
 
 
-def _watch(cluster: Cluster, api: WorkloadApi, rvs: dict[str, str], seconds: int,
-           report: IntakeReport) -> dict[str, str]:
+def _watch(
+    cluster: Cluster, api: WorkloadApi, rvs: dict[str, str], seconds: int, report: IntakeReport
+) -> dict[str, str]:
     """Follow each kind's changes from its resume point (``seconds`` shared among the
     kinds); a kind whose point expired (410) loses it, so the next turn lists again."""
     configs = get_catalogue().configs
@@ -405,8 +509,7 @@ def _watch(cluster: Cluster, api: WorkloadApi, rvs: dict[str, str], seconds: int
             continue
         try:
             for etype, obj in api.watch_workloads(kind, out[kind], per_kind):
-                out[kind] = str((obj.get("metadata") or {}).get("resourceVersion")
-                                or out[kind])
+                out[kind] = str((obj.get("metadata") or {}).get("resourceVersion") or out[kind])
                 report.events += 1
                 _on_event(api, cluster, kind, etype, obj, configs, report)
         except Expired:
@@ -418,8 +521,15 @@ def _watch(cluster: Cluster, api: WorkloadApi, rvs: dict[str, str], seconds: int
     return out
 
 
-def _on_event(api: WorkloadApi, cluster: Cluster, kind: str, etype: str, obj: dict, configs,
-              report: IntakeReport) -> None:
+def _on_event(
+    api: WorkloadApi,
+    cluster: Cluster,
+    kind: str,
+    etype: str,
+    obj: dict,
+    configs,
+    report: IntakeReport,
+) -> None:
     now = timezone.now()
     if etype == "DELETED":
         uid = str((obj.get("metadata") or {}).get("uid") or "")
@@ -436,8 +546,9 @@ def _on_event(api: WorkloadApi, cluster: Cluster, kind: str, etype: str, obj: di
         _one(api, cluster, kind, obj, configs, now, report, set())
 
 
-def intake_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
-                   now: datetime | None = None) -> IntakeReport:
+def intake_cluster(
+    cluster_id: int, *, gateway=None, watch_s: int | None = None, now: datetime | None = None
+) -> IntakeReport:
     """One intake turn: the full pass (:func:`sync_cluster_workloads`) when the last one is
     older than ``KUBE_INTAKE_RESYNC_S`` (default 30 s) or a resume point is missing, then a
     watch of every kind for about ``watch_s`` seconds (default ``KUBE_WATCH_S``; 0 = none)
@@ -448,10 +559,12 @@ def intake_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
     """
     cluster = Cluster.objects.get(pk=cluster_id)
     now = now or timezone.now()
-    due = (cluster.intake_resynced_at is None or not all(
-        cluster.intake_resource_versions.get(k) for k in (*SUSPENDABLE, *GATED, "Pod"))
-        or cluster.intake_resynced_at <= now - timedelta(
-            seconds=float(settings.KUBE_INTAKE_RESYNC_S)))
+    due = (
+        cluster.intake_resynced_at is None
+        or not all(cluster.intake_resource_versions.get(k) for k in (*SUSPENDABLE, *GATED, "Pod"))
+        or cluster.intake_resynced_at
+        <= now - timedelta(seconds=float(settings.KUBE_INTAKE_RESYNC_S))
+    )
     report = IntakeReport(cluster=cluster.name)
     if not _lock(cluster, True):
         report.locked_out = True
@@ -461,8 +574,9 @@ def intake_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
         rvs = dict(cluster.intake_resource_versions)
         if due:
             rvs = _pass(cluster, api, now, report)
-            Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs,
-                                                         intake_resynced_at=now)
+            Cluster.objects.filter(pk=cluster.pk).update(
+                intake_resource_versions=rvs, intake_resynced_at=now
+            )
         seconds = int(settings.KUBE_WATCH_S if watch_s is None else watch_s)
         if seconds > 0:
             rvs = _watch(cluster, api, rvs, seconds, report)
@@ -476,6 +590,8 @@ def intake_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
 
 def _lock(cluster: Cluster, take: bool) -> bool:
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)" if take else
-                    "SELECT pg_advisory_unlock(%s, %s)", [locks.KUBE_INTAKE, cluster.pk])
+        cur.execute(
+            "SELECT pg_try_advisory_lock(%s, %s)" if take else "SELECT pg_advisory_unlock(%s, %s)",
+            [locks.KUBE_INTAKE, cluster.pk],
+        )
         return bool(cur.fetchone()[0])

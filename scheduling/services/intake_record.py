@@ -27,30 +27,49 @@ from scheduling.services.submissions import fail_job, submit_to_cluster
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["emit", "record_placement", "suspend_object", "release_kube_job",
-           "suspend_kube_job", "submit_admitted_job"]
+__all__ = [
+    "emit",
+    "record_placement",
+    "suspend_object",
+    "release_kube_job",
+    "suspend_kube_job",
+    "submit_admitted_job",
+]
 
 
-def emit(api: WorkloadApi, kind: str, obj: dict, reason: str, message: str, *,
-         warning: bool = False) -> None:
+def emit(
+    api: WorkloadApi, kind: str, obj: dict, reason: str, message: str, *, warning: bool = False
+) -> None:
     """Record an Event about ``obj`` (never raises: a lost Event is logged)."""
     meta = obj.get("metadata") or {}
     info = wl.KINDS.get(kind)
     body = wp.event_body(
-        kind=kind, api_version=info.api_version if info else "v1",
-        namespace=str(meta.get("namespace") or "default"), name=str(meta.get("name")),
-        uid=str(meta.get("uid") or ""), reason=reason, message=message,
+        kind=kind,
+        api_version=info.api_version if info else "v1",
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name")),
+        uid=str(meta.get("uid") or ""),
+        reason=reason,
+        message=message,
         type_="Warning" if warning else "Normal",
-        time=timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        time=timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     try:
         api.create_event(body)
     except KubeError as exc:
-        logger.warning("event %s on %s %s/%s not recorded: %s", reason, kind,
-                       meta.get("namespace"), meta.get("name"), exc)
+        logger.warning(
+            "event %s on %s %s/%s not recorded: %s",
+            reason,
+            kind,
+            meta.get("namespace"),
+            meta.get("name"),
+            exc,
+        )
 
 
-def _split(placements: list[Placement], workload: wl.Workload
-           ) -> list[tuple[wl.PodSet, list[Placement]]]:
+def _split(
+    placements: list[Placement], workload: wl.Workload
+) -> list[tuple[wl.PodSet, list[Placement]]]:
     """Placements (pod_index order) per pod set, in pod set order."""
     out, start = [], 0
     for ps in workload.pod_sets:
@@ -61,8 +80,13 @@ def _split(placements: list[Placement], workload: wl.Workload
     return out
 
 
-def _admissions(api: WorkloadApi, row: KubeWorkload, workload: wl.Workload,
-                placements: list[Placement], catalogue) -> list[wp.Admission]:
+def _admissions(
+    api: WorkloadApi,
+    row: KubeWorkload,
+    workload: wl.Workload,
+    placements: list[Placement],
+    catalogue,
+) -> list[wp.Admission]:
     out = []
     mode = row.cluster.submission_mode
     for ps, mine in _split(placements, workload):
@@ -72,13 +96,16 @@ def _admissions(api: WorkloadApi, row: KubeWorkload, workload: wl.Workload,
             continue
         version = api.gw.dra_version()
         if version is None:
-            raise ManifestError(f"cluster {row.cluster.name!r} serves no resource.k8s.io "
-                                "version; use submission mode hami or whole")
+            raise ManifestError(
+                f"cluster {row.cluster.name!r} serves no resource.k8s.io "
+                "version; use submission mode hami or whole"
+            )
         drivers: dict = {}
         for a in assigns:
             drivers.update(dra_drivers_for(a, catalogue))
-        template, refs = wp.claim_template(workload, ps, assigns, drivers,
-                                           f"resource.k8s.io/{version}", str(row.job_id))
+        template, refs = wp.claim_template(
+            workload, ps, assigns, drivers, f"resource.k8s.io/{version}", str(row.job_id)
+        )
         api.ensure_claim_template(template)
         out.append(wp.Admission(ps, assigns, template["metadata"]["name"], refs))
     return out
@@ -89,8 +116,7 @@ def _fail(api: WorkloadApi, row: KubeWorkload, obj: dict, message: str) -> None:
     emit(api, row.kind, obj, "AdmissionFailed", message, warning=True)
 
 
-def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict,
-                     workload: wl.Workload) -> bool:
+def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict, workload: wl.Workload) -> bool:
     """Write the admitted job's placement into ``obj`` and release it (unsuspend / ungate).
 
     Returns:
@@ -101,31 +127,48 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict,
     Raises:
         Retryable: the API server did not answer (the caller retries).
     """
-    placements = list(Placement.objects.filter(
-        job_id=row.job_id, state__in=BOOKED_PLACEMENT_STATES).select_related(
-        "node__cluster").order_by("pod_index"))
+    placements = list(
+        Placement.objects.filter(job_id=row.job_id, state__in=BOOKED_PLACEMENT_STATES)
+        .select_related("node__cluster")
+        .order_by("pod_index")
+    )
     if not placements:
         return False
     foreign = [p for p in placements if p.node.cluster_id != row.cluster_id]
     if foreign:
-        _fail(api, row, obj, f"placed on node {foreign[0].node.name} of cluster "
-                             f"{foreign[0].node.cluster.name}, not the workload's cluster "
-                             f"{row.cluster.name}; give the queue a resource group of that "
-                             "cluster")
+        _fail(
+            api,
+            row,
+            obj,
+            f"placed on node {foreign[0].node.name} of cluster "
+            f"{foreign[0].node.cluster.name}, not the workload's cluster "
+            f"{row.cluster.name}; give the queue a resource group of that "
+            "cluster",
+        )
         return False
     catalogue = get_catalogue()
     job_id = str(row.job_id)
     try:
         if row.kind == "Pod":
-            patch = wp.pod_admission_patch(obj, pod_assignment(placements[0]),
-                                           mode=row.cluster.submission_mode, job_id=job_id,
-                                           catalogue=catalogue)
+            patch = wp.pod_admission_patch(
+                obj,
+                pod_assignment(placements[0]),
+                mode=row.cluster.submission_mode,
+                job_id=job_id,
+                catalogue=catalogue,
+            )
             api.patch_pod(row.namespace, row.name, patch)
         else:
             admissions = _admissions(api, row, workload, placements, catalogue)
-            patch = wp.admission_patch(row.kind, obj, admissions,
-                                       mode=row.cluster.submission_mode, job_id=job_id,
-                                       catalogue=catalogue, configs=catalogue.configs)
+            patch = wp.admission_patch(
+                row.kind,
+                obj,
+                admissions,
+                mode=row.cluster.submission_mode,
+                job_id=job_id,
+                catalogue=catalogue,
+                configs=catalogue.configs,
+            )
             api.patch_workload(row.kind, row.namespace, row.name, patch)
     except ManifestError as exc:
         _fail(api, row, obj, f"cannot record the placement: {exc}")
@@ -134,14 +177,23 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict,
         _fail(api, row, obj, f"the API server refused the admitted workload: {exc.message}")
         return False
     now = timezone.now()
-    Placement.objects.filter(pk__in=[p.pk for p in placements],
-                             state=PlacementState.RESERVED).update(
-        state=PlacementState.SUBMITTED, submitted_at=now, updated=now,
-        backend_ref=f"{row.kind}/{row.namespace}/{row.name}"[:253])
+    Placement.objects.filter(
+        pk__in=[p.pk for p in placements], state=PlacementState.RESERVED
+    ).update(
+        state=PlacementState.SUBMITTED,
+        submitted_at=now,
+        updated=now,
+        backend_ref=f"{row.kind}/{row.namespace}/{row.name}"[:253],
+    )
     KubeWorkload.objects.filter(pk=row.pk).update(recorded=True, reason_written="")
     nodes = ", ".join(sorted({p.node.name for p in placements}))
-    emit(api, row.kind, obj, "Admitted",
-         f"admitted by the console (job {job_id}): {len(placements)} pod(s) on {nodes}")
+    emit(
+        api,
+        row.kind,
+        obj,
+        "Admitted",
+        f"admitted by the console (job {job_id}): {len(placements)} pod(s) on {nodes}",
+    )
     return True
 
 
@@ -154,12 +206,16 @@ def suspend_object(api: WorkloadApi, row: KubeWorkload, obj: dict, reason: str) 
         if row.kind == "Pod":
             api.delete_pod(row.namespace, row.name)
         else:
-            api.patch_workload(row.kind, row.namespace, row.name,
-                               wp.suspend_patch(row.kind, obj, row.original_spec or None,
-                                                reason))
+            api.patch_workload(
+                row.kind,
+                row.namespace,
+                row.name,
+                wp.suspend_patch(row.kind, obj, row.original_spec or None, reason),
+            )
     except KubeError as exc:
-        logger.warning("suspending %s %s/%s failed: %s", row.kind, meta.get("namespace"),
-                       meta.get("name"), exc)
+        logger.warning(
+            "suspending %s %s/%s failed: %s", row.kind, meta.get("namespace"), meta.get("name"), exc
+        )
         return False
     KubeWorkload.objects.filter(pk=row.pk).update(recorded=False, reason_written=reason)
     emit(api, row.kind, obj, "Suspended", reason, warning=reason.startswith("preempted"))
@@ -167,8 +223,12 @@ def suspend_object(api: WorkloadApi, row: KubeWorkload, obj: dict, reason: str) 
 
 
 def _live_row(job_id: int) -> KubeWorkload | None:
-    return KubeWorkload.objects.filter(job_id=job_id, gone_at__isnull=True).select_related(
-        "cluster").order_by("-pk").first()
+    return (
+        KubeWorkload.objects.filter(job_id=job_id, gone_at__isnull=True)
+        .select_related("cluster")
+        .order_by("-pk")
+        .first()
+    )
 
 
 def _read(api: WorkloadApi, row: KubeWorkload) -> dict | None:
@@ -195,12 +255,16 @@ def release_kube_job(job_id: int, *, gateway=None) -> str:
         obj = _read(api, row)
         if obj is None:
             return Job.objects.values_list("state", flat=True).get(pk=job_id)
-        workload = (wl.read_gated_pod(obj, get_catalogue().configs) if row.kind == "Pod"
-                    else wl.read_workload(row.kind, obj, get_catalogue().configs))
+        workload = (
+            wl.read_gated_pod(obj, get_catalogue().configs)
+            if row.kind == "Pod"
+            else wl.read_workload(row.kind, obj, get_catalogue().configs)
+        )
         record_placement(api, row, obj, workload)
     except Retryable as exc:
-        raise SubmissionError(f"HTTP {exc.status} {exc.reason}: {exc.message}",
-                              retryable=True) from exc
+        raise SubmissionError(
+            f"HTTP {exc.status} {exc.reason}: {exc.message}", retryable=True
+        ) from exc
     except (KubeError, wl.WorkloadError) as exc:
         fail_job(job_id, f"cannot release the workload: {exc}")
     return Job.objects.values_list("state", flat=True).get(pk=job_id)
@@ -220,8 +284,9 @@ def suspend_kube_job(job_id: int, message: str, *, gateway=None) -> None:
     except KubeError as exc:
         logger.warning("job %s preempted; suspending its object failed: %s", job_id, exc)
         return
-    JobEvent.objects.create(job_id=job_id, kind="suspended",
-                            message=f"{row.kind} {row.namespace}/{row.name} suspended")
+    JobEvent.objects.create(
+        job_id=job_id, kind="suspended", message=f"{row.kind} {row.namespace}/{row.name} suspended"
+    )
 
 
 def submit_admitted_job(job_id: int) -> str:

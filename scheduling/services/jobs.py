@@ -49,7 +49,8 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
     if spec.pod_count > MAX_POD_COUNT:
         errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
     hosts = [(spec.name, spec.cpu_milli, spec.host_memory_mib)] + [
-        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets]
+        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets
+    ]
     for where, cpu, memory in hosts:
         if cpu > MAX_CPU_MILLI:
             errors.append(f"{where}: cpu {cpu} m is above {MAX_CPU_MILLI} m")
@@ -57,11 +58,14 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
             errors.append(f"{where}: memory {memory} MiB is above {MAX_HOST_MEMORY_MIB} MiB")
     for c in [*spec.containers, *(c for ps in spec.pod_sets for c in ps.containers)]:
         if c.device_count > MAX_DEVICE_COUNT:
-            errors.append(f"container {c.name!r}: {c.device_count} devices, more than "
-                          f"{MAX_DEVICE_COUNT}")
+            errors.append(
+                f"container {c.name!r}: {c.device_count} devices, more than {MAX_DEVICE_COUNT}"
+            )
         if c.device_memory_mib > MAX_DEVICE_MEMORY_MIB:
-            errors.append(f"container {c.name!r}: device memory {c.device_memory_mib} MiB is above "
-                          f"{MAX_DEVICE_MEMORY_MIB} MiB")
+            errors.append(
+                f"container {c.name!r}: device memory {c.device_memory_mib} MiB is above "
+                f"{MAX_DEVICE_MEMORY_MIB} MiB"
+            )
     return errors
 
 
@@ -132,50 +136,91 @@ class JobSpec:
     pod_sets: list[PodSetSpec] = field(default_factory=list)
 
 
-WORKLOAD_FIELDS = ("kind", "port", "replicas", "replicas_min", "replicas_max", "max_runtime_s",
-                   "backoff_limit", "idle_cull_s", "launcher_cpu_milli", "launcher_memory_mib",
-                   "volumes", "secrets", "tolerations", "node_selector")
+WORKLOAD_FIELDS = (
+    "kind",
+    "port",
+    "replicas",
+    "replicas_min",
+    "replicas_max",
+    "max_runtime_s",
+    "backoff_limit",
+    "idle_cull_s",
+    "launcher_cpu_milli",
+    "launcher_memory_mib",
+    "volumes",
+    "secrets",
+    "tolerations",
+    "node_selector",
+)
 """JobSpec fields stored as they are on the Job (the workload kind's settings)."""
 
 
-def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None
-                   ) -> JobContainer:
+def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None) -> JobContainer:
     return JobContainer(
-        job=job, pod_set=pod_set, name=c.name, init=c.init, vendor=c.vendor,
-        device_count=c.device_count, device_memory_mib=c.device_memory_mib,
+        job=job,
+        pod_set=pod_set,
+        name=c.name,
+        init=c.init,
+        vendor=c.vendor,
+        device_count=c.device_count,
+        device_memory_mib=c.device_memory_mib,
         memory_percent=c.memory_percent,
-        cores_percent=c.cores_percent, device_types=list(c.device_types),
-        device_types_exclude=list(c.device_types_exclude), image=c.image,
-        command=list(c.command), args=list(c.args), env=dict(c.env), role=c.role)
+        cores_percent=c.cores_percent,
+        device_types=list(c.device_types),
+        device_types_exclude=list(c.device_types_exclude),
+        image=c.image,
+        command=list(c.command),
+        args=list(c.args),
+        env=dict(c.env),
+        role=c.role,
+    )
 
 
 def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
     for position, ps in enumerate(pod_sets):
-        row = JobPodSet.objects.create(job=job, name=ps.name, position=position,
-                                       count=ps.count, cpu_milli=ps.cpu_milli,
-                                       memory_mib=ps.memory_mib)
+        row = JobPodSet.objects.create(
+            job=job,
+            name=ps.name,
+            position=position,
+            count=ps.count,
+            cpu_milli=ps.cpu_milli,
+            memory_mib=ps.memory_mib,
+        )
         JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
 
 def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
     """The ``job.submit`` audit entry (inside the submission's transaction)."""
     audit(
-        "job.submit", job, actor=user, tenant_id=job.tenant_id, source=spec.source,
+        "job.submit",
+        job,
+        actor=user,
+        tenant_id=job.tenant_id,
+        source=spec.source,
         after={
-            "queue": str(queue), "state": job.state, "priority": job.priority,
+            "queue": str(queue),
+            "state": job.state,
+            "priority": job.priority,
             "priority_class": spec.priority_class.name if spec.priority_class else None,
-            "pod_count": job.pod_count, "kind": job.kind,
+            "pod_count": job.pod_count,
+            "kind": job.kind,
             "containers": [
-                {"name": c.name, "vendor": c.vendor, "device_count": c.device_count,
-                 "device_memory_mib": c.device_memory_mib, "cores_percent": c.cores_percent}
+                {
+                    "name": c.name,
+                    "vendor": c.vendor,
+                    "device_count": c.device_count,
+                    "device_memory_mib": c.device_memory_mib,
+                    "cores_percent": c.cores_percent,
+                }
                 for c in spec.containers
             ],
         },
     )
 
 
-def enqueue_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
-               check_fit: bool = True) -> Job:
+def enqueue_job(
+    queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True, check_fit: bool = True
+) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
     after commit. An inference service (``kind`` inference) is created ``running`` and never
     queued itself: its replicas are (``scheduling.services.workloads.submit_workload``).
@@ -222,9 +267,11 @@ def enqueue_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True,
             reason = never_fits_reason(job, queue.resource_group)
             if reason is not None:
                 raise NeverFits(reason, field="reason")
-        JobEvent.objects.create(job=job, kind="running" if service else "queued",
-                                message=f"service up in {queue}" if service
-                                else f"queued in {queue}")
+        JobEvent.objects.create(
+            job=job,
+            kind="running" if service else "queued",
+            message=f"service up in {queue}" if service else f"queued in {queue}",
+        )
         _audit_submit(job, spec, queue, user)
         if enqueue and not service:
             enqueue_admission_cycle(queue.resource_group_id)
@@ -248,15 +295,18 @@ def cancel_job(job: Job, *, user=None) -> Job:
             job.refresh_from_db()
             raise Conflict(f"job {job.pk} is already {job.state}", field="state")
         audit(
-            "job.cancel", job, actor=user, tenant_id=job.tenant_id,
-            before={"state": previous}, after={"state": JobState.CANCELLED.value},
+            "job.cancel",
+            job,
+            actor=user,
+            tenant_id=job.tenant_id,
+            before={"state": previous},
+            after={"state": JobState.CANCELLED.value},
         )
         # pods already terminating (a preempted job) keep their devices until they are gone
         placements = list(
-            Placement.objects.filter(
-                job=job,
-                state__in=ACTIVE_PLACEMENT_STATES,
-            ).select_related("node__cluster")
+            Placement.objects.filter(job=job, state__in=ACTIVE_PLACEMENT_STATES).select_related(
+                "node__cluster"
+            )
         )
         Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
             state=PlacementState.RELEASED, ended_at=now, message="job cancelled"

@@ -80,12 +80,31 @@ logger = logging.getLogger(__name__)
 KUBE_RECONCILE_LOCK = locks.KUBE_RECONCILE
 """Advisory lock namespace of the per-cluster reconcile (next to core.locks)."""
 
-LOST_REASONS = frozenset({"Evicted", "Preempting", "NodeLost", "NodeShutdown", "Shutdown",
-                          "Terminated", "DeletedOutside", "NodeGone"})
+LOST_REASONS = frozenset(
+    {
+        "Evicted",
+        "Preempting",
+        "NodeLost",
+        "NodeShutdown",
+        "Shutdown",
+        "Terminated",
+        "DeletedOutside",
+        "NodeGone",
+    }
+)
 """Pod failure reasons that mean the pod was taken away, not that the workload failed."""
 
-__all__ = ["ReconcileReport", "resync", "watch", "reconcile_cluster", "apply_pod", "pod_gone",
-           "handle_lost_node", "KUBE_RECONCILE_LOCK", "LOST_REASONS"]
+__all__ = [
+    "ReconcileReport",
+    "resync",
+    "watch",
+    "reconcile_cluster",
+    "apply_pod",
+    "pod_gone",
+    "handle_lost_node",
+    "KUBE_RECONCILE_LOCK",
+    "LOST_REASONS",
+]
 
 
 @dataclass
@@ -160,8 +179,9 @@ def _delete_pods(placements: list[Placement]) -> None:
     delete_pods_on_commit(placements)
 
 
-def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
-             except_placement: int | None = None) -> set[int]:
+def _end_job(
+    job_id: int, message: str, *, lost: bool, now: datetime, except_placement: int | None = None
+) -> set[int]:
     """Fail or requeue a live job whose pod failed / was lost; release its other placements
     and delete their pods. Returns the job's group id when capacity was freed."""
     job = Job.objects.select_related("queue").get(pk=job_id)
@@ -173,26 +193,34 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
         Job.objects.filter(pk=job_id).update(failed_attempts=F("failed_attempts") + 1)
     with transaction.atomic():
         lock_jobs([job_id])  # the job before its placements (services.locking)
-        others = list(Placement.objects.select_related("node__cluster").filter(
-            job_id=job_id, state__in=BOOKED_PLACEMENT_STATES).exclude(pk=except_placement or 0))
-        Placement.objects.filter(pk__in=[p.pk for p in others], state__in=[
-            PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
-            state=PlacementState.RELEASED, ended_at=now, message=message)
-        Placement.objects.filter(pk__in=[p.pk for p in others],
-                                 state=PlacementState.RUNNING).update(
-            state=PlacementState.FAILED, ended_at=now, message=message)
+        others = list(
+            Placement.objects.select_related("node__cluster")
+            .filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
+            .exclude(pk=except_placement or 0)
+        )
+        Placement.objects.filter(
+            pk__in=[p.pk for p in others],
+            state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED],
+        ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
+        Placement.objects.filter(
+            pk__in=[p.pk for p in others], state=PlacementState.RUNNING
+        ).update(state=PlacementState.FAILED, ended_at=now, message=message)
         live = [JobState.ADMITTED, JobState.RUNNING]
         if requeue:
             moved = Job.objects.filter(pk=job_id, state__in=live).update(
-                state=JobState.QUEUED, admitted_at=None, started_at=None,
+                state=JobState.QUEUED,
+                admitted_at=None,
+                started_at=None,
                 pending_reason=f"requeued: {message}"[:2000],
-                requeue_count=F("requeue_count") + 1, updated=now)
+                requeue_count=F("requeue_count") + 1,
+                updated=now,
+            )
             if moved:
                 _event(job_id, "requeued", message)
         else:
             moved = Job.objects.filter(pk=job_id, state__in=live).update(
-                state=JobState.FAILED, finished_at=now, pending_reason=message[:2000],
-                updated=now)
+                state=JobState.FAILED, finished_at=now, pending_reason=message[:2000], updated=now
+            )
             if moved:
                 _event(job_id, "failed", message)
                 announce_job_failed(job_id, message)
@@ -204,11 +232,14 @@ def _end_job(job_id: int, message: str, *, lost: bool, now: datetime,
 
 def _finish_if_done(job_id: int, now: datetime) -> set[int]:
     live = Placement.objects.filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
-    if live.exists() or Placement.objects.filter(job_id=job_id,
-                                                 state=PlacementState.FAILED).exists():
+    if (
+        live.exists()
+        or Placement.objects.filter(job_id=job_id, state=PlacementState.FAILED).exists()
+    ):
         return set()
-    moved = Job.objects.filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]
-                               ).update(state=JobState.SUCCEEDED, finished_at=now, updated=now)
+    moved = Job.objects.filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]).update(
+        state=JobState.SUCCEEDED, finished_at=now, updated=now
+    )
     if moved:
         _event(job_id, "succeeded", "all pods succeeded")
     return {_group_of(job_id)}
@@ -218,7 +249,8 @@ def _mark_job_running(job_id: int, now: datetime) -> None:
     live = Placement.objects.filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
     if live.exists() and not live.exclude(state=PlacementState.RUNNING).exists():
         moved = Job.objects.filter(pk=job_id, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now, updated=now)
+            state=JobState.RUNNING, started_at=now, updated=now
+        )
         if moved:
             _event(job_id, "running", "all pods running")
 
@@ -242,50 +274,74 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
         return _apply_terminating(placement, state, ref, note, now)
     if state.state in (kinv.PENDING, kinv.STARTING):
         qs.filter(state=PlacementState.RESERVED).update(
-            state=PlacementState.SUBMITTED, submitted_at=now, backend_ref=ref, message=note,
-            updated=now)
+            state=PlacementState.SUBMITTED,
+            submitted_at=now,
+            backend_ref=ref,
+            message=note,
+            updated=now,
+        )
         qs.filter(state=PlacementState.SUBMITTED).exclude(message=note).update(
-            message=note, updated=now)
+            message=note, updated=now
+        )
         return set()
     if state.state == kinv.RUNNING:
         record_gpu_instances(placement, pod)
         ready = pod_ready(pod)
         qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
-            state=PlacementState.RUNNING, started_at=now, backend_ref=ref, message=note,
-            submitted_at=placement.submitted_at or now, ready=ready, updated=now)
+            state=PlacementState.RUNNING,
+            started_at=now,
+            backend_ref=ref,
+            message=note,
+            submitted_at=placement.submitted_at or now,
+            ready=ready,
+            updated=now,
+        )
         qs.filter(state=PlacementState.RUNNING).exclude(message=note, ready=ready).update(
-            message=note, ready=ready)
+            message=note, ready=ready
+        )
         _mark_job_running(placement.job_id, now)
         return set()
     if state.state == kinv.SUCCEEDED:
         moved = qs.filter(state__in=BOOKED_PLACEMENT_STATES).update(
-            state=PlacementState.SUCCEEDED, ended_at=now, message=note, updated=now)
+            state=PlacementState.SUCCEEDED, ended_at=now, message=note, updated=now
+        )
         return _finish_if_done(placement.job_id, now) if moved else set()
     if state.state == kinv.FAILED:
         lost = _is_lost(state, pod)
         note = note or "pod failed"
         moved = qs.filter(state__in=BOOKED_PLACEMENT_STATES).update(
-            state=PlacementState.FAILED, ended_at=now, message=note, updated=now)
+            state=PlacementState.FAILED, ended_at=now, message=note, updated=now
+        )
         if not moved:
             return set()
         if not lost:
             note_pod_failure(placement.pk, now=now)
-        return _end_job(placement.job_id, f"pod {ref} {'lost' if lost else 'failed'}: {note}",
-                        lost=lost, now=now, except_placement=placement.pk)
+        return _end_job(
+            placement.job_id,
+            f"pod {ref} {'lost' if lost else 'failed'}: {note}",
+            lost=lost,
+            now=now,
+            except_placement=placement.pk,
+        )
     # TERMINATING / UNKNOWN: the pod still holds its devices
     qs.filter(state__in=BOOKED_PLACEMENT_STATES).exclude(message=note).update(
-        message=note, updated=now)
+        message=note, updated=now
+    )
     return set()
 
 
-def _apply_terminating(placement: Placement, state: kinv.PodState, ref: str, note: str,
-                       now: datetime) -> set[int]:
+def _apply_terminating(
+    placement: Placement, state: kinv.PodState, ref: str, note: str, now: datetime
+) -> set[int]:
     """A preempted placement's pod: once it has finished, its devices are free (release);
     while it still runs without a deletion under way (the delete failed or raced its
     creation), delete it again."""
     if state.terminal:
-        return release_terminated([placement.pk], now=now,
-                                  reason=f"pod {ref} ended after preemption: {note or state.state}")
+        return release_terminated(
+            [placement.pk],
+            now=now,
+            reason=f"pod {ref} ended after preemption: {note or state.state}",
+        )
     if state.state != kinv.TERMINATING:
         _delete_pods([placement])
     return set()
@@ -300,8 +356,7 @@ def record_gpu_instances(placement: Placement, pod: dict) -> int:
     updated = 0
     if not ids:
         return 0
-    for inst in PlacementMigInstance.objects.filter(placement=placement).select_related(
-            "device"):
+    for inst in PlacementMigInstance.objects.filter(placement=placement).select_related("device"):
         gi = ids.get((inst.device.hami_id or inst.device.uuid, inst.start))
         if gi is not None and gi != inst.gpu_instance_id:
             inst.gpu_instance_id = gi
@@ -325,8 +380,7 @@ def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) 
     ).update(state=PlacementState.FAILED, ended_at=now, message=reason, updated=now)
     if not moved:
         return set()
-    return _end_job(placement.job_id, reason, lost=True, now=now,
-                    except_placement=placement.pk)
+    return _end_job(placement.job_id, reason, lost=True, now=now, except_placement=placement.pk)
 
 
 def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) -> set[int]:
@@ -339,12 +393,22 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
     """
     now = now or timezone.now()
     groups: set[int] = set()
-    placements = list(Placement.objects.select_related("node__cluster").filter(
-        node_id=node_id, state__in=BOOKED_PLACEMENT_STATES))
+    placements = list(
+        Placement.objects.select_related("node__cluster").filter(
+            node_id=node_id, state__in=BOOKED_PLACEMENT_STATES
+        )
+    )
     for p in placements:
         Placement.objects.filter(pk=p.pk, state__in=BOOKED_PLACEMENT_STATES).update(
-            state=(PlacementState.FAILED if p.state == PlacementState.RUNNING
-                   else PlacementState.RELEASED), ended_at=now, message=reason, updated=now)
+            state=(
+                PlacementState.FAILED
+                if p.state == PlacementState.RUNNING
+                else PlacementState.RELEASED
+            ),
+            ended_at=now,
+            message=reason,
+            updated=now,
+        )
         groups |= _end_job(p.job_id, reason, lost=True, now=now, except_placement=p.pk)
     kube = [p for p in placements if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
@@ -364,8 +428,7 @@ def _delete_orphan(p: Placement, pod: dict, report: ReconcileReport) -> None:
         report.orphans_deleted.append(_pod_key(pod))
 
 
-def _apply_booked(p: Placement, pod: dict, report: ReconcileReport,
-                  now: datetime) -> set[int]:
+def _apply_booked(p: Placement, pod: dict, report: ReconcileReport, now: datetime) -> set[int]:
     """:func:`apply_pod` for booked placement ``p``; ``report.changed`` gets its id when its
     state moved. Returns the resource group ids where capacity was freed."""
     before = p.state
@@ -379,9 +442,14 @@ def _grace() -> timedelta:
     return timedelta(seconds=float(settings.KUBE_SUBMIT_GRACE_S))
 
 
-def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
-           now: datetime | None = None,
-           placements: list[Placement] | None = None) -> ReconcileReport:
+def resync(
+    cluster: Cluster,
+    pods: list[dict] | None = None,
+    *,
+    gateway=None,
+    now: datetime | None = None,
+    placements: list[Placement] | None = None,
+) -> ReconcileReport:
     """Bring every placement of ``cluster`` in line with the cluster's console pods.
 
     Args:
@@ -414,17 +482,28 @@ def resync(cluster: Cluster, pods: list[dict] | None = None, *, gateway=None,
     _resubmit(_missing_pods(by_id, booked, report, now), report)
     report.unknown.sort()
     if report.unknown:
-        logger.warning("cluster %s: %d console pod(s) unknown to this console: %s",
-                       cluster.name, len(report.unknown), ", ".join(report.unknown[:10]))
+        logger.warning(
+            "cluster %s: %d console pod(s) unknown to this console: %s",
+            cluster.name,
+            len(report.unknown),
+            ", ".join(report.unknown[:10]),
+        )
     Cluster.objects.filter(pk=cluster.pk).update(unknown_pods=report.unknown, resynced_at=now)
     return report
 
 
-def _match_pods(cluster: Cluster, by_id: dict[int, dict], booked: dict[int, Placement],
-                report: ReconcileReport, now: datetime) -> None:
+def _match_pods(
+    cluster: Cluster,
+    by_id: dict[int, dict],
+    booked: dict[int, Placement],
+    report: ReconcileReport,
+    now: datetime,
+) -> None:
     """Pods of placements the console knows: orphans deleted, booked ones applied."""
-    known = {p.pk: p for p in Placement.objects.select_related("node__cluster").filter(
-        pk__in=list(by_id))}
+    known = {
+        p.pk: p
+        for p in Placement.objects.select_related("node__cluster").filter(pk__in=list(by_id))
+    }
     for pid, pod in sorted(by_id.items()):
         p = known.get(pid)
         if p is None or p.node.cluster_id != cluster.pk:
@@ -440,8 +519,9 @@ def _match_pods(cluster: Cluster, by_id: dict[int, dict], booked: dict[int, Plac
         report.groups |= _apply_booked(p, pod, report, now)
 
 
-def _missing_pods(by_id: dict[int, dict], booked: dict[int, Placement],
-                  report: ReconcileReport, now: datetime) -> set[int]:
+def _missing_pods(
+    by_id: dict[int, dict], booked: dict[int, Placement], report: ReconcileReport, now: datetime
+) -> set[int]:
     """Booked placements without a pod: a submitted/running one lost its pod; a reserved one
     past the submit grace period is returned (its job id) for resubmission."""
     resubmit_jobs: set[int] = set()
@@ -452,8 +532,9 @@ def _missing_pods(by_id: dict[int, dict], booked: dict[int, Placement],
             report.groups |= pod_gone(p, f"pod {p.backend_ref or pid} deleted", now=now)
             report.changed.append(pid)
         elif p.state in (PlacementState.SUBMITTED, PlacementState.RUNNING):
-            report.groups |= pod_gone(p, f"pod {p.backend_ref or pid} was deleted outside the "
-                                         "console", now=now)
+            report.groups |= pod_gone(
+                p, f"pod {p.backend_ref or pid} was deleted outside the console", now=now
+            )
             report.lost.append(pid)
             report.changed.append(pid)
         elif p.state == PlacementState.RESERVED and p.created <= now - _grace():
@@ -470,8 +551,11 @@ def _resubmit(job_ids: set[int], report: ReconcileReport) -> None:
         except SubmissionError as exc:
             logger.warning("resubmitting job %s failed (%s); next pass retries", job_id, exc)
             continue
-        _event(job_id, "resubmitted", "submission finished by the reconciler after the "
-                                      "submitting worker stopped")
+        _event(
+            job_id,
+            "resubmitted",
+            "submission finished by the reconciler after the submitting worker stopped",
+        )
         if state == JobState.FAILED:
             report.groups.add(_group_of(job_id))
 
@@ -481,8 +565,9 @@ def _resubmit(job_ids: set[int], report: ReconcileReport) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def watch(cluster: Cluster, *, gateway=None, timeout_s: int = 30,
-          now_fn=timezone.now) -> ReconcileReport:
+def watch(
+    cluster: Cluster, *, gateway=None, timeout_s: int = 30, now_fn=timezone.now
+) -> ReconcileReport:
     """Follow pod changes from ``cluster.watch_resource_version`` for about ``timeout_s``.
 
     An empty resume point, or a 410 Expired, makes the gateway relist; the list is
@@ -498,8 +583,9 @@ def watch(cluster: Cluster, *, gateway=None, timeout_s: int = 30,
         report.events += 1
         if ev.type == "RELISTED":
             if placements_before is not None:
-                sub = resync(cluster, ev.objects, gateway=gw, now=now_fn(),
-                             placements=placements_before)
+                sub = resync(
+                    cluster, ev.objects, gateway=gw, now=now_fn(), placements=placements_before
+                )
             else:
                 # 410 mid-watch: placements read now would be newer than the gateway's list
                 # (a pod created in between would look deleted), so read them, list again.
@@ -518,9 +604,11 @@ def watch(cluster: Cluster, *, gateway=None, timeout_s: int = 30,
 def _booked(cluster: Cluster) -> list[Placement]:
     """Booked placements whose Pods the console creates (jobs taken in from the cluster run
     the user's objects, followed by :mod:`scheduling.services.intake`)."""
-    return list(Placement.objects.select_related("node__cluster", "job").filter(
-        node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES).exclude(
-        job__source=JOB_SOURCE_KUBE))
+    return list(
+        Placement.objects.select_related("node__cluster", "job")
+        .filter(node__cluster=cluster, state__in=BOOKED_PLACEMENT_STATES)
+        .exclude(job__source=JOB_SOURCE_KUBE)
+    )
 
 
 def _merge(report: ReconcileReport, sub: ReconcileReport) -> None:
@@ -530,11 +618,15 @@ def _merge(report: ReconcileReport, sub: ReconcileReport) -> None:
     report.groups |= sub.groups
 
 
-def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileReport,
-                 now: datetime) -> set[int]:
+def _apply_event(
+    cluster: Cluster, etype: str, pod: dict, report: ReconcileReport, now: datetime
+) -> set[int]:
     pid = _placement_id(pod)
-    p = (Placement.objects.select_related("node__cluster").filter(pk=pid).first()
-         if pid is not None else None)
+    p = (
+        Placement.objects.select_related("node__cluster").filter(pk=pid).first()
+        if pid is not None
+        else None
+    )
     if p is None or p.node.cluster_id != cluster.pk:
         if etype != "DELETED" and _pod_key(pod) not in report.unknown:
             report.unknown.append(_pod_key(pod))
@@ -547,8 +639,7 @@ def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileRepor
             if state.terminal:  # deleted after it finished: record the outcome first
                 return apply_pod(p, pod, now=now)
             report.lost.append(p.pk)
-            return pod_gone(p, f"pod {_pod_key(pod)} was deleted outside the console",
-                            now=now)
+            return pod_gone(p, f"pod {_pod_key(pod)} was deleted outside the console", now=now)
         return set()
     if p.state not in BOOKED_PLACEMENT_STATES:
         _delete_orphan(p, pod, report)
@@ -561,8 +652,9 @@ def _apply_event(cluster: Cluster, etype: str, pod: dict, report: ReconcileRepor
 # ------------------------------------------------------------------------------------------
 
 
-def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = None,
-                      now: datetime | None = None) -> ReconcileReport:
+def reconcile_cluster(
+    cluster_id: int, *, gateway=None, watch_s: int | None = None, now: datetime | None = None
+) -> ReconcileReport:
     """One reconcile turn of a kubernetes cluster: a full :func:`resync` when the last one is
     older than ``KUBE_RESYNC_S`` (default 300 s) or there is no watch resume point, then a
     :func:`watch` of ``watch_s`` seconds (default ``KUBE_WATCH_S``, 20; 0 = no watch).
@@ -587,15 +679,16 @@ def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = No
         now = now or timezone.now()
         resync_s = float(settings.KUBE_RESYNC_S)
         due = cluster.resynced_at is None or cluster.resynced_at <= now - timedelta(
-            seconds=resync_s)
+            seconds=resync_s
+        )
         if due or not cluster.watch_resource_version:
             placements = _booked(cluster)
             lst = gw.list_pods()
-            _merge(report, resync(cluster, lst.items, gateway=gw, now=now,
-                                  placements=placements))
+            _merge(report, resync(cluster, lst.items, gateway=gw, now=now, placements=placements))
             cluster.watch_resource_version = lst.resource_version
             Cluster.objects.filter(pk=cluster.pk).update(
-                watch_resource_version=lst.resource_version)
+                watch_resource_version=lst.resource_version
+            )
         seconds = int(settings.KUBE_WATCH_S if watch_s is None else watch_s)
         if seconds > 0:
             sub = watch(cluster, gateway=gw, timeout_s=seconds)
@@ -606,4 +699,3 @@ def reconcile_cluster(cluster_id: int, *, gateway=None, watch_s: int | None = No
             cur.execute("SELECT pg_advisory_unlock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
     report.unknown = sorted(set(report.unknown))
     return report
-

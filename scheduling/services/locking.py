@@ -37,8 +37,12 @@ def lock_jobs(job_ids: Iterable[int]) -> list[int]:
     ids = sorted(set(job_ids))
     if not ids:
         return []
-    return list(Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")
-                .values_list("pk", flat=True))
+    return list(
+        Job.objects.select_for_update()
+        .filter(pk__in=ids)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
@@ -46,16 +50,28 @@ def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
     ids = sorted(set(job_ids))
     if not ids:
         return []
-    return list(Placement.objects.select_for_update().filter(
-        job_id__in=ids, state__in=BOOKED_PLACEMENT_STATES).order_by("pk")
-        .values_list("pk", flat=True))
+    return list(
+        Placement.objects.select_for_update()
+        .filter(job_id__in=ids, state__in=BOOKED_PLACEMENT_STATES)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
-def lock_capacity_rows(node_ids: Iterable[int], device_ids: Iterable[int]
-                       ) -> tuple[dict[int, Node], dict[int, Device]]:
+def lock_capacity_rows(
+    node_ids: Iterable[int], device_ids: Iterable[int]
+) -> tuple[dict[int, Node], dict[int, Device]]:
     """Lock nodes, then devices, each in pk order; returns them by pk."""
-    nodes = {n.pk: n for n in Node.objects.select_for_update().filter(
-        pk__in=sorted(set(node_ids))).order_by("pk")}
-    devices = {d.pk: d for d in Device.objects.select_for_update().filter(
-        pk__in=sorted(set(device_ids))).order_by("pk")}
+    nodes = {
+        n.pk: n
+        for n in Node.objects.select_for_update()
+        .filter(pk__in=sorted(set(node_ids)))
+        .order_by("pk")
+    }
+    devices = {
+        d.pk: d
+        for d in Device.objects.select_for_update()
+        .filter(pk__in=sorted(set(device_ids)))
+        .order_by("pk")
+    }
     return nodes, devices

@@ -37,9 +37,19 @@ from tenants.models import Quota, ResourceGroup
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["POLICY_NAMES", "MAX_PODS", "MAX_TRACE_BYTES", "RECENT_JOBS", "parse_quotas",
-           "create_run", "group_quotas", "run_simulation", "group_nodes", "group_workload",
-           "trace_workload"]
+__all__ = [
+    "POLICY_NAMES",
+    "MAX_PODS",
+    "MAX_TRACE_BYTES",
+    "RECENT_JOBS",
+    "parse_quotas",
+    "create_run",
+    "group_quotas",
+    "run_simulation",
+    "group_nodes",
+    "group_workload",
+    "trace_workload",
+]
 
 #: Most pods replayed per run (the first by arrival).
 MAX_PODS = 3000
@@ -68,8 +78,9 @@ def parse_quotas(text: str) -> dict[str, int]:
         try:
             devices = float(amount)
         except ValueError:
-            raise DomainError(f"quota line {number}: {amount!r} is not a number of devices"
-                              ) from None
+            raise DomainError(
+                f"quota line {number}: {amount!r} is not a number of devices"
+            ) from None
         if devices < 0 or devices != devices:
             raise DomainError(f"quota line {number}: devices must be >= 0")
         if name in out:
@@ -90,14 +101,23 @@ def _parse_trace(text: str) -> list[PodRecord]:
 
 def trace_workload(pods: list[PodRecord]) -> list[SimPod]:
     """The timed pods of a trace as a workload (module docstring)."""
-    timed = sorted((p for p in pods if p.creation_time is not None
-                    and p.deletion_time is not None and p.deletion_time >= p.creation_time),
-                   key=lambda p: (p.creation_time, p.name))[:MAX_PODS]
+    timed = sorted(
+        (
+            p
+            for p in pods
+            if p.creation_time is not None
+            and p.deletion_time is not None
+            and p.deletion_time >= p.creation_time
+        ),
+        key=lambda p: (p.creation_time, p.name),
+    )[:MAX_PODS]
     if not timed:
         raise DomainError("trace: no pod has both creation_time and deletion_time")
     t0 = timed[0].creation_time
-    return [SimPod(p.qos or "default", p.creation_time - t0, p.deletion_time - p.creation_time,
-                   p) for p in timed]
+    return [
+        SimPod(p.qos or "default", p.creation_time - t0, p.deletion_time - p.creation_time, p)
+        for p in timed
+    ]
 
 
 def group_nodes(group: ResourceGroup) -> list[NodeRecord]:
@@ -110,18 +130,23 @@ def group_nodes(group: ResourceGroup) -> list[NodeRecord]:
         if not node.devices:
             continue
         model = Counter(d.type for d in node.devices).most_common(1)[0][0]
-        out.append(NodeRecord(name, node.cpu_milli, node.host_memory_mib, min(8, len(node.devices)),
-                              model))
+        out.append(
+            NodeRecord(name, node.cpu_milli, node.host_memory_mib, min(8, len(node.devices)), model)
+        )
     return out
 
 
 def group_workload(group: ResourceGroup) -> list[SimPod]:
     """The group's newest :data:`RECENT_JOBS` device jobs as a workload (module docstring)."""
     jobs = Job.objects.filter(queue__resource_group=group).order_by("-id")[:RECENT_JOBS]
-    names = dict(Job.objects.filter(pk__in=[j.pk for j in jobs])
-                 .values_list("pk", "tenant__name"))
-    demands = [d for d in job_demands(Job.objects.filter(pk__in=[j.pk for j in jobs])
-                                      .order_by("created", "pk")) if d.tasks]
+    names = dict(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("pk", "tenant__name"))
+    demands = [
+        d
+        for d in job_demands(
+            Job.objects.filter(pk__in=[j.pk for j in jobs]).order_by("created", "pk")
+        )
+        if d.tasks
+    ]
     if not demands:
         raise DomainError(f"resource group {group.name} has no recent job asking a device")
     t0 = demands[0].created
@@ -131,25 +156,45 @@ def group_workload(group: ResourceGroup) -> list[SimPod]:
         milli = d.tasks[0].gpu_milli if num_gpu == 1 else 1000
         types = tuple(sorted({m for t in d.tasks for m in t.gpu_types}))
         for pod in range(d.pods):
-            record = PodRecord(f"job-{d.job_id}-{pod}", max(t.cpu_milli for t in d.tasks), 1024,
-                               num_gpu, milli, types)
-            out.append(SimPod(names[d.job_id], int((d.created - t0).total_seconds()),
-                              max(1, int(d.duration_s)), record))
+            record = PodRecord(
+                f"job-{d.job_id}-{pod}",
+                max(t.cpu_milli for t in d.tasks),
+                1024,
+                num_gpu,
+                milli,
+                types,
+            )
+            out.append(
+                SimPod(
+                    names[d.job_id],
+                    int((d.created - t0).total_seconds()),
+                    max(1, int(d.duration_s)),
+                    record,
+                )
+            )
     return out[:MAX_PODS]
 
 
 def group_quotas(group: ResourceGroup) -> dict[str, int]:
     """The group's nominal ``devices`` quotas per tenant name (every flavor summed), milli."""
     out: dict[str, int] = {}
-    for name, nominal in Quota.objects.filter(resource_group=group, dimension="devices"
-                                              ).values_list("tenant__name", "nominal"):
+    for name, nominal in Quota.objects.filter(
+        resource_group=group, dimension="devices"
+    ).values_list("tenant__name", "nominal"):
         out[name] = out.get(name, 0) + nominal
     return out
 
 
-def create_run(*, user, group: ResourceGroup, policies: list[str], quotas_text: str = "",
-               trace_name: str = "", trace_text: str = "",
-               use_group_quotas: bool = False) -> SimulationRun:
+def create_run(
+    *,
+    user,
+    group: ResourceGroup,
+    policies: list[str],
+    quotas_text: str = "",
+    trace_name: str = "",
+    trace_text: str = "",
+    use_group_quotas: bool = False,
+) -> SimulationRun:
     """Validate a request, store it and enqueue the worker task after commit.
 
     ``use_group_quotas`` starts from the group's nominal device quotas (:func:`group_quotas`);
@@ -161,13 +206,17 @@ def create_run(*, user, group: ResourceGroup, policies: list[str], quotas_text: 
     """
     unknown = [p for p in policies if p not in POLICY_NAMES]
     if not policies or unknown:
-        raise DomainError(f"policies: choose one or more of {', '.join(POLICY_NAMES)}"
-                          + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
+        raise DomainError(
+            f"policies: choose one or more of {', '.join(POLICY_NAMES)}"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+        )
     quotas = parse_quotas(quotas_text)
     if use_group_quotas:
         if trace_text:
-            raise DomainError("quotas: the group's quotas name its tenants; a trace's tenants "
-                              "are its qos classes (give them as lines instead)")
+            raise DomainError(
+                "quotas: the group's quotas name its tenants; a trace's tenants "
+                "are its qos classes (give them as lines instead)"
+            )
         quotas = {**group_quotas(group), **quotas}
     if len(trace_text.encode()) > MAX_TRACE_BYTES:
         raise DomainError(f"trace: larger than {MAX_TRACE_BYTES // (1024 * 1024)} MiB")
@@ -179,16 +228,22 @@ def create_run(*, user, group: ResourceGroup, policies: list[str], quotas_text: 
         raise DomainError(f"resource group {group.name} has no node with devices")
     with transaction.atomic():
         run = SimulationRun.objects.create(
-            created_by=user, resource_group=group, source="trace" if trace_text else "group",
-            trace_name=trace_name[:255], trace_csv=trace_text, policies=list(policies),
-            quotas=quotas)
+            created_by=user,
+            resource_group=group,
+            source="trace" if trace_text else "group",
+            trace_name=trace_name[:255],
+            trace_csv=trace_text,
+            policies=list(policies),
+            quotas=quotas,
+        )
         enqueue_simulation(run.pk)
     return run
 
 
 def _set_progress(run_id: int, percent: int) -> None:
-    SimulationRun.objects.filter(pk=run_id).update(progress_percent=max(0, min(100, percent)),
-                                                   updated=timezone.now())
+    SimulationRun.objects.filter(pk=run_id).update(
+        progress_percent=max(0, min(100, percent)), updated=timezone.now()
+    )
 
 
 def run_simulation(run_id: int) -> str:
@@ -202,24 +257,38 @@ def run_simulation(run_id: int) -> str:
         if run.resource_group is None:
             raise DomainError("the run's resource group was deleted")
         nodes = group_nodes(run.resource_group)
-        pods = (trace_workload(_parse_trace(run.trace_csv)) if run.source == "trace"
-                else group_workload(run.resource_group))
+        pods = (
+            trace_workload(_parse_trace(run.trace_csv))
+            if run.source == "trace"
+            else group_workload(run.resource_group)
+        )
         results = []
         n = len(run.policies)
         for i, policy in enumerate(run.policies):
+
             def progress(done, total, i=i):
                 _set_progress(run_id, int(100 * (i + done / max(1, total)) / n))
-            results.append(simulate(policy, nodes, pods, quotas=run.quotas,
-                                    progress=progress).as_dict())
-        workload = {"pods": len(pods), "tenants": sorted({p.tenant for p in pods}),
-                    "nodes": len(nodes), "gpus": sum(r.gpu_count for r in nodes)}
+
+            results.append(
+                simulate(policy, nodes, pods, quotas=run.quotas, progress=progress).as_dict()
+            )
+        workload = {
+            "pods": len(pods),
+            "tenants": sorted({p.tenant for p in pods}),
+            "nodes": len(nodes),
+            "gpus": sum(r.gpu_count for r in nodes),
+        }
         SimulationRun.objects.filter(pk=run_id).update(
-            state=SimulationState.DONE, progress_percent=100, finished_at=timezone.now(),
-            result={"policies": results, "workload": workload})
+            state=SimulationState.DONE,
+            progress_percent=100,
+            finished_at=timezone.now(),
+            result={"policies": results, "workload": workload},
+        )
         return SimulationState.DONE
     except (DomainError, ValueError, KeyError) as exc:
         message = exc.message if isinstance(exc, DomainError) else str(exc)
         logger.warning("simulation %s failed: %s", run_id, message)
         SimulationRun.objects.filter(pk=run_id).update(
-            state=SimulationState.FAILED, error=message, finished_at=timezone.now())
+            state=SimulationState.FAILED, error=message, finished_at=timezone.now()
+        )
         return SimulationState.FAILED

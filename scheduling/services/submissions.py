@@ -55,14 +55,23 @@ def submit_to_cluster(job_id: int) -> str:
                 raise
             fail_job(job_id, f"submission refused: {exc}")
             return JobState.FAILED
-        fields = {"state": new_state, "submitted_at": now, "backend_ref": placement.backend_ref,
-                  "ready": placement.ready}
+        fields = {
+            "state": new_state,
+            "submitted_at": now,
+            "backend_ref": placement.backend_ref,
+            "ready": placement.ready,
+        }
         if new_state == PlacementState.RUNNING:
             fields["started_at"] = now
-        moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED
-                                         ).update(**fields)
-        if not moved and not Placement.objects.filter(
-                pk=placement.pk, state__in=ACTIVE_PLACEMENT_STATES).exists():
+        moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED).update(
+            **fields
+        )
+        if (
+            not moved
+            and not Placement.objects.filter(
+                pk=placement.pk, state__in=ACTIVE_PLACEMENT_STATES
+            ).exists()
+        ):
             # Released or terminating (job cancelled, preempted or failed) while the backend
             # was creating the pod: the release found nothing to delete, so delete it now or
             # it runs on devices the console counts as free (or never lets a terminating
@@ -77,8 +86,9 @@ def _undo_submission(backend, placement) -> None:
     try:
         backend.delete(placement)
     except Exception:  # noqa: BLE001 - the Kubernetes reconcile deletes orphans later
-        logger.exception("placement %s released during submission; deleting its pod failed",
-                         placement.pk)
+        logger.exception(
+            "placement %s released during submission; deleting its pod failed", placement.pk
+        )
 
 
 def _mark_running_if_started(job_id: int, now) -> None:
@@ -147,15 +157,12 @@ def reconcile_simulated(now=None) -> set[int]:
         ).update(state=PlacementState.SUCCEEDED, ended_at=now)
         still_live = set(
             Placement.objects.filter(
-                job_id__in=job_ids,
-                state__in=BOOKED_PLACEMENT_STATES,
+                job_id__in=job_ids, state__in=BOOKED_PLACEMENT_STATES
             ).values_list("job_id", flat=True)
         )
         finished = sorted(job_ids - still_live)
         moved = list(
-            Job.objects.filter(pk__in=finished, state=JobState.RUNNING).values_list(
-                "pk", flat=True
-            )
+            Job.objects.filter(pk__in=finished, state=JobState.RUNNING).values_list("pk", flat=True)
         )
         Job.objects.filter(pk__in=moved, state=JobState.RUNNING).update(
             state=JobState.SUCCEEDED, finished_at=now

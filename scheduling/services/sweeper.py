@@ -40,8 +40,12 @@ def overdue_reservations(now=None) -> list[int]:
     :func:`submit_sweep_grace_s` on a non-Kubernetes cluster."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=submit_sweep_grace_s())
-    return sorted(set(
-        Placement.objects.filter(state=PlacementState.RESERVED, created__lte=cutoff,
-                                 job__state=JobState.ADMITTED)
-        .exclude(node__cluster__backend=Backend.KUBERNETES)
-        .values_list("job_id", flat=True)))
+    return sorted(
+        set(
+            Placement.objects.filter(
+                state=PlacementState.RESERVED, created__lte=cutoff, job__state=JobState.ADMITTED
+            )
+            .exclude(node__cluster__backend=Backend.KUBERNETES)
+            .values_list("job_id", flat=True)
+        )
+    )

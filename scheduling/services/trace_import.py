@@ -70,8 +70,10 @@ def import_trace(
     if time_scale <= 0 or quota_share <= 0:
         raise ValueError("time_scale and quota_share must be positive")
     if fragmentation_policy not in FragmentationPolicy.values:
-        raise ValueError(f"fragmentation_policy {fragmentation_policy!r} is not one of "
-                         f"{', '.join(FragmentationPolicy.values)}")
+        raise ValueError(
+            f"fragmentation_policy {fragmentation_policy!r} is not one of "
+            f"{', '.join(FragmentationPolicy.values)}"
+        )
     node_records = read_nodes(nodes_path)
     pod_records = read_pods(pods_path)
     with transaction.atomic():
@@ -96,8 +98,9 @@ def import_trace(
     return ImportResult(cluster_name, group.pk, len(nodes), len(devices), len(jobs), tenants)
 
 
-def _create_inventory(cluster: Cluster, node_records: list
-                      ) -> tuple[dict[str, DeviceModel], list[Node], list[Device]]:
+def _create_inventory(
+    cluster: Cluster, node_records: list
+) -> tuple[dict[str, DeviceModel], list[Node], list[Device]]:
     """Device models (one per trace GPU model), nodes and their devices of a trace cluster."""
     models = {}
     for name in sorted({r.model for r in node_records if r.gpu_count}):
@@ -105,8 +108,7 @@ def _create_inventory(cluster: Cluster, node_records: list
             name=name,
             defaults={
                 "vendor": "NVIDIA",
-                "config": {"memory_mib": device_memory_mib(name),
-                           "split_count": TRACE_SPLIT_COUNT},
+                "config": {"memory_mib": device_memory_mib(name), "split_count": TRACE_SPLIT_COUNT},
             },
         )
     nodes = Node.objects.bulk_create(
@@ -138,8 +140,9 @@ def _create_inventory(cluster: Cluster, node_records: list
     return models, nodes, devices
 
 
-def _create_tenants(group: ResourceGroup, devices: list[Device], tenants: int,
-                    quota_share: float) -> list[Queue]:
+def _create_tenants(
+    group: ResourceGroup, devices: list[Device], tenants: int, quota_share: float
+) -> list[Queue]:
     """``tenants`` demo tenants, each with a ``default`` queue on ``group`` and nominal quotas
     of ``quota_share`` × the cluster's capacity (devices, device memory, cores)."""
     capacity_milli = 1000 * len(devices)
@@ -165,8 +168,9 @@ def _create_tenants(group: ResourceGroup, devices: list[Device], tenants: int,
     return queues
 
 
-def _create_jobs(queues: list[Queue], pod_records: list, time_scale: float,
-                 default_duration_s: float) -> list[Job]:
+def _create_jobs(
+    queues: list[Queue], pod_records: list, time_scale: float, default_duration_s: float
+) -> list[Job]:
     """One queued job per trace pod (in creation order, round-robin over ``queues``) with one
     container asking ``gpu_milli`` / 10 % of each of ``num_gpu`` devices."""
     ordered = sorted(pod_records, key=lambda p: (p.creation_time or 0, p.line))

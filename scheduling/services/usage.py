@@ -76,8 +76,7 @@ def settle_released_usage(group_id: int) -> int:
     if not rows:
         return 0
     Placement.objects.filter(pk__in=[r[0] for r in rows], charged=True).update(charged=False)
-    tenant_services.apply_usage_deltas(
-        usage_deltas([(t, group_id, c) for _, t, c in rows], -1))
+    tenant_services.apply_usage_deltas(usage_deltas([(t, group_id, c) for _, t, c in rows], -1))
     return len(rows)
 
 
@@ -109,14 +108,14 @@ def recomputed_usage(group: ResourceGroup) -> dict[tuple[int, str, str], int]:
     flavors = resolve_flavors(group)
     usage: dict[tuple[int, str, str], int] = defaultdict(int)
     rows = PlacementDevice.objects.filter(
-        placement__state__in=BOOKED_PLACEMENT_STATES,
-        placement__job__queue__resource_group=group,
+        placement__state__in=BOOKED_PLACEMENT_STATES, placement__job__queue__resource_group=group
     ).select_related("device__model", "placement__job")
     for b in rows:
         flavor = flavors.flavor_of_model.get(b.device.model.name, b.device.model.name)
         tenant_id = b.placement.job.tenant_id
         usage[(tenant_id, flavor, "devices")] += device_milli(
-            b.memory_mib, b.cores_percent, b.device)
+            b.memory_mib, b.cores_percent, b.device
+        )
         usage[(tenant_id, flavor, "memory_mib")] += b.memory_mib
         usage[(tenant_id, flavor, "cores_percent")] += b.cores_percent
     return {k: v for k, v in usage.items() if v}
@@ -143,7 +142,8 @@ def check_usage(group_id: int, *, repair: bool = False) -> UsageCheck:
         want = recomputed_usage(group)
         have = {
             (u.tenant_id, u.flavor, u.dimension): u.amount
-            for u in QuotaUsage.objects.filter(resource_group=group) if u.amount
+            for u in QuotaUsage.objects.filter(resource_group=group)
+            if u.amount
         }
         names = dict(group.quotas.values_list("tenant_id", "tenant__name"))
         for key in sorted(set(want) | set(have)):
@@ -151,7 +151,8 @@ def check_usage(group_id: int, *, repair: bool = False) -> UsageCheck:
                 tenant = names.get(key[0], str(key[0]))
                 report.drift.append(
                     f"tenant {tenant}, flavor {key[1]}, {key[2]}: stored {have.get(key, 0)}, "
-                    f"recomputed {want.get(key, 0)}")
+                    f"recomputed {want.get(key, 0)}"
+                )
         ctx = build_admission_snapshot(group, timezone.now())
         report.violations = [v.message for v in check_invariants(ctx.snapshot)]
         if repair and report.drift:
@@ -186,22 +187,33 @@ def sync_ledger(now=None) -> tuple[int, int]:
         group = p.job.queue.resource_group_id
         if group not in flavor_maps:
             flavor_maps[group] = resolve_flavors(
-                ResourceGroup.objects.get(pk=group)).flavor_of_model
+                ResourceGroup.objects.get(pk=group)
+            ).flavor_of_model
         model = b.device.model.name
         ended = None if p.state in BOOKED_PLACEMENT_STATES else (p.ended_at or now)
-        entries.append(tenant_services.LedgerEntry(
-            tenant_id=p.job.tenant_id, resource_group_id=group, job_id=p.job_id,
-            placement_id=p.pk, device_uuid=b.device.uuid, device_model=b.device.model.name,
-            flavor=flavor_maps[group].get(model, model),
-            devices_milli=device_milli(b.memory_mib, b.cores_percent, b.device),
-            memory_mib=b.memory_mib, cores_percent=b.cores_percent,
-            start=p.started_at, end=max(ended, p.started_at) if ended else None,
-        ))
+        entries.append(
+            tenant_services.LedgerEntry(
+                tenant_id=p.job.tenant_id,
+                resource_group_id=group,
+                job_id=p.job_id,
+                placement_id=p.pk,
+                device_uuid=b.device.uuid,
+                device_model=b.device.model.name,
+                flavor=flavor_maps[group].get(model, model),
+                devices_milli=device_milli(b.memory_mib, b.cores_percent, b.device),
+                memory_mib=b.memory_mib,
+                cores_percent=b.cores_percent,
+                start=p.started_at,
+                end=max(ended, p.started_at) if ended else None,
+            )
+        )
     opened = tenant_services.open_ledger_intervals(entries)
     ends = dict(
         Placement.objects.filter(
             pk__in=LedgerInterval.objects.filter(end__isnull=True).values("placement_id")
-        ).exclude(state__in=BOOKED_PLACEMENT_STATES).values_list("pk", "ended_at")
+        )
+        .exclude(state__in=BOOKED_PLACEMENT_STATES)
+        .values_list("pk", "ended_at")
     )
     closed = tenant_services.close_ledger_intervals({pk: end or now for pk, end in ends.items()})
     return opened, closed

@@ -42,14 +42,35 @@ from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
 from scheduling.services.jobs import JobSpec, cancel_job, enqueue_job
 
 __all__ = [
-    "submit_workload", "scale_service", "reconcile_services", "cancel_workload",
-    "stop_notebook", "resume_notebook", "enforce_time_limits", "ServiceStatus",
-    "service_status", "lifetime_left_s",
+    "submit_workload",
+    "scale_service",
+    "reconcile_services",
+    "cancel_workload",
+    "stop_notebook",
+    "resume_notebook",
+    "enforce_time_limits",
+    "ServiceStatus",
+    "service_status",
+    "lifetime_left_s",
 ]
 
-REPLICA_COPIED = ("tenant_id", "queue_id", "priority", "cpu_milli", "host_memory_mib", "duration_s",
-                  "preemptible", "min_runtime_s", "port", "volumes", "secrets", "tolerations",
-                  "node_selector", "source", "submitted_by_id")
+REPLICA_COPIED = (
+    "tenant_id",
+    "queue_id",
+    "priority",
+    "cpu_milli",
+    "host_memory_mib",
+    "duration_s",
+    "preemptible",
+    "min_runtime_s",
+    "port",
+    "volumes",
+    "secrets",
+    "tolerations",
+    "node_selector",
+    "source",
+    "submitted_by_id",
+)
 """Fields a replica takes from its service."""
 
 
@@ -63,8 +84,11 @@ def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = T
         The new job (the service for inference).
     """
     if spec.kind == JobKind.NOTEBOOK:
-        spec = replace(spec, idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
-                       max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S)
+        spec = replace(
+            spec,
+            idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
+            max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S,
+        )
     with transaction.atomic():
         job = enqueue_job(queue, spec, user=user, enqueue=enqueue)
         if spec.kind == JobKind.INFERENCE:
@@ -81,18 +105,35 @@ def _add_replicas(service: Job, count: int) -> list[Job]:
     made = []
     for i in range(first, first + count):
         replica = Job.objects.create(
-            name=f"{service.name}-{i}", kind=JobKind.INFERENCE, parent=service, pod_count=1,
-            restart_policy="Always", on_preemption=PreemptionPolicy.REQUEUE,
-            **{f: getattr(service, f) for f in REPLICA_COPIED})
+            name=f"{service.name}-{i}",
+            kind=JobKind.INFERENCE,
+            parent=service,
+            pod_count=1,
+            restart_policy="Always",
+            on_preemption=PreemptionPolicy.REQUEUE,
+            **{f: getattr(service, f) for f in REPLICA_COPIED},
+        )
         JobContainer.objects.bulk_create(
-            JobContainer(job=replica, name=c.name, init=c.init, vendor=c.vendor,
-                         device_count=c.device_count, device_memory_mib=c.memory_mib,
-                         memory_percent=c.memory_percent, cores_percent=c.cores_percent,
-                         device_types=list(c.device_types), image=c.image,
-                         command=list(c.command), args=list(c.args), env=dict(c.env))
-            for c in containers)
-        JobEvent.objects.create(job=replica, kind="queued",
-                                message=f"replica {i} of service {service.pk}")
+            JobContainer(
+                job=replica,
+                name=c.name,
+                init=c.init,
+                vendor=c.vendor,
+                device_count=c.device_count,
+                device_memory_mib=c.memory_mib,
+                memory_percent=c.memory_percent,
+                cores_percent=c.cores_percent,
+                device_types=list(c.device_types),
+                image=c.image,
+                command=list(c.command),
+                args=list(c.args),
+                env=dict(c.env),
+            )
+            for c in containers
+        )
+        JobEvent.objects.create(
+            job=replica, kind="queued", message=f"replica {i} of service {service.pk}"
+        )
         made.append(replica)
     return made
 
@@ -128,10 +169,17 @@ def scale_service(service: Job, replicas: int, *, user=None) -> Job:
             for replica in surplus[: len(live) - replicas]:
                 cancel_job(replica, user=user)
         Job.objects.filter(pk=locked.pk).update(replicas=replicas, pod_count=replicas)
-        JobEvent.objects.create(job=locked, kind="scaled",
-                                message=f"replicas {before} -> {replicas}")
-        audit("job.scale", locked, actor=user, tenant_id=locked.tenant_id,
-              before={"replicas": before}, after={"replicas": replicas})
+        JobEvent.objects.create(
+            job=locked, kind="scaled", message=f"replicas {before} -> {replicas}"
+        )
+        audit(
+            "job.scale",
+            locked,
+            actor=user,
+            tenant_id=locked.tenant_id,
+            before={"replicas": before},
+            after={"replicas": replicas},
+        )
         enqueue_admission_cycle(locked.queue.resource_group_id)
     service.refresh_from_db()
     return service
@@ -141,15 +189,17 @@ def reconcile_services() -> int:
     """Replace the replicas of running services that ended (failed, or finished): each
     service gets back to its desired count. Returns the number of replicas created."""
     made = 0
-    for service in Job.objects.filter(kind=JobKind.INFERENCE, parent__isnull=True,
-                                      state=JobState.RUNNING).select_related("queue"):
+    for service in Job.objects.filter(
+        kind=JobKind.INFERENCE, parent__isnull=True, state=JobState.RUNNING
+    ).select_related("queue"):
         with transaction.atomic():
             locked = Job.objects.select_for_update().get(pk=service.pk)
             missing = (locked.replicas or 0) - _live_replicas(locked).count()
             if locked.state == JobState.RUNNING and missing > 0:
                 for replica in _add_replicas(locked, missing):
-                    JobEvent.objects.create(job=locked, kind="replaced",
-                                            message=f"replica {replica.name} queued")
+                    JobEvent.objects.create(
+                        job=locked, kind="replaced", message=f"replica {replica.name} queued"
+                    )
                 made += missing
                 enqueue_admission_cycle(locked.queue.resource_group_id)
     return made
@@ -165,21 +215,28 @@ def cancel_workload(job: Job, *, user=None) -> Job:
     if job.is_service:
         with transaction.atomic():
             moved = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
-                state=JobState.CANCELLED, finished_at=timezone.now())
+                state=JobState.CANCELLED, finished_at=timezone.now()
+            )
             if not moved:
                 job.refresh_from_db()
                 raise Conflict(f"job {job.pk} is already {job.state}", field="state")
             for replica in _live_replicas(job):
                 cancel_job(replica, user=user)
             JobEvent.objects.create(job=job, kind="cancelled", message="service stopped")
-            audit("job.cancel", job, actor=user, tenant_id=job.tenant_id,
-                  before={"state": JobState.RUNNING.value},
-                  after={"state": JobState.CANCELLED.value})
+            audit(
+                "job.cancel",
+                job,
+                actor=user,
+                tenant_id=job.tenant_id,
+                before={"state": JobState.RUNNING.value},
+                after={"state": JobState.CANCELLED.value},
+            )
         job.refresh_from_db()
         return job
     if job.state == JobState.STOPPED:
         Job.objects.filter(pk=job.pk, state=JobState.STOPPED).update(
-            state=JobState.CANCELLED, finished_at=timezone.now())
+            state=JobState.CANCELLED, finished_at=timezone.now()
+        )
         JobEvent.objects.create(job=job, kind="cancelled", message="stopped notebook deleted")
         job.refresh_from_db()
         return job
@@ -188,12 +245,16 @@ def cancel_workload(job: Job, *, user=None) -> Job:
 
 def _release(job: Job, now: datetime, message: str) -> bool:
     """Delete the job's pods and release its booked placements; True when any was booked."""
-    placements = list(Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES)
-                      .select_related("node__cluster"))
+    placements = list(
+        Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).select_related(
+            "node__cluster"
+        )
+    )
     for placement in placements:
         get_backend(placement.node.cluster.backend).delete(placement)
     Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-        state=PlacementState.RELEASED, ended_at=now, message=message, ready=False)
+        state=PlacementState.RELEASED, ended_at=now, message=message, ready=False
+    )
     return bool(placements)
 
 
@@ -213,13 +274,20 @@ def stop_notebook(job: Job, *, reason: str = "", user=None, now: datetime | None
     with transaction.atomic():
         locked = Job.objects.select_for_update().get(pk=job.pk)
         moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
-            state=JobState.STOPPED, stopped_at=now, pending_reason=message[:2000])
+            state=JobState.STOPPED, stopped_at=now, pending_reason=message[:2000]
+        )
         if not moved:
             raise Conflict(f"notebook {job.pk} is {locked.state}", field="state")
         freed = _release(locked, now, message)
         JobEvent.objects.create(job=job, kind="stopped", message=message)
-        audit("job.stop", locked, actor=user, tenant_id=locked.tenant_id,
-              before={"state": locked.state}, after={"state": JobState.STOPPED.value})
+        audit(
+            "job.stop",
+            locked,
+            actor=user,
+            tenant_id=locked.tenant_id,
+            before={"state": locked.state},
+            after={"state": JobState.STOPPED.value},
+        )
         if freed:
             enqueue_admission_cycle(locked.queue.resource_group_id)
     job.refresh_from_db()
@@ -233,15 +301,21 @@ def resume_notebook(job: Job, *, user=None) -> Job:
         Conflict: the notebook is not stopped.
     """
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, kind=JobKind.NOTEBOOK,
-                                   state=JobState.STOPPED).update(
-            state=JobState.QUEUED, admitted_at=None, started_at=None, pending_reason="")
+        moved = Job.objects.filter(pk=job.pk, kind=JobKind.NOTEBOOK, state=JobState.STOPPED).update(
+            state=JobState.QUEUED, admitted_at=None, started_at=None, pending_reason=""
+        )
         if not moved:
             job.refresh_from_db()
             raise Conflict(f"notebook {job.pk} is {job.state}, not stopped", field="state")
         JobEvent.objects.create(job=job, kind="resumed", message="queued again")
-        audit("job.resume", job, actor=user, tenant_id=job.tenant_id,
-              before={"state": JobState.STOPPED.value}, after={"state": JobState.QUEUED.value})
+        audit(
+            "job.resume",
+            job,
+            actor=user,
+            tenant_id=job.tenant_id,
+            before={"state": JobState.STOPPED.value},
+            after={"state": JobState.QUEUED.value},
+        )
         enqueue_admission_cycle(job.queue.resource_group_id)
     job.refresh_from_db()
     return job
@@ -254,9 +328,13 @@ def enforce_time_limits(now: datetime | None = None) -> list[int]:
     maximumExecutionTimeSeconds). Returns the ids of the notebooks stopped."""
     now = now or timezone.now()
     ended = []
-    rows = Job.objects.filter(state=JobState.RUNNING, max_runtime_s__isnull=False,
-                              started_at__isnull=False, parent__isnull=True,
-                              kind=JobKind.NOTEBOOK)
+    rows = Job.objects.filter(
+        state=JobState.RUNNING,
+        max_runtime_s__isnull=False,
+        started_at__isnull=False,
+        parent__isnull=True,
+        kind=JobKind.NOTEBOOK,
+    )
     for job in rows.select_related("queue"):
         if job.started_at + timedelta(seconds=job.max_runtime_s) > now:
             continue
@@ -292,7 +370,15 @@ class ServiceStatus:
 def service_status(service: Job) -> ServiceStatus:
     """Replica counts of an inference service (see :class:`ServiceStatus`)."""
     live = _live_replicas(service)
-    ready = Placement.objects.filter(job__parent=service, state=PlacementState.RUNNING,
-                                     ready=True).values("job_id").distinct().count()
-    return ServiceStatus(desired=service.replicas or 0, live=live.count(),
-                         running=live.filter(state=JobState.RUNNING).count(), ready=ready)
+    ready = (
+        Placement.objects.filter(job__parent=service, state=PlacementState.RUNNING, ready=True)
+        .values("job_id")
+        .distinct()
+        .count()
+    )
+    return ServiceStatus(
+        desired=service.replicas or 0,
+        live=live.count(),
+        running=live.filter(state=JobState.RUNNING).count(),
+        ready=ready,
+    )

@@ -11,10 +11,16 @@ router.register("prices", views.PriceViewSet, basename="telemetry-price")
 
 urlpatterns = [
     path("devices/<str:serial>/health/", views.device_health, name="telemetry-device-health"),
-    path("devices/<str:serial>/health/clear/", views.device_health_clear,
-         name="telemetry-device-health-clear"),
-    path("devices/<str:serial>/utilisation/", views.device_utilisation,
-         name="telemetry-device-utilisation"),
+    path(
+        "devices/<str:serial>/health/clear/",
+        views.device_health_clear,
+        name="telemetry-device-health-clear",
+    ),
+    path(
+        "devices/<str:serial>/utilisation/",
+        views.device_utilisation,
+        name="telemetry-device-utilisation",
+    ),
     path("jobs/<int:job_id>/efficiency/", views.job_efficiency, name="telemetry-job-efficiency"),
     path("efficiency/", views.efficiency, name="telemetry-efficiency"),
     path("idle-jobs/", views.idle_jobs, name="telemetry-idle-jobs"),

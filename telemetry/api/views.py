@@ -41,8 +41,7 @@ class PlatformAdminOnly(permissions.BasePermission):
     the device) are operator data."""
 
     def has_permission(self, request, view):
-        return bool(request.user and request.user.is_authenticated
-                    and request.user.is_superuser)
+        return bool(request.user and request.user.is_authenticated and request.user.is_superuser)
 
 
 class ScrapeTargetSerializer(serializers.ModelSerializer):
@@ -51,13 +50,29 @@ class ScrapeTargetSerializer(serializers.ModelSerializer):
     class Meta:
         model = ScrapeTarget
         fields = [
-            "id", "cluster", "cluster_name", "name", "kind", "url", "enabled", "timeout_s",
-            "last_scrape_at", "last_success_at", "last_status", "last_error",
-            "last_duration_ms", "consecutive_failures", "last_samples", "last_rejected_lines",
-            "last_ignored", "last_attributed", "last_unattributed", "last_conflicts",
+            "id",
+            "cluster",
+            "cluster_name",
+            "name",
+            "kind",
+            "url",
+            "enabled",
+            "timeout_s",
+            "last_scrape_at",
+            "last_success_at",
+            "last_status",
+            "last_error",
+            "last_duration_ms",
+            "consecutive_failures",
+            "last_samples",
+            "last_rejected_lines",
+            "last_ignored",
+            "last_attributed",
+            "last_unattributed",
+            "last_conflicts",
             "last_node_mismatches",
         ]
-        read_only_fields = fields[fields.index("last_scrape_at"):]
+        read_only_fields = fields[fields.index("last_scrape_at") :]
         # a host name is at most 253 characters (Django's URL check, RFC 1035); a bound on the
         # whole URL keeps every URL the schema allows acceptable to that check
         extra_kwargs = {"url": {"max_length": 255}}
@@ -79,9 +94,14 @@ class PriceSerializer(serializers.ModelSerializer):
         fields = ["id", "model", "effective_from", "per_hour", "currency"]
 
 
-@extend_schema_field({"oneOf": [
-    {"type": "string", "pattern": r"^\d{1,8}(\.\d{1,4})?$", "example": "2.5000"},
-    {"type": "number", "minimum": 0, "maximum": 99999999.9999, "multipleOf": 0.0001}]})
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "pattern": r"^\d{1,8}(\.\d{1,4})?$", "example": "2.5000"},
+            {"type": "number", "minimum": 0, "maximum": 99999999.9999, "multipleOf": 0.0001},
+        ]
+    }
+)
 class PriceAmountField(serializers.DecimalField):
     """A price, at most 8 + 4 digits: a decimal string or a JSON number."""
 
@@ -98,32 +118,40 @@ class PriceViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = PriceSerializer
     permission_classes = [IsPlatformAdminOrReadOnly]
-    queryset = DevicePrice.objects.select_related("model").order_by("model__name",
-                                                                    "effective_from")
+    queryset = DevicePrice.objects.select_related("model").order_by("model__name", "effective_from")
 
     @extend_schema(request=PriceWriteSerializer, responses={201: PriceSerializer})
     def create(self, request):
         data = PriceWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        price = set_price(values["model"], values["effective_from"],
-                                   values["per_hour"], values["currency"])
+        price = set_price(
+            values["model"], values["effective_from"], values["per_hour"], values["currency"]
+        )
         return Response(PriceSerializer(price).data, status=201)
 
 
 # -- response shapes of the function views (OpenAPI schema only) -------------------------------
 
-WINDOW = [OpenApiParameter(name, OpenApiTypes.DATETIME, description=text) for name, text in (
-    ("start", "ISO 8601 with a time zone (default: end minus the window)"),
-    ("end", "ISO 8601 with a time zone (default: now)"))]
+WINDOW = [
+    OpenApiParameter(name, OpenApiTypes.DATETIME, description=text)
+    for name, text in (
+        ("start", "ISO 8601 with a time zone (default: end minus the window)"),
+        ("end", "ISO 8601 with a time zone (default: now)"),
+    )
+]
 TENANT = OpenApiParameter("tenant", OpenApiTypes.INT, description="Only this tenant (an id).")
 # YYYY-MM from 0001-01 to 9999-11 (the report needs the month after the last one)
 _YEAR = r"(000[1-9]|00[1-9]\d|0[1-9]\d{2}|[1-8]\d{3}|9[0-8]\d{2}|99[0-8]\d|999[0-8])"
 MONTH = rf"^({_YEAR}-(0[1-9]|1[0-2])|9999-(0[1-9]|1[01]))$"
-MONTHS = [OpenApiParameter(name, OpenApiTypes.STR, pattern=MONTH,
-                           description=text) for name, text in (
-    ("month", "One month, YYYY-MM"), ("from", "First month, YYYY-MM (default: this one)"),
-    ("to", "Last month, YYYY-MM (default: from)"))]
+MONTHS = [
+    OpenApiParameter(name, OpenApiTypes.STR, pattern=MONTH, description=text)
+    for name, text in (
+        ("month", "One month, YYYY-MM"),
+        ("from", "First month, YYYY-MM (default: this one)"),
+        ("to", "Last month, YYYY-MM (default: from)"),
+    )
+]
 
 
 class HealthEventSerializer(serializers.Serializer):
@@ -209,8 +237,9 @@ class CostRowSerializer(serializers.Serializer):
     gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
     cost = serializers.DecimalField(max_digits=20, decimal_places=4, coerce_to_string=True)
     currency = serializers.CharField()
-    unpriced_hours = serializers.DecimalField(max_digits=20, decimal_places=4,
-                                              coerce_to_string=True)
+    unpriced_hours = serializers.DecimalField(
+        max_digits=20, decimal_places=4, coerce_to_string=True
+    )
     jobs = serializers.IntegerField()
 
 
@@ -218,8 +247,11 @@ class CostReportSerializer(serializers.Serializer):
     rows = CostRowSerializer(many=True)
 
     def get_fields(self):  # "from" is a Python keyword
-        return {"from": serializers.DateTimeField(), "to": serializers.DateTimeField(),
-                **super().get_fields()}
+        return {
+            "from": serializers.DateTimeField(),
+            "to": serializers.DateTimeField(),
+            **super().get_fields(),
+        }
 
 
 class CapacityAlertSerializer(serializers.Serializer):
@@ -257,14 +289,23 @@ def _window(request, default_hours: int = 6):
 
 
 def _points(points):
-    return [{"time": p.time, "mean": round(p.mean, 3), "min": p.minimum, "max": p.maximum}
-            for p in points]
+    return [
+        {"time": p.time, "mean": round(p.mean, 3), "min": p.minimum, "max": p.maximum}
+        for p in points
+    ]
 
 
 def _event(e):
-    return {"time": e.time, "kind": e.kind, "severity": e.severity, "value": e.value,
-            "message": e.message, "node": e.node_name, "cluster": e.cluster_name,
-            "source": e.source}
+    return {
+        "time": e.time,
+        "kind": e.kind,
+        "severity": e.severity,
+        "value": e.value,
+        "message": e.message,
+        "node": e.node_name,
+        "cluster": e.cluster_name,
+        "source": e.source,
+    }
 
 
 def _history(serial: str):
@@ -281,16 +322,18 @@ def device_health(request, serial: str):
     """Current health and event history of a device by serial / UUID, across nodes."""
     history = _history(serial)
     current = history.current
-    return Response({
-        "serial": serial,
-        "node": history.device.node.name if history.device else None,
-        "inventory_healthy": history.device.healthy if history.device else None,
-        "healthy": current.healthy if current else None,
-        "reasons": current.reasons if current else {},
-        "changed_at": current.changed_at if current else None,
-        "checked_at": current.checked_at if current else None,
-        "events": [_event(e) for e in history.events],
-    })
+    return Response(
+        {
+            "serial": serial,
+            "node": history.device.node.name if history.device else None,
+            "inventory_healthy": history.device.healthy if history.device else None,
+            "healthy": current.healthy if current else None,
+            "reasons": current.reasons if current else {},
+            "changed_at": current.changed_at if current else None,
+            "checked_at": current.checked_at if current else None,
+            "events": [_event(e) for e in history.events],
+        }
+    )
 
 
 @extend_schema(request=None, responses=HealthClearedSerializer)
@@ -316,8 +359,15 @@ def device_utilisation(request, serial: str):
         metric: _points(selectors.device_series(history.device.pk, metric, start, end))
         for metric in selectors.CHART_METRICS
     }
-    return Response({"serial": serial, "start": start, "end": end,
-                     "resolution_s": selectors.pick_resolution(start, end), "series": series})
+    return Response(
+        {
+            "serial": serial,
+            "start": start,
+            "end": end,
+            "resolution_s": selectors.pick_resolution(start, end),
+            "series": series,
+        }
+    )
 
 
 def _scoped_jobs(user):
@@ -331,7 +381,8 @@ def _efficiency(e):
         "allocated_memory_mib": e.allocated_memory_mib,
         "allocated_cores_percent": e.allocated_cores_percent,
         "used_memory_mib": None if e.used_memory_mib is None else round(e.used_memory_mib, 1),
-        "used_cores_percent": None if e.used_cores_percent is None
+        "used_cores_percent": None
+        if e.used_cores_percent is None
         else round(e.used_cores_percent, 2),
         "memory_ratio": None if e.memory_ratio is None else round(e.memory_ratio, 4),
         "cores_ratio": None if e.cores_ratio is None else round(e.cores_ratio, 4),
@@ -348,8 +399,14 @@ def job_efficiency(request, job_id: int):
         raise NotFound(f"job {job_id} not found")
     start, end = _window(request, default_hours=24)
     row = selectors.job_efficiency(job, start, end)
-    return Response({"job": job.pk, "tenant": job.tenant.name, "idle_since": row.idle_since,
-                     **_efficiency(row.efficiency)})
+    return Response(
+        {
+            "job": job.pk,
+            "tenant": job.tenant.name,
+            "idle_since": row.idle_since,
+            **_efficiency(row.efficiency),
+        }
+    )
 
 
 def _tenant_filter(request) -> list[int] | None:
@@ -366,18 +423,24 @@ def _tenant_filter(request) -> list[int] | None:
     return [tenant_id]
 
 
-@extend_schema(parameters=[*WINDOW, TENANT],
-               responses=TenantEfficiencySerializer(many=True))
+@extend_schema(parameters=[*WINDOW, TENANT], responses=TenantEfficiencySerializer(many=True))
 @api_view(["GET"])
 def efficiency(request):
     """Allocated vs used per tenant (caller's tenants) over ``start``..``end`` (24 h)."""
     start, end = _window(request, default_hours=24)
     rows = selectors.tenant_efficiency(_tenant_filter(request), start, end)
-    return Response([
-        {"tenant": r.tenant_name, "tenant_id": r.tenant_id, "jobs": r.jobs,
-         "idle_jobs": r.idle_jobs, **_efficiency(r.efficiency)}
-        for r in rows
-    ])
+    return Response(
+        [
+            {
+                "tenant": r.tenant_name,
+                "tenant_id": r.tenant_id,
+                "jobs": r.jobs,
+                "idle_jobs": r.idle_jobs,
+                **_efficiency(r.efficiency),
+            }
+            for r in rows
+        ]
+    )
 
 
 @extend_schema(parameters=[TENANT], responses=IdleJobSerializer(many=True))
@@ -385,20 +448,31 @@ def efficiency(request):
 def idle_jobs(request):
     """Jobs of the caller's tenants flagged as holding devices idle."""
     rows = selectors.idle_jobs(_tenant_filter(request))
-    return Response([
-        {"job": f.job_id, "job_name": f.job.name, "tenant": f.tenant.name,
-         "idle_since": f.idle_since, "used_cores_percent": round(f.used_cores_percent, 2),
-         "allocated_cores_percent": f.allocated_cores_percent}
-        for f in rows
-    ])
+    return Response(
+        [
+            {
+                "job": f.job_id,
+                "job_name": f.job.name,
+                "tenant": f.tenant.name,
+                "idle_since": f.idle_since,
+                "used_cores_percent": round(f.used_cores_percent, 2),
+                "allocated_cores_percent": f.allocated_cores_percent,
+            }
+            for f in rows
+        ]
+    )
 
 
 def _month(raw: str, field: str) -> datetime:
     """``YYYY-MM`` (ASCII digits, the schema's pattern ``MONTH``) -> its first instant."""
     if not re.fullmatch(MONTH, raw):
         in_calendar = re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", raw)
-        raise InvalidRequest(f"{field} must be a month from 0001-01 to 9999-11" if in_calendar
-                             else f"{field} must be YYYY-MM", field=field)
+        raise InvalidRequest(
+            f"{field} must be a month from 0001-01 to 9999-11"
+            if in_calendar
+            else f"{field} must be YYYY-MM",
+            field=field,
+        )
     year, month = (int(x) for x in raw.split("-"))
     return datetime(year, month, 1, tzinfo=UTC)
 
@@ -413,8 +487,9 @@ def _month_end(start: datetime, field: str) -> datetime:
 
 def _cost_rows(request):
     params = request.query_params
-    given = {name: _month(params[name], name) for name in ("month", "from", "to")
-             if name in params}  # each is checked, also when month wins
+    given = {
+        name: _month(params[name], name) for name in ("month", "from", "to") if name in params
+    }  # each is checked, also when month wins
     if "month" in given:
         start = given["month"]
         end = _month_end(start, "month")
@@ -428,10 +503,15 @@ def _cost_rows(request):
 
 def _row(r):
     return {
-        "month": r.row.month.strftime("%Y-%m"), "tenant": r.tenant_name,
-        "tenant_id": r.row.tenant_id, "model": r.row.model, "gpu_hours": str(r.row.gpu_hours),
-        "cost": str(r.row.cost), "currency": r.row.currency,
-        "unpriced_hours": str(r.row.unpriced_hours), "jobs": r.row.jobs,
+        "month": r.row.month.strftime("%Y-%m"),
+        "tenant": r.tenant_name,
+        "tenant_id": r.row.tenant_id,
+        "model": r.row.model,
+        "gpu_hours": str(r.row.gpu_hours),
+        "cost": str(r.row.cost),
+        "currency": r.row.currency,
+        "unpriced_hours": str(r.row.unpriced_hours),
+        "jobs": r.row.jobs,
     }
 
 
@@ -450,8 +530,17 @@ def cost_report_csv(request):
     """The cost report as CSV (same parameters)."""
     _start, _end, rows = _cost_rows(request)
     buffer = io.StringIO()
-    columns = ["month", "tenant", "tenant_id", "model", "gpu_hours", "cost", "currency",
-               "unpriced_hours", "jobs"]
+    columns = [
+        "month",
+        "tenant",
+        "tenant_id",
+        "model",
+        "gpu_hours",
+        "cost",
+        "currency",
+        "unpriced_hours",
+        "jobs",
+    ]
     writer = csv.DictWriter(buffer, fieldnames=columns)
     writer.writeheader()
     for r in rows:
@@ -466,9 +555,16 @@ def cost_report_csv(request):
 @permission_classes([PlatformAdminOnly])
 def capacity_alerts(request):
     """Open alerts: resource groups whose healthy capacity is below their guarantees."""
-    return Response([
-        {"resource_group": a.resource_group.name, "flavor": a.flavor, "opened_at": a.opened_at,
-         "healthy_devices": a.healthy_milli / 1000, "guaranteed_devices":
-         a.guaranteed_milli / 1000, "message": a.message}
-        for a in selectors.open_capacity_alerts()
-    ])
+    return Response(
+        [
+            {
+                "resource_group": a.resource_group.name,
+                "flavor": a.flavor,
+                "opened_at": a.opened_at,
+                "healthy_devices": a.healthy_milli / 1000,
+                "guaranteed_devices": a.guaranteed_milli / 1000,
+                "message": a.message,
+            }
+            for a in selectors.open_capacity_alerts()
+        ]
+    )

@@ -39,32 +39,39 @@ def cull_idle_notebooks(*, now: datetime | None = None) -> list[Culled]:
     now = now or timezone.now()
     end = floor_time(now, MINUTE)
     threshold = float(conf.get("TELEMETRY_IDLE_THRESHOLD_PERCENT"))
-    notebooks = list(Job.objects.filter(kind=JobKind.NOTEBOOK, state=JobState.RUNNING,
-                                        idle_cull_s__isnull=False))
+    notebooks = list(
+        Job.objects.filter(kind=JobKind.NOTEBOOK, state=JobState.RUNNING, idle_cull_s__isnull=False)
+    )
     if not notebooks:
         return []
     longest = max(n.idle_cull_s for n in notebooks)
-    use = job_minute_use([n.pk for n in notebooks],
-                         end - timedelta(seconds=longest) - timedelta(minutes=5), end)
+    use = job_minute_use(
+        [n.pk for n in notebooks], end - timedelta(seconds=longest) - timedelta(minutes=5), end
+    )
     culled = []
     for notebook in notebooks:
         window = timedelta(seconds=notebook.idle_cull_s)
-        since = idle_since(use.get(notebook.pk, []), end, threshold_percent=threshold,
-                           window=window)
+        since = idle_since(
+            use.get(notebook.pk, []), end, threshold_percent=threshold, window=window
+        )
         if since is None:
             continue
         try:
-            stop_notebook(notebook, now=now, reason=(
-                f"culled: devices idle (< {threshold:g} % cores) since "
-                f"{since:%Y-%m-%d %H:%M} UTC, longer than {notebook.idle_cull_s:g} s"))
+            stop_notebook(
+                notebook,
+                now=now,
+                reason=(
+                    f"culled: devices idle (< {threshold:g} % cores) since "
+                    f"{since:%Y-%m-%d %H:%M} UTC, longer than {notebook.idle_cull_s:g} s"
+                ),
+            )
         except Conflict:
             continue  # stopped or cancelled meanwhile
         culled.append(Culled(notebook.pk, since))
     return culled
 
 
-def idle_cull_eta(job: Job, *, now: datetime | None = None) -> tuple[datetime | None,
-                                                                      float | None]:
+def idle_cull_eta(job: Job, *, now: datetime | None = None) -> tuple[datetime | None, float | None]:
     """For a running notebook: the start of its current idle stretch (None when in use or
     without telemetry) and the seconds left before the culler stops it (None when not
     idle)."""
@@ -73,10 +80,12 @@ def idle_cull_eta(job: Job, *, now: datetime | None = None) -> tuple[datetime | 
     now = now or timezone.now()
     end = floor_time(now, MINUTE)
     threshold = float(conf.get("TELEMETRY_IDLE_THRESHOLD_PERCENT"))
-    minutes = job_minute_use([job.pk], end - timedelta(seconds=job.idle_cull_s)
-                             - timedelta(minutes=5), end).get(job.pk, [])
-    since = idle_since(minutes, end, threshold_percent=threshold, window=timedelta(0),
-                       min_coverage=0.0)
+    minutes = job_minute_use(
+        [job.pk], end - timedelta(seconds=job.idle_cull_s) - timedelta(minutes=5), end
+    ).get(job.pk, [])
+    since = idle_since(
+        minutes, end, threshold_percent=threshold, window=timedelta(0), min_coverage=0.0
+    )
     if since is None:
         return None, None
     left = job.idle_cull_s - (end - since).total_seconds()

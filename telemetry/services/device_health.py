@@ -43,14 +43,18 @@ def apply_health(
         return []
     now = now or timezone.now()
     devices = {
-        d.pk: d for d in Device.objects.filter(pk__in=list(values)).select_related(
-            "node__cluster", "model")
+        d.pk: d
+        for d in Device.objects.filter(pk__in=list(values)).select_related("node__cluster", "model")
     }
     default_limit = float(conf.get("TELEMETRY_TEMPERATURE_LIMIT_C"))
     # by device too: a device re-keyed by the inventory (a Hygon DCU-0 whose serial became
     # known) keeps its health record, which then takes the new key
-    states = {h.device_id or h.serial: h for h in DeviceHealth.objects.filter(
-        Q(serial__in=[d.uuid for d in devices.values()]) | Q(device_id__in=list(devices)))}
+    states = {
+        h.device_id or h.serial: h
+        for h in DeviceHealth.objects.filter(
+            Q(serial__in=[d.uuid for d in devices.values()]) | Q(device_id__in=list(devices))
+        )
+    }
     events: list[DeviceHealthEvent] = []
     with transaction.atomic():
         for pk in sorted(devices):
@@ -64,12 +68,20 @@ def apply_health(
             limit = _temperature_limit(device.model.config, default_limit)
             after, found = evaluate(before, values[pk], limit)
             for event in found:
-                events.append(DeviceHealthEvent(
-                    serial=device.uuid, device=device, node_name=device.node.name,
-                    cluster_name=device.node.cluster.name, time=now, kind=event.kind,
-                    severity=event.severity, value=event.value, message=event.message,
-                    source=source[:100],
-                ))
+                events.append(
+                    DeviceHealthEvent(
+                        serial=device.uuid,
+                        device=device,
+                        node_name=device.node.name,
+                        cluster_name=device.node.cluster.name,
+                        time=now,
+                        kind=event.kind,
+                        severity=event.severity,
+                        value=event.value,
+                        message=event.message,
+                        source=source[:100],
+                    )
+                )
             # First sight: only an unhealthy verdict touches Device.healthy (the inventory's
             # own flag, e.g. HAMi registration health, is not overridden by "healthy").
             flip = (not after.healthy) if row is None else after.healthy != row.healthy
@@ -82,8 +94,11 @@ def apply_health(
                 row.changed_at = now
             row.save()
             if flip:
-                set_device_health(device.pk, healthy=after.healthy,
-                                  reason="; ".join(sorted(after.reasons.values())))
+                set_device_health(
+                    device.pk,
+                    healthy=after.healthy,
+                    reason="; ".join(sorted(after.reasons.values())),
+                )
         DeviceHealthEvent.objects.bulk_create(events)
     return events
 
@@ -102,9 +117,13 @@ def clear_device_health(serial: str, *, now: datetime | None = None, user=None) 
     with transaction.atomic():
         device = Device.objects.filter(uuid=serial).select_related("node__cluster").first()
         DeviceHealthEvent.objects.create(
-            serial=serial, device=device, node_name=device.node.name if device else "",
-            cluster_name=device.node.cluster.name if device else "", time=now,
-            kind="cleared", severity="info",
+            serial=serial,
+            device=device,
+            node_name=device.node.name if device else "",
+            cluster_name=device.node.cluster.name if device else "",
+            time=now,
+            kind="cleared",
+            severity="info",
             message=f"sticky conditions cleared by {user or 'operator'}",
         )
         if after.healthy != row.healthy:

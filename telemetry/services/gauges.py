@@ -77,17 +77,28 @@ def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: dateti
             f"below guaranteed {guaranteed / 1000:g}"
         )
         CapacityAlert.objects.create(
-            resource_group=group, flavor=flavor, opened_at=now, healthy_milli=healthy,
-            guaranteed_milli=guaranteed, message=message,
+            resource_group=group,
+            flavor=flavor,
+            opened_at=now,
+            healthy_milli=healthy,
+            guaranteed_milli=guaranteed,
+            message=message,
         )
         logger.warning("capacity alert: %s", message)
-        emit(CAPACITY_ALERT, tenant_id=None, payload={
-            "resource_group": group.name, "flavor": flavor,
-            "healthy_devices": healthy / 1000, "guaranteed_devices": guaranteed / 1000,
-            "message": message,
-        })
+        emit(
+            CAPACITY_ALERT,
+            tenant_id=None,
+            payload={
+                "resource_group": group.name,
+                "flavor": flavor,
+                "healthy_devices": healthy / 1000,
+                "guaranteed_devices": guaranteed / 1000,
+                "message": message,
+            },
+        )
     elif short:
         CapacityAlert.objects.filter(pk=open_alert.pk).update(
-            healthy_milli=healthy, guaranteed_milli=guaranteed)
+            healthy_milli=healthy, guaranteed_milli=guaranteed
+        )
     elif open_alert is not None:
         CapacityAlert.objects.filter(pk=open_alert.pk).update(resolved_at=now)

@@ -22,13 +22,17 @@ from telemetry.services.rollups import MINUTE, floor_time
 __all__ = ["flag_idle_jobs", "job_minute_use"]
 
 
-def job_minute_use(job_ids: Sequence[int], start: datetime, end: datetime
-                   ) -> dict[int, list[tuple[datetime, float]]]:
+def job_minute_use(
+    job_ids: Sequence[int], start: datetime, end: datetime
+) -> dict[int, list[tuple[datetime, float]]]:
     """Per job, ``(minute, used cores percent summed over devices)`` from 1-minute rollups
     (pod-scope utilisation preferred over device-scope per device and minute)."""
     rows = Rollup.objects.filter(
-        resolution_s=MINUTE, job_id__in=list(job_ids), metric__in=[POD_UTIL, UTIL],
-        bucket__gte=start, bucket__lt=end,
+        resolution_s=MINUTE,
+        job_id__in=list(job_ids),
+        metric__in=[POD_UTIL, UTIL],
+        bucket__gte=start,
+        bucket__lt=end,
     ).values_list("job_id", "bucket", "device_id", "metric", "total", "count")
     per: dict[tuple[int, datetime, int], dict[str, float]] = defaultdict(dict)
     for job_id, bucket, device_id, metric, total, count in rows:
@@ -45,11 +49,18 @@ def job_minute_use(job_ids: Sequence[int], start: datetime, end: datetime
 def _announce_idle(flag: IdleJobFlag) -> None:
     """``job.idle`` for a newly flagged job's tenant and submitter (once per flag)."""
     job = Job.objects.only("name", "submitted_by_id").get(pk=flag.job_id)
-    emit(JOB_IDLE, tenant_id=flag.tenant_id, user_id=job.submitted_by_id, payload={
-        "job": flag.job_id, "job_name": job.name, "idle_since": flag.idle_since.isoformat(),
-        "used_cores_percent": round(flag.used_cores_percent, 1),
-        "allocated_cores_percent": flag.allocated_cores_percent,
-    })
+    emit(
+        JOB_IDLE,
+        tenant_id=flag.tenant_id,
+        user_id=job.submitted_by_id,
+        payload={
+            "job": flag.job_id,
+            "job_name": job.name,
+            "idle_since": flag.idle_since.isoformat(),
+            "used_cores_percent": round(flag.used_cores_percent, 1),
+            "allocated_cores_percent": flag.allocated_cores_percent,
+        },
+    )
 
 
 def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
@@ -68,7 +79,9 @@ def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
     allocated = dict(
         PlacementDevice.objects.filter(
             placement__job_id__in=list(running), placement__state__in=BOOKED_PLACEMENT_STATES
-        ).values("placement__job_id").annotate(c=Sum("cores_percent"))
+        )
+        .values("placement__job_id")
+        .annotate(c=Sum("cores_percent"))
         .values_list("placement__job_id", "c")
     )
     flagged = []
@@ -83,7 +96,9 @@ def flag_idle_jobs(*, now: datetime | None = None) -> list[int]:
             flag, _ = IdleJobFlag.objects.update_or_create(
                 job_id=job_id,
                 defaults={
-                    "tenant_id": running[job_id], "idle_since": since, "flagged_at": now,
+                    "tenant_id": running[job_id],
+                    "idle_since": since,
+                    "flagged_at": now,
                     "used_cores_percent": sum(recent) / len(recent) if recent else 0.0,
                     "allocated_cores_percent": allocated.get(job_id) or 0,
                 },

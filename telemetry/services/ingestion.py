@@ -41,28 +41,35 @@ def _inventory(keys: set[str], cluster_id: int | None, index_nodes: set[str]) ->
     query = Q(uuid__in=keys) | Q(serial__in=keys)
     if index_nodes and cluster_id is not None:
         query |= Q(node__cluster_id=cluster_id, node__name__in=index_nodes)
-    refs = [
-        DeviceRef(d.pk, d.uuid, d.node.name, d.index, d.serial) for d in devices.filter(query)
-    ]
+    refs = [DeviceRef(d.pk, d.uuid, d.node.name, d.index, d.serial) for d in devices.filter(query)]
     booked = PlacementDevice.objects.filter(
-        device_id__in=[r.device_id for r in refs], placement__state__in=BOOKED_PLACEMENT_STATES,
+        device_id__in=[r.device_id for r in refs], placement__state__in=BOOKED_PLACEMENT_STATES
     ).select_related("placement__job")
     instances: dict[tuple[int, int], list[str]] = {}
     for placement_id, device_id, gi in PlacementMigInstance.objects.filter(
-            placement_id__in={b.placement_id for b in booked}, gpu_instance_id__isnull=False
+        placement_id__in={b.placement_id for b in booked}, gpu_instance_id__isnull=False
     ).values_list("placement_id", "device_id", "gpu_instance_id"):
         instances.setdefault((placement_id, device_id), []).append(str(gi))
     bookings = [
-        BookingRef(b.placement_id, b.placement.job_id, b.placement.job.tenant_id,
-                   b.placement.backend_ref, b.device_id,
-                   tuple(instances.get((b.placement_id, b.device_id), ())))
+        BookingRef(
+            b.placement_id,
+            b.placement.job_id,
+            b.placement.job.tenant_id,
+            b.placement.backend_ref,
+            b.device_id,
+            tuple(instances.get((b.placement_id, b.device_id), ())),
+        )
         for b in booked
     ]
     return Inventory.build(refs, bookings)
 
 
 def ingest_payload(
-    kind: str, text: str, *, cluster_id: int | None = None, target: ScrapeTarget | None = None,
+    kind: str,
+    text: str,
+    *,
+    cluster_id: int | None = None,
+    target: ScrapeTarget | None = None,
     now: datetime | None = None,
 ):
     """Parse, normalise, attribute and store one exposition payload; evaluate device health.
@@ -96,12 +103,20 @@ def _record_serials(cluster_id: int, observations: Iterable[Observation], now: d
     """Feed the serial map (``DeviceSerial``) with what the DCU exporter says: ``device_id``
     (the bare serial) at (``node``, ``minor_number``). The next inventory sync keys a legacy
     index-based ``DCU-<index>`` registration by that serial (:mod:`scheduling.kube.identity`)."""
-    sightings = {(o.device_keys[0], o.node, int(o.index))
-                 for o in observations if o.device_keys and o.node and o.index.isdigit()}
+    sightings = {
+        (o.device_keys[0], o.node, int(o.index))
+        for o in observations
+        if o.device_keys and o.node and o.index.isdigit()
+    }
     if sightings:
-        record_sightings(Cluster.objects.get(pk=cluster_id), [
-            Sighting("DCU", serial, node, index, "exporter")
-            for serial, node, index in sorted(sightings)], now)
+        record_sightings(
+            Cluster.objects.get(pk=cluster_id),
+            [
+                Sighting("DCU", serial, node, index, "exporter")
+                for serial, node, index in sorted(sightings)
+            ],
+            now,
+        )
 
 
 def store_samples(
@@ -110,9 +125,17 @@ def store_samples(
     """Insert attributed samples as raw :class:`Sample` rows. Returns the row count."""
     rows = [
         Sample(
-            time=when, target=target, metric=s.metric, value=s.value, status=s.status,
-            reason=s.reason, device_id=s.device_id, device_key=s.device_key[:128],
-            placement_id=s.placement_id, job_id=s.job_id, tenant_id=s.tenant_id,
+            time=when,
+            target=target,
+            metric=s.metric,
+            value=s.value,
+            status=s.status,
+            reason=s.reason,
+            device_id=s.device_id,
+            device_key=s.device_key[:128],
+            placement_id=s.placement_id,
+            job_id=s.job_id,
+            tenant_id=s.tenant_id,
         )
         for s in samples
     ]

@@ -14,8 +14,9 @@ from telemetry.models import DevicePrice
 __all__ = ["set_price"]
 
 
-def set_price(model_name: str, effective_from: datetime, per_hour, currency: str = "USD"
-              ) -> DevicePrice:
+def set_price(
+    model_name: str, effective_from: datetime, per_hour, currency: str = "USD"
+) -> DevicePrice:
     """Create or replace the price of a device model from ``effective_from`` on.
 
     Raises:
@@ -35,7 +36,8 @@ def set_price(model_name: str, effective_from: datetime, per_hour, currency: str
     if timezone.is_naive(effective_from):
         raise InvalidRequest("effective_from needs a time zone", field="effective_from")
     price, _ = DevicePrice.objects.update_or_create(
-        model=model, effective_from=effective_from,
+        model=model,
+        effective_from=effective_from,
         defaults={"per_hour": amount, "currency": currency.upper()},
     )
     return price

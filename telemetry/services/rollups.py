@@ -34,8 +34,9 @@ def _set_watermark(resolution_s: int, when: datetime) -> None:
     )
 
 
-def _rebuild(resolution_s: int, source, time_field: str, start: datetime, end: datetime,
-             aggregates: dict) -> int:
+def _rebuild(
+    resolution_s: int, source, time_field: str, start: datetime, end: datetime, aggregates: dict
+) -> int:
     """Replace the rollups of ``[start, end)`` at ``resolution_s`` from ``source`` rows."""
     kind = "minute" if resolution_s == MINUTE else "hour"
     rows = (
@@ -47,9 +48,18 @@ def _rebuild(resolution_s: int, source, time_field: str, start: datetime, end: d
         .order_by()
     )
     objs = [
-        Rollup(resolution_s=resolution_s, bucket=r["b"], metric=r["metric"],
-               device_id=r["device_id"], job_id=r["job_id"], tenant_id=r["tenant_id"],
-               count=r["n"], total=r["s"], minimum=r["lo"], maximum=r["hi"])
+        Rollup(
+            resolution_s=resolution_s,
+            bucket=r["b"],
+            metric=r["metric"],
+            device_id=r["device_id"],
+            job_id=r["job_id"],
+            tenant_id=r["tenant_id"],
+            count=r["n"],
+            total=r["s"],
+            minimum=r["lo"],
+            maximum=r["hi"],
+        )
         for r in rows
     ]
     Rollup.objects.filter(resolution_s=resolution_s, bucket__gte=start, bucket__lt=end).delete()
@@ -78,7 +88,11 @@ def rollup(*, now: datetime | None = None) -> dict[str, int]:
         minute_start = min(minute_from - grace, minute_end)
         minute_start = floor_time(minute_start, MINUTE)
         out["minute_rows"] = _rebuild(
-            MINUTE, Sample.objects.all(), "time", minute_start, minute_end,
+            MINUTE,
+            Sample.objects.all(),
+            "time",
+            minute_start,
+            minute_end,
             {"n": Count("id"), "s": Sum("value"), "lo": Min("value"), "hi": Max("value")},
         )
         _set_watermark(MINUTE, max(minute_end, minute_from))
@@ -88,20 +102,29 @@ def rollup(*, now: datetime | None = None) -> dict[str, int]:
         hour_from = _watermark(HOUR, floor_time(first_minute, HOUR) if first_minute else hour_end)
         hour_start = min(hour_from - timedelta(hours=1), hour_end)
         out["hour_rows"] = _rebuild(
-            HOUR, Rollup.objects.filter(resolution_s=MINUTE), "bucket", hour_start, hour_end,
+            HOUR,
+            Rollup.objects.filter(resolution_s=MINUTE),
+            "bucket",
+            hour_start,
+            hour_end,
             {"n": Sum("count"), "s": Sum("total"), "lo": Min("minimum"), "hi": Max("maximum")},
         )
         _set_watermark(HOUR, max(hour_end, hour_from))
 
-        raw_cut = min(now - timedelta(seconds=conf.get("TELEMETRY_RAW_RETENTION_S")),
-                      minute_end - grace)
-        minute_cut = min(now - timedelta(seconds=conf.get("TELEMETRY_MINUTE_RETENTION_S")),
-                         hour_end - timedelta(hours=1))
+        raw_cut = min(
+            now - timedelta(seconds=conf.get("TELEMETRY_RAW_RETENTION_S")), minute_end - grace
+        )
+        minute_cut = min(
+            now - timedelta(seconds=conf.get("TELEMETRY_MINUTE_RETENTION_S")),
+            hour_end - timedelta(hours=1),
+        )
         hour_cut = now - timedelta(seconds=conf.get("TELEMETRY_HOUR_RETENTION_S"))
         out["pruned_samples"] = Sample.objects.filter(time__lt=raw_cut).delete()[0]
         out["pruned_minutes"] = Rollup.objects.filter(
-            resolution_s=MINUTE, bucket__lt=minute_cut).delete()[0]
+            resolution_s=MINUTE, bucket__lt=minute_cut
+        ).delete()[0]
         out["pruned_hours"] = Rollup.objects.filter(
-            resolution_s=HOUR, bucket__lt=hour_cut).delete()[0]
+            resolution_s=HOUR, bucket__lt=hour_cut
+        ).delete()[0]
         DeviceHealthEvent.objects.filter(time__lt=hour_cut).delete()
     return out

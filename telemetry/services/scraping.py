@@ -46,7 +46,8 @@ def http_fetch(url: str, timeout_s: float) -> str:
     if not url.lower().startswith(("http://", "https://")):  # no file:, ftp: or custom schemes
         raise FetchError(ScrapeStatus.UNREACHABLE, f"not an http(s) URL: {url[:100]!r}")
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
-        url, headers={"Accept": "text/plain;version=0.0.4"})
+        url, headers={"Accept": "text/plain;version=0.0.4"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - http(s)
             body = response.read(MAX_PAYLOAD_BYTES + 1)
@@ -70,8 +71,7 @@ def http_fetch(url: str, timeout_s: float) -> str:
 
 
 def scrape_target(
-    target_id: int, *, now: datetime | None = None,
-    fetch: Callable[[str, float], str] = http_fetch,
+    target_id: int, *, now: datetime | None = None, fetch: Callable[[str, float], str] = http_fetch
 ) -> str:
     """Scrape one target and record the outcome on it; never raises for target trouble.
 
@@ -125,4 +125,3 @@ def scrape_all(*, now: datetime | None = None, fetch=http_fetch) -> dict[int, st
     for target_id in ScrapeTarget.objects.filter(enabled=True).values_list("pk", flat=True):
         out[target_id] = scrape_target(target_id, now=now, fetch=fetch)
     return out
-

@@ -40,10 +40,13 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
         by_device[b.device_id].append(b)
     idle = list(
         Device.objects.filter(
-            removed_at__isnull=True, node__cluster__backend=Backend.SIMULATED,
+            removed_at__isnull=True,
+            node__cluster__backend=Backend.SIMULATED,
             node__removed_at__isnull=True,
-        ).exclude(pk__in=list(by_device)).order_by("pk").values_list("pk", "uuid")[
-            :max_idle_devices]
+        )
+        .exclude(pk__in=list(by_device))
+        .order_by("pk")
+        .values_list("pk", "uuid")[:max_idle_devices]
     )
     samples: list[AttributedSample] = []
     health_values: dict[int, dict[str, float]] = {}
@@ -54,15 +57,17 @@ def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -
     for device_id, uuid in idle:
         values = device_values([], device_id, epoch)
         health_values[device_id] = {TEMP: values[TEMP]}
-        samples.extend(AttributedSample(m, v, DEVICE_ONLY, "", device_id, uuid)
-                       for m, v in values.items())
+        samples.extend(
+            AttributedSample(m, v, DEVICE_ONLY, "", device_id, uuid) for m, v in values.items()
+        )
     store_samples(samples, now)
     apply_health(health_values, now=now, source="simulated")
     return len(samples)
 
 
-def _booked_device_samples(holders: list, device_id: int, now: datetime,
-                           samples: list[AttributedSample]) -> dict[str, float]:
+def _booked_device_samples(
+    holders: list, device_id: int, now: datetime, samples: list[AttributedSample]
+) -> dict[str, float]:
     """Append the pod samples of each booking on one device and the device's own samples
     (attributed to the job when a single booking holds it); return the device values."""
     loads = []
@@ -72,21 +77,41 @@ def _booked_device_samples(holders: list, device_id: int, now: datetime,
         elapsed = max(0.0, (now - started).total_seconds())
         load = pod_values(p.pk, b.memory_mib, b.cores_percent, elapsed, p.job.kind)
         loads.append(load)
-        for metric, value in ((POD_UTIL, load.util_percent),
-                              (POD_MEM_USED, load.memory_used_mib)):
-            samples.append(AttributedSample(
-                metric, value, ATTRIBUTED, "", device_id, b.device.uuid, p.pk, p.job_id,
-                p.job.tenant_id))
+        for metric, value in ((POD_UTIL, load.util_percent), (POD_MEM_USED, load.memory_used_mib)):
+            samples.append(
+                AttributedSample(
+                    metric,
+                    value,
+                    ATTRIBUTED,
+                    "",
+                    device_id,
+                    b.device.uuid,
+                    p.pk,
+                    p.job_id,
+                    p.job.tenant_id,
+                )
+            )
     first = holders[0]
     elapsed = max(0.0, (now - (first.placement.started_at or now)).total_seconds())
     values = device_values(loads, device_id, elapsed)
     for metric, value in values.items():
         if len(holders) == 1:
             p = first.placement
-            samples.append(AttributedSample(
-                metric, value, ATTRIBUTED, "", device_id, first.device.uuid, p.pk, p.job_id,
-                p.job.tenant_id))
+            samples.append(
+                AttributedSample(
+                    metric,
+                    value,
+                    ATTRIBUTED,
+                    "",
+                    device_id,
+                    first.device.uuid,
+                    p.pk,
+                    p.job_id,
+                    p.job.tenant_id,
+                )
+            )
         else:
-            samples.append(AttributedSample(
-                metric, value, DEVICE_ONLY, "", device_id, first.device.uuid))
+            samples.append(
+                AttributedSample(metric, value, DEVICE_ONLY, "", device_id, first.device.uuid)
+            )
     return values

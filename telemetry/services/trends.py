@@ -58,8 +58,14 @@ __all__ = ["FINE_S", "COARSE_S", "METRIC_UNITS", "record_trends", "prune_trends"
 RESOLUTIONS = (FINE_S, COARSE_S)
 #: Unit of each trend metric (axis labels of the trend charts).
 METRIC_UNITS = {
-    "capacity": "devices", "allocated": "devices", "used": "devices", "pending": "devices",
-    "queued": "jobs", "wait_s": "s", "usage": "devices", "nominal": "devices",
+    "capacity": "devices",
+    "allocated": "devices",
+    "used": "devices",
+    "pending": "devices",
+    "queued": "jobs",
+    "wait_s": "s",
+    "usage": "devices",
+    "nominal": "devices",
 }
 
 Values = dict[tuple[str, str, str], float]
@@ -85,9 +91,12 @@ def _inventory_values(loads, now: datetime) -> Values:
     groups = list(ResourceGroup.objects.order_by("pk"))
     scoped = [(TrendScope.MODEL, r.label, r) for r in models]
     scoped += [(TrendScope.VENDOR, r.label, r) for r in capacity_by_vendor(models)]
-    scoped += [(TrendScope.GROUP, str(g.pk), r)
-               for g, r in zip(sorted(groups, key=lambda g: g.name),
-                               capacity_by_group(loads, groups), strict=True)]
+    scoped += [
+        (TrendScope.GROUP, str(g.pk), r)
+        for g, r in zip(
+            sorted(groups, key=lambda g: g.name), capacity_by_group(loads, groups), strict=True
+        )
+    ]
     for scope, key, row in scoped:
         out[(scope, key, "capacity")] = row.devices
         out[(scope, key, "allocated")] = row.allocated_devices
@@ -102,7 +111,7 @@ def _inventory_values(loads, now: datetime) -> Values:
         for g in groups:
             if in_group(load, g):
                 used[(TrendScope.GROUP, str(g.pk))] += value
-    for (scope, key, metric) in list(out):
+    for scope, key, metric in list(out):
         if metric == "capacity":
             out[(scope, key, "used")] = round(used.get((scope, key), 0.0), 4)
     return out
@@ -129,14 +138,21 @@ def _tenant_values() -> Values:
     out: Values = defaultdict(float)
     for gid, tid, flavor, dmem, dcores, mem, cores in PlacementDevice.objects.filter(
         placement__state__in=BOOKED_PLACEMENT_STATES
-    ).values_list("placement__job__queue__resource_group_id", "placement__job__tenant_id",
-                  "device__model__name", "device__memory_mib", "device__cores_percent",
-                  "memory_mib", "cores_percent"):
+    ).values_list(
+        "placement__job__queue__resource_group_id",
+        "placement__job__tenant_id",
+        "device__model__name",
+        "device__memory_mib",
+        "device__cores_percent",
+        "memory_mib",
+        "cores_percent",
+    ):
         milli = booking_charges(flavor, dmem, dcores, mem, cores)[(flavor, "devices")]
         out[(TrendScope.TENANT, str(tid), "usage")] += milli / 1000
         out[(TrendScope.QUOTA, f"{tid}:{gid}", "usage")] += milli / 1000
     for tid, gid, nominal in Quota.objects.filter(dimension="devices").values_list(
-            "tenant_id", "resource_group_id", "nominal"):
+        "tenant_id", "resource_group_id", "nominal"
+    ):
         out[(TrendScope.QUOTA, f"{tid}:{gid}", "nominal")] += nominal / 1000
         out.setdefault((TrendScope.QUOTA, f"{tid}:{gid}", "usage"), 0.0)
         out.setdefault((TrendScope.TENANT, str(tid), "usage"), 0.0)
@@ -150,22 +166,38 @@ def _rebuild_waits(resolution_s: int, start: datetime, end: datetime) -> int:
     rows = []
     for b in range(int(start.timestamp()), int(end.timestamp()), resolution_s):
         bucket = datetime.fromtimestamp(b, tz=start.tzinfo)
-        in_bucket = jobs.filter(admitted_at__gte=bucket,
-                                admitted_at__lt=bucket + timedelta(seconds=resolution_s))
-        for scope, key, agg in (
-            [(TrendScope.ALL, "", in_bucket.aggregate(
-                n=Count("pk"), s=Sum("w"), lo=Min("w"), hi=Max("w")))]
-            + [(TrendScope.GROUP, str(r["queue__resource_group_id"]), r)
-               for r in in_bucket.values("queue__resource_group_id").annotate(
-                   n=Count("pk"), s=Sum("w"), lo=Min("w"), hi=Max("w")).order_by()]
-        ):
+        in_bucket = jobs.filter(
+            admitted_at__gte=bucket, admitted_at__lt=bucket + timedelta(seconds=resolution_s)
+        )
+        for scope, key, agg in [
+            (
+                TrendScope.ALL,
+                "",
+                in_bucket.aggregate(n=Count("pk"), s=Sum("w"), lo=Min("w"), hi=Max("w")),
+            )
+        ] + [
+            (TrendScope.GROUP, str(r["queue__resource_group_id"]), r)
+            for r in in_bucket.values("queue__resource_group_id")
+            .annotate(n=Count("pk"), s=Sum("w"), lo=Min("w"), hi=Max("w"))
+            .order_by()
+        ]:
             if agg["n"]:
-                rows.append(TrendRollup(
-                    resolution_s=resolution_s, bucket=bucket, scope=scope, key=key,
-                    metric="wait_s", count=agg["n"], total=agg["s"].total_seconds(),
-                    minimum=agg["lo"].total_seconds(), maximum=agg["hi"].total_seconds()))
-    TrendRollup.objects.filter(resolution_s=resolution_s, metric="wait_s", bucket__gte=start,
-                               bucket__lt=end).delete()
+                rows.append(
+                    TrendRollup(
+                        resolution_s=resolution_s,
+                        bucket=bucket,
+                        scope=scope,
+                        key=key,
+                        metric="wait_s",
+                        count=agg["n"],
+                        total=agg["s"].total_seconds(),
+                        minimum=agg["lo"].total_seconds(),
+                        maximum=agg["hi"].total_seconds(),
+                    )
+                )
+    TrendRollup.objects.filter(
+        resolution_s=resolution_s, metric="wait_s", bucket__gte=start, bucket__lt=end
+    ).delete()
     TrendRollup.objects.bulk_create(rows)
     return len(rows)
 
@@ -181,11 +213,18 @@ def record_trends(*, now: datetime | None = None) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         for resolution in RESOLUTIONS:
             bucket = floor_time(now, resolution)
-            cursor.executemany(_UPSERT, [
-                (resolution, bucket, str(scope), key, metric, float(v), float(v), float(v))
-                for (scope, key, metric), v in values.items()])
-            _rebuild_waits(resolution, bucket - timedelta(seconds=resolution),
-                           bucket + timedelta(seconds=resolution))
+            cursor.executemany(
+                _UPSERT,
+                [
+                    (resolution, bucket, str(scope), key, metric, float(v), float(v), float(v))
+                    for (scope, key, metric), v in values.items()
+                ],
+            )
+            _rebuild_waits(
+                resolution,
+                bucket - timedelta(seconds=resolution),
+                bucket + timedelta(seconds=resolution),
+            )
     prune_trends(now=now)
     return len(values)
 
@@ -194,9 +233,11 @@ def prune_trends(*, now: datetime | None = None) -> int:
     """Delete buckets older than the retention of their resolution; returns rows deleted."""
     now = now or timezone.now()
     deleted = 0
-    for resolution, setting in ((FINE_S, "TELEMETRY_TREND_FINE_RETENTION_S"),
-                                (COARSE_S, "TELEMETRY_TREND_COARSE_RETENTION_S")):
+    for resolution, setting in (
+        (FINE_S, "TELEMETRY_TREND_FINE_RETENTION_S"),
+        (COARSE_S, "TELEMETRY_TREND_COARSE_RETENTION_S"),
+    ):
         deleted += TrendRollup.objects.filter(
-            resolution_s=resolution,
-            bucket__lt=now - timedelta(seconds=conf.get(setting))).delete()[0]
+            resolution_s=resolution, bucket__lt=now - timedelta(seconds=conf.get(setting))
+        ).delete()[0]
     return deleted

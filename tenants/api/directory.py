@@ -31,7 +31,8 @@ from tenants.selectors import get_user_tenant_ids
 
 class TenantWriteSerializer(serializers.ModelSerializer):
     parent = serializers.SlugRelatedField(
-        slug_field="name", queryset=Tenant.objects.all(), required=False, allow_null=True)
+        slug_field="name", queryset=Tenant.objects.all(), required=False, allow_null=True
+    )
 
     class Meta:
         model = Tenant
@@ -43,7 +44,8 @@ class TenantWriteSerializer(serializers.ModelSerializer):
         while node is not None:
             if node.pk in seen:
                 raise serializers.ValidationError(
-                    {"parent": "A tenant cannot be its own ancestor."})
+                    {"parent": "A tenant cannot be its own ancestor."}
+                )
             seen.add(node.pk)
             node = node.parent
         return attrs
@@ -70,8 +72,9 @@ class TenantViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
 
 class MembershipSerializer(serializers.ModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="name", queryset=Tenant.objects.none())
-    user = serializers.SlugRelatedField(slug_field="username",
-                                        queryset=get_user_model().objects.all())
+    user = serializers.SlugRelatedField(
+        slug_field="username", queryset=get_user_model().objects.all()
+    )
 
     class Meta:
         model = Membership
@@ -84,14 +87,21 @@ class MembershipSerializer(serializers.ModelSerializer):
         if request is not None and request.user.is_authenticated:
             ids = get_user_tenant_ids(request.user)
             self.fields["tenant"].queryset = (
-                Tenant.objects.all() if ids is None else Tenant.objects.filter(pk__in=ids))
+                Tenant.objects.all() if ids is None else Tenant.objects.filter(pk__in=ids)
+            )
 
     def validate(self, attrs):
-        if self.instance is not None and "tenant" in attrs and \
-                attrs["tenant"].pk != self.instance.tenant_id:
+        if (
+            self.instance is not None
+            and "tenant" in attrs
+            and attrs["tenant"].pk != self.instance.tenant_id
+        ):
             raise serializers.ValidationError({"tenant": "A membership cannot change tenant."})
-        if self.instance is not None and "user" in attrs and \
-                attrs["user"].pk != self.instance.user_id:
+        if (
+            self.instance is not None
+            and "user" in attrs
+            and attrs["user"].pk != self.instance.user_id
+        ):
             raise serializers.ValidationError({"user": "A membership cannot change user."})
         return attrs
 
@@ -99,8 +109,9 @@ class MembershipSerializer(serializers.ModelSerializer):
 def _require_tenant_admin(user, tenant_id: int) -> None:
     if user.is_superuser:
         return
-    if not Membership.objects.filter(user=user, tenant_id=tenant_id,
-                                     role=Role.TENANT_ADMIN).exists():
+    if not Membership.objects.filter(
+        user=user, tenant_id=tenant_id, role=Role.TENANT_ADMIN
+    ).exists():
         raise PermissionDenied("Only tenant admins manage members.")
 
 
@@ -114,7 +125,8 @@ class MembershipViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         members = Membership.objects.select_related("tenant", "user").order_by(
-            "tenant__name", "user__username")
+            "tenant__name", "user__username"
+        )
         ids = get_user_tenant_ids(self.request.user)
         return members if ids is None else members.filter(tenant_id__in=ids)
 
@@ -124,20 +136,26 @@ class MembershipViewSet(viewsets.ModelViewSet):
         if not request.user.is_superuser:
             raise PermissionDenied(
                 "Only platform admins add members directly; tenant admins invite users with "
-                "POST /api/invitations/.")
+                "POST /api/invitations/."
+            )
         return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
         data = serializer.validated_data  # a duplicate is refused by UniqueTogetherValidator
         serializer.instance = services.add_member(
-            tenant=data["tenant"], user=data["user"], role=data.get("role", Role.MEMBER),
-            actor=self.request.user)
+            tenant=data["tenant"],
+            user=data["user"],
+            role=data.get("role", Role.MEMBER),
+            actor=self.request.user,
+        )
 
     def perform_update(self, serializer):
         _require_tenant_admin(self.request.user, serializer.instance.tenant_id)
         serializer.instance = services.change_member_role(
-            serializer.instance, role=serializer.validated_data.get(
-                "role", serializer.instance.role), actor=self.request.user)
+            serializer.instance,
+            role=serializer.validated_data.get("role", serializer.instance.role),
+            actor=self.request.user,
+        )
 
     def perform_destroy(self, instance):
         _require_tenant_admin(self.request.user, instance.tenant_id)
@@ -147,15 +165,26 @@ class MembershipViewSet(viewsets.ModelViewSet):
 class ResourceGroupSerializer(serializers.ModelSerializer):
     name = serializers.CharField(max_length=63, validators=[slug_validator])
     device_models = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=256)
+        child=serializers.CharField(max_length=100), required=False, max_length=256
+    )
     node_selector = serializers.DictField(
-        child=serializers.CharField(max_length=253), required=False,
-        validators=[no_nul_characters])
+        child=serializers.CharField(max_length=253), required=False, validators=[no_nul_characters]
+    )
 
     class Meta:
         model = ResourceGroup
-        fields = ["id", "name", "kind", "device_models", "node_selector", "description",
-                  "node_policy", "device_policy", "fragmentation_policy", "pod_policy_override"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "device_models",
+            "node_selector",
+            "description",
+            "node_policy",
+            "device_policy",
+            "fragmentation_policy",
+            "pod_policy_override",
+        ]
 
     def validate_name(self, value):
         taken = ResourceGroup.objects.filter(name=value)
@@ -174,14 +203,21 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
     throttle_classes = [WriteRateThrottle]
     filterset_class = ResourceGroupFilterSet
     audit_name = "resource_group"
-    audit_fields = ["name", "kind", "device_models", "node_selector", "description",
-                    "node_policy", "device_policy", "fragmentation_policy",
-                    "pod_policy_override"]
+    audit_fields = [
+        "name",
+        "kind",
+        "device_models",
+        "node_selector",
+        "description",
+        "node_policy",
+        "device_policy",
+        "fragmentation_policy",
+        "pod_policy_override",
+    ]
 
     def get_queryset(self):
         groups = ResourceGroup.objects.order_by("name")
         ids = get_user_tenant_ids(self.request.user)
         if ids is None:
             return groups
-        return groups.filter(Q(queues__tenant_id__in=ids) | Q(quotas__tenant_id__in=ids)
-                             ).distinct()
+        return groups.filter(Q(queues__tenant_id__in=ids) | Q(quotas__tenant_id__in=ids)).distinct()

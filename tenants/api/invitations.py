@@ -34,14 +34,25 @@ from tenants.selectors import admin_tenant_ids, pending_invitations_for
 
 class InvitationSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name", read_only=True)
-    created_by = serializers.CharField(source="created_by.username", read_only=True,
-                                       allow_null=True, default=None)
+    created_by = serializers.CharField(
+        source="created_by.username", read_only=True, allow_null=True, default=None
+    )
     state = serializers.CharField(read_only=True)
 
     class Meta:
         model = Invitation
-        fields = ["id", "tenant", "invitee", "role", "state", "created", "expires_at",
-                  "created_by", "accepted_at", "revoked_at"]
+        fields = [
+            "id",
+            "tenant",
+            "invitee",
+            "role",
+            "state",
+            "created",
+            "expires_at",
+            "created_by",
+            "accepted_at",
+            "revoked_at",
+        ]
 
 
 class InvitationCreatedSerializer(InvitationSerializer):
@@ -54,9 +65,11 @@ class InvitationCreatedSerializer(InvitationSerializer):
 class InvitationWriteSerializer(serializers.Serializer):
     tenant = serializers.CharField(max_length=63, help_text="Name of a tenant you administer.")
     invitee = serializers.RegexField(
-        r"^[\w.@+-]+\Z", max_length=254,
+        r"^[\w.@+-]+\Z",
+        max_length=254,
         help_text="Username or e-mail address of the person invited.",
-        error_messages={"invalid": "A username or an e-mail address."})
+        error_messages={"invalid": "A username or an e-mail address."},
+    )
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
 
 
@@ -64,8 +77,12 @@ class InvitationTokenSerializer(serializers.Serializer):
     token = serializers.CharField(max_length=128)
 
 
-class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                        mixins.CreateModelMixin, viewsets.GenericViewSet):
+class InvitationViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
     """Invitations to tenants (see the module docstring)."""
 
     serializer_class = InvitationSerializer
@@ -79,8 +96,11 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         else:
             admin_ids = admin_tenant_ids(user)
             scope = mine | (Q() if admin_ids is None else Q(tenant_id__in=admin_ids))
-        return (Invitation.objects.filter(scope).select_related("tenant", "created_by")
-                .order_by("-created", "-id"))
+        return (
+            Invitation.objects.filter(scope)
+            .select_related("tenant", "created_by")
+            .order_by("-created", "-id")
+        )
 
     def _only_mine(self) -> bool:
         try:
@@ -88,8 +108,13 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         except DjangoValidationError as exc:
             raise serializers.ValidationError({"mine": exc.messages}) from None
 
-    @extend_schema(parameters=[OpenApiParameter(
-        "mine", bool, description="Only the open invitations addressed to you.")])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "mine", bool, description="Only the open invitations addressed to you."
+            )
+        ]
+    )
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
@@ -101,8 +126,7 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             raise NotFound("No such tenant among those you administer.")
         return tenant
 
-    @extend_schema(request=InvitationWriteSerializer,
-                   responses={201: InvitationCreatedSerializer})
+    @extend_schema(request=InvitationWriteSerializer, responses={201: InvitationCreatedSerializer})
     def create(self, request, *args, **kwargs):
         if admin_tenant_ids(request.user) == set():
             raise PermissionDenied("Only tenant admins invite members.")
@@ -110,11 +134,15 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         invitation, token = services.create_invitation(
-            tenant=self._admin_tenant(data["tenant"]), invitee=data["invitee"],
-            role=data["role"], actor=request.user)
+            tenant=self._admin_tenant(data["tenant"]),
+            invitee=data["invitee"],
+            role=data["role"],
+            actor=request.user,
+        )
         invitation.token = token
-        return Response(InvitationCreatedSerializer(invitation).data,
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            InvitationCreatedSerializer(invitation).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=None, responses={200: InvitationSerializer})
     @action(detail=True, methods=["post"])
@@ -124,8 +152,9 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         ids = admin_tenant_ids(request.user)
         if ids is not None and invitation.tenant_id not in ids:
             raise PermissionDenied("Only the tenant's admins revoke its invitations.")
-        return Response(InvitationSerializer(
-            services.revoke_invitation(invitation, actor=request.user)).data)
+        return Response(
+            InvitationSerializer(services.revoke_invitation(invitation, actor=request.user)).data
+        )
 
     @extend_schema(request=None, responses={200: InvitationSerializer})
     @action(detail=True, methods=["post"])
@@ -139,8 +168,9 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def decline(self, request, pk=None):
         """Decline an invitation addressed to you."""
         invitation = self.get_object()
-        return Response(InvitationSerializer(
-            services.decline_invitation(invitation, user=request.user)).data)
+        return Response(
+            InvitationSerializer(services.decline_invitation(invitation, user=request.user)).data
+        )
 
     @extend_schema(request=InvitationTokenSerializer, responses={200: InvitationSerializer})
     @action(detail=False, methods=["post"], url_path="accept-token")
@@ -148,6 +178,7 @@ class InvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         """Accept the invitation of a token (it must be addressed to you)."""
         serializer = InvitationTokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        invitation = services.accept_invitation_token(serializer.validated_data["token"],
-                                                      user=request.user)
+        invitation = services.accept_invitation_token(
+            serializer.validated_data["token"], user=request.user
+        )
         return Response(InvitationSerializer(invitation).data)

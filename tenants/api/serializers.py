@@ -20,8 +20,14 @@ class QuotaSerializer(serializers.ModelSerializer):
     class Meta:
         model = Quota
         fields = [
-            "id", "tenant", "resource_group", "flavor", "dimension", "nominal",
-            "borrowing_limit", "lending_limit",
+            "id",
+            "tenant",
+            "resource_group",
+            "flavor",
+            "dimension",
+            "nominal",
+            "borrowing_limit",
+            "lending_limit",
         ]
 
 
@@ -74,15 +80,24 @@ class QuotaWriteSerializer(serializers.ModelSerializer):
     flavor = serializers.CharField(max_length=100, default="*")
     dimension = serializers.ChoiceField(choices=Dimension.choices)
     nominal = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT)
-    borrowing_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
-                                               required=False, allow_null=True, default=None)
-    lending_limit = serializers.IntegerField(min_value=0, max_value=MAX_QUOTA_AMOUNT,
-                                             required=False, allow_null=True, default=None)
+    borrowing_limit = serializers.IntegerField(
+        min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False, allow_null=True, default=None
+    )
+    lending_limit = serializers.IntegerField(
+        min_value=0, max_value=MAX_QUOTA_AMOUNT, required=False, allow_null=True, default=None
+    )
 
     class Meta:
         model = Quota
-        fields = ["tenant", "resource_group", "flavor", "dimension", "nominal",
-                  "borrowing_limit", "lending_limit"]
+        fields = [
+            "tenant",
+            "resource_group",
+            "flavor",
+            "dimension",
+            "nominal",
+            "borrowing_limit",
+            "lending_limit",
+        ]
         validators = []  # uniqueness is checked by the service (409, not 400)
 
     def validate(self, attrs):
@@ -91,7 +106,8 @@ class QuotaWriteSerializer(serializers.ModelSerializer):
                 current = getattr(self.instance, name)
                 if name in attrs and attrs[name] != current:
                     raise serializers.ValidationError(
-                        {name: "Only nominal and the limits of a quota may change."})
+                        {name: "Only nominal and the limits of a quota may change."}
+                    )
         nominal = attrs.get("nominal", getattr(self.instance, "nominal", 0))
         lending = attrs.get("lending_limit")
         if lending is not None and lending > nominal:

@@ -7,11 +7,7 @@ from core.api.throttling import WriteRateThrottle
 from tenants import services
 from tenants.api.serializers import QuotaSerializer, QuotaWriteSerializer
 from tenants.models import Quota
-from tenants.selectors import (
-    can_manage_quota,
-    flavor_names,
-    get_visible_tenant_ids,
-)
+from tenants.selectors import can_manage_quota, flavor_names, get_visible_tenant_ids
 
 
 class QuotaViewSet(viewsets.ModelViewSet):
@@ -31,29 +27,37 @@ class QuotaViewSet(viewsets.ModelViewSet):
 
     def get_queryset(self):
         quotas = Quota.objects.select_related("tenant", "resource_group").order_by(
-            "tenant__name", "resource_group__name", "flavor", "dimension")
+            "tenant__name", "resource_group__name", "flavor", "dimension"
+        )
         ids = get_visible_tenant_ids(self.request.user)
         return quotas if ids is None else quotas.filter(tenant_id__in=ids)
 
     def _require_manage(self, tenant):
         if not can_manage_quota(self.request.user, tenant):
             raise PermissionDenied(
-                "Quotas are set by platform admins, or by the admin of a parent tenant.")
+                "Quotas are set by platform admins, or by the admin of a parent tenant."
+            )
 
     @extend_schema(request=QuotaWriteSerializer, responses={201: QuotaSerializer})
     def create(self, request, *args, **kwargs):
         visible = get_visible_tenant_ids(request.user)
-        serializer = QuotaWriteSerializer(data=request.data,
-                                          context={"visible_tenant_ids": visible})
+        serializer = QuotaWriteSerializer(
+            data=request.data, context={"visible_tenant_ids": visible}
+        )
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         self._require_manage(data["tenant"])
         quota = services.create_quota(
-            tenant=data["tenant"], resource_group=data["resource_group"],
-            flavor=data["flavor"], dimension=data["dimension"], nominal=data["nominal"],
-            borrowing_limit=data.get("borrowing_limit"), lending_limit=data.get("lending_limit"),
+            tenant=data["tenant"],
+            resource_group=data["resource_group"],
+            flavor=data["flavor"],
+            dimension=data["dimension"],
+            nominal=data["nominal"],
+            borrowing_limit=data.get("borrowing_limit"),
+            lending_limit=data.get("lending_limit"),
             allowed_flavors=flavor_names(data["resource_group"]),
-            within_parent=not request.user.is_superuser, actor=request.user,
+            within_parent=not request.user.is_superuser,
+            actor=request.user,
         )
         return Response(QuotaSerializer(quota).data, status=status.HTTP_201_CREATED)
 
@@ -66,12 +70,16 @@ class QuotaViewSet(viewsets.ModelViewSet):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         quota = services.update_quota(
-            quota, nominal=data.get("nominal", quota.nominal),
+            quota,
+            nominal=data.get("nominal", quota.nominal),
             borrowing_limit=data.get("borrowing_limit", quota.borrowing_limit)
-            if partial else data.get("borrowing_limit"),
+            if partial
+            else data.get("borrowing_limit"),
             lending_limit=data.get("lending_limit", quota.lending_limit)
-            if partial else data.get("lending_limit"),
-            within_parent=not request.user.is_superuser, actor=request.user,
+            if partial
+            else data.get("lending_limit"),
+            within_parent=not request.user.is_superuser,
+            actor=request.user,
         )
         return Response(QuotaSerializer(quota).data)
 

@@ -47,17 +47,27 @@ H100_MIB = 81920
 
 
 def group(kind: GroupKind = GroupKind.SHARED, name: str = "a100-shared") -> GroupSpec:
-    return GroupSpec(name=name, kind=kind, flavors=(
-        Flavor("a100", (A100,)), Flavor("h100", (H100,)), Flavor("t4", (T4,)),
-    ))
+    return GroupSpec(
+        name=name,
+        kind=kind,
+        flavors=(Flavor("a100", (A100,)), Flavor("h100", (H100,)), Flavor("t4", (T4,))),
+    )
 
 
-def a100s(nodes: int, per_node: int = 4, model: str = A100, prefix: str = "n",
-          first: int = 1) -> list[DeviceUsage]:
+def a100s(
+    nodes: int, per_node: int = 4, model: str = A100, prefix: str = "n", first: int = 1
+) -> list[DeviceUsage]:
     return [
-        DeviceUsage(uuid=f"{prefix}{n}-gpu{i}", node=f"{prefix}{n}", index=i, type=model,
-               vendor="NVIDIA", memory_mib=A100_MIB)
-        for n in range(first, first + nodes) for i in range(per_node)
+        DeviceUsage(
+            uuid=f"{prefix}{n}-gpu{i}",
+            node=f"{prefix}{n}",
+            index=i,
+            type=model,
+            vendor="NVIDIA",
+            memory_mib=A100_MIB,
+        )
+        for n in range(first, first + nodes)
+        for i in range(per_node)
     ]
 
 
@@ -75,8 +85,14 @@ def verdicts(result) -> dict[str, tuple]:
     return {v.workload_id: (v.code, v.reason, v.position, v.details) for v in result.pending}
 
 
-def quota(tenant: str, nominal: int, dim: Dimension = DEV, flavor: str = "a100",
-          borrowing_limit: int | None = None, lending_limit: int | None = None) -> QuotaSpec:
+def quota(
+    tenant: str,
+    nominal: int,
+    dim: Dimension = DEV,
+    flavor: str = "a100",
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+) -> QuotaSpec:
     return QuotaSpec(tenant, flavor, dim, nominal, borrowing_limit, lending_limit)
 
 
@@ -88,13 +104,18 @@ def gpus(n: float) -> int:
 class World:
     """A resource group, its tenants and quotas, a pool placer and the workloads."""
 
-    def __init__(self, devices: list[DeviceUsage], kind: GroupKind = GroupKind.SHARED,
-                 tenants: tuple[TenantSpec, ...] = (TenantSpec("team-a"), TenantSpec("team-b")),
-                 quotas: tuple[QuotaSpec, ...] = (),
-                 strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
-                 caps: tuple[AggregateCapSpec, ...] = (),
-                 options: CohortOptions | None = None,
-                 classes: tuple[PriorityClassSpec, ...] = (), **queue: object) -> None:
+    def __init__(
+        self,
+        devices: list[DeviceUsage],
+        kind: GroupKind = GroupKind.SHARED,
+        tenants: tuple[TenantSpec, ...] = (TenantSpec("team-a"), TenantSpec("team-b")),
+        quotas: tuple[QuotaSpec, ...] = (),
+        strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
+        caps: tuple[AggregateCapSpec, ...] = (),
+        options: CohortOptions | None = None,
+        classes: tuple[PriorityClassSpec, ...] = (),
+        **queue: object,
+    ) -> None:
         self.group = group(kind)
         self.tenants = tenants
         self.quotas = quotas
@@ -102,43 +123,85 @@ class World:
         self.options = options or CohortOptions()
         self.classes = classes
         self.placer = PoolPlacer(self.group, devices)
-        self.queues = tuple(QueueSpec(f"q-{t.name}", t.name, strategy,
-                                      **queue)  # type: ignore[arg-type]
-                            for t in tenants)
+        self.queues = tuple(
+            QueueSpec(f"q-{t.name}", t.name, strategy, **queue)  # type: ignore[arg-type]
+            for t in tenants
+        )
         self.pending: list[PendingWorkload] = []
         self.running: list[RunningWorkload] = []
 
     def set_queue(self, tenant: str, **changes: object) -> None:
         """Change the queue of ``tenant`` (policies, flavors, classes)."""
-        self.queues = tuple(replace(q, **changes) if q.tenant == tenant else q  # type: ignore[arg-type]
-                            for q in self.queues)
+        self.queues = tuple(
+            replace(q, **changes) if q.tenant == tenant else q  # type: ignore[arg-type]
+            for q in self.queues
+        )
 
-    def submit(self, wid: str, tenant: str, shape: PodShape = WHOLE, pods: int = 1,
-               priority: int = 0, created: float = 60.0, queue: str | None = None,
-               **kw: object) -> PendingWorkload:
-        entry = PendingWorkload(id=wid, tenant=tenant, queue=queue or f"q-{tenant}",
-                                priority=priority, created_at=ago(created), pod_count=pods,
-                                request=shape, **kw)  # type: ignore[arg-type]
+    def submit(
+        self,
+        wid: str,
+        tenant: str,
+        shape: PodShape = WHOLE,
+        pods: int = 1,
+        priority: int = 0,
+        created: float = 60.0,
+        queue: str | None = None,
+        **kw: object,
+    ) -> PendingWorkload:
+        entry = PendingWorkload(
+            id=wid,
+            tenant=tenant,
+            queue=queue or f"q-{tenant}",
+            priority=priority,
+            created_at=ago(created),
+            pod_count=pods,
+            request=shape,
+            **kw,
+        )  # type: ignore[arg-type]
         self.pending.append(entry)
         return entry
 
-    def run(self, wid: str, tenant: str, shape: PodShape = WHOLE, pods: int = 1,
-            priority: int = 0, started: float = 3600.0, **kw: object) -> RunningWorkload:
-        probe = PendingWorkload(id=wid, tenant=tenant, queue="", priority=priority,
-                                created_at=NOW, pod_count=pods, request=shape)
+    def run(
+        self,
+        wid: str,
+        tenant: str,
+        shape: PodShape = WHOLE,
+        pods: int = 1,
+        priority: int = 0,
+        started: float = 3600.0,
+        **kw: object,
+    ) -> RunningWorkload:
+        probe = PendingWorkload(
+            id=wid,
+            tenant=tenant,
+            queue="",
+            priority=priority,
+            created_at=NOW,
+            pod_count=pods,
+            request=shape,
+        )
         outcome = self.placer.try_place(probe, pods)
         assert outcome.placed, outcome.reason
         self.placer.reserve(probe, outcome)
-        workload = RunningWorkload(id=wid, tenant=tenant, priority=priority,
-                                   started_at=ago(started), charges=dict(outcome.charges),
-                                   **kw)  # type: ignore[arg-type]
+        workload = RunningWorkload(
+            id=wid,
+            tenant=tenant,
+            priority=priority,
+            started_at=ago(started),
+            charges=dict(outcome.charges),
+            **kw,
+        )  # type: ignore[arg-type]
         self.running.append(workload)
         return workload
 
     def terminate(self, wid: str, grace_s: float = 30.0) -> None:
         """Mark running ``wid`` terminating (evicted, pods in their grace period)."""
-        self.running = [replace(w, terminating=True, evict_by=NOW + timedelta(seconds=grace_s))
-                        if w.id == wid else w for w in self.running]
+        self.running = [
+            replace(w, terminating=True, evict_by=NOW + timedelta(seconds=grace_s))
+            if w.id == wid
+            else w
+            for w in self.running
+        ]
 
     def finish(self, wid: str) -> None:
         """``wid``'s pods are gone: it releases its devices and quota."""
@@ -151,10 +214,17 @@ class World:
         admission = next(a for a in result.admitted if a.workload_id == wid)
         entry = next(e for e in self.pending if e.id == wid)
         self.pending = [e for e in self.pending if e.id != wid]
-        self.running.append(RunningWorkload(
-            id=wid, tenant=entry.tenant, priority=entry.priority, started_at=NOW,
-            charges=dict(admission.charges), created_at=entry.created_at,
-            max_runtime_s=entry.max_runtime_s))
+        self.running.append(
+            RunningWorkload(
+                id=wid,
+                tenant=entry.tenant,
+                priority=entry.priority,
+                started_at=NOW,
+                charges=dict(admission.charges),
+                created_at=entry.created_at,
+                max_runtime_s=entry.max_runtime_s,
+            )
+        )
 
     def cycle(self, config: CycleConfig | None = None, **overrides: object):
         """Run one cycle and apply it as the database side would: admissions start running,
@@ -170,9 +240,16 @@ class World:
 
     def snapshot(self, **overrides: object) -> AdmissionSnapshot:
         snap = AdmissionSnapshot(
-            group=self.group, tenants=self.tenants, quotas=self.quotas, queues=self.queues,
-            pending=tuple(self.pending), running=tuple(self.running), now=NOW,
-            caps=self.caps, priority_classes=self.classes, options=self.options,
+            group=self.group,
+            tenants=self.tenants,
+            quotas=self.quotas,
+            queues=self.queues,
+            pending=tuple(self.pending),
+            running=tuple(self.running),
+            now=NOW,
+            caps=self.caps,
+            priority_classes=self.classes,
+            options=self.options,
         )
         return replace(snap, **overrides)  # type: ignore[arg-type]
 

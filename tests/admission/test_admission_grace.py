@@ -1,12 +1,7 @@
 """Victims stay charged (quota and devices) until their pods are gone; the preemptor waits
 for them (Kueue: preempt now, admit after the victims are gone). Issue 16, scenario S1."""
 
-from scheduling.admission import (
-    PendingCode,
-    PreemptionReason,
-    TenantSpec,
-    run_cycle,
-)
+from scheduling.admission import PendingCode, PreemptionReason, TenantSpec, run_cycle
 from scheduling.admission.fake import PodShape
 from tests.admission.admission_builders import NO_FAIR, World, a100s, ids, quota, verdicts
 
@@ -24,8 +19,11 @@ def assert_no_device_overbooked(world: World) -> None:
 def s1_world(third: bool = True) -> World:
     """2 nodes x 4 GPUs; A and B nominal 4 each; a-low (A, prio 0) on n1, b-1 on n2."""
     tenants = (TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c"))
-    w = World(a100s(2), tenants=tenants,
-              quotas=(quota("team-a", 4000), quota("team-b", 4000), quota("team-c", 0)))
+    w = World(
+        a100s(2),
+        tenants=tenants,
+        quotas=(quota("team-a", 4000), quota("team-b", 4000), quota("team-c", 0)),
+    )
     w.run("a-low", "team-a", ONE, pods=4, priority=0)
     w.run("b-1", "team-b", ONE, pods=4)
     w.submit("a-high", "team-a", ONE, pods=2, priority=10, created=60)
@@ -40,21 +38,27 @@ def test_s1_nothing_is_admitted_onto_a_victim_during_its_grace_period():
     first = w.cycle(NO_FAIR)
     assert ids(first) == []
     assert [(p.victim_id, p.preemptor_id, p.reason) for p in first.preempted] == [
-        ("a-low", "a-high", PreemptionReason.IN_TENANT)]
+        ("a-low", "a-high", PreemptionReason.IN_TENANT)
+    ]
     found = verdicts(first)
     assert found["a-high"][0] == PendingCode.WAITING_FOR_PREEMPTED
     # a-small fits only onto a-low's devices: it waits for them too, no new preemption
     assert found["a-small"][:2] == (
         PendingCode.WAITING_FOR_PREEMPTED,
         "waiting for 1 preempted workload(s) to terminate (a-low); admitted once their pods "
-        "are gone (grace until 2025-01-01T12:00:30+00:00)")
+        "are gone (grace until 2025-01-01T12:00:30+00:00)",
+    )
     # a third tenant's job finds no free device and no quota (the victim is still charged)
     assert found["c-any"][:2] == (
         PendingCode.WAITING_FOR_QUOTA,
         "tenant team-c, group a100-shared, flavor a100, devices: needs 2000, free 0, "
-        "borrowable 0 (bounded by cohort a100-shared)")
-    assert first.usage["team-a"] == {("a100", "devices"): 4000, ("a100", "memory_mib"): 327680,
-                                     ("a100", "cores_percent"): 400}
+        "borrowable 0 (bounded by cohort a100-shared)",
+    )
+    assert first.usage["team-a"] == {
+        ("a100", "devices"): 4000,
+        ("a100", "memory_mib"): 327680,
+        ("a100", "cores_percent"): 400,
+    }
     assert set(w.placer.held) == {"a-low", "b-1"}
     assert_no_device_overbooked(w)
 
@@ -65,7 +69,9 @@ def test_s1_victims_terminating_keep_everything_until_gone_then_the_preemptor_go
     second = w.cycle(NO_FAIR)  # a-low still terminating
     assert (ids(second), second.preempted) == ([], ())
     assert {v.workload_id: v.waiting_for for v in second.pending if v.waiting_for} == {
-        "a-high": ("a-low",), "a-small": ("a-low",)}
+        "a-high": ("a-low",),
+        "a-small": ("a-low",),
+    }
     assert_no_device_overbooked(w)
     w.finish("a-low")
     third = w.cycle(NO_FAIR)
@@ -87,7 +93,8 @@ def test_a_terminating_job_is_a_candidate_first_and_never_preempted_twice():
     assert {v.workload_id: v.waiting_for for v in result.pending} == {"a1": ("b0",)}
     assert verdicts(result)["a1"][1] == (
         "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants); "
-        "admitted once their pods are gone (grace until 2025-01-01T12:00:30+00:00)")
+        "admitted once their pods are gone (grace until 2025-01-01T12:00:30+00:00)"
+    )
 
 
 def test_the_waiting_preemptor_heads_its_queue_before_a_higher_priority_newcomer():

@@ -28,8 +28,9 @@ def victims(result):
 
 
 def rules(result, wid):
-    return {r.workload_id: r.rule for v in result.pending if v.workload_id == wid
-            for r in v.rejected}
+    return {
+        r.workload_id: r.rule for v in result.pending if v.workload_id == wid for r in v.rejected
+    }
 
 
 @pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
@@ -44,7 +45,8 @@ def test_s2_borrower_is_reclaimed_to_nominal_through_a_gang_bigger_than_its_exce
     assert victims(result) == [("b-big", "a-new", PreemptionReason.RECLAIM_WITHIN_COHORT)]
     assert result.preempted[0].message == (
         "reclaimed by tenant team-a for a-new: tenant team-b borrows a100 devices (usage 8000 > "
-        "nominal 6000)")
+        "nominal 6000)"
+    )
     w.finish("b-big")
     after = w.cycle(config)
     assert ids(after) == ["a-new"]
@@ -65,8 +67,10 @@ def test_s3_other_tenants_borrowers_go_before_own_lower_priority_jobs():
     w = s3_world()
     result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
     # newest b jobs first; fill-back keeps both; a-L keeps running
-    assert victims(result) == [("b-6", "a-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
-                               ("b-5", "a-new", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert victims(result) == [
+        ("b-6", "a-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
+        ("b-5", "a-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
+    ]
 
 
 def s4_world(**queue):
@@ -84,9 +88,13 @@ def test_s4_no_preemption_for_a_request_above_nominal_even_within_the_tenant():
     assert verdicts(result)["a-big"] == (
         PendingCode.WAITING_FOR_QUOTA,
         "tenant team-a, group a100-shared, flavor a100, devices: needs 6000, free 0, "
-        "borrowable 4000 (bounded by cohort a100-shared)", 1,
-        ("preemption: request 6000 exceeds nominal 4000 of tenant team-a in a100 devices; "
-         "preemption needs the request to fit the nominal quota (or borrowWithinCohort)",))
+        "borrowable 4000 (bounded by cohort a100-shared)",
+        1,
+        (
+            "preemption: request 6000 exceeds nominal 4000 of tenant team-a in a100 devices; "
+            "preemption needs the request to fit the nominal quota (or borrowWithinCohort)",
+        ),
+    )
 
 
 def test_s4_borrow_within_cohort_lets_it_preempt_its_own_job_and_borrow():
@@ -96,14 +104,23 @@ def test_s4_borrow_within_cohort_lets_it_preempt_its_own_job_and_borrow():
 
 
 def org_tenants(*extra):
-    return (TenantSpec("org1"), TenantSpec("org2"), TenantSpec("a1", "org1"),
-            TenantSpec("a2", "org1"), TenantSpec("b1", "org2"), *extra)
+    return (
+        TenantSpec("org1"),
+        TenantSpec("org2"),
+        TenantSpec("a1", "org1"),
+        TenantSpec("a2", "org1"),
+        TenantSpec("b1", "org2"),
+        *extra,
+    )
 
 
 def s5_world(policy):
-    w = World(a100s(4), tenants=org_tenants(),
-              quotas=(quota("a1", 2000), quota("a2", 6000), quota("b1", 8000)),
-              reclaim_within_cohort=policy)
+    w = World(
+        a100s(4),
+        tenants=org_tenants(),
+        quotas=(quota("a1", 2000), quota("a2", 6000), quota("b1", 8000)),
+        reclaim_within_cohort=policy,
+    )
     for i in range(3):
         w.run(f"b1-{i}", "b1", ONE, pods=4, priority=10, started=3600 - i)
     w.run("a1-0", "a1", ONE, pods=2)
@@ -134,13 +151,16 @@ def test_s5_hierarchical_reclaim_still_needs_the_reclaim_policy():
     assert verdicts(result)["a1-new"][3] == (
         "preemption: evicting every valid candidate would not make it fit",
         "preemption: 4 job(s) of other tenants rejected: borrower within nominal x1, "
-        "reclaimWithinCohort LowerPriority x3")
+        "reclaimWithinCohort LowerPriority x3",
+    )
 
 
 def test_s6_reclaim_only_from_subtrees_over_their_quota():
-    w = World(a100s(4), tenants=org_tenants(TenantSpec("b2", "org2")),
-              quotas=(quota("a1", 4000), quota("a2", 4000), quota("b1", 4000),
-                      quota("b2", 4000)))
+    w = World(
+        a100s(4),
+        tenants=org_tenants(TenantSpec("b2", "org2")),
+        quotas=(quota("a1", 4000), quota("a2", 4000), quota("b1", 4000), quota("b2", 4000)),
+    )
     for i in range(4):
         w.run(f"a2-{i}", "a2", ONE, pods=2, started=3000 - i)
     for i in range(4):
@@ -148,13 +168,18 @@ def test_s6_reclaim_only_from_subtrees_over_their_quota():
     w.submit("a1-new", "a1", ONE, pods=4, priority=5)
     result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
     # org2 is within its quota (8 <= 8): b1 is never a candidate, a2's newest jobs go
-    assert victims(result) == [("a2-3", "a1-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
-                               ("a2-2", "a1-new", PreemptionReason.RECLAIM_WITHIN_COHORT)]
+    assert victims(result) == [
+        ("a2-3", "a1-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
+        ("a2-2", "a1-new", PreemptionReason.RECLAIM_WITHIN_COHORT),
+    ]
 
 
 def test_s7_lower_borrowing_height_goes_first_whatever_the_age():
-    w = World(a100s(5), tenants=org_tenants(),
-              quotas=(quota("a1", 2000), quota("a2", 6000), quota("b1", 8000)))
+    w = World(
+        a100s(5),
+        tenants=org_tenants(),
+        quotas=(quota("a1", 2000), quota("a2", 6000), quota("b1", 8000)),
+    )
     w.run("a1-0", "a1", ONE, pods=2)
     w.run("b1-0", "b1", ONE, pods=8)
     w.submit("y", "b1", ONE, pods=2, created=600)  # borrows from the root: height 2
@@ -165,8 +190,9 @@ def test_s7_lower_borrowing_height_goes_first_whatever_the_age():
 
 
 def s11_world(policy):
-    w = World(a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)),
-              within_cluster_queue=policy)
+    w = World(
+        a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)), within_cluster_queue=policy
+    )
     w.run("a1", "team-a", ONE, pods=2, priority=5, created_at=ago(300))
     w.run("a2", "team-a", ONE, pods=2, priority=5, created_at=ago(100))
     w.submit("p", "team-a", ONE, pods=2, priority=5, created=200)
@@ -178,13 +204,15 @@ def test_s11_within_cluster_queue_policies():
     result = run_cycle(newer.snapshot(), newer.placer, NO_FAIR)
     assert victims(result) == [("a2", "p", PreemptionReason.IN_TENANT)]
     assert result.preempted[0].message == (
-        "preempted by p (priority 5 = 5, submitted later) in tenant team-a")
+        "preempted by p (priority 5 = 5, submitted later) in tenant team-a"
+    )
     lower = s11_world(PreemptionPolicy.LOWER_PRIORITY)
     result = run_cycle(lower.snapshot(), lower.placer, NO_FAIR)
     assert result.preempted == ()
     assert rules(result, "p") == {
         "a1": "withinClusterQueue LowerPriority: priority 5 >= 5",
-        "a2": "withinClusterQueue LowerPriority: priority 5 >= 5"}
+        "a2": "withinClusterQueue LowerPriority: priority 5 >= 5",
+    }
     never = s11_world(PreemptionPolicy.NEVER)
     result = run_cycle(never.snapshot(), never.placer, NO_FAIR)
     assert result.preempted == ()
@@ -192,8 +220,11 @@ def test_s11_within_cluster_queue_policies():
 
 
 def test_s11_reclaim_within_cohort_lower_priority_spares_equal_priority_borrowers():
-    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)),
-              reclaim_within_cohort=PreemptionPolicy.LOWER_PRIORITY)
+    w = World(
+        a100s(2),
+        quotas=(quota("team-a", 4000), quota("team-b", 4000)),
+        reclaim_within_cohort=PreemptionPolicy.LOWER_PRIORITY,
+    )
     w.run("b-hi", "team-b", ONE, pods=4, priority=7, started=100)
     w.run("b-lo", "team-b", ONE, pods=4, priority=3, started=200)
     w.submit("a1", "team-a", ONE, pods=2, priority=5)
@@ -207,11 +238,13 @@ def test_s11_reclaim_within_cohort_lower_priority_spares_equal_priority_borrower
 
 def bwc_world(threshold):
     tenants = (TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c"))
-    w = World(a100s(2), tenants=tenants,
-              quotas=(quota("team-a", 4000), quota("team-b", 2000), quota("team-c", 2000)),
-              reclaim_within_cohort=PreemptionPolicy.LOWER_PRIORITY,
-              borrow_within_cohort=BorrowWithinCohort(BorrowWithinCohortPolicy.LOWER_PRIORITY,
-                                                      threshold))
+    w = World(
+        a100s(2),
+        tenants=tenants,
+        quotas=(quota("team-a", 4000), quota("team-b", 2000), quota("team-c", 2000)),
+        reclaim_within_cohort=PreemptionPolicy.LOWER_PRIORITY,
+        borrow_within_cohort=BorrowWithinCohort(BorrowWithinCohortPolicy.LOWER_PRIORITY, threshold),
+    )
     w.run("a-300", "team-a", ONE, pods=2, priority=300)
     w.run("b-50", "team-b", ONE, pods=2, priority=50, started=100)
     w.run("b-150", "team-b", ONE, pods=4, priority=150, started=200)
@@ -231,15 +264,19 @@ def test_s11_borrow_within_cohort_respects_its_priority_threshold():
     assert victims(result) == [("b-150", "a-new", PreemptionReason.RECLAIM_WHILE_BORROWING)]
     assert result.preempted[0].message == (
         "preempted by a-new of tenant team-a (priority 200 > 150) while tenant team-a borrows "
-        "(borrowWithinCohort)")
+        "(borrowWithinCohort)"
+    )
 
 
 def test_policy_combinations_kueue_refuses_are_input_errors():
     w = World(a100s(1), quotas=(quota("team-a", 4000),))
-    queue = replace(w.queues[0], reclaim_within_cohort=PreemptionPolicy.NEVER,
-                    borrow_within_cohort=LOWER)
-    with pytest.raises(AdmissionInputError, match="borrow_within_cohort: needs "
-                                                  "reclaim_within_cohort other than Never"):
+    queue = replace(
+        w.queues[0], reclaim_within_cohort=PreemptionPolicy.NEVER, borrow_within_cohort=LOWER
+    )
+    with pytest.raises(
+        AdmissionInputError,
+        match="borrow_within_cohort: needs reclaim_within_cohort other than Never",
+    ):
         run_cycle(w.snapshot(queues=(queue, w.queues[1])), w.placer)
     queue = replace(w.queues[0], within_cluster_queue=PreemptionPolicy.ANY)
     with pytest.raises(AdmissionInputError, match="within_cluster_queue: Any is not allowed"):

@@ -13,8 +13,11 @@ pytestmark = pytest.mark.django_db
 
 
 def _job(queue, **extra):
-    body = {"queue": getattr(queue, "pk", queue), "name": "adv",
-            "containers": [{"device_count": 1}]}
+    body = {
+        "queue": getattr(queue, "pk", queue),
+        "name": "adv",
+        "containers": [{"device_count": 1}],
+    }
     body.update(extra)
     return body
 
@@ -76,8 +79,10 @@ def test_job_submission_rejects_bad_input_field_by_field(world, path):
         (_job(q, containers=[{"name": "a"}, {"name": "a"}]), {"containers"}),
         (_job(q, containers=[]), {"containers.non_field_errors"}),
         (_job(q, containers={"name": "a"}), {"containers.non_field_errors"}),
-        (_job(q, containers=[{"name": f"c{i}"} for i in range(17)]),
-         {"containers.non_field_errors"}),
+        (
+            _job(q, containers=[{"name": f"c{i}"} for i in range(17)]),
+            {"containers.non_field_errors"},
+        ),
         ({"queue": q.pk}, {"name", "containers"}),
         # unknown keys are typos of real fields (min_pod, memory_percentage): refuse them
         (_job(q, min_pod=1), {"min_pod"}),
@@ -99,19 +104,27 @@ def test_job_submission_rejects_bad_input_field_by_field(world, path):
 
 def test_a_cpu_only_container_next_to_a_device_container_is_accepted(world):
     alice = client_for(world["alice"])
-    response = alice.post("/api/jobs/", _job(world["queue_a"], containers=[
-        {"name": "sidecar"}, {"name": "main", "device_count": 1, "cores_percent": 30}]),
-        format="json")
+    response = alice.post(
+        "/api/jobs/",
+        _job(
+            world["queue_a"],
+            containers=[
+                {"name": "sidecar"},
+                {"name": "main", "device_count": 1, "cores_percent": 30},
+            ],
+        ),
+        format="json",
+    )
     assert response.status_code == 201, response.content
     job = Job.objects.get(pk=response.json()["id"])
-    assert list(job.containers.order_by("name").values_list(
-        "name", "device_count", "cores_percent")) == [("main", 1, 30), ("sidecar", 0, 0)]
+    assert list(
+        job.containers.order_by("name").values_list("name", "device_count", "cores_percent")
+    ) == [("main", 1, 30), ("sidecar", 0, 0)]
 
 
 def test_unicode_names_are_stored_as_given(world):
     alice = client_for(world["alice"])
-    response = alice.post("/api/jobs/", _job(world["queue_a"], name="训练-ü-🚀"),
-                          format="json")
+    response = alice.post("/api/jobs/", _job(world["queue_a"], name="训练-ü-🚀"), format="json")
     assert response.status_code == 201
     assert Job.objects.get(pk=response.json()["id"]).name == "训练-ü-🚀"
 
@@ -119,19 +132,36 @@ def test_unicode_names_are_stored_as_given(world):
 def test_quota_amounts_beyond_the_database_range_are_400_not_500(world):
     root = client_for(world["root"])
     quota = Quota.objects.get(tenant=world["team_b"])
-    for body, field in (({"nominal": 2**63}, "nominal"), ({"nominal": BIG}, "nominal"),
-                        ({"borrowing_limit": 2**63}, "borrowing_limit"),
-                        ({"nominal": 5, "lending_limit": -1}, "lending_limit"),
-                        ({"nominal": "lots"}, "nominal"), ({"nominal": None}, "nominal")):
+    for body, field in (
+        ({"nominal": 2**63}, "nominal"),
+        ({"nominal": BIG}, "nominal"),
+        ({"borrowing_limit": 2**63}, "borrowing_limit"),
+        ({"nominal": 5, "lending_limit": -1}, "lending_limit"),
+        ({"nominal": "lots"}, "nominal"),
+        ({"nominal": None}, "nominal"),
+    ):
         response = root.patch(f"/api/quotas/{quota.pk}/", body, format="json")
         assert_field_error(response, field)
-    created = root.post("/api/quotas/", {"tenant": "team-b", "resource_group": "g1",
-                                         "dimension": "memory_mib", "nominal": 2**63},
-                        format="json")
+    created = root.post(
+        "/api/quotas/",
+        {"tenant": "team-b", "resource_group": "g1", "dimension": "memory_mib", "nominal": 2**63},
+        format="json",
+    )
     assert_field_error(created, "nominal")
-    dry = root.post("/api/quotas/dry-run/", {"changes": [
-        {"tenant": "team-b", "resource_group": "g1", "dimension": "devices",
-         "nominal": 2**63}]}, format="json")
+    dry = root.post(
+        "/api/quotas/dry-run/",
+        {
+            "changes": [
+                {
+                    "tenant": "team-b",
+                    "resource_group": "g1",
+                    "dimension": "devices",
+                    "nominal": 2**63,
+                }
+            ]
+        },
+        format="json",
+    )
     assert_field_error(dry, "changes[0].nominal")
     quota.refresh_from_db()
     assert (quota.nominal, quota.borrowing_limit) == (2000, None)
@@ -141,8 +171,7 @@ def test_quota_amounts_beyond_the_database_range_are_400_not_500(world):
 def test_quota_at_the_database_limit_is_accepted(world):
     root = client_for(world["root"])
     quota = Quota.objects.get(tenant=world["team_b"])
-    response = root.patch(f"/api/quotas/{quota.pk}/", {"borrowing_limit": 2**63 - 1},
-                          format="json")
+    response = root.patch(f"/api/quotas/{quota.pk}/", {"borrowing_limit": 2**63 - 1}, format="json")
     assert response.status_code == 200
     quota.refresh_from_db()
     assert quota.borrowing_limit == 2**63 - 1
@@ -154,13 +183,16 @@ def test_usage_filter_with_a_nul_character_is_400(world):
     assert alice.get("/api/usage/?resource_group=nope").json() == []
 
 
-@pytest.mark.parametrize(("query", "field"), [
-    ("month=9999-12", "month"),
-    ("from=2024-01&to=9999-12", "to"),
-    ("month=2024-13", "month"),
-    ("month=abc", "month"),
-    ("from=2024-05&to=2024-01", "to"),
-])
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("month=9999-12", "month"),
+        ("from=2024-01&to=9999-12", "to"),
+        ("month=2024-13", "month"),
+        ("month=abc", "month"),
+        ("from=2024-05&to=2024-01", "to"),
+    ],
+)
 def test_cost_report_months_out_of_range_are_400(world, query, field):
     alice = client_for(world["alice"])
     for path in ("/api/telemetry/cost/", "/api/telemetry/cost/csv/"):
@@ -168,10 +200,14 @@ def test_cost_report_months_out_of_range_are_400(world, query, field):
         assert_field_error(response, field)
 
 
-@pytest.mark.parametrize("path", [
-    "/api/telemetry/efficiency/", "/api/telemetry/jobs/{job}/efficiency/",
-    "/api/telemetry/devices/GPU-c1-0-0/utilisation/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/telemetry/efficiency/",
+        "/api/telemetry/jobs/{job}/efficiency/",
+        "/api/telemetry/devices/GPU-c1-0-0/utilisation/",
+    ],
+)
 def test_telemetry_windows_at_the_edge_of_the_calendar_are_400(world, path):
     from django.contrib.auth import get_user_model
 
@@ -179,9 +215,12 @@ def test_telemetry_windows_at_the_edge_of_the_calendar_are_400(world, path):
     admin = get_user_model().objects.create_user("ops-admin", is_superuser=True)
     alice = client_for(admin if "devices/" in path else world["alice"])
     path = path.format(job=world["a_train"].pk)
-    for query in ("end=0001-01-01T01:00:00%2B00:00",
-                  "start=2024-01-02T00:00:00%2B00:00&end=2024-01-01T00:00:00%2B00:00",
-                  "start=yesterday", "start=2024-01-01T00:00:00"):
+    for query in (
+        "end=0001-01-01T01:00:00%2B00:00",
+        "start=2024-01-02T00:00:00%2B00:00&end=2024-01-01T00:00:00%2B00:00",
+        "start=yesterday",
+        "start=2024-01-01T00:00:00",
+    ):
         response = alice.get(f"{path}?{query}")
         assert response.status_code == 400, (query, response.status_code)
         assert response.json()["error"]["code"] == "invalid"

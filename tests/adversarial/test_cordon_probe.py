@@ -24,8 +24,9 @@ def _url(device_id) -> str:
 def test_only_platform_admins_cordon_and_nothing_changes_otherwise(world, who):
     device = _device_of(world["a_train"])
     for action in ("cordon", "uncordon"):
-        response = client_for(world[who]).post(f"/api/devices/{device.pk}/{action}/",
-                                                {"reason": "x"}, format="json")
+        response = client_for(world[who]).post(
+            f"/api/devices/{device.pk}/{action}/", {"reason": "x"}, format="json"
+        )
         assert response.status_code == 403, (who, action, response.status_code)
     device.refresh_from_db()
     assert (device.cordoned, device.cordon_reason) == (False, "")
@@ -37,14 +38,17 @@ def test_cordon_of_an_unknown_device_is_404(world, device_id):
     assert response.status_code == 404, (response.status_code, text(response)[:300])
 
 
-@pytest.mark.parametrize(("body", "fields"), [
-    ({"drain": "evict"}, ["drain"]),
-    ({"drain": ["wait"]}, ["drain"]),
-    ({"reason": "a\x00b"}, ["reason"]),
-    ({"reason": "x" * 201}, ["reason"]),
-    ({"reason": {"a": 1}}, ["reason"]),
-    ({"force": True}, ["force"]),
-])
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"drain": "evict"}, ["drain"]),
+        ({"drain": ["wait"]}, ["drain"]),
+        ({"reason": "a\x00b"}, ["reason"]),
+        ({"reason": "x" * 201}, ["reason"]),
+        ({"reason": {"a": 1}}, ["reason"]),
+        ({"force": True}, ["force"]),
+    ],
+)
 def test_bad_cordon_input_is_a_field_error_and_writes_nothing(world, body, fields):
     device = _device_of(world["a_train"])
     response = client_for(world["root"]).post(_url(device.pk), body, format="json")
@@ -64,8 +68,7 @@ def test_cordoning_twice_drains_once_and_keeps_one_event_per_job(world):
     device = _device_of(job)
     client = client_for(world["root"])
     for _ in range(2):
-        response = client.post(_url(device.pk), {"reason": "fan", "drain": "wait"},
-                               format="json")
+        response = client.post(_url(device.pk), {"reason": "fan", "drain": "wait"}, format="json")
         assert response.status_code == 200, text(response)[:300]
         assert response.json()["cordoned"] is True
     assert JobEvent.objects.filter(job=job, kind="device-cordoned").count() == 1
@@ -74,8 +77,9 @@ def test_cordoning_twice_drains_once_and_keeps_one_event_per_job(world):
 def test_a_tenant_reads_why_its_job_was_requeued_by_a_cordon(world):
     job = world["a_train"]
     device = _device_of(job)
-    client_for(world["root"]).post(_url(device.pk), {"reason": "fan", "drain": "requeue"},
-                                   format="json")
+    client_for(world["root"]).post(
+        _url(device.pk), {"reason": "fan", "drain": "requeue"}, format="json"
+    )
     body = text(client_for(world["alice"]).get(f"/api/jobs/{job.pk}/events/"))
     body += text(client_for(world["alice"]).get(f"/api/jobs/{job.pk}/"))
     assert "fan" in body and "requeued" in body
@@ -107,7 +111,8 @@ def _page_client(user):
 def test_the_device_page_cordon_with_a_bad_reason_is_not_a_server_error(world, reason):
     device = _device_of(world["a_train"])
     response = _page_client(world["root"]).post(
-        f"/devices/{device.uuid}/cordon/", {"reason": reason, "drain": "wait"})
+        f"/devices/{device.uuid}/cordon/", {"reason": reason, "drain": "wait"}
+    )
     assert response.status_code in (200, 302), response.status_code
     device.refresh_from_db()
     if "\x00" in reason:
@@ -127,7 +132,8 @@ def test_the_device_page_with_a_nul_in_its_address_is_404(world):
 def test_the_device_page_refuses_an_unknown_drain_policy_without_cordoning(world):
     device = _device_of(world["a_train"])
     response = _page_client(world["root"]).post(
-        f"/devices/{device.uuid}/cordon/", {"reason": "r", "drain": "evict"})
+        f"/devices/{device.uuid}/cordon/", {"reason": "r", "drain": "evict"}
+    )
     assert response.status_code == 302
     device.refresh_from_db()
     assert (device.cordoned, device.cordon_reason) == (False, "")

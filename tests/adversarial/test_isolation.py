@@ -29,15 +29,24 @@ def _assert_blind(response, *secrets):
 def test_every_detail_endpoint_answers_404_for_another_tenants_objects(world):
     bob_job = world["b_secret"]
     placement = bob_job.placements.get()
-    Preemption.objects.create(victim=bob_job, victim_tenant="team-b", preemptor_tenant="team-b",
-                              reason="InTenant", message="b-secret evicted",
-                              time=bob_job.created, evict_by=bob_job.created,
-                              outcome="requeued")
+    Preemption.objects.create(
+        victim=bob_job,
+        victim_tenant="team-b",
+        preemptor_tenant="team-b",
+        reason="InTenant",
+        message="b-secret evicted",
+        time=bob_job.created,
+        evict_by=bob_job.created,
+        outcome="requeued",
+    )
     alice = client_for(world["alice"])
     paths = [
-        f"/api/jobs/{bob_job.pk}/", f"/api/jobs/{bob_job.pk}/events/",
-        f"/api/jobs/{bob_job.pk}/preemptions/", f"/api/placements/{placement.pk}/",
-        f"/api/queues/{world['queue_b'].pk}/", f"/api/tenants/{world['team_b'].pk}/",
+        f"/api/jobs/{bob_job.pk}/",
+        f"/api/jobs/{bob_job.pk}/events/",
+        f"/api/jobs/{bob_job.pk}/preemptions/",
+        f"/api/placements/{placement.pk}/",
+        f"/api/queues/{world['queue_b'].pk}/",
+        f"/api/tenants/{world['team_b'].pk}/",
         f"/api/quotas/{Quota.objects.get(tenant=world['team_b']).pk}/",
         f"/api/telemetry/jobs/{bob_job.pk}/efficiency/",
     ]
@@ -53,8 +62,7 @@ def test_every_detail_endpoint_answers_404_for_another_tenants_objects(world):
     quota_b = Quota.objects.get(tenant=world["team_b"])
     ada = client_for(world["ada"])
     for method in ("patch", "put", "delete"):
-        response = getattr(ada, method)(f"/api/quotas/{quota_b.pk}/", {"nominal": 0},
-                                        format="json")
+        response = getattr(ada, method)(f"/api/quotas/{quota_b.pk}/", {"nominal": 0}, format="json")
         assert response.status_code == 404, (method, response.status_code)
     quota_b.refresh_from_db()
     assert quota_b.nominal == 2000
@@ -64,19 +72,27 @@ def test_list_filters_naming_another_tenant_return_nothing(world):
     alice = client_for(world["alice"])
     team_b, queue_b, job_b = world["team_b"], world["queue_b"], world["b_secret"]
     for path in (
-        "/api/jobs/?tenant=team-b", f"/api/jobs/?queue={queue_b.pk}",
-        "/api/placements/?tenant=team-b", f"/api/placements/?job={job_b.pk}",
-        "/api/members/?tenant=team-b", "/api/members/?user=bob", "/api/queues/?name=default",
-        "/api/quotas/", "/api/tenants/?name=team", f"/api/jobs/?name={job_b.name}",
+        "/api/jobs/?tenant=team-b",
+        f"/api/jobs/?queue={queue_b.pk}",
+        "/api/placements/?tenant=team-b",
+        f"/api/placements/?job={job_b.pk}",
+        "/api/members/?tenant=team-b",
+        "/api/members/?user=bob",
+        "/api/queues/?name=default",
+        "/api/quotas/",
+        "/api/tenants/?name=team",
+        f"/api/jobs/?name={job_b.name}",
     ):
         response = alice.get(path)
         assert response.status_code == 200, path
         _assert_blind(response)
     assert alice.get("/api/usage/?tenant=team-b").status_code == 404
-    for path in (f"/api/telemetry/efficiency/?tenant={team_b.pk}",
-                 f"/api/telemetry/idle-jobs/?tenant={team_b.pk}",
-                 f"/api/telemetry/cost/?tenant={team_b.pk}",
-                 f"/api/telemetry/cost/csv/?tenant={team_b.pk}"):
+    for path in (
+        f"/api/telemetry/efficiency/?tenant={team_b.pk}",
+        f"/api/telemetry/idle-jobs/?tenant={team_b.pk}",
+        f"/api/telemetry/cost/?tenant={team_b.pk}",
+        f"/api/telemetry/cost/csv/?tenant={team_b.pk}",
+    ):
         response = alice.get(path)
         assert response.status_code == 404, path
         _assert_blind(response)
@@ -89,9 +105,16 @@ def test_unfiltered_lists_and_telemetry_show_only_own_tenant(world):
     placements = alice.get("/api/placements/").json()["results"]
     assert {p["tenant"] for p in placements} == {"team-a"}
     assert [u["tenant"] for u in alice.get("/api/usage/").json()] == ["team-a"]
-    for path in ("/api/telemetry/efficiency/", "/api/telemetry/idle-jobs/",
-                 "/api/telemetry/cost/", "/api/telemetry/cost/csv/", "/api/members/",
-                 "/api/queues/", "/api/tenants/", "/api/quotas/"):
+    for path in (
+        "/api/telemetry/efficiency/",
+        "/api/telemetry/idle-jobs/",
+        "/api/telemetry/cost/",
+        "/api/telemetry/cost/csv/",
+        "/api/members/",
+        "/api/queues/",
+        "/api/tenants/",
+        "/api/quotas/",
+    ):
         _assert_blind(alice.get(path))
     cost = alice.get("/api/telemetry/cost/").json()["rows"]
     assert {r["tenant"] for r in cost} <= {"team-a"}
@@ -99,8 +122,7 @@ def test_unfiltered_lists_and_telemetry_show_only_own_tenant(world):
 
 def test_submit_and_dry_run_into_another_tenants_queue_are_refused_without_a_trace(world):
     alice = client_for(world["alice"])
-    body = {"queue": world["queue_b"].pk, "name": "intruder",
-            "containers": [{"device_count": 1}]}
+    body = {"queue": world["queue_b"].pk, "name": "intruder", "containers": [{"device_count": 1}]}
     for path in ("/api/jobs/", "/api/dry-run/"):
         response = alice.post(path, body, format="json")
         assert response.status_code == 400
@@ -121,8 +143,13 @@ def nested(world):
 
 def test_team_members_do_not_see_the_department_or_a_sibling_team(nested):
     alice = client_for(nested["alice"])
-    Quota.objects.create(tenant=nested["dept"], resource_group=nested["group"], flavor="*",
-                         dimension="devices", nominal=8000)
+    Quota.objects.create(
+        tenant=nested["dept"],
+        resource_group=nested["group"],
+        flavor="*",
+        dimension="devices",
+        nominal=8000,
+    )
     assert [q["tenant"] for q in alice.get("/api/quotas/").json()["results"]] == ["team-a"]
     assert alice.get("/api/usage/?tenant=dept").status_code == 404
     assert alice.get(f"/api/tenants/{nested['dept'].pk}/").status_code == 404
@@ -136,11 +163,15 @@ def test_department_admin_reads_child_quotas_but_manages_no_outside_tenant(neste
     assert seen == {"team-a", "team-b"}
     assert dora.get("/api/usage/?tenant=team-c").status_code == 404
     quota_c = Quota.objects.get(tenant=nested["team_c"])
-    assert dora.patch(f"/api/quotas/{quota_c.pk}/", {"nominal": 0},
-                      format="json").status_code == 404
+    assert (
+        dora.patch(f"/api/quotas/{quota_c.pk}/", {"nominal": 0}, format="json").status_code == 404
+    )
     # a department admin sets the teams' quotas, never the department's own
-    own = dora.post("/api/quotas/", {"tenant": "dept", "resource_group": "g1",
-                                     "dimension": "devices", "nominal": 99000}, format="json")
+    own = dora.post(
+        "/api/quotas/",
+        {"tenant": "dept", "resource_group": "g1", "dimension": "devices", "nominal": 99000},
+        format="json",
+    )
     assert own.status_code == 403
     assert not Quota.objects.filter(tenant=nested["dept"]).exists()
 
@@ -148,16 +179,35 @@ def test_department_admin_reads_child_quotas_but_manages_no_outside_tenant(neste
 def test_tenant_admin_cannot_raise_their_own_quota(world):
     ada = client_for(world["ada"])
     quota = Quota.objects.get(tenant=world["team_a"])
-    assert ada.patch(f"/api/quotas/{quota.pk}/", {"nominal": 99000},
-                     format="json").status_code == 403
-    created = ada.post("/api/quotas/", {"tenant": "team-a", "resource_group": "g1",
-                                        "flavor": "NVIDIA-A100-SXM4-80GB",
-                                        "dimension": "devices", "nominal": 99000},
-                       format="json")
+    assert (
+        ada.patch(f"/api/quotas/{quota.pk}/", {"nominal": 99000}, format="json").status_code == 403
+    )
+    created = ada.post(
+        "/api/quotas/",
+        {
+            "tenant": "team-a",
+            "resource_group": "g1",
+            "flavor": "NVIDIA-A100-SXM4-80GB",
+            "dimension": "devices",
+            "nominal": 99000,
+        },
+        format="json",
+    )
     assert created.status_code == 403
-    dry = ada.post("/api/quotas/dry-run/", {"changes": [
-        {"tenant": "team-a", "resource_group": "g1", "dimension": "devices",
-         "nominal": 99000}]}, format="json")
+    dry = ada.post(
+        "/api/quotas/dry-run/",
+        {
+            "changes": [
+                {
+                    "tenant": "team-a",
+                    "resource_group": "g1",
+                    "dimension": "devices",
+                    "nominal": 99000,
+                }
+            ]
+        },
+        format="json",
+    )
     assert dry.status_code == 403
     quota.refresh_from_db()
     assert quota.nominal == 2000 and Quota.objects.filter(tenant=world["team_a"]).count() == 1
@@ -169,22 +219,34 @@ def test_quota_endpoints_do_not_tell_an_unknown_tenant_from_another_tenants(worl
     ada = client_for(world["ada"])
     answers = {}
     for name in ("team-b", "no-such-team"):
-        create = ada.post("/api/quotas/", {"tenant": name, "resource_group": "g1",
-                                           "dimension": "devices", "nominal": 1},
-                          format="json")
-        dry = ada.post("/api/quotas/dry-run/", {"changes": [
-            {"tenant": name, "resource_group": "g1", "dimension": "devices",
-             "nominal": 1}]}, format="json")
+        create = ada.post(
+            "/api/quotas/",
+            {"tenant": name, "resource_group": "g1", "dimension": "devices", "nominal": 1},
+            format="json",
+        )
+        dry = ada.post(
+            "/api/quotas/dry-run/",
+            {
+                "changes": [
+                    {"tenant": name, "resource_group": "g1", "dimension": "devices", "nominal": 1}
+                ]
+            },
+            format="json",
+        )
         answers[name] = [(r.status_code, r.json()["error"]["message"]) for r in (create, dry)]
     assert answers["team-b"] == answers["no-such-team"] == [(404, "No such tenant.")] * 2
 
 
 def test_membership_writes_by_a_non_admin_do_not_reveal_which_usernames_exist(world):
     alice = client_for(world["alice"])
-    real = alice.post("/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"},
-                      format="json")
-    made_up = alice.post("/api/members/", {"tenant": "team-a", "user": "nobody-here",
-                                           "role": "viewer"}, format="json")
+    real = alice.post(
+        "/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"}, format="json"
+    )
+    made_up = alice.post(
+        "/api/members/",
+        {"tenant": "team-a", "user": "nobody-here", "role": "viewer"},
+        format="json",
+    )
     assert real.status_code == made_up.status_code == 403
     assert real.json() == made_up.json()
 
@@ -195,25 +257,29 @@ def test_tenant_admin_cannot_touch_another_tenants_memberships(world):
     ada = client_for(world["ada"])
     bob_membership = Membership.objects.get(user=world["bob"])
     for method in ("patch", "put", "delete"):
-        response = getattr(ada, method)(f"/api/members/{bob_membership.pk}/",
-                                        {"tenant": "team-b", "user": "bob", "role": "viewer"},
-                                        format="json")
+        response = getattr(ada, method)(
+            f"/api/members/{bob_membership.pk}/",
+            {"tenant": "team-b", "user": "bob", "role": "viewer"},
+            format="json",
+        )
         assert response.status_code == 404
-    added = ada.post("/api/members/", {"tenant": "team-b", "user": "alice", "role": "viewer"},
-                     format="json")
-    unknown = ada.post("/api/members/", {"tenant": "no-such", "user": "alice",
-                                         "role": "viewer"}, format="json")
+    added = ada.post(
+        "/api/members/", {"tenant": "team-b", "user": "alice", "role": "viewer"}, format="json"
+    )
+    unknown = ada.post(
+        "/api/members/", {"tenant": "no-such", "user": "alice", "role": "viewer"}, format="json"
+    )
     # tenant admins never enrol directly (issue 15): refused before the names are looked at
     assert added.status_code == unknown.status_code == 403
     assert added.json() == unknown.json()
     invited, invited_unknown = (
         ada.post("/api/invitations/", {"tenant": name, "invitee": "alice"}, format="json")
-        for name in ("team-b", "no-such"))
+        for name in ("team-b", "no-such")
+    )
     assert invited.status_code == invited_unknown.status_code == 404
     assert invited.json() == invited_unknown.json()
     alice_membership = Membership.objects.get(user=world["alice"])
-    moved = ada.patch(f"/api/members/{alice_membership.pk}/", {"tenant": "team-b"},
-                      format="json")
+    moved = ada.patch(f"/api/members/{alice_membership.pk}/", {"tenant": "team-b"}, format="json")
     assert moved.status_code == 400
     bob_membership.refresh_from_db()
     alice_membership.refresh_from_db()
@@ -232,9 +298,15 @@ def test_quota_dry_run_does_not_show_an_outside_tenants_quota_or_usage(nested):
     # team-c is now over its (lowered) quota: a violation that exists before the change
     Quota.objects.filter(tenant=nested["team_c"]).update(nominal=0, borrowing_limit=0)
     dora = client_for(nested["dora"])
-    response = dora.post("/api/quotas/dry-run/", {"changes": [
-        {"tenant": "team-a", "resource_group": "g1", "dimension": "devices", "nominal": 0}]},
-        format="json")
+    response = dora.post(
+        "/api/quotas/dry-run/",
+        {
+            "changes": [
+                {"tenant": "team-a", "resource_group": "g1", "dimension": "devices", "nominal": 0}
+            ]
+        },
+        format="json",
+    )
     assert response.status_code == 200
     group = response.json()["groups"][0]
     outside = [m for m in group["violations"] + group["unresolved"] if "team-c" in m]

@@ -64,8 +64,9 @@ def test_the_lockout_is_per_username_and_address(world):
     forged = Client(REMOTE_ADDR="203.0.113.9", HTTP_X_FORWARDED_FOR="198.51.100.1")
     assert _login(forged, "/accounts/login/", "pw-alice").status_code == 429
     # alice at her own desk is not locked out by the attacker, nor is bob
-    assert _login(Client(REMOTE_ADDR="192.0.2.10"), "/accounts/login/",
-                  "pw-alice").status_code == 302
+    assert (
+        _login(Client(REMOTE_ADDR="192.0.2.10"), "/accounts/login/", "pw-alice").status_code == 302
+    )
     assert _login(attacker, "/accounts/login/", "pw-bob", username="bob").status_code == 302
 
 

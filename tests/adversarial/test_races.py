@@ -110,13 +110,14 @@ def test_cancel_while_the_cycle_commits_the_admission_leaves_nothing_booked():
         cycle_thread.join(30)
         cancel_thread.join(30)
     assert "error" not in cycle_result and "error" not in cancel_result, (
-        cycle_result, cancel_result)
+        cycle_result,
+        cancel_result,
+    )
     assert cycle_result["value"].admitted == [job.pk]
     job.refresh_from_db()
     assert job.state == "cancelled"
     assert _booked(job) == 0
-    assert list(Placement.objects.filter(job=job).values_list("state", flat=True)) == [
-        "released"]
+    assert list(Placement.objects.filter(job=job).values_list("state", flat=True)) == ["released"]
     run_admission_cycle(group.pk)  # settles the released usage
     assert check_usage(group.pk).drift == []
 
@@ -137,7 +138,9 @@ def test_cancel_before_the_cycle_commits_keeps_the_job_out_of_the_cluster():
         cancel_thread.join(30)
         cycle_thread.join(30)
     assert "error" not in cycle_result and "error" not in cancel_result, (
-        cycle_result, cancel_result)
+        cycle_result,
+        cancel_result,
+    )
     report = cycle_result["value"]
     assert report.admitted == []
     job.refresh_from_db()
@@ -202,14 +205,19 @@ def test_cancel_during_submission_deletes_what_the_submission_created():
 
     backend = _RecordingBackend(on_submit=cancel_meanwhile)
     # cancel deletes pods after its commit, through scheduling.backends.delete_pods_on_commit
-    with mock.patch.object(submissions, "get_backend", return_value=backend), \
-            mock.patch.object(backends, "get_backend", return_value=backend):
+    with (
+        mock.patch.object(submissions, "get_backend", return_value=backend),
+        mock.patch.object(backends, "get_backend", return_value=backend),
+    ):
         state = submissions.submit_to_cluster(job.pk)
     placement = Placement.objects.get(job=job)
     assert state == "cancelled" and placement.state == "released"
     # cancel deleted (nothing yet), the pod was created, then deleted again
-    assert backend.calls == [("delete", placement.pk), ("submit", placement.pk),
-                             ("delete", placement.pk)]
+    assert backend.calls == [
+        ("delete", placement.pk),
+        ("submit", placement.pk),
+        ("delete", placement.pk),
+    ]
 
 
 def test_cancelling_a_finished_job_is_a_conflict_and_changes_nothing():

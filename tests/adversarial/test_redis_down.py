@@ -21,15 +21,26 @@ from tests.adversarial.helpers import client_for
 from tests.builders import gpu_job
 
 DEAD_SOCKET = "/nonexistent/redis.sock"
-FORM = {"name": "from-ui", "priority": 0, "pod_count": 1, "cpu_milli": 1000,
-        "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
-        "device_memory_mib": 1024, "cores_percent": 10}
+FORM = {
+    "name": "from-ui",
+    "priority": 0,
+    "pod_count": 1,
+    "cpu_milli": 1000,
+    "host_memory_mib": 1024,
+    "duration_s": 60,
+    "vendor": "NVIDIA",
+    "device_count": 1,
+    "device_memory_mib": 1024,
+    "cores_percent": 10,
+}
 
 
 @pytest.fixture
 def cache_down(settings):
-    settings.CACHES = {**settings.CACHES, "default": {
-        **settings.CACHES["default"], "LOCATION": f"unix://{DEAD_SOCKET}"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {**settings.CACHES["default"], "LOCATION": f"unix://{DEAD_SOCKET}"},
+    }
 
 
 @pytest.fixture
@@ -60,15 +71,21 @@ def eager_celery():
 
 
 def _submit(client, queue):
-    return client.post("/api/jobs/", {"queue": queue.pk, "name": "api-job",
-                                      "containers": [{"device_count": 1,
-                                                      "device_memory_mib": 1024}]},
-                       format="json")
+    return client.post(
+        "/api/jobs/",
+        {
+            "queue": queue.pk,
+            "name": "api-job",
+            "containers": [{"device_count": 1, "device_memory_mib": 1024}],
+        },
+        format="json",
+    )
 
 
 @pytest.mark.django_db
 def test_api_writes_work_and_are_still_throttled_per_process_when_the_cache_is_down(
-        world, cache_down, monkeypatch, caplog):
+    world, cache_down, monkeypatch, caplog
+):
     from django.core.cache import caches
 
     from core.api.throttling import WriteRateThrottle
@@ -138,7 +155,8 @@ def test_the_tick_admits_a_job_whose_enqueue_was_lost(world, broker_down, eager_
 
 @pytest.mark.django_db
 def test_the_sweeper_submits_reservations_whose_task_was_lost_exactly_once(
-        world, eager_celery, settings):
+    world, eager_celery, settings
+):
     from scheduling.services.sweeper import overdue_reservations
     from scheduling.tasks import sweep_task
 
@@ -153,8 +171,7 @@ def test_the_sweeper_submits_reservations_whose_task_was_lost_exactly_once(
     placement = Placement.objects.get(job=job)
     assert placement.state == "reserved"
     assert overdue_reservations() == []  # within the grace: the task may still come
-    Placement.objects.filter(pk=placement.pk).update(
-        created=timezone.now() - timedelta(seconds=61))
+    Placement.objects.filter(pk=placement.pk).update(created=timezone.now() - timedelta(seconds=61))
     assert overdue_reservations() == [job.pk]
     assert sweep_task() == {"resubmitted": 1}
     job.refresh_from_db()

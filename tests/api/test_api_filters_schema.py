@@ -51,8 +51,11 @@ def test_vendor_filter_ignores_case_and_lists_valid_values(api, world):
 
 def test_submit_vendor_any_case_and_queue_by_name(api, world):
     client = as_user(api, world["alice"])
-    body = {"queue": f"team-a/{world['queue_a'].name}", "name": "lower-vendor",
-            "containers": [{"vendor": "nvidia", "device_count": 1, "device_memory_mib": 1024}]}
+    body = {
+        "queue": f"team-a/{world['queue_a'].name}",
+        "name": "lower-vendor",
+        "containers": [{"vendor": "nvidia", "device_count": 1, "device_memory_mib": 1024}],
+    }
     response = client.post("/api/jobs/", body, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["containers"][0]["vendor"] == "NVIDIA"
@@ -63,16 +66,18 @@ def test_submit_vendor_any_case_and_queue_by_name(api, world):
     fields = bad.json()["error"]["fields"]
     assert set(fields) == {"containers[0].vendor"}
     assert "NVIDIA" in str(fields) and "Ascend" in str(fields)
-    other = client.post("/api/jobs/", {**body, "queue": f"team-b/{world['queue_b'].name}",
-                                       "containers": [{"device_count": 1}]}, format="json")
+    other = client.post(
+        "/api/jobs/",
+        {**body, "queue": f"team-b/{world['queue_b'].name}", "containers": [{"device_count": 1}]},
+        format="json",
+    )
     assert other.status_code == 400 and set(other.json()["error"]["fields"]) == {"queue"}
 
 
 def test_telemetry_tenant_filter_takes_a_name(api, world):
     client = as_user(api, world["alice"])
     assert client.get("/api/telemetry/efficiency/?tenant=team-a").status_code == 200
-    assert client.get(f"/api/telemetry/efficiency/?tenant={world['team_a'].pk}"
-                      ).status_code == 200
+    assert client.get(f"/api/telemetry/efficiency/?tenant={world['team_a'].pk}").status_code == 200
     hidden = client.get("/api/telemetry/efficiency/?tenant=team-b")
     assert hidden.status_code == 404
     assert client.get("/api/telemetry/idle-jobs/?tenant=nosuch").status_code == 404
@@ -83,8 +88,12 @@ def test_schema_generation_emits_no_warning():
     call_command("spectacular", "--fail-on-warn", "--validate", stdout=out, stderr=err)
     assert err.getvalue() == ""
     schema = out.getvalue()
-    for path in ("/api/telemetry/efficiency/", "/api/telemetry/idle-jobs/",
-                 "/api/telemetry/cost/", "/api/telemetry/alerts/",
-                 "/api/telemetry/devices/{serial}/utilisation/"):
+    for path in (
+        "/api/telemetry/efficiency/",
+        "/api/telemetry/idle-jobs/",
+        "/api/telemetry/cost/",
+        "/api/telemetry/alerts/",
+        "/api/telemetry/devices/{serial}/utilisation/",
+    ):
         assert f"{path}:" in schema
     assert "TenantEfficiency" in schema and "CapacityAlert" in schema

@@ -11,8 +11,14 @@ pytestmark = pytest.mark.django_db
 
 
 def test_reads_need_authentication(api, world):
-    for url in ("/api/device-models/", "/api/clusters/", "/api/placements/", "/api/nodes/",
-                "/api/devices/", "/api/queues/"):
+    for url in (
+        "/api/device-models/",
+        "/api/clusters/",
+        "/api/placements/",
+        "/api/nodes/",
+        "/api/devices/",
+        "/api/queues/",
+    ):
         assert api.get(url).status_code == 401, url
 
 
@@ -22,18 +28,22 @@ def test_device_models_read_and_admin_write(api, world):
     assert [m["name"] for m in body["results"]] == ["NVIDIA-A100-SXM4-80GB"]
     assert body["results"][0]["config"]["memory_mib"] == 81920
     assert body["results"][0]["resolved"]["memory_mib"] == 81920
-    payload = {"name": "MLU370-X8", "vendor": "MLU",
-               "config": {"memory_mib": 49152, "split_count": 100,
-                          "resource_count": "cambricon.com/vmlu"}}
+    payload = {
+        "name": "MLU370-X8",
+        "vendor": "MLU",
+        "config": {"memory_mib": 49152, "split_count": 100, "resource_count": "cambricon.com/vmlu"},
+    }
     assert member.post("/api/device-models/", payload, format="json").status_code == 403
     root = as_user(api, world["root"])
     created = root.post("/api/device-models/", payload, format="json")
     assert created.status_code == 201, created.content
     assert DeviceModel.objects.get(name="MLU370-X8").slicing_mode == "unit"
     assert created.json()["slicing_mode"] == "unit"
-    bad = root.post("/api/device-models/", {"name": "X", "vendor": "NVIDIA",
-                                            "config": {"memory_mib": -1, "slicing": "magic"}},
-                    format="json")
+    bad = root.post(
+        "/api/device-models/",
+        {"name": "X", "vendor": "NVIDIA", "config": {"memory_mib": -1, "slicing": "magic"}},
+        format="json",
+    )
     assert bad.status_code == 400
     assert set(bad.json()["error"]["fields"]) == {"config.memory_mib", "config.slicing"}
     assert root.get("/api/device-models/999999/").status_code == 404
@@ -43,8 +53,9 @@ def test_device_models_read_and_admin_write(api, world):
 
 
 def test_clusters_never_show_connection_settings(api, world):
-    Cluster.objects.filter(name="c1").update(kubeconfig_path="/etc/secret/kubeconfig",
-                                             kube_context="prod-admin")
+    Cluster.objects.filter(name="c1").update(
+        kubeconfig_path="/etc/secret/kubeconfig", kube_context="prod-admin"
+    )
     body = as_user(api, world["alice"]).get("/api/clusters/").json()
     row = body["results"][0]
     assert (row["name"], row["node_count"], row["device_count"]) == ("c1", 2, 4)
@@ -60,14 +71,18 @@ def test_placements_are_tenant_scoped(api, world):
     body = as_user(api, world["alice"]).get("/api/placements/").json()
     assert [p["job_name"] for p in body["results"]] == ["a-train"]
     row = body["results"][0]
-    assert row["devices"] == [{"uuid": row["devices"][0]["uuid"],
-                               "model": "NVIDIA-A100-SXM4-80GB", "memory_mib": 32768,
-                               "cores_percent": 30, "slots": 1}]
+    assert row["devices"] == [
+        {
+            "uuid": row["devices"][0]["uuid"],
+            "model": "NVIDIA-A100-SXM4-80GB",
+            "memory_mib": 32768,
+            "cores_percent": 30,
+            "slots": 1,
+        }
+    ]
     assert row["state"] == "running"
-    assert as_user(api, world["alice"]).get(
-        f"/api/placements/{b_placement.pk}/").status_code == 404
-    assert as_user(api, world["bob"]).get(
-        f"/api/placements/{a_placement.pk}/").status_code == 404
+    assert as_user(api, world["alice"]).get(f"/api/placements/{b_placement.pk}/").status_code == 404
+    assert as_user(api, world["bob"]).get(f"/api/placements/{a_placement.pk}/").status_code == 404
     filtered = as_user(api, world["root"]).get("/api/placements/?tenant=team-b").json()
     assert [p["job_name"] for p in filtered["results"]] == ["b-secret"]
     bad = as_user(api, world["root"]).get("/api/placements/?state=bogus")
@@ -87,15 +102,21 @@ def test_nodes_devices_queues(api, world):
 
 def test_nul_characters_in_json_fields_are_field_errors(api, world):
     root = as_user(api, world["root"])
-    response = root.post("/api/device-models/", {
-        "name": "X1", "vendor": "NVIDIA", "config": {"bad\u0000key": 1}}, format="json")
+    response = root.post(
+        "/api/device-models/",
+        {"name": "X1", "vendor": "NVIDIA", "config": {"bad\u0000key": 1}},
+        format="json",
+    )
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {"config"}
-    response = root.post("/api/device-models/", {
-        "name": "X1", "vendor": "NVIDIA", "config": {"resource_count": "a\u0000b"}},
-        format="json")
+    response = root.post(
+        "/api/device-models/",
+        {"name": "X1", "vendor": "NVIDIA", "config": {"resource_count": "a\u0000b"}},
+        format="json",
+    )
     assert response.status_code == 400  # the request parser names the value's path
     assert set(response.json()["error"]["fields"]) == {"config.resource_count"}
-    group = root.post("/api/resource-groups/", {"name": "nul", "node_selector": {"a\u0000": "b"}},
-                      format="json")
+    group = root.post(
+        "/api/resource-groups/", {"name": "nul", "node_selector": {"a\u0000": "b"}}, format="json"
+    )
     assert group.status_code == 400 and "node_selector" in group.json()["error"]["fields"]

@@ -21,15 +21,17 @@ VOLATILE = {"id", "invitee", "created", "expires_at", "token"}
 
 
 def _invite(client, invitee, tenant="team-a", role="member"):
-    return client.post("/api/invitations/", {"tenant": tenant, "invitee": invitee,
-                                             "role": role}, format="json")
+    return client.post(
+        "/api/invitations/", {"tenant": tenant, "invitee": invitee, "role": role}, format="json"
+    )
 
 
 def test_a_tenant_admin_can_no_longer_enrol_an_existing_user_directly(world):
     ada = client_for(world["ada"])
     for user in ("bob", "nobody-at-all"):
-        response = ada.post("/api/members/", {"tenant": "team-a", "user": user,
-                                              "role": "viewer"}, format="json")
+        response = ada.post(
+            "/api/members/", {"tenant": "team-a", "user": user, "role": "viewer"}, format="json"
+        )
         assert response.status_code == 403
         assert "invitations" in response.json()["error"]["message"]
     assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
@@ -41,10 +43,18 @@ def test_the_answer_to_an_invitation_does_not_tell_whether_the_user_exists(world
     assert existing.status_code == missing.status_code == 201
     a, b = existing.json(), missing.json()
     assert a.keys() == b.keys()
-    assert {k: v for k, v in a.items() if k not in VOLATILE} == \
-        {k: v for k, v in b.items() if k not in VOLATILE} == {
-            "tenant": "team-a", "role": "member", "state": "pending", "created_by": "ada",
-            "accepted_at": None, "revoked_at": None}
+    assert (
+        {k: v for k, v in a.items() if k not in VOLATILE}
+        == {k: v for k, v in b.items() if k not in VOLATILE}
+        == {
+            "tenant": "team-a",
+            "role": "member",
+            "state": "pending",
+            "created_by": "ada",
+            "accepted_at": None,
+            "revoked_at": None,
+        }
+    )
     assert (a["invitee"], b["invitee"]) == ("bob", "no-such-user")
     assert len(a["token"]) >= 40 and a["token"] != b["token"]
     # the token itself is not stored
@@ -58,7 +68,8 @@ def test_the_invitee_sees_and_accepts_the_invitation(world):
     bob = client_for(world["bob"])
     mine = bob.get("/api/invitations/?mine=true").json()["results"]
     assert [(i["id"], i["tenant"], i["role"]) for i in mine] == [
-        (created["id"], "team-a", "viewer")]
+        (created["id"], "team-a", "viewer")
+    ]
     assert "token" not in mine[0]
     accepted = bob.post(f"/api/invitations/{created['id']}/accept/")
     assert accepted.status_code == 200, accepted.content
@@ -66,11 +77,19 @@ def test_the_invitee_sees_and_accepts_the_invitation(world):
     assert Membership.objects.get(user=world["bob"], tenant=world["team_a"]).role == "viewer"
     # used once
     assert bob.post(f"/api/invitations/{created['id']}/accept/").status_code == 404
-    actions = list(AuditEntry.objects.filter(tenant_id=world["team_a"].pk, action__in=[
-        "invitation.create", "invitation.accept", "membership.create"]).order_by("id")
-        .values_list("action", "actor_name"))
-    assert actions == [("invitation.create", "ada"), ("invitation.accept", "bob"),
-                       ("membership.create", "bob")]
+    actions = list(
+        AuditEntry.objects.filter(
+            tenant_id=world["team_a"].pk,
+            action__in=["invitation.create", "invitation.accept", "membership.create"],
+        )
+        .order_by("id")
+        .values_list("action", "actor_name")
+    )
+    assert actions == [
+        ("invitation.create", "ada"),
+        ("invitation.accept", "bob"),
+        ("membership.create", "bob"),
+    ]
 
 
 def test_someone_else_cannot_accept_or_see_it(world):
@@ -79,8 +98,12 @@ def test_someone_else_cannot_accept_or_see_it(world):
     client = client_for(mallory)
     assert client.get("/api/invitations/").json()["results"] == []
     assert client.post(f"/api/invitations/{created['id']}/accept/").status_code == 404
-    assert client.post("/api/invitations/accept-token/", {"token": created["token"]},
-                       format="json").status_code == 404
+    assert (
+        client.post(
+            "/api/invitations/accept-token/", {"token": created["token"]}, format="json"
+        ).status_code
+        == 404
+    )
     assert not Membership.objects.filter(user=mallory).exists()
 
 
@@ -88,10 +111,13 @@ def test_accept_by_token_and_by_e_mail_address(world):
     carol = make_user("carol", email="Carol@Example.org")
     created = _invite(client_for(world["ada"]), "carol@example.org", role="member").json()
     client = client_for(carol)
-    assert client.post("/api/invitations/accept-token/", {"token": "wrong"},
-                       format="json").status_code == 404
-    response = client.post("/api/invitations/accept-token/", {"token": created["token"]},
-                           format="json")
+    assert (
+        client.post("/api/invitations/accept-token/", {"token": "wrong"}, format="json").status_code
+        == 404
+    )
+    response = client.post(
+        "/api/invitations/accept-token/", {"token": created["token"]}, format="json"
+    )
     assert response.status_code == 200, response.content
     assert Membership.objects.get(user=carol, tenant=world["team_a"]).role == "member"
 
@@ -107,8 +133,12 @@ def test_an_expired_revoked_or_declined_invitation_cannot_be_accepted(world):
     assert bob.post(f"/api/invitations/{second['id']}/accept/").status_code == 404
     third = _invite(ada, "bob").json()
     assert bob.post(f"/api/invitations/{third['id']}/decline/").json()["state"] == "revoked"
-    assert bob.post("/api/invitations/accept-token/", {"token": third["token"]},
-                    format="json").status_code == 409
+    assert (
+        bob.post(
+            "/api/invitations/accept-token/", {"token": third["token"]}, format="json"
+        ).status_code
+        == 409
+    )
     assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
 
 
@@ -140,8 +170,9 @@ def test_invitation_field_errors(world):
 
 def test_a_platform_admin_still_adds_members_directly(world):
     root = client_for(world["root"])
-    created = root.post("/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"},
-                        format="json")
+    created = root.post(
+        "/api/members/", {"tenant": "team-a", "user": "bob", "role": "viewer"}, format="json"
+    )
     assert created.status_code == 201, created.content
     assert Membership.objects.get(user=world["bob"], tenant=world["team_a"]).role == "viewer"
     assert AuditEntry.objects.filter(action="membership.create", actor_name="root").exists()
@@ -155,8 +186,10 @@ def test_a_tenant_admin_changes_roles_and_removes_members_through_the_services(w
     moved = ada.patch(f"/api/members/{own.pk}/", {"user": "bob"}, format="json")
     assert moved.status_code == 400
     assert ada.delete(f"/api/members/{own.pk}/").status_code == 204
-    actions = list(AuditEntry.objects.filter(object_type="tenants.membership",
-                                             object_id=str(own.pk)).order_by("id")
-                   .values_list("action", flat=True))
+    actions = list(
+        AuditEntry.objects.filter(object_type="tenants.membership", object_id=str(own.pk))
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
     assert actions == ["membership.update", "membership.delete"]
     assert get_user_model().objects.filter(username="alice").exists()

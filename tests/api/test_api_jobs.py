@@ -10,16 +10,21 @@ pytestmark = pytest.mark.django_db
 
 
 def _payload(queue, **extra):
-    body = {"queue": queue.pk, "name": "eval-run", "cpu_milli": 2000,
-            "host_memory_mib": 8192, "containers": [{"device_count": 1, "device_memory_mib": 10240,
-                                                "cores_percent": 20}]}
+    body = {
+        "queue": queue.pk,
+        "name": "eval-run",
+        "cpu_milli": 2000,
+        "host_memory_mib": 8192,
+        "containers": [{"device_count": 1, "device_memory_mib": 10240, "cores_percent": 20}],
+    }
     body.update(extra)
     return body
 
 
 def test_submit_is_audited_with_the_actor(api, world):
-    response = as_user(api, world["alice"]).post("/api/jobs/", _payload(world["queue_a"]),
-                                                 format="json")
+    response = as_user(api, world["alice"]).post(
+        "/api/jobs/", _payload(world["queue_a"]), format="json"
+    )
     assert response.status_code == 201, response.content
     entry = AuditEntry.objects.get(action="job.submit", object_id=str(response.json()["id"]))
     assert (entry.actor_name, entry.tenant_id) == ("alice", world["team_a"].pk)
@@ -28,18 +33,28 @@ def test_submit_is_audited_with_the_actor(api, world):
 
 def test_submit_errors(api, world):
     client = as_user(api, world["alice"])
-    bad = client.post("/api/jobs/", _payload(world["queue_a"], name="", containers=[
-        {"device_count": 1, "device_memory_mib": 10, "memory_percent": 10}]), format="json")
+    bad = client.post(
+        "/api/jobs/",
+        _payload(
+            world["queue_a"],
+            name="",
+            containers=[{"device_count": 1, "device_memory_mib": 10, "memory_percent": 10}],
+        ),
+        format="json",
+    )
     assert bad.status_code == 400
     assert set(bad.json()["error"]["fields"]) == {"name", "containers[0].memory_percent"}
     other_queue = client.post("/api/jobs/", _payload(world["queue_b"]), format="json")
     assert other_queue.status_code == 400
     assert set(other_queue.json()["error"]["fields"]) == {"queue"}
     assert "team-b" not in other_queue.content.decode()
-    assert api.credentials() is None and api.post("/api/jobs/", _payload(world["queue_a"]),
-                                                  format="json").status_code == 401
-    viewer = as_user(api, world["victor"]).post("/api/jobs/", _payload(world["queue_a"]),
-                                                format="json")
+    assert (
+        api.credentials() is None
+        and api.post("/api/jobs/", _payload(world["queue_a"]), format="json").status_code == 401
+    )
+    viewer = as_user(api, world["victor"]).post(
+        "/api/jobs/", _payload(world["queue_a"]), format="json"
+    )
     assert viewer.status_code == 403
     assert not Job.objects.filter(name="eval-run").exists()
 
@@ -67,7 +82,10 @@ def test_cancel_by_role(api, world):
     assert again.json()["error"]["fields"] == {"state": [f"job {job.pk} is already cancelled"]}
     entry = AuditEntry.objects.get(action="job.cancel", object_id=str(job.pk))
     assert (entry.before, entry.after, entry.actor_name) == (
-        {"state": "queued"}, {"state": "cancelled"}, "alice")
+        {"state": "queued"},
+        {"state": "cancelled"},
+        "alice",
+    )
 
 
 def test_write_endpoints_are_throttled(api, world, settings):
@@ -82,12 +100,17 @@ def test_write_endpoints_are_throttled(api, world, settings):
     WriteRateThrottle.THROTTLE_RATES = rates
     try:
         client = as_user(api, world["root"])
-        codes = [client.post("/api/tenants/", {"name": f"t-{i}"}, format="json").status_code
-                 for i in range(3)]
+        codes = [
+            client.post("/api/tenants/", {"name": f"t-{i}"}, format="json").status_code
+            for i in range(3)
+        ]
         assert codes == [201, 201, 429]
         assert client.get("/api/tenants/").status_code == 200  # reads are never throttled
-        codes = [client.post("/api/members/", {"tenant": "team-a", "user": "bob"},
-                             format="json").status_code]
+        codes = [
+            client.post(
+                "/api/members/", {"tenant": "team-a", "user": "bob"}, format="json"
+            ).status_code
+        ]
         assert codes == [429]
     finally:
         WriteRateThrottle.THROTTLE_RATES = old

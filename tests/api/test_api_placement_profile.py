@@ -11,8 +11,11 @@ pytestmark = pytest.mark.django_db
 
 
 def _job(queue, **extra):
-    body = {"queue": queue.pk, "name": "eval", "containers": [
-        {"device_count": 1, "memory_percent": 50, "cores_percent": 50}]}
+    body = {
+        "queue": queue.pk,
+        "name": "eval",
+        "containers": [{"device_count": 1, "memory_percent": 50, "cores_percent": 50}],
+    }
     body.update(extra)
     return body
 
@@ -21,42 +24,66 @@ def test_admin_sets_the_profile_and_reads_it_back(api, world):
     client = as_user(api, world["root"])
     url = f"/api/resource-groups/{world['group'].pk}/"
     assert client.get(url).json()["fragmentation_policy"] == "none"
-    response = client.patch(url, {"node_policy": "spread", "device_policy": "topology-aware",
-                                  "fragmentation_policy": "FragGuard",
-                                  "pod_policy_override": False}, format="json")
+    response = client.patch(
+        url,
+        {
+            "node_policy": "spread",
+            "device_policy": "topology-aware",
+            "fragmentation_policy": "FragGuard",
+            "pod_policy_override": False,
+        },
+        format="json",
+    )
     assert response.status_code == 200, response.content
     group = ResourceGroup.objects.get(pk=world["group"].pk)
-    assert (group.node_policy, group.device_policy, group.fragmentation_policy,
-            group.pod_policy_override) == ("spread", "topology-aware", "FragGuard", False)
+    assert (
+        group.node_policy,
+        group.device_policy,
+        group.fragmentation_policy,
+        group.pod_policy_override,
+    ) == ("spread", "topology-aware", "FragGuard", False)
     assert client.get(url).json()["node_policy"] == "spread"
 
 
 def test_bad_profile_values_are_400_with_field_errors_and_nothing_changes(api, world):
     client = as_user(api, world["root"])
     url = f"/api/resource-groups/{world['group'].pk}/"
-    response = client.patch(url, {"node_policy": "random", "device_policy": "mutex",
-                                  "fragmentation_policy": "fragguard"}, format="json")
+    response = client.patch(
+        url,
+        {"node_policy": "random", "device_policy": "mutex", "fragmentation_policy": "fragguard"},
+        format="json",
+    )
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {
-        "node_policy", "device_policy", "fragmentation_policy"}
+        "node_policy",
+        "device_policy",
+        "fragmentation_policy",
+    }
     group = ResourceGroup.objects.get(pk=world["group"].pk)
     assert (group.node_policy, group.device_policy, group.fragmentation_policy) == (
-        "binpack", "spread", "none")
+        "binpack",
+        "spread",
+        "none",
+    )
 
 
 def test_member_cannot_change_the_profile(api, world):
     response = as_user(api, world["alice"]).patch(
-        f"/api/resource-groups/{world['group'].pk}/", {"node_policy": "spread"}, format="json")
+        f"/api/resource-groups/{world['group'].pk}/", {"node_policy": "spread"}, format="json"
+    )
     assert response.status_code == 403
 
 
 def test_job_annotations_are_stored_and_shown(api, world):
     client = as_user(api, world["alice"])
-    annotations = {"hami.io/node-scheduler-policy": "spread",
-                   "hami.io/gpu-scheduler-policy": "topology-aware",
-                   "example.com/owner": "team a"}
-    response = client.post("/api/jobs/", _job(world["queue_a"], annotations=annotations),
-                           format="json")
+    annotations = {
+        "hami.io/node-scheduler-policy": "spread",
+        "hami.io/gpu-scheduler-policy": "topology-aware",
+        "example.com/owner": "team a",
+    }
+    response = client.post(
+        "/api/jobs/", _job(world["queue_a"], annotations=annotations), format="json"
+    )
     assert response.status_code == 201, response.content
     assert Job.objects.get(pk=response.json()["id"]).annotations == annotations
     assert client.get(f"/api/jobs/{response.json()['id']}/").json()["annotations"] == annotations
@@ -65,12 +92,16 @@ def test_job_annotations_are_stored_and_shown(api, world):
 def test_bad_annotations_are_400(api, world):
     client = as_user(api, world["alice"])
     before = Job.objects.count()
-    bad_value = client.post("/api/jobs/", _job(world["queue_a"], annotations={
-        "hami.io/node-scheduler-policy": "random"}), format="json")
+    bad_value = client.post(
+        "/api/jobs/",
+        _job(world["queue_a"], annotations={"hami.io/node-scheduler-policy": "random"}),
+        format="json",
+    )
     assert bad_value.status_code == 400
     assert "random" in str(bad_value.json()["error"]["fields"]["annotations"])
-    bad_key = client.post("/api/jobs/", _job(world["queue_a"], annotations={
-        "-bad/key": "x"}), format="json")
+    bad_key = client.post(
+        "/api/jobs/", _job(world["queue_a"], annotations={"-bad/key": "x"}), format="json"
+    )
     assert bad_key.status_code == 400
     assert "not a valid annotation key" in str(bad_key.json()["error"]["fields"])
     assert Job.objects.count() == before
@@ -79,10 +110,14 @@ def test_bad_annotations_are_400(api, world):
 def test_policy_annotations_are_refused_where_the_group_forbids_them(api, world):
     ResourceGroup.objects.filter(pk=world["group"].pk).update(pod_policy_override=False)
     client = as_user(api, world["alice"])
-    response = client.post("/api/jobs/", _job(world["queue_a"], annotations={
-        "hami.io/gpu-scheduler-policy": "binpack"}), format="json")
+    response = client.post(
+        "/api/jobs/",
+        _job(world["queue_a"], annotations={"hami.io/gpu-scheduler-policy": "binpack"}),
+        format="json",
+    )
     assert response.status_code == 400
     assert "does not allow per-job policies" in str(response.json()["error"]["fields"])
-    other = client.post("/api/jobs/", _job(world["queue_a"], annotations={
-        "example.com/owner": "a"}), format="json")
+    other = client.post(
+        "/api/jobs/", _job(world["queue_a"], annotations={"example.com/owner": "a"}), format="json"
+    )
     assert other.status_code == 201

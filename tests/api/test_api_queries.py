@@ -18,8 +18,10 @@ MAX_QUERIES = 8
 @pytest.fixture
 def big_world(world):
     make_cluster("c2", nodes=6, gpus=2)
-    jobs = [gpu_job(world["queue_a"], f"small-{i}", count=1, memory_percent=10, cores=10)
-            for i in range(12)]
+    jobs = [
+        gpu_job(world["queue_a"], f"small-{i}", count=1, memory_percent=10, cores=10)
+        for i in range(12)
+    ]
     assert len(run_admission_cycle(world["group"].pk).admitted) == 12
     for job in jobs:
         submit_to_cluster(job.pk)
@@ -27,15 +29,24 @@ def big_world(world):
         tenant = Tenant.objects.create(name=f"extra-{i}", parent=world["team_a"])
         Membership.objects.create(user=make_user(f"user-{i}"), tenant=tenant)
         ResourceGroup.objects.create(name=f"group-{i}")
-        DeviceModel.objects.create(name=f"model-{i}", vendor="NVIDIA",
-                                   config={"memory_mib": 1024})
+        DeviceModel.objects.create(name=f"model-{i}", vendor="NVIDIA", config={"memory_mib": 1024})
         Cluster.objects.create(name=f"cluster-{i}")
     return world
 
 
-LISTS = ["/api/jobs/", "/api/queues/", "/api/nodes/", "/api/devices/", "/api/tenants/",
-         "/api/members/", "/api/resource-groups/", "/api/device-models/", "/api/clusters/",
-         "/api/placements/", "/api/quotas/"]
+LISTS = [
+    "/api/jobs/",
+    "/api/queues/",
+    "/api/nodes/",
+    "/api/devices/",
+    "/api/tenants/",
+    "/api/members/",
+    "/api/resource-groups/",
+    "/api/device-models/",
+    "/api/clusters/",
+    "/api/placements/",
+    "/api/quotas/",
+]
 
 
 def test_list_query_count_is_bounded(api, big_world, django_assert_max_num_queries):

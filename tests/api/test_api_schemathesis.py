@@ -32,13 +32,27 @@ ROLES = ["root", "ada", "alice", "victor"]  # platform admin, tenant admin, memb
 
 
 # DRF's and pydantic's messages for what an OpenAPI schema states (their default wording)
-STATED = re.compile("|".join([
-    r"This field is required", r"may not be (null|blank|empty)", r"valid (integer|number|"
-    r"string|boolean)", r"Not a valid string", r"Must be (true or false|a valid boolean)",
-    r"Incorrect type", r"Ensure this (value|field)", r"is not a valid choice",
-    r"Expected a (list|dictionary)", r"unknown key", r"Input should be", r"wrong format",
-    r"Enter a valid", r"(more|fewer) than \d+ (characters|items|elements)",
-]))
+STATED = re.compile(
+    "|".join(
+        [
+            r"This field is required",
+            r"may not be (null|blank|empty)",
+            r"valid (integer|number|"
+            r"string|boolean)",
+            r"Not a valid string",
+            r"Must be (true or false|a valid boolean)",
+            r"Incorrect type",
+            r"Ensure this (value|field)",
+            r"is not a valid choice",
+            r"Expected a (list|dictionary)",
+            r"unknown key",
+            r"Input should be",
+            r"wrong format",
+            r"Enter a valid",
+            r"(more|fewer) than \d+ (characters|items|elements)",
+        ]
+    )
+)
 ACCEPTED = {401, 403, 404, 409, 429}
 
 
@@ -61,18 +75,21 @@ def valid_data_refused_only_for_unstated_rules(ctx, response, case):
     field errors are all rules the schema cannot state (module docstring)."""
     meta = case.meta
     status = response.status_code
-    if meta is None or not meta.generation.mode.is_positive or status < 400 or (
-            status in ACCEPTED):
+    if meta is None or not meta.generation.mode.is_positive or status < 400 or (status in ACCEPTED):
         return
     fields = {}
     if status == 400:
         fields = (response.json().get("error") or {}).get("fields") or {}
-    stated = {name: messages for name, messages in fields.items()
-              if any(_stated(case, name, str(m)) for m in messages)}
+    stated = {
+        name: messages
+        for name, messages in fields.items()
+        if any(_stated(case, name, str(m)) for m in messages)
+    }
     if status != 400 or not fields or stated:
         raise AssertionError(
             f"Valid data refused: {status} {response.text[:500]}\n"
-            f"errors about what the schema states: {stated or '(no field errors)'}")
+            f"errors about what the schema states: {stated or '(no field errors)'}"
+        )
     return
 
 
@@ -95,13 +112,19 @@ def world_tokens(django_db_setup, django_db_blocker):
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_api_conforms_to_its_schema(case, role, world_tokens):
     # ignored_auth replays the request without (and with bad) credentials: the same requests
     # for every role, so they are sent once, with the platform admin's run
     excluded = [positive_data_acceptance] + ([] if role == "root" else [ignored_auth])
-    case.call_and_validate(headers={"Authorization": f"Token {world_tokens[role]}"},
-                           excluded_checks=excluded,
-                           additional_checks=[valid_data_refused_only_for_unstated_rules])
+    case.call_and_validate(
+        headers={"Authorization": f"Token {world_tokens[role]}"},
+        excluded_checks=excluded,
+        additional_checks=[valid_data_refused_only_for_unstated_rules],
+    )

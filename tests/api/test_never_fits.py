@@ -11,16 +11,28 @@ pytestmark = pytest.mark.django_db
 
 
 def _post(client, queue, name, container, pods=1):
-    return client.post("/api/jobs/", {
-        "queue": queue.pk, "name": name, "cpu_milli": 1000, "host_memory_mib": 1024,
-        "pod_count": pods, "containers": [container]}, format="json")
+    return client.post(
+        "/api/jobs/",
+        {
+            "queue": queue.pk,
+            "name": name,
+            "cpu_milli": 1000,
+            "host_memory_mib": 1024,
+            "pod_count": pods,
+            "containers": [container],
+        },
+        format="json",
+    )
 
 
-@pytest.mark.parametrize(("container", "words"), [
-    ({"device_count": 3}, "3 NVIDIA devices per pod"),                    # 2 per node
-    ({"device_count": 1, "device_memory_mib": 102400}, ""),                      # 100 GiB > 80 GiB
-    ({"device_count": 1, "vendor": "Ascend"}, "has no Ascend devices"),   # NVIDIA-only group
-])
+@pytest.mark.parametrize(
+    ("container", "words"),
+    [
+        ({"device_count": 3}, "3 NVIDIA devices per pod"),  # 2 per node
+        ({"device_count": 1, "device_memory_mib": 102400}, ""),  # 100 GiB > 80 GiB
+        ({"device_count": 1, "vendor": "Ascend"}, "has no Ascend devices"),  # NVIDIA-only group
+    ],
+)
 def test_never_fitting_jobs_are_refused_with_the_reason(api, world, container, words):
     client = as_user(api, world["alice"])
     response = _post(client, world["queue_a"], "never", container)

@@ -10,8 +10,7 @@ from tests.console_world import build_world
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_member_submits_sees_it_placed_and_other_tenant_cannot(chromium, live_server,
-                                                                eager_celery):
+def test_member_submits_sees_it_placed_and_other_tenant_cannot(chromium, live_server, eager_celery):
     build_world()
     base = live_server.url
     page = login(chromium, base, "alice", "pw-alice")

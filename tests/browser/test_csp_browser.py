@@ -10,14 +10,27 @@ from tests.console_world import build_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PAGES = ["/", "/jobs/", "/jobs/new/", "/nodes/", "/quotas/", "/usage/", "/tenants/team-a/",
-         "/account/token/", "/api/docs/"]
+PAGES = [
+    "/",
+    "/jobs/",
+    "/jobs/new/",
+    "/nodes/",
+    "/quotas/",
+    "/usage/",
+    "/tenants/team-a/",
+    "/account/token/",
+    "/api/docs/",
+]
 
 
 def _record_violations(page) -> list[str]:
     found: list[str] = []
-    page.on("console", lambda message: found.append(message.text)
-            if "Content Security Policy" in message.text else None)
+    page.on(
+        "console",
+        lambda message: (
+            found.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     return found
 
 

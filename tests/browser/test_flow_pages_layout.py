@@ -19,10 +19,13 @@ def test_simulation_and_notification_pages(chromium, live_server):
 
     _history()
     admin = get_user_model().objects.get(username="admin")
-    group = max(ResourceGroup.objects.order_by("pk"), key=lambda g: Job.objects.filter(
-        queue__resource_group=g).count())
-    done = create_run(user=admin, group=group, policies=["FragGuard", "BestFit"],
-                      quotas_text="team-nlp = 2")
+    group = max(
+        ResourceGroup.objects.order_by("pk"),
+        key=lambda g: Job.objects.filter(queue__resource_group=g).count(),
+    )
+    done = create_run(
+        user=admin, group=group, policies=["FragGuard", "BestFit"], quotas_text="team-nlp = 2"
+    )
     assert run_simulation(done.pk) == "done"
     pending = create_run(user=admin, group=group, policies=["GpuPacking"])
     SimulationRun.objects.filter(pk=pending.pk).update(state="running", progress_percent=40)
@@ -32,13 +35,17 @@ def test_simulation_and_notification_pages(chromium, live_server):
     page.on("console", lambda m, out=errors: out.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e, out=errors: out.append(str(e)))
     seen = {}
-    for name, url in {"simulations": "/simulations/", "simulation": f"/simulations/{done.pk}/",
-                      "simulation-running": f"/simulations/{pending.pk}/",
-                      "notifications": "/notifications/"}.items():
+    for name, url in {
+        "simulations": "/simulations/",
+        "simulation": f"/simulations/{done.pk}/",
+        "simulation-running": f"/simulations/{pending.pk}/",
+        "notifications": "/notifications/",
+    }.items():
         for width in WIDTHS:
             seen[name] = [c["id"] for c in _check(page, base, name, url, width, errors)["charts"]]
     assert {"sim-allocation", "sim-waits", "sim-fairness", "sim-tenant-waits"} <= set(
-        seen["simulation"])
+        seen["simulation"]
+    )
     page.goto(f"{base}/simulations/{pending.pk}/")
     assert page.get_attribute("[role=progressbar]", "aria-valuenow") == "40"
     page.context.close()

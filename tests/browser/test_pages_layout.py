@@ -66,25 +66,43 @@ def _history():
 
 
 def _pages():
-    busiest = max(Node.objects.all(), key=lambda n: Placement.objects.filter(
-        node=n, state="running").count())
+    busiest = max(
+        Node.objects.all(), key=lambda n: Placement.objects.filter(node=n, state="running").count()
+    )
     device = busiest.devices.order_by("index").first()
     DeviceHealthEvent.objects.create(
-        serial=device.uuid, device=device, time=timezone.now() - timedelta(hours=2),
-        kind="xid", severity="warning", value=13, message="XID 13 (simulated)")
+        serial=device.uuid,
+        device=device,
+        time=timezone.now() - timedelta(hours=2),
+        kind="xid",
+        severity="warning",
+        value=13,
+        message="XID 13 (simulated)",
+    )
     job = Job.objects.filter(tenant__name="team-nlp").order_by("pk").first()
-    group = max(ResourceGroup.objects.order_by("pk"), key=lambda g: Job.objects.filter(
-        queue__resource_group=g, state="queued").count())  # demand for capacity planning
+    group = max(
+        ResourceGroup.objects.order_by("pk"),
+        key=lambda g: Job.objects.filter(queue__resource_group=g, state="queued").count(),
+    )  # demand for capacity planning
     admin = {
-        "overview": "/", "quotas": "/quotas/", "jobs": "/jobs/", "nodes": "/nodes/",
-        "card-map-admin": f"/nodes/{busiest.pk}/", "device": f"/devices/{device.uuid}/",
-        "usage": "/usage/", "audit": "/audit/", "group": f"/groups/{group.pk}/",
-        "group-7d": f"/groups/{group.pk}/?range=7d", "tenant": "/tenants/team-nlp/",
+        "overview": "/",
+        "quotas": "/quotas/",
+        "jobs": "/jobs/",
+        "nodes": "/nodes/",
+        "card-map-admin": f"/nodes/{busiest.pk}/",
+        "device": f"/devices/{device.uuid}/",
+        "usage": "/usage/",
+        "audit": "/audit/",
+        "group": f"/groups/{group.pk}/",
+        "group-7d": f"/groups/{group.pk}/?range=7d",
+        "tenant": "/tenants/team-nlp/",
         "tokens": "/account/token/",
     }
     member = {
-        "overview-member": "/", "card-map-member": f"/nodes/{busiest.pk}/",
-        "job-detail": f"/jobs/{job.pk}/", "submit": "/jobs/new/",
+        "overview-member": "/",
+        "card-map-member": f"/nodes/{busiest.pk}/",
+        "job-detail": f"/jobs/{job.pk}/",
+        "submit": "/jobs/new/",
         "jobs-member": "/jobs/",
     }
     return {"admin": admin, "alice": member}
@@ -117,16 +135,20 @@ def test_every_page_fits_draws_charts_and_logs_no_error(chromium, live_server):
     for user, pages in _pages().items():
         page = login(chromium, base, user, "pw-demo")
         errors: list[str] = []
-        page.on("console", lambda m, out=errors: out.append(m.text) if m.type == "error"
-                else None)
+        page.on("console", lambda m, out=errors: out.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e, out=errors: out.append(str(e)))
         for name, url in pages.items():
             for width in WIDTHS:
                 probe = _check(page, base, name, url, width, errors)
                 charts_seen[name] = [c["id"] for c in probe["charts"]]
         page.context.close()
-    assert {"overview-alloc", "overview-queue", "overview-wait", "model-capacity",
-            "jobs-donut"} <= set(charts_seen["overview"])
+    assert {
+        "overview-alloc",
+        "overview-queue",
+        "overview-wait",
+        "model-capacity",
+        "jobs-donut",
+    } <= set(charts_seen["overview"])
     assert {"device-util", "device-temperature", "device-power"} <= set(charts_seen["device"])
     assert {"group-alloc", "group-tenants", "planning"} <= set(charts_seen["group"])
     assert any(c.startswith("quota-") for c in charts_seen["tenant"])

@@ -39,13 +39,13 @@ def _demo_with_history():
         if i % 3 == 0:  # a third ran and finished earlier this month
             start = now - timedelta(days=1 + i % 10, hours=i % 7)
             Placement.objects.filter(pk=placement.pk).update(
-                started_at=start, ended_at=start + timedelta(hours=3 + i % 9),
-                state="succeeded")
-            Job.objects.filter(pk=placement.job_id).update(state="succeeded",
-                                                           finished_at=now)
+                started_at=start, ended_at=start + timedelta(hours=3 + i % 9), state="succeeded"
+            )
+            Job.objects.filter(pk=placement.job_id).update(state="succeeded", finished_at=now)
         else:
             Placement.objects.filter(pk=placement.pk).update(
-                started_at=now - timedelta(hours=2 + i % 30))
+                started_at=now - timedelta(hours=2 + i % 30)
+            )
 
 
 @pytest.mark.skipif(not OUT, reason="set CONSOLE_SCREENSHOTS=<folder> to take screenshots")
@@ -54,26 +54,36 @@ def test_screenshots(chromium, live_server):
     out = Path(OUT)
     out.mkdir(parents=True, exist_ok=True)
     base = live_server.url
-    busiest = max(Node.objects.all(), key=lambda n: Placement.objects.filter(
-        node=n, state="running").count())
+    busiest = max(
+        Node.objects.all(), key=lambda n: Placement.objects.filter(node=n, state="running").count()
+    )
     device = busiest.devices.order_by("index").first()
     admin = login(chromium, base, "admin", "pw-demo")
     shots = {
-        "overview.png": "/", "quotas.png": "/quotas/", "jobs.png": "/jobs/",
-        "nodes.png": "/nodes/", "card-map-admin.png": f"/nodes/{busiest.pk}/",
-        "device.png": f"/devices/{device.uuid}/", "usage.png": "/usage/",
+        "overview.png": "/",
+        "quotas.png": "/quotas/",
+        "jobs.png": "/jobs/",
+        "nodes.png": "/nodes/",
+        "card-map-admin.png": f"/nodes/{busiest.pk}/",
+        "device.png": f"/devices/{device.uuid}/",
+        "usage.png": "/usage/",
         "audit.png": "/audit/",
     }
     for name, url in shots.items():
         admin.goto(base + url)
         admin.screenshot(path=str(out / name), full_page=True)
     admin.context.close()
-    job = Job.objects.filter(state="queued", tenant__name="team-nlp").first() or \
-        Job.objects.filter(tenant__name="team-nlp").first()
+    job = (
+        Job.objects.filter(state="queued", tenant__name="team-nlp").first()
+        or Job.objects.filter(tenant__name="team-nlp").first()
+    )
     alice = login(chromium, base, "alice", "pw-demo")
-    for name, url in {"card-map-member.png": f"/nodes/{busiest.pk}/",
-                      "job-detail.png": f"/jobs/{job.pk}/", "submit.png": "/jobs/new/",
-                      "overview-member.png": "/"}.items():
+    for name, url in {
+        "card-map-member.png": f"/nodes/{busiest.pk}/",
+        "job-detail.png": f"/jobs/{job.pk}/",
+        "submit.png": "/jobs/new/",
+        "overview-member.png": "/",
+    }.items():
         alice.goto(base + url)
         alice.screenshot(path=str(out / name), full_page=True)
     alice.context.close()

@@ -24,16 +24,24 @@ def tree(tmp_path_factory) -> Path:
     """A copy of the five packages and pyproject.toml (contracts included)."""
     dest = tmp_path_factory.mktemp("tree")
     for name in PACKAGES:
-        shutil.copytree(ROOT / name, dest / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "migrations"))
+        shutil.copytree(
+            ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "migrations")
+        )
     shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
     return dest
 
 
 def _lint_imports(tree: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(tree)}  # the copy shadows the installed packages
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _inject(tree: Path, module: str, line: str) -> Path:
@@ -49,13 +57,22 @@ def test_contracts_hold_on_the_code_as_it_is(tree):
     assert "0 broken" in run.stdout
 
 
-@pytest.mark.parametrize(("module", "line", "contract"), [
-    ("scheduling/placement/types.py", "import django  # noqa", "Pure cores"),
-    ("tenants/selectors.py", "import scheduling.services.jobs  # noqa",
-     "tenants imports neither scheduling nor telemetry"),
-    ("scheduling/models/__init__.py", "import scheduling.api.views  # noqa",
-     "scheduling: interfaces > services"),
-])
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("scheduling/placement/types.py", "import django  # noqa", "Pure cores"),
+        (
+            "tenants/selectors.py",
+            "import scheduling.services.jobs  # noqa",
+            "tenants imports neither scheduling nor telemetry",
+        ),
+        (
+            "scheduling/models/__init__.py",
+            "import scheduling.api.views  # noqa",
+            "scheduling: interfaces > services",
+        ),
+    ],
+)
 def test_a_wrong_import_breaks_its_contract(tree, module, line, contract):
     path = tree / module
     original = path.read_text()
@@ -70,22 +87,30 @@ def test_a_wrong_import_breaks_its_contract(tree, module, line, contract):
 
 
 def _function(name: str, body_lines: int) -> str:
-    return f"def {name}():\n" + "".join(f"    x{i} = {i}\n" for i in range(body_lines - 1)) \
+    return (
+        f"def {name}():\n"
+        + "".join(f"    x{i} = {i}\n" for i in range(body_lines - 1))
         + "    return None\n"
+    )
 
 
 def test_size_check_flags_long_functions_and_modules_not_tables(tmp_path, capsys):
     (tmp_path / "ok.py").write_text(_function("short", 59))  # 60 lines with the def
     (tmp_path / "long.py").write_text(_function("long", 60))  # 61 lines
-    table = "def table():\n    return {\n" + "".join(f"        {i}: {i},\n" for i in range(80)) \
+    table = (
+        "def table():\n    return {\n"
+        + "".join(f"        {i}: {i},\n" for i in range(80))
         + "    }\n"
+    )
     (tmp_path / "table.py").write_text(table)
     (tmp_path / "big.py").write_text("x = 1\n" * 601)
     empty = tmp_path / "none.txt"
     assert check_sizes.main(["--exceptions", str(empty), str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert sorted(x.split(": ", 1)[1] for x in out) == [
-        "function long has 61 lines (max 60)", "module has 601 lines (max 600)"]
+        "function long has 61 lines (max 60)",
+        "module has 601 lines (max 600)",
+    ]
 
 
 def test_size_exceptions_excuse_listed_units_and_go_stale(tmp_path, capsys):

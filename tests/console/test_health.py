@@ -28,7 +28,9 @@ def test_readiness_ok_on_real_postgres_and_redis(client):
     response = client.get("/readyz", HTTP_HOST=POD_HOST)
     assert response.status_code == 200
     assert json.loads(response.content) == {
-        "status": "ok", "checks": {"database": "ok", "redis": "ok"}}
+        "status": "ok",
+        "checks": {"database": "ok", "redis": "ok"},
+    }
 
 
 @pytest.mark.django_db
@@ -40,7 +42,9 @@ def test_readiness_fails_when_postgres_fails_and_hides_the_cause(client, monkeyp
     response = client.get("/readyz", HTTP_HOST=POD_HOST)
     assert response.status_code == 503
     assert json.loads(response.content) == {
-        "status": "unavailable", "checks": {"database": "unavailable", "redis": "ok"}}
+        "status": "unavailable",
+        "checks": {"database": "unavailable", "redis": "ok"},
+    }
     assert b"db-secret" not in response.content
 
 
@@ -50,7 +54,9 @@ def test_readiness_reports_redis_down_but_stays_ready(client, settings):
     response = client.get("/readyz", HTTP_HOST=POD_HOST)
     assert response.status_code == 200
     assert json.loads(response.content) == {
-        "status": "ok", "checks": {"database": "ok", "redis": "unavailable"}}
+        "status": "ok",
+        "checks": {"database": "ok", "redis": "unavailable"},
+    }
 
 
 def test_probes_accept_only_get_and_head(client):

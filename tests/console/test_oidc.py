@@ -25,8 +25,12 @@ from tenants.models import Membership, Tenant
 pytestmark = pytest.mark.django_db
 
 CLIENT_ID, CLIENT_SECRET = "console", "s3cret-of-the-console"
-GROUP_MAP = {"gpu-team-a": "team-a:member", "team-a-leads": "team-a:tenant_admin",
-             "ml-viewers": "team-b:viewer", "ops": "platform-admin"}
+GROUP_MAP = {
+    "gpu-team-a": "team-a:member",
+    "team-a-leads": "team-a:tenant_admin",
+    "ml-viewers": "team-b:viewer",
+    "ops": "platform-admin",
+}
 
 
 @dataclass
@@ -36,17 +40,25 @@ class Provider:
     url: str = ""
     claims: dict = field(default_factory=dict)
     nonce: str = ""
-    key: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(
-        public_exponent=65537, key_size=2048))
+    key: rsa.RSAPrivateKey = field(
+        default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
     signing_key: rsa.RSAPrivateKey | None = None  # a different key: a forged token
     token_requests: list[dict] = field(default_factory=list)
 
     def id_token(self) -> str:
         now = int(time.time())
-        payload = {"iss": self.url, "aud": CLIENT_ID, "sub": self.claims["sub"],
-                   "iat": now, "exp": now + 300, "nonce": self.nonce}
-        return jwt.encode(payload, self.signing_key or self.key, algorithm="RS256",
-                          headers={"kid": "stub-1"})
+        payload = {
+            "iss": self.url,
+            "aud": CLIENT_ID,
+            "sub": self.claims["sub"],
+            "iat": now,
+            "exp": now + 300,
+            "nonce": self.nonce,
+        }
+        return jwt.encode(
+            payload, self.signing_key or self.key, algorithm="RS256", headers={"kid": "stub-1"}
+        )
 
 
 @pytest.fixture
@@ -66,17 +78,26 @@ def provider() -> Iterator[Provider]:
             form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
             state.token_requests.append(form)
             if (form.get("client_id"), form.get("client_secret"), form.get("code")) != (
-                    [CLIENT_ID], [CLIENT_SECRET], ["the-code"]):
+                [CLIENT_ID],
+                [CLIENT_SECRET],
+                ["the-code"],
+            ):
                 self._json(400, {"error": "invalid_grant"})
             else:
-                self._json(200, {"id_token": state.id_token(), "access_token": "at-1",
-                                 "token_type": "Bearer", "expires_in": 300})
+                self._json(
+                    200,
+                    {
+                        "id_token": state.id_token(),
+                        "access_token": "at-1",
+                        "token_type": "Bearer",
+                        "expires_in": 300,
+                    },
+                )
 
         def do_GET(self):  # noqa: N802
             if self.path == "/jwks":
                 jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(state.key.public_key()))
-                self._json(200, {"keys": [{**jwk, "kid": "stub-1", "alg": "RS256",
-                                           "use": "sig"}]})
+                self._json(200, {"keys": [{**jwk, "kid": "stub-1", "alg": "RS256", "use": "sig"}]})
             elif self.path == "/userinfo" and self.headers.get("Authorization") == "Bearer at-1":
                 self._json(200, state.claims)
             else:
@@ -127,10 +148,16 @@ def _roles(user) -> dict[str, str]:
 
 def test_first_sign_in_creates_user_with_mapped_roles(client, sso):
     assert "Sign in with Stub IdP" in client.get("/accounts/login/").content.decode()
-    response = _sign_in(client, sso, {"sub": "u-1", "preferred_username": "carol",
-                                      "email": "carol@example.org",
-                                      "groups": ["gpu-team-a", "team-a-leads", "ml-viewers",
-                                                 "unmapped"]})
+    response = _sign_in(
+        client,
+        sso,
+        {
+            "sub": "u-1",
+            "preferred_username": "carol",
+            "email": "carol@example.org",
+            "groups": ["gpu-team-a", "team-a-leads", "ml-viewers", "unmapped"],
+        },
+    )
     assert response.status_code == 302 and response["Location"] == "/"
     carol = get_user_model().objects.get(username="carol")
     assert not carol.has_usable_password() and carol.email == "carol@example.org"
@@ -141,12 +168,14 @@ def test_first_sign_in_creates_user_with_mapped_roles(client, sso):
 
 
 def test_groups_rule_memberships_at_every_sign_in(client, sso):
-    _sign_in(client, sso, {"sub": "u-1", "preferred_username": "carol",
-                           "groups": ["gpu-team-a", "ml-viewers"]})
+    _sign_in(
+        client,
+        sso,
+        {"sub": "u-1", "preferred_username": "carol", "groups": ["gpu-team-a", "ml-viewers"]},
+    )
     carol = get_user_model().objects.get(username="carol")
     # a tenant admin adds carol to team-c, which no IdP group names: SSO leaves it alone
-    Membership.objects.create(user=carol, tenant=Tenant.objects.get(name="team-c"),
-                              role="member")
+    Membership.objects.create(user=carol, tenant=Tenant.objects.get(name="team-c"), role="member")
     client.logout()
     _sign_in(client, sso, {"sub": "u-1", "preferred_username": "carol", "groups": ["ops"]})
     carol.refresh_from_db()
@@ -160,8 +189,7 @@ def test_groups_rule_memberships_at_every_sign_in(client, sso):
 
 def test_local_account_is_not_taken_over(client, sso):
     alice = get_user_model().objects.create_user("alice", password="pw-alice")
-    response = _sign_in(client, sso, {"sub": "x", "preferred_username": "alice",
-                                      "groups": ["ops"]})
+    response = _sign_in(client, sso, {"sub": "x", "preferred_username": "alice", "groups": ["ops"]})
     assert response.status_code == 302
     alice.refresh_from_db()
     assert not alice.is_superuser and alice.has_usable_password()
@@ -186,8 +214,10 @@ def test_sso_off_without_client_id(client, settings):
 
 def test_group_map_rules():
     mapping = parse_group_map(json.dumps(GROUP_MAP))
-    assert grants_for(["gpu-team-a", "team-a-leads"], mapping) == ({"team-a": "tenant_admin"},
-                                                                   False)
+    assert grants_for(["gpu-team-a", "team-a-leads"], mapping) == (
+        {"team-a": "tenant_admin"},
+        False,
+    )
     assert grants_for(["ops", "nope"], mapping) == ({}, True)
     for bad in ("[1]", "{not json", '{"g": "team-a:owner"}', '{"g": "no-role"}'):
         with pytest.raises(ImproperlyConfigured):

@@ -37,14 +37,27 @@ PRODUCTION = {
 def _check_deploy(extra: dict) -> subprocess.CompletedProcess:
     # DJANGO_ALLOW_ASYNC_UNSAFE is what the browser tests set in this process (Playwright
     # runs an event loop); a deployment never has it, and check --deploy refuses it
-    env = {key: value for key, value in os.environ.items()
-           if key not in PRODUCTION and key != "DJANGO_ALLOW_ASYNC_UNSAFE"
-           and not key.startswith(("CSP_", "LOGIN_"))}
-    env.update(DJANGO_SETTINGS_MODULE="console.settings.base",
-               DATABASE_URL=settings.DATABASE_URL, REDIS_URL=settings.REDIS_URL, **extra)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in PRODUCTION
+        and key != "DJANGO_ALLOW_ASYNC_UNSAFE"
+        and not key.startswith(("CSP_", "LOGIN_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="console.settings.base",
+        DATABASE_URL=settings.DATABASE_URL,
+        REDIS_URL=settings.REDIS_URL,
+        **extra,
+    )
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_check_deploy_is_clean_with_the_production_variables():
@@ -74,9 +87,14 @@ def _security_settings(monkeypatch, **env):
 
 
 def test_the_readers_parse_the_variables(monkeypatch):
-    module = _security_settings(monkeypatch, **PRODUCTION, LOGIN_FAILURE_LIMIT="7",
-                                LOGIN_COOLOFF_MINUTES="30", CSP_REPORT_ONLY="true",
-                                CSP_REPORT_URI="https://csp.example.org/report")
+    module = _security_settings(
+        monkeypatch,
+        **PRODUCTION,
+        LOGIN_FAILURE_LIMIT="7",
+        LOGIN_COOLOFF_MINUTES="30",
+        CSP_REPORT_ONLY="true",
+        CSP_REPORT_URI="https://csp.example.org/report",
+    )
     assert module.SECURE_PROXY_SSL_HEADER == ("HTTP_X_FORWARDED_PROTO", "https")
     assert (module.SECURE_HSTS_SECONDS, module.SESSION_COOKIE_SECURE) == (31536000, True)
     assert (module.AXES_FAILURE_LIMIT, module.AXES_COOLOFF_TIME.total_seconds()) == (7, 1800)
@@ -86,13 +104,16 @@ def test_the_readers_parse_the_variables(monkeypatch):
     assert directives["report-uri"] == "https://csp.example.org/report"
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto"),
-    ("SECURE_HSTS_SECONDS", "a year"),
-    ("SESSION_COOKIE_SECURE", "maybe"),
-    ("LOGIN_LOCKOUT_PARAMETERS", "username+password"),
-    ("LOGIN_FAILURE_LIMIT", "0"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto"),
+        ("SECURE_HSTS_SECONDS", "a year"),
+        ("SESSION_COOKIE_SECURE", "maybe"),
+        ("LOGIN_LOCKOUT_PARAMETERS", "username+password"),
+        ("LOGIN_FAILURE_LIMIT", "0"),
+    ],
+)
 def test_a_bad_value_stops_start_up_naming_the_variable(monkeypatch, name, value):
     with pytest.raises(ImproperlyConfigured, match=name):
         _security_settings(monkeypatch, **{name: value})
@@ -142,9 +163,11 @@ def test_templates_have_no_inline_script_handler_or_style_element():
     offenders = []
     for folder in TEMPLATE_DIRS:
         for path in folder.rglob("*.html"):
-            text = re.sub(r"{%\s*comment\s*%}.*?{%\s*endcomment\s*%}", "", path.read_text(),
-                          flags=re.S)
+            text = re.sub(
+                r"{%\s*comment\s*%}.*?{%\s*endcomment\s*%}", "", path.read_text(), flags=re.S
+            )
             for pattern in (INLINE_SCRIPT, HANDLER_ATTRIBUTE, STYLE_ELEMENT):
-                offenders += [f"{path.relative_to(ROOT)}: {m.group(0)}"
-                              for m in pattern.finditer(text)]
+                offenders += [
+                    f"{path.relative_to(ROOT)}: {m.group(0)}" for m in pattern.finditer(text)
+                ]
     assert offenders == []

@@ -87,8 +87,11 @@ def test_a_crash_looping_child_backs_off_up_to_the_cap(running, caplog):
         assert _wait_for(lambda: len(supervisor.children["crasher"].restarts) >= 4)
         supervisor.stop()
         thread.join(10)
-    delays = [line.split("restarting in ")[1].split("s")[0]
-              for line in caplog.text.splitlines() if "crasher" in line and "restarting" in line]
+    delays = [
+        line.split("restarting in ")[1].split("s")[0]
+        for line in caplog.text.splitlines()
+        if "crasher" in line and "restarting" in line
+    ]
     assert delays[:4] == ["0.1", "0.2", "0.4", "0.4"]
     restarts = supervisor.children["crasher"].restarts
     gaps = [b - a for a, b in zip(restarts, restarts[1:], strict=False)]
@@ -106,11 +109,15 @@ def test_stop_by_signal_ends_every_child(tmp_path):
         f"s = Supervisor({{'web': {SLEEPER!r}, 'worker': {SLEEPER!r}}}, poll_s=0.02)\n"
         "signal.signal(signal.SIGTERM, s.stop)\n"
         "signal.signal(signal.SIGINT, s.stop)\n"
-        "sys.exit(s.run())\n")
+        "sys.exit(s.run())\n"
+    )
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=os.getcwd(),
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=os.getcwd(),
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert _wait_for(lambda: len(_children(proc.pid)) == 2)
     kids = _children(proc.pid)
     proc.send_signal(signal.SIGINT)

@@ -60,8 +60,12 @@ def test_env_list_and_url(monkeypatch):
 def test_bad_value_stops_start_up(name, value, message):
     env = {**os.environ, name: value, "DJANGO_SETTINGS_MODULE": "console.settings.base"}
     result = subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=120,
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode != 0
     assert message in result.stderr

@@ -60,14 +60,17 @@ def test_overview_nodes_quotas_and_metrics_agree(client, mixed):
             "overview %": overview[vendor].allocated_pct / 100 * 2,
             "nodes list": nodes[node.pk].allocated_devices,
             "quotas page": used_milli / 1000,
-            "metrics devices": _metric(metrics, "console_allocated_devices",
-                                       f'model="{model}",vendor="{vendor}"'),
-            "metrics ratio": 2 * _metric(metrics, "console_allocation_ratio",
-                                         f'resource_group="g-{cluster}"'),
+            "metrics devices": _metric(
+                metrics, "console_allocated_devices", f'model="{model}",vendor="{vendor}"'
+            ),
+            "metrics ratio": 2
+            * _metric(metrics, "console_allocation_ratio", f'resource_group="g-{cluster}"'),
         }
         assert figures == {k: pytest.approx(expected) for k in figures}, vendor
-        assert _metric(metrics, "console_capacity_devices",
-                       f'model="{model}",vendor="{vendor}"') == 2.0
+        assert (
+            _metric(metrics, "console_capacity_devices", f'model="{model}",vendor="{vendor}"')
+            == 2.0
+        )
 
 
 def test_nodes_list_shows_allocated_devices(client, mixed):

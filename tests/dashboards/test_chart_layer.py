@@ -9,15 +9,7 @@ import pytest
 from django.template import engines
 from django.test import RequestFactory
 
-from console.dashboards.charts import (
-    Axis,
-    Mark,
-    Series,
-    bar_chart,
-    donut,
-    pick_range,
-    time_series,
-)
+from console.dashboards.charts import Axis, Mark, Series, bar_chart, donut, pick_range, time_series
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MS = 1772366400000  # T0 in epoch milliseconds
@@ -25,19 +17,34 @@ MS = 1772366400000  # T0 in epoch milliseconds
 
 def test_time_series_spec_in_epoch_ms_with_units_and_marks():
     spec = time_series(
-        "alloc", [Series("allocated", [(T0, 1.23456), (T0 + timedelta(minutes=5), None)]),
-                  Series("wait", [(T0, 60)], axis=1),
-                  Series("util", [(T0, 10, 30)], kind="range")],
-        title="Allocation", axes=[Axis("devices"), Axis("s", name="wait")],
-        start=T0 - timedelta(hours=6), end=T0, marks=[Mark(T0, "XID 79", "critical")],
-        simulated=True)
+        "alloc",
+        [
+            Series("allocated", [(T0, 1.23456), (T0 + timedelta(minutes=5), None)]),
+            Series("wait", [(T0, 60)], axis=1),
+            Series("util", [(T0, 10, 30)], kind="range"),
+        ],
+        title="Allocation",
+        axes=[Axis("devices"), Axis("s", name="wait")],
+        start=T0 - timedelta(hours=6),
+        end=T0,
+        marks=[Mark(T0, "XID 79", "critical")],
+        simulated=True,
+    )
     assert spec["type"] == "time" and spec["simulated"] is True and spec["empty"] is False
-    assert spec["series"][0] == {"name": "allocated", "kind": "line", "unit": "devices",
-                                 "colour": "", "axis": 0, "stack": "",
-                                 "data": [[MS, 1.2346], [MS + 300000, None]]}
+    assert spec["series"][0] == {
+        "name": "allocated",
+        "kind": "line",
+        "unit": "devices",
+        "colour": "",
+        "axis": 0,
+        "stack": "",
+        "data": [[MS, 1.2346], [MS + 300000, None]],
+    }
     assert spec["series"][1]["unit"] == "s" and spec["series"][2]["data"] == [[MS, 10.0, 30.0]]
-    assert spec["axes"] == [{"unit": "devices", "name": "devices", "min": 0.0, "max": None},
-                            {"unit": "s", "name": "wait", "min": 0.0, "max": None}]
+    assert spec["axes"] == [
+        {"unit": "devices", "name": "devices", "min": 0.0, "max": None},
+        {"unit": "s", "name": "wait", "min": 0.0, "max": None},
+    ]
     assert spec["x"] == {"min": MS - 6 * 3600 * 1000, "max": MS}
     assert spec["marks"] == [{"time": MS, "label": "XID 79", "severity": "critical"}]
     json.dumps(spec)  # JSON-ready
@@ -48,47 +55,76 @@ def test_empty_time_series_still_has_axes():
     assert spec["empty"] is True and spec["axes"][0]["min"] == 0.0
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: time_series("Bad Id", [], title="t"), "chart id"),
-    (lambda: time_series("t", [Series("x", [], kind="pie")], title="t"), "kind 'pie'"),
-    (lambda: time_series("t", [Series("x", [], axis=1)], title="t"), "on axis 1"),
-    (lambda: time_series("t", [], title="t", axes=[Axis()] * 3), "one or two axes"),
-    (lambda: time_series("t", [Series("x", [(datetime(2026, 1, 1), 1)])], title="t"), "naive"),  # noqa: DTZ001 - the naive time is the case under test
-    (lambda: time_series("t", [], title="t", marks=[Mark(T0, "m", "bad")]), "severity"),
-    (lambda: bar_chart("b", ["a", "b"], [Series("x", [1], kind="bar")], title="b", unit="u"),
-     "1 values for 2 categories"),
-    (lambda: bar_chart("b", ["a"], [Series("x", [1], kind="bar")], title="b", unit="u",
-                       capacity=[1, 2]), "2 capacities"),
-    (lambda: bar_chart("b", ["a"], [Series("x", [1])], title="b", unit="u"), "is not bar"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: time_series("Bad Id", [], title="t"), "chart id"),
+        (lambda: time_series("t", [Series("x", [], kind="pie")], title="t"), "kind 'pie'"),
+        (lambda: time_series("t", [Series("x", [], axis=1)], title="t"), "on axis 1"),
+        (lambda: time_series("t", [], title="t", axes=[Axis()] * 3), "one or two axes"),
+        (lambda: time_series("t", [Series("x", [(datetime(2026, 1, 1), 1)])], title="t"), "naive"),  # noqa: DTZ001 - the naive time is the case under test
+        (lambda: time_series("t", [], title="t", marks=[Mark(T0, "m", "bad")]), "severity"),
+        (
+            lambda: bar_chart("b", ["a", "b"], [Series("x", [1], kind="bar")], title="b", unit="u"),
+            "1 values for 2 categories",
+        ),
+        (
+            lambda: bar_chart(
+                "b", ["a"], [Series("x", [1], kind="bar")], title="b", unit="u", capacity=[1, 2]
+            ),
+            "2 capacities",
+        ),
+        (lambda: bar_chart("b", ["a"], [Series("x", [1])], title="b", unit="u"), "is not bar"),
+    ],
+)
 def test_bad_arguments_are_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 
 
 def test_independent_bars_and_donut():
-    spec = bar_chart("per-model", ["A100", "MLU370"], [Series("allocated", [12.5, 0.25],
-                                                              kind="bar")],
-                     title="Allocated", unit="devices", capacity=[16, 8], independent=True)
+    spec = bar_chart(
+        "per-model",
+        ["A100", "MLU370"],
+        [Series("allocated", [12.5, 0.25], kind="bar")],
+        title="Allocated",
+        unit="devices",
+        capacity=[16, 8],
+        independent=True,
+    )
     assert (spec["scale"], spec["capacity"], spec["series"][0]["data"]) == (
-        "independent", [16.0, 8.0], [12.5, 0.25])
+        "independent",
+        [16.0, 8.0],
+        [12.5, 0.25],
+    )
     assert spec["height"] == 40 + 2 * 62
     d = donut("jobs", [("queued", 3, "#d97706"), ("running", 5, "")], title="Jobs", unit="jobs")
-    assert (d["total"], d["empty"], d["parts"][1]) == (8.0, False,
-                                                       {"name": "running", "value": 5.0,
-                                                        "colour": ""})
+    assert (d["total"], d["empty"], d["parts"][1]) == (
+        8.0,
+        False,
+        {"name": "running", "value": 5.0, "colour": ""},
+    )
 
 
 def test_pick_range():
     assert [pick_range(v) for v in ("6h", "24h", "7d", "1y", None)] == [
-        "6h", "24h", "7d", "6h", "6h"]
+        "6h",
+        "24h",
+        "7d",
+        "6h",
+        "6h",
+    ]
 
 
 def test_chart_tag_emits_json_script_and_badge():
-    spec = time_series("trend-a", [Series("x</script>", [(T0, 1)])], title="Trend <A>",
-                       simulated=True)
-    html = engines["django"].from_string("{% load console_charts %}{% chart spec %}").render(
-        {"spec": spec})
+    spec = time_series(
+        "trend-a", [Series("x</script>", [(T0, 1)])], title="Trend <A>", simulated=True
+    )
+    html = (
+        engines["django"]
+        .from_string("{% load console_charts %}{% chart spec %}")
+        .render({"spec": spec})
+    )
     assert '<figure class="chart-box simulated" id="trend-a">' in html
     assert '<div class="chart-canvas" data-chart="trend-a-data"' in html
     assert '<script id="trend-a-data" type="application/json">' in html
@@ -101,7 +137,10 @@ def test_chart_tag_emits_json_script_and_badge():
 
 def test_range_switch_keeps_other_parameters():
     request = RequestFactory().get("/groups/g1/", {"range": "6h", "tab": "x", "fragment": "1"})
-    html = engines["django"].from_string("{% load console_charts %}{% range_switch '24h' %}"
-                                         ).render({"request": request}, request)
+    html = (
+        engines["django"]
+        .from_string("{% load console_charts %}{% range_switch '24h' %}")
+        .render({"request": request}, request)
+    )
     assert 'href="?range=24h&amp;tab=x" class="active"' in html
     assert "fragment" not in html and ">7d</a>" in html

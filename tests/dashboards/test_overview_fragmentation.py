@@ -51,7 +51,9 @@ def test_admin_sees_inventory_rate_and_stranded_devices(client, frag_world):
     assert "stranded GPUs (2 devices, all nodes)" in text
     # group rows: g1 27.3 % (450 / 1650), g2 measured against one whole GPU: 0 %
     assert [(g.name, round(g.totals.rate_percent, 1)) for g in frag.groups] == [
-        ("g1", 27.3), ("g2", 0.0)]
+        ("g1", 27.3),
+        ("g2", 0.0),
+    ]
     assert "(no recent jobs)" in text
     # most fragmented nodes: c1's (400 and 50) first, then c2-n0 (fragment 0, a stranded
     # device); stranded devices link to the device page
@@ -61,8 +63,10 @@ def test_admin_sees_inventory_rate_and_stranded_devices(client, frag_world):
     assert "no class of the target workload allows model Tesla-T4" in text
     tiny = frag_world["tiny_uuid"]
     assert f'<a href="/devices/{tiny}/">{tiny}</a>' in text
-    assert ("50 milli free: 50 milli free is below the smallest per-GPU request (400 milli) "
-            "of the classes that can run here") in text
+    assert (
+        "50 milli free: 50 milli free is below the smallest per-GPU request (400 milli) "
+        "of the classes that can run here"
+    ) in text
 
 
 @pytest.mark.parametrize("who", ["alice", "bob"])
@@ -93,8 +97,8 @@ def test_overview_without_devices(client, db):
 def test_member_overview_fragmentation_names_no_node_or_device(client, frag_world, who):
     client.force_login(frag_world[who])
     text = client.get("/?fragment=1").content.decode()
-    card = text[text.index('id="fragmentation-card"'):]
-    card = card[:card.index("</section>")]
+    card = text[text.index('id="fragmentation-card"') :]
+    card = card[: card.index("</section>")]
     assert "g1" in card and "g2" not in card
     for name in ("c1-n0", "c1-n1", "c2-n0", "GPU-", frag_world["tiny_uuid"], "milli free"):
         assert name not in text

@@ -10,8 +10,15 @@ from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
 
-BOUNDS = {"/": 27, "/?fragment=1": 27, "/quotas/": 10, "/jobs/": 18, "/nodes/": 10,
-          "/usage/": 10, "/audit/": 10}
+BOUNDS = {
+    "/": 27,
+    "/?fragment=1": 27,
+    "/quotas/": 10,
+    "/jobs/": 18,
+    "/nodes/": 10,
+    "/usage/": 10,
+    "/audit/": 10,
+}
 """Session + user + memberships for the navigation, the page's own queries; none per row.
 The overview has one query per resource group (two groups here) and a fixed number for the
 FGD fragmentation: eight for a platform admin, nine for a member (their visible tenants and
@@ -22,8 +29,10 @@ then six per resource group they are in (one here), whatever the number of rows.
 @pytest.fixture
 def big_world(world):
     make_cluster("c2", nodes=6, gpus=2)
-    jobs = [gpu_job(world["queue_a"], f"small-{i}", count=1, memory_percent=10, cores=10)
-            for i in range(12)]
+    jobs = [
+        gpu_job(world["queue_a"], f"small-{i}", count=1, memory_percent=10, cores=10)
+        for i in range(12)
+    ]
     assert len(run_admission_cycle(world["group"].pk).admitted) == 12
     for job in jobs:
         submit_to_cluster(job.pk)
@@ -43,8 +52,7 @@ def test_page_query_count_is_bounded(client, big_world, who, django_assert_max_n
         assert response.status_code == expected, url
 
 
-def test_card_map_and_device_pages_are_bounded(client, big_world,
-                                               django_assert_max_num_queries):
+def test_card_map_and_device_pages_are_bounded(client, big_world, django_assert_max_num_queries):
     client.force_login(big_world["alice"])
     node_id = Placement.objects.get(job=big_world["a_train"]).node_id
     with django_assert_max_num_queries(8):

@@ -16,8 +16,19 @@ from tests.builders import gpu_job
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/?fragment=1", "/quotas/", "/jobs/", "/jobs/new/", "/nodes/", "/usage/",
-         "/usage.csv", "/account/token/", "/audit/", "/tenants/team-a/"]
+PAGES = [
+    "/",
+    "/?fragment=1",
+    "/quotas/",
+    "/jobs/",
+    "/jobs/new/",
+    "/nodes/",
+    "/usage/",
+    "/usage.csv",
+    "/account/token/",
+    "/audit/",
+    "/tenants/team-a/",
+]
 EXPECTED = {
     "root": dict.fromkeys(PAGES, 200),
     "alice": {**dict.fromkeys(PAGES, 200), "/audit/": 403},
@@ -41,8 +52,16 @@ def test_anonymous_is_sent_to_login(client, world):
 def test_other_tenant_never_appears_for_a_member(client, world):
     client.force_login(world["bob"])
     node_id = Placement.objects.get(job=world["a_train"]).node_id
-    pages = ["/", "/quotas/", "/jobs/", f"/nodes/{node_id}/", "/usage/", "/usage.csv",
-             "/devices/GPU-c1-0-0/", "/devices/GPU-c1-0-1/"]
+    pages = [
+        "/",
+        "/quotas/",
+        "/jobs/",
+        f"/nodes/{node_id}/",
+        "/usage/",
+        "/usage.csv",
+        "/devices/GPU-c1-0-0/",
+        "/devices/GPU-c1-0-1/",
+    ]
     for url in pages:
         text = client.get(url).content.decode()
         assert "team-a" not in text and "a-train" not in text and "alice" not in text, url
@@ -58,8 +77,10 @@ def test_card_map_shows_own_slices_by_name(client, world):
     assert "team-a / a-train" in text
     assert "32,768 MiB, 30 %" in text  # 40 % of 81920 MiB, 30 % cores
     client.force_login(world["root"])
-    assert "team-b / b-secret" in client.get(f"/nodes/{placement.node_id}/").content.decode() \
+    assert (
+        "team-b / b-secret" in client.get(f"/nodes/{placement.node_id}/").content.decode()
         or Placement.objects.get(job=world["b_secret"]).node_id != placement.node_id
+    )
 
 
 def test_capacity_counts_booked_shares(world):
@@ -69,8 +90,7 @@ def test_capacity_counts_booked_shares(world):
     (row,) = capacity_by_model()
     assert (row.devices, row.allocated_devices, row.allocated_memory_mib) == (4, 1.4, 114688)
     assert [(g.label, g.allocated_devices) for g in capacity_by_group()] == [("g1", 1.4)]
-    assert [(t.tenant, t.devices) for t in top_tenants(None)] == [("team-b", 1.0),
-                                                                  ("team-a", 0.4)]
+    assert [(t.tenant, t.devices) for t in top_tenants(None)] == [("team-b", 1.0), ("team-a", 0.4)]
     assert [t.tenant for t in top_tenants({world["team_a"].pk})] == ["team-a"]
 
 
@@ -92,8 +112,13 @@ def test_lending_is_split_in_proportion_to_lendable_capacity():
     _attribute_lending([x, y, z])
     assert (x.borrowed, y.lendable, z.lendable) == (600, 1500, 500)
     assert (x.lent, y.lent, z.lent) == (0, 450, 150)
-    assert y.segments == {"own": 25.0, "lent": 22.5, "free": 52.5, "borrowed": 0.0,
-                          "nominal": 100.0}
+    assert y.segments == {
+        "own": 25.0,
+        "lent": 22.5,
+        "free": 52.5,
+        "borrowed": 0.0,
+        "nominal": 100.0,
+    }
 
 
 def test_queue_position_and_eta(world):
@@ -107,13 +132,17 @@ def test_queue_position_and_eta(world):
     Job.objects.filter(pk=world["b_secret"].pk).update(started_at=now, duration_s=300)
     slots = queue_slots([world["a_wait"], first], now=now)
     assert (slots[first.pk].eta.earliest, slots[first.pk].eta.latest) == (
-        now + timedelta(seconds=300), now + timedelta(seconds=300))
+        now + timedelta(seconds=300),
+        now + timedelta(seconds=300),
+    )
     assert slots[world["a_wait"].pk].eta.earliest == now + timedelta(seconds=360)
     small = gpu_job(world["queue_b"], "small", count=1, duration_s=30)
     slots = queue_slots([small], now=now)
     # strictly in order it waits for both: 420 s; passing them it takes the 2.6 free devices now
     assert (slots[small.pk].eta.earliest, slots[small.pk].eta.latest) == (
-        now, now + timedelta(seconds=420))
+        now,
+        now + timedelta(seconds=420),
+    )
     too_big = gpu_job(world["queue_b"], "too-big", count=5)
     assert queue_slots([too_big], now=now)[too_big.pk].eta is None
 
@@ -121,9 +150,11 @@ def test_queue_position_and_eta(world):
 def test_monthly_usage_in_gpu_hours(world):
     jan = datetime(2026, 1, 10, tzinfo=UTC)
     Placement.objects.filter(job=world["a_train"]).update(
-        started_at=jan, ended_at=jan + timedelta(hours=5))
+        started_at=jan, ended_at=jan + timedelta(hours=5)
+    )
     Placement.objects.filter(job=world["b_secret"]).update(
-        started_at=datetime(2026, 1, 31, 22, tzinfo=UTC), ended_at=None)
+        started_at=datetime(2026, 1, 31, 22, tzinfo=UTC), ended_at=None
+    )
     now = datetime(2026, 2, 1, 3, tzinfo=UTC)
     rows = {r.tenant: r for r in monthly_usage(None, "2026-01", now=now)}
     assert rows["team-a"].gpu_hours == pytest.approx(2.0)  # 5 h x 0.4 device
@@ -131,8 +162,10 @@ def test_monthly_usage_in_gpu_hours(world):
     assert rows["team-b"].gpu_hours == pytest.approx(2.0)  # 22:00-24:00 x 1 device
     feb = monthly_usage({world["team_b"].pk}, "2026-02", now=now)
     assert [(r.tenant, r.gpu_hours) for r in feb] == [("team-b", 3.0)]
-    assert month_bounds("2024-02") == (datetime(2024, 2, 1, tzinfo=UTC),
-                                       datetime(2024, 3, 1, tzinfo=UTC))
+    assert month_bounds("2024-02") == (
+        datetime(2024, 2, 1, tzinfo=UTC),
+        datetime(2024, 3, 1, tzinfo=UTC),
+    )
     with pytest.raises(ValueError):
         month_bounds("2024-13")
 
@@ -142,8 +175,10 @@ def test_usage_csv_is_tenant_scoped(client, world):
     Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=1))
     client.force_login(world["alice"])
     lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
-    assert lines == ["month,tenant,vendor,model,gpu_hours,memory_gib_hours,jobs,cost,currency",
-                     "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,0.4000,32.0000,1,,"]
+    assert lines == [
+        "month,tenant,vendor,model,gpu_hours,memory_gib_hours,jobs,cost,currency",
+        "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,0.4000,32.0000,1,,",
+    ]
     assert client.get("/usage/?month=2026-99").status_code == 404
 
 
@@ -155,8 +190,12 @@ def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
 
     jan = datetime(2026, 1, 10, tzinfo=UTC)
     Placement.objects.update(started_at=jan, ended_at=jan + timedelta(hours=10))
-    DevicePrice.objects.create(model=DeviceModel.objects.get(), per_hour=Decimal("2.50"),
-                               effective_from=datetime(2025, 1, 1, tzinfo=UTC), currency="EUR")
+    DevicePrice.objects.create(
+        model=DeviceModel.objects.get(),
+        per_hour=Decimal("2.50"),
+        effective_from=datetime(2025, 1, 1, tzinfo=UTC),
+        currency="EUR",
+    )
     client.force_login(world["alice"])
     lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
     # 10 h x 0.4 device = 4 GPU-hours at 2.50 EUR
@@ -165,14 +204,27 @@ def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
 
 def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
     client.force_login(world["alice"])
-    form = {"queue": world["queue_a"].pk, "name": "from-ui", "priority": 1, "pod_count": 1,
-            "cpu_milli": 1000, "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA",
-            "device_count": 1, "device_memory_mib": 10240, "cores_percent": 25}
+    form = {
+        "queue": world["queue_a"].pk,
+        "name": "from-ui",
+        "priority": 1,
+        "pod_count": 1,
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "duration_s": 60,
+        "vendor": "NVIDIA",
+        "device_count": 1,
+        "device_memory_mib": 10240,
+        "cores_percent": 25,
+    }
     response = client.post("/jobs/new/", form)
     job = Job.objects.get(name="from-ui")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert (job.source, job.submitted_by, job.containers.get().device_memory_mib) == (
-        "ui", world["alice"], 10240)
+        "ui",
+        world["alice"],
+        10240,
+    )
     bad = client.post("/jobs/new/", {**form, "name": "bad", "device_memory_percent": 50})
     assert bad.status_code == 200
     assert "Give device_memory_mib or memory_percent, not both." in bad.content.decode()
@@ -196,14 +248,13 @@ def test_cancel_from_the_page(client, world):
 
 def test_tenant_admin_manages_members(client, world):
     client.force_login(world["alice"])
-    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
-                       ).status_code == 403
+    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}).status_code == 403
     client.force_login(world["ada"])
     # a tenant admin invites (issue 15): same answer for an existing and a missing user
-    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}
-                       ).status_code == 302
-    assert client.post("/tenants/team-a/", {"username": "ghost", "role": "viewer"}
-                       ).status_code == 302
+    assert client.post("/tenants/team-a/", {"username": "bob", "role": "viewer"}).status_code == 302
+    assert (
+        client.post("/tenants/team-a/", {"username": "ghost", "role": "viewer"}).status_code == 302
+    )
     assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
     client.force_login(world["bob"])
     invitation = Invitation.objects.get(invitee="bob")
@@ -213,8 +264,11 @@ def test_tenant_admin_manages_members(client, world):
     client.force_login(world["ada"])
     assert client.post("/tenants/team-a/", {"remove": membership.pk}).status_code == 302
     assert not Membership.objects.filter(pk=membership.pk).exists()
-    actions = list(AuditEntry.objects.filter(object_type="tenants.membership")
-                   .order_by("id").values_list("action", flat=True))
+    actions = list(
+        AuditEntry.objects.filter(object_type="tenants.membership")
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
     assert actions == ["membership.create", "membership.delete"]
 
 
@@ -228,9 +282,11 @@ def test_token_page_creates_regenerates_and_revokes(client, world):
     assert second != first
     client.post("/account/token/", {"action": "revoke"})
     assert not Token.objects.filter(user=world["alice"]).exists()
-    assert list(AuditEntry.objects.filter(actor_name="alice", action__startswith="token.")
-                .order_by("id").values_list("action", flat=True)) == [
-        "token.create", "token.create", "token.revoke"]
+    assert list(
+        AuditEntry.objects.filter(actor_name="alice", action__startswith="token.")
+        .order_by("id")
+        .values_list("action", flat=True)
+    ) == ["token.create", "token.create", "token.revoke"]
 
 
 def test_audit_page_lists_and_filters(client, world):
@@ -246,9 +302,16 @@ def test_overview_shows_measured_utilisation_per_model(client, world):
 
     bucket = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=1)
     for uuid, util in (("GPU-c1-0-0", 80.0), ("GPU-c1-0-1", 40.0)):
-        Rollup.objects.create(resolution_s=60, bucket=bucket, metric=UTIL,
-                              device=Device.objects.get(uuid=uuid), count=2,
-                              total=2 * util, minimum=util, maximum=util)
+        Rollup.objects.create(
+            resolution_s=60,
+            bucket=bucket,
+            metric=UTIL,
+            device=Device.objects.get(uuid=uuid),
+            count=2,
+            total=2 * util,
+            minimum=util,
+            maximum=util,
+        )
     client.force_login(world["alice"])
     response = client.get("/?fragment=1")
     assert response.context["used"] == {"NVIDIA-A100-SXM4-80GB": 60.0, "NVIDIA": 60.0}

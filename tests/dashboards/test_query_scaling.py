@@ -14,22 +14,34 @@ from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/jobs/", "/jobs/?state=queued", "/nodes/", "/usage/", "/quotas/",
-         "/api/jobs/", "/api/nodes/", "/api/devices/", "/api/placements/", "/api/queues/"]
+PAGES = [
+    "/",
+    "/jobs/",
+    "/jobs/?state=queued",
+    "/nodes/",
+    "/usage/",
+    "/quotas/",
+    "/api/jobs/",
+    "/api/nodes/",
+    "/api/devices/",
+    "/api/placements/",
+    "/api/queues/",
+]
 
 
 def _grow(world, n):
     """Add a cluster of ``n`` nodes x 2 devices and ``3 n`` jobs of team-a (placed and
     running, cancelled, queued)."""
     make_cluster(f"grow{n}", nodes=n, gpus=2)
-    placed = [gpu_job(world["queue_a"], f"g{n}-{i}", count=1, memory_percent=10, cores=10)
-              for i in range(n)]
+    placed = [
+        gpu_job(world["queue_a"], f"g{n}-{i}", count=1, memory_percent=10, cores=10)
+        for i in range(n)
+    ]
     run_admission_cycle(world["group"].pk)
     for job in placed:
         submit_to_cluster(job.pk)
     for i in range(n):
-        cancel_job(gpu_job(world["queue_a"], f"c{n}-{i}", count=1, cores=10,
-                           memory_percent=10))
+        cancel_job(gpu_job(world["queue_a"], f"c{n}-{i}", count=1, cores=10, memory_percent=10))
         gpu_job(world["queue_a"], f"q{n}-{i}", count=8)
 
 
@@ -75,4 +87,4 @@ def test_overview_shares_its_inventory_panels_between_views(client, world, setti
 
 def _kpi(html: str, marker: str) -> str:
     start = html.index(marker) + len(marker) + 1
-    return html[start:html.index("<", start)]
+    return html[start : html.index("<", start)]

@@ -14,17 +14,24 @@ pytestmark = pytest.mark.django_db
 # On c1's four A100 (two 2-GPU nodes): two 1-GPU LS pods from t=0 for 100 s, a BE pod at t=10
 # needing 2 GPUs of one node for 50 s, a BE half-GPU pod at t=20 for 60 s. BestFit packs the LS
 # pods on one node, so the 2-GPU pod starts at once and the half pod waits 40 s for it.
-TRACE = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-         "deletion_time,scheduled_time\n") + """p0,1000,1024,1,1000,,LS,Running,0,100,0
+TRACE = (
+    (
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+    )
+    + """p0,1000,1024,1,1000,,LS,Running,0,100,0
 p1,1000,1024,1,1000,,LS,Running,0,100,0
 p2,1000,1024,2,1000,,BE,Running,10,60,10
 p3,1000,1024,1,500,,BE,Running,20,80,20
 """
+)
 
 
 def test_parse_quotas():
     assert parse_quotas("team-a = 1.5\n# comment\n\nLS=2  # two GPUs") == {
-        "team-a": 1500, "LS": 2000}
+        "team-a": 1500,
+        "LS": 2000,
+    }
     for bad in ("team-a", "team-a = x", "a = -1", "a = 1\na = 2"):
         with pytest.raises(DomainError):
             parse_quotas(bad)
@@ -36,8 +43,12 @@ def test_group_run_with_two_policies(world):
     assert run_simulation(run.pk) == "done"
     run.refresh_from_db()
     assert run.progress_percent == 100
-    assert run.result["workload"] == {"pods": 3, "tenants": ["team-a", "team-b"], "nodes": 2,
-                                      "gpus": 4}
+    assert run.result["workload"] == {
+        "pods": 3,
+        "tenants": ["team-a", "team-b"],
+        "nodes": 2,
+        "gpus": 4,
+    }
     best, guard = run.result["policies"]
     assert (best["policy"], guard["policy"]) == ("BestFit", "FragGuard")
     for p in (best, guard):
@@ -47,10 +58,21 @@ def test_group_run_with_two_policies(world):
 
 
 def test_trace_run_quota_changes_waits(world):
-    free = create_run(user=world["root"], group=world["group"], policies=["BestFit", "GpuPacking"],
-                      trace_name="t.csv", trace_text=TRACE)
-    capped = create_run(user=world["root"], group=world["group"], policies=["BestFit"],
-                        quotas_text="LS = 1", trace_name="t.csv", trace_text=TRACE)
+    free = create_run(
+        user=world["root"],
+        group=world["group"],
+        policies=["BestFit", "GpuPacking"],
+        trace_name="t.csv",
+        trace_text=TRACE,
+    )
+    capped = create_run(
+        user=world["root"],
+        group=world["group"],
+        policies=["BestFit"],
+        quotas_text="LS = 1",
+        trace_name="t.csv",
+        trace_text=TRACE,
+    )
     for run in (free, capped):
         assert run_simulation(run.pk) == "done"
         run.refresh_from_db()
@@ -67,20 +89,34 @@ def test_trace_run_quota_changes_waits(world):
 
 
 def test_group_quotas_as_a_start(world):
-    run = create_run(user=world["root"], group=world["group"], policies=["BestFit"],
-                     use_group_quotas=True, quotas_text="team-b = 0.5")
+    run = create_run(
+        user=world["root"],
+        group=world["group"],
+        policies=["BestFit"],
+        use_group_quotas=True,
+        quotas_text="team-b = 0.5",
+    )
     assert run.quotas == {"team-a": 2000, "team-b": 500}
     with pytest.raises(DomainError, match="qos"):
-        create_run(user=world["root"], group=world["group"], policies=["BestFit"],
-                   use_group_quotas=True, trace_text=TRACE)
+        create_run(
+            user=world["root"],
+            group=world["group"],
+            policies=["BestFit"],
+            use_group_quotas=True,
+            trace_text=TRACE,
+        )
 
 
 def test_bad_requests_are_refused(world):
     with pytest.raises(DomainError, match="policies"):
         create_run(user=world["root"], group=world["group"], policies=["Nope"])
     with pytest.raises(DomainError, match="trace"):
-        create_run(user=world["root"], group=world["group"], policies=["BestFit"],
-                   trace_text="name,cpu_milli\nx,1\n")
+        create_run(
+            user=world["root"],
+            group=world["group"],
+            policies=["BestFit"],
+            trace_text="name,cpu_milli\nx,1\n",
+        )
     assert SimulationRun.objects.count() == 0
 
 
@@ -90,16 +126,24 @@ def test_page_form_progress_and_results(client, world):
     client.force_login(world["ada"])  # tenant admin of team-a
     page = client.get("/simulations/")
     assert page.status_code == 200 and 'id="simulation-form"' in page.content.decode()
-    bad = client.post("/simulations/", {"group": "g1", "policies": ["BestFit"],
-                                        "quotas": "team-a"})
-    assert bad.status_code == 400 and "expected &#x27;tenant = devices&#x27;" in \
-        bad.content.decode()
-    response = client.post("/simulations/", {
-        "group": "g1", "policies": ["BestFit", "FragGuard"], "quotas": "team-a = 1",
-        "trace": SimpleUploadedFile("t.csv", b"not,a\ntrace,1\n")})
+    bad = client.post("/simulations/", {"group": "g1", "policies": ["BestFit"], "quotas": "team-a"})
+    assert (
+        bad.status_code == 400 and "expected &#x27;tenant = devices&#x27;" in bad.content.decode()
+    )
+    response = client.post(
+        "/simulations/",
+        {
+            "group": "g1",
+            "policies": ["BestFit", "FragGuard"],
+            "quotas": "team-a = 1",
+            "trace": SimpleUploadedFile("t.csv", b"not,a\ntrace,1\n"),
+        },
+    )
     assert response.status_code == 400 and "trace" in response.content.decode()
-    response = client.post("/simulations/", {"group": "g1", "policies": ["BestFit", "FragGuard"],
-                                             "quotas": "team-a = 1"})
+    response = client.post(
+        "/simulations/",
+        {"group": "g1", "policies": ["BestFit", "FragGuard"], "quotas": "team-a = 1"},
+    )
     run = SimulationRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/simulations/{run.pk}/"
     waiting = client.get(f"/simulations/{run.pk}/").content.decode()

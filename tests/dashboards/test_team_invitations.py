@@ -24,8 +24,9 @@ def test_the_invite_message_is_the_same_for_existing_and_missing_users(client, w
     client.force_login(world["ada"])
     texts = []
     for name in ("bob", "ghost"):
-        response = client.post("/tenants/team-a/", {"action": "invite", "username": name,
-                                                    "role": "member"})
+        response = client.post(
+            "/tenants/team-a/", {"action": "invite", "username": name, "role": "member"}
+        )
         assert response.status_code == 302
         text = _message(response).replace(name, "<who>")
         texts.append(re.sub(r"token=[\w-]+", "token=<token>", text))
@@ -66,20 +67,30 @@ def test_another_user_cannot_answer_the_invitation(client, world):
 def test_admin_changes_a_role_and_revokes_an_invitation(client, world):
     client.force_login(world["ada"])
     alice = Membership.objects.get(user=world["alice"], tenant=world["team_a"])
-    assert client.post("/tenants/team-a/", {"action": "role", "membership": alice.pk,
-                                            "role": "viewer"}).status_code == 302
+    assert (
+        client.post(
+            "/tenants/team-a/", {"action": "role", "membership": alice.pk, "role": "viewer"}
+        ).status_code
+        == 302
+    )
     alice.refresh_from_db()
     assert alice.role == "viewer"
-    assert client.post("/tenants/team-a/", {"action": "role", "membership": "x",
-                                            "role": "viewer"}).status_code == 400
+    assert (
+        client.post(
+            "/tenants/team-a/", {"action": "role", "membership": "x", "role": "viewer"}
+        ).status_code
+        == 400
+    )
     client.post("/tenants/team-a/", {"username": "bob", "role": "member"})
     invitation = Invitation.objects.get(invitee="bob")
     assert client.post("/tenants/team-a/", {"revoke": invitation.pk}).status_code == 302
     invitation.refresh_from_db()
     assert invitation.state == "revoked"
-    assert list(AuditEntry.objects.filter(tenant_id=world["team_a"].pk, source="ui")
-                .order_by("id").values_list("action", flat=True)) == [
-        "membership.update", "invitation.create", "invitation.revoke"]
+    assert list(
+        AuditEntry.objects.filter(tenant_id=world["team_a"].pk, source="ui")
+        .order_by("id")
+        .values_list("action", flat=True)
+    ) == ["membership.update", "invitation.create", "invitation.revoke"]
 
 
 def test_only_a_platform_admin_adds_directly_and_learns_about_missing_users(client, world):
@@ -87,10 +98,14 @@ def test_only_a_platform_admin_adds_directly_and_learns_about_missing_users(clie
     client.post("/tenants/team-a/", {"action": "add", "username": "bob", "role": "member"})
     assert not Membership.objects.filter(user=world["bob"], tenant=world["team_a"]).exists()
     client.force_login(world["root"])
-    assert client.post("/tenants/team-a/", {"action": "add", "username": "bob",
-                                            "role": "member"}).status_code == 302
+    assert (
+        client.post(
+            "/tenants/team-a/", {"action": "add", "username": "bob", "role": "member"}
+        ).status_code
+        == 302
+    )
     assert Membership.objects.get(user=world["bob"], tenant=world["team_a"]).role == "member"
-    missing = client.post("/tenants/team-a/", {"action": "add", "username": "ghost",
-                                               "role": "member"})
-    assert missing.status_code == 200 and "No user with this username." in \
-        missing.content.decode()
+    missing = client.post(
+        "/tenants/team-a/", {"action": "add", "username": "ghost", "role": "member"}
+    )
+    assert missing.status_code == 200 and "No user with this username." in missing.content.decode()

@@ -65,12 +65,19 @@ def test_trend_series_one_query_and_resolution(world):
         fine = trend_series("group", [g], ["allocated", "queued"], T0, T0 + timedelta(hours=6))
     assert len(queries) == 1
     assert [p.time for p in fine[(g, "allocated")]] == [
-        T0, T0 + timedelta(minutes=5), T0 + timedelta(minutes=10), T0 + timedelta(minutes=70)]
+        T0,
+        T0 + timedelta(minutes=5),
+        T0 + timedelta(minutes=10),
+        T0 + timedelta(minutes=70),
+    ]
     coarse = trend_series("group", [g], ["allocated"], T0, T0 + timedelta(days=7))
     assert [(p.time, p.mean) for p in coarse[(g, "allocated")]] == [
-        (T0, pytest.approx(1.4)), (T0 + timedelta(hours=1), pytest.approx(1.4))]
+        (T0, pytest.approx(1.4)),
+        (T0 + timedelta(hours=1), pytest.approx(1.4)),
+    ]
     assert trend_series("group", ["999"], ["allocated"], T0, T0 + timedelta(hours=6)) == {
-        ("999", "allocated"): []}
+        ("999", "allocated"): []
+    }
 
 
 def test_prune_keeps_retention(world):
@@ -86,7 +93,7 @@ def _spec(response, chart_id):
     html = response.content.decode()
     marker = f'<script id="{chart_id}-data" type="application/json">'
     start = html.index(marker) + len(marker)
-    return json.loads(html[start:html.index("</script>", start)])
+    return json.loads(html[start : html.index("</script>", start)])
 
 
 def test_overview_trend_charts_read_rollups(client, world):
@@ -138,16 +145,27 @@ def test_device_page_marks_health_events(client, world):
 
     device = Device.objects.get(uuid="GPU-c1-0-0")
     when = timezone.now() - timedelta(hours=1)
-    DeviceHealthEvent.objects.create(serial=device.uuid, device=device, time=when,
-                                     kind="xid_79", severity="critical", message="fell off")
-    DeviceHealthEvent.objects.create(serial=device.uuid, device=device,
-                                     time=when - timedelta(hours=9), kind="old",
-                                     severity="warning")
+    DeviceHealthEvent.objects.create(
+        serial=device.uuid,
+        device=device,
+        time=when,
+        kind="xid_79",
+        severity="critical",
+        message="fell off",
+    )
+    DeviceHealthEvent.objects.create(
+        serial=device.uuid,
+        device=device,
+        time=when - timedelta(hours=9),
+        kind="old",
+        severity="warning",
+    )
     client.force_login(world["root"])
     response = client.get(f"/devices/{device.uuid}/")
     spec = _spec(response, "device-util")
-    assert spec["marks"] == [{"time": int(when.timestamp() * 1000), "label": "xid_79",
-                              "severity": "critical"}]
+    assert spec["marks"] == [
+        {"time": int(when.timestamp() * 1000), "label": "xid_79", "severity": "critical"}
+    ]
     assert spec["axes"][0]["max"] == 100.0 and spec["simulated"] is True
     assert '<svg class="spark' not in response.content.decode()
 

@@ -34,8 +34,9 @@ def render(renderer: list[str], folder: str) -> list[dict]:
     Raises:
         AssertionError: the renderer fails (its message included).
     """
-    done = subprocess.run([*renderer, str(ROOT / folder)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [*renderer, str(ROOT / folder)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, f"{' '.join(renderer)} {folder} failed:\n{done.stderr}"
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 

@@ -65,7 +65,7 @@ def _celery(args: list[str]) -> str:
             raise CommandError(f"-A {ctx.params['app']} is no Celery app")
         ctx.obj = CLIContext(app=app, no_color=True, workdir=None)
         name = args[index]
-        celery_cli.commands[name].make_context(name, args[index + 1:], parent=ctx)
+        celery_cli.commands[name].make_context(name, args[index + 1 :], parent=ctx)
     except click.ClickException as exc:
         raise CommandError(f"celery {' '.join(args)}: {exc.format_message()}") from None
     return f"celery {name}"
@@ -133,5 +133,6 @@ def check_command(argv: list[str]) -> list[str]:
         return [_celery(args)]
     if program in ("python", "python3") and args[:1] == ["manage.py"]:
         return [_manage(args[1:])]
-    raise CommandError(f"{' '.join(argv)!r} is no console entry point "
-                       "(gunicorn, celery, python manage.py)")
+    raise CommandError(
+        f"{' '.join(argv)!r} is no console entry point (gunicorn, celery, python manage.py)"
+    )

@@ -16,8 +16,16 @@ from functools import cache
 
 from tests.deploy.sources import first_party_modules
 
-READERS = {"env_str", "env_int", "env_float", "env_bool", "env_list", "env_url", "env_template",
-           "getenv"}
+READERS = {
+    "env_str",
+    "env_int",
+    "env_float",
+    "env_bool",
+    "env_list",
+    "env_url",
+    "env_template",
+    "getenv",
+}
 _ENVIRON_METHODS = {"get", "setdefault", "pop"}
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
 
@@ -30,8 +38,13 @@ def _is_environ(node: ast.expr, aliases: set[str]) -> bool:
 
 def _environ_aliases(tree: ast.Module) -> set[str]:
     """Names bound to ``os.environ`` (``env = os.environ``)."""
-    return {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            and _is_environ(node.value, set()) for t in node.targets if isinstance(t, ast.Name)}
+    return {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _is_environ(node.value, set())
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
 
 
 def _read_name(node: ast.AST, aliases: set[str]) -> ast.expr | None:
@@ -44,8 +57,11 @@ def _read_name(node: ast.AST, aliases: set[str]) -> ast.expr | None:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if name in READERS:
         return node.args[0]
-    if (isinstance(func, ast.Attribute) and func.attr in _ENVIRON_METHODS
-            and _is_environ(func.value, aliases)):
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in _ENVIRON_METHODS
+        and _is_environ(func.value, aliases)
+    ):
         return node.args[0]
     return None
 
@@ -66,7 +82,11 @@ def variables_read() -> frozenset[str]:
             else:
                 computed = True
         if computed:
-            found.update(node.value for node in ast.walk(module.tree)
-                         if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                         and _NAME.fullmatch(node.value))
+            found.update(
+                node.value
+                for node in ast.walk(module.tree)
+                if isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _NAME.fullmatch(node.value)
+            )
     return frozenset(found)

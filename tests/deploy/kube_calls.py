@@ -74,8 +74,7 @@ CALLS: dict[str, Grant | None] = {
     "list_resource_claim_for_all_namespaces": (_RESOURCE, "resourceclaims", "list"),
     "list_resource_slice": (_RESOURCE, "resourceslices", "list"),
     "list_device_class": (_RESOURCE, "deviceclasses", "list"),
-    "create_namespaced_resource_claim_template": (_RESOURCE, "resourceclaimtemplates",
-                                                  "create"),
+    "create_namespaced_resource_claim_template": (_RESOURCE, "resourceclaimtemplates", "create"),
     "create_device_taint_rule": (_RESOURCE, "devicetaintrules", "create"),
     "delete_device_taint_rule": (_RESOURCE, "devicetaintrules", "delete"),
     "list_device_taint_rule": (_RESOURCE, "devicetaintrules", "list"),
@@ -131,8 +130,12 @@ def _watch_dict_names(function: ast.AST) -> set[str]:
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
             for key, value in zip(node.value.keys, node.value.values, strict=True):
-                if (isinstance(key, ast.Constant) and key.value == "watch"
-                        and isinstance(value, ast.Constant) and value.value is True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value == "watch"
+                    and isinstance(value, ast.Constant)
+                    and value.value is True
+                ):
                     names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
 
@@ -146,12 +149,14 @@ def _is_watch_call(call: ast.Call, watch_dicts: set[str]) -> bool:
     return False
 
 
-def _argument(method: str, call: ast.Call, names: tuple[str, ...],
-              skip: int) -> ast.expr | None:
+def _argument(method: str, call: ast.Call, names: tuple[str, ...], skip: int) -> ast.expr | None:
     """The expression passed for the parameter of CustomObjectsApi.``method`` named one of
     ``names``; ``skip`` positional arguments of ``call`` come before the method's own."""
-    params = [p for p in inspect.signature(getattr(k8s.CustomObjectsApi, method)).parameters
-              if p != "self"]
+    params = [
+        p
+        for p in inspect.signature(getattr(k8s.CustomObjectsApi, method)).parameters
+        if p != "self"
+    ]
     (name,) = [n for n in names if n in params]
     for kw in call.keywords:
         if kw.arg == name:
@@ -190,8 +195,9 @@ class _Visitor(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in self.methods:
             self.handled.add(id(func))
-            self._record(func.attr, node, node, watch=_is_watch_call(node, self.watch_dicts),
-                         skip=0)
+            self._record(
+                func.attr, node, node, watch=_is_watch_call(node, self.watch_dicts), skip=0
+            )
         elif isinstance(func, ast.Attribute) and func.attr == "stream" and node.args:
             ref = node.args[0]  # kubernetes.watch.Watch().stream(api.list_x, *args)
             if isinstance(ref, ast.Attribute) and ref.attr in self.methods:
@@ -205,16 +211,19 @@ class _Visitor(ast.NodeVisitor):
             self._record(node.attr, node, None, watch=False, skip=0)
         self.generic_visit(node)
 
-    def _record(self, method: str, node: ast.AST, call: ast.Call | None, *, watch: bool,
-                skip: int) -> None:
+    def _record(
+        self, method: str, node: ast.AST, call: ast.Call | None, *, watch: bool, skip: int
+    ) -> None:
         where = f"{self.module.rel}:{node.lineno}"
         if method in CUSTOM_OBJECT_CALLS:
             grant = self._custom_grant(method, call, skip, where)
         elif method in CALLS:
             grant = CALLS[method]
         else:
-            self.out.errors.append(f"{where}: {method} is not in tests/deploy/kube_calls.py "
-                                   "CALLS: add the (apiGroup, resource, verb) it needs")
+            self.out.errors.append(
+                f"{where}: {method} is not in tests/deploy/kube_calls.py "
+                "CALLS: add the (apiGroup, resource, verb) it needs"
+            )
             return
         if grant is None:
             return
@@ -226,17 +235,21 @@ class _Visitor(ast.NodeVisitor):
             verb = "watch"
         self.out.grants[(group, resource, verb)].append(where)
 
-    def _custom_grant(self, method: str, call: ast.Call | None, skip: int,
-                      where: str) -> Grant | None:
+    def _custom_grant(
+        self, method: str, call: ast.Call | None, skip: int, where: str
+    ) -> Grant | None:
         verb, sub = CUSTOM_OBJECT_CALLS[method]
         group = plural = None
         if call is not None:
             group = _resolve(_argument(method, call, ("group",), skip), self.constants)
-            plural = _resolve(_argument(method, call, ("plural", "resource_plural"), skip),
-                              self.constants)
+            plural = _resolve(
+                _argument(method, call, ("plural", "resource_plural"), skip), self.constants
+            )
         if group is None or plural is None:
-            self.out.errors.append(f"{where}: {method}: group and plural must be string "
-                                   "literals or module constants to be checked")
+            self.out.errors.append(
+                f"{where}: {method}: group and plural must be string "
+                "literals or module constants to be checked"
+            )
             return None
         return (group, f"{plural}/{sub}" if sub else plural, verb)
 

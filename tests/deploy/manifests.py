@@ -10,14 +10,19 @@ SERVICE_ACCOUNT = "llmops-console"
 SECRET = "llmops-console"
 CONFIGMAP_PREFIX = "llmops-console-config-"  # configMapGenerator adds a content hash
 SECRET_KEYS = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")
-WORKLOADS = {"web": "llmops-console-web", "worker": "llmops-console-worker",
-             "beat": "llmops-console-beat", "migrate": "llmops-console-migrate"}
+WORKLOADS = {
+    "web": "llmops-console-web",
+    "worker": "llmops-console-worker",
+    "beat": "llmops-console-beat",
+    "migrate": "llmops-console-migrate",
+}
 
 
 def find(objects: list[dict], kind: str, name: str | None = None) -> list[dict]:
     """Objects of ``kind`` (and ``name``)."""
-    return [o for o in objects if o["kind"] == kind
-            and (name is None or o["metadata"]["name"] == name)]
+    return [
+        o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
 
 
 def one(objects: list[dict], kind: str, name: str) -> dict:

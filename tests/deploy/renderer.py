@@ -57,6 +57,8 @@ def find_renderer() -> list[str] | str:
             return [kubectl, "kustomize"]
         seen.append(f"{kubectl} (embedded kustomize {version})")
     need = ".".join(map(str, MIN_KUSTOMIZE))
-    return (f"no kustomize >= v{need} (as `kustomize` or in `kubectl`)"
-            + (f"; found {', '.join(seen)}" if seen else "")
-            + "; .ci/install_kubectl.py installs one")
+    return (
+        f"no kustomize >= v{need} (as `kustomize` or in `kubectl`)"
+        + (f"; found {', '.join(seen)}" if seen else "")
+        + "; .ci/install_kubectl.py installs one"
+    )

@@ -12,8 +12,19 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_SKIP_DIRS = {"tests", "migrations", "docs", "deploy", "static", "templates", "staticfiles",
-              "node_modules", "build", "dist", "__pycache__"}
+_SKIP_DIRS = {
+    "tests",
+    "migrations",
+    "docs",
+    "deploy",
+    "static",
+    "templates",
+    "staticfiles",
+    "node_modules",
+    "build",
+    "dist",
+    "__pycache__",
+}
 
 
 @dataclass(frozen=True)
@@ -37,18 +48,24 @@ def _walk(folder: Path):
 @cache
 def first_party_modules(root: Path = ROOT) -> tuple[Module, ...]:
     """Every first-party module under ``root``, parsed."""
-    return tuple(Module(str(path.relative_to(root)), ast.parse(path.read_text(), str(path)))
-                 for path in _walk(root))
+    return tuple(
+        Module(str(path.relative_to(root)), ast.parse(path.read_text(), str(path)))
+        for path in _walk(root)
+    )
 
 
 def imports_module(tree: ast.Module, name: str) -> bool:
     """True when ``tree`` imports ``name`` or one of its submodules."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(
-                a.name == name or a.name.startswith(name + ".") for a in node.names):
+            a.name == name or a.name.startswith(name + ".") for a in node.names
+        ):
             return True
-        if isinstance(node, ast.ImportFrom) and node.module and (
-                node.module == name or node.module.startswith(name + ".")):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and (node.module == name or node.module.startswith(name + "."))
+        ):
             return True
     return False
 

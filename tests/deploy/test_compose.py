@@ -28,8 +28,12 @@ from tests.deploy.sources import ROOT
 COMPOSE = ROOT / "docker-compose.yml"
 SCHEMA = json.loads((ROOT / "tests/deploy/compose-spec.json").read_text())
 ENV = {"POSTGRES_PASSWORD": "pg-secret", "SECRET_KEY": "k" * 50}
-ENTRY_POINTS = {"migrate": ["manage.py migrate"], "web": ["gunicorn console.wsgi"],
-                "worker": ["celery worker"], "beat": ["celery beat"]}
+ENTRY_POINTS = {
+    "migrate": ["manage.py migrate"],
+    "web": ["gunicorn console.wsgi"],
+    "worker": ["celery worker"],
+    "beat": ["celery beat"],
+}
 
 _VARIABLE = re.compile(r"\$(?:(\$)|\{(\w+)(?:(:?[-?+])([^}]*))?\}|(\w+))")
 
@@ -110,9 +114,14 @@ def test_console_services_run_the_entry_points_in_order() -> None:
     model = compose_model()
     for name, service in console_services(model).items():
         assert check_command(shlex.split(service["command"])) == ENTRY_POINTS[name], name
-        expected = ({"postgres": {"condition": "service_healthy"},
-                     "redis": {"condition": "service_healthy"}} if name == "migrate" else
-                    {"migrate": {"condition": "service_completed_successfully"}})
+        expected = (
+            {
+                "postgres": {"condition": "service_healthy"},
+                "redis": {"condition": "service_healthy"},
+            }
+            if name == "migrate"
+            else {"migrate": {"condition": "service_completed_successfully"}}
+        )
         assert service["depends_on"] == expected, name
     assert model["services"]["migrate"]["restart"] == "no"
 
@@ -123,8 +132,12 @@ def test_urls_point_at_the_compose_services() -> None:
     for service in console_services(model).values():
         db = urlparse(service["environment"]["DATABASE_URL"])
         assert (db.hostname, db.port, db.username, db.password, db.path) == (
-            "postgres", 5432, postgres["POSTGRES_USER"], ENV["POSTGRES_PASSWORD"],
-            "/" + postgres["POSTGRES_DB"])
+            "postgres",
+            5432,
+            postgres["POSTGRES_USER"],
+            ENV["POSTGRES_PASSWORD"],
+            "/" + postgres["POSTGRES_DB"],
+        )
         assert urlparse(service["environment"]["REDIS_URL"]).hostname == "redis"
     for name in ("postgres", "redis"):
         assert model["services"][name]["healthcheck"]["test"][0] == "CMD"
@@ -135,16 +148,27 @@ def test_urls_point_at_the_compose_services() -> None:
 
 def _compose_plugin() -> list[str] | None:
     docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True,
-                                 check=False).returncode == 0:
+    if (
+        docker
+        and subprocess.run(
+            [docker, "compose", "version"], capture_output=True, check=False
+        ).returncode
+        == 0
+    ):
         return [docker, "compose"]
     return None
 
 
-@pytest.mark.skipif(_compose_plugin() is None,
-                    reason="no `docker compose` plugin here; the schema check above stands in")
+@pytest.mark.skipif(
+    _compose_plugin() is None,
+    reason="no `docker compose` plugin here; the schema check above stands in",
+)
 def test_docker_compose_config_accepts_the_file() -> None:
-    done = subprocess.run([*_compose_plugin(), "-f", str(COMPOSE), "config", "--quiet"],
-                          capture_output=True, text=True, env={**os.environ, **ENV},
-                          check=False)
+    done = subprocess.run(
+        [*_compose_plugin(), "-f", str(COMPOSE), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ENV},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

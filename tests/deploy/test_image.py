@@ -26,13 +26,20 @@ def ignored(path: str, patterns: list[str]) -> bool:
 
 
 def test_the_build_context_keeps_what_the_image_needs() -> None:
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert not any(p.startswith("!") for p in patterns)  # no re-includes to reason about
-    include = tomllib.loads((ROOT / "pyproject.toml").read_text())[
-        "tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = [d.name for d in ROOT.iterdir() if (d / "__init__.py").exists()
-                and any(fnmatch.fnmatchcase(d.name, p) for p in include)]
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]["find"]["include"]
+    packages = [
+        d.name
+        for d in ROOT.iterdir()
+        if (d / "__init__.py").exists() and any(fnmatch.fnmatchcase(d.name, p) for p in include)
+    ]
     assert "console" in packages
     needed = [*packages, "manage.py", "pyproject.toml", "templates", "static"]
     assert [n for n in needed if ignored(n, patterns)] == []

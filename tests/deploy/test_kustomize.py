@@ -23,18 +23,28 @@ from tests.deploy.sources import ROOT
 #: The oldest Kubernetes the manifests support and the newest kubernetes-validate knows.
 KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
-COMMON = {("Namespace", NAMESPACE), ("ServiceAccount", SERVICE_ACCOUNT),
-          ("ClusterRole", "llmops-console"), ("ClusterRoleBinding", "llmops-console"),
-          ("ConfigMap", "llmops-console-config"), ("Job", WORKLOADS["migrate"]),
-          ("Deployment", WORKLOADS["web"]), ("Deployment", WORKLOADS["worker"]),
-          ("Deployment", WORKLOADS["beat"]), ("Service", WORKLOADS["web"]),
-          ("PodDisruptionBudget", WORKLOADS["web"]),
-          ("PodDisruptionBudget", WORKLOADS["worker"])}
+COMMON = {
+    ("Namespace", NAMESPACE),
+    ("ServiceAccount", SERVICE_ACCOUNT),
+    ("ClusterRole", "llmops-console"),
+    ("ClusterRoleBinding", "llmops-console"),
+    ("ConfigMap", "llmops-console-config"),
+    ("Job", WORKLOADS["migrate"]),
+    ("Deployment", WORKLOADS["web"]),
+    ("Deployment", WORKLOADS["worker"]),
+    ("Deployment", WORKLOADS["beat"]),
+    ("Service", WORKLOADS["web"]),
+    ("PodDisruptionBudget", WORKLOADS["web"]),
+    ("PodDisruptionBudget", WORKLOADS["worker"]),
+}
 EXPECTED = {
     "deploy/base": COMMON,
     "deploy/overlays/small": COMMON,
-    "deploy/overlays/ha": COMMON | {("HorizontalPodAutoscaler", WORKLOADS["web"]),
-                                    ("HorizontalPodAutoscaler", WORKLOADS["worker"])},
+    "deploy/overlays/ha": COMMON
+    | {
+        ("HorizontalPodAutoscaler", WORKLOADS["web"]),
+        ("HorizontalPodAutoscaler", WORKLOADS["worker"]),
+    },
 }
 
 
@@ -63,8 +73,10 @@ def test_every_object_validates_strictly(rendered, folder: str, version: str) ->
         try:
             kubernetes_validate.validate(obj, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
-            errors.append(f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} "
-                          f"at {'/'.join(map(str, exc.path))}")
+            errors.append(
+                f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} "
+                f"at {'/'.join(map(str, exc.path))}"
+            )
     assert not errors, f"{folder} on Kubernetes {version}:\n" + "\n".join(errors)
 
 
@@ -79,15 +91,21 @@ def test_strict_validation_catches_a_misspelt_field() -> None:
 def test_rbac_unit_renders_alone_and_unchanged_in_every_install(rendered, renderer) -> None:
     alone = render(renderer, "deploy/rbac")
     assert sorted(map(_kind_name, alone)) == sorted(
-        [("ClusterRole", "llmops-console"), ("ClusterRoleBinding", "llmops-console"),
-         ("Namespace", NAMESPACE), ("ServiceAccount", SERVICE_ACCOUNT)])
+        [
+            ("ClusterRole", "llmops-console"),
+            ("ClusterRoleBinding", "llmops-console"),
+            ("Namespace", NAMESPACE),
+            ("ServiceAccount", SERVICE_ACCOUNT),
+        ]
+    )
     rules = one(alone, "ClusterRole", "llmops-console")["rules"]
     for objects in rendered.values():
         assert one(objects, "ClusterRole", "llmops-console")["rules"] == rules
         binding = one(objects, "ClusterRoleBinding", "llmops-console")
         assert binding["roleRef"]["name"] == "llmops-console"
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
-                                        "namespace": NAMESPACE}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+        ]
         for workload, pod in pod_specs(objects):
             if pod["spec"].get("automountServiceAccountToken", True):
                 assert pod["spec"]["serviceAccountName"] == SERVICE_ACCOUNT, workload
@@ -98,11 +116,13 @@ def test_selectors_pick_exactly_their_workload(rendered, folder: str) -> None:
     objects = rendered[folder]
     pods = {w["metadata"]["name"]: p["metadata"]["labels"] for w, p in pod_specs(objects)}
     for deployment in find(objects, "Deployment"):
-        assert selects(deployment["spec"]["selector"],
-                       deployment["spec"]["template"]["metadata"]["labels"])
+        assert selects(
+            deployment["spec"]["selector"], deployment["spec"]["template"]["metadata"]["labels"]
+        )
     service = one(objects, "Service", WORKLOADS["web"])
-    assert [n for n, labels in pods.items() if selects(service["spec"]["selector"], labels)] \
-        == [WORKLOADS["web"]]
+    assert [n for n, labels in pods.items() if selects(service["spec"]["selector"], labels)] == [
+        WORKLOADS["web"]
+    ]
     web = one(objects, "Deployment", WORKLOADS["web"])["spec"]["template"]["spec"]
     ports = {p["name"] for c in web["containers"] for p in c.get("ports", [])}
     assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
@@ -117,8 +137,9 @@ def test_beat_is_a_single_recreated_replica(rendered, folder: str) -> None:
     beat = one(objects, "Deployment", WORKLOADS["beat"])
     assert beat["spec"]["replicas"] == 1
     assert beat["spec"]["strategy"] == {"type": "Recreate"}
-    targets = {h["spec"]["scaleTargetRef"]["name"]
-               for h in find(objects, "HorizontalPodAutoscaler")}
+    targets = {
+        h["spec"]["scaleTargetRef"]["name"] for h in find(objects, "HorizontalPodAutoscaler")
+    }
     assert WORKLOADS["beat"] not in targets
 
 
@@ -131,17 +152,22 @@ def test_small_runs_one_web_and_one_worker(rendered) -> None:
         assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
 
 
-@pytest.mark.parametrize(("component", "minimum", "min_available"),
-                         [("web", 2, 1), ("worker", 3, 2)])
-def test_ha_spreads_autoscales_and_budgets(rendered, component: str, minimum: int,
-                                           min_available: int) -> None:
+@pytest.mark.parametrize(
+    ("component", "minimum", "min_available"), [("web", 2, 1), ("worker", 3, 2)]
+)
+def test_ha_spreads_autoscales_and_budgets(
+    rendered, component: str, minimum: int, min_available: int
+) -> None:
     objects = rendered["deploy/overlays/ha"]
     name = WORKLOADS[component]
     deployment = one(objects, "Deployment", name)
     assert "replicas" not in deployment["spec"]  # the autoscaler owns the count
     hpa = one(objects, "HorizontalPodAutoscaler", name)
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
-                                             "name": name}
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": name,
+    }
     assert hpa["spec"]["minReplicas"] == minimum
     assert hpa["spec"]["maxReplicas"] > minimum
     pdb = one(objects, "PodDisruptionBudget", name)["spec"]
@@ -149,6 +175,7 @@ def test_ha_spreads_autoscales_and_budgets(rendered, component: str, minimum: in
     assert min_available < minimum  # a drain can always evict one
     pod = deployment["spec"]["template"]
     (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
-        "preferredDuringSchedulingIgnoredDuringExecution"]
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
     assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == pod["metadata"]["labels"]

@@ -16,13 +16,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from tests.deploy.kube_calls import (
-    CALLS,
-    CUSTOM_OBJECT_CALLS,
-    client_methods,
-    collect,
-    granted,
-)
+from tests.deploy.kube_calls import CALLS, CUSTOM_OBJECT_CALLS, client_methods, collect, granted
 from tests.deploy.sources import ROOT, Module
 
 RBAC = ROOT / "deploy" / "rbac" / "rbac.yaml"
@@ -47,9 +41,11 @@ def test_cluster_role_grants_exactly_what_the_code_calls() -> None:
     extra = sorted(has - set(needed.grants))
     lines = [f"  missing: {fmt(g)}   <- {', '.join(needed.grants[g])}" for g in missing]
     lines += [f"  extra:   {fmt(g)}   (granted, never called)" for g in extra]
-    assert not lines, (f"ClusterRole in {RBAC.relative_to(ROOT)} differs from the code's calls "
-                       "(grant exactly these; map new client methods in "
-                       "tests/deploy/kube_calls.py):\n" + "\n".join(lines))
+    assert not lines, (
+        f"ClusterRole in {RBAC.relative_to(ROOT)} differs from the code's calls "
+        "(grant exactly these; map new client methods in "
+        "tests/deploy/kube_calls.py):\n" + "\n".join(lines)
+    )
 
 
 def test_the_collector_sees_the_adapter_calls() -> None:
@@ -59,8 +55,7 @@ def test_the_collector_sees_the_adapter_calls() -> None:
     assert ("", "pods", "watch") in needed  # list_*_pod(**kw) with kw["watch"] = True
     assert ("", "nodes", "list") in needed  # passed on: self._list(self.core.list_node)
     assert (("resource.k8s.io", "resourceclaims", "patch")) in needed
-    assert all(where.startswith("scheduling/kube/") for sites in needed.values()
-               for where in sites)
+    assert all(where.startswith("scheduling/kube/") for sites in needed.values() for where in sites)
 
 
 def _module(source: str) -> Module:
@@ -68,7 +63,9 @@ def _module(source: str) -> Module:
 
 
 def test_collector_finds_watch_streams_custom_objects_and_unmapped_methods() -> None:
-    found = collect([_module("""
+    found = collect(
+        [
+            _module("""
         from kubernetes import client, watch
         JOBSET_GROUP = "jobset.x-k8s.io"
 
@@ -83,10 +80,15 @@ def test_collector_finds_watch_streams_custom_objects_and_unmapped_methods() -> 
             core.read_namespaced_pod("p", "ns")
             batch.create_namespaced_cron_job("ns", {})
             api.get_namespaced_custom_object(group_of("x"), "v1", "ns", "things", "n")
-    """)])
-    assert set(found.grants) == {("jobset.x-k8s.io", "jobsets", "watch"),
-                                 ("jobset.x-k8s.io", "jobsets/status", "patch"),
-                                 ("", "nodes", "watch"), ("", "pods", "get")}
+    """)
+        ]
+    )
+    assert set(found.grants) == {
+        ("jobset.x-k8s.io", "jobsets", "watch"),
+        ("jobset.x-k8s.io", "jobsets/status", "patch"),
+        ("", "nodes", "watch"),
+        ("", "pods", "get"),
+    }
     assert found.grants[("", "pods", "get")] == ["pkg/mod.py:13"]
     assert len(found.errors) == 2
     assert "create_namespaced_cron_job is not in tests/deploy/kube_calls.py" in found.errors[0]
@@ -94,8 +96,10 @@ def test_collector_finds_watch_streams_custom_objects_and_unmapped_methods() -> 
 
 
 def test_granted_refuses_wildcards() -> None:
-    assert granted([{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]}]) \
-        == {("", "pods", "list"), ("", "nodes", "list")}
+    assert granted([{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]}]) == {
+        ("", "pods", "list"),
+        ("", "nodes", "list"),
+    }
     with pytest.raises(AssertionError, match="wildcard"):
         granted([{"apiGroups": [""], "resources": ["*"], "verbs": ["get"]}])
 
@@ -158,10 +162,11 @@ def test_custom_object_table_agrees_with_the_client(method: str) -> None:
 def test_request_verbs() -> None:
     assert grant_of_request("GET", "/api/v1/namespaces/{namespace}/pods") == ("", "pods", "list")
     assert grant_of_request("GET", "/api/v1/namespaces/{name}") == ("", "namespaces", "get")
-    assert grant_of_request("DELETE", "/apis/resource.k8s.io/v1/namespaces/{namespace}/"
-                            "resourceclaims") == ("resource.k8s.io", "resourceclaims",
-                                                  "deletecollection")
-    assert grant_of_request("PATCH", "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/"
-                            "status") == ("batch", "jobs/status", "patch")
+    assert grant_of_request(
+        "DELETE", "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+    ) == ("resource.k8s.io", "resourceclaims", "deletecollection")
+    assert grant_of_request(
+        "PATCH", "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/status"
+    ) == ("batch", "jobs/status", "patch")
     assert grant_of_request("GET", "/apis/") is None
     assert grant_of_request("GET", "/version/") is None

@@ -47,15 +47,21 @@ def test_web_container_command_serves_the_probes(rendered, settings, tmp_path: P
     web = one(objects, "Deployment", WORKLOADS["web"])["spec"]["template"]["spec"]
     command = list(web["containers"][0]["command"])
     port = _free_port()
-    command = [f"--bind=127.0.0.1:{port}" if arg.startswith("--bind") else arg
-               for arg in command]
+    command = [f"--bind=127.0.0.1:{port}" if arg.startswith("--bind") else arg for arg in command]
     command[0] = str(Path(sys.executable).parent / command[0])
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1",
-           "DJANGO_SETTINGS_MODULE": "console.settings.base", **config["data"],
-           "DATABASE_URL": settings.DATABASE_URL, "REDIS_URL": settings.REDIS_URL,
-           "SECRET_KEY": "smoke-" + "k" * 50}
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DJANGO_SETTINGS_MODULE": "console.settings.base",
+        **config["data"],
+        "DATABASE_URL": settings.DATABASE_URL,
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": "smoke-" + "k" * 50,
+    }
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -27,8 +27,12 @@ from tests.deploy.sources import ROOT
 pytestmark = pytest.mark.parametrize("folder", KUSTOMIZATIONS)
 
 #: What each workload's main container runs; init containers wait for the migrations.
-ENTRY_POINTS = {"web": ["gunicorn console.wsgi"], "worker": ["celery worker"],
-                "beat": ["celery beat"], "migrate": ["manage.py migrate"]}
+ENTRY_POINTS = {
+    "web": ["gunicorn console.wsgi"],
+    "worker": ["celery worker"],
+    "beat": ["celery beat"],
+    "migrate": ["manage.py migrate"],
+}
 
 
 def image_user() -> tuple[int, int]:
@@ -69,8 +73,9 @@ def test_web_probes_use_the_health_endpoints(rendered, folder: str) -> None:
     web = one(rendered[folder], "Deployment", WORKLOADS["web"])["spec"]["template"]["spec"]
     (main,) = web["containers"]
     port_names = {p["name"] for p in main["ports"]}
-    probes = {kind: main[kind]["httpGet"]
-              for kind in ("startupProbe", "livenessProbe", "readinessProbe")}
+    probes = {
+        kind: main[kind]["httpGet"] for kind in ("startupProbe", "livenessProbe", "readinessProbe")
+    }
     assert probes["startupProbe"]["path"] == health.LIVENESS_PATH
     assert probes["livenessProbe"]["path"] == health.LIVENESS_PATH
     assert probes["readinessProbe"]["path"] == health.READINESS_PATH
@@ -95,12 +100,15 @@ def test_settings_come_from_the_configmap_and_secret_references(rendered, folder
         for container in containers(pod):
             where = f"{workload['metadata']['name']}/{container['name']}"
             assert container["envFrom"] == [
-                {"configMapRef": {"name": config["metadata"]["name"]}}], where
+                {"configMapRef": {"name": config["metadata"]["name"]}}
+            ], where
             env = {e["name"]: e for e in container["env"]}
             assert set(env) <= known, where
             for key in SECRET_KEYS:
-                assert env[key] == {"name": key, "valueFrom": {"secretKeyRef": {
-                    "name": SECRET, "key": key}}}, where
+                assert env[key] == {
+                    "name": key,
+                    "valueFrom": {"secretKeyRef": {"name": SECRET, "key": key}},
+                }, where
 
 
 def test_containers_are_hardened_and_sized(rendered, folder: str) -> None:
@@ -108,17 +116,22 @@ def test_containers_are_hardened_and_sized(rendered, folder: str) -> None:
     images = set()
     for workload, pod in pod_specs(rendered[folder]):
         spec = pod["spec"]
-        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": uid,
-                                           "runAsGroup": gid,
-                                           "seccompProfile": {"type": "RuntimeDefault"}}
+        assert spec["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": uid,
+            "runAsGroup": gid,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
         assert spec["enableServiceLinks"] is False
         tmp_volumes = {v["name"] for v in spec["volumes"] if "emptyDir" in v}
         for container in containers(pod):
             where = f"{workload['metadata']['name']}/{container['name']}"
             images.add(container["image"])
             assert container["securityContext"] == {
-                "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                "capabilities": {"drop": ["ALL"]}}, where
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            }, where
             resources = container["resources"]
             for part in ("requests", "limits"):
                 assert set(resources[part]) == {"cpu", "memory"}, where

@@ -173,7 +173,9 @@ def test_device_config_shape():
     assert ascend == ["Ascend910B3", "Ascend910C"]  # vnpus replace the defaults
     b3 = cfg_of(hc, "Ascend", "Ascend910B3")
     assert [(t.name, t.memory_mib, t.cores_percent, t.cpus) for t in b3.templates] == [
-        ("vir05_1c_16g", 16384, 5, 1), ("vir10_3c_32g", 32768, 10, 3)]
+        ("vir05_1c_16g", 16384, 5, 1),
+        ("vir10_3c_32g", 32768, 10, 3),
+    ]
     assert cfg_of(hc, "Ascend", "Ascend910C").super_pod is True
     assert [c.chip for c in hc.devices if c.vendor == "Iluvatar"] == ["BI-V150"]
     assert cfg_of(hc, "MetaxSGPU").resource_count == "metax-tech.com/sgpu"
@@ -183,9 +185,12 @@ def test_device_config_shape():
 
 
 def test_configmap_shape_is_the_same_file():
-    cm = {"apiVersion": "v1", "kind": "ConfigMap",
-          "metadata": {"name": "hami-scheduler-device", "namespace": "kube-system"},
-          "data": {"device-config.yaml": DEVICE_CONFIG}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "hami-scheduler-device", "namespace": "kube-system"},
+        "data": {"device-config.yaml": DEVICE_CONFIG},
+    }
     hc = read_hami_config(cm)
     assert hc.shape == "configmap"
     assert hc.devices == read_hami_config(yaml.safe_load(DEVICE_CONFIG)).devices
@@ -201,41 +206,67 @@ def test_values_shape_renders_like_the_chart():
     nv = cfg_of(hc, "NVIDIA")
     assert (nv.resource_memory, nv.split_count, nv.memory_scaling) == ("example.com/vram", 5, 1.5)
     mlu = cfg_of(hc, "MLU")
-    assert (mlu.resource_memory, mlu.resource_cores) == ("cambricon.com/mlu370.smlu.vmemory",
-                                                         "cambricon.com/mlu370.smlu.vcore")
+    assert (mlu.resource_memory, mlu.resource_cores) == (
+        "cambricon.com/mlu370.smlu.vmemory",
+        "cambricon.com/mlu370.smlu.vcore",
+    )
     assert (hc.node_policy, hc.device_policy) == ("spread", "topology-aware")
     # devices.ascend.enabled false: HAMi leaves Ascend out; iluvatar switched on
     assert not [c for c in hc.devices if c.vendor == "Ascend"]
     assert [c.chip for c in hc.devices if c.vendor == "Iluvatar"] == [
-        "MR-V100", "MR-V50", "BI-V150", "BI-V100"]
+        "MR-V100",
+        "MR-V50",
+        "BI-V150",
+        "BI-V100",
+    ]
     assert any("devices.ascend.enabled" in w for w in hc.warnings)
 
 
 def test_values_content_replaces_the_device_config_and_legacy_defaults_map():
-    values = {"device-config": {"content": "nvidia:\n  deviceSplitCount: 3\n"},
-              "scheduler": {"defaultMem": 2048, "defaultCores": 30, "defaultGPUNum": 2},
-              "devices": {"ascend": {"enabled": True, "hamiVnpuCore": True}}}
+    values = {
+        "device-config": {"content": "nvidia:\n  deviceSplitCount: 3\n"},
+        "scheduler": {"defaultMem": 2048, "defaultCores": 30, "defaultGPUNum": 2},
+        "devices": {"ascend": {"enabled": True, "hamiVnpuCore": True}},
+    }
     hc = read_hami_config(values)
     nv = cfg_of(hc, "NVIDIA")
-    assert (nv.split_count, nv.default_memory_mib, nv.default_cores_percent,
-            nv.default_count) == (3, 2048, 30, 2)
+    assert (nv.split_count, nv.default_memory_mib, nv.default_cores_percent, nv.default_count) == (
+        3,
+        2048,
+        30,
+        2,
+    )
     assert hc.hami_vnpu_core is True
     assert [c.chip for c in hc.devices if c.vendor == "Ascend"][0] == "Ascend910A"
 
 
 def test_old_vnpus_list_and_cambricon_models():
-    hc = read_hami_config({
-        "vnpus": [{"commonWord": "Ascend910B4", "chipName": "910B4", "memoryAllocatable": 32768,
-                   "templates": [{"name": "vir05_1c_8g", "memory": 8192}]}],
-        "cambricon": {"models": [{"name": "MLU370-X8"},
-                                 {"name": "MLU590", "memoryFactor": 0,
-                                  "memoryAllocatable": 79872}]}})
+    hc = read_hami_config(
+        {
+            "vnpus": [
+                {
+                    "commonWord": "Ascend910B4",
+                    "chipName": "910B4",
+                    "memoryAllocatable": 32768,
+                    "templates": [{"name": "vir05_1c_8g", "memory": 8192}],
+                }
+            ],
+            "cambricon": {
+                "models": [
+                    {"name": "MLU370-X8"},
+                    {"name": "MLU590", "memoryFactor": 0, "memoryAllocatable": 79872},
+                ]
+            },
+        }
+    )
     assert [c.chip for c in hc.devices if c.vendor == "Ascend"] == ["Ascend910B4"]
     m370, m590 = (cfg_of(hc, "MLU", "MLU370-X8"), cfg_of(hc, "MLU", "MLU590"))
-    assert (m370.resource_memory, m370.memory_factor) == ("cambricon.com/mlu370.smlu.vmemory",
-                                                          256)
+    assert (m370.resource_memory, m370.memory_factor) == ("cambricon.com/mlu370.smlu.vmemory", 256)
     assert (m590.resource_cores, m590.memory_factor, m590.memory_mib) == (
-        "cambricon.com/mlu590.smlu.vcore", 0, 79872)
+        "cambricon.com/mlu590.smlu.vcore",
+        0,
+        79872,
+    )
 
 
 def test_legacy_mig_geometries_warn_and_empty_means_defaults():
@@ -245,29 +276,54 @@ def test_legacy_mig_geometries_warn_and_empty_means_defaults():
     assert cfg_of(read_hami_config(None), "NVIDIA").split_count == 10
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"nvidia": {"deviceSplitCont": 3}}, "config nvidia.deviceSplitCont: unknown key"),
-    ({"nvidai": {}}, "config nvidai: unknown key"),
-    ({"scheduler": {"bogus": 1}}, "config scheduler.bogus: unknown key"),
-    ({"devicePlugin": {"splitCount": 1}}, "config devicePlugin.splitCount: unknown key"),
-    ({"resourceName": "x", "devices": {"ascend": {"enable": True}}},
-     "config devices.ascend.enable: unknown key"),
-    ({"vnpus": {"configs": [{"commonWord": "A", "memoryAllocatable": 1, "bogus": 1,
-                             "templates": [{"name": "t", "memory": 1}]}]}},
-     r"config vnpus\[0\].bogus: unknown key"),
-    ({"cambricon": {"models": [{"name": "MLU370", "unit": 1}]}},
-     r"config cambricon.models\[0\].unit: unknown key"),
-    ({"nvidia": {"deviceSplitCount": "ten"}}, "config nvidia.deviceSplitCount: must be an int"),
-    ({"nvidia": {"deviceMemoryScaling": 0}}, "must be a positive number"),
-    ({"nvidia": {"migProfileAllowlist": [{"models": ["A30"], "profiles": ["big"]}]}},
-     r"migProfileAllowlist\[0\].profiles: 'big' is not"),
-    ({"gpuSchedulerPolicy": "pack"}, "config gpuSchedulerPolicy: 'pack' not"),
-    ({"scheduler": {"defaultSchedulerPolicy": {"nodeSchedulerPolicy": "x"}}},
-     "config nodeSchedulerPolicy: 'x' not"),
-    ({"kind": "ConfigMap", "data": {"device-config.yaml": "nvidia: {bogus: 1}"}},
-     "config nvidia.bogus: unknown key"),
-    ("nvidia", "must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"nvidia": {"deviceSplitCont": 3}}, "config nvidia.deviceSplitCont: unknown key"),
+        ({"nvidai": {}}, "config nvidai: unknown key"),
+        ({"scheduler": {"bogus": 1}}, "config scheduler.bogus: unknown key"),
+        ({"devicePlugin": {"splitCount": 1}}, "config devicePlugin.splitCount: unknown key"),
+        (
+            {"resourceName": "x", "devices": {"ascend": {"enable": True}}},
+            "config devices.ascend.enable: unknown key",
+        ),
+        (
+            {
+                "vnpus": {
+                    "configs": [
+                        {
+                            "commonWord": "A",
+                            "memoryAllocatable": 1,
+                            "bogus": 1,
+                            "templates": [{"name": "t", "memory": 1}],
+                        }
+                    ]
+                }
+            },
+            r"config vnpus\[0\].bogus: unknown key",
+        ),
+        (
+            {"cambricon": {"models": [{"name": "MLU370", "unit": 1}]}},
+            r"config cambricon.models\[0\].unit: unknown key",
+        ),
+        ({"nvidia": {"deviceSplitCount": "ten"}}, "config nvidia.deviceSplitCount: must be an int"),
+        ({"nvidia": {"deviceMemoryScaling": 0}}, "must be a positive number"),
+        (
+            {"nvidia": {"migProfileAllowlist": [{"models": ["A30"], "profiles": ["big"]}]}},
+            r"migProfileAllowlist\[0\].profiles: 'big' is not",
+        ),
+        ({"gpuSchedulerPolicy": "pack"}, "config gpuSchedulerPolicy: 'pack' not"),
+        (
+            {"scheduler": {"defaultSchedulerPolicy": {"nodeSchedulerPolicy": "x"}}},
+            "config nodeSchedulerPolicy: 'x' not",
+        ),
+        (
+            {"kind": "ConfigMap", "data": {"device-config.yaml": "nvidia: {bogus: 1}"}},
+            "config nvidia.bogus: unknown key",
+        ),
+        ("nvidia", "must be a mapping"),
+    ],
+)
 def test_errors_name_the_key(data, message):
     with pytest.raises(HamiConfigError, match=message):
         read_hami_config(data)

@@ -68,10 +68,20 @@ def submit(prefix: str, count: int, duration_s: float = JOB_SECONDS) -> dict:
         queue = queues[i % len(queues)]
         name = f"{prefix}-{i}"
         close_old_connections()
-        body = {"queue": queue.pk, "name": name, "cpu_milli": 1000, "host_memory_mib": 1024,
-                "duration_s": duration_s, "containers": [{"device_count": 1}]}
-        response = client.post("/api/jobs/", json.dumps(body), content_type="application/json",
-                               HTTP_AUTHORIZATION=f"Token {tokens[queue.pk]}")
+        body = {
+            "queue": queue.pk,
+            "name": name,
+            "cpu_milli": 1000,
+            "host_memory_mib": 1024,
+            "duration_s": duration_s,
+            "containers": [{"device_count": 1}],
+        }
+        response = client.post(
+            "/api/jobs/",
+            json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Token {tokens[queue.pk]}",
+        )
         statuses[name] = response.status_code
         if response.status_code != 201:
             errors[name] = response.content.decode()[:300]
@@ -89,8 +99,10 @@ def submit_across(prefix: str, count: int, folder: str) -> dict:
             raise SystemExit("submit-across: no go within 120 s")
         time.sleep(0.05)
     after = submit(f"{prefix}-after", count)
-    return {"statuses": {**before["statuses"], **after["statuses"]},
-            "errors": {**before["errors"], **after["errors"]}}
+    return {
+        "statuses": {**before["statuses"], **after["statuses"]},
+        "errors": {**before["errors"], **after["errors"]},
+    }
 
 
 def _token_of(queue) -> str:
@@ -141,22 +153,35 @@ def check() -> dict:
     names = Counter(Job.objects.values_list("name", flat=True))
     live = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
     booked = live.values("device").annotate(
-        memory=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"))
+        memory=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")
+    )
     devices = {d.pk: d for d in Device.objects.all()}
     overbooked = {}
     for row in booked:
         device = devices[row["device"]]
-        if (row["memory"] > device.memory_mib or row["cores"] > device.cores_percent
-                or row["slots"] > device.split_count):
-            overbooked[device.uuid] = {**row, "capacity": [device.memory_mib,
-                                                            device.cores_percent,
-                                                            device.split_count]}
-    multi = list(Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
-                 .values("job").annotate(n=Count("pk")).filter(n__gt=1)
-                 .values_list("job", flat=True))
-    ran_twice = list(Placement.objects.exclude(state=PlacementState.RELEASED)
-                     .values("job").annotate(n=Count("pk")).filter(n__gt=1)
-                     .values_list("job", flat=True))
+        if (
+            row["memory"] > device.memory_mib
+            or row["cores"] > device.cores_percent
+            or row["slots"] > device.split_count
+        ):
+            overbooked[device.uuid] = {
+                **row,
+                "capacity": [device.memory_mib, device.cores_percent, device.split_count],
+            }
+    multi = list(
+        Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
+        .values("job")
+        .annotate(n=Count("pk"))
+        .filter(n__gt=1)
+        .values_list("job", flat=True)
+    )
+    ran_twice = list(
+        Placement.objects.exclude(state=PlacementState.RELEASED)
+        .values("job")
+        .annotate(n=Count("pk"))
+        .filter(n__gt=1)
+        .values_list("job", flat=True)
+    )
     drift, violations = [], []
     for group_id in ResourceGroup.objects.values_list("pk", flat=True):
         report = check_usage(group_id)
@@ -165,13 +190,19 @@ def check() -> dict:
             report = check_usage(group_id)
         drift += report.drift
         violations += report.violations
-    live_usage = list(QuotaUsage.objects.filter(amount__gt=0).values_list(
-        "tenant__name", "dimension", "amount"))
-    return {"jobs": jobs, "live_usage": live_usage,
-            "duplicate_names": [n for n, c in names.items() if c > 1],
-            "overbooked_devices": overbooked, "multi_placed_jobs": multi,
-            "ran_twice": ran_twice,
-            "drift": drift, "violations": violations}
+    live_usage = list(
+        QuotaUsage.objects.filter(amount__gt=0).values_list("tenant__name", "dimension", "amount")
+    )
+    return {
+        "jobs": jobs,
+        "live_usage": live_usage,
+        "duplicate_names": [n for n, c in names.items() if c > 1],
+        "overbooked_devices": overbooked,
+        "multi_placed_jobs": multi,
+        "ran_twice": ran_twice,
+        "drift": drift,
+        "violations": violations,
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -24,10 +24,18 @@ from console import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_TICKS = {
-    "ADMISSION_TICK_S": "1", "RECONCILE_TICK_S": "1", "SWEEP_TICK_S": "1",
-    "SUBMIT_SWEEP_GRACE_S": "2", "USAGE_RECONCILE_TICK_S": "3", "REDIS_TIMEOUT_S": "0.5",
-    "DEMO_STREAM_S": "0", "API_WRITE_RATE": "100000/min", "TELEMETRY_SCRAPE_S": "0",
-    "TELEMETRY_SIMULATE_S": "0", "TELEMETRY_ROLLUP_S": "0", "TELEMETRY_GAUGES_S": "0",
+    "ADMISSION_TICK_S": "1",
+    "RECONCILE_TICK_S": "1",
+    "SWEEP_TICK_S": "1",
+    "SUBMIT_SWEEP_GRACE_S": "2",
+    "USAGE_RECONCILE_TICK_S": "3",
+    "REDIS_TIMEOUT_S": "0.5",
+    "DEMO_STREAM_S": "0",
+    "API_WRITE_RATE": "100000/min",
+    "TELEMETRY_SCRAPE_S": "0",
+    "TELEMETRY_SIMULATE_S": "0",
+    "TELEMETRY_ROLLUP_S": "0",
+    "TELEMETRY_GAUGES_S": "0",
     "TELEMETRY_IDLE_CHECK_S": "0",
 }
 
@@ -56,9 +64,14 @@ class Stack:
 
     def actor_process(self, *args: str) -> subprocess.Popen:
         """Start a :mod:`tests.faults.actor` command (read it with :meth:`answer`)."""
-        return subprocess.Popen([sys.executable, "-m", "tests.faults.actor", *args], cwd=ROOT,
-                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.actor", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     @staticmethod
     def answer(process: subprocess.Popen, timeout: float = 120) -> dict:
@@ -69,15 +82,27 @@ class Stack:
     def start(self, name: str) -> None:
         """Start the Celery ``worker`` or ``beat`` (own process group, log in ``base``)."""
         command = {
-            "worker": ["worker", "--pool", "threads", "--concurrency", "2",
-                       "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            "worker": [
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "2",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
             "beat": ["beat", "--schedule", str(self.base / "beat-schedule")],
         }[name]
         log = open(self.base / f"{name}.log", "a")  # noqa: SIM115 - closed with the process
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "console", *command, "--loglevel", "INFO"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Signal a process group started by :meth:`start` and reap it."""
@@ -102,10 +127,14 @@ class Stack:
 
 def _copy_schema(source: str, target: str, dump: Path) -> None:
     """Copy the database ``source`` (a libpq conninfo) into ``target`` (a URL)."""
-    subprocess.run([_pg_bin("pg_dump"), "--no-owner", "-Fc", "-f", str(dump), "-d", source],
-                   check=True, timeout=120)
-    subprocess.run([_pg_bin("pg_restore"), "--no-owner", "-d", target, str(dump)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [_pg_bin("pg_dump"), "--no-owner", "-Fc", "-f", str(dump), "-d", source],
+        check=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [_pg_bin("pg_restore"), "--no-owner", "-d", target, str(dump)], check=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -121,14 +150,27 @@ def stack(django_db_setup, django_db_blocker):
     url = embedded.ensure_postgres(base)
     with django_db_blocker.unblock():  # the migrated test database's connection parameters
         params = connection.get_connection_params()
-    source = make_conninfo(**{key: str(value) for key, value in params.items()
-                              if key in ("dbname", "user", "password", "host", "port")})
+    source = make_conninfo(
+        **{
+            key: str(value)
+            for key, value in params.items()
+            if key in ("dbname", "user", "password", "host", "port")
+        }
+    )
     _copy_schema(source, url, base / "schema.dump")
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("DATABASE_", "REDIS_", "CELERY_", "PYTEST_"))}
-    env.update(FAST_TICKS, DJANGO_SETTINGS_MODULE="console.settings.base", DATABASE_URL=url,
-               REDIS_URL=embedded.ensure_redis(base), CONSOLE_DATA_DIR=str(base),
-               PYTHONPATH=str(ROOT))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DATABASE_", "REDIS_", "CELERY_", "PYTEST_"))
+    }
+    env.update(
+        FAST_TICKS,
+        DJANGO_SETTINGS_MODULE="console.settings.base",
+        DATABASE_URL=url,
+        REDIS_URL=embedded.ensure_redis(base),
+        CONSOLE_DATA_DIR=str(base),
+        PYTHONPATH=str(ROOT),
+    )
     stack = Stack(base, env)
     yield stack
     for name in list(stack.procs):

@@ -57,8 +57,12 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     overbooked: list = []
 
     # 1. worker and beat die while a cycle holds its group lock; both come back
-    wait_for(lambda: stack.sql(CYCLE_RUNNING_SQL)[0][0], 60, step=0.01,
-             what="an admission cycle in progress")
+    wait_for(
+        lambda: stack.sql(CYCLE_RUNNING_SQL)[0][0],
+        60,
+        step=0.01,
+        what="an admission cycle in progress",
+    )
     stack.kill("worker")
     stack.kill("beat")
     overbooked += stack.sql(OVERBOOKED_SQL)
@@ -75,8 +79,11 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     gate = stack.base / "gate"
     gate.mkdir()
     web = stack.actor_process("submit-across", "pg-restart", "3", str(gate))
-    wait_for(lambda: (gate / "ready").exists() or web.poll() is not None, 120,
-             what="the first submissions")
+    wait_for(
+        lambda: (gate / "ready").exists() or web.poll() is not None,
+        120,
+        what="the first submissions",
+    )
     embedded.stop_postgres(stack.base)
     time.sleep(2)
     embedded.ensure_postgres(stack.base)
@@ -91,8 +98,10 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
         nonlocal overbooked
         overbooked += stack.sql(OVERBOOKED_SQL)
         states = dict(stack.sql("SELECT name, state FROM scheduling_job"))
-        return all(state == ("running" if name in running else "succeeded")
-                   for name, state in states.items())
+        return all(
+            state == ("running" if name in running else "succeeded")
+            for name, state in states.items()
+        )
 
     try:
         wait_for(all_finished, 30 * JOB_SECONDS + 60, step=0.25, what="every job finished")
@@ -105,9 +114,9 @@ def test_no_job_lost_duplicated_or_overbooked_through_the_faults(stack):
     found = stack.actor("check")
     assert sorted(found["jobs"]) == sorted(accepted)  # none lost, none extra
     assert {name: state for name, state in found["jobs"].items() if name in running} == (
-        dict.fromkeys(running, "running"))
-    assert {state for name, state in found["jobs"].items() if name not in running} == {
-        "succeeded"}
+        dict.fromkeys(running, "running")
+    )
+    assert {state for name, state in found["jobs"].items() if name not in running} == {"succeeded"}
     assert found["live_usage"], "the long jobs' usage is stored"
     assert found["duplicate_names"] == []
     assert found["ran_twice"] == []

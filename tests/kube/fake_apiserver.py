@@ -96,7 +96,9 @@ KINDS: dict[tuple[str, str], _Kind] = {
 
 #: API groups besides core and resource.k8s.io, with their served versions.
 WORKLOAD_GROUPS: dict[str, tuple[str, ...]] = {
-    "batch": ("v1",), "apps": ("v1",), "jobset.x-k8s.io": ("v1alpha2",),
+    "batch": ("v1",),
+    "apps": ("v1",),
+    "jobset.x-k8s.io": ("v1alpha2",),
     "kubeflow.org": ("v1",),
 }
 TAINT_RULE_VERSION = "v1alpha3"
@@ -125,8 +127,15 @@ def _now() -> str:
 class ApiError(Exception):
     """A failure answered as a ``Status`` object."""
 
-    def __init__(self, code: int, reason: str, message: str, *, details: dict | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: dict | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -136,8 +145,13 @@ class ApiError(Exception):
 
     def status(self) -> dict:
         out = {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.message, "reason": self.reason, "code": self.code,
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
         }
         if self.details is not None:
             out["details"] = self.details
@@ -147,10 +161,18 @@ class ApiError(Exception):
 def _invalid(kind: _Kind, name: str, causes: list[tuple[str, str]]) -> ApiError:
     msg = "; ".join(f"{f}: {m}" for f, m in causes)
     return ApiError(
-        422, "Invalid", f'{kind.kind} "{name}" is invalid: {msg}',
-        details={"name": name, "group": kind.group, "kind": kind.kind,
-                 "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f}
-                            for f, m in causes]})
+        422,
+        "Invalid",
+        f'{kind.kind} "{name}" is invalid: {msg}',
+        details={
+            "name": name,
+            "group": kind.group,
+            "kind": kind.kind,
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes
+            ],
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -207,8 +229,11 @@ def parse_label_selector(text: str) -> Callable[[dict[str, str]], bool]:
             else:
                 preds.append(lambda lb, k=key: k in lb)
             continue
-        raise ApiError(400, "BadRequest",
-                       f'unable to parse requirement: found "{p}", expected a valid selector')
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'unable to parse requirement: found "{p}", expected a valid selector',
+        )
     return lambda labels: all(pr(labels) for pr in preds)
 
 
@@ -243,10 +268,19 @@ def parse_field_selector(text: str) -> Callable[[dict], bool]:
 # ------------------------------------------------------------------------------------------
 
 _MERGE_KEYS = {
-    "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-    "containerStatuses": "name", "initContainerStatuses": "name", "conditions": "type",
-    "ownerReferences": "uid", "resourceClaims": "name", "resourceClaimStatuses": "name",
-    "env": "name", "ports": "containerPort", "volumes": "name", "volumeMounts": "mountPath",
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "containerStatuses": "name",
+    "initContainerStatuses": "name",
+    "conditions": "type",
+    "ownerReferences": "uid",
+    "resourceClaims": "name",
+    "resourceClaimStatuses": "name",
+    "env": "name",
+    "ports": "containerPort",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
     "tolerations": "key",
 }
 
@@ -347,8 +381,9 @@ def json_patch(doc: Any, ops: list[dict]) -> Any:
             else:
                 raise ApiError(422, "Invalid", f"unknown json patch op {kind!r}")
         except (KeyError, IndexError, ValueError, TypeError) as exc:
-            raise ApiError(422, "Invalid",
-                           f"json patch {op.get('op')} {op.get('path')}: {exc!r}") from None
+            raise ApiError(
+                422, "Invalid", f"json patch {op.get('op')} {op.get('path')}: {exc!r}"
+            ) from None
     return doc
 
 
@@ -357,7 +392,12 @@ def json_patch(doc: Any, ops: list[dict]) -> Any:
 # ------------------------------------------------------------------------------------------
 
 _V1BETA1_REQUEST_FIELDS = (
-    "deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations",
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
     "capacity",
 )
 
@@ -401,17 +441,19 @@ def _claim_spec_from_v1(spec: dict, version: str) -> dict:
 def _slice_spec_to_v1(spec: dict, version: str) -> dict:
     spec = copy.deepcopy(spec)
     if version == "v1beta1":
-        spec["devices"] = [{"name": d.get("name"), **(d.get("basic") or {})}
-                           for d in spec.get("devices") or []]
+        spec["devices"] = [
+            {"name": d.get("name"), **(d.get("basic") or {})} for d in spec.get("devices") or []
+        ]
     return spec
 
 
 def _slice_spec_from_v1(spec: dict, version: str) -> dict:
     spec = copy.deepcopy(spec)
     if version == "v1beta1":
-        spec["devices"] = [{"name": d.get("name"),
-                            "basic": {k: v for k, v in d.items() if k != "name"}}
-                           for d in spec.get("devices") or []]
+        spec["devices"] = [
+            {"name": d.get("name"), "basic": {k: v for k, v in d.items() if k != "name"}}
+            for d in spec.get("devices") or []
+        ]
     return spec
 
 
@@ -452,8 +494,11 @@ def _check_labels(meta: dict, causes: list[tuple[str, str]]) -> None:
     for k, v in (meta.get("labels") or {}).items():
         name = k.split("/", 1)[-1]
         prefix = k.split("/", 1)[0] if "/" in k else ""
-        if (len(name) > 63 or not _LABEL_NAME.match(name)
-                or (prefix and not _DNS1123_SUBDOMAIN.match(prefix))):
+        if (
+            len(name) > 63
+            or not _LABEL_NAME.match(name)
+            or (prefix and not _DNS1123_SUBDOMAIN.match(prefix))
+        ):
             causes.append(("metadata.labels", f"Invalid value: {k!r}: invalid label key"))
         if not isinstance(v, str) or len(v) > 63 or not _LABEL_VALUE.match(v):
             causes.append(("metadata.labels", f"Invalid value: {v!r}: invalid label value"))
@@ -487,9 +532,12 @@ def _validate_pod(obj: dict, causes: list[tuple[str, str]]) -> None:
             causes.append((f"spec.resourceClaims[{i}].name", f"Invalid value: {n!r}"))
         srcs = [k for k in ("resourceClaimName", "resourceClaimTemplateName") if rc.get(k)]
         if len(srcs) != 1:
-            causes.append((f"spec.resourceClaims[{i}]",
-                           "must specify exactly one of resourceClaimName, "
-                           "resourceClaimTemplateName"))
+            causes.append(
+                (
+                    f"spec.resourceClaims[{i}]",
+                    "must specify exactly one of resourceClaimName, resourceClaimTemplateName",
+                )
+            )
         claim_names.add(n)
     seen: set[str] = set()
     for group in ("initContainers", "containers"):
@@ -499,8 +547,13 @@ def _validate_pod(obj: dict, causes: list[tuple[str, str]]) -> None:
             if not n:
                 causes.append((f"{path}.name", "Required value"))
             elif not _DNS1123_LABEL.match(n) or len(n) > 63:
-                causes.append((f"{path}.name", f"Invalid value: {n!r}: a lowercase RFC 1123 "
-                               "label must consist of lower case alphanumeric characters or '-'"))
+                causes.append(
+                    (
+                        f"{path}.name",
+                        f"Invalid value: {n!r}: a lowercase RFC 1123 "
+                        "label must consist of lower case alphanumeric characters or '-'",
+                    )
+                )
             elif n in seen:
                 causes.append((f"{path}.name", f"Duplicate value: {n!r}"))
             seen.add(n)
@@ -511,26 +564,46 @@ def _validate_pod(obj: dict, causes: list[tuple[str, str]]) -> None:
             for part, values in (("limits", limits), ("requests", requests)):
                 for rname, q in values.items():
                     if not _check_quantity(q):
-                        causes.append((f"{path}.resources.{part}[{rname}]",
-                                       f"Invalid value: {q!r}: quantities must match the "
-                                       "regular expression"))
+                        causes.append(
+                            (
+                                f"{path}.resources.{part}[{rname}]",
+                                f"Invalid value: {q!r}: quantities must match the "
+                                "regular expression",
+                            )
+                        )
                     elif _is_extended(rname) and not _is_integer_quantity(q):
-                        causes.append((f"{path}.resources.{part}[{rname}]",
-                                       f"Invalid value: {q!r}: must be an integer"))
+                        causes.append(
+                            (
+                                f"{path}.resources.{part}[{rname}]",
+                                f"Invalid value: {q!r}: must be an integer",
+                            )
+                        )
             for rname, q in requests.items():
                 if _is_extended(rname):
                     if rname not in limits:
-                        causes.append((f"{path}.resources.limits",
-                                       f"Required value: Limit must be set for non "
-                                       f"overcommitable resources ({rname})"))
+                        causes.append(
+                            (
+                                f"{path}.resources.limits",
+                                f"Required value: Limit must be set for non "
+                                f"overcommitable resources ({rname})",
+                            )
+                        )
                     elif str(limits[rname]) != str(q):
-                        causes.append((f"{path}.resources.requests[{rname}]",
-                                       "Invalid value: must be equal to " + rname + " limit"))
+                        causes.append(
+                            (
+                                f"{path}.resources.requests[{rname}]",
+                                "Invalid value: must be equal to " + rname + " limit",
+                            )
+                        )
             for j, cl in enumerate(res.get("claims") or []):
                 if cl.get("name") not in claim_names:
-                    causes.append((f"{path}.resources.claims[{j}].name",
-                                   f"Unsupported value: {cl.get('name')!r}: must be one of "
-                                   f"{sorted(claim_names)}"))
+                    causes.append(
+                        (
+                            f"{path}.resources.claims[{j}].name",
+                            f"Unsupported value: {cl.get('name')!r}: must be one of "
+                            f"{sorted(claim_names)}",
+                        )
+                    )
 
 
 def _validate_claim(obj: dict, causes: list[tuple[str, str]]) -> None:
@@ -551,8 +624,11 @@ def _validate_claim(obj: dict, causes: list[tuple[str, str]]) -> None:
         exact, first = r.get("exactly"), r.get("firstAvailable")
         if (exact is None) == (first is None):
             causes.append((path, "exactly one of `exactly` or `firstAvailable` is required"))
-        subs = [("exactly", exact)] if exact else [
-            (f"firstAvailable[{j}]", s) for j, s in enumerate(first or [])]
+        subs = (
+            [("exactly", exact)]
+            if exact
+            else [(f"firstAvailable[{j}]", s) for j, s in enumerate(first or [])]
+        )
         for sub_path, sub in subs:
             sp = f"{path}.{sub_path}"
             if not sub.get("deviceClassName"):
@@ -562,8 +638,9 @@ def _validate_claim(obj: dict, causes: list[tuple[str, str]]) -> None:
                 causes.append((f"{sp}.allocationMode", f"Unsupported value: {mode!r}"))
             count = sub.get("count", 1)
             if mode == "ExactCount" and (not isinstance(count, int) or count <= 0):
-                causes.append((f"{sp}.count", f"Invalid value: {count!r}: must be greater "
-                               "than zero"))
+                causes.append(
+                    (f"{sp}.count", f"Invalid value: {count!r}: must be greater than zero")
+                )
             for j, sel in enumerate(sub.get("selectors") or []):
                 if not ((sel.get("cel") or {}).get("expression")):
                     causes.append((f"{sp}.selectors[{j}].cel.expression", "Required value"))
@@ -573,8 +650,12 @@ def _validate_claim(obj: dict, causes: list[tuple[str, str]]) -> None:
     for i, c in enumerate(spec.get("devices", {}).get("constraints") or []):
         for rn in c.get("requests") or []:
             if rn not in names:
-                causes.append((f"spec.devices.constraints[{i}].requests",
-                               f"Invalid value: {rn!r}: must be the name of a request"))
+                causes.append(
+                    (
+                        f"spec.devices.constraints[{i}].requests",
+                        f"Invalid value: {rn!r}: must be the name of a request",
+                    )
+                )
 
 
 def _validate_slice(obj: dict, causes: list[tuple[str, str]]) -> None:
@@ -592,8 +673,9 @@ def _validate_service(obj: dict, causes: list[tuple[str, str]]) -> None:
     spec = obj.get("spec") or {}
     name = (obj.get("metadata") or {}).get("name") or ""
     if name and not re.match(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", name):
-        causes.append(("metadata.name", f"Invalid value: {name!r}: a DNS-1035 label must "
-                       "start with a letter"))
+        causes.append(
+            ("metadata.name", f"Invalid value: {name!r}: a DNS-1035 label must start with a letter")
+        )
     if spec.get("clusterIP") not in (None, "", "None"):
         causes.append(("spec.clusterIP", "Invalid value: only None or unset here"))
     ports = spec.get("ports") or []
@@ -618,18 +700,32 @@ def validate(kind: _Kind, obj: dict) -> None:
     if not name:
         causes.append(("metadata.name", "Required value: name or generateName is required"))
     elif len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        causes.append(("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
-                       "subdomain must consist of lower case alphanumeric characters, '-' or "
-                       "'.', and must start and end with an alphanumeric character"))
+        causes.append(
+            (
+                "metadata.name",
+                f"Invalid value: {name!r}: a lowercase RFC 1123 "
+                "subdomain must consist of lower case alphanumeric characters, '-' or "
+                "'.', and must start and end with an alphanumeric character",
+            )
+        )
     _check_labels(meta, causes)
     for i, ref in enumerate(meta.get("ownerReferences") or []):
         for f in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(f):
                 causes.append((f"metadata.ownerReferences[{i}].{f}", "Required value"))
-    if kind.namespaced is False and kind.plural == "namespaces" and name and (
-            len(name) > 63 or not _DNS1123_LABEL.match(name)):
-        causes.append(("metadata.name", f"Invalid value: {name!r}: a lowercase RFC 1123 "
-                       "label must consist of lower case alphanumeric characters or '-'"))
+    if (
+        kind.namespaced is False
+        and kind.plural == "namespaces"
+        and name
+        and (len(name) > 63 or not _DNS1123_LABEL.match(name))
+    ):
+        causes.append(
+            (
+                "metadata.name",
+                f"Invalid value: {name!r}: a lowercase RFC 1123 "
+                "label must consist of lower case alphanumeric characters or '-'",
+            )
+        )
     if kind.plural == "pods":
         _validate_pod(obj, causes)
     elif kind.plural == "resourceclaims":
@@ -675,9 +771,17 @@ class Fault:
 
 
 _REASONS = {
-    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-    409: "Conflict", 410: "Gone", 422: "Invalid", 429: "TooManyRequests",
-    500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Gone",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
 }
 
 
@@ -738,11 +842,17 @@ class FakeApiServer:
     Use as a context manager or call :meth:`start` / :meth:`stop`.
     """
 
-    def __init__(self, *, resource_versions: tuple[str, ...] = ALL_RESOURCE_VERSIONS,
-                 server_version: tuple[int, int] = (1, 34),
-                 namespaces: tuple[str, ...] | None = None, history_limit: int = 1000,
-                 watch_timeout_s: float = 5.0, device_taint_rules: bool = False,
-                 workload_groups: tuple[str, ...] = tuple(WORKLOAD_GROUPS)) -> None:
+    def __init__(
+        self,
+        *,
+        resource_versions: tuple[str, ...] = ALL_RESOURCE_VERSIONS,
+        server_version: tuple[int, int] = (1, 34),
+        namespaces: tuple[str, ...] | None = None,
+        history_limit: int = 1000,
+        watch_timeout_s: float = 5.0,
+        device_taint_rules: bool = False,
+        workload_groups: tuple[str, ...] = tuple(WORKLOAD_GROUPS),
+    ) -> None:
         unknown = set(resource_versions) - set(ALL_RESOURCE_VERSIONS)
         if unknown:
             raise ValueError(f"unsupported resource.k8s.io versions {sorted(unknown)}")
@@ -754,8 +864,7 @@ class FakeApiServer:
         self.history_limit = history_limit
         self.watch_timeout_s = watch_timeout_s
         self._lock = threading.Condition()
-        self._store: dict[str, dict[tuple[str, str], dict]] = {k.plural: {} for k in
-                                                              KINDS.values()}
+        self._store: dict[str, dict[tuple[str, str], dict]] = {k.plural: {} for k in KINDS.values()}
         self._rv = 1
         self._history: list[_Event] = []
         self._compacted_rv = 1  # events with rv <= this are gone
@@ -801,8 +910,9 @@ class FakeApiServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -829,9 +939,17 @@ class FakeApiServer:
         with self._lock:
             return self._rv
 
-    def inject_faults(self, status: int = 500, count: int = 1, *, retry_after: int | None = None,
-                      action: str = "", stall_s: float = 0.0, method: str | None = None,
-                      path_contains: str | None = None) -> Fault:
+    def inject_faults(
+        self,
+        status: int = 500,
+        count: int = 1,
+        *,
+        retry_after: int | None = None,
+        action: str = "",
+        stall_s: float = 0.0,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> Fault:
         """Make the next ``count`` matching requests fail (see :class:`Fault`)."""
         if action not in ("", "disconnect", "stall"):
             raise ValueError(f"unknown fault action {action!r}")
@@ -863,7 +981,8 @@ class FakeApiServer:
             old = self._store[kind.plural].get((ns, stored["metadata"]["name"]))
             # an object keeps its uid when replaced, a new one gets one (as a create would)
             stored["metadata"].setdefault(
-                "uid", old["metadata"].get("uid") if old else str(_uuid.uuid4()))
+                "uid", old["metadata"].get("uid") if old else str(_uuid.uuid4())
+            )
             if kind.plural == "namespaces" and self.namespaces is not None:
                 self.namespaces.add(stored["metadata"]["name"])
             self._write(kind, stored, "MODIFIED" if old else "ADDED", old=old)
@@ -916,8 +1035,9 @@ class FakeApiServer:
         else:
             meta["resourceVersion"] = str(rv)
             self._store[kind.plural][key] = obj
-        self._history.append(_Event(rv, kind.plural, etype, copy.deepcopy(obj),
-                                    copy.deepcopy(old) if old else None))
+        self._history.append(
+            _Event(rv, kind.plural, etype, copy.deepcopy(obj), copy.deepcopy(old) if old else None)
+        )
         if len(self._history) > self.history_limit:
             dropped = self._history[: len(self._history) - self.history_limit]
             del self._history[: len(dropped)]
@@ -950,7 +1070,8 @@ class FakeApiServer:
                 if any(r.get("uid") == owner_uid for r in refs):
                     new = copy.deepcopy(o)
                     new["metadata"]["ownerReferences"] = [
-                        r for r in refs if r.get("uid") != owner_uid]
+                        r for r in refs if r.get("uid") != owner_uid
+                    ]
                     if not new["metadata"]["ownerReferences"]:
                         del new["metadata"]["ownerReferences"]
                     self._write(_kind_by_plural(plural), new, "MODIFIED", old=o)
@@ -959,8 +1080,12 @@ class FakeApiServer:
 
     def _check_namespace(self, ns: str) -> None:
         if self.namespaces is not None and ns not in self.namespaces:
-            raise ApiError(404, "NotFound", f'namespaces "{ns}" not found',
-                           details={"name": ns, "kind": "namespaces"})
+            raise ApiError(
+                404,
+                "NotFound",
+                f'namespaces "{ns}" not found',
+                details={"name": ns, "kind": "namespaces"},
+            )
 
     def create(self, kind: _Kind, version: str, ns: str, body: dict) -> dict:
         if not isinstance(body, dict):
@@ -971,8 +1096,12 @@ class FakeApiServer:
             meta["name"] = meta["generateName"] + _uuid.uuid4().hex[:5]
         if kind.namespaced:
             if meta.get("namespace") and meta["namespace"] != ns:
-                raise ApiError(400, "BadRequest", "the namespace of the provided object does "
-                               "not match the namespace sent on the request")
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    "the namespace of the provided object does "
+                    "not match the namespace sent on the request",
+                )
             meta["namespace"] = ns
         validate(kind, obj)
         with self._lock:
@@ -980,11 +1109,13 @@ class FakeApiServer:
                 self._check_namespace(ns)
             key = (ns if kind.namespaced else "", meta["name"])
             if key in self._store[kind.plural]:
-                raise ApiError(409, "AlreadyExists",
-                               f'{kind.plural}{"." + kind.group if kind.group else ""} '
-                               f'"{meta["name"]}" already exists',
-                               details={"name": meta["name"], "group": kind.group,
-                                        "kind": kind.plural})
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f"{kind.plural}{'.' + kind.group if kind.group else ''} "
+                    f'"{meta["name"]}" already exists',
+                    details={"name": meta["name"], "group": kind.group, "kind": kind.plural},
+                )
             meta["uid"] = str(_uuid.uuid4())
             meta["creationTimestamp"] = _now()
             meta.setdefault("generation", 1)
@@ -1043,10 +1174,16 @@ class FakeApiServer:
             if obj is None:
                 raise _not_found(kind, name)
             if pre.get("uid") and pre["uid"] != obj["metadata"]["uid"]:
-                raise ApiError(409, "Conflict", f"Precondition failed: UID in precondition: "
-                               f"{pre['uid']}, UID in object meta: {obj['metadata']['uid']}")
-            if pre.get("resourceVersion") and pre["resourceVersion"] != \
-                    obj["metadata"]["resourceVersion"]:
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: "
+                    f"{pre['uid']}, UID in object meta: {obj['metadata']['uid']}",
+                )
+            if (
+                pre.get("resourceVersion")
+                and pre["resourceVersion"] != obj["metadata"]["resourceVersion"]
+            ):
                 raise ApiError(409, "Conflict", "Precondition failed: resourceVersion")
             gone = self._write(kind, copy.deepcopy(obj), "DELETED", old=obj)
             if kind.plural == "namespaces":
@@ -1067,8 +1204,16 @@ class FakeApiServer:
                     if key[0] == ns:
                         self._write(other, copy.deepcopy(obj), "DELETED", old=obj)
 
-    def patch(self, kind: _Kind, version: str, ns: str, name: str, content_type: str,
-              body: Any, subresource: str) -> dict:
+    def patch(
+        self,
+        kind: _Kind,
+        version: str,
+        ns: str,
+        name: str,
+        content_type: str,
+        body: Any,
+        subresource: str,
+    ) -> dict:
         if subresource not in ("", "status") or (subresource and not kind.status_subresource):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         with self._lock:
@@ -1082,21 +1227,30 @@ class FakeApiServer:
                 if not isinstance(body, list):
                     raise ApiError(400, "BadRequest", "json patch must be a list")
                 patched = json_patch(current, body)
-            elif ctype in ("application/merge-patch+json",
-                           "application/strategic-merge-patch+json"):
+            elif ctype in (
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ):
                 if not isinstance(body, dict):
                     raise ApiError(400, "BadRequest", "merge patch must be an object")
                 rv = (body.get("metadata") or {}).get("resourceVersion")
                 if rv and rv != old["metadata"]["resourceVersion"]:
-                    raise ApiError(409, "Conflict",
-                                   f'Operation cannot be fulfilled on {kind.plural} "{name}": '
-                                   "the object has been modified; please apply your changes "
-                                   "to the latest version and try again")
-                patched = merge_patch(current, body,
-                                      strategic=ctype.startswith("application/strategic"))
+                    raise ApiError(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on {kind.plural} "{name}": '
+                        "the object has been modified; please apply your changes "
+                        "to the latest version and try again",
+                    )
+                patched = merge_patch(
+                    current, body, strategic=ctype.startswith("application/strategic")
+                )
             else:
-                raise ApiError(415, "UnsupportedMediaType",
-                               f"the body of the request was in an unknown format: {ctype}")
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format: {ctype}",
+                )
             new = _to_storage(kind, patched, version)
             new.pop("apiVersion", None)
             new.pop("kind", None)
@@ -1117,11 +1271,16 @@ class FakeApiServer:
             self._collect_garbage()  # may delete it at once when its owner does not exist
             return _from_storage(kind, stored, version)
 
-    def watch(self, handler: _Handler, kind: _Kind, version: str, ns: str | None,
-              query: dict) -> None:
-        req = _WatchRequest(kind, version, ns, parse_label_selector(query.get("labelSelector",
-                                                                                "")),
-                            parse_field_selector(query.get("fieldSelector", "")))
+    def watch(
+        self, handler: _Handler, kind: _Kind, version: str, ns: str | None, query: dict
+    ) -> None:
+        req = _WatchRequest(
+            kind,
+            version,
+            ns,
+            parse_label_selector(query.get("labelSelector", "")),
+            parse_field_selector(query.get("fieldSelector", "")),
+        )
         timeout = float(query.get("timeoutSeconds") or self.watch_timeout_s)
         bookmarks = query.get("allowWatchBookmarks") == "true"
         rv_param = query.get("resourceVersion", "")
@@ -1131,21 +1290,35 @@ class FakeApiServer:
             if rv_param in ("", "0"):
                 cursor = self._rv
                 initial = [o for o in self._store[kind.plural].values() if req.matches(o)]
-                initial = [{"type": "ADDED", "object": _from_storage(kind, o, version)}
-                           for o in sorted(initial, key=lambda o: int(
-                               o["metadata"]["resourceVersion"]))]
+                initial = [
+                    {"type": "ADDED", "object": _from_storage(kind, o, version)}
+                    for o in sorted(initial, key=lambda o: int(o["metadata"]["resourceVersion"]))
+                ]
             else:
                 try:
                     cursor = int(rv_param)
                 except ValueError:
                     cursor = -1
                 if cursor < 0:
-                    initial = [{"type": "ERROR", "object": ApiError(
-                        400, "BadRequest", f"invalid resource version {rv_param!r}").status()}]
+                    initial = [
+                        {
+                            "type": "ERROR",
+                            "object": ApiError(
+                                400, "BadRequest", f"invalid resource version {rv_param!r}"
+                            ).status(),
+                        }
+                    ]
                 elif cursor < self._compacted_rv:
-                    initial = [{"type": "ERROR", "object": ApiError(
-                        410, "Expired",
-                        f"too old resource version: {cursor} ({self._compacted_rv})").status()}]
+                    initial = [
+                        {
+                            "type": "ERROR",
+                            "object": ApiError(
+                                410,
+                                "Expired",
+                                f"too old resource version: {cursor} ({self._compacted_rv})",
+                            ).status(),
+                        }
+                    ]
                 else:
                     initial = []
         for ev in initial:
@@ -1157,8 +1330,9 @@ class FakeApiServer:
         while True:
             with self._lock:
                 while True:
-                    pending = [e for e in self._history if e.rv > cursor and e.plural ==
-                               kind.plural]
+                    pending = [
+                        e for e in self._history if e.rv > cursor and e.plural == kind.plural
+                    ]
                     left = deadline - time.monotonic()
                     if pending or left <= 0 or self._stopping:
                         break
@@ -1185,9 +1359,16 @@ class FakeApiServer:
                 if not handler.send_event(ev):
                     return
         if bookmarks and not self._stopping:
-            handler.send_event({"type": "BOOKMARK", "object": {
-                "kind": kind.kind, "apiVersion": f"{kind.group}/{version}" if kind.group
-                else "v1", "metadata": {"resourceVersion": str(current)}}})
+            handler.send_event(
+                {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": kind.kind,
+                        "apiVersion": f"{kind.group}/{version}" if kind.group else "v1",
+                        "metadata": {"resourceVersion": str(current)},
+                    },
+                }
+            )
         handler.end_stream()
 
 
@@ -1207,8 +1388,12 @@ def _qos_class(spec: dict) -> str:
 
 def _not_found(kind: _Kind, name: str) -> ApiError:
     plural = kind.plural + ("." + kind.group if kind.group else "")
-    return ApiError(404, "NotFound", f'{plural} "{name}" not found',
-                    details={"name": name, "group": kind.group, "kind": kind.plural})
+    return ApiError(
+        404,
+        "NotFound",
+        f'{plural} "{name}" not found',
+        details={"name": name, "group": kind.group, "kind": kind.plural},
+    )
 
 
 def _kind_by_plural(plural: str) -> _Kind:
@@ -1336,8 +1521,12 @@ class _Handler(BaseHTTPRequestHandler):
                     if fault.retry_after is not None:
                         headers["Retry-After"] = str(fault.retry_after)
                     reason = _REASONS.get(fault.status, "InternalError")
-                    raise ApiError(fault.status, reason,
-                                   f"injected fault: {fault.status} {reason}", headers=headers)
+                    raise ApiError(
+                        fault.status,
+                        reason,
+                        f"injected fault: {fault.status} {reason}",
+                        headers=headers,
+                    )
             self._route(method, path, query, body)
         except ApiError as err:
             self._send_json(err.code, err.status(), err.headers)
@@ -1349,32 +1538,47 @@ class _Handler(BaseHTTPRequestHandler):
         segs = [s for s in path.split("/") if s]
         if path == "/version" and method == "GET":
             major, minor = fake.server_version
-            self._send_json(200, {
-                "major": str(major), "minor": str(minor),
-                "gitVersion": f"v{major}.{minor}.0", "gitCommit": "0" * 40,
-                "gitTreeState": "clean", "buildDate": "2025-08-27T00:00:00Z",
-                "goVersion": "go1.24.6", "compiler": "gc", "platform": "linux/amd64",
-                "emulationMajor": str(major), "emulationMinor": str(minor),
-            })
+            self._send_json(
+                200,
+                {
+                    "major": str(major),
+                    "minor": str(minor),
+                    "gitVersion": f"v{major}.{minor}.0",
+                    "gitCommit": "0" * 40,
+                    "gitTreeState": "clean",
+                    "buildDate": "2025-08-27T00:00:00Z",
+                    "goVersion": "go1.24.6",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                    "emulationMajor": str(major),
+                    "emulationMinor": str(minor),
+                },
+            )
             return
         if segs == ["api"]:
-            self._send_json(200, {"kind": "APIVersions", "versions": ["v1"],
-                                  "serverAddressByClientCIDRs": [
-                                      {"clientCIDR": "0.0.0.0/0",
-                                       "serverAddress": "127.0.0.1"}]})
+            self._send_json(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}
+                    ],
+                },
+            )
             return
         if segs == ["apis"]:
             groups = [self._group_doc(g) for g in fake.served_groups()]
-            self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                                  "groups": groups})
+            self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
             return
         served = fake.served_groups()
         if len(segs) == 2 and segs[0] == "apis":
             if segs[1] not in served:
                 self._send_text(404, "404 page not found\n")
                 return
-            self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
-                                  **self._group_doc(segs[1])})
+            self._send_json(
+                200, {"kind": "APIGroup", "apiVersion": "v1", **self._group_doc(segs[1])}
+            )
             return
         if segs == ["api", "v1"]:
             self._send_json(200, self._resource_list("", "v1"))
@@ -1425,22 +1629,35 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if method == "POST":
                 if kind.namespaced and ns is None:
-                    raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
-                                   "method on the requested resource")
+                    raise ApiError(
+                        405,
+                        "MethodNotAllowed",
+                        "the server does not allow this method on the requested resource",
+                    )
                 self._send_json(201, fake.create(kind, version, ns or "", body))
                 return
-            raise ApiError(405, "MethodNotAllowed",
-                           "the server does not allow this method on the requested resource")
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
         if method == "GET":
             self._send_json(200, fake.read(kind, version, ns or "", name))
         elif method == "DELETE" and not sub:
             self._send_json(200, fake.delete(kind, version, ns or "", name, body))
         elif method == "PATCH":
-            self._send_json(200, fake.patch(kind, version, ns or "", name,
-                                            self.headers.get("Content-Type", ""), body, sub))
+            self._send_json(
+                200,
+                fake.patch(
+                    kind, version, ns or "", name, self.headers.get("Content-Type", ""), body, sub
+                ),
+            )
         else:
-            raise ApiError(405, "MethodNotAllowed",
-                           "the server does not allow this method on the requested resource")
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
 
     def _group_doc(self, group: str) -> dict:
         vs = self.fake.served_groups()[group]
@@ -1453,13 +1670,29 @@ class _Handler(BaseHTTPRequestHandler):
             if k.group != group or not self.fake.kind_served(group, version, k.plural):
                 continue
             verbs = ["create", "delete", "get", "list", "patch", "watch"]
-            resources.append({"name": k.plural, "singularName": k.kind.lower(),
-                              "namespaced": k.namespaced, "kind": k.kind, "verbs": verbs,
-                              "shortNames": list(k.short)})
+            resources.append(
+                {
+                    "name": k.plural,
+                    "singularName": k.kind.lower(),
+                    "namespaced": k.namespaced,
+                    "kind": k.kind,
+                    "verbs": verbs,
+                    "shortNames": list(k.short),
+                }
+            )
             if k.status_subresource:
-                resources.append({"name": k.plural + "/status", "singularName": "",
-                                  "namespaced": k.namespaced, "kind": k.kind,
-                                  "verbs": ["get", "patch"]})
-        return {"kind": "APIResourceList", "apiVersion": "v1",
-                "groupVersion": f"{group}/{version}" if group else version,
-                "resources": resources}
+                resources.append(
+                    {
+                        "name": k.plural + "/status",
+                        "singularName": "",
+                        "namespaced": k.namespaced,
+                        "kind": k.kind,
+                        "verbs": ["get", "patch"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }

@@ -26,9 +26,13 @@ from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssi
 
 NS = "llmops"
 JOB = JobMeta("acme", "job-1", "pl-1", NS, ContainerSpec("pytorch:2.4", ("python", "t.py")))
-ASSIGN = PodAssignment("w0", "node-a", (ContainerAssignment("main", (
-    DeviceGrant("GPU-a", "NVIDIA", 8192, 25, vendor="NVIDIA"),)),), cpu_milli=2000,
-    memory_mib=4096)
+ASSIGN = PodAssignment(
+    "w0",
+    "node-a",
+    (ContainerAssignment("main", (DeviceGrant("GPU-a", "NVIDIA", 8192, 25, vendor="NVIDIA"),)),),
+    cpu_milli=2000,
+    memory_mib=4096,
+)
 
 
 def kubeconfig(tmp_path, server: FakeApiServer) -> str:
@@ -58,8 +62,9 @@ contexts:
 def gateway(fake_apiserver: FakeApiServer, tmp_path) -> tuple[KubernetesGateway, list[float]]:
     sleeps: list[float] = []
     api = build_api_client(kubeconfig=kubeconfig(tmp_path, fake_apiserver), context="fake")
-    gw = KubernetesGateway(api, retry=RetryPolicy(max_attempts=4, base_delay_s=0.5),
-                           sleep=sleeps.append)
+    gw = KubernetesGateway(
+        api, retry=RetryPolicy(max_attempts=4, base_delay_s=0.5), sleep=sleeps.append
+    )
     return gw, sleeps
 
 
@@ -78,16 +83,18 @@ def test_connection_reports_only_beta_dra() -> None:
     with FakeApiServer(resource_versions=("v1beta1",), server_version=(1, 32)) as server:
         api = k8s.ApiClient(k8s.Configuration(host=server.url))
         info = test_connection(api)
-        assert (info.minor, info.resource_versions, info.dra_version) == (32, ("v1beta1",),
-                                                                          "v1beta1")
+        assert (info.minor, info.resource_versions, info.dra_version) == (
+            32,
+            ("v1beta1",),
+            "v1beta1",
+        )
     with FakeApiServer(resource_versions=(), server_version=(1, 30)) as server:
         info = test_connection(k8s.ApiClient(k8s.Configuration(host=server.url)))
         assert (info.resource_versions, info.dra_version) == ((), None)
 
 
 def test_current_context_is_used_when_none_given(fake_apiserver, tmp_path) -> None:
-    api = build_api_client(kubeconfig=kubeconfig(tmp_path, fake_apiserver),
-                           request_timeout_s=2)
+    api = build_api_client(kubeconfig=kubeconfig(tmp_path, fake_apiserver), request_timeout_s=2)
     assert api.configuration.host == "http://127.0.0.1:9"
     with pytest.raises(Retryable):  # connection refused
         test_connection(api)
@@ -105,17 +112,22 @@ def test_bad_config_is_permanent(tmp_path, fake_apiserver) -> None:
 def test_in_cluster_config(tmp_path) -> None:
     (tmp_path / "token").write_text("sa-token")
     (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
-    api = build_api_client(in_cluster=True, token_path=str(tmp_path / "token"),
-                           ca_path=str(tmp_path / "ca.crt"),
-                           environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1",
-                                    "KUBERNETES_SERVICE_PORT": "443"})
+    api = build_api_client(
+        in_cluster=True,
+        token_path=str(tmp_path / "token"),
+        ca_path=str(tmp_path / "ca.crt"),
+        environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+    )
     assert api.configuration.host == "https://10.0.0.1:443"
-    assert api.configuration.auth_settings()["BearerToken"]["value"].lower() == \
-        "bearer sa-token"
+    assert api.configuration.auth_settings()["BearerToken"]["value"].lower() == "bearer sa-token"
     assert api.configuration.retries is False
     with pytest.raises(Permanent, match="Service host/port is not set"):
-        build_api_client(in_cluster=True, token_path=str(tmp_path / "token"),
-                         ca_path=str(tmp_path / "ca.crt"), environ={})
+        build_api_client(
+            in_cluster=True,
+            token_path=str(tmp_path / "token"),
+            ca_path=str(tmp_path / "ca.crt"),
+            environ={},
+        )
 
 
 def test_token_is_sent(fake_apiserver, tmp_path) -> None:
@@ -134,8 +146,7 @@ def test_classify_statuses() -> None:
         e.body, e.headers = body, headers or {}
         return e
 
-    assert isinstance(classify(exc(409, "Conflict", '{"reason": "AlreadyExists"}')),
-                      AlreadyExists)
+    assert isinstance(classify(exc(409, "Conflict", '{"reason": "AlreadyExists"}')), AlreadyExists)
     conflict = classify(exc(409, "Conflict", '{"reason": "Conflict", "message": "modified"}'))
     assert isinstance(conflict, Retryable) and conflict.message == "modified"
     r = classify(exc(429, "Too Many Requests", "{}", {"Retry-After": "3"}))
@@ -143,8 +154,14 @@ def test_classify_statuses() -> None:
     r = classify(exc(429, "x", '{"details": {"retryAfterSeconds": 5}}'))
     assert r.retry_after_s == 5.0
     assert isinstance(classify(exc(503, "x")), Retryable)
-    p = classify(exc(422, "Unprocessable", '{"reason": "Invalid", "message": "Pod \\"x\\" is '
-                                           'invalid: spec.containers: Required value"}'))
+    p = classify(
+        exc(
+            422,
+            "Unprocessable",
+            '{"reason": "Invalid", "message": "Pod \\"x\\" is '
+            'invalid: spec.containers: Required value"}',
+        )
+    )
     assert type(p) is Permanent
     assert p.message == 'Pod "x" is invalid: spec.containers: Required value'
     assert p.reason == "Invalid"
@@ -183,12 +200,14 @@ def test_submit_dra_creates_claim_then_pod_then_owner(gateway, fake_apiserver) -
     res = gw.submit(m)
     assert res.created == ("ResourceClaim/p-pl-1-w0-dev", "Pod/p-pl-1-w0")
     posts = [r.path.split("?")[0] for r in fake_apiserver.request_log if r.method == "POST"]
-    assert posts == ["/apis/resource.k8s.io/v1/namespaces/llmops/resourceclaims",
-                     "/api/v1/namespaces/llmops/pods"]
+    assert posts == [
+        "/apis/resource.k8s.io/v1/namespaces/llmops/resourceclaims",
+        "/api/v1/namespaces/llmops/pods",
+    ]
     (claim,) = res.claims
-    assert claim["metadata"]["ownerReferences"] == [{
-        "apiVersion": "v1", "kind": "Pod", "name": "p-pl-1-w0",
-        "uid": res.pod["metadata"]["uid"]}]
+    assert claim["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p-pl-1-w0", "uid": res.pod["metadata"]["uid"]}
+    ]
     # a second submit patches nothing (owner already there) and creates nothing
     again = gw.submit(m)
     assert again.created == () and len(again.claims[0]["metadata"]["ownerReferences"]) == 1
@@ -204,16 +223,19 @@ def test_submit_with_v1beta1_only_server() -> None:
         gw = KubernetesGateway(api, sleep=lambda s: None)
         assert gw.dra_version() == "v1beta1"
         res = gw.submit(build_dra(ASSIGN, JOB, api_version="resource.k8s.io/v1beta1"))
-        assert res.claims[0]["spec"]["devices"]["requests"][0]["deviceClassName"] == \
-            "hami-core-gpu.project-hami.io"
+        assert (
+            res.claims[0]["spec"]["devices"]["requests"][0]["deviceClassName"]
+            == "hami-core-gpu.project-hami.io"
+        )
         assert res.claims[0]["metadata"]["ownerReferences"][0]["kind"] == "Pod"
 
 
 def test_name_taken_by_other_placement_is_permanent(gateway) -> None:
     gw, _ = gateway
     gw.submit(build_hami(ASSIGN, JOB))
-    other = JobMeta("acme", "job-2", "pl-1", NS, JOB.default,
-                    extra_labels={})  # same names, but we fake another owner below
+    other = JobMeta(
+        "acme", "job-2", "pl-1", NS, JOB.default, extra_labels={}
+    )  # same names, but we fake another owner below
     m = build_hami(ASSIGN, other)
     m.pod["metadata"]["labels"]["console.llmops.io/placement"] = "pl-9"
     with pytest.raises(Permanent, match="belongs to placement 'pl-1', not 'pl-9'"):
@@ -250,8 +272,12 @@ def test_timeout_is_retryable(fake_apiserver) -> None:
     cfg.retries = False  # before the ApiClient builds its pool
     api = k8s.ApiClient(cfg)
     sleeps: list[float] = []
-    gw = KubernetesGateway(api, request_timeout_s=0.3, sleep=sleeps.append,
-                           retry=RetryPolicy(max_attempts=2, base_delay_s=0.1))
+    gw = KubernetesGateway(
+        api,
+        request_timeout_s=0.3,
+        sleep=sleeps.append,
+        retry=RetryPolicy(max_attempts=2, base_delay_s=0.1),
+    )
     fake_apiserver.inject_faults(action="stall", stall_s=1.0, count=1)
     assert gw.list_nodes().items == []
     assert sleeps == [0.1]
@@ -264,17 +290,23 @@ def test_invalid_manifest_is_permanent_with_server_message(gateway) -> None:
     with pytest.raises(Permanent) as exc:
         gw.submit(m)
     assert exc.value.status == 422
-    assert exc.value.message == ('Pod "p-pl-1-w0" is invalid: spec.containers[0].image: '
-                                 "Required value")
+    assert exc.value.message == (
+        'Pod "p-pl-1-w0" is invalid: spec.containers[0].image: Required value'
+    )
     assert sleeps == []
 
 
 def test_list_pods_uses_console_selector(gateway, fake_apiserver) -> None:
     gw, _ = gateway
     gw.submit(build_hami(ASSIGN, JOB))
-    fake_apiserver.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "stranger", "namespace": NS}, "spec": {"containers": [
-            {"name": "c", "image": "i"}]}})
+    fake_apiserver.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "stranger", "namespace": NS},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+    )
     assert [p["metadata"]["name"] for p in gw.list_pods(NS).items] == ["p-pl-1-w0"]
     assert [p["metadata"]["name"] for p in gw.list_pods().items] == ["p-pl-1-w0"]
     assert gw.get_pod(NS, "nope") is None
@@ -315,12 +347,19 @@ def test_watch_without_resource_version_lists_first(gateway, fake_apiserver) -> 
 def test_list_nodes_and_slices(gateway, fake_apiserver) -> None:
     gw, _ = gateway
     fake_apiserver.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}})
-    fake_apiserver.put({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                        "metadata": {"name": "node-a-hami"}, "spec": {
-                            "driver": "hami-core-gpu.project-hami.io", "nodeName": "node-a",
-                            "pool": {"name": "node-a", "generation": 1,
-                                     "resourceSliceCount": 1},
-                            "devices": [{"name": "hami-gpu-0"}]}})
+    fake_apiserver.put(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "node-a-hami"},
+            "spec": {
+                "driver": "hami-core-gpu.project-hami.io",
+                "nodeName": "node-a",
+                "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "hami-gpu-0"}],
+            },
+        }
+    )
     assert [n["metadata"]["name"] for n in gw.list_nodes().items] == ["node-a"]
     (s,) = gw.list_resource_slices().items
     assert s["spec"]["devices"] == [{"name": "hami-gpu-0"}]

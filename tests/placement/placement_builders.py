@@ -30,8 +30,9 @@ def snap(*nodes):
 
 
 def one(*reqs, name="p", cpu=0, mem=0, selector=None, **podkw):
-    pod = PodRequest(name, cpu, mem, (ContainerRequest("c", tuple(reqs)),),
-                     node_selector=selector or {}, **podkw)
+    pod = PodRequest(
+        name, cpu, mem, (ContainerRequest("c", tuple(reqs)),), node_selector=selector or {}, **podkw
+    )
     return PlacementRequest(name, (pod,))
 
 
@@ -47,20 +48,43 @@ def uuids(decision, container=0, pod=0):
     return [g.uuid for g in decision.pods[pod].containers[container].devices]
 
 
-def kube_node(name, annotations=None, cpu="64", memory="512Gi", labels=None, capacity=None,
-              allocatable=None, unschedulable=False):
+def kube_node(
+    name,
+    annotations=None,
+    cpu="64",
+    memory="512Gi",
+    labels=None,
+    capacity=None,
+    allocatable=None,
+    unschedulable=False,
+):
     status = {"allocatable": {"cpu": cpu, "memory": memory, **(allocatable or {})}}
     if capacity is not None:
         status["capacity"] = {"cpu": cpu, "memory": memory, **capacity}
-    return {"metadata": {"name": name, "annotations": annotations or {},
-                         "labels": labels or {}},
-            "spec": {"unschedulable": unschedulable}, "status": status}
+    return {
+        "metadata": {"name": name, "annotations": annotations or {}, "labels": labels or {}},
+        "spec": {"unschedulable": unschedulable},
+        "status": status,
+    }
 
 
 def nvidia_register(devs):
-    return json.dumps([{"id": u, "index": i, "count": c, "devmem": m, "devcore": 100,
-                        "type": t, "numa": numa, "mode": "hami-core", "health": True}
-                       for i, (u, c, m, t, numa) in enumerate(devs)])
+    return json.dumps(
+        [
+            {
+                "id": u,
+                "index": i,
+                "count": c,
+                "devmem": m,
+                "devcore": 100,
+                "type": t,
+                "numa": numa,
+                "mode": "hami-core",
+                "health": True,
+            }
+            for i, (u, c, m, t, numa) in enumerate(devs)
+        ]
+    )
 
 
 def kube_pod(name, containers, annotations=None, init=None, node_selector=None):
@@ -69,16 +93,20 @@ def kube_pod(name, containers, annotations=None, init=None, node_selector=None):
         spec["initContainers"] = [{"name": n, "resources": {"limits": lim}} for n, lim in init]
     if node_selector:
         spec["nodeSelector"] = node_selector
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default",
-                         "annotations": annotations or {}}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+        "spec": spec,
+    }
 
 
 def trace_node(name, frees, *, cpu, memory_mib, cpu_used=0, model="T4"):
     """A trace-style node of ``model`` GPUs (16,000 MiB, split 100), GPU j with ``frees[j]``
     free milli (cores and memory booked in proportion)."""
-    return mixed_node(name, frees, (model,) * len(frees), cpu=cpu, memory_mib=memory_mib,
-                      cpu_used=cpu_used)
+    return mixed_node(
+        name, frees, (model,) * len(frees), cpu=cpu, memory_mib=memory_mib, cpu_used=cpu_used
+    )
 
 
 def mixed_node(name, frees, models, cpu=16000, vendors=None, memory_mib=262144, cpu_used=0):
@@ -88,7 +116,19 @@ def mixed_node(name, frees, models, cpu=16000, vendors=None, memory_mib=262144, 
     for j, (free, model) in enumerate(zip(frees, models, strict=True)):
         used = 100 - free // 10
         vendor = vendors[j] if vendors else "NVIDIA"
-        devs.append(DeviceUsage(f"{name}-{j}", name, j, model, vendor, 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
+        devs.append(
+            DeviceUsage(
+                f"{name}-{j}",
+                name,
+                j,
+                model,
+                vendor,
+                16000,
+                100,
+                100,
+                used_slots=1 if used else 0,
+                used_cores_percent=used,
+                used_memory_mib=16000 * used // 100,
+            )
+        )
     return NodeInfo(name, devs, cpu_milli=cpu, memory_mib=memory_mib, used_cpu_milli=cpu_used)

@@ -23,6 +23,7 @@ def grant(decision, container=0):
 
 # ---- Cambricon: several models, per-model units, pinning --------------------------------
 
+
 def test_mlu590_unit_0_charges_whole_one_percent_units():
     s = snap(node("n1", [mlu("M590-0", "MLU590", 79872)]))
     g = grant(place(s, one(DeviceRequest("MLU", memory_mib=4096, cores_percent=10)), PROFILE))
@@ -30,8 +31,10 @@ def test_mlu590_unit_0_charges_whole_one_percent_units():
 
 
 def test_a_job_pinned_to_mlu370_never_lands_on_mlu590():
-    s = snap(node("n1", [mlu("M590-0", "MLU590", 79872)]),
-             node("n2", [mlu("M370-0", "MLU370-X8", 24576)]))
+    s = snap(
+        node("n1", [mlu("M590-0", "MLU590", 79872)]),
+        node("n2", [mlu("M370-0", "MLU370-X8", 24576)]),
+    )
     req = DeviceRequest("MLU", memory_mib=2048, cores_percent=10, types_include=("MLU370",))
     d = place(s, one(req), PROFILE)
     assert (d.pods[0].node, grant(d).memory_mib) == ("n2", 2048)
@@ -40,8 +43,7 @@ def test_a_job_pinned_to_mlu370_never_lands_on_mlu590():
     assert not refused.schedulable
     assert refused.reasons == {"n1": "1/1 CardTypeMismatch"}
     # nouse-mlutype excludes a model the same way
-    out = place(s, one(DeviceRequest("MLU", memory_mib=2048, types_exclude=("MLU370",))),
-                PROFILE)
+    out = place(s, one(DeviceRequest("MLU", memory_mib=2048, types_exclude=("MLU370",))), PROFILE)
     assert out.pods[0].node == "n1"
 
 
@@ -55,13 +57,16 @@ def test_minimum_slice_rounds_a_small_request_up_and_charges_it():
 
 # ---- NVIDIA MIG: spread across cards, packed only when needed or for HAMi parity ---------
 
-MIG = (MigProfile("1g.10gb", 9856, 14, 1, tuple(MigPlacement(i, 1) for i in range(7))),
-       MigProfile("3g.40gb", 40192, 42, 3, (MigPlacement(0, 4), MigPlacement(4, 4))))
+MIG = (
+    MigProfile("1g.10gb", 9856, 14, 1, tuple(MigPlacement(i, 1) for i in range(7))),
+    MigProfile("3g.40gb", 40192, 42, 3, (MigPlacement(0, 4), MigPlacement(4, 4))),
+)
 
 
 def mig_node(n=2):
-    return node("n1", [gpu(f"G{i}", index=i, mode="mig", count=7, mig_profiles=MIG)
-                       for i in range(n)])
+    return node(
+        "n1", [gpu(f"G{i}", index=i, mode="mig", count=7, mig_profiles=MIG) for i in range(n)]
+    )
 
 
 def test_mig_instances_spread_across_cards_under_spread_and_topology_aware():
@@ -113,6 +118,7 @@ def test_enflame_drs_slices_are_booked():
 
 # ---- Ascend 910C modules ----------------------------------------------------------------
 
+
 def npu(i, cw="Ascend910C"):
     return DeviceUsage(f"C{i}", "n", i, cw, "Ascend", 65536, 20, 4, network_id=0)
 
@@ -136,6 +142,7 @@ def test_ascend_910c_takes_whole_two_npu_modules():
 
 # ---- Kunlun node score -------------------------------------------------------------------
 
+
 def xpu(i):
     return DeviceUsage(f"X{i}", "n", i, "kunlun", "Kunlun", 98304, 100, 100)
 
@@ -155,9 +162,11 @@ def test_kunlun_node_score_prefers_fewer_bubbles():
 
 # ---- AWS Neuron ------------------------------------------------------------------------------
 
+
 def neuron(i, node_type="trn1.32xlarge"):
-    return DeviceUsage(f"N{i}", "n", i, "AWSNeuron", "AWSNeuron", 0, 2, 2,
-                  custom={"AWSNodeType": node_type})
+    return DeviceUsage(
+        f"N{i}", "n", i, "AWSNeuron", "AWSNeuron", 0, 2, 2, custom={"AWSNodeType": node_type}
+    )
 
 
 def test_neuron_cores_and_aligned_device_runs():
@@ -175,9 +184,19 @@ def test_neuron_cores_and_aligned_device_runs():
 
 # ---- Vastai dies -------------------------------------------------------------------------
 
+
 def die(i, aic):
-    return DeviceUsage(f"V{i}", "n", i, "Vastai", "Vastai", 32768, 100, 1,
-                  custom={"DeviceStrategy": "die", "AIC": aic})
+    return DeviceUsage(
+        f"V{i}",
+        "n",
+        i,
+        "Vastai",
+        "Vastai",
+        32768,
+        100,
+        1,
+        custom={"DeviceStrategy": "die", "AIC": aic},
+    )
 
 
 def test_vastai_dies_fill_one_card_first_and_score_it():
@@ -192,17 +211,35 @@ def test_vastai_dies_fill_one_card_first_and_score_it():
 
 # ---- DRA shared counters and invalid models ----------------------------------------------
 
+
 def test_template_devices_consume_the_cards_shared_counters():
-    b3 = resolve_model("Ascend", "Ascend910B3", {
-        "dra": {"counters": {"aicore": 20, "hbm-gib": 64}},
-        "templates": [{"name": "vir05_1c_16g", "memory_mib": 16384, "cores_percent": 5,
-                       "counters": {"aicore": 5, "hbm-gib": 16}},
-                      {"name": "vir10_3c_32g", "memory_mib": 32768, "cores_percent": 10,
-                       "counters": {"aicore": 12, "hbm-gib": 32}}]})
-    prof = Profile(device_configs=(*(c for c in default_device_configs()
-                                     if c.chip != "Ascend910B3"), b3))
-    card = DeviceUsage("B0", "n", 0, "Ascend910B3", "Ascend", 65536, 20, 4,
-                  counters={"aicore": 20, "hbm-gib": 64})
+    b3 = resolve_model(
+        "Ascend",
+        "Ascend910B3",
+        {
+            "dra": {"counters": {"aicore": 20, "hbm-gib": 64}},
+            "templates": [
+                {
+                    "name": "vir05_1c_16g",
+                    "memory_mib": 16384,
+                    "cores_percent": 5,
+                    "counters": {"aicore": 5, "hbm-gib": 16},
+                },
+                {
+                    "name": "vir10_3c_32g",
+                    "memory_mib": 32768,
+                    "cores_percent": 10,
+                    "counters": {"aicore": 12, "hbm-gib": 32},
+                },
+            ],
+        },
+    )
+    prof = Profile(
+        device_configs=(*(c for c in default_device_configs() if c.chip != "Ascend910B3"), b3)
+    )
+    card = DeviceUsage(
+        "B0", "n", 0, "Ascend910B3", "Ascend", 65536, 20, 4, counters={"aicore": 20, "hbm-gib": 64}
+    )
     s = snap(node("n1", [card]))
     big = one(DeviceRequest("Ascend", 1, memory_mib=30000, chip="Ascend910B3"))
     d = place(s, big, prof)
@@ -212,8 +249,7 @@ def test_template_devices_consume_the_cards_shared_counters():
     # memory is left (32 GiB) but the aicore counter is not (8 < 12)
     refused = place(s, big, prof)
     assert refused.reasons == {"n1": "1/1 CardSharedCountersExhausted"}
-    small = place(s, one(DeviceRequest("Ascend", 1, memory_mib=8000, chip="Ascend910B3")),
-                  prof)
+    small = place(s, one(DeviceRequest("Ascend", 1, memory_mib=8000, chip="Ascend910B3")), prof)
     assert grant(small).template == "vir05_1c_16g"
 
 

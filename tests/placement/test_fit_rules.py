@@ -3,20 +3,20 @@
 import pytest
 from placement_builders import gpu, node, nv, one, pod_of, snap, uuids
 
-from scheduling.placement import (
-    ContainerRequest,
-    DeviceRequest,
-    Profile,
-    place,
-    reserve,
-    unreserve,
-)
+from scheduling.placement import ContainerRequest, DeviceRequest, Profile, place, reserve, unreserve
 
 
 def test_spread_takes_least_used_device_binpack_the_most_used():
     # GPU-0 score 10*(2/10+30/100+11000/81920) > GPU-1 score 10*(1/10+10/100+1000/81920)
-    s = snap(node("n1", [gpu("GPU-0", used_slots=1, used_memory_mib=10000,
-                             used_cores_percent=20), gpu("GPU-1", index=1)]))
+    s = snap(
+        node(
+            "n1",
+            [
+                gpu("GPU-0", used_slots=1, used_memory_mib=10000, used_cores_percent=20),
+                gpu("GPU-1", index=1),
+            ],
+        )
+    )
     req = one(nv(memory_mib=1000, cores_percent=10))
     assert uuids(place(s, req, Profile(device_policy="spread"))) == ["GPU-1"]
     assert uuids(place(s, req, Profile(device_policy="binpack"))) == ["GPU-0"]
@@ -25,13 +25,20 @@ def test_spread_takes_least_used_device_binpack_the_most_used():
 def test_equal_scores_take_the_last_device_in_registration_order():
     s = snap(node("n1", [gpu(f"GPU-{i}", index=i) for i in range(4)]))
     assert uuids(place(s, one(nv(2, memory_mib=1000)))) == ["GPU-3", "GPU-2"]
-    assert uuids(place(s, one(nv(2, memory_mib=1000)), Profile(device_policy="binpack"))) \
-        == ["GPU-3", "GPU-2"]
+    assert uuids(place(s, one(nv(2, memory_mib=1000)), Profile(device_policy="binpack"))) == [
+        "GPU-3",
+        "GPU-2",
+    ]
 
 
 def test_node_policy_binpack_highest_spread_lowest_and_scores_before_the_pod():
-    busy = node("a", [gpu("GPU-a0", used_slots=1, used_memory_mib=10000,
-                          used_cores_percent=20), gpu("GPU-a1", index=1)])
+    busy = node(
+        "a",
+        [
+            gpu("GPU-a0", used_slots=1, used_memory_mib=10000, used_cores_percent=20),
+            gpu("GPU-a1", index=1),
+        ],
+    )
     idle = node("b", [gpu("GPU-b0"), gpu("GPU-b1", index=1)])
     s = snap(busy, idle)
     req = one(nv(memory_mib=1000))
@@ -80,15 +87,21 @@ def test_full_cores_need_an_idle_device():
 
 
 def test_zero_core_task_cannot_join_a_device_whose_cores_are_full():
-    s = snap(node("n1", [gpu("GPU-0", used_slots=1, used_memory_mib=100,
-                             used_cores_percent=100)]))
+    s = snap(node("n1", [gpu("GPU-0", used_slots=1, used_memory_mib=100, used_cores_percent=100)]))
     d = place(s, one(nv(memory_mib=100, cores_percent=0)))
     assert d.reasons == {"n1": "1/1 CardComputeUnitsExhausted"}
 
 
 def test_insufficient_core_and_time_slicing():
-    s = snap(node("n1", [gpu("GPU-0", used_slots=1, used_memory_mib=10, used_cores_percent=80),
-                         gpu("GPU-1", index=1, count=2, used_slots=2)]))
+    s = snap(
+        node(
+            "n1",
+            [
+                gpu("GPU-0", used_slots=1, used_memory_mib=10, used_cores_percent=80),
+                gpu("GPU-1", index=1, count=2, used_slots=2),
+            ],
+        )
+    )
     d = place(s, one(nv(memory_mib=10, cores_percent=30)))
     assert d.reasons == {"n1": "1/2 CardInsufficientCore, 1/2 CardTimeSlicingExhausted"}
 
@@ -106,8 +119,15 @@ def test_partial_selection_reports_allocated_cards_insufficient():
 
 
 def test_type_matching_is_exact_h20_is_not_h200():
-    s = snap(node("n1", [gpu("GPU-0", model="NVIDIA-H20", count=1, used_slots=1),
-                         gpu("GPU-1", index=1, model="NVIDIA-H200")]))
+    s = snap(
+        node(
+            "n1",
+            [
+                gpu("GPU-0", model="NVIDIA-H20", count=1, used_slots=1),
+                gpu("GPU-1", index=1, model="NVIDIA-H200"),
+            ],
+        )
+    )
     d = place(s, one(nv(memory_mib=10, types_include=("H20",))))
     assert d.reasons == {"n1": "1/2 CardTimeSlicingExhausted, 1/2 CardTypeMismatch"}
     assert uuids(place(s, one(nv(memory_mib=10, types_include=("h200",))))) == ["GPU-1"]
@@ -124,22 +144,26 @@ def test_uuid_include_and_exclude():
 
 def test_cordoned_device():
     s = snap(node("n1", [gpu("GPU-0", cordoned=True), gpu("GPU-1", index=1)]))
-    assert uuids(place(s, one(nv(memory_mib=10, uuids_include=("GPU-0", "GPU-1"))))) \
-        == ["GPU-1"]
+    assert uuids(place(s, one(nv(memory_mib=10, uuids_include=("GPU-0", "GPU-1"))))) == ["GPU-1"]
     d = place(s, one(nv(2, memory_mib=10)))
     assert d.reasons == {"n1": "1/2 AllocatedCardsInsufficientRequest, 1/2 CardCordoned"}
 
 
 def test_numa_bind_discards_a_selection_crossing_numa_nodes():
-    devs = [gpu("GPU-0", numa=0), gpu("GPU-1", index=1, numa=0),
-            gpu("GPU-2", index=2, numa=1), gpu("GPU-3", index=3, numa=1, healthy=False)]
+    devs = [
+        gpu("GPU-0", numa=0),
+        gpu("GPU-1", index=1, numa=0),
+        gpu("GPU-2", index=2, numa=1),
+        gpu("GPU-3", index=3, numa=1, healthy=False),
+    ]
     s = snap(node("n1", devs))
     # spread + numa: NUMA 1 first (GPU-3 unhealthy, GPU-2 taken), then NUMA 0 resets.
     assert uuids(place(s, one(nv(2, memory_mib=10, numa_bind=True)))) == ["GPU-1", "GPU-0"]
     assert uuids(place(s, one(nv(2, memory_mib=10)))) == ["GPU-2", "GPU-1"]
     d = place(s, one(nv(3, memory_mib=10, numa_bind=True)))
-    assert d.reasons == {"n1": "1/4 CardNotHealth, 1/4 NumaNotFit, "
-                               "2/4 AllocatedCardsInsufficientRequest"}
+    assert d.reasons == {
+        "n1": "1/4 CardNotHealth, 1/4 NumaNotFit, 2/4 AllocatedCardsInsufficientRequest"
+    }
 
 
 def test_mode_filter():
@@ -148,18 +172,20 @@ def test_mode_filter():
 
 
 def test_mutex_policy_takes_only_idle_devices():
-    s = snap(node("n1", [gpu("GPU-0"), gpu("GPU-1", index=1, used_slots=1,
-                                            used_memory_mib=10)]))
+    s = snap(node("n1", [gpu("GPU-0"), gpu("GPU-1", index=1, used_slots=1, used_memory_mib=10)]))
     assert uuids(place(s, one(nv(memory_mib=10)), Profile(device_policy="mutex"))) == ["GPU-0"]
     d = place(s, one(nv(2, memory_mib=10)), Profile(device_policy="mutex"))
-    assert d.reasons == {"n1": "1/2 AllocatedCardsInsufficientRequest, "
-                               "1/2 ExclusiveDeviceAllocateConflict"}
+    assert d.reasons == {
+        "n1": "1/2 AllocatedCardsInsufficientRequest, 1/2 ExclusiveDeviceAllocateConflict"
+    }
 
 
 def test_two_containers_sequential_on_one_copy():
     s = snap(node("n1", [gpu("GPU-0")]))
-    c = [ContainerRequest("a", (nv(memory_mib=30000),)),
-         ContainerRequest("b", (nv(memory_mib=30000),))]
+    c = [
+        ContainerRequest("a", (nv(memory_mib=30000),)),
+        ContainerRequest("b", (nv(memory_mib=30000),)),
+    ]
     d = place(s, pod_of(*c))
     assert [x.devices[0].uuid for x in d.pods[0].containers] == ["GPU-0", "GPU-0"]
     reserve(s, d)
@@ -167,8 +193,10 @@ def test_two_containers_sequential_on_one_copy():
     assert (dev.used_slots, dev.used_memory_mib) == (2, 60000)
     unreserve(s, d)
     assert (dev.used_slots, dev.used_memory_mib) == (0, 0)
-    big = [ContainerRequest("a", (nv(memory_mib=50000),)),
-           ContainerRequest("b", (nv(memory_mib=50000),))]
+    big = [
+        ContainerRequest("a", (nv(memory_mib=50000),)),
+        ContainerRequest("b", (nv(memory_mib=50000),)),
+    ]
     assert place(s, pod_of(*big)).reasons == {"n1": "1/1 CardInsufficientMemory"}
 
 
@@ -179,9 +207,14 @@ def test_multi_device_container_gets_distinct_devices():
 
 def test_init_containers_fit_on_fresh_copies_and_book_the_peak():
     s = snap(node("n1", [gpu("GPU-0")]))
-    d = place(s, pod_of(ContainerRequest("i1", (nv(memory_mib=60000, cores_percent=40),), True),
-                        ContainerRequest("i2", (nv(memory_mib=70000),), True),
-                        ContainerRequest("app", (nv(memory_mib=50000, cores_percent=30),))))
+    d = place(
+        s,
+        pod_of(
+            ContainerRequest("i1", (nv(memory_mib=60000, cores_percent=40),), True),
+            ContainerRequest("i2", (nv(memory_mib=70000),), True),
+            ContainerRequest("app", (nv(memory_mib=50000, cores_percent=30),)),
+        ),
+    )
     assert d.schedulable
     reserve(s, d)
     dev = s.nodes["n1"].devices[0]
@@ -190,26 +223,32 @@ def test_init_containers_fit_on_fresh_copies_and_book_the_peak():
 
 
 def test_host_cpu_memory_and_node_selector_and_cordon():
-    s = snap(node("a", [gpu("GPU-a")], cpu=4000, used_cpu_milli=3500),
-             node("b", [gpu("GPU-b")], labels={"pool": "x"}),
-             node("c", [gpu("GPU-c")], schedulable=False))
+    s = snap(
+        node("a", [gpu("GPU-a")], cpu=4000, used_cpu_milli=3500),
+        node("b", [gpu("GPU-b")], labels={"pool": "x"}),
+        node("c", [gpu("GPU-c")], schedulable=False),
+    )
     d = place(s, one(nv(memory_mib=10), cpu=1000, selector={"pool": "y"}))
-    assert d.reasons == {"a": "node(s) didn't match Pod's node affinity/selector",
-                         "b": "node(s) didn't match Pod's node affinity/selector",
-                         "c": "node(s) were unschedulable"}
+    assert d.reasons == {
+        "a": "node(s) didn't match Pod's node affinity/selector",
+        "b": "node(s) didn't match Pod's node affinity/selector",
+        "c": "node(s) were unschedulable",
+    }
     d = place(s, one(nv(memory_mib=10), cpu=1000, mem=10))
     assert d.pods[0].node == "b"
     assert place(s, one(nv(memory_mib=10), cpu=1000, selector={"pool": "x"})).pods[0].node == "b"
-    d = place(snap(node("a", [], cpu=4000, mem=100, used_cpu_milli=3500)),
-              one(cpu=1000, mem=200))
+    d = place(snap(node("a", [], cpu=4000, mem=100, used_cpu_milli=3500)), one(cpu=1000, mem=200))
     assert d.reasons == {"a": "Insufficient cpu, Insufficient memory"}
 
 
 def test_place_leaves_snapshot_untouched_and_gang_pods_see_each_other():
     from scheduling.placement import PlacementRequest, PodRequest
+
     s = snap(node("n1", [gpu("GPU-0", count=1)]), node("n2", [gpu("GPU-1", count=1)]))
-    pods = tuple(PodRequest(f"p{i}", containers=(ContainerRequest("c", (nv(memory_mib=10),)),))
-                 for i in range(3))
+    pods = tuple(
+        PodRequest(f"p{i}", containers=(ContainerRequest("c", (nv(memory_mib=10),)),))
+        for i in range(3)
+    )
     d = place(s, PlacementRequest("g", pods))
     assert not d.schedulable and d.unplaced == ("p2",)
     assert all(dv.used_slots == 0 for n in s.nodes.values() for dv in n.devices)
@@ -235,8 +274,15 @@ def test_invalid_request_is_reported_not_raised():
 
 def test_device_scoring_weights_change_the_order():
     # GPU-0: many slots used, little memory; GPU-1: one slot, lots of memory.
-    s = snap(node("n1", [gpu("GPU-0", used_slots=5, used_memory_mib=1000),
-                         gpu("GPU-1", index=1, used_slots=1, used_memory_mib=60000)]))
+    s = snap(
+        node(
+            "n1",
+            [
+                gpu("GPU-0", used_slots=5, used_memory_mib=1000),
+                gpu("GPU-1", index=1, used_slots=1, used_memory_mib=60000),
+            ],
+        )
+    )
     req = nv(memory_mib=10)
     slot_only = Profile(device_policy="binpack", device_scoring_weights=(1, 0, 0))
     mem_only = Profile(device_policy="binpack", device_scoring_weights=(0, 0, 1))
@@ -251,14 +297,40 @@ def test_cached_framework_gives_the_same_decisions_as_uncached():
 
     def build():
         rnd = random.Random(7)
-        return snap(*(node(f"n{i}", [gpu(f"n{i}-g{j}", index=j, count=4)
-                                     for j in range(rnd.choice((1, 2, 4)))])
-                      for i in range(12)))
+        return snap(
+            *(
+                node(
+                    f"n{i}",
+                    [gpu(f"n{i}-g{j}", index=j, count=4) for j in range(rnd.choice((1, 2, 4)))],
+                )
+                for i in range(12)
+            )
+        )
 
     rnd = random.Random(3)
-    reqs = [PlacementRequest(f"p{k}", (PodRequest(f"p{k}", containers=(ContainerRequest(
-        "c", (nv(rnd.choice((1, 2)), memory_mib=rnd.choice((10000, 30000)),
-                 cores_percent=rnd.choice((0, 50, 100))),)),)),)) for k in range(60)]
+    reqs = [
+        PlacementRequest(
+            f"p{k}",
+            (
+                PodRequest(
+                    f"p{k}",
+                    containers=(
+                        ContainerRequest(
+                            "c",
+                            (
+                                nv(
+                                    rnd.choice((1, 2)),
+                                    memory_mib=rnd.choice((10000, 30000)),
+                                    cores_percent=rnd.choice((0, 50, 100)),
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        for k in range(60)
+    ]
     results = []
     for fw in (Profile().build(), Profile().build(cache=True)):
         s, out = build(), []
@@ -290,8 +362,9 @@ def test_registry_rejects_duplicates_and_profile_custom_scorer():
         reg.register("LowestIndexFirst", LowestIndex)
     with pytest.raises(ValueError, match="already registered"):
         reg.merge(Registry({"LowestIndexFirst": LowestIndex}))
-    s = snap(node("a", [gpu("GPU-a0"), gpu("GPU-a1", index=1)]),
-             node("b", [gpu("GPU-b0", index=0)]))
+    s = snap(
+        node("a", [gpu("GPU-a0"), gpu("GPU-a1", index=1)]), node("b", [gpu("GPU-b0", index=0)])
+    )
     # custom scorer sees the chosen devices: a picks index 1 (spread tie rule), b index 0
     prof = Profile(scores=(("LowestIndexFirst", 1.0),), registry=reg)
     d = place(s, one(nv(memory_mib=10)), prof)

@@ -41,13 +41,15 @@ def request(name, cpu=1000, gpus=1, milli=300, mem=1024):
 
 
 def test_state_numbers_ignore_device_order_only_on_single_model_nodes():
-    snap = ClusterSnapshot.from_nodes([
-        node("a", (1000, 400)),
-        node("b", (400, 1000)),            # same model, CPU and free multiset as a
-        node("c", (1000, 400), cpu=8000),  # less free CPU
-        mixed("m1", (1000, 400), ("T4", "A10")),
-        mixed("m2", (400, 1000), ("T4", "A10")),  # not interchangeable: T4 has 400 here
-    ])
+    snap = ClusterSnapshot.from_nodes(
+        [
+            node("a", (1000, 400)),
+            node("b", (400, 1000)),  # same model, CPU and free multiset as a
+            node("c", (1000, 400), cpu=8000),  # less free CPU
+            mixed("m1", (1000, 400), ("T4", "A10")),
+            mixed("m2", (400, 1000), ("T4", "A10")),  # not interchangeable: T4 has 400 here
+        ]
+    )
     t = NodeTable(snap)
     a, b, c, m1, m2 = (t.index[n] for n in ("a", "b", "c", "m1", "m2"))
     assert t.state[a] == t.state[b]
@@ -62,9 +64,9 @@ def test_state_numbers_ignore_device_order_only_on_single_model_nodes():
 
 def test_state_numbering_restarts_past_the_limit():
     # three distinct states with room for two: the third restarts the numbering
-    snap = ClusterSnapshot.from_nodes([
-        node("a", (1000, 400)), node("c", (1000, 400), cpu=8000), node("d", (1000, 1000))
-    ])
+    snap = ClusterSnapshot.from_nodes(
+        [node("a", (1000, 400)), node("c", (1000, 400), cpu=8000), node("d", (1000, 1000))]
+    )
     t = NodeTable(snap, state_limit=2)
     assert t.state_epoch == 1
     assert sorted(t.state) == [0, 1, 2]
@@ -87,8 +89,10 @@ def _oracle(table, policy, task):
 
 def test_memoised_answers_equal_a_full_scan_through_restarts_and_clears():
     rng = random.Random(7)
-    nodes = [node(f"n{k:02d}", (1000,) * rng.choice((1, 2, 4)), cpu=rng.choice((8000, 16000)))
-             for k in range(12)]
+    nodes = [
+        node(f"n{k:02d}", (1000,) * rng.choice((1, 2, 4)), cpu=rng.choice((8000, 16000)))
+        for k in range(12)
+    ]
     snap = ClusterSnapshot.from_nodes(nodes)
     plugin = TracePolicyPlugin("FragGuard", workload=WL, tie_seed=3)
     oracle_policy = FragGuardPolicy(WL)
@@ -122,11 +126,13 @@ def test_selector_does_not_score_nodes_short_of_cpu_or_free_gpus():
             calls.append(table.names[i])
             return super().score(table, i, task)
 
-    snap = ClusterSnapshot.from_nodes([
-        node("a", (1000,), cpu=500),  # too little CPU
-        node("b", (200, 200)),        # no GPU with 300 free
-        node("c", (1000, 400)),
-    ])
+    snap = ClusterSnapshot.from_nodes(
+        [
+            node("a", (1000,), cpu=500),  # too little CPU
+            node("b", (200, 200)),  # no GPU with 300 free
+            node("c", (1000, 400)),
+        ]
+    )
     t = NodeTable(snap)
     sel = LazySelector(t, Spy())
     # BestFit on c: 1 - (0.5 * 15000/128000 + 0.5 * 1100/8000) = 0.8726 -> 87
@@ -153,7 +159,12 @@ def test_equal_grants_and_containers_are_shared_frozen_objects():
     g2 = plugin.decide(snap, request("p2")).pods[0].containers[0].devices[0]
     assert g1 is g2
     assert (g1.uuid, g1.memory_mib, g1.cores_percent, g1.index, g1.model) == (
-        "a-0", 4800, 30, 0, "T4")
+        "a-0",
+        4800,
+        30,
+        0,
+        "T4",
+    )
     r1 = pod_request(PodRecord("x", 1000, 1024, 1, 300, ("T4",)))
     r2 = pod_request(PodRecord("y", 2000, 512, 1, 300, ("T4",)))
     assert r1.containers is r2.containers and (r1.name, r2.cpu_milli) == ("x", 2000)

@@ -115,7 +115,14 @@ def test_residual_waste_by_hand():
     res = residual_waste(wl)
     assert len(res) == 1001
     assert (res[0], res[210], res[469], res[530], res[940], res[950], res[1000]) == (
-        0.0, 210.0, 469.0, 60.0, 0.0, 10.0, 30.0)
+        0.0,
+        210.0,
+        469.0,
+        60.0,
+        0.0,
+        10.0,
+        30.0,
+    )
 
 
 def test_fragguard_fills_a_gap_that_leaves_a_usable_rest():
@@ -147,10 +154,12 @@ WL_T4 = TargetWorkload((TaskClass(1000, 500, 1), TaskClass(1000, 500, 1, ("T4",)
 
 
 def t4_and_g2(t4_frees=(1000, 1000), g2_frees=(1000, 1000), g2_cpu=2500):
-    return ClusterSnapshot.from_nodes([
-        trace_node("a-t4", t4_frees, cpu=16000, memory_mib=262144, model="T4"),
-        trace_node("b-g2", g2_frees, cpu=g2_cpu, memory_mib=262144, model="G2"),
-    ])
+    return ClusterSnapshot.from_nodes(
+        [
+            trace_node("a-t4", t4_frees, cpu=16000, memory_mib=262144, model="T4"),
+            trace_node("b-g2", g2_frees, cpu=g2_cpu, memory_mib=262144, model="G2"),
+        ]
+    )
 
 
 def test_fragguard_keeps_a_pressed_model_for_the_tasks_that_need_it():
@@ -253,8 +262,9 @@ def test_fragguard_avoids_stranding_gpus_behind_cpu():
     # FGD: F stays 0 on both (both GPUs keep >= 500) -> 50 / 50 -> tie -> "a".
     # FragGuard on a: S = max(0, 2000 - 2500/2) = 750 -> after max(0, 1700 - 1500/2) = 950,
     # dS = 200 -> int(100 * sigmoid(-0.2)) = 45; on b: S stays 0 -> 50 -> "b".
-    snap = ClusterSnapshot.from_nodes([node("a", (1000, 1000), cpu=2500),
-                                       node("b", (1000, 1000), cpu=16000)])
+    snap = ClusterSnapshot.from_nodes(
+        [node("a", (1000, 1000), cpu=2500), node("b", (1000, 1000), cpu=16000)]
+    )
     assert choose("FGD", snap, request()) == ("a", [0], 50.0)
     dec = fragguard(WL).decide(snap, request())
     assert (dec.pods[0].node, dec.pods[0].score) == ("b", 50.0)

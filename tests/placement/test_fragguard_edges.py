@@ -11,11 +11,7 @@ from placement_builders import trace_node
 
 from scheduling.placement import reserve, unreserve
 from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload, TaskClass
-from scheduling.placement.plugins.frag import (
-    FragGuardPolicy,
-    absorbed_fillers,
-    residual_waste,
-)
+from scheduling.placement.plugins.frag import FragGuardPolicy, absorbed_fillers, residual_waste
 from scheduling.placement.plugins.frag_engine import NodeTable, TaskView
 from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
 from scheduling.placement.types import (
@@ -38,9 +34,17 @@ def node(name, frees, cpu=16000, model="T4", cpu_used=0):
 
 def request(name, cpu=1000, gpus=1, milli=300, mem=1024, types=()):
     devs = (
-        (DeviceRequest("NVIDIA", gpus, memory_percent=milli // 10, cores_percent=milli // 10,
-                       types_include=tuple(types)),)
-        if gpus else ()
+        (
+            DeviceRequest(
+                "NVIDIA",
+                gpus,
+                memory_percent=milli // 10,
+                cores_percent=milli // 10,
+                types_include=tuple(types),
+            ),
+        )
+        if gpus
+        else ()
     )
     return PlacementRequest(name, (PodRequest(name, cpu, mem, (ContainerRequest("main", devs),)),))
 
@@ -79,7 +83,7 @@ def test_residual_waste_by_hand():
 def test_absorbed_fillers_with_no_small_class_or_no_sliver_maker():
     assert absorbed_fillers([]) == set()
     assert absorbed_fillers([(1000, 1.0)]) == set()
-    assert absorbed_fillers([(200, 1.0)]) == set()        # nobody leaves slivers
+    assert absorbed_fillers([(200, 1.0)]) == set()  # nobody leaves slivers
     assert absorbed_fillers([(800, 0.9), (500, 0.1)]) == set()  # 200 slivers; 500 > 200
 
 
@@ -156,8 +160,9 @@ def test_constrained_class_naming_an_absent_model_gives_no_pressure():
 def test_pressure_is_one_when_the_models_free_capacity_is_gone_and_touches_its_nodes():
     # T4-only class: half the volume -> s_T4 = 0.5 * 1000 / (0.5 * 1000 + 0.5 * 1000) = 0.5
     w = wl((TaskClass(1000, 1000, 1, ("T4",)), 0.5), (TaskClass(1000, 1000, 1), 0.5))
-    snap = ClusterSnapshot.from_nodes([node("t", (1000, 1000)),
-                                       node("g", (1000, 1000), model="G2")])
+    snap = ClusterSnapshot.from_nodes(
+        [node("t", (1000, 1000)), node("g", (1000, 1000), model="G2")]
+    )
     t = NodeTable(snap)
     p = FragGuardPolicy(w)
     assert p.reserved_shares(t) == {"T4": 0.5}
@@ -232,11 +237,19 @@ def _random_node(rng, k):
     kind = rng.random()
     cpu = rng.choice((4000, 8000, 16000, 32000))
     if size and kind < 0.25:
-        n = mixed(name, [rng.choice((1000, 1000, 600, 300)) for _ in range(size)],
-                  [rng.choice(MODELS) for _ in range(size)], cpu=cpu)
+        n = mixed(
+            name,
+            [rng.choice((1000, 1000, 600, 300)) for _ in range(size)],
+            [rng.choice(MODELS) for _ in range(size)],
+            cpu=cpu,
+        )
     else:
-        n = node(name, [rng.choice((1000, 1000, 700, 500)) for _ in range(size)], cpu=cpu,
-                 model=rng.choice(MODELS))
+        n = node(
+            name,
+            [rng.choice((1000, 1000, 700, 500)) for _ in range(size)],
+            cpu=cpu,
+            model=rng.choice(MODELS),
+        )
     r = rng.random()
     if r < 0.08:
         n.schedulable = False
@@ -278,10 +291,19 @@ CLASSES = (
 )
 
 
-@pytest.mark.parametrize(("seed", "sizes"), [
-    (1, (4, 14)), (2, (4, 14)), (3, (4, 14)), (4, (4, 14)), (5, (4, 14)), (6, (4, 14)),
-    (101, (20, 40)), (102, (20, 40)),  # larger: the selector catches up incrementally
-])
+@pytest.mark.parametrize(
+    ("seed", "sizes"),
+    [
+        (1, (4, 14)),
+        (2, (4, 14)),
+        (3, (4, 14)),
+        (4, (4, 14)),
+        (5, (4, 14)),
+        (6, (4, 14)),
+        (101, (20, 40)),
+        (102, (20, 40)),  # larger: the selector catches up incrementally
+    ],
+)
 def test_lazy_selector_equals_a_full_scan_after_every_booking(seed, sizes):
     """Mixed models, no-GPU / unschedulable / error nodes, unhealthy and cordoned devices,
     model-constrained classes (the model pressure moves and touches nodes), host memory that

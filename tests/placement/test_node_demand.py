@@ -12,21 +12,35 @@ from scheduling.placement.node_demand import STRANDED_SHAPE, demand_fragmentatio
 from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 
 MEM = 65536
-NV = TaskClass(1000, 500, 1, ("A100",))      # half an A100
-NV2 = TaskClass(1000, 1000, 2, ("A100",))    # two whole A100
-DCU = TaskClass(1000, 1000, 1, ("K100",))    # one whole DCU
+NV = TaskClass(1000, 500, 1, ("A100",))  # half an A100
+NV2 = TaskClass(1000, 1000, 2, ("A100",))  # two whole A100
+DCU = TaskClass(1000, 1000, 1, ("K100",))  # one whole DCU
 
 
 def dev(node, index, model, vendor, free_milli):
     used = 100 - free_milli // 10
-    return DeviceUsage(f"{model}-{node}-{index}", node, index, model, vendor, MEM, 100, 10,
-                  used_slots=1 if used else 0, used_cores_percent=used,
-                  used_memory_mib=MEM * used // 100)
+    return DeviceUsage(
+        f"{model}-{node}-{index}",
+        node,
+        index,
+        model,
+        vendor,
+        MEM,
+        100,
+        10,
+        used_slots=1 if used else 0,
+        used_cores_percent=used,
+        used_memory_mib=MEM * used // 100,
+    )
 
 
 def node(name, model, vendor, frees):
-    return NodeInfo(name, [dev(name, i, model, vendor, f) for i, f in enumerate(frees)],
-                cpu_milli=64000, memory_mib=256000)
+    return NodeInfo(
+        name,
+        [dev(name, i, model, vendor, f) for i, f in enumerate(frees)],
+        cpu_milli=64000,
+        memory_mib=256000,
+    )
 
 
 def snap(*nodes):
@@ -37,7 +51,11 @@ def test_idle_heterogeneous_nodes_are_not_fragmented():
     s = snap(node("nv", "A100", "NVIDIA", [1000] * 8), node("dcu", "K100", "Hygon", [1000] * 8))
     frag = demand_fragmentation(s, Counter({NV: 99, NV2: 50, DCU: 1}))
     assert (frag.idle_milli, frag.fragment_milli, frag.rate, frag.stranded_gpus) == (
-        16000, 0.0, 0.0, 0.0)
+        16000,
+        0.0,
+        0.0,
+        0.0,
+    )
 
 
 def test_rare_vendor_measured_against_its_own_tasks():
@@ -58,9 +76,11 @@ def test_unasked_and_too_small_nodes_are_stranded_not_fragmented():
     frag = demand_fragmentation(s, Counter({NV2: 3}))
     rows = {r.node: r for r in frag.nodes}
     assert rows["t4"].fragment_milli == 0 and [d.code for d in rows["t4"].stranded] == [
-        STRANDED_MODEL]
+        STRANDED_MODEL
+    ]
     assert rows["one"].fragment_milli == 0 and [d.code for d in rows["one"].stranded] == [
-        STRANDED_SHAPE]
+        STRANDED_SHAPE
+    ]
     assert frag.stranded_gpus == 2.0
 
 
@@ -69,4 +89,5 @@ def test_node_tasks_filters_by_model_count_and_cpu():
     big_cpu = TaskClass(128000, 500, 1, ("A100",))
     anywhere = TaskClass(1000, 300, 1)
     assert node_tasks(n, {NV: 2, NV2: 5, DCU: 1, big_cpu: 1, anywhere: 4}) == Counter(
-        {NV: 2, anywhere: 4})
+        {NV: 2, anywhere: 4}
+    )

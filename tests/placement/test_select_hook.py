@@ -21,30 +21,52 @@ def t4_node(name, frees, cpu=16000):
     devs = []
     for j, free in enumerate(frees):
         used = 100 - free // 10
-        devs.append(DeviceUsage(f"{name}-{j}", name, j, "T4", "NVIDIA", 16000, 100, 100,
-                           used_slots=1 if used else 0, used_cores_percent=used,
-                           used_memory_mib=16000 * used // 100))
+        devs.append(
+            DeviceUsage(
+                f"{name}-{j}",
+                name,
+                j,
+                "T4",
+                "NVIDIA",
+                16000,
+                100,
+                100,
+                used_slots=1 if used else 0,
+                used_cores_percent=used,
+                used_memory_mib=16000 * used // 100,
+            )
+        )
     return NodeInfo(name, devs, cpu_milli=cpu, memory_mib=262144)
 
 
 def pod(name, milli=300, gpus=1, cpu=1000, selector=None):
-    devs = (DeviceRequest("NVIDIA", gpus, memory_percent=milli // 10,
-                          cores_percent=milli // 10),) if gpus else ()
-    return PodRequest(name, cpu, 1024, (ContainerRequest("main", devs),),
-                      node_selector=selector or {})
+    devs = (
+        (DeviceRequest("NVIDIA", gpus, memory_percent=milli // 10, cores_percent=milli // 10),)
+        if gpus
+        else ()
+    )
+    return PodRequest(
+        name, cpu, 1024, (ContainerRequest("main", devs),), node_selector=selector or {}
+    )
 
 
 def framework(policy="BestFit"):
     reg = Registry()
     register_trace_policies(reg)
-    return Profile(name="t", scores=((policy, 1.0),), registry=reg, select="max",
-                   plugin_args={policy: {"workload": WL}}).build()
+    return Profile(
+        name="t",
+        scores=((policy, 1.0),),
+        registry=reg,
+        select="max",
+        plugin_args={policy: {"workload": WL}},
+    ).build()
 
 
 def test_fast_path_decides_through_place_and_follows_the_journal():
     assert SUPPORTS_SELECT
-    snap = ClusterSnapshot.from_nodes([t4_node("a", (1000, 400)), t4_node("b", (1000,) * 4,
-                                                                          cpu=32000)])
+    snap = ClusterSnapshot.from_nodes(
+        [t4_node("a", (1000, 400)), t4_node("b", (1000,) * 4, cpu=32000)]
+    )
     fw = framework()
     assert fw.select_plugin is fw.scores[0][0]
     d1 = place(snap, PlacementRequest("p1", (pod("p1"),)), fw)
@@ -88,8 +110,7 @@ def test_no_fit_reason_and_multi_pod_requests():
     assert [p.containers[0].devices[0].index for p in d.pods] == [0, 1]
     assert snap.nodes["a"].devices[0].used_cores_percent == 0  # restored
     # a third would not fit: all-or-nothing
-    d = place(snap, PlacementRequest("g", (pod("x", 1000), pod("y", 1000), pod("z", 1000))),
-              fw)
+    d = place(snap, PlacementRequest("g", (pod("x", 1000), pod("y", 1000), pod("z", 1000))), fw)
     assert not d.schedulable and d.unplaced == ("z",)
 
 
@@ -112,10 +133,20 @@ def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
     rnd = random.Random(7)
 
     def cluster():
-        return ClusterSnapshot.from_nodes([
-            NodeInfo(f"n{i}", [DeviceUsage(f"n{i}-{j}", f"n{i}", j, "A100", "NVIDIA", 81920, 100, 4)
-                           for j in range(rnd.choice((1, 2, 4)))],
-                 cpu_milli=32000, memory_mib=262144) for i in range(12)])
+        return ClusterSnapshot.from_nodes(
+            [
+                NodeInfo(
+                    f"n{i}",
+                    [
+                        DeviceUsage(f"n{i}-{j}", f"n{i}", j, "A100", "NVIDIA", 81920, 100, 4)
+                        for j in range(rnd.choice((1, 2, 4)))
+                    ],
+                    cpu_milli=32000,
+                    memory_mib=262144,
+                )
+                for i in range(12)
+            ]
+        )
 
     state = rnd.getstate()
     a = cluster()
@@ -127,8 +158,21 @@ def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
     held = []
     for k in range(120):
         c, m, co = shapes[k % len(shapes)]
-        req = PlacementRequest(f"p{k}", (PodRequest(f"p{k}", 2000, 4096, (ContainerRequest(
-            "c", (DeviceRequest("NVIDIA", c, memory_mib=m, cores_percent=co),)),)),))
+        req = PlacementRequest(
+            f"p{k}",
+            (
+                PodRequest(
+                    f"p{k}",
+                    2000,
+                    4096,
+                    (
+                        ContainerRequest(
+                            "c", (DeviceRequest("NVIDIA", c, memory_mib=m, cores_percent=co),)
+                        ),
+                    ),
+                ),
+            ),
+        )
         da, db = place(a, req, cached), place(b, req, plain)
         assert da == db
         if da.schedulable:

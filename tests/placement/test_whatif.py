@@ -28,8 +28,13 @@ def test_no_quota_b_waits_for_a_gpu(policy):
 
 def test_quota_holds_a_back_and_lets_b_in():
     progress = []
-    r = simulate("BestFit", NODES, PODS, quotas={"a": 1000},
-                 progress=lambda done, total: progress.append((done, total)))
+    r = simulate(
+        "BestFit",
+        NODES,
+        PODS,
+        quotas={"a": 1000},
+        progress=lambda done, total: progress.append((done, total)),
+    )
     assert r.tenants["a"].mean_wait_s == 50.0  # a2 waits 100 s for a1
     assert r.tenants["b"].mean_wait_s == 0.0
     assert r.span_s == 200

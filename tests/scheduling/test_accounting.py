@@ -24,8 +24,12 @@ def test_share_rounds_up_to_the_next_milli():
 
 
 def test_collapse_takes_peak_of_init_and_sum_of_app_containers():
-    g = lambda uuid, mem, cores: DeviceGrant(uuid=uuid, type="NVIDIA", memory_mib=mem,  # noqa: E731
-                                             cores_percent=cores)
+    g = lambda uuid, mem, cores: DeviceGrant(  # noqa: E731
+        uuid=uuid,
+        type="NVIDIA",
+        memory_mib=mem,  # noqa: E731
+        cores_percent=cores,
+    )
     pod = PodAssignment(
         pod="p",
         node="n",

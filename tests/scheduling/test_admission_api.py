@@ -17,15 +17,27 @@ WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
 @pytest.fixture
 def world(cohort):
     group, (a, qa), (b, qb) = cohort
-    return {"group": group, "qa": qa, "qb": qb,
-            "alice": make_user("alice", a, "member"), "vera": make_user("vera", a, "viewer"),
-            "bob": make_user("bob", b, "member"), "root": make_user("root", is_superuser=True)}
+    return {
+        "group": group,
+        "qa": qa,
+        "qb": qb,
+        "alice": make_user("alice", a, "member"),
+        "vera": make_user("vera", a, "viewer"),
+        "bob": make_user("bob", b, "member"),
+        "root": make_user("root", is_superuser=True),
+    }
 
 
 def _job_body(queue, **extra):
-    body = {"queue": queue.pk, "name": "probe", "cpu_milli": 1000, "host_memory_mib": 1024,
-            "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
-                            "cores_percent": 100}]}
+    body = {
+        "queue": queue.pk,
+        "name": "probe",
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "containers": [
+            {"name": "main", "device_count": 1, "memory_percent": 100, "cores_percent": 100}
+        ],
+    }
     body.update(extra)
     return body
 
@@ -36,13 +48,24 @@ def test_usage_shows_nominal_used_borrowed_and_lent(api, world):
     run_admission_cycle(world["group"].pk)
     api.force_authenticate(world["root"])
     rows = {r["tenant"]: r for r in api.get("/api/usage/?resource_group=g1").json()}
-    assert {k: rows["team-b"][k] for k in ("flavor", "dimension", "nominal", "used",
-                                            "borrowed", "lent", "available")} == {
-        "flavor": A100, "dimension": "devices", "nominal": 2000, "used": 3000,
-        "borrowed": 1000, "lent": 0, "available": 1000}
+    assert {
+        k: rows["team-b"][k]
+        for k in ("flavor", "dimension", "nominal", "used", "borrowed", "lent", "available")
+    } == {
+        "flavor": A100,
+        "dimension": "devices",
+        "nominal": 2000,
+        "used": 3000,
+        "borrowed": 1000,
+        "lent": 0,
+        "available": 1000,
+    }
     # team-a could reclaim its whole nominal, but only 1000 is free in the cohort now
     assert (rows["team-a"]["used"], rows["team-a"]["lent"], rows["team-a"]["available"]) == (
-        0, 1000, 1000)
+        0,
+        1000,
+        1000,
+    )
     # a member sees only their own tenant; another tenant by name is 404
     api.force_authenticate(world["alice"])
     assert [r["tenant"] for r in api.get("/api/usage/").json()] == ["team-a"]
@@ -60,13 +83,15 @@ def test_job_detail_has_reason_position_and_eta(api, world):
     # a0 and a1 started 400 s ago and declare 1000 s: their 4 devices free up in 600 s,
     # when a2 and a3 (2 devices each) both start
     Job.objects.filter(pk__in=[jobs[0].pk, jobs[1].pk]).update(
-        started_at=now - timedelta(seconds=400), duration_s=1000)
+        started_at=now - timedelta(seconds=400), duration_s=1000
+    )
     api.force_authenticate(world["vera"])
     body = api.get(f"/api/jobs/{jobs[3].pk}/").json()
     assert body["queue_position"] == 2
     # team-a already borrows team-b's whole nominal: the quota rule blocks it
     assert body["pending_reason"].startswith(
-        f"tenant team-a, group g1, flavor {A100}, devices: needs 2000, free 0, borrowable 0")
+        f"tenant team-a, group g1, flavor {A100}, devices: needs 2000, free 0, borrowable 0"
+    )
     earliest = timezone.datetime.fromisoformat(body["estimated_start"])
     latest = timezone.datetime.fromisoformat(body["estimated_start_latest"])
     assert timedelta(seconds=595) <= earliest - now <= latest - now <= timedelta(seconds=610)
@@ -88,11 +113,17 @@ def test_job_dry_run_says_where_and_whom_it_preempts_without_saving(api, world):
     assert body["admitted"] is False and "placement" not in body
     assert body["pending"]["code"] == "WaitingForPreemptedWorkloads"
     assert body["pending"]["reason"].startswith(
-        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants)")
+        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants)"
+    )
     # one team-b job is reclaimed; alice may not see which one
-    assert body["preempts"] == [{"job": None, "tenant": "team-b",
-                                 "reason": "InCohortReclamation",
-                                 "message": "a job of tenant team-b"}]
+    assert body["preempts"] == [
+        {
+            "job": None,
+            "tenant": "team-b",
+            "reason": "InCohortReclamation",
+            "message": "a job of tenant team-b",
+        }
+    ]
     assert Job.objects.count() == jobs_before and not Preemption.objects.exists()
     # a viewer cannot dry-run a submission
     api.force_authenticate(world["vera"])
@@ -101,8 +132,7 @@ def test_job_dry_run_says_where_and_whom_it_preempts_without_saving(api, world):
 
 def test_job_dry_run_pending_answer(api, world):
     api.force_authenticate(world["alice"])
-    body = api.post("/api/dry-run/", _job_body(world["qa"], pod_count=5),
-                    format="json").json()
+    body = api.post("/api/dry-run/", _job_body(world["qa"], pod_count=5), format="json").json()
     assert body["admitted"] is False
     assert body["pending"]["code"] == "Unschedulable"
     assert body["pending"]["position"] == 1
@@ -115,20 +145,25 @@ def test_quota_dry_run_lists_the_victims_of_a_scale_in(api, world):
     for i, job in enumerate(b_jobs):  # b1 started last, so it is evicted first
         Job.objects.filter(pk=job.pk).update(admitted_at=now - timedelta(seconds=60 - i))
     api.force_authenticate(world["root"])
-    change = {"tenant": "team-b", "resource_group": "g1", "flavor": A100,
-              "dimension": "devices", "nominal": 1000, "borrowing_limit": 0}
+    change = {
+        "tenant": "team-b",
+        "resource_group": "g1",
+        "flavor": A100,
+        "dimension": "devices",
+        "nominal": 1000,
+        "borrowing_limit": 0,
+    }
     response = api.post("/api/quotas/dry-run/", {"changes": [change]}, format="json")
     assert response.status_code == 200, response.content
     [group] = response.json()["groups"]
     assert group["violations"] == [
         f"tenant team-b, group g1, flavor {A100}, devices: usage 2000 exceeds nominal 1000 "
-        "+ borrowing limit 0"]
+        "+ borrowing limit 0"
+    ]
     assert [v["job"] for v in group["preempts"]] == [b_jobs[1].pk]
     assert group["unresolved"] == []
     # members cannot run it; other tenants' quotas are 404
     api.force_authenticate(world["bob"])
-    assert api.post("/api/quotas/dry-run/", {"changes": [change]},
-                    format="json").status_code == 403
+    assert api.post("/api/quotas/dry-run/", {"changes": [change]}, format="json").status_code == 403
     api.force_authenticate(world["alice"])
-    assert api.post("/api/quotas/dry-run/", {"changes": [change]},
-                    format="json").status_code == 404
+    assert api.post("/api/quotas/dry-run/", {"changes": [change]}, format="json").status_code == 404

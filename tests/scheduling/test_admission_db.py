@@ -64,7 +64,8 @@ def test_borrowing_then_reclaim_evicts_the_newest_borrowing_job(cohort):
     assert mine.state == JobState.QUEUED and mine.preempting_since is not None
     assert mine.pending_reason.startswith(
         "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants); "
-        "admitted once their pods are gone (grace until ")
+        "admitted once their pods are gone (grace until "
+    )
     # the victim's devices and quota stay charged during its grace period
     assert _usage(b, group) == {(A100, "devices"): 4000}
     assert _usage(a, group) == {}
@@ -75,13 +76,21 @@ def test_borrowing_then_reclaim_evicts_the_newest_borrowing_job(cohort):
     assert report.admitted == [mine.pk]
     row = Preemption.objects.get()
     assert (row.victim_id, row.preemptor_id, row.reason, row.outcome) == (
-        b_jobs[3].pk, mine.pk, "InCohortReclamation", "requeued")
+        b_jobs[3].pk,
+        mine.pk,
+        "InCohortReclamation",
+        "requeued",
+    )
     assert row.evict_by - row.time == timedelta(seconds=30)
     assert row.message == (
         f"reclaimed by tenant team-a for {mine.pk}: tenant team-b borrows {A100} devices "
-        f"(usage 4000 > nominal 2000)")
+        f"(usage 4000 > nominal 2000)"
+    )
     assert list(b_jobs[3].events.values_list("kind", flat=True)) == [
-        "queued", "admitted", "preempted"]
+        "queued",
+        "admitted",
+        "preempted",
+    ]
     assert _usage(a, group) == {(A100, "devices"): 1000}
     assert _usage(b, group) == {(A100, "devices"): 3000}
     # the requeued victim now waits: team-b is at 3000 of 2000 nominal, the cohort is full
@@ -103,7 +112,8 @@ def test_reclaim_never_takes_a_victim_below_its_guarantee(cohort):
     extra.refresh_from_db()
     assert extra.pending_reason.splitlines()[0] == (
         f"tenant team-a, group g1, flavor {A100}, devices: needs 1000, free 0, borrowable 0 "
-        "(bounded by cohort g1)")
+        "(bounded by cohort g1)"
+    )
     assert all(_state(j) == JobState.ADMITTED for j in b_jobs + a_jobs)
 
 
@@ -119,7 +129,8 @@ def test_in_tenant_priority_preemption_respects_minimum_runtime(cohort):
     assert (report.admitted, report.preempted) == ([], [low[1].pk])
     high.refresh_from_db()
     assert high.pending_reason.startswith(
-        f"waiting for 1 preempted workload(s) to terminate ({low[1].pk}); ")
+        f"waiting for 1 preempted workload(s) to terminate ({low[1].pk}); "
+    )
     _grace_over()
     assert run_admission_cycle(group.pk).admitted == [high.pk]
     row = Preemption.objects.get()
@@ -132,8 +143,10 @@ def test_in_tenant_priority_preemption_respects_minimum_runtime(cohort):
     high2.refresh_from_db()
     lines = high2.pending_reason.splitlines()
     assert f"preemption: {low[0].pk} rejected: minimum runtime: until " in "\n".join(lines)
-    assert f"preemption: {high.pk} rejected: withinClusterQueue LowerPriority: " \
+    assert (
+        f"preemption: {high.pk} rejected: withinClusterQueue LowerPriority: "
         "priority 10 >= 10" in lines
+    )
 
 
 def test_fail_policy_fails_the_victim_and_non_preemptible_jobs_are_never_victims(cohort):
@@ -158,13 +171,17 @@ def test_fail_policy_fails_the_victim_and_non_preemptible_jobs_are_never_victims
 def test_fraction_correct_usage_two_devices_at_20_percent():
     make_cluster("c1", nodes=1, gpus=2)
     group = make_group("g1")
-    tenant, queue = make_tenant("team-a", group, devices_milli=10_000, memory_mib=10**6,
-                                cores_percent=1000)
+    tenant, queue = make_tenant(
+        "team-a", group, devices_milli=10_000, memory_mib=10**6, cores_percent=1000
+    )
     job = gpu_job(queue, count=2, memory_mib=10240, cores=20)
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     # 2 x 20 % = 40 cores; 2 x 10 GiB; milli-devices per device = max(200, 125) = 200
     assert _usage(tenant, group, ("devices", "memory_mib", "cores_percent")) == {
-        ("*", "devices"): 400, ("*", "memory_mib"): 20480, ("*", "cores_percent"): 40}
+        ("*", "devices"): 400,
+        ("*", "memory_mib"): 20480,
+        ("*", "cores_percent"): 40,
+    }
     placement = Placement.objects.get(job=job)
     assert placement.charged
     assert placement.charges == {"*|cores_percent": 40, "*|devices": 400, "*|memory_mib": 20480}
@@ -184,8 +201,9 @@ def test_usage_follows_cancellation_and_drift_is_reported_and_repaired(cohort):
     QuotaUsage.objects.filter(tenant=a, flavor=A100, dimension="devices").update(amount=50)
     check = check_usage(group.pk)
     assert check.drift == [f"tenant team-a, flavor {A100}, devices: stored 50, recomputed 600"]
-    assert any(v.startswith("tenant team-a, flavor") and "stored usage 50" in v
-               for v in check.violations)
+    assert any(
+        v.startswith("tenant team-a, flavor") and "stored usage 50" in v for v in check.violations
+    )
     check = check_usage(group.pk, repair=True)
     assert check.repaired == 1
     assert check_usage(group.pk).drift == []
@@ -200,8 +218,10 @@ def test_ledger_opens_when_running_and_closes_when_released(cohort):
     opened, closed = sync_ledger()
     assert (opened, closed) == (2, 0)
     rows = list(LedgerInterval.objects.order_by("device_uuid"))
-    assert [(r.tenant_id, r.job_id, r.flavor, r.devices_milli, r.memory_mib, r.cores_percent)
-            for r in rows] == [(a.pk, job.pk, A100, 250, 8192, 25)] * 2
+    assert [
+        (r.tenant_id, r.job_id, r.flavor, r.devices_milli, r.memory_mib, r.cores_percent)
+        for r in rows
+    ] == [(a.pk, job.pk, A100, 250, 8192, 25)] * 2
     assert all(r.end is None for r in rows)
     assert sync_ledger() == (0, 0)  # idempotent
     cancel_job(job)
@@ -218,15 +238,22 @@ def test_family_quota_and_aggregate_cap():
     DeviceModel.objects.update(family="a100")
     group = make_group("g1", models=(A100, "NVIDIA-A100-PCIE-40GB"))
     tenant, queue = make_tenant("team-a", group, devices_milli=4000, flavor="a100")
-    AggregateCap.objects.create(tenant=tenant, resource_group=group, name="a100-cap",
-                                dimension="devices", limit=2500, flavors=["a100"])
+    AggregateCap.objects.create(
+        tenant=tenant,
+        resource_group=group,
+        name="a100-cap",
+        dimension="devices",
+        limit=2500,
+        flavors=["a100"],
+    )
     jobs = [gpu_job(queue, f"j{i}", **WHOLE) for i in range(3)]
     report = run_admission_cycle(group.pk)
     assert report.admitted == [jobs[0].pk, jobs[1].pk]
     assert _usage(tenant, group) == {("a100", "devices"): 2000}
     jobs[2].refresh_from_db()
     assert jobs[2].pending_reason.splitlines()[0] == (
-        "tenant team-a, cap a100-cap, devices: needs 1000, used 2000, cap 2500")
+        "tenant team-a, cap a100-cap, devices: needs 1000, used 2000, cap 2500"
+    )
 
 
 def test_gang_with_minimum_admits_the_pods_that_fit():

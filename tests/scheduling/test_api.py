@@ -34,9 +34,15 @@ def _payload(queue, **extra):
         "host_memory_mib": 16384,
         "duration_s": 120,
         "containers": [
-            {"name": "main", "device_count": 1, "device_memory_mib": 20480, "cores_percent": 30,
-             "image": "registry.local/llm/finetune:1.2", "command": ["python", "train.py"],
-             "env": {"MODEL": "7b"}}
+            {
+                "name": "main",
+                "device_count": 1,
+                "device_memory_mib": 20480,
+                "cores_percent": 30,
+                "image": "registry.local/llm/finetune:1.2",
+                "command": ["python", "train.py"],
+                "env": {"MODEL": "7b"},
+            }
         ],
         "min_runtime_s": 600,
         "restart_policy": "OnFailure",
@@ -55,16 +61,31 @@ def test_submit_with_token_creates_a_queued_job(api, world):
     assert body["tenant"] == "team-a"
     assert body["resource_group"] == "g1"
     assert body["containers"] == [
-        {"name": "main", "init": False, "vendor": "NVIDIA", "device_count": 1,
-         "device_memory_mib": 20480, "memory_percent": None, "cores_percent": 30,
-         "device_types": [],
-         "device_types_exclude": [], "image": "registry.local/llm/finetune:1.2",
-         "command": ["python", "train.py"], "args": [], "env": {"MODEL": "7b"}, "role": ""}
+        {
+            "name": "main",
+            "init": False,
+            "vendor": "NVIDIA",
+            "device_count": 1,
+            "device_memory_mib": 20480,
+            "memory_percent": None,
+            "cores_percent": 30,
+            "device_types": [],
+            "device_types_exclude": [],
+            "image": "registry.local/llm/finetune:1.2",
+            "command": ["python", "train.py"],
+            "args": [],
+            "env": {"MODEL": "7b"},
+            "role": "",
+        }
     ]
     job = Job.objects.get(pk=body["id"])
     assert (job.priority, job.cpu_milli, job.submitted_by) == (5, 4000, world["alice"])
     assert (job.min_runtime_s, job.restart_policy, job.preemptible, job.on_preemption) == (
-        600.0, "OnFailure", True, "requeue")
+        600.0,
+        "OnFailure",
+        True,
+        "requeue",
+    )
 
 
 def test_submit_reports_field_errors(api, world):
@@ -72,34 +93,51 @@ def test_submit_reports_field_errors(api, world):
     bad = _payload(
         world["queue_a"],
         name="",
-        containers=[{"device_count": -1, "device_memory_mib": 10, "memory_percent": 50,
-                     "cores_percent": 150}],
+        containers=[
+            {
+                "device_count": -1,
+                "device_memory_mib": 10,
+                "memory_percent": 50,
+                "cores_percent": 150,
+            }
+        ],
     )
     response = api.post("/api/jobs/", bad, format="json")
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid"
     assert set(error["fields"]) == {
-        "name", "containers[0].device_count", "containers[0].cores_percent"
+        "name",
+        "containers[0].device_count",
+        "containers[0].cores_percent",
     }
     assert Job.objects.count() == 0
 
 
 def test_submit_rejects_bad_env_and_policies(api, world):
     api.force_authenticate(world["alice"])
-    bad = _payload(world["queue_a"], restart_policy="Always", on_preemption="explode",
-                   containers=[{"device_count": 1, "env": {"1BAD": "x"}}])
+    bad = _payload(
+        world["queue_a"],
+        restart_policy="Always",
+        on_preemption="explode",
+        containers=[{"device_count": 1, "env": {"1BAD": "x"}}],
+    )
     response = api.post("/api/jobs/", bad, format="json")
     assert response.status_code == 400
     assert set(response.json()["error"]["fields"]) == {
-        "restart_policy", "on_preemption", "containers[0].env"}
+        "restart_policy",
+        "on_preemption",
+        "containers[0].env",
+    }
     assert Job.objects.count() == 0
 
 
 def test_submit_rejects_memory_in_both_units(api, world):
     api.force_authenticate(world["alice"])
-    bad = _payload(world["queue_a"], containers=[
-        {"device_count": 1, "device_memory_mib": 1024, "memory_percent": 50}])
+    bad = _payload(
+        world["queue_a"],
+        containers=[{"device_count": 1, "device_memory_mib": 1024, "memory_percent": 50}],
+    )
     response = api.post("/api/jobs/", bad, format="json")
     assert response.status_code == 400
     assert "containers[0].memory_percent" in response.json()["error"]["fields"]
@@ -145,7 +183,8 @@ def test_list_filters_and_pending_reason(api, world):
     body = api.get("/api/jobs/", {"state": "queued"}).json()
     assert body["count"] == 2
     assert {j["name"]: j["pending_reason"] for j in body["results"]} == {
-        "a1": "", "a2": "tenant team-a ... needs 1000"
+        "a1": "",
+        "a2": "tenant team-a ... needs 1000",
     }
     assert api.get("/api/jobs/", {"name": "a2"}).json()["count"] == 1
 
@@ -198,18 +237,31 @@ def test_preemption_by_another_tenant_is_anonymous_to_the_victim(api, world):
     preemptor = gpu_job(world["queue_b"], "secret-b-job", count=1, cores=10, memory_mib=1024)
     now = timezone.now()
     Preemption.objects.create(
-        victim=victim, preemptor=preemptor, victim_tenant="team-a", preemptor_tenant="team-b",
-        reason="InCohortReclamation", message=f"reclaimed by tenant team-b for {preemptor.pk}",
-        time=now, evict_by=now, outcome="requeued",
+        victim=victim,
+        preemptor=preemptor,
+        victim_tenant="team-a",
+        preemptor_tenant="team-b",
+        reason="InCohortReclamation",
+        message=f"reclaimed by tenant team-b for {preemptor.pk}",
+        time=now,
+        evict_by=now,
+        outcome="requeued",
     )
     api.force_authenticate(world["alice"])
     body = api.get(f"/api/jobs/{victim.pk}/preemptions/").json()
-    assert body == [{
-        "victim": victim.pk, "preemptor": None, "victim_tenant": "team-a",
-        "preemptor_tenant": "another tenant", "reason": "InCohortReclamation",
-        "message": "capacity this job borrowed from the cohort was reclaimed for its owner",
-        "time": body[0]["time"], "evict_by": body[0]["evict_by"], "outcome": "requeued",
-    }]
+    assert body == [
+        {
+            "victim": victim.pk,
+            "preemptor": None,
+            "victim_tenant": "team-a",
+            "preemptor_tenant": "another tenant",
+            "reason": "InCohortReclamation",
+            "message": "capacity this job borrowed from the cohort was reclaimed for its owner",
+            "time": body[0]["time"],
+            "evict_by": body[0]["evict_by"],
+            "outcome": "requeued",
+        }
+    ]
     assert "team-b" not in str(body) and "secret" not in str(body)
 
 

@@ -19,15 +19,15 @@ def admitted():
     make_cluster("c1", nodes=2, gpus=2)
     group = make_group("g1")
     _, queue = make_tenant("team-a", group, devices_milli=100_000)
-    jobs = [gpu_job(queue, f"j{i}", count=1, memory_percent=50, cores=50, pods=2)
-            for i in range(3)]
+    jobs = [gpu_job(queue, f"j{i}", count=1, memory_percent=50, cores=50, pods=2) for i in range(3)]
     assert len(run_admission_cycle(group.pk).admitted) == 3
     return jobs
 
 
 def _rows(job):
-    return sorted(Placement.objects.filter(job=job).values_list("pod_index", "state",
-                                                                "backend_ref"))
+    return sorted(
+        Placement.objects.filter(job=job).values_list("pod_index", "state", "backend_ref")
+    )
 
 
 def test_bulk_submission_starts_every_simulated_job_like_the_single_path(admitted):
@@ -39,8 +39,10 @@ def test_bulk_submission_starts_every_simulated_job_like_the_single_path(admitte
         assert job.state == JobState.RUNNING and job.started_at is not None
         rows = _rows(job)
         placements = Placement.objects.filter(job=job).order_by("pod_index")
-        assert rows == [(p.pod_index, PlacementState.RUNNING,
-                         f"sim-{job.pk}-{p.pod_index}-{p.pk}") for p in placements]
+        assert rows == [
+            (p.pod_index, PlacementState.RUNNING, f"sim-{job.pk}-{p.pod_index}-{p.pk}")
+            for p in placements
+        ]
         assert all(p.submitted_at and p.started_at for p in placements)
         assert JobEvent.objects.filter(job=job, kind="running").count() == 1
 

@@ -66,16 +66,23 @@ def _restore_deleted_rows(group_id: int) -> None:
     from tenants import services as tenant_services
 
     for name in EDITABLE:
-        rows = {q.tenant.name: q for q in Quota.objects.filter(
-            resource_group_id=group_id, dimension="devices", tenant__name__in=EDITABLE
-        ).select_related("tenant", "resource_group")}
+        rows = {
+            q.tenant.name: q
+            for q in Quota.objects.filter(
+                resource_group_id=group_id, dimension="devices", tenant__name__in=EDITABLE
+            ).select_related("tenant", "resource_group")
+        }
         if name in rows:
             continue
         donor = max(rows, key=lambda n: rows[n].nominal - MIN_NOMINAL[n])
         _set_nominal(rows[donor], rows[donor].nominal - 1000)
-        tenant_services.create_quota(tenant=Tenant.objects.get(name=name),
-                                     resource_group=rows[donor].resource_group, flavor=A100,
-                                     dimension="devices", nominal=1000)
+        tenant_services.create_quota(
+            tenant=Tenant.objects.get(name=name),
+            resource_group=rows[donor].resource_group,
+            flavor=A100,
+            dimension="devices",
+            nominal=1000,
+        )
 
 
 def _world(rng: random.Random):
@@ -83,38 +90,81 @@ def _world(rng: random.Random):
     make_cluster("c2", nodes=4, gpus=4, model=T4, memory_mib=15360)  # 16 T4
     g_a100 = make_group("a100-shared", models=(A100,))
     g_mixed = make_group("mixed-elastic", models=(), kind="elastic")
-    tenants = [Tenant.objects.create(name=f"team-{i}", fair_share_weight=1.0 + i % 2)
-               for i in range(5)]
+    tenants = [
+        Tenant.objects.create(name=f"team-{i}", fair_share_weight=1.0 + i % 2) for i in range(5)
+    ]
     # a100-shared: 32,000 milli-devices of nominal quota in all, with limits
-    limits = [(8000, None, None), (8000, None, 4000), (8000, None, None), (4000, 2000, None),
-              (4000, 0, None)]
+    limits = [
+        (8000, None, None),
+        (8000, None, 4000),
+        (8000, None, None),
+        (4000, 2000, None),
+        (4000, 0, None),
+    ]
     queues = []
     for tenant, (nominal, borrow, lend) in zip(tenants, limits, strict=True):
-        Quota.objects.create(tenant=tenant, resource_group=g_a100, flavor=A100,
-                             dimension="devices", nominal=nominal, borrowing_limit=borrow,
-                             lending_limit=lend)
-        Quota.objects.create(tenant=tenant, resource_group=g_a100, flavor=A100,
-                             dimension="memory_mib", nominal=nominal * 80, borrowing_limit=None)
-        Quota.objects.create(tenant=tenant, resource_group=g_mixed, flavor="*",
-                             dimension="devices", nominal=2000, borrowing_limit=6000)
-        Quota.objects.create(tenant=tenant, resource_group=g_mixed, flavor="*",
-                             dimension="cores_percent", nominal=300, borrowing_limit=600)
+        Quota.objects.create(
+            tenant=tenant,
+            resource_group=g_a100,
+            flavor=A100,
+            dimension="devices",
+            nominal=nominal,
+            borrowing_limit=borrow,
+            lending_limit=lend,
+        )
+        Quota.objects.create(
+            tenant=tenant,
+            resource_group=g_a100,
+            flavor=A100,
+            dimension="memory_mib",
+            nominal=nominal * 80,
+            borrowing_limit=None,
+        )
+        Quota.objects.create(
+            tenant=tenant,
+            resource_group=g_mixed,
+            flavor="*",
+            dimension="devices",
+            nominal=2000,
+            borrowing_limit=6000,
+        )
+        Quota.objects.create(
+            tenant=tenant,
+            resource_group=g_mixed,
+            flavor="*",
+            dimension="cores_percent",
+            nominal=300,
+            borrowing_limit=600,
+        )
         queues.append(Queue.objects.create(tenant=tenant, resource_group=g_a100, name="a100"))
-        queues.append(Queue.objects.create(
-            tenant=tenant, resource_group=g_mixed, name="mixed",
-            strategy="StrictFIFO" if tenant.name == "team-4" else "BestEffortFIFO"))
+        queues.append(
+            Queue.objects.create(
+                tenant=tenant,
+                resource_group=g_mixed,
+                name="mixed",
+                strategy="StrictFIFO" if tenant.name == "team-4" else "BestEffortFIFO",
+            )
+        )
     jobs, shapes = [], []
     for i in range(JOBS):
         queue = queues[rng.randrange(len(queues))]
         pods = rng.choice([1, 1, 1, 1, 2, 3])
-        jobs.append(Job(
-            tenant_id=queue.tenant_id, queue=queue, name=f"j{i}", priority=rng.randint(0, 3),
-            pod_count=pods, min_pods=rng.choice([None, None, 1]) if pods > 1 else None,
-            cpu_milli=rng.choice([500, 1000, 4000]), host_memory_mib=1024,
-            duration_s=rng.uniform(0.0, 1.5), min_runtime_s=rng.choice([0.0, 0.0, 0.5]),
-            preemptible=rng.random() > 0.1,
-            on_preemption=rng.choice(["requeue", "requeue", "fail"]),
-        ))
+        jobs.append(
+            Job(
+                tenant_id=queue.tenant_id,
+                queue=queue,
+                name=f"j{i}",
+                priority=rng.randint(0, 3),
+                pod_count=pods,
+                min_pods=rng.choice([None, None, 1]) if pods > 1 else None,
+                cpu_milli=rng.choice([500, 1000, 4000]),
+                host_memory_mib=1024,
+                duration_s=rng.uniform(0.0, 1.5),
+                min_runtime_s=rng.choice([0.0, 0.0, 0.5]),
+                preemptible=rng.random() > 0.1,
+                on_preemption=rng.choice(["requeue", "requeue", "fail"]),
+            )
+        )
         kind = rng.random()
         if kind < 0.3:  # whole devices
             shapes.append((rng.choice([1, 1, 2]), 0, 100, 100))
@@ -124,8 +174,15 @@ def _world(rng: random.Random):
             shapes.append((1, rng.choice([4096, 8192, 12288]), None, rng.choice([10, 25, 40])))
     Job.objects.bulk_create(jobs)
     JobContainer.objects.bulk_create(
-        JobContainer(job=job, name="main", vendor="NVIDIA", device_count=count,
-                     device_memory_mib=mem, memory_percent=pct, cores_percent=cores)
+        JobContainer(
+            job=job,
+            name="main",
+            vendor="NVIDIA",
+            device_count=count,
+            device_memory_mib=mem,
+            memory_percent=pct,
+            cores_percent=cores,
+        )
         for job, (count, mem, pct, cores) in zip(jobs, shapes, strict=True)
     )
     JobEvent.objects.bulk_create(JobEvent(job=job, kind="queued") for job in jobs)
@@ -140,12 +197,16 @@ def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
     from tenants import services as tenant_services
 
     with transaction.atomic():
-        rows = {q.tenant.name: q for q in Quota.objects.select_for_update().filter(
-            resource_group_id=group_id, dimension="devices",
-            tenant__name__in=EDITABLE).select_related("tenant", "resource_group")
-            .order_by("pk")}
-        donor, taker = rng.sample([n for n in EDITABLE if n in rows], 2) \
-            if len(rows) > 1 else (None, None)
+        rows = {
+            q.tenant.name: q
+            for q in Quota.objects.select_for_update()
+            .filter(resource_group_id=group_id, dimension="devices", tenant__name__in=EDITABLE)
+            .select_related("tenant", "resource_group")
+            .order_by("pk")
+        }
+        donor, taker = (
+            rng.sample([n for n in EDITABLE if n in rows], 2) if len(rows) > 1 else (None, None)
+        )
         missing = [n for n in EDITABLE if n not in rows]
         if missing and rng.random() < 0.5:
             donor = max(rows, key=lambda n: rows[n].nominal - MIN_NOMINAL[n])
@@ -154,8 +215,11 @@ def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
                 _set_nominal(rows[donor], rows[donor].nominal - 1000)
                 tenant_services.create_quota(
                     tenant=Tenant.objects.get(name=missing[0]),
-                    resource_group=rows[donor].resource_group, flavor=A100,
-                    dimension="devices", nominal=1000)
+                    resource_group=rows[donor].resource_group,
+                    flavor=A100,
+                    dimension="devices",
+                    nominal=1000,
+                )
                 stats["quota_recreated"] += 1
             return
         if donor is None:
@@ -177,18 +241,31 @@ def _submit_urgent(rng: random.Random, group_id: int) -> None:
     from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 
     queue = Queue.objects.filter(resource_group_id=group_id).order_by("?").first()
-    enqueue_job(queue, JobSpec(
-        name="urgent", priority=10, pod_count=1, cpu_milli=1000, host_memory_mib=1024,
-        duration_s=rng.uniform(0.5, 2.0),
-        containers=[ContainerSpec(device_count=rng.choice([1, 2]), memory_percent=100,
-                                  cores_percent=100)]), enqueue=False)
+    enqueue_job(
+        queue,
+        JobSpec(
+            name="urgent",
+            priority=10,
+            pod_count=1,
+            cpu_milli=1000,
+            host_memory_mib=1024,
+            duration_s=rng.uniform(0.5, 2.0),
+            containers=[
+                ContainerSpec(
+                    device_count=rng.choice([1, 2]), memory_percent=100, cores_percent=100
+                )
+            ],
+        ),
+        enqueue=False,
+    )
 
 
 def _set_nominal(row: Quota, nominal: int) -> None:
     from tenants import services as tenant_services
 
-    tenant_services.update_quota(row, nominal=nominal, borrowing_limit=row.borrowing_limit,
-                                 lending_limit=row.lending_limit)
+    tenant_services.update_quota(
+        row, nominal=nominal, borrowing_limit=row.borrowing_limit, lending_limit=row.lending_limit
+    )
 
 
 def _monitor(deadline: float, out) -> None:
@@ -199,35 +276,50 @@ def _monitor(deadline: float, out) -> None:
         conn.connection = None
     stats: Counter = Counter()
     broken: list[str] = []
-    caps = {(q.tenant_id, q.resource_group_id, q.flavor): q.nominal + q.borrowing_limit
-            for q in Quota.objects.filter(dimension="devices", borrowing_limit__isnull=False)}
+    caps = {
+        (q.tenant_id, q.resource_group_id, q.flavor): q.nominal + q.borrowing_limit
+        for q in Quota.objects.filter(dimension="devices", borrowing_limit__isnull=False)
+    }
     try:
         while time.monotonic() < deadline and len(broken) < 20:
             stats["samples"] += 1
-            for row in PlacementDevice.objects.filter(
-                    placement__state__in=BOOKED_PLACEMENT_STATES).values(
-                    "device__uuid", "device__memory_mib", "device__cores_percent",
-                    "device__split_count").annotate(
-                    mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots"),
-                    terminating=Count("pk", filter=Q(
-                        placement__state=PlacementState.TERMINATING))):
-                stats["max_terminating_bookings"] = max(stats["max_terminating_bookings"],
-                                                        row["terminating"])
-                if (row["mem"] > row["device__memory_mib"]
-                        or row["cores"] > row["device__cores_percent"]
-                        or row["slots"] > row["device__split_count"]):
+            for row in (
+                PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
+                .values(
+                    "device__uuid",
+                    "device__memory_mib",
+                    "device__cores_percent",
+                    "device__split_count",
+                )
+                .annotate(
+                    mem=Sum("memory_mib"),
+                    cores=Sum("cores_percent"),
+                    slots=Sum("slots"),
+                    terminating=Count("pk", filter=Q(placement__state=PlacementState.TERMINATING)),
+                )
+            ):
+                stats["max_terminating_bookings"] = max(
+                    stats["max_terminating_bookings"], row["terminating"]
+                )
+                if (
+                    row["mem"] > row["device__memory_mib"]
+                    or row["cores"] > row["device__cores_percent"]
+                    or row["slots"] > row["device__split_count"]
+                ):
                     broken.append(f"device {row['device__uuid']} overbooked: {row}")
-            for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
-                    "node__name", "node__cpu_milli", "node__memory_mib").annotate(
-                    cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
+            for row in (
+                Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
+                .values("node__name", "node__cpu_milli", "node__memory_mib")
+                .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
+            ):
                 if row["cpu"] > row["node__cpu_milli"] or row["mem"] > row["node__memory_mib"]:
                     broken.append(f"node {row['node__name']} overbooked: {row}")
             # charges of the placements booked at this instant (stored usage lags until
             # the next settle, so it may count placements that already ended)
             used: Counter = Counter()
             for tenant_id, group_id, charges in Placement.objects.filter(
-                    state__in=BOOKED_PLACEMENT_STATES).values_list(
-                    "job__tenant_id", "job__queue__resource_group_id", "charges"):
+                state__in=BOOKED_PLACEMENT_STATES
+            ).values_list("job__tenant_id", "job__queue__resource_group_id", "charges"):
                 for key, amount in (charges or {}).items():
                     flavor, _, dim = key.rpartition("|")
                     if dim == "devices":
@@ -235,8 +327,10 @@ def _monitor(deadline: float, out) -> None:
             for key, amount in sorted(used.items()):
                 cap = caps.get(key)
                 if cap is not None and amount > cap:
-                    broken.append(f"tenant {key[0]} books {amount} > {cap} of group {key[1]} "
-                                  f"flavor {key[2]} (sample {stats['samples']})")
+                    broken.append(
+                        f"tenant {key[0]} books {amount} > {cap} of group {key[1]} "
+                        f"flavor {key[2]} (sample {stats['samples']})"
+                    )
             time.sleep(0.05)
         out.put(("monitor", dict(stats), "\n".join(broken) or None))
     except BaseException:  # noqa: BLE001 - reported to the parent
@@ -247,8 +341,7 @@ def _monitor(deadline: float, out) -> None:
         connections.close_all()
 
 
-def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: float,
-            out) -> None:
+def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: float, out) -> None:
     """One worker process: cycles of random groups, submissions, completions, cancels."""
     from unittest import mock
 
@@ -273,8 +366,11 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                     stats["locked_out" if report.locked_out else "cycles"] += 1
                     stats["admitted"] += len(report.admitted)
                     stats["preempted"] += len(report.preempted)
-                    for job_id in Job.objects.filter(state=JobState.ADMITTED).order_by("?")\
-                            .values_list("pk", flat=True)[:20]:
+                    for job_id in (
+                        Job.objects.filter(state=JobState.ADMITTED)
+                        .order_by("?")
+                        .values_list("pk", flat=True)[:20]
+                    ):
                         submit_to_cluster(job_id)
                     reconcile_simulated(timezone.now())
                     stats["released"] += len(release_due_terminations(timezone.now()))
@@ -288,14 +384,16 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                             stats["quota_conflict"] += 1
                     if rng.random() < 0.5:
                         job = Job.objects.select_related("queue").get(
-                            pk=job_ids[rng.randrange(len(job_ids))])
+                            pk=job_ids[rng.randrange(len(job_ids))]
+                        )
                         try:
                             cancel_job(job)
                             stats["cancelled"] += 1
                         except Conflict:
                             stats["cancel_conflict"] += 1
-                    if not Job.objects.filter(state__in=[JobState.QUEUED, JobState.ADMITTED,
-                                                         JobState.RUNNING]).exists():
+                    if not Job.objects.filter(
+                        state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
+                    ).exists():
                         break
                 except OperationalError as exc:  # deadlock victim: PostgreSQL rolled it back
                     stats["deadlock_retries" if "deadlock" in str(exc) else "db_errors"] += 1
@@ -312,8 +410,7 @@ def _deadlocks() -> int:
     """Deadlocks PostgreSQL detected in this database so far (``pg_stat_database``)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = "
-                       "current_database()")
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
         return cursor.fetchone()[0]
 
 
@@ -333,8 +430,10 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     out = ctx.Queue()
     started = time.monotonic()
     deadline = started + WORKER_BUDGET_S
-    procs = [ctx.Process(target=_worker, args=(i, group_ids, job_ids, deadline, out))
-             for i in range(WORKERS)]
+    procs = [
+        ctx.Process(target=_worker, args=(i, group_ids, job_ids, deadline, out))
+        for i in range(WORKERS)
+    ]
     procs.append(ctx.Process(target=_monitor, args=(deadline, out)))
     for proc in procs:
         proc.start()
@@ -351,9 +450,11 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     for _, stats, _ in results:
         totals.update(stats)
     states = Counter(Job.objects.values_list("state", flat=True))
-    print(f"\n{WORKERS} workers, {JOBS} jobs, {elapsed:.1f}s: {dict(totals)}; "
-          f"final states {dict(states)}; preemption rows {Preemption.objects.count()}; "
-          f"monitor {monitor}")
+    print(
+        f"\n{WORKERS} workers, {JOBS} jobs, {elapsed:.1f}s: {dict(totals)}; "
+        f"final states {dict(states)}; preemption rows {Preemption.objects.count()}; "
+        f"monitor {monitor}"
+    )
     assert totals["cycles"] > 0 and totals["admitted"] > 0 and totals["cancelled"] > 0
     # 0. one lock order everywhere (scheduling.services.locking): PostgreSQL saw no deadlock
     assert totals["deadlock_retries"] == 0
@@ -362,8 +463,12 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     assert totals["preempted"] > 0 and monitor["max_terminating_bookings"] > 0
     assert monitor["samples"] > 10
     # the quota total of a100-shared never changed (edits move nominal, never create it)
-    assert Quota.objects.filter(resource_group_id=group_ids[0], dimension="devices").aggregate(
-        total=Sum("nominal"))["total"] == 32000
+    assert (
+        Quota.objects.filter(resource_group_id=group_ids[0], dimension="devices").aggregate(
+            total=Sum("nominal")
+        )["total"]
+        == 32000
+    )
 
     _release_terminating_victims()
     _restore_deleted_rows(group_ids[0])
@@ -376,7 +481,8 @@ def _release_terminating_victims() -> None:
     """0. Placements still terminating belong to preempted jobs no longer admitted; once
     their pods are gone, nothing of theirs stays booked (the checks below settle charges)."""
     for placement in Placement.objects.filter(state=PlacementState.TERMINATING).select_related(
-            "job"):
+        "job"
+    ):
         assert placement.job.state in (JobState.QUEUED, JobState.FAILED, JobState.CANCELLED)
         assert Preemption.objects.filter(victim=placement.job).exists(), placement.job_id
     release_due_terminations(timezone.now() + timedelta(seconds=GRACE_S + 1))
@@ -387,13 +493,17 @@ def _assert_bookings_within_capacity() -> None:
     """1. No device or node overbooked (sum of live bookings <= capacity)."""
     booked = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
     for row in booked.values("device_id").annotate(
-            mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")):
+        mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")
+    ):
         device = Device.objects.get(pk=row["device_id"])
         assert row["mem"] <= device.memory_mib, device.uuid
         assert row["cores"] <= device.cores_percent, device.uuid
         assert row["slots"] <= device.split_count, device.uuid
-    for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
-            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
+    for row in (
+        Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
+        .values("node_id")
+        .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
+    ):
         node = Node.objects.get(pk=row["node_id"])
         assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.host_memory_mib, node.name
 
@@ -402,7 +512,8 @@ def _assert_jobs_consistent(states: Counter, jobs: int) -> None:
     """2. Every job in exactly one consistent state, none lost."""
     live = defaultdict(int)
     for job_id in Placement.objects.filter(state__in=ACTIVE_PLACEMENT_STATES).values_list(
-            "job_id", flat=True):
+        "job_id", flat=True
+    ):
         live[job_id] += 1
     assert sum(states.values()) == jobs
     assert set(states) <= set(JobState.values)
@@ -421,8 +532,10 @@ def _assert_quotas_and_usage(group_ids: list[int]) -> None:
         assert check.drift == [], check.drift
         assert check.violations == [], check.violations
     # the same, independently of the core: per tenant x flavor resource of a100-shared
-    stored = {(u.tenant_id, u.flavor, u.dimension): u.amount
-              for u in QuotaUsage.objects.filter(resource_group_id=group_ids[0])}
+    stored = {
+        (u.tenant_id, u.flavor, u.dimension): u.amount
+        for u in QuotaUsage.objects.filter(resource_group_id=group_ids[0])
+    }
     for quota in Quota.objects.filter(resource_group_id=group_ids[0]):
         if quota.borrowing_limit is not None:
             used = stored.get((quota.tenant_id, quota.flavor, quota.dimension), 0)

@@ -128,8 +128,10 @@ def test_gang_job_places_every_pod_or_none(setup):
 
 def test_lifecycle_submit_run_succeed_then_capacity_returns(setup):
     group, _, queue = setup
-    jobs = [gpu_job(queue, f"w{i}", count=2, memory_percent=100, cores=100, duration_s=30)
-            for i in range(3)]
+    jobs = [
+        gpu_job(queue, f"w{i}", count=2, memory_percent=100, cores=100, duration_s=30)
+        for i in range(3)
+    ]
     run_admission_cycle(group.pk)
     waiting = jobs[2]
     waiting.refresh_from_db()
@@ -146,7 +148,10 @@ def test_lifecycle_submit_run_succeed_then_capacity_returns(setup):
         job.refresh_from_db()
         assert job.state == JobState.SUCCEEDED
         assert list(job.events.values_list("kind", flat=True)) == [
-            "queued", "admitted", "running", "succeeded"
+            "queued",
+            "admitted",
+            "running",
+            "succeeded",
         ]
     report = run_admission_cycle(group.pk)
     assert report.admitted == [waiting.pk]
@@ -176,24 +181,48 @@ def test_cancelled_while_queued_is_never_admitted(setup):
 
 
 def test_ascend_request_is_rounded_up_to_a_vnpu_template():
-    make_cluster("npu", nodes=1, gpus=2, memory_mib=65536, model="Ascend910B3", vendor="Ascend",
-                 split_count=4)
+    make_cluster(
+        "npu",
+        nodes=1,
+        gpus=2,
+        memory_mib=65536,
+        model="Ascend910B3",
+        vendor="Ascend",
+        split_count=4,
+    )
     group = make_group("npu", models=("Ascend910B3",), kind="exclusive")
     _, queue = make_tenant("team-npu", group, devices_milli=10_000)
-    spec = JobSpec(name="infer", containers=[ContainerSpec(
-        vendor="Ascend", device_count=1, device_memory_mib=20000, cores_percent=30)])
+    spec = JobSpec(
+        name="infer",
+        containers=[
+            ContainerSpec(
+                vendor="Ascend", device_count=1, device_memory_mib=20000, cores_percent=30
+            )
+        ],
+    )
     job = enqueue_job(queue, spec, enqueue=False)
-    whole = enqueue_job(queue, JobSpec(name="train", containers=[ContainerSpec(
-        vendor="Ascend", device_count=1, memory_percent=100, cores_percent=100)]),
-        enqueue=False)
+    whole = enqueue_job(
+        queue,
+        JobSpec(
+            name="train",
+            containers=[
+                ContainerSpec(
+                    vendor="Ascend", device_count=1, memory_percent=100, cores_percent=100
+                )
+            ],
+        ),
+        enqueue=False,
+    )
     report = run_admission_cycle(group.pk)
     assert report.admitted == [job.pk, whole.pk]
     # 20000 MiB rounds up to vir10_3c_32g (32768 MiB); the whole card books all 65536 MiB
     booked = PlacementDevice.objects.get(placement__job=job)
     assert booked.memory_mib == 32768
     assert PlacementDevice.objects.get(placement__job=whole).memory_mib == 65536
-    assert Placement.objects.get(job=job).assignment["containers"][0]["devices"][0][
-        "template"] == "vir10_3c_32g"
+    assert (
+        Placement.objects.get(job=job).assignment["containers"][0]["devices"][0]["template"]
+        == "vir10_3c_32g"
+    )
 
 
 def test_tick_skips_a_blocked_group_until_something_changes(setup):
@@ -220,6 +249,7 @@ def test_tick_skips_a_blocked_group_until_something_changes(setup):
     Placement.objects.update(ended_at=timezone.now() + timedelta(seconds=1))
     assert needs_cycle(group.pk) is True
     from unittest import mock
+
     with mock.patch("scheduling.tasks.admission_cycle_task.delay") as delay:
         assert admission_tick_task() == 1
         delay.assert_called_once_with(group.pk)

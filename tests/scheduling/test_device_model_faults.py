@@ -17,8 +17,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def mixed():
     make_cluster("c1", nodes=1, gpus=2)
-    make_cluster("m1", nodes=1, gpus=2, model="MLU590", vendor="MLU", memory_mib=79872,
-                 split_count=100)
+    make_cluster(
+        "m1", nodes=1, gpus=2, model="MLU590", vendor="MLU", memory_mib=79872, split_count=100
+    )
     group = make_group("g1", models=(A100, "MLU590"))
     a, qa = make_tenant("team-a", group, devices_milli=100_000)
     b, qb = make_tenant("team-b", group, devices_milli=100_000)
@@ -26,9 +27,20 @@ def mixed():
 
 
 def _mlu_job(queue):
-    spec = JobSpec(name="mlu", cpu_milli=1000, host_memory_mib=1024, containers=[
-        ContainerSpec(vendor="MLU", device_count=1, device_memory_mib=4096, cores_percent=10,
-                      device_types=["MLU590"])])
+    spec = JobSpec(
+        name="mlu",
+        cpu_milli=1000,
+        host_memory_mib=1024,
+        containers=[
+            ContainerSpec(
+                vendor="MLU",
+                device_count=1,
+                device_memory_mib=4096,
+                cores_percent=10,
+                device_types=["MLU590"],
+            )
+        ],
+    )
     return enqueue_job(queue, spec, enqueue=False)
 
 
@@ -36,18 +48,22 @@ def test_the_api_refuses_an_unknown_key_with_a_field_error(api, mixed):
     *_, root = mixed
     api.force_authenticate(root)
     model = DeviceModel.objects.get(name="MLU590")
-    bad = api.patch(f"/api/device-models/{model.pk}/", {"config": {"bogus_key": 1}},
-                    format="json")
+    bad = api.patch(f"/api/device-models/{model.pk}/", {"config": {"bogus_key": 1}}, format="json")
     assert bad.status_code == 400, bad.content
     assert bad.json()["error"]["fields"] == {"config.bogus_key": ["unknown key"]}
-    posted = api.post("/api/device-models/", {"name": "X", "vendor": "MLU",
-                                              "config": {"bogus_key": 1}}, format="json")
+    posted = api.post(
+        "/api/device-models/",
+        {"name": "X", "vendor": "MLU", "config": {"bogus_key": 1}},
+        format="json",
+    )
     assert posted.status_code == 400, posted.content
     assert posted.json()["error"]["fields"] == {"config.bogus_key": ["unknown key"]}
     assert not DeviceModel.objects.filter(name="X").exists()
-    created = api.post("/api/device-models/", {"name": "X", "vendor": "MLU",
-                                               "config": {"memory_factor": "256"}},
-                       format="json")
+    created = api.post(
+        "/api/device-models/",
+        {"name": "X", "vendor": "MLU", "config": {"memory_factor": "256"}},
+        format="json",
+    )
     assert created.status_code == 400
     assert set(created.json()["error"]["fields"]) == {"config.memory_factor"}
     assert DeviceModel.objects.get(name="MLU590").config == model.config
@@ -76,17 +92,26 @@ def test_a_bad_stored_config_flags_its_model_and_the_others_keep_working(api, mi
 
     # another tenant's dry run answers
     api.force_authenticate(bob)
-    body = {"queue": qb.pk, "name": "probe", "cpu_milli": 1000, "host_memory_mib": 1024,
-            "containers": [{"name": "main", "device_count": 1, "memory_percent": 100,
-                            "cores_percent": 100}]}
+    body = {
+        "queue": qb.pk,
+        "name": "probe",
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "containers": [
+            {"name": "main", "device_count": 1, "memory_percent": 100, "cores_percent": 100}
+        ],
+    }
     dry = api.post("/api/dry-run/", body, format="json")
     assert dry.status_code == 200, dry.content
     assert dry.json()["admitted"] is True
 
     # fixing the model through the API clears the flag and the job runs next cycle
     api.force_authenticate(root)
-    fixed = api.patch(f"/api/device-models/{model.pk}/",
-                      {"config": {"memory_factor": 0, "memory_mib": 79872}}, format="json")
+    fixed = api.patch(
+        f"/api/device-models/{model.pk}/",
+        {"config": {"memory_factor": 0, "memory_mib": 79872}},
+        format="json",
+    )
     assert fixed.status_code == 200, fixed.content
     assert fixed.json()["error"] == ""
     assert run_admission_cycle(group.pk).admitted == [mlu.pk]

@@ -13,8 +13,18 @@ from scheduling.selectors.device_models import get_catalogue
 
 pytestmark = pytest.mark.django_db
 
-VENDORS = {"NVIDIA", "Ascend", "MLU", "DCU", "Metax", "Iluvatar", "Enflame", "Mthreads",
-           "Kunlun", "AMD"}
+VENDORS = {
+    "NVIDIA",
+    "Ascend",
+    "MLU",
+    "DCU",
+    "Metax",
+    "Iluvatar",
+    "Enflame",
+    "Mthreads",
+    "Kunlun",
+    "AMD",
+}
 
 
 def _config(vendor, chip):
@@ -42,7 +52,9 @@ def test_two_models_of_one_vendor_are_configured_separately():
     assert mlu590.resource_count == "cambricon.com/vmlu"
     # per-model resource names (the plugin's --enable-device-type names) and units
     assert (mlu370.resource_memory, mlu590.resource_memory) == (
-        "cambricon.com/mlu370.smlu.vmemory", "cambricon.com/mlu590.smlu.vmemory")
+        "cambricon.com/mlu370.smlu.vmemory",
+        "cambricon.com/mlu590.smlu.vmemory",
+    )
     assert (units_for(mlu370, 4096), units_for(mlu590, 4096)) == (16, 6)
     # Ascend chips keep their own templates (HAMi chart defaults)
     assert [t.name for t in _config("Ascend", "Ascend910B4").templates] != []
@@ -66,8 +78,16 @@ def test_every_write_validates_the_config():
 
 def test_loaddata_refuses_an_invalid_fixture(tmp_path):
     fixture = tmp_path / "bad_models.json"
-    fixture.write_text(json.dumps([{"model": "scheduling.devicemodel", "fields": {
-        "name": "MLU-Z", "vendor": "MLU", "config": {"bogus_key": 1}}}]))
+    fixture.write_text(
+        json.dumps(
+            [
+                {
+                    "model": "scheduling.devicemodel",
+                    "fields": {"name": "MLU-Z", "vendor": "MLU", "config": {"bogus_key": 1}},
+                }
+            ]
+        )
+    )
     with pytest.raises(ValidationError, match="bogus_key: unknown key"):
         call_command("loaddata", str(fixture), verbosity=0)
     assert not DeviceModel.objects.filter(name="MLU-Z").exists()
@@ -91,12 +111,20 @@ def test_the_admin_form_names_the_bad_key(client):
 
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
     url = reverse("admin:scheduling_devicemodel_add")
-    bad = client.post(url, {"name": "MLU-A", "vendor": "MLU", "family": "",
-                            "config": '{"bogus_key": 1}'})
+    bad = client.post(
+        url, {"name": "MLU-A", "vendor": "MLU", "family": "", "config": '{"bogus_key": 1}'}
+    )
     assert bad.status_code == 200
     assert "bogus_key: unknown key" in bad.content.decode()
     assert not DeviceModel.objects.filter(name="MLU-A").exists()
-    good = client.post(url, {"name": "MLU-A", "vendor": "MLU", "family": "",
-                             "config": '{"memory_factor": 0, "memory_mib": 79872}'})
+    good = client.post(
+        url,
+        {
+            "name": "MLU-A",
+            "vendor": "MLU",
+            "family": "",
+            "config": '{"memory_factor": 0, "memory_mib": 79872}',
+        },
+    )
     assert good.status_code == 302
     assert DeviceModel.objects.get(name="MLU-A").resolved().memory_factor == 0

@@ -29,10 +29,14 @@ def test_an_unknown_task_name_fails_loudly():
 @pytest.mark.django_db
 def test_enqueue_waits_for_the_commit(django_capture_on_commit_callbacks, monkeypatch):
     cycles, submits = [], []
-    monkeypatch.setattr(registered_task(dispatch.ADMISSION_CYCLE_TASK), "delay",
-                        lambda *args: cycles.append(args))
-    monkeypatch.setattr(registered_task(dispatch.SUBMIT_JOBS_TASK), "apply_async",
-                        lambda args, countdown: submits.append((args, countdown)))
+    monkeypatch.setattr(
+        registered_task(dispatch.ADMISSION_CYCLE_TASK), "delay", lambda *args: cycles.append(args)
+    )
+    monkeypatch.setattr(
+        registered_task(dispatch.SUBMIT_JOBS_TASK),
+        "apply_async",
+        lambda args, countdown: submits.append((args, countdown)),
+    )
     dispatch.admission_cycle_started(7)  # no request left over from another test
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         dispatch.enqueue_admission_cycle(7)

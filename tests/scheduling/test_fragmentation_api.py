@@ -40,11 +40,15 @@ T4 = "Tesla-T4"
 
 def _book(job, pod_index, uuid, percent):
     device = Device.objects.get(uuid=uuid)
-    placement = Placement.objects.create(job=job, pod_index=pod_index, node=device.node,
-                                         state="running", cpu_milli=1000)
-    PlacementDevice.objects.create(placement=placement, device=device,
-                                   memory_mib=device.memory_mib * percent // 100,
-                                   cores_percent=percent)
+    placement = Placement.objects.create(
+        job=job, pod_index=pod_index, node=device.node, state="running", cpu_milli=1000
+    )
+    PlacementDevice.objects.create(
+        placement=placement,
+        device=device,
+        memory_mib=device.memory_mib * percent // 100,
+        cores_percent=percent,
+    )
 
 
 @pytest.fixture
@@ -56,8 +60,9 @@ def inv():
     team_a, qa = make_tenant("team-a", g1, devices_milli=4000)
     team_b, qb = make_tenant("team-b", g2, devices_milli=2000)
     team_c, _ = make_tenant("team-c", g1, devices_milli=1000)
-    Quota.objects.create(tenant=team_c, resource_group=g2, flavor="*", dimension="devices",
-                         nominal=1000)  # a quota in g2 without a queue there
+    Quota.objects.create(
+        tenant=team_c, resource_group=g2, flavor="*", dimension="devices", nominal=1000
+    )  # a quota in g2 without a queue there
     gpu_job(qa, "j-40", count=1, memory_percent=40, cores=30)
     whole = gpu_job(qa, "j-whole", count=1)
     gpu_job(qa, "j-20g", count=1, memory_mib=20480, pods=2)
@@ -67,16 +72,28 @@ def inv():
     _book(whole, 2, "GPU-c1-1-1", 100)
     _book(pair, 0, "GPU-c2-0-0", 50)
     return {
-        "c1": c1, "c2": c2, "g1": g1, "g2": g2, "g3": g3, "team_c": team_c,
-        "alice": make_user("alice", team_a), "bob": make_user("bob", team_b),
+        "c1": c1,
+        "c2": c2,
+        "g1": g1,
+        "g2": g2,
+        "g3": g3,
+        "team_c": team_c,
+        "alice": make_user("alice", team_a),
+        "bob": make_user("bob", team_b),
         "carol": make_user("carol", team_c),
         "root": get_user_model().objects.create_superuser("root", "r@example.org", "pw-root"),
     }
 
 
 def _totals(t):
-    return (t.nodes, t.capacity_milli, t.idle_milli, pytest.approx(t.fragment_milli),
-            t.stranded_milli, t.stranded_devices)
+    return (
+        t.nodes,
+        t.capacity_milli,
+        t.idle_milli,
+        pytest.approx(t.fragment_milli),
+        t.stranded_milli,
+        t.stranded_devices,
+    )
 
 
 # --- selector -----------------------------------------------------------------------------
@@ -85,8 +102,11 @@ def _totals(t):
 def test_target_workload_of_a_group(inv):
     wl = target_workload(inv["g1"])
     # 4 tasks: 250 x2, then the count-1 classes larger first (1000, then 400).
-    assert wl.classes == (TaskClass(1000, 250, 1, (A100,)), TaskClass(1000, 1000, 1, (A100,)),
-                          TaskClass(1000, 400, 1, (A100,)))
+    assert wl.classes == (
+        TaskClass(1000, 250, 1, (A100,)),
+        TaskClass(1000, 1000, 1, (A100,)),
+        TaskClass(1000, 400, 1, (A100,)),
+    )
     assert wl.weights == (0.5, 0.25, 0.25)
     assert target_workload(inv["g2"]).classes == (TaskClass(1000, 1000, 2, (T4,)),)
     # g3 has no job: one whole GPU.
@@ -102,8 +122,10 @@ def test_device_types_match_as_the_placement_core_does(inv):
     # an explicit type no device has is left out of M
     gpu_job(queue, "absent", count=1, cores=50, types=["H100"])
     wl = target_workload(inv["g3"])
-    assert sorted(wl.classes) == [TaskClass(1000, 1000, 1, (A100,)),
-                                  TaskClass(1000, 1000, 1, tuple(sorted((A100, T4))))]
+    assert sorted(wl.classes) == [
+        TaskClass(1000, 1000, 1, (A100,)),
+        TaskClass(1000, 1000, 1, tuple(sorted((A100, T4)))),
+    ]
 
 
 def test_group_g1_by_hand(inv):
@@ -116,10 +138,10 @@ def test_group_g1_by_hand(inv):
     assert rep.totals.fragment_of_capacity_percent == pytest.approx(7.5)
     assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (3, 4, 3)
     n1, n0 = rep.nodes  # most fragment first
-    assert (n1.node, n1.cluster, n1.idle_milli, n1.fragment_milli) == ("c1-n1", "c1", 200,
-                                                                       200.0)
+    assert (n1.node, n1.cluster, n1.idle_milli, n1.fragment_milli) == ("c1-n1", "c1", 200, 200.0)
     assert [(d.uuid, d.free_milli, d.code) for d in n1.stranded] == [
-        ("GPU-c1-1-0", 200, "too_small")]
+        ("GPU-c1-1-0", 200, "too_small")
+    ]
     assert "smallest per-GPU request (250 milli)" in n1.stranded[0].reason
     assert (n0.node, n0.rate_percent, n0.stranded) == ("c1-n0", pytest.approx(100 / 14), ())
     assert n0.resource_groups == ("g1",)
@@ -145,18 +167,32 @@ def test_whole_inventory_by_hand(inv):
     assert rep.totals.rate_percent == pytest.approx(100 * 1800 / 3100)
     assert (rep.workload.jobs, rep.workload.tasks, rep.workload.classes) == (4, 5, 4)
     assert [(n.node, round(n.fragment_milli, 6)) for n in rep.nodes] == [
-        ("c2-n0", 1500.0), ("c1-n1", 200.0), ("c1-n0", 100.0)]
+        ("c2-n0", 1500.0),
+        ("c1-n1", 200.0),
+        ("c1-n0", 100.0),
+    ]
     c2n0 = rep.nodes[0]
     assert [(d.index, d.free_milli, d.code, d.reason) for d in c2n0.stranded] == [
-        (0, 500, "too_small", "500 milli free is below the smallest per-GPU request (1000 "
-                              "milli) of the classes that can run here"),
-        (1, 1000, "too_few_gpus", "the classes this GPU fits need 2 GPUs with >= 1000 milli "
-                                  "free; the node has 1"),
+        (
+            0,
+            500,
+            "too_small",
+            "500 milli free is below the smallest per-GPU request (1000 "
+            "milli) of the classes that can run here",
+        ),
+        (
+            1,
+            1000,
+            "too_few_gpus",
+            "the classes this GPU fits need 2 GPUs with >= 1000 milli free; the node has 1",
+        ),
     ]
     assert c2n0.stranded_gpus == pytest.approx(1.5)
     assert rep.nodes[1].resource_groups == ("g1", "g3")
-    assert [(g.name, g.totals.idle_milli, round(g.totals.fragment_milli, 6),
-             g.totals.stranded_milli) for g in rep.groups] == [
+    assert [
+        (g.name, g.totals.idle_milli, round(g.totals.fragment_milli, 6), g.totals.stranded_milli)
+        for g in rep.groups
+    ] == [
         ("g1", 1600, 300.0, 200),
         ("g2", 1500, 1500.0, 1500),
         # g3: c1's four GPUs, M = one whole GPU: the 400 and the 200 are fragment and stranded
@@ -180,7 +216,10 @@ def test_cluster_filter(inv):
     assert _totals(rep.totals) == (1, 2000, 1500, 1500.0, 1500, 2)
     assert [n.node for n in rep.nodes] == ["c2-n0"]
     assert [(g.name, g.totals.nodes, g.totals.idle_milli) for g in rep.groups] == [
-        ("g1", 0, 0), ("g2", 1, 1500), ("g3", 0, 0)]
+        ("g1", 0, 0),
+        ("g2", 1, 1500),
+        ("g3", 0, 0),
+    ]
     assert group_fragmentation(inv["g1"], inv["c2"].pk).totals.nodes == 0
 
 
@@ -220,26 +259,45 @@ def test_platform_admin_sees_everything(api, inv):
     assert body["scope"] == {"resource_group": None, "cluster": None}
     assert body["node_detail"] is True
     assert body["totals"] == {
-        "nodes": 3, "capacity_milli": 6000, "idle_milli": 3100,
+        "nodes": 3,
+        "capacity_milli": 6000,
+        "idle_milli": 3100,
         "fragment_milli": pytest.approx(1800.0),
         "rate_percent": pytest.approx(100 * 1800 / 3100),
         "fragment_of_capacity_percent": pytest.approx(100 * 1800 / 6000),
-        "stranded_milli": 1700, "stranded_gpus": 1.7, "stranded_devices": 3,
+        "stranded_milli": 1700,
+        "stranded_gpus": 1.7,
+        "stranded_devices": 3,
     }
-    assert body["workload"] == {"jobs": 4, "tasks": 5, "classes": 4, "coverage": 1.0,
-                                "default": False}
+    assert body["workload"] == {
+        "jobs": 4,
+        "tasks": 5,
+        "classes": 4,
+        "coverage": 1.0,
+        "default": False,
+    }
     assert [g["name"] for g in body["groups"]] == ["g1", "g2", "g3"]
     assert body["groups"][0]["id"] == inv["g1"].pk
     assert body["groups"][0]["kind"] == "shared"
     first = body["nodes"][0]
     assert {k: v for k, v in first.items() if k != "stranded_devices"} == {
-        "id": first["id"], "name": "c2-n0", "cluster_id": inv["c2"].pk, "cluster": "c2",
-        "resource_groups": ["g2"], "capacity_milli": 2000, "idle_milli": 1500,
-        "fragment_milli": pytest.approx(1500.0), "rate_percent": pytest.approx(100.0),
-        "stranded_milli": 1500, "stranded_gpus": 1.5,
+        "id": first["id"],
+        "name": "c2-n0",
+        "cluster_id": inv["c2"].pk,
+        "cluster": "c2",
+        "resource_groups": ["g2"],
+        "capacity_milli": 2000,
+        "idle_milli": 1500,
+        "fragment_milli": pytest.approx(1500.0),
+        "rate_percent": pytest.approx(100.0),
+        "stranded_milli": 1500,
+        "stranded_gpus": 1.5,
     }
     assert first["stranded_devices"][1] == {
-        "uuid": "GPU-c2-0-1", "index": 1, "model": T4, "free_milli": 1000,
+        "uuid": "GPU-c2-0-1",
+        "index": 1,
+        "model": T4,
+        "free_milli": 1000,
         "code": "too_few_gpus",
         "reason": "the classes this GPU fits need 2 GPUs with >= 1000 milli free; the node has 1",
     }
@@ -260,8 +318,7 @@ def test_member_sees_own_groups_totals_only(api, inv):
     for query in (f"?resource_group={inv['g1'].pk}", "?resource_group=999999"):
         response = api.get(f"/api/fragmentation/{query}")
         assert response.status_code == 400
-        assert response.json()["error"]["fields"] == {
-            "resource_group": ["No such resource group."]}
+        assert response.json()["error"]["fields"] == {"resource_group": ["No such resource group."]}
 
 
 def test_tenant_admin_also_sees_the_groups_of_tenants_below(api, inv):
@@ -269,8 +326,9 @@ def test_tenant_admin_also_sees_the_groups_of_tenants_below(api, inv):
 
     team_a = Tenant.objects.get(name="team-a")
     sub = Tenant.objects.create(name="team-a-sub", parent=team_a)
-    Quota.objects.create(tenant=sub, resource_group=inv["g2"], flavor="*",
-                         dimension="devices", nominal=1000)
+    Quota.objects.create(
+        tenant=sub, resource_group=inv["g2"], flavor="*", dimension="devices", nominal=1000
+    )
     body = _get(api, make_user("ada", team_a, "tenant_admin")).json()
     assert [g["name"] for g in body["groups"]] == ["g1", "g2"] and body["nodes"] == []
     assert body["totals"]["idle_milli"] == 3100
@@ -311,14 +369,17 @@ def test_filters(api, inv):
     assert [g["name"] for g in body["groups"]] == ["g2"] and body["nodes"] == []
 
 
-@pytest.mark.parametrize(("query", "field"), [
-    ("?resource_group=abc", "resource_group"),
-    ("?resource_group=0", "resource_group"),
-    ("?resource_group=99999999999999999999999", "resource_group"),
-    ("?cluster=-1", "cluster"),
-    ("?cluster=x%00", "cluster"),
-    ("?cluster=424242", "cluster"),
-])
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("?resource_group=abc", "resource_group"),
+        ("?resource_group=0", "resource_group"),
+        ("?resource_group=99999999999999999999999", "resource_group"),
+        ("?cluster=-1", "cluster"),
+        ("?cluster=x%00", "cluster"),
+        ("?cluster=424242", "cluster"),
+    ],
+)
 def test_bad_filters_are_400(api, inv, query, field):
     response = _get(api, inv["root"], query)
     assert response.status_code == 400, response.content
@@ -333,8 +394,14 @@ def test_in_the_openapi_schema(api, inv):
     assert {p["name"] for p in op["parameters"]} == {"resource_group", "cluster"}
     ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     component = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
-    assert set(component["properties"]) == {"scope", "node_detail", "totals", "workload",
-                                            "groups", "nodes"}
+    assert set(component["properties"]) == {
+        "scope",
+        "node_detail",
+        "totals",
+        "workload",
+        "groups",
+        "nodes",
+    }
 
 
 # --- attacks: odd requests, odd inventory, odd callers ------------------------------------
@@ -343,8 +410,7 @@ def test_in_the_openapi_schema(api, inv):
 def _container(job, **fields):
     from scheduling.models import JobContainer
 
-    return JobContainer.objects.create(job=job, name=f"c{JobContainer.objects.count()}",
-                                       **fields)
+    return JobContainer.objects.create(job=job, name=f"c{JobContainer.objects.count()}", **fields)
 
 
 def test_odd_container_requests_by_hand(inv):
@@ -352,12 +418,12 @@ def test_odd_container_requests_by_hand(inv):
     _, queue = make_tenant("team-odd", inv["g3"])
     j = gpu_job(queue, "odd", count=1, cores=30)  # cores only: memory = the whole card
     j.containers.all().delete()
-    _container(j, device_count=1, cores_percent=30)                   # -> 1000, both
-    _container(j, device_count=1, device_memory_mib=20480)                   # A100 only: 250
-    _container(j, device_count=1, device_memory_mib=200000)                  # fits no model: out
+    _container(j, device_count=1, cores_percent=30)  # -> 1000, both
+    _container(j, device_count=1, device_memory_mib=20480)  # A100 only: 250
+    _container(j, device_count=1, device_memory_mib=200000)  # fits no model: out
     _container(j, device_count=1, memory_percent=150, cores_percent=5)  # > 100 %: 1000
-    _container(j, device_count=1, vendor="MLU")                       # vendor absent: out
-    _container(j, device_count=0, cores_percent=50)                   # CPU-only: out
+    _container(j, device_count=1, vendor="MLU")  # vendor absent: out
+    _container(j, device_count=0, cores_percent=50)  # CPU-only: out
     _container(j, device_count=1, cores_percent=10, memory_percent=10, init=True)  # init: out
     wl = target_workload(inv["g3"])
     both = tuple(sorted((A100, T4)))
@@ -401,13 +467,28 @@ def test_unhealthy_cordoned_removed_devices_error_nodes_and_gpu_less_nodes(inv):
     # c2-n0 loses GPU1 (removed): only GPU0 (500 free) is left.
     Device.objects.filter(uuid="GPU-c2-0-1").update(removed_at=timezone.now())
     # a CPU-only node and a removed node with a free GPU
-    Node.objects.create(cluster=inv["c2"], name="c2-cpu", cpu_milli=64000,
-                        host_memory_mib=262144, labels={"pool": "c2"})
-    gone = Node.objects.create(cluster=inv["c2"], name="c2-gone", cpu_milli=64000,
-                               host_memory_mib=262144, labels={"pool": "c2"},
-                               removed_at=timezone.now())
-    Device.objects.create(uuid="GPU-gone", node=gone, model=Device.objects.get(
-        uuid="GPU-c2-0-0").model, index=0, memory_mib=15360)
+    Node.objects.create(
+        cluster=inv["c2"],
+        name="c2-cpu",
+        cpu_milli=64000,
+        host_memory_mib=262144,
+        labels={"pool": "c2"},
+    )
+    gone = Node.objects.create(
+        cluster=inv["c2"],
+        name="c2-gone",
+        cpu_milli=64000,
+        host_memory_mib=262144,
+        labels={"pool": "c2"},
+        removed_at=timezone.now(),
+    )
+    Device.objects.create(
+        uuid="GPU-gone",
+        node=gone,
+        model=Device.objects.get(uuid="GPU-c2-0-0").model,
+        index=0,
+        memory_mib=15360,
+    )
     rep = cluster_fragmentation()
     # capacity: c1-n1 2 devices (error nodes keep capacity) + c2-n0 GPU0 = 3000; idle: the
     # 500 of c2-n0 GPU0. No recent task could ever run on a one-T4 node (the T4 task is a
@@ -424,9 +505,16 @@ def test_empty_inventory_and_group_without_nodes(api, db):
     root = get_user_model().objects.create_superuser("root", "r@example.org", "pw-root")
     body = _get(api, root).json()
     assert body["totals"] == {
-        "nodes": 0, "capacity_milli": 0, "idle_milli": 0, "fragment_milli": 0.0,
-        "rate_percent": 0.0, "fragment_of_capacity_percent": 0.0, "stranded_milli": 0,
-        "stranded_gpus": 0.0, "stranded_devices": 0}
+        "nodes": 0,
+        "capacity_milli": 0,
+        "idle_milli": 0,
+        "fragment_milli": 0.0,
+        "rate_percent": 0.0,
+        "fragment_of_capacity_percent": 0.0,
+        "stranded_milli": 0,
+        "stranded_gpus": 0.0,
+        "stranded_devices": 0,
+    }
     assert body["groups"] == [] and body["nodes"] == []
     assert body["workload"]["default"] is True
     empty = make_group("empty", selector={"pool": "nowhere"})
@@ -443,29 +531,35 @@ def test_deleted_group_and_cluster_ids_are_400(api, inv):
     cid = c.pk
     c.delete()
     api.force_authenticate(inv["root"])
-    for query, field in ((f"?resource_group={g3}", "resource_group"), (f"?cluster={cid}",
-                                                                       "cluster")):
+    for query, field in (
+        (f"?resource_group={g3}", "resource_group"),
+        (f"?cluster={cid}", "cluster"),
+    ):
         response = api.get(f"/api/fragmentation/{query}")
         assert response.status_code == 400
         assert list(response.json()["error"]["fields"]) == [field]
 
 
-@pytest.mark.parametrize("query", [
-    "?resource_group={g2}&resource_group={g1}",
-    "?resource_group={g1}&resource_group={g2}",
-    "?cluster={c1}&cluster={c2}",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?resource_group={g2}&resource_group={g1}",
+        "?resource_group={g1}&resource_group={g2}",
+        "?cluster={c1}&cluster={c2}",
+    ],
+)
 def test_repeated_filters_are_400(api, inv, query):
     query = query.format(g1=inv["g1"].pk, g2=inv["g2"].pk, c1=inv["c1"].pk, c2=inv["c2"].pk)
     response = _get(api, inv["carol"], query)
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid"
-    assert error["fields"] == {query[1:query.index("=")]: ["Give this filter once."]}
+    assert error["fields"] == {query[1 : query.index("=")]: ["Give this filter once."]}
 
 
-@pytest.mark.parametrize("query", ["?resource_group=-5", "?resource_group=1.5",
-                                   "?cluster=1e3", "?cluster=%20x"])
+@pytest.mark.parametrize(
+    "query", ["?resource_group=-5", "?resource_group=1.5", "?cluster=1e3", "?cluster=%20x"]
+)
 def test_more_bad_values_are_400(api, inv, query):
     assert _get(api, inv["alice"], query).status_code == 400
 

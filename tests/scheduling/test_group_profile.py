@@ -36,14 +36,19 @@ def _nodes(job):
 
 
 def _devices(job):
-    return sorted(PlacementDevice.objects.filter(placement__job=job)
-                  .values_list("device__uuid", flat=True))
+    return sorted(
+        PlacementDevice.objects.filter(placement__job=job).values_list("device__uuid", flat=True)
+    )
 
 
 def _annotated(queue, name, annotations, *, pct=100):
-    spec = JobSpec(name=name, cpu_milli=1000, host_memory_mib=1024, annotations=annotations,
-                   containers=[ContainerSpec(device_count=1, memory_percent=pct,
-                                             cores_percent=pct)])
+    spec = JobSpec(
+        name=name,
+        cpu_milli=1000,
+        host_memory_mib=1024,
+        annotations=annotations,
+        containers=[ContainerSpec(device_count=1, memory_percent=pct, cores_percent=pct)],
+    )
     return enqueue_job(queue, spec, enqueue=False)
 
 
@@ -97,8 +102,7 @@ def test_pod_device_policy_annotation():
 def _fragmenting_mix(queue):
     """Two half GPUs then three whole GPUs: 4 GPUs of demand on 4 GPUs."""
     halves = [gpu_job(queue, f"h{i}", count=1, memory_percent=50, cores=50) for i in range(2)]
-    wholes = [gpu_job(queue, f"w{i}", count=1, memory_percent=100, cores=100)
-              for i in range(3)]
+    wholes = [gpu_job(queue, f"w{i}", count=1, memory_percent=100, cores=100) for i in range(3)]
     return halves, wholes
 
 
@@ -131,8 +135,10 @@ def test_fragguard_profile_reads_the_groups_recent_job_shapes():
     assert profile.scores == (("FragGuard", 1.0),)
     workload = profile.plugin_args["FragGuard"]["workload"]
     # 2 tasks of 500 milli-GPU and 3 of 1000, one GPU each (the overview's M)
-    shapes = {(c.gpu_milli, c.num_gpu): round(p, 3)
-              for c, p in zip(workload.classes, workload.weights, strict=True)}
+    shapes = {
+        (c.gpu_milli, c.num_gpu): round(p, 3)
+        for c, p in zip(workload.classes, workload.weights, strict=True)
+    }
     assert shapes == {(500, 1): 0.4, (1000, 1): 0.6}
 
 
@@ -140,6 +146,7 @@ def test_context_placer_uses_the_groups_profile():
     group, queue = _group(node_policy="spread", device_policy="binpack")
     job = gpu_job(queue, "a", count=1, memory_percent=50, cores=50)
     from django.utils import timezone
+
     ctx = build_admission_snapshot(group, timezone.now(), pending=[job])
     profile = ctx.placer().framework.profile
     assert (profile.node_policy, profile.device_policy) == ("spread", "binpack")
@@ -154,6 +161,9 @@ def test_a_stored_value_outside_the_choices_falls_back_for_that_field_only():
     group.refresh_from_db()
     policy = group_policy(group)
     assert (policy.node_policy, policy.device_policy, policy.fragmentation) == (
-        "spread", "spread", "none")
+        "spread",
+        "spread",
+        "none",
+    )
     job = gpu_job(queue, "a", count=1, memory_percent=100, cores=100)
     assert run_admission_cycle(group.pk).admitted == [job.pk]  # the group keeps working

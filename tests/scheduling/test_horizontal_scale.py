@@ -56,11 +56,16 @@ def _database_url() -> str:
     return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
 
 
-def _request(base: str, method: str, path: str, token: str, body: dict | None = None
-             ) -> tuple[int, dict]:
+def _request(
+    base: str, method: str, path: str, token: str, body: dict | None = None
+) -> tuple[int, dict]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method, headers={
-        "Authorization": f"Token {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, json.loads(resp.read() or b"{}")
@@ -87,18 +92,57 @@ def _start(env: dict, tmp_path: Path, ports: list[int], queue: str) -> list[subp
 
     def spawn(name: str, argv: list[str]) -> None:
         out = open(logs / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        procs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out,
-                                      stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
 
     for i, port in enumerate(ports):
-        spawn(f"web{i}", [str(BIN / "gunicorn"), "console.wsgi", f"--bind=127.0.0.1:{port}",
-                          "--workers=1", "--threads=4", "--timeout=60"])
+        spawn(
+            f"web{i}",
+            [
+                str(BIN / "gunicorn"),
+                "console.wsgi",
+                f"--bind=127.0.0.1:{port}",
+                "--workers=1",
+                "--threads=4",
+                "--timeout=60",
+            ],
+        )
     for i in range(WORKERS):
-        spawn(f"worker{i}", [str(BIN / "celery"), "-A", "console", "worker", "-Q", queue,
-                             "--pool=solo", f"--hostname=w{i}-{os.getpid()}@scale",
-                             "--without-gossip", "--without-mingle", "--loglevel=WARNING"])
-    spawn("beat", [str(BIN / "celery"), "-A", "console", "beat", "--loglevel=WARNING",
-                   f"--schedule={tmp_path / 'beat-schedule'}"])
+        spawn(
+            f"worker{i}",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "console",
+                "worker",
+                "-Q",
+                queue,
+                "--pool=solo",
+                f"--hostname=w{i}-{os.getpid()}@scale",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel=WARNING",
+            ],
+        )
+    spawn(
+        "beat",
+        [
+            str(BIN / "celery"),
+            "-A",
+            "console",
+            "beat",
+            "--loglevel=WARNING",
+            f"--schedule={tmp_path / 'beat-schedule'}",
+        ],
+    )
     return procs
 
 
@@ -126,17 +170,35 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
     def one(i: int) -> int | None:
         token, queue = users[i % len(users)]
         count, cores, mem = shapes[rng.randrange(len(shapes))]
-        status, body = _request(bases[i % 2], "POST", "/api/jobs/", token, {
-            "queue": queue, "name": f"j{i}", "cpu_milli": 500,
-            "host_memory_mib": 512, "duration_s": 0.2 + (i % 4) * 0.2,
-            "containers": [{"name": "main", "device_count": count, "cores_percent": cores,
-                            "memory_mib": mem, "memory_percent": None if mem else 100}]})
+        status, body = _request(
+            bases[i % 2],
+            "POST",
+            "/api/jobs/",
+            token,
+            {
+                "queue": queue,
+                "name": f"j{i}",
+                "cpu_milli": 500,
+                "host_memory_mib": 512,
+                "duration_s": 0.2 + (i % 4) * 0.2,
+                "containers": [
+                    {
+                        "name": "main",
+                        "device_count": count,
+                        "cores_percent": cores,
+                        "memory_mib": mem,
+                        "memory_percent": None if mem else 100,
+                    }
+                ],
+            },
+        )
         stats[f"submit {status}"] += 1
         if status != 201:
             return None
         if i % 9 == 0:  # cancel through the other web
-            status, _ = _request(bases[(i + 1) % 2], "POST", f"/api/jobs/{body['id']}/cancel/",
-                                 token)
+            status, _ = _request(
+                bases[(i + 1) % 2], "POST", f"/api/jobs/{body['id']}/cancel/", token
+            )
             stats[f"cancel {status}"] += 1
         return body["id"]
 
@@ -148,18 +210,23 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
 def _check_invariants(group, job_ids: list[int]) -> Counter:
     booked = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
     for row in booked.values("device_id").annotate(
-            mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")):
+        mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")
+    ):
         device = Device.objects.get(pk=row["device_id"])
         assert row["mem"] <= device.memory_mib, device.uuid
         assert row["cores"] <= device.cores_percent, device.uuid
         assert row["slots"] <= device.split_count, device.uuid
-    for row in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values(
-            "node_id").annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib")):
+    for row in (
+        Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
+        .values("node_id")
+        .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
+    ):
         node = Node.objects.get(pk=row["node_id"])
         assert row["cpu"] <= node.cpu_milli and row["mem"] <= node.host_memory_mib, node.name
     live: dict[int, int] = defaultdict(int)
     for job_id in Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES).values_list(
-            "job_id", flat=True):
+        "job_id", flat=True
+    ):
         live[job_id] += 1
     states = Counter()
     for job in Job.objects.filter(pk__in=job_ids).only("pk", "state", "pod_count", "min_pods"):
@@ -182,12 +249,21 @@ def test_two_webs_and_three_workers_on_one_database_keep_every_invariant(tmp_pat
     connections.close_all()
     queue = f"scale-{os.getpid()}"
     ports = [_free_port(), _free_port()]
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1",
-           "DJANGO_SETTINGS_MODULE": "console.settings.base", "DATABASE_URL": _database_url(),
-           "REDIS_URL": settings.REDIS_URL, "SECRET_KEY": "scale-" + "k" * 50,
-           "CELERY_TASK_DEFAULT_QUEUE": queue, "ADMISSION_TICK_S": "1",
-           "RECONCILE_TICK_S": "1", "USAGE_RECONCILE_TICK_S": "5", "KUBE_TICK_S": "3600",
-           "ALLOWED_HOSTS": "127.0.0.1"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DJANGO_SETTINGS_MODULE": "console.settings.base",
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": "scale-" + "k" * 50,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "ADMISSION_TICK_S": "1",
+        "RECONCILE_TICK_S": "1",
+        "USAGE_RECONCILE_TICK_S": "5",
+        "KUBE_TICK_S": "3600",
+        "ALLOWED_HOSTS": "127.0.0.1",
+    }
     procs = _start(env, tmp_path, ports, queue)
     bases = [f"http://127.0.0.1:{p}" for p in ports]
     started = time.monotonic()
@@ -196,8 +272,9 @@ def test_two_webs_and_three_workers_on_one_database_keep_every_invariant(tmp_pat
         job_ids, stats = _drive(bases, users, random.Random(7))
         assert stats[f"submit {201}"] == JOBS, stats
         while time.monotonic() < started + DEADLINE_S:
-            if not Job.objects.filter(pk__in=job_ids, state__in=[
-                    JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]).exists():
+            if not Job.objects.filter(
+                pk__in=job_ids, state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
+            ).exists():
                 break
             time.sleep(1.0)
     finally:
@@ -211,9 +288,12 @@ def test_two_webs_and_three_workers_on_one_database_keep_every_invariant(tmp_pat
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
     states = _check_invariants(group, job_ids)
-    print(f"\n2 webs + {WORKERS} workers, {JOBS} jobs in {time.monotonic() - started:.1f}s: "
-          f"{dict(stats)}; final states {dict(states)}")
+    print(
+        f"\n2 webs + {WORKERS} workers, {JOBS} jobs in {time.monotonic() - started:.1f}s: "
+        f"{dict(stats)}; final states {dict(states)}"
+    )
     # the workers did the work: every job left the queue and most ran to the end
-    assert states[JobState.SUCCEEDED] + states[JobState.CANCELLED] + \
-        states[JobState.FAILED] == len(job_ids), states
+    assert states[JobState.SUCCEEDED] + states[JobState.CANCELLED] + states[JobState.FAILED] == len(
+        job_ids
+    ), states
     assert states[JobState.SUCCEEDED] > JOBS // 2

@@ -20,8 +20,7 @@ SERIAL = "T8R1380013061601"
 def dcu_node(name: str, serial: str | None, *, registered: bool = True) -> dict:
     """The released DCU plugin's legacy ``DCU-<index>`` registration plus the serial map
     annotation the console reads."""
-    ann = {"hami.io/node-dcu-register": "DCU-0,4,65520,100,K100_AI,0,true:"} \
-        if registered else {}
+    ann = {"hami.io/node-dcu-register": "DCU-0,4,65520,100,K100_AI,0,true:"} if registered else {}
     if serial:
         ann["console.llmops.io/dcu-serials"] = f'{{"0": "{serial}"}}'
     return node_json(name, ann, {"cpu": "64", "memory": "256Gi", "hygon.com/dcunum": "4"})
@@ -43,7 +42,11 @@ def test_the_same_serial_on_another_node_later_is_a_move(fake, tmp_path):
     moved = Device.objects.get(uuid=f"DCU-{SERIAL}")
     assert moved.pk == card.pk  # one row: history and bookings keep pointing at it
     assert (moved.node.name, moved.removed_at, moved.healthy, moved.error) == (
-        "dcunode4", None, True, "")
+        "dcunode4",
+        None,
+        True,
+        "",
+    )
     assert report.devices_removed == []
 
 

@@ -29,10 +29,14 @@ def test_import_default_trace_counts(capsys):
     container = job.containers.get()
     assert (job.cpu_milli, job.host_memory_mib) == (6000, 12288)
     assert (container.device_count, container.cores_percent, container.memory_percent) == (
-        1, 46, 46)
+        1,
+        46,
+        46,
+    )
     assert job.duration_s == 12902960 - 427061
     assert Quota.objects.get(tenant__name="openb-tenant-1", dimension="devices").nominal == (
-        6212 * 1000)
+        6212 * 1000
+    )
     assert "1213 nodes, 6212 devices, 8152 jobs over 4 tenants" in capsys.readouterr().out
 
 
@@ -53,8 +57,7 @@ def test_existing_cluster_name_is_refused(tmp_path):
     nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,1,T4\n")
     pods = tmp_path / "pods.csv"
     pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\n")
-    call_command("import_trace", "--nodes", nodes, "--pods", pods, "--cluster", "x",
-                 "--no-place")
+    call_command("import_trace", "--nodes", nodes, "--pods", pods, "--cluster", "x", "--no-place")
     with pytest.raises(CommandError, match="cluster 'x' already exists"):
         call_command("import_trace", "--nodes", nodes, "--pods", pods, "--cluster", "x")
     assert Job.objects.count() == 1

@@ -70,11 +70,11 @@ def test_strict_fifo_heads_are_never_set_aside():
     assert second.considered == 2 and behind.pk not in second.admitted
 
 
-def test_arrivals_coalesce_into_one_cycle_request(django_capture_on_commit_callbacks,
-                                                  monkeypatch):
+def test_arrivals_coalesce_into_one_cycle_request(django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr(registered_task(dispatch.ADMISSION_CYCLE_TASK), "delay",
-                        lambda *args: sent.append(args))
+    monkeypatch.setattr(
+        registered_task(dispatch.ADMISSION_CYCLE_TASK), "delay", lambda *args: sent.append(args)
+    )
     dispatch.admission_cycle_started(4242)
     with django_capture_on_commit_callbacks(execute=True):
         for _ in range(5):

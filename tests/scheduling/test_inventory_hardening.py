@@ -25,15 +25,23 @@ REG = "hami.io/node-nvidia-register"
 
 
 def _gpu(uuid: str, **over) -> dict:
-    dev = {"id": uuid, "index": 0, "count": 10, "devmem": 81920, "devcore": 100,
-           "type": "NVIDIA A100-SXM4-80GB", "numa": 0, "mode": "hami-core", "health": True}
+    dev = {
+        "id": uuid,
+        "index": 0,
+        "count": 10,
+        "devmem": 81920,
+        "devcore": 100,
+        "type": "NVIDIA A100-SXM4-80GB",
+        "numa": 0,
+        "mode": "hami-core",
+        "health": True,
+    }
     dev.update(over)
     return dev
 
 
 def _bad_node(name: str, registration: str, capacity: dict | None = None) -> dict:
-    return node_json(name, {REG: registration},
-                     {"cpu": "8", "memory": "64Gi", **(capacity or {})})
+    return node_json(name, {REG: registration}, {"cpu": "8", "memory": "64Gi", **(capacity or {})})
 
 
 def _deep(depth: int) -> str:
@@ -41,17 +49,35 @@ def _deep(depth: int) -> str:
 
 
 BAD_NODES = {
-    "mig-profiles-int": (json.dumps([_gpu("GPU-m1", mode="mig", migProfiles=5)]),
-                         "migProfiles"),
-    "placements-int": (json.dumps([_gpu("GPU-p1", mode="mig", migProfiles=[
-        {"name": "1g.10gb", "memoryMB": 9856, "core": 14, "sliceCount": 1,
-         "placements": 7}])]), "placements"),
+    "mig-profiles-int": (json.dumps([_gpu("GPU-m1", mode="mig", migProfiles=5)]), "migProfiles"),
+    "placements-int": (
+        json.dumps(
+            [
+                _gpu(
+                    "GPU-p1",
+                    mode="mig",
+                    migProfiles=[
+                        {
+                            "name": "1g.10gb",
+                            "memoryMB": 9856,
+                            "core": 14,
+                            "sliceCount": 1,
+                            "placements": 7,
+                        }
+                    ],
+                )
+            ]
+        ),
+        "placements",
+    ),
     "deep-json": ('[{"id": "GPU-d1", "custominfo": ' + _deep(5000) + "}]", "deeper than"),
     "negative-devmem": (json.dumps([_gpu("GPU-n1", devmem=-1)]), "devmem"),
     "negative-count": (json.dumps([_gpu("GPU-n2", count=-4)]), "count"),
-    "huge-count": ('[{"id": "GPU-h1", "count": 1000000000000000000000000000000, '
-                   '"devmem": 81920, "devcore": 100, "type": "NVIDIA A100", "health": true}]',
-                   "count"),
+    "huge-count": (
+        '[{"id": "GPU-h1", "count": 1000000000000000000000000000000, '
+        '"devmem": 81920, "devcore": 100, "type": "NVIDIA A100", "health": true}]',
+        "count",
+    ),
 }
 
 
@@ -60,14 +86,17 @@ def test_each_bad_registration_flags_only_its_node(fake, tmp_path):
     fake.put(nvidia_node("gpu-1", ("GPU-aaaa", "GPU-bbbb")))
     for name, (value, _field) in BAD_NODES.items():
         fake.put(_bad_node(name, value))
-    fake.put(node_json("gcu-flood", {}, {"cpu": "8", "memory": "64Gi",
-                                         "enflame.com/gcu": "2000000"}))
+    fake.put(
+        node_json("gcu-flood", {}, {"cpu": "8", "memory": "64Gi", "enflame.com/gcu": "2000000"})
+    )
     report = sync_cluster_inventory(cluster.pk, now=NOW)
     nodes = {n.name: n for n in Node.objects.filter(cluster=cluster)}
     assert set(nodes) == {"gpu-1", "gcu-flood", *BAD_NODES}
     assert nodes["gpu-1"].error == ""
-    assert sorted(Device.objects.filter(node__name="gpu-1").values_list("uuid", flat=True)) \
-        == ["GPU-aaaa", "GPU-bbbb"]
+    assert sorted(Device.objects.filter(node__name="gpu-1").values_list("uuid", flat=True)) == [
+        "GPU-aaaa",
+        "GPU-bbbb",
+    ]
     for name, (_value, field) in BAD_NODES.items():
         assert field in nodes[name].error, (name, nodes[name].error)
         assert nodes[name].error.startswith(REG), nodes[name].error
@@ -75,7 +104,8 @@ def test_each_bad_registration_flags_only_its_node(fake, tmp_path):
     # the flood is refused before a single device object is built
     assert nodes["gcu-flood"].error == (
         "status.capacity.enflame.com/gcu: 2000000 devices exceed the bound of 256 per node "
-        "(setting INVENTORY_MAX_DEVICES_PER_NODE)")
+        "(setting INVENTORY_MAX_DEVICES_PER_NODE)"
+    )
     assert len(report.errors) == len(BAD_NODES) + 1
     assert all(e.startswith("Node ") for e in report.errors)
     cluster.refresh_from_db()
@@ -100,8 +130,8 @@ def test_bounds_are_settings(fake, tmp_path, settings):
     fake.put(nvidia_node("gpu-1", ("GPU-aaaa", "GPU-bbbb")))
     sync_cluster_inventory(cluster.pk, now=NOW)
     assert Node.objects.get(name="gpu-1").error == (
-        f"{REG}: 2 devices exceed the bound of 1 per node (setting "
-        "INVENTORY_MAX_DEVICES_PER_NODE)")
+        f"{REG}: 2 devices exceed the bound of 1 per node (setting INVENTORY_MAX_DEVICES_PER_NODE)"
+    )
     settings.INVENTORY_MAX_DEVICES_PER_NODE = 256
     settings.INVENTORY_MAX_SPLIT_COUNT = 5
     sync_cluster_inventory(cluster.pk, now=NOW)
@@ -109,43 +139,96 @@ def test_bounds_are_settings(fake, tmp_path, settings):
     assert "less than or equal to 5" in Node.objects.get(name="gpu-1").error
 
 
-SLICE_DEVICE = {"name": "hami-gpu-0", "allowMultipleAllocations": True,
-                "attributes": {"uuid": {"string": "GPU-dra0"}, "minor": {"int": 0},
-                               "productName": {"string": "NVIDIA-H100-80GB-HBM3"}},
-                "capacity": {"cores": {"value": "100"}, "memory": {"value": "80Gi"}}}
+SLICE_DEVICE = {
+    "name": "hami-gpu-0",
+    "allowMultipleAllocations": True,
+    "attributes": {
+        "uuid": {"string": "GPU-dra0"},
+        "minor": {"int": 0},
+        "productName": {"string": "NVIDIA-H100-80GB-HBM3"},
+    },
+    "capacity": {"cores": {"value": "100"}, "memory": {"value": "80Gi"}},
+}
 
 
 def _slice(name: str, node: str, spec_over: dict | None = None, devices=None) -> dict:
-    spec = {"driver": "hami-core-gpu.project-hami.io", "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices if devices is not None else [SLICE_DEVICE]}
+    spec = {
+        "driver": "hami-core-gpu.project-hami.io",
+        "nodeName": node,
+        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        "devices": devices if devices is not None else [SLICE_DEVICE],
+    }
     spec.update(spec_over or {})
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
-@pytest.mark.parametrize("bad", [
-    {"spec": "not-a-mapping"},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p", "generation": "first"}}},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "nodeName": "gpu-2",
-              "devices": 5}},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "nodeName": "gpu-2",
-              "devices": [{"name": "x", "capacity": {"memory": {"value": "lots"}}}]}},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "nodeName": "gpu-2",
-              "devices": [{"name": "x", "attributes": [1, 2]}]}},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "nodeName": "gpu-2",
-              "sharedCounters": [{"name": "c", "counters": {"memory": {"value": -1}}}]}},
-    {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "nodeName": "gpu-2",
-              "devices": [{"name": "x", "capacity": {"memory": {"value": "1e30"}}}]}},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"spec": "not-a-mapping"},
+        {"spec": {"driver": "d.example.com", "pool": {"name": "p", "generation": "first"}}},
+        {
+            "spec": {
+                "driver": "d.example.com",
+                "pool": {"name": "p"},
+                "nodeName": "gpu-2",
+                "devices": 5,
+            }
+        },
+        {
+            "spec": {
+                "driver": "d.example.com",
+                "pool": {"name": "p"},
+                "nodeName": "gpu-2",
+                "devices": [{"name": "x", "capacity": {"memory": {"value": "lots"}}}],
+            }
+        },
+        {
+            "spec": {
+                "driver": "d.example.com",
+                "pool": {"name": "p"},
+                "nodeName": "gpu-2",
+                "devices": [{"name": "x", "attributes": [1, 2]}],
+            }
+        },
+        {
+            "spec": {
+                "driver": "d.example.com",
+                "pool": {"name": "p"},
+                "nodeName": "gpu-2",
+                "sharedCounters": [{"name": "c", "counters": {"memory": {"value": -1}}}],
+            }
+        },
+        {
+            "spec": {
+                "driver": "d.example.com",
+                "pool": {"name": "p"},
+                "nodeName": "gpu-2",
+                "devices": [{"name": "x", "capacity": {"memory": {"value": "1e30"}}}],
+            }
+        },
+    ],
+)
 def test_a_malformed_resource_slice_is_reported_and_the_rest_kept(fake, tmp_path, bad):
     cluster = make_kube_cluster(fake, tmp_path, mode="dra")
     nodes = [node_json("gpu-2", {}, {"cpu": "8", "memory": "64Gi"}), nvidia_node("gpu-1")]
-    broken = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-              "metadata": {"name": "broken"}, **bad}
+    broken = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "broken"},
+        **bad,
+    }
     report = apply_inventory(cluster, nodes, [_slice("good", "gpu-2"), broken], now=NOW)
-    assert sorted(Device.objects.values_list("uuid", flat=True)) == \
-        ["GPU-aaaa", "GPU-bbbb", "GPU-dra0"]
+    assert sorted(Device.objects.values_list("uuid", flat=True)) == [
+        "GPU-aaaa",
+        "GPU-bbbb",
+        "GPU-dra0",
+    ]
     assert len(report.errors) == 1
     assert report.errors[0].startswith("ResourceSlice broken: "), report.errors
 
@@ -154,8 +237,9 @@ def test_a_pool_whose_slice_broke_keeps_its_devices(fake, tmp_path):
     cluster = make_kube_cluster(fake, tmp_path, mode="dra")
     nodes = [node_json("gpu-2", {}, {"cpu": "8", "memory": "64Gi"})]
     apply_inventory(cluster, nodes, [_slice("good", "gpu-2")], now=NOW)
-    bad = _slice("good", "gpu-2", devices=[{**SLICE_DEVICE, "capacity": {
-        "memory": {"value": "-80Gi"}}}])
+    bad = _slice(
+        "good", "gpu-2", devices=[{**SLICE_DEVICE, "capacity": {"memory": {"value": "-80Gi"}}}]
+    )
     report = apply_inventory(cluster, nodes, [bad], now=NOW)
     dev = Device.objects.get(uuid="GPU-dra0")
     assert dev.removed_at is None
@@ -174,8 +258,9 @@ def test_node_envelope_of_the_wrong_shape_is_flagged(fake, tmp_path):
     odd["metadata"]["annotations"] = {REG: 17}
     odd2 = nvidia_node("odd-2")
     odd2["status"]["allocatable"]["cpu"] = "1e30"
-    report = apply_inventory(cluster, [nvidia_node("gpu-1"), odd, odd2, "junk", {"x": 1}],
-                             [], now=NOW)
+    report = apply_inventory(
+        cluster, [nvidia_node("gpu-1"), odd, odd2, "junk", {"x": 1}], [], now=NOW
+    )
     assert sorted(Node.objects.values_list("name", flat=True)) == ["gpu-1", "odd-1", "odd-2"]
     errors = dict(Node.objects.values_list("name", "error"))
     assert errors["gpu-1"] == ""

@@ -44,14 +44,39 @@ def _setup(fake, tmp_path, mode="hami"):
     return cluster, group, queue
 
 
-def _job(queue, group, *, name="train", container="main", image="nvcr.io/nvidia/pytorch:25.01",
-         memory_mib=20000, cores=30, count=1, pods=1):
-    job = enqueue_job(queue, JobSpec(
-        name=name, pod_count=pods, cpu_milli=2000, host_memory_mib=4096,
-        containers=[ContainerSpec(name=container, device_count=count, device_memory_mib=memory_mib,
-                                  cores_percent=cores)]), enqueue=False)
-    JobContainer.objects.filter(job=job).update(image=image, command=["python", "train.py"],
-                                                env={"EPOCHS": "3"})
+def _job(
+    queue,
+    group,
+    *,
+    name="train",
+    container="main",
+    image="nvcr.io/nvidia/pytorch:25.01",
+    memory_mib=20000,
+    cores=30,
+    count=1,
+    pods=1,
+):
+    job = enqueue_job(
+        queue,
+        JobSpec(
+            name=name,
+            pod_count=pods,
+            cpu_milli=2000,
+            host_memory_mib=4096,
+            containers=[
+                ContainerSpec(
+                    name=container,
+                    device_count=count,
+                    device_memory_mib=memory_mib,
+                    cores_percent=cores,
+                )
+            ],
+        ),
+        enqueue=False,
+    )
+    JobContainer.objects.filter(job=job).update(
+        image=image, command=["python", "train.py"], env={"EPOCHS": "3"}
+    )
     report = run_admission_cycle(group.pk)
     assert report.admitted == [job.pk], report.pending
     return job
@@ -65,13 +90,16 @@ def test_hami_submit_creates_one_pinned_pod(fake, tmp_path):
     _cluster, group, queue = _setup(fake, tmp_path)
     job = _job(queue, group)
     placement = Placement.objects.get(job=job)
-    (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list("device__uuid",
-                                                                              flat=True)
+    (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list(
+        "device__uuid", flat=True
+    )
     assert submit_to_cluster(job.pk) == JobState.ADMITTED
     placement.refresh_from_db()
     name = f"p-{placement.pk}-{job.pk}-0"
-    assert (placement.state, placement.backend_ref) == (PlacementState.SUBMITTED,
-                                                        f"tenant-team-a/{name}")
+    assert (placement.state, placement.backend_ref) == (
+        PlacementState.SUBMITTED,
+        f"tenant-team-a/{name}",
+    )
     pod = fake.get("pods", name, "tenant-team-a")
     meta, spec = pod["metadata"], pod["spec"]
     assert meta["labels"]["console.llmops.io/placement"] == str(placement.pk)
@@ -80,14 +108,22 @@ def test_hami_submit_creates_one_pinned_pod(fake, tmp_path):
     assert spec["schedulerName"] == "hami-scheduler"
     assert spec["restartPolicy"] == "Never"
     assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["gpu-1"]
+        "nodeSelectorTerms"
+    ][0]["matchFields"][0]["values"] == ["gpu-1"]
     (c,) = spec["containers"]
-    assert (c["name"], c["image"], c["command"]) == ("main", "nvcr.io/nvidia/pytorch:25.01",
-                                                     ["python", "train.py"])
+    assert (c["name"], c["image"], c["command"]) == (
+        "main",
+        "nvcr.io/nvidia/pytorch:25.01",
+        ["python", "train.py"],
+    )
     assert c["env"] == [{"name": "EPOCHS", "value": "3"}]
-    assert c["resources"]["limits"] == {"cpu": "2000m", "memory": "4096Mi",
-                                        "nvidia.com/gpu": "1", "nvidia.com/gpumem": "20000",
-                                        "nvidia.com/gpucores": "30"}
+    assert c["resources"]["limits"] == {
+        "cpu": "2000m",
+        "memory": "4096Mi",
+        "nvidia.com/gpu": "1",
+        "nvidia.com/gpumem": "20000",
+        "nvidia.com/gpucores": "30",
+    }
 
 
 def test_retried_submit_meets_409_and_counts_as_success(fake, tmp_path):
@@ -109,16 +145,25 @@ def test_name_taken_by_another_placement_is_permanent(fake, tmp_path):
     job = _job(queue, group)
     placement = Placement.objects.get(job=job)
     name = f"p-{placement.pk}-{job.pk}-0"
-    fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": name, "namespace": "tenant-team-a",
-        "labels": {"console.llmops.io/placement": "999"}},
-        "spec": {"containers": [{"name": "x", "image": "busybox"}]}})
+    fake.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "tenant-team-a",
+                "labels": {"console.llmops.io/placement": "999"},
+            },
+            "spec": {"containers": [{"name": "x", "image": "busybox"}]},
+        }
+    )
     assert submit_to_cluster(job.pk) == JobState.FAILED
     job.refresh_from_db()
     assert job.pending_reason == (
         f"submission refused: HTTP 409 AlreadyExists: Pod '{name}' already exists and belongs "
         "to placement '999', not "
-        f"'{placement.pk}'")
+        f"'{placement.pk}'"
+    )
 
 
 def test_invalid_object_422_fails_the_job_with_the_server_message_and_releases(fake, tmp_path):
@@ -130,8 +175,9 @@ def test_invalid_object_422_fails_the_job_with_the_server_message_and_releases(f
     placement.refresh_from_db()
     name = f"p-{placement.pk}-{job.pk}-0"
     assert job.pending_reason.startswith(
-        f"submission refused: HTTP 422 Invalid: Pod \"{name}\" is invalid: "
-        "spec.containers[0].name: Invalid value: 'Main_1'")
+        f'submission refused: HTTP 422 Invalid: Pod "{name}" is invalid: '
+        "spec.containers[0].name: Invalid value: 'Main_1'"
+    )
     assert placement.state == PlacementState.RELEASED
     assert fake.list("pods") == []
     assert list(job.events.values_list("kind", flat=True)) == ["queued", "admitted", "failed"]
@@ -141,8 +187,13 @@ def test_invalid_object_422_fails_the_job_with_the_server_message_and_releases(f
 def test_transient_errors_are_retried_with_backoff(fake, tmp_path, status):
     _cluster, group, queue = _setup(fake, tmp_path)
     job = _job(queue, group)
-    fake.inject_faults(status, count=2, retry_after=0 if status == 429 else None,
-                       method="POST", path_contains="/pods")
+    fake.inject_faults(
+        status,
+        count=2,
+        retry_after=0 if status == 429 else None,
+        method="POST",
+        path_contains="/pods",
+    )
     assert submit_to_cluster(job.pk) == JobState.ADMITTED
     assert len(_pod_posts(fake)) == 3
     assert len(fake.list("pods")) == 1
@@ -166,12 +217,14 @@ def test_still_failing_after_retries_is_retryable_and_keeps_the_reservation(fake
 
 
 def test_dra_submit_creates_claim_before_pod_with_owner_reference(
-        fake, tmp_path, django_capture_on_commit_callbacks):
+    fake, tmp_path, django_capture_on_commit_callbacks
+):
     cluster, group, queue = _setup(fake, tmp_path, mode="dra")
     job = _job(queue, group)
     placement = Placement.objects.get(job=job)
-    (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list("device__uuid",
-                                                                              flat=True)
+    (uuid,) = PlacementDevice.objects.filter(placement=placement).values_list(
+        "device__uuid", flat=True
+    )
     assert submit_to_cluster(job.pk) == JobState.ADMITTED
     name = f"p-{placement.pk}-{job.pk}-0"
     posts = [p.rsplit("/", 1)[-1] for m, p in fake.requests if m == "POST"]
@@ -179,15 +232,18 @@ def test_dra_submit_creates_claim_before_pod_with_owner_reference(
     pod = fake.get("pods", name, "tenant-team-a")
     claim = fake.get("resourceclaims", f"{name}-dev", "tenant-team-a")
     assert claim["metadata"]["ownerReferences"] == [
-        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"]}]
+        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"]}
+    ]
     (req,) = claim["spec"]["devices"]["requests"]
     assert req["exactly"]["deviceClassName"] == "hami-core-gpu.project-hami.io"
     assert req["exactly"]["capacity"] == {"requests": {"memory": "20000Mi", "cores": "30"}}
     assert req["exactly"]["selectors"][0]["cel"]["expression"] == (
         'device.driver == "hami-core-gpu.project-hami.io" && '
-        f'device.attributes["hami-core-gpu.project-hami.io"].uuid == "{uuid}"')
-    assert pod["spec"]["resourceClaims"] == [{"name": "devices",
-                                              "resourceClaimName": f"{name}-dev"}]
+        f'device.attributes["hami-core-gpu.project-hami.io"].uuid == "{uuid}"'
+    )
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "devices", "resourceClaimName": f"{name}-dev"}
+    ]
     # cancelling deletes the pod (after commit); the claim goes with it (owner reference)
     with django_capture_on_commit_callbacks(execute=True):
         cancel_job(Job.objects.get(pk=job.pk))
@@ -203,7 +259,8 @@ def test_dra_on_a_cluster_without_dra_api_is_refused(tmp_path):
             assert submit_to_cluster(job.pk) == JobState.FAILED
             assert Job.objects.get(pk=job.pk).pending_reason == (
                 "submission refused: NoDRA: cluster 'k1' serves no resource.k8s.io version; "
-                "use submission mode hami or whole")
+                "use submission mode hami or whole"
+            )
         finally:
             forget_gateways()
 
@@ -217,39 +274,46 @@ def test_whole_mode_refuses_a_shared_device_and_accepts_a_whole_one(fake, tmp_pa
     assert submit_to_cluster(whole.pk) == JobState.ADMITTED
     (pod,) = fake.list("pods")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
-    assert "schedulerName" not in pod["spec"] or pod["spec"]["schedulerName"] == \
-        "default-scheduler"
+    assert "schedulerName" not in pod["spec"] or pod["spec"]["schedulerName"] == "default-scheduler"
 
 
 def test_connection_sources_and_test_connection(fake, tmp_path, monkeypatch):
     cluster = make_kube_cluster(fake, tmp_path)
-    assert connection_source(cluster) == {"kubeconfig": cluster.kubeconfig_path,
-                                          "context": "fake"}
+    assert connection_source(cluster) == {"kubeconfig": cluster.kubeconfig_path, "context": "fake"}
     info = check_connection(cluster)
     assert (info.git_version, info.resource_versions, info.dra_version) == (
-        "v1.34.0", ("v1", "v1beta2", "v1beta1"), "v1")
+        "v1.34.0",
+        ("v1", "v1beta2", "v1beta1"),
+        "v1",
+    )
     cluster.refresh_from_db()
     assert (cluster.server_version, cluster.resource_versions) == (
-        "v1.34.0", ["v1", "v1beta2", "v1beta1"])
+        "v1.34.0",
+        ["v1", "v1beta2", "v1beta1"],
+    )
     env_cluster = Cluster.objects.create(name="prod-a", backend="kubernetes")
     with pytest.raises(Permanent) as err:
         connection_source(env_cluster, environ={})
     assert err.value.message == (
         "cluster 'prod-a' has no connection: set 'in cluster', a kubeconfig path, or the "
-        "environment variable CLUSTER_PROD_A_KUBECONFIG")
+        "environment variable CLUSTER_PROD_A_KUBECONFIG"
+    )
     monkeypatch.setenv("CLUSTER_PROD_A_KUBECONFIG", cluster.kubeconfig_path)
     assert check_connection(env_cluster).git_version == "v1.34.0"
-    missing = Cluster.objects.create(name="gone", backend="kubernetes",
-                                     kubeconfig_path=str(tmp_path / "nope"))
+    missing = Cluster.objects.create(
+        name="gone", backend="kubernetes", kubeconfig_path=str(tmp_path / "nope")
+    )
     with pytest.raises(Permanent) as err:
         check_connection(missing)
     assert "does not exist" in err.value.message
-    assert Cluster.objects.create(name="ic", backend="kubernetes", in_cluster=True) \
-        and connection_source(Cluster.objects.get(name="ic")) == {"in_cluster": True}
+    assert Cluster.objects.create(
+        name="ic", backend="kubernetes", in_cluster=True
+    ) and connection_source(Cluster.objects.get(name="ic")) == {"in_cluster": True}
 
 
-def test_cancel_deletes_the_pod_only_after_commit(fake, tmp_path,
-                                                  django_capture_on_commit_callbacks):
+def test_cancel_deletes_the_pod_only_after_commit(
+    fake, tmp_path, django_capture_on_commit_callbacks
+):
     """No Kubernetes call inside the transaction: a rolled-back cancel leaves the pod, a
     committed one deletes it once the rows are written."""
     _cluster, group, queue = _setup(fake, tmp_path)

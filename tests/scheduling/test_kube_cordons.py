@@ -45,6 +45,7 @@ def fake():
         yield server
     finally:
         from scheduling.backends.kubernetes import forget_gateways
+
         server.stop()
         forget_gateways()
 
@@ -76,8 +77,9 @@ def test_xid_marked_device_is_cordoned_in_the_cluster_and_stays_unhealthy(fake, 
     assert report.nodes_patched == ["gpu-1"]
     ann = _annotations(fake)
     assert ann[CORDON] == "GPU-aaaa" and ann[CONSOLE_CORDON_ANNOTATION] == "GPU-aaaa"
-    kubernetes_validate.validate({**fake.get("nodes", "gpu-1"), "apiVersion": "v1",
-                                  "kind": "Node"}, K8S, strict=True)
+    kubernetes_validate.validate(
+        {**fake.get("nodes", "gpu-1"), "apiVersion": "v1", "kind": "Node"}, K8S, strict=True
+    )
 
     # HAMi's registration still says health: true; the console's verdict stands
     for _ in range(2):
@@ -109,20 +111,36 @@ def test_cordon_write_back_keeps_entries_someone_else_wrote(fake, kube):
 
 def _running_job(kube, uuid_hint: str = "") -> Job:
     _cluster, group, queue = kube
-    job = enqueue_job(queue, JobSpec(
-        name="train", cpu_milli=1000, host_memory_mib=1024,
-        containers=[ContainerSpec(device_count=2, device_memory_mib=0, memory_percent=100,
-                                  cores_percent=100, image="busybox:1.37")]), enqueue=False)
+    job = enqueue_job(
+        queue,
+        JobSpec(
+            name="train",
+            cpu_milli=1000,
+            host_memory_mib=1024,
+            containers=[
+                ContainerSpec(
+                    device_count=2,
+                    device_memory_mib=0,
+                    memory_percent=100,
+                    cores_percent=100,
+                    image="busybox:1.37",
+                )
+            ],
+        ),
+        enqueue=False,
+    )
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     submit_to_cluster(job.pk)
     return job
 
 
-@pytest.mark.parametrize(("policy", "state"), [("wait", JobState.ADMITTED),
-                                                ("requeue", JobState.QUEUED),
-                                                ("fail", JobState.FAILED)])
-def test_operator_cordon_drains_jobs_by_policy(fake, kube, policy, state,
-                                               django_capture_on_commit_callbacks):
+@pytest.mark.parametrize(
+    ("policy", "state"),
+    [("wait", JobState.ADMITTED), ("requeue", JobState.QUEUED), ("fail", JobState.FAILED)],
+)
+def test_operator_cordon_drains_jobs_by_policy(
+    fake, kube, policy, state, django_capture_on_commit_callbacks
+):
     cluster = kube[0]
     job = _running_job(kube)
     (placement,) = Placement.objects.filter(job=job)
@@ -138,8 +156,9 @@ def test_operator_cordon_drains_jobs_by_policy(fake, kube, policy, state,
     assert job.state == state
     booked = placement.state in (PlacementState.SUBMITTED, PlacementState.RUNNING)
     assert booked is (policy == "wait")
-    assert (fake.get("pods", pod_name, placement.backend_ref.split("/")[0]) is None) is \
-        (policy != "wait")
+    assert (fake.get("pods", pod_name, placement.backend_ref.split("/")[0]) is None) is (
+        policy != "wait"
+    )
     device.refresh_from_db()
     assert device.cordon_reason == "cordoned by operator: fan replacement"
     sync_device_cordons(cluster.pk)
@@ -153,18 +172,29 @@ def test_dra_device_gets_a_device_taint_rule(fake, kube):
     cluster = kube[0]
     node = Node.objects.get(name="gpu-1")
     device = Device.objects.create(
-        uuid="GPU-dra-0", node=node, model=Device.objects.get(uuid="GPU-aaaa").model,
-        memory_mib=81920, source="dra", dra_device="gpu.nvidia.com/gpu-1/gpu-0")
+        uuid="GPU-dra-0",
+        node=node,
+        model=Device.objects.get(uuid="GPU-aaaa").model,
+        memory_mib=81920,
+        source="dra",
+        dra_device="gpu.nvidia.com/gpu-1/gpu-0",
+    )
     cordon_device(device, reason="bad NVLink", policy="wait")
     report = sync_device_cordons(cluster.pk)
     name = taint_rule_name("gpu.nvidia.com/gpu-1/gpu-0")
     assert report.rules_created == [name]
     rule = fake.get("devicetaintrules", name)
-    assert rule["spec"]["deviceSelector"] == {"driver": "gpu.nvidia.com", "pool": "gpu-1",
-                                              "device": "gpu-0"}
+    assert rule["spec"]["deviceSelector"] == {
+        "driver": "gpu.nvidia.com",
+        "pool": "gpu-1",
+        "device": "gpu-0",
+    }
     assert rule["spec"]["taint"]["effect"] == "NoSchedule"
-    kubernetes_validate.validate({**rule, "apiVersion": "resource.k8s.io/v1alpha3",
-                                  "kind": "DeviceTaintRule"}, K8S, strict=True)
+    kubernetes_validate.validate(
+        {**rule, "apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule"},
+        K8S,
+        strict=True,
+    )
     assert CORDON not in _annotations(fake)  # a DRA device is not HAMi's
     uncordon_device(device)
     assert sync_device_cordons(cluster.pk).rules_deleted == [name]
@@ -180,13 +210,19 @@ def test_dra_cordon_without_taint_rules_is_reported(kube, tmp_path, settings):
         sync_cluster_inventory(cluster.pk, now=SYNC_AT)
         node = Node.objects.get(cluster=cluster)
         device = Device.objects.create(
-            uuid="GPU-dra-9", node=node, model=Device.objects.get(uuid="GPU-9999").model,
-            memory_mib=81920, source="dra", dra_device="gpu.nvidia.com/gpu-9/gpu-0")
+            uuid="GPU-dra-9",
+            node=node,
+            model=Device.objects.get(uuid="GPU-9999").model,
+            memory_mib=81920,
+            source="dra",
+            dra_device="gpu.nvidia.com/gpu-9/gpu-0",
+        )
         cordon_device(device, reason="bad", policy="wait")
         report = sync_device_cordons(cluster.pk)
         assert "serves no DeviceTaintRule API" in report.errors[0]
     finally:
         from scheduling.backends.kubernetes import forget_gateways
+
         server.stop()
         forget_gateways()
 
@@ -195,15 +231,16 @@ def test_repeated_pod_failures_mark_the_device_unhealthy(fake, kube, settings):
     settings.DEVICE_FAILURE_THRESHOLD = 2
     job = _running_job(kube)
     (placement,) = Placement.objects.filter(job=job)
-    Placement.objects.filter(pk=placement.pk).update(state=PlacementState.FAILED,
-                                                     ended_at=SYNC_AT)
+    Placement.objects.filter(pk=placement.pk).update(state=PlacementState.FAILED, ended_at=SYNC_AT)
     assert note_pod_failure(placement.pk, now=SYNC_AT) == []
     job2 = _running_job(kube)
     (p2,) = Placement.objects.filter(job=job2)
     Placement.objects.filter(pk=p2.pk).update(state=PlacementState.FAILED, ended_at=SYNC_AT)
     marked = note_pod_failure(p2.pk, now=SYNC_AT)
-    assert sorted(Device.objects.filter(pk__in=marked).values_list("uuid", flat=True)) == \
-        ["GPU-aaaa", "GPU-bbbb"]
+    assert sorted(Device.objects.filter(pk__in=marked).values_list("uuid", flat=True)) == [
+        "GPU-aaaa",
+        "GPU-bbbb",
+    ]
     assert not Device.objects.get(uuid="GPU-aaaa").healthy
 
 
@@ -222,8 +259,11 @@ def test_operator_cordons_through_the_api_and_the_device_page(kube, client):
     admin = get_user_model().objects.create_superuser("root", password="pw-root")
     api.force_authenticate(admin)
     bad = api.post(url, {"drain": "evict"}, format="json")
-    assert bad.status_code == 400 and "drain" in bad.json()["errors"] \
-        if "errors" in bad.json() else "drain" in str(bad.json())
+    assert (
+        bad.status_code == 400 and "drain" in bad.json()["errors"]
+        if "errors" in bad.json()
+        else "drain" in str(bad.json())
+    )
     done = api.post(url, {"reason": "ECC storm", "drain": "wait"}, format="json")
     assert done.status_code == 200
     assert done.json()["cordon_reason"] == "cordoned by root: ECC storm"

@@ -73,9 +73,16 @@ def _admitted_job(fake, tmp_path, mode, monkeypatch):
     sync_cluster_inventory(cluster.pk, now=datetime(2025, 6, 1, 12, 0, tzinfo=UTC))
     group = make_group("g1", models=("NVIDIA-A100-SXM4-80GB",))
     _tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
-    job = enqueue_job(queue, JobSpec(name="train", cpu_milli=1000, host_memory_mib=1024,
-                                     containers=[
-        ContainerSpec(device_count=1, device_memory_mib=8192, cores_percent=25)]), enqueue=False)
+    job = enqueue_job(
+        queue,
+        JobSpec(
+            name="train",
+            cpu_milli=1000,
+            host_memory_mib=1024,
+            containers=[ContainerSpec(device_count=1, device_memory_mib=8192, cores_percent=25)],
+        ),
+        enqueue=False,
+    )
     JobContainer.objects.filter(job=job).update(image="busybox:1.37")
     enqueued = []
     from scheduling import tasks
@@ -87,17 +94,28 @@ def _admitted_job(fake, tmp_path, mode, monkeypatch):
 
 
 def _run_worker_and_kill(job, kind: str, when: str) -> str:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings.test",
-           "CRASH_DB_NAME": connection.settings_dict["NAME"], "CRASH_JOB_ID": str(job.pk),
-           "CRASH_KIND": kind, "CRASH_WHEN": when, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", WORKER], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings.test",
+        "CRASH_DB_NAME": connection.settings_dict["NAME"],
+        "CRASH_JOB_ID": str(job.pk),
+        "CRASH_KIND": kind,
+        "CRASH_WHEN": when,
+        "PYTHONPATH": str(REPO),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().strip()
         if not line.startswith("AT-HOOK"):
             proc.kill()
-            raise AssertionError(f"worker did not reach the hook: {line!r}\n"
-                                 f"{proc.stderr.read()}")
+            raise AssertionError(f"worker did not reach the hook: {line!r}\n{proc.stderr.read()}")
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -108,14 +126,17 @@ def _run_worker_and_kill(job, kind: str, when: str) -> str:
     return line
 
 
-@pytest.mark.parametrize(("mode", "kind", "when", "pods_at_crash", "claims_at_crash"), [
-    ("hami", "Pod", "before", 0, 0),     # committed, nothing created
-    ("dra", "Pod", "before", 0, 1),      # claim created, pod not
-    ("hami", "Pod", "after", 1, 0),      # pod created, placement still reserved
-])
+@pytest.mark.parametrize(
+    ("mode", "kind", "when", "pods_at_crash", "claims_at_crash"),
+    [
+        ("hami", "Pod", "before", 0, 0),  # committed, nothing created
+        ("dra", "Pod", "before", 0, 1),  # claim created, pod not
+        ("hami", "Pod", "after", 1, 0),  # pod created, placement still reserved
+    ],
+)
 def test_killed_worker_leads_to_exactly_one_pod_and_the_job_runs(
-        fake, tmp_path, monkeypatch, settings, mode, kind, when, pods_at_crash,
-        claims_at_crash):
+    fake, tmp_path, monkeypatch, settings, mode, kind, when, pods_at_crash, claims_at_crash
+):
     settings.KUBE_RETRY_BASE_DELAY_S = 0.0
     settings.KUBE_SUBMIT_GRACE_S = 60
     cluster, job = _admitted_job(fake, tmp_path, mode, monkeypatch)

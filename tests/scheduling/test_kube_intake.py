@@ -40,6 +40,7 @@ def fake():
         yield server
     finally:
         from scheduling.backends.kubernetes import forget_gateways
+
         server.stop()
         forget_gateways()
 
@@ -58,30 +59,64 @@ def kube(fake, tmp_path, settings):
 
 
 def template(gpus: int = 1, gpumem: int = 10000, *, labels: dict | None = None) -> dict:
-    return {"metadata": {"labels": labels or {"app": "train"}},
-            "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "busybox:1.37", "command": ["sleep", "60"],
-                "resources": {"limits": {"nvidia.com/gpu": str(gpus),
-                                         "nvidia.com/gpumem": str(gpumem),
-                                         "cpu": "1", "memory": "1Gi"}}}]}}
+    return {
+        "metadata": {"labels": labels or {"app": "train"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.37",
+                    "command": ["sleep", "60"],
+                    "resources": {
+                        "limits": {
+                            "nvidia.com/gpu": str(gpus),
+                            "nvidia.com/gpumem": str(gpumem),
+                            "cpu": "1",
+                            "memory": "1Gi",
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
-def job_object(name: str, *, ns: str = NS, queue: str | None = "default", suspend=True,
-               parallelism: int = 1, gpus: int = 1, priority: int | None = None,
-               gpumem: int = 10000) -> dict:
+def job_object(
+    name: str,
+    *,
+    ns: str = NS,
+    queue: str | None = "default",
+    suspend=True,
+    parallelism: int = 1,
+    gpus: int = 1,
+    priority: int | None = None,
+    gpumem: int = 10000,
+) -> dict:
     labels = {}
     if queue is not None:
         labels[wl.LABEL_QUEUE] = queue
     if priority is not None:
         labels[wl.LABEL_PRIORITY] = str(priority)
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"suspend": suspend, "parallelism": parallelism, "completions": parallelism,
-                     "template": template(gpus, gpumem)}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "suspend": suspend,
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": template(gpus, gpumem),
+        },
+    }
 
 
-_TYPES = {"jobs": ("batch/v1", "Job"), "jobsets": ("jobset.x-k8s.io/v1alpha2", "JobSet"),
-          "deployments": ("apps/v1", "Deployment"), "pods": ("v1", "Pod")}
+_TYPES = {
+    "jobs": ("batch/v1", "Job"),
+    "jobsets": ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    "deployments": ("apps/v1", "Deployment"),
+    "pods": ("v1", "Pod"),
+}
 
 
 def _get(fake, plural: str, name: str, ns: str = NS) -> dict:
@@ -100,19 +135,24 @@ def _admit(group, job_id) -> None:
 
 
 def _events(fake, name: str) -> list[tuple[str, str, str]]:
-    return [(e["reason"], e["type"], e["message"]) for e in fake.list("events")
-            if e["involvedObject"]["name"] == name]
+    return [
+        (e["reason"], e["type"], e["message"])
+        for e in fake.list("events")
+        if e["involvedObject"]["name"] == name
+    ]
 
 
 def _valid(obj: dict, api_version: str, kind: str) -> None:
     """kubernetes-validate (strict) of an object as stored by the fake server."""
-    kubernetes_validate.validate({**obj, "apiVersion": api_version, "kind": kind}, K8S,
-                                 strict=True)
+    kubernetes_validate.validate({**obj, "apiVersion": api_version, "kind": kind}, K8S, strict=True)
 
 
 def _valid_template(tpl: dict) -> None:
-    kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate",
-                                  "metadata": {"name": "t"}, "template": tpl}, K8S, strict=True)
+    kubernetes_validate.validate(
+        {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": tpl},
+        K8S,
+        strict=True,
+    )
 
 
 def test_suspended_job_is_admitted_pinned_and_unsuspended(fake, kube):
@@ -138,9 +178,15 @@ def test_suspended_job_is_admitted_pinned_and_unsuspended(fake, kube):
     assert tpl["metadata"]["annotations"]["nvidia.com/use-gpuuuid"] == uuid
     assert tpl["metadata"]["labels"][wl.LABEL_WORKLOAD] == str(job_id)
     terms = tpl["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                       "values": [placement.node.name]}]}]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [
+        {
+            "matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [placement.node.name]}
+            ]
+        }
+    ]
     assert obj["metadata"]["annotations"][wl.ANNOTATION_ADMITTED] == str(job_id)
     _valid(obj, "batch/v1", "Job")
     placement.refresh_from_db()
@@ -186,14 +232,23 @@ def test_pending_job_says_why_it_waits_and_an_unsuspended_one_is_suspended(fake,
 
 def jobset_object(name: str, *, workers: int = 2, gpumem: int = 10000) -> dict:
     def replicated(rname: str, replicas: int) -> dict:
-        return {"name": rname, "replicas": replicas,
-                "template": {"spec": {"parallelism": 1, "completions": 1,
-                                      "template": template(1, gpumem)}}}
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": name, "namespace": NS,
-                         "labels": {wl.LABEL_QUEUE: "default"}},
-            "spec": {"suspend": True, "replicatedJobs": [replicated("leader", 1),
-                                                         replicated("workers", workers)]}}
+        return {
+            "name": rname,
+            "replicas": replicas,
+            "template": {
+                "spec": {"parallelism": 1, "completions": 1, "template": template(1, gpumem)}
+            },
+        }
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": NS, "labels": {wl.LABEL_QUEUE: "default"}},
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [replicated("leader", 1), replicated("workers", workers)],
+        },
+    }
 
 
 def test_jobset_with_two_replicated_jobs_is_admitted_as_one_gang(fake, kube):
@@ -229,25 +284,43 @@ def test_jobset_larger_than_the_quota_is_not_admitted_in_part(fake, kube):
 
 
 def deployment_object(name: str, replicas: int = 1) -> dict:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": NS, "labels": {wl.LABEL_QUEUE: "default"}},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": template(1, labels={"app": name})}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS, "labels": {wl.LABEL_QUEUE: "default"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": template(1, labels={"app": name}),
+        },
+    }
 
 
 def replica_pod(deployment: dict, name: str) -> dict:
     """A Pod as the ReplicaSet controller creates it from the (gated) template."""
     tpl = copy.deepcopy(deployment["spec"]["template"])
     tpl["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1", "memory": "1Gi"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "labels": tpl["metadata"]["labels"],
-                         # the fake serves no ReplicaSets: the owner uid is the
-                         # Deployment's so that its garbage collector keeps the pod
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                              "name": f"{deployment['metadata']['name']}-rs",
-                                              "uid": deployment["metadata"]["uid"],
-                                              "controller": True}]},
-            "spec": tpl["spec"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": tpl["metadata"]["labels"],
+            # the fake serves no ReplicaSets: the owner uid is the
+            # Deployment's so that its garbage collector keeps the pod
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{deployment['metadata']['name']}-rs",
+                    "uid": deployment["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": tpl["spec"],
+    }
 
 
 def test_deployment_scaled_up_gets_its_new_replica_admitted(fake, kube):
@@ -297,7 +370,8 @@ def test_deployment_scaled_up_gets_its_new_replica_admitted(fake, kube):
 
 
 def test_preempted_job_is_suspended_again_with_its_templates_restored(
-        fake, kube, django_capture_on_commit_callbacks):
+    fake, kube, django_capture_on_commit_callbacks
+):
     cluster, group, _queue = kube
     fake.put(job_object("low", parallelism=4, priority=0, gpumem=81920))
     low = _intake(cluster).jobs[f"Job {NS}/low"]
@@ -310,7 +384,8 @@ def test_preempted_job_is_suspended_again_with_its_templates_restored(
     # preempt now, admit once the victim's pods are gone (its grace period ends)
     assert report.preempted == [low] and report.admitted == []
     assert set(Placement.objects.filter(job_id=low).values_list("state", flat=True)) == {
-        PlacementState.TERMINATING}
+        PlacementState.TERMINATING
+    }
     release_due_terminations(timezone.now() + timedelta(seconds=31))
     assert run_admission_cycle(group.pk).admitted == [high]
     obj = fake.get("jobs", "low", NS)
@@ -328,17 +403,22 @@ def test_objects_without_the_label_are_left_alone(fake, kube):
     cluster, group, _queue = kube
     fake.put(job_object("mine", queue=None))
     fake.put(job_object("running", queue=None, suspend=False))
-    before = {n: fake.get("jobs", n, NS)["metadata"]["resourceVersion"]
-              for n in ("mine", "running")}
+    before = {
+        n: fake.get("jobs", n, NS)["metadata"]["resourceVersion"] for n in ("mine", "running")
+    }
     fake.requests.clear()
     report = _intake(cluster)
     run_admission_cycle(group.pk)
     assert report.jobs == {} and not KubeWorkload.objects.exists()
-    assert {n: fake.get("jobs", n, NS)["metadata"]["resourceVersion"]
-            for n in ("mine", "running")} == before
+    assert {
+        n: fake.get("jobs", n, NS)["metadata"]["resourceVersion"] for n in ("mine", "running")
+    } == before
     assert not [p for m, p in fake.requests if m != "GET"]
-    assert all(f"labelSelector={wl.LABEL_QUEUE}" in p.replace("%2F", "/")
-               for m, p in fake.requests if "jobs" in p or "deployments" in p)
+    assert all(
+        f"labelSelector={wl.LABEL_QUEUE}" in p.replace("%2F", "/")
+        for m, p in fake.requests
+        if "jobs" in p or "deployments" in p
+    )
     assert fake.list("events") == []
 
 
@@ -359,8 +439,9 @@ def test_object_in_a_namespace_of_no_tenant_is_refused_with_an_event(fake, kube)
 def test_invalid_hami_resources_refuse_the_object_and_name_the_field(fake, kube):
     cluster, _group, _queue = kube
     bad = job_object("bad")
-    bad["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][
-        "nvidia.com/gpumem"] = "lots"
+    bad["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] = (
+        "lots"
+    )
     fake.put(bad)
     fake.put(job_object("good"))
     report = _intake(cluster)
@@ -414,14 +495,17 @@ def test_dra_mode_records_a_claim_template_per_pod_set(fake, tmp_path, settings)
     template = fake.get("resourceclaimtemplates", claim_ref["resourceClaimTemplateName"], ns)
     assert template is not None
     (request,) = template["spec"]["spec"]["devices"]["requests"]
-    uuids = {p.assignment["containers"][0]["devices"][0]["uuid"]
-             for p in Placement.objects.filter(job_id=job_id)}
+    uuids = {
+        p.assignment["containers"][0]["devices"][0]["uuid"]
+        for p in Placement.objects.filter(job_id=job_id)
+    }
     cel = request["exactly"]["selectors"][0]["cel"]["expression"]
     assert all(f'"{u}"' in cel for u in uuids)
     limits = spec["containers"][0]["resources"]["limits"]
     assert "nvidia.com/gpu" not in limits and "nvidia.com/gpumem" not in limits
     assert spec["containers"][0]["resources"]["claims"] == [
-        {"name": claim_ref["name"], "request": request["name"]}]
+        {"name": claim_ref["name"], "request": request["name"]}
+    ]
     assert obj["spec"]["suspend"] is False
     _valid(obj, "batch/v1", "Job")
     _valid(template, "resource.k8s.io/v1", "ResourceClaimTemplate")
@@ -433,7 +517,9 @@ def test_a_workloads_use_and_nouse_type_annotations_become_the_jobs_model_lists(
     cluster, _group, _queue = kube
     obj = job_object("typed")
     obj["spec"]["template"]["metadata"]["annotations"] = {
-        "nvidia.com/use-gputype": "A100", "nvidia.com/nouse-gputype": "H200,H20"}
+        "nvidia.com/use-gputype": "A100",
+        "nvidia.com/nouse-gputype": "H200,H20",
+    }
     fake.put(obj)
     job_id = _intake(cluster).jobs[f"Job {NS}/typed"]
     (c,) = Job.objects.get(pk=job_id).pod_sets.get().containers.all()

@@ -36,22 +36,26 @@ def _limit(name: str, value) -> tuple[tuple, object]:
     return (*LIMITS, name), value
 
 
-@pytest.mark.parametrize(("path", "value", "field"), [
-    (("spec", "parallelism"), 10**9, "1000000000 pods"),
-    (("spec", "parallelism"), -1, "parallelism"),
-    (("spec", "parallelism"), "3", "parallelism"),
-    (("spec", "template"), None, "spec.template"),
-    (("spec", "template", "spec", "containers"), [], "containers"),
-    (*_limit("nvidia.com/gpu", "-1"), "nvidia.com/gpu"),
-    (*_limit("nvidia.com/gpu", "1.5"), "nvidia.com/gpu"),
-    (*_limit("nvidia.com/gpu", "100000"), "100000 devices"),
-    (*_limit("nvidia.com/gpumem", str(10**15)), "device memory"),
-    (*_limit("nvidia.com/gpucores", "-5"), "nvidia.com/gpucores"),
-    (*_limit("cpu", "1e30"), "cpu"),
-    (*_limit("memory", "1e30"), "memory"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("spec", "parallelism"), 10**9, "1000000000 pods"),
+        (("spec", "parallelism"), -1, "parallelism"),
+        (("spec", "parallelism"), "3", "parallelism"),
+        (("spec", "template"), None, "spec.template"),
+        (("spec", "template", "spec", "containers"), [], "containers"),
+        (*_limit("nvidia.com/gpu", "-1"), "nvidia.com/gpu"),
+        (*_limit("nvidia.com/gpu", "1.5"), "nvidia.com/gpu"),
+        (*_limit("nvidia.com/gpu", "100000"), "100000 devices"),
+        (*_limit("nvidia.com/gpumem", str(10**15)), "device memory"),
+        (*_limit("nvidia.com/gpucores", "-5"), "nvidia.com/gpucores"),
+        (*_limit("cpu", "1e30"), "cpu"),
+        (*_limit("memory", "1e30"), "memory"),
+    ],
+)
 def test_a_malformed_job_is_refused_naming_the_field_and_the_rest_is_taken_in(
-        fake, kube, path, value, field):  # noqa: F811
+    fake, kube, path, value, field
+):  # noqa: F811
     cluster, _group, _queue = kube
     bad = job_object("bad")
     bad["spec"].pop("completions")  # parallelism alone sets the pod count
@@ -69,13 +73,25 @@ def test_a_malformed_job_is_refused_naming_the_field_and_the_rest_is_taken_in(
 def test_a_jobset_of_absurd_size_is_refused_not_overflowed(fake, kube):  # noqa: F811
     cluster, _group, _queue = kube
     template = job_object("x")["spec"]
-    fake.put({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-              "metadata": {"name": "huge", "namespace": NS,
-                           "labels": {wl.LABEL_QUEUE: "default"}},
-              "spec": {"suspend": True, "replicatedJobs": [
-                  {"name": "w", "replicas": 100000,
-                   "template": {"spec": {**template, "parallelism": 100000,
-                                         "completions": 100000}}}]}})
+    fake.put(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "huge", "namespace": NS, "labels": {wl.LABEL_QUEUE: "default"}},
+            "spec": {
+                "suspend": True,
+                "replicatedJobs": [
+                    {
+                        "name": "w",
+                        "replicas": 100000,
+                        "template": {
+                            "spec": {**template, "parallelism": 100000, "completions": 100000}
+                        },
+                    }
+                ],
+            },
+        }
+    )
     fake.put(job_object("good"))
     report = _intake(cluster)
     assert f"Job {NS}/good" in report.jobs
@@ -83,8 +99,10 @@ def test_a_jobset_of_absurd_size_is_refused_not_overflowed(fake, kube):  # noqa:
     assert not JobContainer.objects.filter(job__name__contains="huge").exists()
 
 
-@pytest.mark.parametrize("status", [{"active": "many"}, {"active": [1]},
-                                    {"conditions": "Complete"}, {"conditions": [None, 3]}])
+@pytest.mark.parametrize(
+    "status",
+    [{"active": "many"}, {"active": [1]}, {"conditions": "Complete"}, {"conditions": [None, 3]}],
+)
 def test_a_garbled_status_does_not_stop_the_sync(fake, kube, status):  # noqa: F811
     cluster, _group, _queue = kube
     odd = job_object("odd")

@@ -45,10 +45,21 @@ def kube(fake, tmp_path, settings):
 
 def _job(kube, *, name="train", pods=1, count=1, restart="Never", submit=True):
     cluster, group, queue = kube
-    job = enqueue_job(queue, JobSpec(
-        name=name, pod_count=pods, cpu_milli=1000, host_memory_mib=1024,
-        containers=[ContainerSpec(device_count=count, device_memory_mib=0, memory_percent=100,
-                                  cores_percent=100)]), enqueue=False)
+    job = enqueue_job(
+        queue,
+        JobSpec(
+            name=name,
+            pod_count=pods,
+            cpu_milli=1000,
+            host_memory_mib=1024,
+            containers=[
+                ContainerSpec(
+                    device_count=count, device_memory_mib=0, memory_percent=100, cores_percent=100
+                )
+            ],
+        ),
+        enqueue=False,
+    )
     Job.objects.filter(pk=job.pk).update(restart_policy=restart)
     JobContainer.objects.filter(job=job).update(image="busybox:1.37")
     assert run_admission_cycle(group.pk).admitted == [job.pk]
@@ -58,31 +69,57 @@ def _job(kube, *, name="train", pods=1, count=1, restart="Never", submit=True):
 
 
 def _pod_names(job):
-    return [p.backend_ref.split("/")[1] for p in
-            Placement.objects.filter(job=job).order_by("pod_index")]
+    return [
+        p.backend_ref.split("/")[1] for p in Placement.objects.filter(job=job).order_by("pod_index")
+    ]
 
 
 def _states(job):
     job.refresh_from_db()
-    return job.state, list(Placement.objects.filter(job=job).order_by("pod_index", "id")
-                           .values_list("state", flat=True))
+    return job.state, list(
+        Placement.objects.filter(job=job)
+        .order_by("pod_index", "id")
+        .values_list("state", flat=True)
+    )
 
 
 def test_job_state_follows_pod_phases_by_list_and_watch(fake, kube):
     cluster = kube[0]
     job = _job(kube)
     (name,) = _pod_names(job)
-    fake.set_pod_status("tenant-team-a", name, {"phase": "Pending", "conditions": [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-         "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]})
+    fake.set_pod_status(
+        "tenant-team-a",
+        name,
+        {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+                }
+            ],
+        },
+    )
     report = reconcile_cluster(cluster.pk, watch_s=0)
     assert report.relisted and report.changed == []
     assert _states(job) == (JobState.ADMITTED, [PlacementState.SUBMITTED])
-    assert Placement.objects.get(job=job).message == \
-        "Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    assert (
+        Placement.objects.get(job=job).message
+        == "Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    )
     # now the watch (resync not due) sees the pod start, run and finish
-    fake.set_pod_status("tenant-team-a", name, {"phase": "Pending", "containerStatuses": [
-        {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}]})
+    fake.set_pod_status(
+        "tenant-team-a",
+        name,
+        {
+            "phase": "Pending",
+            "containerStatuses": [
+                {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}}
+            ],
+        },
+    )
     fake.set_pod_status("tenant-team-a", name, running_status("gpu-1"))
     report = reconcile_cluster(cluster.pk, watch_s=1)
     assert not report.relisted and report.events == 2
@@ -92,11 +129,16 @@ def test_job_state_follows_pod_phases_by_list_and_watch(fake, kube):
     assert report.groups == {kube[1].pk}
     assert _states(job) == (JobState.SUCCEEDED, [PlacementState.SUCCEEDED])
     assert list(job.events.values_list("kind", flat=True)) == [
-        "queued", "admitted", "running", "succeeded"]
+        "queued",
+        "admitted",
+        "running",
+        "succeeded",
+    ]
 
 
 def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(
-        fake, kube, django_capture_on_commit_callbacks):
+    fake, kube, django_capture_on_commit_callbacks
+):
     cluster = kube[0]
     job = _job(kube, pods=2, count=2)
     first, second = _pod_names(job)
@@ -111,13 +153,15 @@ def test_gang_job_runs_when_every_pod_runs_and_fails_when_one_fails(
         resync(cluster)
     job.refresh_from_db()
     assert _states(job) == (JobState.FAILED, [PlacementState.FAILED, PlacementState.FAILED])
-    assert job.pending_reason == (f"pod tenant-team-a/{second} failed: OOMKilled: container main "
-                                  "exited with code 137")
+    assert job.pending_reason == (
+        f"pod tenant-team-a/{second} failed: OOMKilled: container main exited with code 137"
+    )
     assert [p["metadata"]["name"] for p in fake.list("pods")] == [second]  # first deleted
 
 
-@pytest.mark.parametrize(("restart", "job_state"), [("Never", JobState.FAILED),
-                                                    ("OnFailure", JobState.QUEUED)])
+@pytest.mark.parametrize(
+    ("restart", "job_state"), [("Never", JobState.FAILED), ("OnFailure", JobState.QUEUED)]
+)
 def test_evicted_pod_fails_or_requeues_per_restart_policy(fake, kube, restart, job_state):
     cluster = kube[0]
     job = _job(kube, restart=restart)
@@ -185,7 +229,8 @@ def test_missing_pods_found_by_resync_and_deleted_pods_while_not_watching(fake, 
 
 
 def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported(
-        fake, kube, django_capture_on_commit_callbacks):
+    fake, kube, django_capture_on_commit_callbacks
+):
     cluster = kube[0]
     job = _job(kube)
     (name,) = _pod_names(job)
@@ -193,11 +238,19 @@ def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported
     # the reservation was given back while the pod survived (e.g. a delete that failed)
     Placement.objects.filter(pk=placement.pk).update(state=PlacementState.RELEASED)
     Job.objects.filter(pk=job.pk).update(state=JobState.CANCELLED)
-    stranger = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "p-99999-1-0", "namespace": "tenant-team-a", "labels": {
-            "app.kubernetes.io/managed-by": "llmops-console",
-            "console.llmops.io/placement": "99999"}},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    stranger = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p-99999-1-0",
+            "namespace": "tenant-team-a",
+            "labels": {
+                "app.kubernetes.io/managed-by": "llmops-console",
+                "console.llmops.io/placement": "99999",
+            },
+        },
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
     fake.put(stranger)
     with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
         report = resync(cluster)
@@ -210,10 +263,12 @@ def test_orphan_pod_of_a_released_placement_is_deleted_unknown_pod_only_reported
     assert not Placement.objects.filter(pk=99999).exists()
 
 
-@pytest.mark.parametrize(("restart", "job_state"), [("Never", JobState.FAILED),
-                                                    ("OnFailure", JobState.QUEUED)])
+@pytest.mark.parametrize(
+    ("restart", "job_state"), [("Never", JobState.FAILED), ("OnFailure", JobState.QUEUED)]
+)
 def test_vanished_node_removes_devices_and_fails_or_requeues_jobs(
-        fake, kube, restart, job_state, django_capture_on_commit_callbacks):
+    fake, kube, restart, job_state, django_capture_on_commit_callbacks
+):
     cluster = kube[0]
     job = _job(kube, restart=restart)
     placement = Placement.objects.get(job=job)
@@ -283,7 +338,8 @@ def test_reconcile_is_single_flight_and_refuses_simulated(fake, kube):
 
 
 def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(
-        fake, kube, django_capture_on_commit_callbacks):
+    fake, kube, django_capture_on_commit_callbacks
+):
     from tenants.models import Quota
 
     cluster, group, queue = kube
@@ -295,10 +351,17 @@ def test_preempted_pod_keeps_its_devices_until_the_reconcile_sees_it_gone(
     reconcile_cluster(cluster.pk, watch_s=0)
     Job.objects.filter(pk=low[1].pk).update(priority=1)
     Job.objects.filter(pk=low[0].pk).update(priority=5)
-    high = enqueue_job(queue, JobSpec(
-        name="high", priority=10, cpu_milli=1000, host_memory_mib=1024,
-        containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)]),
-        enqueue=False)
+    high = enqueue_job(
+        queue,
+        JobSpec(
+            name="high",
+            priority=10,
+            cpu_milli=1000,
+            host_memory_mib=1024,
+            containers=[ContainerSpec(device_count=1, memory_percent=100, cores_percent=100)],
+        ),
+        enqueue=False,
+    )
     JobContainer.objects.filter(job=high).update(image="busybox:1.37")
     with django_capture_on_commit_callbacks(execute=True):  # pods are deleted after commit
         report = run_admission_cycle(group.pk)

@@ -43,8 +43,16 @@ def world(fake, tmp_path):
 
 
 def _admitted(queue, group, name="train"):
-    job = enqueue_job(queue, JobSpec(name=name, cpu_milli=1000, host_memory_mib=2048, containers=[
-        ContainerSpec(device_count=1, device_memory_mib=10000, cores_percent=20)]), enqueue=False)
+    job = enqueue_job(
+        queue,
+        JobSpec(
+            name=name,
+            cpu_milli=1000,
+            host_memory_mib=2048,
+            containers=[ContainerSpec(device_count=1, device_memory_mib=10000, cores_percent=20)],
+        ),
+        enqueue=False,
+    )
     JobContainer.objects.filter(job=job).update(image="nvcr.io/nvidia/pytorch:25.01")
     assert run_admission_cycle(group.pk).admitted == [job.pk]
     return job
@@ -61,10 +69,10 @@ def test_each_tenant_gets_its_own_labelled_namespace(fake, world):
         namespace = fake.get("namespaces", ns)
         assert namespace["metadata"]["labels"] == {
             "app.kubernetes.io/managed-by": "llmops-console",
-            "console.llmops.io/tenant": tenant.name}
+            "console.llmops.io/tenant": tenant.name,
+        }
         body = {k: v for k, v in namespace.items() if k != "status"}
-        body["metadata"] = {k: namespace["metadata"][k] for k in ("name", "labels",
-                                                                  "annotations")}
+        body["metadata"] = {k: namespace["metadata"][k] for k in ("name", "labels", "annotations")}
         kubernetes_validate.validate(body, K8S, strict=True)
         placement = Placement.objects.get(job=job)
         pod_ns, pod_name = placement.backend_ref.split("/")
@@ -77,31 +85,46 @@ def test_each_tenant_gets_its_own_labelled_namespace(fake, world):
     job_a2 = _admitted(queue_a, group, "a2")
     submit_to_cluster(job_a2.pk)
     assert [p for m, p in fake.requests if m == "POST" and p == "/api/v1/namespaces"] == [
-        "/api/v1/namespaces"] * 2
+        "/api/v1/namespaces"
+    ] * 2
 
 
 def test_operator_made_namespace_is_adopted_and_labelled(fake, world):
     _cluster, group, (_team_a, queue_a), _b = world
-    fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": "tenant-team-a", "labels": {"owner": "platform"}}})
+    fake.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "tenant-team-a", "labels": {"owner": "platform"}},
+        }
+    )
     job = _admitted(queue_a, group)
     assert submit_to_cluster(job.pk) == JobState.ADMITTED
     labels = fake.get("namespaces", "tenant-team-a")["metadata"]["labels"]
-    assert labels == {"owner": "platform", "app.kubernetes.io/managed-by": "llmops-console",
-                      "console.llmops.io/tenant": "team-a"}
+    assert labels == {
+        "owner": "platform",
+        "app.kubernetes.io/managed-by": "llmops-console",
+        "console.llmops.io/tenant": "team-a",
+    }
     assert ("PATCH", "/api/v1/namespaces/tenant-team-a") in fake.requests
 
 
 def test_namespace_of_another_tenant_is_refused(fake, world):
     _cluster, group, (_team_a, queue_a), _b = world
-    fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": "tenant-team-a", "labels": {"console.llmops.io/tenant": "team-b"}}})
+    fake.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "tenant-team-a", "labels": {"console.llmops.io/tenant": "team-b"}},
+        }
+    )
     job = _admitted(queue_a, group)
     assert submit_to_cluster(job.pk) == JobState.FAILED
     job.refresh_from_db()
     assert job.pending_reason == (
         "submission refused: HTTP 409 AlreadyExists: namespace 'tenant-team-a' belongs to "
-        "tenant 'team-b', not 'team-a'")
+        "tenant 'team-b', not 'team-a'"
+    )
     assert Placement.objects.get(job=job).state == PlacementState.RELEASED
     assert fake.list("pods") == []
 
@@ -111,8 +134,12 @@ def test_namespace_deleted_outside_is_created_again(fake, world):
     first = _admitted(queue_a, group, "first")
     submit_to_cluster(first.pk)
     fake.delete(fake_kind("namespaces"), "v1", "", "tenant-team-a", None)  # kubectl delete ns
-    assert fake.get("pods", Placement.objects.get(job=first).backend_ref.split("/")[1],
-                    "tenant-team-a") is None
+    assert (
+        fake.get(
+            "pods", Placement.objects.get(job=first).backend_ref.split("/")[1], "tenant-team-a"
+        )
+        is None
+    )
     second = _admitted(queue_a, group, "second")
     assert submit_to_cluster(second.pk) == JobState.ADMITTED
     assert fake.get("namespaces", "tenant-team-a") is not None

@@ -17,12 +17,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import apply_pod
 from tests.builders import A100, gpu_job, make_group, make_tenant
-from tests.scheduling.kube_helpers import (
-    NOW_TEXT,
-    make_kube_cluster,
-    node_json,
-    succeeded_status,
-)
+from tests.scheduling.kube_helpers import NOW_TEXT, make_kube_cluster, node_json, succeeded_status
 
 pytestmark = pytest.mark.django_db
 
@@ -31,19 +26,38 @@ REG = "hami.io/node-nvidia-register"
 
 
 def _node(*gpus: tuple[str, int]) -> dict:
-    devs = [{"id": uuid, "index": index, "count": 10, "devmem": 81920, "devcore": 100,
-             "type": A100, "numa": 0, "mode": "hami-core", "health": True}
-            for uuid, index in gpus]
-    return node_json("gpu-1", {REG: json.dumps(devs), "hami.io/node-handshake":
-                               f"Reported {NOW_TEXT}"},
-                     {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(10 * len(gpus))})
+    devs = [
+        {
+            "id": uuid,
+            "index": index,
+            "count": 10,
+            "devmem": 81920,
+            "devcore": 100,
+            "type": A100,
+            "numa": 0,
+            "mode": "hami-core",
+            "health": True,
+        }
+        for uuid, index in gpus
+    ]
+    return node_json(
+        "gpu-1",
+        {REG: json.dumps(devs), "hami.io/node-handshake": f"Reported {NOW_TEXT}"},
+        {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(10 * len(gpus))},
+    )
 
 
 def _ended(placement: Placement) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"p{placement.pk}", "namespace": "llmops",
-                         "labels": {"console.llmops.io/placement": str(placement.pk)}},
-            "status": succeeded_status()}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"p{placement.pk}",
+            "namespace": "llmops",
+            "labels": {"console.llmops.io/placement": str(placement.pk)},
+        },
+        "status": succeeded_status(),
+    }
 
 
 def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(fake, tmp_path):
@@ -52,12 +66,14 @@ def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(fa
     assert sync_cluster_inventory(cluster.pk, now=NOW).errors == []
     group = make_group("g", models=(A100,))
     _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)
-    jobs = [gpu_job(queue, f"whole-{i}", count=1, memory_percent=100, cores=100)
-            for i in range(2)]
+    jobs = [gpu_job(queue, f"whole-{i}", count=1, memory_percent=100, cores=100) for i in range(2)]
     assert sorted(run_admission_cycle(group.pk).admitted) == sorted(j.pk for j in jobs)
-    holder = {pd.device.uuid: pd.placement for pd in
-              PlacementDevice.objects.filter(placement__job__in=jobs).select_related(
-                  "device", "placement")}
+    holder = {
+        pd.device.uuid: pd.placement
+        for pd in PlacementDevice.objects.filter(placement__job__in=jobs).select_related(
+            "device", "placement"
+        )
+    }
     assert set(holder) == {"GPU-aaaa", "GPU-bbbb"}
 
     # GPU-aaaa stops registering; GPU-bbbb's slot (index 1) now holds another card
@@ -72,23 +88,24 @@ def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(fa
     for uuid in ("GPU-aaaa", "GPU-bbbb"):
         d = rows[uuid]
         assert (d.removed_at, d.missing_since, d.healthy) == (None, later, False)
-        assert f"booked by placement(s) {holder[uuid].pk}, kept booked until their pods end" \
-            in d.error
+        assert (
+            f"booked by placement(s) {holder[uuid].pk}, kept booked until their pods end" in d.error
+        )
     assert rows["GPU-aaaa"].error.startswith("no longer registered since 2025-06-01 12:05:00")
     assert "replaced by" not in rows["GPU-aaaa"].error
     assert rows["GPU-bbbb"].error.endswith("; replaced by GPU-cccc at index 1")
     assert (rows["GPU-cccc"].healthy, rows["GPU-cccc"].error) == (True, "")
 
     # the bookings hold: only the new card is free, so one of two more whole-GPU jobs runs
-    more = [gpu_job(queue, f"more-{i}", count=1, memory_percent=100, cores=100)
-            for i in range(2)]
+    more = [gpu_job(queue, f"more-{i}", count=1, memory_percent=100, cores=100) for i in range(2)]
     admitted = run_admission_cycle(group.pk).admitted
     assert len(admitted) == 1
     assert PlacementDevice.objects.get(placement__job_id=admitted[0]).device.uuid == "GPU-cccc"
     waiting = Job.objects.get(pk=({j.pk for j in more} - set(admitted)).pop())
     assert waiting.state == JobState.QUEUED
     assert set(Placement.objects.filter(job__in=jobs).values_list("state", flat=True)) == {
-        PlacementState.RESERVED}
+        PlacementState.RESERVED
+    }
 
     # a later sync keeps the first time it went missing
     report = sync_cluster_inventory(cluster.pk, now=later + timedelta(minutes=5))

@@ -35,9 +35,12 @@ def reclaim(cohort):
     preemptor = gpu_job(qa, "a-secret-run", **WHOLE)
     report = run_admission_cycle(group.pk)
     assert report.preempted == [b_jobs[3].pk]
-    return {"victim": b_jobs[3], "preemptor": preemptor,
-            "a_user": make_user("alice-a", a, "member"),
-            "b_user": make_user("bob-b", b, "member")}
+    return {
+        "victim": b_jobs[3],
+        "preemptor": preemptor,
+        "a_user": make_user("alice-a", a, "member"),
+        "b_user": make_user("bob-b", b, "member"),
+    }
 
 
 def _page(user, job) -> str:
@@ -52,8 +55,7 @@ def _page(user, job) -> str:
 def _names_job(text: str, job) -> bool:
     """True when ``text`` names ``job`` (its name, or its id as a word outside dates, times,
     device uuids and amounts)."""
-    return job.name in text or re.search(rf"(?<![\w:,.-]){job.pk}(?![\w:,.-])",
-                                         text) is not None
+    return job.name in text or re.search(rf"(?<![\w:,.-]){job.pk}(?![\w:,.-])", text) is not None
 
 
 def test_the_victims_tenant_never_learns_who_preempted(reclaim):
@@ -66,7 +68,8 @@ def test_the_victims_tenant_never_learns_who_preempted(reclaim):
         assert "team-a" not in text and not _names_job(text, preemptor), text
     preempted = [e["message"] for e in events if e["kind"] == "preempted"]
     assert len(preempted) == 1 and preempted[0].startswith(
-        f"InCohortReclamation: {CROSS_TENANT_PREEMPTION_MESSAGE}; requeued")
+        f"InCohortReclamation: {CROSS_TENANT_PREEMPTION_MESSAGE}; requeued"
+    )
     page = _page(user, victim)
     assert "team-a" not in page and not _names_job(page, preemptor)
     assert CROSS_TENANT_PREEMPTION_MESSAGE in page
@@ -83,7 +86,8 @@ def test_the_preemptors_tenant_never_learns_whom_it_preempted(reclaim):
     # after the victims are gone")
     assert job["state"] == "queued"
     assert job["pending_reason"].startswith(
-        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants)")
+        "waiting for 1 preempted workload(s) to terminate (1 job(s) of other tenants)"
+    )
     page = _page(user, preemptor)
     assert "team-b" not in page and not _names_job(page, victim)
     # the victim itself stays invisible
@@ -122,7 +126,8 @@ def test_same_tenant_preemptions_keep_their_job_ids(cohort):
     assert report.admitted == [] and len(report.preempted) == 1
     high.refresh_from_db()
     assert high.pending_reason.startswith(
-        f"waiting for 1 preempted workload(s) to terminate ({report.preempted[0]})")
+        f"waiting for 1 preempted workload(s) to terminate ({report.preempted[0]})"
+    )
     assert low  # the victims are team-a's own jobs
 
 
@@ -133,11 +138,11 @@ def test_the_data_migration_rewrites_events_written_before(reclaim):
 
     from scheduling.models import JobEvent
 
-    migration = importlib.import_module(
-        "scheduling.migrations.0010_anonymise_preemptor_events")
+    migration = importlib.import_module("scheduling.migrations.0010_anonymise_preemptor_events")
     preemptor, victim = reclaim["preemptor"], reclaim["victim"]
-    old = JobEvent.objects.create(job=preemptor, kind="admitted",
-                                  message=f"placed on c1-n1; preempted {victim.pk}")
+    old = JobEvent.objects.create(
+        job=preemptor, kind="admitted", message=f"placed on c1-n1; preempted {victim.pk}"
+    )
     migration.anonymise(apps, None)
     old.refresh_from_db()
     assert old.message == "placed on c1-n1; preempted 1 job of another tenant"

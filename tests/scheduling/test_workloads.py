@@ -26,8 +26,13 @@ from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_
 
 pytestmark = pytest.mark.django_db
 
-GPU = {"name": "main", "device_count": 1, "memory_percent": 100, "cores_percent": 100,
-       "image": "vllm/vllm-openai:v0.6.3"}
+GPU = {
+    "name": "main",
+    "device_count": 1,
+    "memory_percent": 100,
+    "cores_percent": 100,
+    "image": "vllm/vllm-openai:v0.6.3",
+}
 
 
 @pytest.fixture
@@ -51,15 +56,25 @@ def _cycle_and_submit(group) -> list[int]:
 
 
 def _devices_used(tenant, group) -> int:
-    row = QuotaUsage.objects.filter(tenant=tenant, resource_group=group,
-                                    dimension="devices").first()
+    row = QuotaUsage.objects.filter(
+        tenant=tenant, resource_group=group, dimension="devices"
+    ).first()
     return row.amount if row else 0
 
 
 def _service(client, queue, **extra) -> dict:
-    body = {"queue": queue.pk, "name": "llama-serve", "kind": "inference", "port": 8000,
-            "replicas": 1, "max_replicas": 4, "cpu_milli": 2000, "host_memory_mib": 8192,
-            "containers": [GPU], **extra}
+    body = {
+        "queue": queue.pk,
+        "name": "llama-serve",
+        "kind": "inference",
+        "port": 8000,
+        "replicas": 1,
+        "max_replicas": 4,
+        "cpu_milli": 2000,
+        "host_memory_mib": 8192,
+        "containers": [GPU],
+        **extra,
+    }
     resp = client.post("/api/jobs/", body, format="json")
     assert resp.status_code == 201, resp.json()
     return resp.json()
@@ -69,7 +84,10 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
     group, (team_a, queue_a), _b, client = world
     service = _service(client, queue_a)
     assert (service["kind"], service["state"], service["placements"]) == (
-        "inference", "running", [])
+        "inference",
+        "running",
+        [],
+    )
     assert service["service"]["desired"] == 1 and len(service["service"]["replica_jobs"]) == 1
     assert len(_cycle_and_submit(group)) == 1
     assert _devices_used(team_a, group) == 1000
@@ -81,11 +99,20 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
     assert _devices_used(team_a, group) == 3000
     replicas = Job.objects.filter(parent_id=service["id"])
     assert sorted(replicas.values_list("state", flat=True)) == ["running"] * 3
-    assert Placement.objects.filter(job__parent_id=service["id"],
-                                    state=PlacementState.RUNNING, ready=True).count() == 3
+    assert (
+        Placement.objects.filter(
+            job__parent_id=service["id"], state=PlacementState.RUNNING, ready=True
+        ).count()
+        == 3
+    )
     detail = client.get(f"/api/jobs/{service['id']}/").json()
-    assert detail["service"] == {"desired": 3, "live": 3, "running": 3, "ready": 3,
-                                 "replica_jobs": sorted(replicas.values_list("pk", flat=True))}
+    assert detail["service"] == {
+        "desired": 3,
+        "live": 3,
+        "running": 3,
+        "ready": 3,
+        "replica_jobs": sorted(replicas.values_list("pk", flat=True)),
+    }
     listed = client.get("/api/jobs/?kind=inference&replicas=false").json()["results"]
     assert [j["id"] for j in listed] == [service["id"]]
     listed = client.get(f"/api/jobs/?parent={service['id']}").json()["results"]
@@ -108,8 +135,7 @@ def test_replica_lost_to_higher_priority_job_only_if_preemptible(world, preempti
     group, (team_a, queue_a), _b, client = world
     service = _service(client, queue_a, replicas=3, preemptible=preemptible)
     assert len(_cycle_and_submit(group)) == 3
-    high = gpu_job(queue_a, "urgent-eval", count=1, memory_percent=100, cores=100,
-                   priority=100)
+    high = gpu_job(queue_a, "urgent-eval", count=1, memory_percent=100, cores=100, priority=100)
     report = run_admission_cycle(group.pk)
     replicas = Job.objects.filter(parent_id=service["id"])
     if preemptible:
@@ -155,26 +181,45 @@ def test_replica_that_ended_is_replaced_and_service_cancel_stops_all(world):
     assert Job.objects.filter(parent_id=service["id"], state=JobState.QUEUED).count() == 1
     resp = client.post(f"/api/jobs/{service['id']}/cancel/")
     assert resp.json()["state"] == "cancelled"
-    assert not Job.objects.filter(parent_id=service["id"], state__in=[
-        JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]).exists()
-    assert not Placement.objects.filter(job__parent_id=service["id"], state__in=[
-        PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING]).exists()
+    assert not Job.objects.filter(
+        parent_id=service["id"], state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
+    ).exists()
+    assert not Placement.objects.filter(
+        job__parent_id=service["id"],
+        state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING],
+    ).exists()
 
 
 def _idle_minutes(job, device, end, minutes: int, used: float) -> None:
     for i in range(1, minutes + 1):
-        Rollup.objects.create(resolution_s=MINUTE, bucket=end - timedelta(minutes=i),
-                              metric=POD_UTIL, device=device, job=job, tenant=job.tenant,
-                              count=4, total=4 * used, minimum=used, maximum=used)
+        Rollup.objects.create(
+            resolution_s=MINUTE,
+            bucket=end - timedelta(minutes=i),
+            metric=POD_UTIL,
+            device=device,
+            job=job,
+            tenant=job.tenant,
+            count=4,
+            total=4 * used,
+            minimum=used,
+            maximum=used,
+        )
 
 
 def test_idle_notebook_is_culled_and_its_devices_freed(world):
     group, (team_a, queue_a), _b, client = world
-    resp = client.post("/api/jobs/", {
-        "queue": queue_a.pk, "name": "alice-nb", "kind": "notebook", "idle_cull_s": 600,
-        "max_runtime_s": 8 * 3600,
-        "containers": [{**GPU, "image": "quay.io/jupyter/pytorch-notebook:2024-12-02"}]},
-        format="json")
+    resp = client.post(
+        "/api/jobs/",
+        {
+            "queue": queue_a.pk,
+            "name": "alice-nb",
+            "kind": "notebook",
+            "idle_cull_s": 600,
+            "max_runtime_s": 8 * 3600,
+            "containers": [{**GPU, "image": "quay.io/jupyter/pytorch-notebook:2024-12-02"}],
+        },
+        format="json",
+    )
     assert resp.status_code == 201, resp.json()
     nb = resp.json()
     assert (nb["port"], nb["restart_policy"], nb["pod_count"]) == (8888, "Always", 1)
@@ -199,8 +244,14 @@ def test_idle_notebook_is_culled_and_its_devices_freed(world):
     assert job.state == JobState.STOPPED and job.pending_reason.startswith("culled: devices idle")
     placement = Placement.objects.get(job=job)
     assert placement.state == PlacementState.RELEASED
-    assert not PlacementDevice.objects.filter(device=device, placement__state__in=[
-        PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING]).exists()
+    assert not PlacementDevice.objects.filter(
+        device=device,
+        placement__state__in=[
+            PlacementState.RESERVED,
+            PlacementState.SUBMITTED,
+            PlacementState.RUNNING,
+        ],
+    ).exists()
     run_admission_cycle(group.pk)  # settles the released usage
     assert _devices_used(team_a, group) == 0
     sync_ledger()
@@ -214,9 +265,18 @@ def test_idle_notebook_is_culled_and_its_devices_freed(world):
 
 def test_busy_notebook_is_kept_and_lifetime_stops_it(world):
     group, (_team_a, queue_a), _b, client = world
-    nb = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "nb", "kind": "notebook",
-                                    "idle_cull_s": 600, "max_runtime_s": 3600,
-                                    "containers": [GPU]}, format="json").json()
+    nb = client.post(
+        "/api/jobs/",
+        {
+            "queue": queue_a.pk,
+            "name": "nb",
+            "kind": "notebook",
+            "idle_cull_s": 600,
+            "max_runtime_s": 3600,
+            "containers": [GPU],
+        },
+        format="json",
+    ).json()
     _cycle_and_submit(group)
     job = Job.objects.get(pk=nb["id"])
     device = PlacementDevice.objects.get(placement__job=job).device
@@ -231,9 +291,19 @@ def test_busy_notebook_is_kept_and_lifetime_stops_it(world):
 
 def test_training_past_max_runtime_fails(world):
     group, (_a, queue_a), _b, client = world
-    job = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "ft", "kind": "training",
-                                     "workers": 2, "max_runtime_s": 600, "duration_s": 7200,
-                                     "containers": [GPU]}, format="json").json()
+    job = client.post(
+        "/api/jobs/",
+        {
+            "queue": queue_a.pk,
+            "name": "ft",
+            "kind": "training",
+            "workers": 2,
+            "max_runtime_s": 600,
+            "duration_s": 7200,
+            "containers": [GPU],
+        },
+        format="json",
+    ).json()
     assert job["pod_count"] == 2
     _cycle_and_submit(group)
     assert enforce_time_limits(timezone.now() + timedelta(seconds=900)) == []  # notebooks only
@@ -257,16 +327,14 @@ def test_kind_rules_are_field_errors(world):
         ({"kind": "notebook", "workers": 2}, {"workers"}),
         ({"kind": "batch", "containers": [{**GPU, "role": "launcher"}]}, {"containers"}),
         ({"volumes": [{"claim": "Data!", "mount_path": "data"}]}, {"volumes"}),
-        ({"tolerations": [{"key": "gpu", "operator": "Exists", "value": "x"}]},
-         {"tolerations"}),
+        ({"tolerations": [{"key": "gpu", "operator": "Exists", "value": "x"}]}, {"tolerations"}),
         ({"node_selector": {"bad key!": "x"}}, {"node_selector"}),
     ]
     for extra, fields in cases:
         resp = client.post("/api/jobs/", {**base, **extra}, format="json")
         assert resp.status_code == 400, (extra, resp.json())
         got = set(resp.json()["error"]["fields"])
-        assert all(any(k == f or k.startswith(f + "[") for k in got) for f in fields), (
-            extra, got)
+        assert all(any(k == f or k.startswith(f + "[") for k in got) for f in fields), (extra, got)
     assert not Job.objects.exists()
 
 
@@ -275,8 +343,11 @@ def test_service_cost_per_replica_hour_and_stopped_notebook_costs_nothing(world)
 
     group, (team_a, queue_a), _b, client = world
     service = _service(client, queue_a, replicas=2)
-    nb = client.post("/api/jobs/", {"queue": queue_a.pk, "name": "nb", "kind": "notebook",
-                                    "containers": [GPU]}, format="json").json()
+    nb = client.post(
+        "/api/jobs/",
+        {"queue": queue_a.pk, "name": "nb", "kind": "notebook", "containers": [GPU]},
+        format="json",
+    ).json()
     _cycle_and_submit(group)
     t0 = timezone.now().replace(microsecond=0) - timedelta(hours=3)
     Placement.objects.filter(job__tenant=team_a).update(started_at=t0)
@@ -288,8 +359,11 @@ def test_service_cost_per_replica_hour_and_stopped_notebook_costs_nothing(world)
 
     def hours(job_ids):
         rows = usage_intervals(t0, t0 + timedelta(days=1), [team_a.pk], now=now)
-        return sum((r.end - r.start).total_seconds() / 3600 * r.fraction_milli / 1000
-                   for r in rows if r.job_id in job_ids)
+        return sum(
+            (r.end - r.start).total_seconds() / 3600 * r.fraction_milli / 1000
+            for r in rows
+            if r.job_id in job_ids
+        )
 
     replicas = list(Job.objects.filter(parent_id=service["id"]).values_list("pk", flat=True))
     assert hours(replicas) == pytest.approx(4.0)  # 2 replicas x 2 h, one device each
@@ -304,9 +378,17 @@ def test_job_page_shows_readiness_and_time_left_and_acts(world):
 
     group, (team_a, queue_a), _b, api = world
     service = _service(api, queue_a, replicas=2)
-    nb = api.post("/api/jobs/", {"queue": queue_a.pk, "name": "lab", "kind": "notebook",
-                                 "max_runtime_s": 7200, "containers": [GPU]},
-                  format="json").json()
+    nb = api.post(
+        "/api/jobs/",
+        {
+            "queue": queue_a.pk,
+            "name": "lab",
+            "kind": "notebook",
+            "max_runtime_s": 7200,
+            "containers": [GPU],
+        },
+        format="json",
+    ).json()
     _cycle_and_submit(group)
     page = Client()
     page.force_login(make_user("bob", team_a))
@@ -323,20 +405,53 @@ def test_job_page_shows_readiness_and_time_left_and_acts(world):
     assert Job.objects.get(pk=nb["id"]).state == JobState.STOPPED
     assert 'id="resume-notebook"' in page.get(f"/jobs/{nb['id']}/").content.decode()
     # the submit form takes every kind
-    resp = page.post("/jobs/new/", {
-        "queue": queue_a.pk, "name": "svc2", "kind": "inference", "priority": 0,
-        "pod_count": 1, "max_replicas": 2, "port": 9000, "cpu_milli": 1000,
-        "host_memory_mib": 1024, "duration_s": 60, "vendor": "NVIDIA", "device_count": 1,
-        "cores_percent": 10, "device_memory_mib": 1000, "image": "nginx:1.27",
-        "non_preemptible": "on"})
+    resp = page.post(
+        "/jobs/new/",
+        {
+            "queue": queue_a.pk,
+            "name": "svc2",
+            "kind": "inference",
+            "priority": 0,
+            "pod_count": 1,
+            "max_replicas": 2,
+            "port": 9000,
+            "cpu_milli": 1000,
+            "host_memory_mib": 1024,
+            "duration_s": 60,
+            "vendor": "NVIDIA",
+            "device_count": 1,
+            "cores_percent": 10,
+            "device_memory_mib": 1000,
+            "image": "nginx:1.27",
+            "non_preemptible": "on",
+        },
+    )
     assert resp.status_code == 302, resp.content.decode()[:2000]
     made = Job.objects.get(name="svc2")
-    assert (made.kind, made.port, made.replicas_max, made.replica_jobs.count(),
-            made.preemptible) == ("inference", 9000, 2, 1, False)
-    resp = page.post("/jobs/new/", {
-        "queue": queue_a.pk, "name": "tr", "kind": "training", "priority": 0,
-        "pod_count": 2, "min_count": 3, "cpu_milli": 1000, "host_memory_mib": 1024,
-        "duration_s": 60, "vendor": "NVIDIA", "device_count": 1, "cores_percent": 10})
+    assert (
+        made.kind,
+        made.port,
+        made.replicas_max,
+        made.replica_jobs.count(),
+        made.preemptible,
+    ) == ("inference", 9000, 2, 1, False)
+    resp = page.post(
+        "/jobs/new/",
+        {
+            "queue": queue_a.pk,
+            "name": "tr",
+            "kind": "training",
+            "priority": 0,
+            "pod_count": 2,
+            "min_count": 3,
+            "cpu_milli": 1000,
+            "host_memory_mib": 1024,
+            "duration_s": 60,
+            "vendor": "NVIDIA",
+            "device_count": 1,
+            "cores_percent": 10,
+        },
+    )
     assert resp.status_code == 200 and "Must not exceed workers." in resp.content.decode()
 
 
@@ -345,12 +460,15 @@ def test_demo_seed_runs_one_of_each_kind_per_tenant():
 
     seed_demo("demo-password-1")
     kinds = {}
-    for tenant, kind in Job.objects.filter(source="demo", parent__isnull=True).exclude(
-            kind="batch").values_list("tenant__name", "kind"):
+    for tenant, kind in (
+        Job.objects.filter(source="demo", parent__isnull=True)
+        .exclude(kind="batch")
+        .values_list("tenant__name", "kind")
+    ):
         kinds.setdefault(tenant, []).append(kind)
     assert {t: sorted(k) for t, k in kinds.items()} == {
-        t: ["inference", "notebook", "training"] for t in ("platform", "team-nlp",
-                                                           "team-vision")}
+        t: ["inference", "notebook", "training"] for t in ("platform", "team-nlp", "team-vision")
+    }
     assert Job.objects.filter(source="demo", parent__isnull=False).count() == 6  # 2 each
     assert seed_demo_workloads() == 0  # idempotent
     for group_id in set(Job.objects.values_list("queue__resource_group_id", flat=True)):
@@ -360,16 +478,36 @@ def test_demo_seed_runs_one_of_each_kind_per_tenant():
 
 def test_dry_run_of_a_training_job_places_the_launcher_and_the_workers(world):
     _g, (_a, queue_a), _b, client = world
-    body = client.post("/api/dry-run/", {
-        "queue": queue_a.pk, "name": "mpi", "kind": "training", "workers": 2,
-        "launcher_cpu_milli": 500, "launcher_memory_mib": 512,
-        "node_selector": {"pool": "c1"},
-        "containers": [{"name": "launcher", "role": "launcher", "image": "mpi:1"},
-                       {**GPU, "role": "worker"}]}, format="json").json()
+    body = client.post(
+        "/api/dry-run/",
+        {
+            "queue": queue_a.pk,
+            "name": "mpi",
+            "kind": "training",
+            "workers": 2,
+            "launcher_cpu_milli": 500,
+            "launcher_memory_mib": 512,
+            "node_selector": {"pool": "c1"},
+            "containers": [
+                {"name": "launcher", "role": "launcher", "image": "mpi:1"},
+                {**GPU, "role": "worker"},
+            ],
+        },
+        format="json",
+    ).json()
     assert body["admitted"] is True, body
     assert len(body["placement"]) == 3
     assert sum(len(p["devices"]) for p in body["placement"]) == 2  # the launcher has none
-    body = client.post("/api/dry-run/", {
-        "queue": queue_a.pk, "name": "nowhere", "kind": "training", "workers": 1,
-        "node_selector": {"pool": "elsewhere"}, "containers": [GPU]}, format="json").json()
+    body = client.post(
+        "/api/dry-run/",
+        {
+            "queue": queue_a.pk,
+            "name": "nowhere",
+            "kind": "training",
+            "workers": 1,
+            "node_selector": {"pool": "elsewhere"},
+            "containers": [GPU],
+        },
+        format="json",
+    ).json()
     assert body["admitted"] is False

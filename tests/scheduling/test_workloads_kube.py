@@ -27,8 +27,7 @@ pytestmark = pytest.mark.django_db
 A100 = "NVIDIA-A100-SXM4-80GB"
 K8S = "1.34.0"
 NS = "tenant-team-a"
-SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation",
-                 "ownerReferences")
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "ownerReferences")
 
 
 @pytest.fixture(autouse=True)
@@ -67,8 +66,12 @@ def _validate_all(fake) -> None:
         for obj in fake.list(plural):
             if plural == "namespaces" and obj["metadata"]["name"] in ("default", "llmops"):
                 continue
-            kind = {"namespaces": "Namespace", "services": "Service",
-                    "resourceclaims": "ResourceClaim", "pods": "Pod"}[plural]
+            kind = {
+                "namespaces": "Namespace",
+                "services": "Service",
+                "resourceclaims": "ResourceClaim",
+                "pods": "Pod",
+            }[plural]
             version = "resource.k8s.io/v1" if plural == "resourceclaims" else "v1"
             _validate({"apiVersion": version, "kind": kind, **obj})
 
@@ -85,18 +88,37 @@ def _env(container: dict) -> dict[str, str]:
 
 def test_four_worker_training_job_gets_ranks_0_to_3_and_one_headless_service(fake, world):
     _cluster, group, queue, client = world
-    job = _submit(client, {
-        "queue": queue.pk, "name": "finetune-7b", "kind": "training", "workers": 4,
-        "cpu_milli": 4000, "host_memory_mib": 16384, "port": 23456, "restart_policy": "OnFailure",
-        "backoff_limit": 2, "max_runtime_s": 7200,
-        "volumes": [{"claim": "datasets", "mount_path": "/data", "read_only": True}],
-        "secrets": [{"name": "hf-token"}, {"name": "wandb", "mount_path": "/etc/wandb"}],
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
-                         "effect": "NoSchedule"}],
-        "node_selector": {"kubernetes.io/hostname": "gpu-0"},
-        "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-                        "command": ["torchrun", "train.py"], "device_count": 1,
-                        "device_memory_mib": 20000, "cores_percent": 50}]})
+    job = _submit(
+        client,
+        {
+            "queue": queue.pk,
+            "name": "finetune-7b",
+            "kind": "training",
+            "workers": 4,
+            "cpu_milli": 4000,
+            "host_memory_mib": 16384,
+            "port": 23456,
+            "restart_policy": "OnFailure",
+            "backoff_limit": 2,
+            "max_runtime_s": 7200,
+            "volumes": [{"claim": "datasets", "mount_path": "/data", "read_only": True}],
+            "secrets": [{"name": "hf-token"}, {"name": "wandb", "mount_path": "/etc/wandb"}],
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "node_selector": {"kubernetes.io/hostname": "gpu-0"},
+            "containers": [
+                {
+                    "name": "trainer",
+                    "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                    "command": ["torchrun", "train.py"],
+                    "device_count": 1,
+                    "device_memory_mib": 20000,
+                    "cores_percent": 50,
+                }
+            ],
+        },
+    )
     assert (job["kind"], job["pod_count"]) == ("training", 4)
     assert run_admission_cycle(group.pk).admitted == [job["id"]]
     assert submit_to_cluster(job["id"]) == JobState.ADMITTED
@@ -108,10 +130,12 @@ def test_four_worker_training_job_gets_ranks_0_to_3_and_one_headless_service(fak
     assert service["metadata"]["namespace"] == NS
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
-    assert service["spec"]["ports"] == [{"name": "rendezvous", "port": 23456,
-                                         "targetPort": 23456, "protocol": "TCP"}]
+    assert service["spec"]["ports"] == [
+        {"name": "rendezvous", "port": 23456, "targetPort": 23456, "protocol": "TCP"}
+    ]
     assert {r["name"] for r in service["metadata"]["ownerReferences"]} == {
-        p["metadata"]["name"] for p in pods}
+        p["metadata"]["name"] for p in pods
+    }
     master = f"worker-0.{svc}.{NS}.svc"
     for rank, pod in enumerate(pods):
         spec = pod["spec"]
@@ -120,32 +144,59 @@ def test_four_worker_training_job_gets_ranks_0_to_3_and_one_headless_service(fak
         assert pod["metadata"]["labels"]["console.llmops.io/workload"] == str(job["id"])
         (trainer,) = spec["containers"]
         env = _env(trainer)
-        assert {k: env[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK",
-                                    "LOCAL_RANK")} == {
-            "MASTER_ADDR": master, "MASTER_PORT": "23456", "WORLD_SIZE": "4",
-            "RANK": str(rank), "LOCAL_RANK": "0"}
+        assert {
+            k: env[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
+        } == {
+            "MASTER_ADDR": master,
+            "MASTER_PORT": "23456",
+            "WORLD_SIZE": "4",
+            "RANK": str(rank),
+            "LOCAL_RANK": "0",
+        }
         assert trainer["envFrom"] == [{"secretRef": {"name": "hf-token"}}]
         assert {m["mountPath"] for m in trainer["volumeMounts"]} == {"/data", "/etc/wandb"}
         assert spec["restartPolicy"] == "OnFailure"
         assert spec["activeDeadlineSeconds"] == 7200
         assert spec["nodeSelector"] == {"kubernetes.io/hostname": "gpu-0"}
         assert spec["tolerations"][0]["key"] == "nvidia.com/gpu"
-    assert set(Placement.objects.filter(job_id=job["id"]).values_list(
-        "node__name", flat=True)) == {"gpu-0"}  # the node selector steered placement
+    assert set(Placement.objects.filter(job_id=job["id"]).values_list("node__name", flat=True)) == {
+        "gpu-0"
+    }  # the node selector steered placement
     _validate_all(fake)
 
 
 def test_launcher_and_workers_have_their_own_requests(fake, world):
     _cluster, group, queue, client = world
-    job = _submit(client, {
-        "queue": queue.pk, "name": "mpi-bench", "kind": "training", "workers": 2,
-        "min_workers": 1, "cpu_milli": 8000, "host_memory_mib": 32768,
-        "launcher_cpu_milli": 500, "launcher_memory_mib": 1024,
-        "containers": [
-            {"name": "launcher", "role": "launcher", "image": "mpioperator/mpi-pi:openmpi",
-             "command": ["mpirun", "--hostfile", "/etc/mpi/hostfile", "/home/mpiuser/pi"]},
-            {"name": "worker", "role": "worker", "image": "mpioperator/mpi-pi:openmpi",
-             "device_count": 1, "device_memory_mib": 10000, "cores_percent": 30}]})
+    job = _submit(
+        client,
+        {
+            "queue": queue.pk,
+            "name": "mpi-bench",
+            "kind": "training",
+            "workers": 2,
+            "min_workers": 1,
+            "cpu_milli": 8000,
+            "host_memory_mib": 32768,
+            "launcher_cpu_milli": 500,
+            "launcher_memory_mib": 1024,
+            "containers": [
+                {
+                    "name": "launcher",
+                    "role": "launcher",
+                    "image": "mpioperator/mpi-pi:openmpi",
+                    "command": ["mpirun", "--hostfile", "/etc/mpi/hostfile", "/home/mpiuser/pi"],
+                },
+                {
+                    "name": "worker",
+                    "role": "worker",
+                    "image": "mpioperator/mpi-pi:openmpi",
+                    "device_count": 1,
+                    "device_memory_mib": 10000,
+                    "cores_percent": 30,
+                },
+            ],
+        },
+    )
     assert (job["pod_count"], job["min_pods"]) == (3, 2)
     assert run_admission_cycle(group.pk).admitted == [job["id"]]
     submit_to_cluster(job["id"])
@@ -166,15 +217,33 @@ def test_launcher_and_workers_have_their_own_requests(fake, world):
 
 def test_failed_worker_retried_within_backoff_limit_then_job_fails(fake, world):
     cluster, group, queue, client = world
-    job = _submit(client, {"queue": queue.pk, "name": "flaky", "kind": "training",
-                           "workers": 1, "backoff_limit": 1, "containers": [
-                               {"name": "main", "image": "busybox:1.37", "device_count": 1,
-                                "device_memory_mib": 1000, "cores_percent": 10}]})
+    job = _submit(
+        client,
+        {
+            "queue": queue.pk,
+            "name": "flaky",
+            "kind": "training",
+            "workers": 1,
+            "backoff_limit": 1,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.37",
+                    "device_count": 1,
+                    "device_memory_mib": 1000,
+                    "cores_percent": 10,
+                }
+            ],
+        },
+    )
     for attempt in range(2):
         assert run_admission_cycle(group.pk).admitted == [job["id"]]
         submit_to_cluster(job["id"])
-        (pod,) = [p for p in fake.list("pods")
-                  if p["metadata"]["labels"]["console.llmops.io/job"] == str(job["id"])]
+        (pod,) = [
+            p
+            for p in fake.list("pods")
+            if p["metadata"]["labels"]["console.llmops.io/job"] == str(job["id"])
+        ]
         fake.set_pod_status(NS, pod["metadata"]["name"], failed_status(1))
         resync(cluster)
         row = Job.objects.get(pk=job["id"])
@@ -186,12 +255,28 @@ def test_failed_worker_retried_within_backoff_limit_then_job_fails(fake, world):
 
 def test_inference_replicas_share_one_service_and_report_readiness(fake, world):
     cluster, group, queue, client = world
-    service = _submit(client, {
-        "queue": queue.pk, "name": "qwen-chat", "kind": "inference", "port": 8000,
-        "replicas": 2, "max_replicas": 3, "preemptible": False,
-        "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
-                        "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "device_count": 1,
-                        "device_memory_mib": 40000, "cores_percent": 50}]})
+    service = _submit(
+        client,
+        {
+            "queue": queue.pk,
+            "name": "qwen-chat",
+            "kind": "inference",
+            "port": 8000,
+            "replicas": 2,
+            "max_replicas": 3,
+            "preemptible": False,
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": "vllm/vllm-openai:v0.6.3",
+                    "args": ["--model", "Qwen/Qwen2.5-7B-Instruct"],
+                    "device_count": 1,
+                    "device_memory_mib": 40000,
+                    "cores_percent": 50,
+                }
+            ],
+        },
+    )
     admitted = run_admission_cycle(group.pk).admitted
     assert len(admitted) == 2
     for job_id in admitted:
@@ -200,8 +285,9 @@ def test_inference_replicas_share_one_service_and_report_readiness(fake, world):
     assert svc["metadata"]["name"] == f"qwen-chat-{service['id']}"
     assert svc["spec"]["type"] == "ClusterIP"
     assert svc["spec"]["selector"]["console.llmops.io/workload"] == str(service["id"])
-    assert svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": 8000,
-                                     "protocol": "TCP"}]
+    assert svc["spec"]["ports"] == [
+        {"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}
+    ]
     pods = fake.list("pods")
     assert len(svc["metadata"]["ownerReferences"]) == len(pods) == 2
     for pod in pods:
@@ -219,7 +305,10 @@ def test_inference_replicas_share_one_service_and_report_readiness(fake, world):
     resync(cluster)
     detail = client.get(f"/api/jobs/{service['id']}/").json()
     assert {k: detail["service"][k] for k in ("desired", "running", "ready")} == {
-        "desired": 2, "running": 2, "ready": 1}
+        "desired": 2,
+        "running": 2,
+        "ready": 1,
+    }
     # a replica deleted outside the console is requeued (restart policy Always): replaced
     fake.delete(_kind("pods"), "v1", NS, first, None)
     resync(cluster)
@@ -231,11 +320,23 @@ def test_inference_replicas_share_one_service_and_report_readiness(fake, world):
 
 def test_notebook_pod_service_and_stop_deletes_the_pod(fake, world):
     _cluster, group, queue, client = world
-    nb = _submit(client, {"queue": queue.pk, "name": "alice-lab", "kind": "notebook",
-                          "containers": [{"name": "jupyter",
-                                          "image": "quay.io/jupyter/pytorch-notebook:latest",
-                                          "device_count": 1, "device_memory_mib": 8000,
-                                          "cores_percent": 20}]})
+    nb = _submit(
+        client,
+        {
+            "queue": queue.pk,
+            "name": "alice-lab",
+            "kind": "notebook",
+            "containers": [
+                {
+                    "name": "jupyter",
+                    "image": "quay.io/jupyter/pytorch-notebook:latest",
+                    "device_count": 1,
+                    "device_memory_mib": 8000,
+                    "cores_percent": 20,
+                }
+            ],
+        },
+    )
     assert run_admission_cycle(group.pk).admitted == [nb["id"]]
     submit_to_cluster(nb["id"])
     (pod,) = fake.list("pods")

@@ -68,10 +68,16 @@ def test_dcgm_series_with_mig_instance_and_profiling_ratio():
     assert len(obs) == 11
     mig = [o for o in obs if o.mig]
     assert {(o.metric, o.value, o.pod_claim) for o in mig} == {
-        ("memory_used_mib", 10240.0, ""), ("util_percent", 42.0, "")}
+        ("memory_used_mib", 10240.0, ""),
+        ("util_percent", 42.0, ""),
+    }
     util0 = next(o for o in obs if o.metric == "util_percent" and o.device_keys == ("GPU-dddd-0",))
     assert (util0.value, util0.node, util0.index, util0.pod_claim) == (
-        88.0, "dgx-1", "0", "team-a/POD_D0")
+        88.0,
+        "dgx-1",
+        "0",
+        "team-a/POD_D0",
+    )
     assert {o.value for o in obs if o.metric == "xid_last"} == {0.0, 79.0}
 
 
@@ -90,18 +96,28 @@ def test_cambricon_drops_vf_series_and_offers_uuid_then_serial():
     result = _obs("cambricon", P.CAMBRICON)
     assert result.ignored == 2  # the vf="1" series and the mlu_container info series
     got = {o.metric: o.value for o in result.observations}
-    assert got == {"util_percent": 71.0, "memory_used_mib": 20480.0,
-                   "memory_total_mib": 49152.0, "temperature_c": 58.0, "health": 1.0}
+    assert got == {
+        "util_percent": 71.0,
+        "memory_used_mib": 20480.0,
+        "memory_total_mib": 49152.0,
+        "temperature_c": 58.0,
+        "health": 1.0,
+    }
     assert {o.device_keys for o in result.observations} == {("MLU-8a3c1f00", "SN-MLU-0001")}
 
 
 def test_hygon_serials_distinguish_devices_with_the_same_minor_number():
     result = _obs("hygon", P.HYGON)
     assert result.ignored == 0 and len(result.observations) == 7
-    util = {(o.device_keys[0], o.node, o.index): o.value
-            for o in result.observations if o.metric == "util_percent"}
-    assert util == {("T8R1380013061601", "dcunode3", "0"): 44.0,
-                    ("T8R1380019021101", "dcunode4", "0"): 3.0}
+    util = {
+        (o.device_keys[0], o.node, o.index): o.value
+        for o in result.observations
+        if o.metric == "util_percent"
+    }
+    assert util == {
+        ("T8R1380013061601", "dcunode3", "0"): 44.0,
+        ("T8R1380019021101", "dcunode4", "0"): 3.0,
+    }
     cap = next(o for o in result.observations if o.metric == "memory_total_mib")
     assert cap.value == 32752.0  # 3.4342961152e10 / 1048576
 
@@ -127,10 +143,16 @@ def test_unknown_exporter_kind_is_an_error():
 
 
 def _inventory():
-    devices = [DeviceRef(1, "GPU-A", "n1", 0), DeviceRef(2, "GPU-B", "n1", 1),
-               DeviceRef(3, "GPU-C", "n2", 0)]
-    bookings = [BookingRef(11, 101, 1001, "pod-a", 1), BookingRef(12, 102, 1002, "pod-x", 2),
-                BookingRef(13, 103, 1003, "pod-y", 2)]
+    devices = [
+        DeviceRef(1, "GPU-A", "n1", 0),
+        DeviceRef(2, "GPU-B", "n1", 1),
+        DeviceRef(3, "GPU-C", "n2", 0),
+    ]
+    bookings = [
+        BookingRef(11, 101, 1001, "pod-a", 1),
+        BookingRef(12, 102, 1002, "pod-x", 2),
+        BookingRef(13, 103, 1003, "pod-y", 2),
+    ]
     return Inventory.build(devices, bookings)
 
 
@@ -141,18 +163,20 @@ def _o(metric, scope, keys=(), node="", index="", claim="", mig=""):
 def test_attribution_follows_placements_not_exporter_pod_labels():
     obs = [
         _o("util_percent", "device", ["GPU-A"], "n1", claim="ns/WRONG"),  # sole holder wins
-        _o("pod_util_percent", "pod", ["GPU-B"], claim="team/pod-y"),     # named holder
-        _o("pod_memory_used_mib", "pod", ["GPU-B"], mig="1"),             # MIG, no pod label
-        _o("util_percent", "device", ["GPU-B"]),                          # shared device
-        _o("pod_util_percent", "pod", ["GPU-C"], claim="ns/ghost"),       # idle device
-        _o("util_percent", "device", ["GPU-ZZZ"]),                        # not in inventory
-        _o("util_percent", "device"),                                     # no labels at all
-        _o("temperature_c", "device", (), "n1", "0"),                     # node + index only
-        _o("power_w", "device", ["GPU-A"], "n9"),                         # moved / mislabelled
+        _o("pod_util_percent", "pod", ["GPU-B"], claim="team/pod-y"),  # named holder
+        _o("pod_memory_used_mib", "pod", ["GPU-B"], mig="1"),  # MIG, no pod label
+        _o("util_percent", "device", ["GPU-B"]),  # shared device
+        _o("pod_util_percent", "pod", ["GPU-C"], claim="ns/ghost"),  # idle device
+        _o("util_percent", "device", ["GPU-ZZZ"]),  # not in inventory
+        _o("util_percent", "device"),  # no labels at all
+        _o("temperature_c", "device", (), "n1", "0"),  # node + index only
+        _o("power_w", "device", ["GPU-A"], "n9"),  # moved / mislabelled
     ]
     result = attribute(obs, _inventory())
-    got = [(s.status, s.reason, s.device_id, s.placement_id, s.job_id, s.tenant_id)
-           for s in result.samples]
+    got = [
+        (s.status, s.reason, s.device_id, s.placement_id, s.job_id, s.tenant_id)
+        for s in result.samples
+    ]
     assert got == [
         ("attributed", "", 1, 11, 101, 1001),
         ("attributed", "", 2, 13, 103, 1003),
@@ -166,8 +190,12 @@ def test_attribution_follows_placements_not_exporter_pod_labels():
     ]
     assert result.conflicts == 2  # WRONG on GPU-A, ghost on GPU-C
     assert result.node_mismatches == 1
-    assert dict(result.unattributed) == {"ambiguous": 1, "no_placement": 1,
-                                         "unknown_device": 1, "no_device_label": 1}
+    assert dict(result.unattributed) == {
+        "ambiguous": 1,
+        "no_placement": 1,
+        "unknown_device": 1,
+        "no_device_label": 1,
+    }
     assert result.attributed == 4 and result.unattributed_total == 4
 
 
@@ -193,8 +221,10 @@ def test_health_conditions_events_and_recovery():
 def test_health_flag_and_error_code():
     s1, ev = evaluate(HealthState(), {"health": 0, "error_code": 2350}, 90)
     assert not s1.healthy
-    assert [(e.kind, e.severity) for e in ev] == [("unhealthy_flag", "critical"),
-                                                 ("error_code", "warning")]
+    assert [(e.kind, e.severity) for e in ev] == [
+        ("unhealthy_flag", "critical"),
+        ("error_code", "warning"),
+    ]
     s2, ev = evaluate(s1, {"health": 1, "error_code": 2350}, 90)
     assert s2.healthy and [e.kind for e in ev] == ["recovered"]  # a code alone is a warning
 
@@ -203,8 +233,10 @@ T = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def test_cost_report_matches_hand_computation():
-    prices = [Price("A100", datetime(2025, 1, 1, tzinfo=UTC), Decimal("2.00")),
-              Price("A100", datetime(2025, 3, 16, tzinfo=UTC), Decimal("2.50"))]
+    prices = [
+        Price("A100", datetime(2025, 1, 1, tzinfo=UTC), Decimal("2.00")),
+        Price("A100", datetime(2025, 3, 16, tzinfo=UTC), Decimal("2.50")),
+    ]
     intervals = [
         # tenant 1: two whole devices, Mar 10 → Mar 20 = 240 h each
         UsageInterval(1, 10, 1, "A100", 1000, T + timedelta(days=9), T + timedelta(days=19)),
@@ -212,8 +244,9 @@ def test_cost_report_matches_hand_computation():
         # tenant 2: a quarter device from Feb 28 12:00 to Mar 1 12:00 (12 h in each month)
         UsageInterval(2, 20, 3, "A100", 250, T - timedelta(hours=12), T + timedelta(hours=12)),
         # tenant 2: half a T4 (no price) Mar 31 18:00 → Apr 1 06:00 (6 h in March)
-        UsageInterval(2, 21, 4, "T4", 500, T + timedelta(days=30, hours=18),
-                      T + timedelta(days=31, hours=6)),
+        UsageInterval(
+            2, 21, 4, "T4", 500, T + timedelta(days=30, hours=18), T + timedelta(days=31, hours=6)
+        ),
     ]
     rows = cost_report(intervals, prices, T, datetime(2025, 4, 1, tzinfo=UTC))
     got = [(r.tenant_id, r.model, r.gpu_hours, r.cost, r.unpriced_hours, r.jobs) for r in rows]
@@ -223,19 +256,23 @@ def test_cost_report_matches_hand_computation():
         (2, "A100", Decimal("3.0000"), Decimal("6.00"), Decimal("0.0000"), 1),
         (2, "T4", Decimal("3.0000"), Decimal("0.00"), Decimal("3.0000"), 1),
     ]
-    both = cost_report(intervals, prices, T - timedelta(days=28), datetime(2025, 4, 1,
-                                                                             tzinfo=UTC))
+    both = cost_report(intervals, prices, T - timedelta(days=28), datetime(2025, 4, 1, tzinfo=UTC))
     feb = [r for r in both if r.month.month == 2]
     assert [(r.tenant_id, r.gpu_hours, r.cost) for r in feb] == [
-        (2, Decimal("3.0000"), Decimal("6.00"))]
+        (2, Decimal("3.0000"), Decimal("6.00"))
+    ]
 
 
 def test_efficiency_prefers_pod_series_and_ignores_unbooked_devices():
     eff = job_efficiency(
         [(1, 20480, 30), (2, 81920, 100)],
-        [UsedSeries(1, "pod_util_percent", 24.0, 10), UsedSeries(1, "util_percent", 60.0, 10),
-         UsedSeries(1, "pod_memory_used_mib", 10240.0, 10),
-         UsedSeries(2, "util_percent", 50.0, 10), UsedSeries(9, "util_percent", 99.0, 10)],
+        [
+            UsedSeries(1, "pod_util_percent", 24.0, 10),
+            UsedSeries(1, "util_percent", 60.0, 10),
+            UsedSeries(1, "pod_memory_used_mib", 10240.0, 10),
+            UsedSeries(2, "util_percent", 50.0, 10),
+            UsedSeries(9, "util_percent", 99.0, 10),
+        ],
     )
     assert (eff.allocated_memory_mib, eff.allocated_cores_percent) == (102400, 130)
     assert eff.used_cores_percent == 74.0  # 24 (pod series on 1) + 50 (device 2)
@@ -249,7 +286,8 @@ def test_idle_since_needs_the_whole_window_with_coverage():
     minutes = [(now - timedelta(minutes=m), 1.0) for m in range(1, 41)]
     minutes.append((now - timedelta(minutes=41), 50.0))
     assert idle_since(minutes, now, threshold_percent=5, window=timedelta(minutes=30)) == (
-        now - timedelta(minutes=40))
+        now - timedelta(minutes=40)
+    )
     assert idle_since(minutes, now, threshold_percent=5, window=timedelta(minutes=45)) is None
     sparse = minutes[::4]  # a quarter of the minutes: not enough coverage
     assert idle_since(sparse, now, threshold_percent=5, window=timedelta(minutes=30)) is None
@@ -270,8 +308,9 @@ def test_line_chart_scales_points():
             self.time = T + timedelta(minutes=minute)
             self.mean, self.minimum, self.maximum = mean, lo, hi
 
-    chart = line_chart([Pt(0, 0, 0, 0), Pt(10, 50, 40, 100)], unit="%", y_max=100, width=102,
-                       height=52)
+    chart = line_chart(
+        [Pt(0, 0, 0, 0), Pt(10, 50, 40, 100)], unit="%", y_max=100, width=102, height=52
+    )
     assert chart.points == "1.0,51.0 101.0,26.0"
     assert chart.last == 50 and chart.y_max_label == "100%"
     assert line_chart([]).points == ""

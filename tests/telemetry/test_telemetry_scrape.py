@@ -27,18 +27,27 @@ def world():
     group = make_group("g1", models=())
     team_a, queue_a = make_tenant("team-a", group, devices_milli=4000)
     team_b, queue_b = make_tenant("team-b", group, devices_milli=4000)
-    return {"cluster": cluster, "group": group, "qa": queue_a, "qb": queue_b,
-            "team_a": team_a, "team_b": team_b}
+    return {
+        "cluster": cluster,
+        "group": group,
+        "qa": queue_a,
+        "qb": queue_b,
+        "team_a": team_a,
+        "team_b": team_b,
+    }
 
 
 def _target(world, base, path, kind, timeout_s=2.0, name=None):
-    return ScrapeTarget.objects.create(cluster=world["cluster"], name=name or kind, kind=kind,
-                                       url=base + path, timeout_s=timeout_s)
+    return ScrapeTarget.objects.create(
+        cluster=world["cluster"], name=name or kind, kind=kind, url=base + path, timeout_s=timeout_s
+    )
 
 
 def _samples(target):
-    return sorted((s.metric, s.status, s.reason, s.job_id, round(s.value, 3))
-                  for s in Sample.objects.filter(target=target))
+    return sorted(
+        (s.metric, s.status, s.reason, s.job_id, round(s.value, 3))
+        for s in Sample.objects.filter(target=target)
+    )
 
 
 def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exporter_server):
@@ -73,35 +82,47 @@ def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exp
 
 def test_dcgm_mig_series_without_pod_labels_go_to_the_holder(world, exporter_server):
     base, routes = exporter_server
-    devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"],
-            model="NVIDIA-H100-80GB-HBM3")
+    devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"], model="NVIDIA-H100-80GB-HBM3")
     job_d, _ = place(world["qa"], "POD_D0", [("GPU-dddd-0", 81920, 100)], started=NOW)
     job_e, _ = place(world["qb"], "POD_E", [("GPU-dddd-1", 40960, 42)], started=NOW)
     routes["/metrics"] = (200, P.DCGM, 0)
     target = _target(world, base, "/metrics", "dcgm")
     assert scrape_target(target.pk, now=NOW) == "ok"
     target.refresh_from_db()
-    assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (
-        11, {}, 0)
+    assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (11, {}, 0)
     by_job = {}
     for metric, _status, _reason, job_id, value in _samples(target):
         by_job.setdefault(job_id, []).append((metric, value))
     assert sorted(by_job[job_e.pk]) == [
-        ("memory_used_mib", 10240.0), ("temperature_c", 41.0), ("util_percent", 0.0),
-        ("util_percent", 42.0), ("xid_last", 79.0)]
+        ("memory_used_mib", 10240.0),
+        ("temperature_c", 41.0),
+        ("util_percent", 0.0),
+        ("util_percent", 42.0),
+        ("xid_last", 79.0),
+    ]
     assert len(by_job[job_d.pk]) == 6
     # XID 79 (fallen off the bus) takes the device out of the pool
     assert Device.objects.get(uuid="GPU-dddd-1").healthy is False
     assert Device.objects.get(uuid="GPU-dddd-0").healthy is True
     event = DeviceHealthEvent.objects.get(serial="GPU-dddd-1")
     assert (event.kind, event.value, event.node_name, event.source) == (
-        "xid", 79.0, "dgx-1", "prod/dcgm")
+        "xid",
+        79.0,
+        "dgx-1",
+        "prod/dcgm",
+    )
 
 
 def test_failures_are_recorded_per_target_and_never_stop_the_others(world, exporter_server):
     base, routes = exporter_server
-    devices(world["cluster"], "npu-node-1", ["VDIE-910B4-0001", "VDIE-910B4-0002"],
-            model="Ascend910B4", vendor="Ascend", memory_mib=32768)
+    devices(
+        world["cluster"],
+        "npu-node-1",
+        ["VDIE-910B4-0001", "VDIE-910B4-0002"],
+        model="Ascend910B4",
+        vendor="Ascend",
+        memory_mib=32768,
+    )
     devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"])
     job, _ = place(world["qa"], "npu-job", [("VDIE-910B4-0001", 32768, 100)], started=NOW)
     routes["/ascend"] = (200, P.ASCEND, 0)
@@ -119,8 +140,14 @@ def test_failures_are_recorded_per_target_and_never_stop_the_others(world, expor
     }
     result = scrape_all(now=NOW)
     status = {name: result[t.pk] for name, t in targets.items()}
-    assert status == {"ascend": "ok", "slow": "timeout", "broken": "http_error",
-                      "html": "bad_payload", "partial": "partial", "gone": "unreachable"}
+    assert status == {
+        "ascend": "ok",
+        "slow": "timeout",
+        "broken": "http_error",
+        "html": "bad_payload",
+        "partial": "partial",
+        "gone": "unreachable",
+    }
     rows = {t.name: t for t in ScrapeTarget.objects.all()}
     assert rows["broken"].last_error.startswith("HTTP 500")
     assert rows["partial"].last_rejected_lines == 3
@@ -133,20 +160,20 @@ def test_failures_are_recorded_per_target_and_never_stop_the_others(world, expor
     ascend = rows["ascend"]
     assert (ascend.last_attributed, ascend.last_unattributed) == (5, {})
     assert Device.objects.get(uuid="VDIE-910B4-0002").healthy is False
-    kinds = sorted(DeviceHealthEvent.objects.filter(serial="VDIE-910B4-0002")
-                   .values_list("kind", "severity"))
+    kinds = sorted(
+        DeviceHealthEvent.objects.filter(serial="VDIE-910B4-0002").values_list("kind", "severity")
+    )
     assert kinds == [("error_code", "warning"), ("unhealthy_flag", "critical")]
-    assert set(Sample.objects.filter(target=ascend, status="attributed")
-               .values_list("job_id", flat=True)) == {job.pk}
+    assert set(
+        Sample.objects.filter(target=ascend, status="attributed").values_list("job_id", flat=True)
+    ) == {job.pk}
 
 
 def test_health_history_follows_the_serial_across_node_moves(world):
     cluster = world["cluster"]
     hot = P.HYGON.replace("} 46\n", "} 96\n")  # first device at 96 °C (limit 90)
-    devices(cluster, "dcunode3", ["T8R1380013061601"], model="K100", vendor="DCU",
-            memory_mib=32752)
-    devices(cluster, "dcunode4", ["T8R1380019021101"], model="K100", vendor="DCU",
-            memory_mib=32752)
+    devices(cluster, "dcunode3", ["T8R1380013061601"], model="K100", vendor="DCU", memory_mib=32752)
+    devices(cluster, "dcunode4", ["T8R1380019021101"], model="K100", vendor="DCU", memory_mib=32752)
     t0 = NOW
     _, _, result = ingest_payload("hygon", hot, cluster_id=cluster.pk, now=t0)
     assert result.unattributed_total == 0 and result.node_mismatches == 0
@@ -159,18 +186,21 @@ def test_health_history_follows_the_serial_across_node_moves(world):
     moved.save()
     cool = P.HYGON.replace('node="dcunode3"', 'node="dcunode4"').replace(
         'minor_number="0",name="",node="dcunode4",pcieBus_number="0000:f6',
-        'minor_number="1",name="",node="dcunode4",pcieBus_number="0000:f6')
-    _, _, result = ingest_payload("hygon", cool, cluster_id=cluster.pk,
-                                           now=t0 + timedelta(hours=1))
+        'minor_number="1",name="",node="dcunode4",pcieBus_number="0000:f6',
+    )
+    _, _, result = ingest_payload("hygon", cool, cluster_id=cluster.pk, now=t0 + timedelta(hours=1))
     assert result.node_mismatches == 0
     assert Device.objects.get(uuid="T8R1380013061601").healthy is True
     history = device_health_history("T8R1380013061601")
     assert [(e.kind, e.node_name, e.value) for e in history.events] == [
-        ("recovered", "dcunode4", 0.0), ("temperature", "dcunode3", 96.0)]
+        ("recovered", "dcunode4", 0.0),
+        ("temperature", "dcunode3", 96.0),
+    ]
     assert history.current.healthy is True
     # A stale exporter still naming the old node: the serial wins, the mismatch is counted.
-    _, _, result = ingest_payload("hygon", P.HYGON, cluster_id=cluster.pk,
-                                           now=t0 + timedelta(hours=2))
+    _, _, result = ingest_payload(
+        "hygon", P.HYGON, cluster_id=cluster.pk, now=t0 + timedelta(hours=2)
+    )
     assert result.node_mismatches == 5
     assert device_health_history("T8R1380019021101").events == []
 
@@ -183,13 +213,18 @@ def test_unhealthy_devices_leave_the_pool_and_alert_below_guarantees(world):
     now = NOW
     gauges = {g.resource_group.name: g for g in compute_group_gauges(now=now)}
     assert (gauges["pool"].healthy_milli, gauges["pool"].guaranteed_milli) == (4000, 3000)
-    ids = list(Device.objects.filter(uuid__in=["GPU-c1-0-0", "GPU-c1-1-1"])
-               .values_list("pk", flat=True))
+    ids = list(
+        Device.objects.filter(uuid__in=["GPU-c1-0-0", "GPU-c1-1-1"]).values_list("pk", flat=True)
+    )
     apply_health({pk: {"health": 0} for pk in ids}, now=now, source="test")
     snapshot, _ = build_cluster_snapshot(group)
     flags = {d.uuid: d.healthy for n in snapshot.nodes.values() for d in n.devices}
-    assert flags == {"GPU-c1-0-0": False, "GPU-c1-0-1": True, "GPU-c1-1-0": True,
-                     "GPU-c1-1-1": False}
+    assert flags == {
+        "GPU-c1-0-0": False,
+        "GPU-c1-0-1": True,
+        "GPU-c1-1-0": True,
+        "GPU-c1-1-1": False,
+    }
     compute_group_gauges(now=now)
     from telemetry.models import CapacityAlert
 
@@ -208,13 +243,17 @@ def test_temperature_limit_comes_from_the_device_model_config_else_the_default(w
     from scheduling.models import DeviceModel
 
     cluster = world["cluster"]
-    strict, = devices(cluster, "n1", ["GPU-strict"], model="T4", memory_mib=15360)
-    plain, = devices(cluster, "n1", ["GPU-plain"])
+    (strict,) = devices(cluster, "n1", ["GPU-strict"], model="T4", memory_mib=15360)
+    (plain,) = devices(cluster, "n1", ["GPU-plain"])
     DeviceModel.objects.filter(name="T4").update(config={"temperature_limit_c": 80})
-    apply_health({strict.pk: {"temperature_c": 85.0},
-                           plain.pk: {"temperature_c": 85.0}}, now=NOW, source="test")
+    apply_health(
+        {strict.pk: {"temperature_c": 85.0}, plain.pk: {"temperature_c": 85.0}},
+        now=NOW,
+        source="test",
+    )
     # T4's own limit is 80 °C; the A100 model has no config, so the default 90 °C applies.
     assert Device.objects.get(uuid="GPU-strict").healthy is False
     assert Device.objects.get(uuid="GPU-plain").healthy is True
     assert [(e.kind, e.message) for e in device_health_history("GPU-strict").events] == [
-        ("temperature", "temperature 85 °C >= limit 80 °C")]
+        ("temperature", "temperature 85 °C >= limit 80 °C")
+    ]

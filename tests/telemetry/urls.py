@@ -5,7 +5,4 @@ from django.urls import include, path
 
 from console.urls import urlpatterns as console_urlpatterns
 
-urlpatterns = [
-    path("api/telemetry/", include("telemetry.api.urls")),
-    *console_urlpatterns,
-]
+urlpatterns = [path("api/telemetry/", include("telemetry.api.urls")), *console_urlpatterns]

@@ -19,13 +19,17 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def people():
     users = get_user_model().objects
-    return (Tenant.objects.create(name="team-a"), users.create_user("admin"),
-            users.create_user("bob"))
+    return (
+        Tenant.objects.create(name="team-a"),
+        users.create_user("admin"),
+        users.create_user("bob"),
+    )
 
 
 def _log():
-    return list(AuditEntry.objects.order_by("pk").values_list("action", "before", "after",
-                                                              "source"))
+    return list(
+        AuditEntry.objects.order_by("pk").values_list("action", "before", "after", "source")
+    )
 
 
 def test_add_change_remove_each_write_one_audit_entry(people):
@@ -35,9 +39,11 @@ def test_add_change_remove_each_write_one_audit_entry(people):
     remove_member(m, actor=admin, source="ui")
     after_add = {"user": bob.pk, "role": "member"}
     after_change = {**after_add, "role": "tenant_admin"}
-    assert _log() == [("membership.create", None, after_add, "api"),
-                      ("membership.update", after_add, after_change, "api"),
-                      ("membership.delete", after_change, None, "ui")]
+    assert _log() == [
+        ("membership.create", None, after_add, "api"),
+        ("membership.update", after_add, after_change, "api"),
+        ("membership.delete", after_change, None, "ui"),
+    ]
     assert not Membership.objects.exists()
     assert set(AuditEntry.objects.values_list("tenant_id", flat=True)) == {tenant.pk}
 
@@ -45,8 +51,7 @@ def test_add_change_remove_each_write_one_audit_entry(people):
 def test_adding_an_existing_member_re_roles_them(people):
     tenant, admin, bob = people
     first = add_member(tenant=tenant, user=bob, role=Role.MEMBER, actor=admin, source="ui")
-    again = add_member(tenant=tenant, user=bob, role=Role.TENANT_ADMIN, actor=admin,
-                       source="ui")
+    again = add_member(tenant=tenant, user=bob, role=Role.TENANT_ADMIN, actor=admin, source="ui")
     assert again.pk == first.pk
     assert Membership.objects.get().role == Role.TENANT_ADMIN
     assert [a for a, *_ in _log()] == ["membership.create", "membership.update"]

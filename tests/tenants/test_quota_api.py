@@ -17,7 +17,10 @@ def org():
     Tenant.objects.filter(pk=team.pk).update(parent=dept)
     other, _ = make_tenant("other", group, devices_milli=1000, flavor=A100)
     return {
-        "group": group, "dept": dept, "team": team, "other": other,
+        "group": group,
+        "dept": dept,
+        "team": team,
+        "other": other,
         "boss": make_user("boss", dept, "tenant_admin"),
         "lead": make_user("lead", team, "tenant_admin"),
         "viewer": make_user("viewer", team, "viewer"),
@@ -26,8 +29,13 @@ def org():
 
 
 def _body(**extra):
-    body = {"tenant": "team-a", "resource_group": "g1", "flavor": A100,
-            "dimension": "memory_mib", "nominal": 163840}
+    body = {
+        "tenant": "team-a",
+        "resource_group": "g1",
+        "flavor": A100,
+        "dimension": "memory_mib",
+        "nominal": 163840,
+    }
     body.update(extra)
     return body
 
@@ -71,13 +79,16 @@ def test_validation_errors_are_clear_and_change_nothing(api, org):
     api.force_authenticate(org["root"])
     response = api.post("/api/quotas/", _body(flavor="H100"), format="json")
     assert response.status_code == 400
-    assert "flavor 'H100' is not '*', a device model or a model family of group g1" in \
-        response.json()["error"]["message"]
+    assert (
+        "flavor 'H100' is not '*', a device model or a model family of group g1"
+        in response.json()["error"]["message"]
+    )
     response = api.post("/api/quotas/", _body(lending_limit=10**9), format="json")
     assert response.status_code == 400
     response = api.post("/api/quotas/", _body(dimension="devices", nominal=5), format="json")
     assert response.status_code == 409  # team-a already has a devices row for A100
-    response = api.patch(f"/api/quotas/{Quota.objects.get(tenant=org['team']).pk}/",
-                         {"flavor": "*"}, format="json")
+    response = api.patch(
+        f"/api/quotas/{Quota.objects.get(tenant=org['team']).pk}/", {"flavor": "*"}, format="json"
+    )
     assert response.status_code == 400
     assert Quota.objects.count() == 4  # dept: devices and memory; team-a; other

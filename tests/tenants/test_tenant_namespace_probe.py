@@ -18,18 +18,20 @@ pytestmark = pytest.mark.django_db
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-@pytest.mark.parametrize(("tenant_name", "pattern"), [
-    ("default", "{slug}"),
-    ("kube-system", "{slug}"),
-    ("KUBE-SYSTEM", "{slug}"),
-    ("system", "kube-{slug}"),
-    ("public", "kube-{slug}"),
-    ("node-lease", "kube-{slug}"),
-    ("team-a", "kube-{slug}"),
-])
+@pytest.mark.parametrize(
+    ("tenant_name", "pattern"),
+    [
+        ("default", "{slug}"),
+        ("kube-system", "{slug}"),
+        ("KUBE-SYSTEM", "{slug}"),
+        ("system", "kube-{slug}"),
+        ("public", "kube-{slug}"),
+        ("node-lease", "kube-{slug}"),
+        ("team-a", "kube-{slug}"),
+    ],
+)
 def test_a_tenant_never_gets_a_namespace_kubernetes_reserves(tenant_name, pattern):
-    cluster = Cluster.objects.create(name="prod", backend="kubernetes",
-                                     namespace_pattern=pattern)
+    cluster = Cluster.objects.create(name="prod", backend="kubernetes", namespace_pattern=pattern)
     tenant = Tenant.objects.create(name=tenant_name)
     name = tenant_namespace(tenant, cluster)
     assert DNS_LABEL.match(name), name
@@ -41,8 +43,7 @@ def test_a_tenant_never_gets_a_namespace_kubernetes_reserves(tenant_name, patter
 
 
 def test_an_ordinary_name_keeps_its_pattern_rendering():
-    cluster = Cluster.objects.create(name="prod", backend="kubernetes",
-                                     namespace_pattern="{slug}")
+    cluster = Cluster.objects.create(name="prod", backend="kubernetes", namespace_pattern="{slug}")
     tenant = Tenant.objects.create(name="team-nlp")
     assert tenant_namespace(tenant, cluster) == "team-nlp"
     assert tenant_for_namespace(cluster, "team-nlp") == tenant

@@ -19,9 +19,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def clusters():
-    return (Cluster.objects.create(name="prod-a", backend="kubernetes"),
-            Cluster.objects.create(name="Lab_B", backend="kubernetes",
-                                   namespace_pattern="{cluster}-{slug}"))
+    return (
+        Cluster.objects.create(name="prod-a", backend="kubernetes"),
+        Cluster.objects.create(
+            name="Lab_B", backend="kubernetes", namespace_pattern="{cluster}-{slug}"
+        ),
+    )
 
 
 def test_pattern_names_one_namespace_per_tenant_and_cluster(clusters, settings):
@@ -62,8 +65,7 @@ def test_recorded_name_outlives_a_pattern_change(clusters, settings):
     prod, lab = clusters
     nlp = Tenant.objects.create(name="team-nlp")
     now = timezone.now()
-    record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="tenant-team-nlp",
-                            now=now)
+    record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="tenant-team-nlp", now=now)
     settings.TENANT_NAMESPACE_PATTERN = "gpu-{slug}"
     assert tenant_namespace(nlp, prod) == "tenant-team-nlp"
     assert tenant_for_namespace(prod, "tenant-team-nlp") == nlp
@@ -71,26 +73,33 @@ def test_recorded_name_outlives_a_pattern_change(clusters, settings):
     assert tenant_for_namespace(prod, "gpu-team-nlp") is None
     assert tenant_namespace(nlp, lab) != "tenant-team-nlp"  # per cluster
     # recording again refreshes; another name or another tenant's name is a conflict
-    record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="tenant-team-nlp",
-                            now=now)
+    record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="tenant-team-nlp", now=now)
     with pytest.raises(Conflict, match="already owns namespace 'tenant-team-nlp'"):
-        record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="gpu-team-nlp",
-                                now=now)
+        record_tenant_namespace(tenant_id=nlp.pk, cluster_id=prod.pk, name="gpu-team-nlp", now=now)
     vision = Tenant.objects.create(name="team-vision")
     with pytest.raises(Conflict, match="belongs to tenant"):
-        record_tenant_namespace(tenant_id=vision.pk, cluster_id=prod.pk,
-                                name="tenant-team-nlp", now=now)
+        record_tenant_namespace(
+            tenant_id=vision.pk, cluster_id=prod.pk, name="tenant-team-nlp", now=now
+        )
 
 
 def test_pattern_setting_and_cluster_field_are_checked(monkeypatch):
     monkeypatch.setenv("TENANT_NAMESPACE_PATTERN", "ns-{tenant}")
     with pytest.raises(ImproperlyConfigured, match=r"unknown placeholder \{tenant\}"):
-        env_template("TENANT_NAMESPACE_PATTERN", "tenant-{slug}", fields=("slug", "cluster"),
-                     required=("slug",))
+        env_template(
+            "TENANT_NAMESPACE_PATTERN",
+            "tenant-{slug}",
+            fields=("slug", "cluster"),
+            required=("slug",),
+        )
     monkeypatch.setenv("TENANT_NAMESPACE_PATTERN", "shared-{cluster}")
     with pytest.raises(ImproperlyConfigured, match=r"must contain \{slug\}"):
-        env_template("TENANT_NAMESPACE_PATTERN", "tenant-{slug}", fields=("slug", "cluster"),
-                     required=("slug",))
+        env_template(
+            "TENANT_NAMESPACE_PATTERN",
+            "tenant-{slug}",
+            fields=("slug", "cluster"),
+            required=("slug",),
+        )
     cluster = Cluster(name="x", backend="kubernetes", namespace_pattern="ns-{slug!r}")
     with pytest.raises(ValidationError) as err:
         cluster.full_clean()

@@ -31,6 +31,11 @@ def range_switch(context, current: str) -> dict:
         if query is not None:
             query.pop("fragment", None)
             query["range"] = key
-        links.append((key, "?" + (query.urlencode() if query is not None else f"range={key}"),
-                       key == current))
+        links.append(
+            (
+                key,
+                "?" + (query.urlencode() if query is not None else f"range={key}"),
+                key == current,
+            )
+        )
     return {"links": links}

@@ -40,8 +40,11 @@ def user_tenants(user):
     """``[(tenant name, role)]`` of the user's memberships, for the navigation bar."""
     if not getattr(user, "is_authenticated", False):
         return []
-    return list(Membership.objects.filter(user=user).order_by("tenant__name")
-                .values_list("tenant__name", "role"))
+    return list(
+        Membership.objects.filter(user=user)
+        .order_by("tenant__name")
+        .values_list("tenant__name", "role")
+    )
 
 
 @register.simple_tag

@@ -14,6 +14,14 @@ from scheduling.kube.hami.pods import (
     pod_request_from_kube,
 )
 
-__all__ = ["decision_annotations", "place_from_kube",
-           "node_from_kube", "parse_node_devices", "snapshot_from_kube", "apply_existing_pods",
-           "decode_pod_devices", "encode_pod_devices", "pod_request_from_kube"]
+__all__ = [
+    "decision_annotations",
+    "place_from_kube",
+    "node_from_kube",
+    "parse_node_devices",
+    "snapshot_from_kube",
+    "apply_existing_pods",
+    "decode_pod_devices",
+    "encode_pod_devices",
+    "pod_request_from_kube",
+]

@@ -35,8 +35,7 @@ def load_file(path: str, what: str) -> Any:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ValueError(f"{what} {path}: invalid YAML/JSON ({str(exc).splitlines()[0]})") \
-            from None
+        raise ValueError(f"{what} {path}: invalid YAML/JSON ({str(exc).splitlines()[0]})") from None
     if len(docs) == 1:
         return docs[0]
     return docs
@@ -44,15 +43,20 @@ def load_file(path: str, what: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
-    ap = argparse.ArgumentParser(prog="python -m scheduling.kube.hami.cli",
-                                 description="HAMi-conformant placement of one pod")
+    ap = argparse.ArgumentParser(
+        prog="python -m scheduling.kube.hami.cli",
+        description="HAMi-conformant placement of one pod",
+    )
     ap.add_argument("--nodes", required=True, help="Node list (JSON/YAML)")
     ap.add_argument("--pods", required=True, help="existing Pod list (JSON/YAML)")
     ap.add_argument("--pod", required=True, help="Pod manifest to place (JSON/YAML)")
     ap.add_argument("--node-policy", choices=("binpack", "spread"))
     ap.add_argument("--device-policy", choices=("binpack", "spread", "topology-aware", "mutex"))
-    ap.add_argument("--config", help="HAMi chart values.yaml, the scheduler's "
-                    "device-config.yaml or its ConfigMap (JSON/YAML), detected by shape")
+    ap.add_argument(
+        "--config",
+        help="HAMi chart values.yaml, the scheduler's "
+        "device-config.yaml or its ConfigMap (JSON/YAML), detected by shape",
+    )
     args = ap.parse_args(argv)
     try:
         nodes = load_file(args.nodes, "--nodes")
@@ -75,8 +79,15 @@ def _run(nodes: Any, pods: Any, pod: Any, args: argparse.Namespace, config: Any)
         return place_from_kube(nodes, pods, pod, args.node_policy, args.device_policy, config)
     except ValueError as exc:
         msg = str(exc)
-        src = (args.pods if msg.startswith("pods") else args.pod if msg.startswith("pod")
-               else args.config if msg.startswith("config") else args.nodes)
+        src = (
+            args.pods
+            if msg.startswith("pods")
+            else args.pod
+            if msg.startswith("pod")
+            else args.config
+            if msg.startswith("config")
+            else args.nodes
+        )
         raise ValueError(f"{src}: {msg}") from None
 
 

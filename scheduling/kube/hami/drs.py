@@ -47,8 +47,9 @@ class _DrsDeviceIn(_In):
 
 class _DrsCapacityIn(_In):
     devices: list[_DrsDeviceIn] = Field(default_factory=list)
-    profiles: dict[Annotated[StrictStr, Field(max_length=64)],
-                   Annotated[StrictStr, Field(max_length=128)]] = Field(default_factory=dict)
+    profiles: dict[
+        Annotated[StrictStr, Field(max_length=64)], Annotated[StrictStr, Field(max_length=128)]
+    ] = Field(default_factory=dict)
 
 
 def _size_and_gb(name: str) -> tuple[int, int]:
@@ -68,8 +69,9 @@ def _capacity(raw: int | str, where: str) -> int:
     return value
 
 
-def parse_drs_capacity(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
+def parse_drs_capacity(
+    value: str, node: str, cfg: DeviceModelConfig, limits: InventoryLimits = DEFAULT_LIMITS
+) -> list[DeviceUsage]:
     """The node's DRS cards (module docstring).
 
     Raises:
@@ -90,9 +92,22 @@ def parse_drs_capacity(value: str, node: str, cfg: DeviceModelConfig,
     for pos, d in enumerate(spec.devices):
         index = int(d.index) if d.index.isdigit() else pos
         count = _capacity(d.capacity, f"{what}.devices[{pos}]")
-        out.append(DeviceUsage(
-            f"{node}-enflame-drs-{index}", node, index, cfg.common_word, cfg.vendor,
-            max_gb * 1024, 100, count,
-            custom={"profiles": dict(spec.profiles), "maxSlice": max_slice,
-                    "index": str(index), "minor": d.minor.strip() or str(index)}))
+        out.append(
+            DeviceUsage(
+                f"{node}-enflame-drs-{index}",
+                node,
+                index,
+                cfg.common_word,
+                cfg.vendor,
+                max_gb * 1024,
+                100,
+                count,
+                custom={
+                    "profiles": dict(spec.profiles),
+                    "maxSlice": max_slice,
+                    "index": str(index),
+                    "minor": d.minor.strip() or str(index),
+                },
+            )
+        )
     return out

@@ -39,9 +39,19 @@ from scheduling.placement.types import (
     NodeInfo,
 )
 
-__all__ = ["parse_node_devices", "parse_legacy_devices", "parse_json_devices", "node_from_kube",
-           "snapshot_from_kube", "add_node", "cambricon_model", "HANDSHAKE_STALE_S",
-           "CORDON_ANNOTATION", "SCORE_ANNOTATION", "CAMBRICON_MODEL_LABEL"]
+__all__ = [
+    "parse_node_devices",
+    "parse_legacy_devices",
+    "parse_json_devices",
+    "node_from_kube",
+    "snapshot_from_kube",
+    "add_node",
+    "cambricon_model",
+    "HANDSHAKE_STALE_S",
+    "CORDON_ANNOTATION",
+    "SCORE_ANNOTATION",
+    "CAMBRICON_MODEL_LABEL",
+]
 
 HANDSHAKE_STALE_S = 60
 CAMBRICON_MODEL_LABEL = "Model"
@@ -60,18 +70,35 @@ def _int(v: Any, where: str) -> int:
         raise ValueError(f"{where}: {v!r} is not an integer") from None
 
 
-def _device(d: DeviceIn, node: str, cfg: DeviceModelConfig,
-            index: int | None = None) -> DeviceUsage:
+def _device(
+    d: DeviceIn, node: str, cfg: DeviceModelConfig, index: int | None = None
+) -> DeviceUsage:
     """A placement ``Device`` of a validated registration entry."""
     profiles = tuple(
-        MigProfile(p.name, p.memoryMB, p.core, p.sliceCount,
-                   tuple(MigPlacement(pl.start, pl.size) for pl in p.placements))
-        for p in d.migProfiles or ())
+        MigProfile(
+            p.name,
+            p.memoryMB,
+            p.core,
+            p.sliceCount,
+            tuple(MigPlacement(pl.start, pl.size) for pl in p.placements),
+        )
+        for p in d.migProfiles or ()
+    )
     return DeviceUsage(
-        uuid=d.id, node=node, index=d.index if index is None else index,
-        type=cfg.chip or d.type, vendor=cfg.vendor, memory_mib=d.devmem,
-        cores_percent=d.devcore, split_count=d.count, numa=d.numa, healthy=d.health,
-        mode=d.mode or "", mig_profiles=profiles, network_id=d.network_id)
+        uuid=d.id,
+        node=node,
+        index=d.index if index is None else index,
+        type=cfg.chip or d.type,
+        vendor=cfg.vendor,
+        memory_mib=d.devmem,
+        cores_percent=d.devcore,
+        split_count=d.count,
+        numa=d.numa,
+        healthy=d.health,
+        mode=d.mode or "",
+        mig_profiles=profiles,
+        network_id=d.network_id,
+    )
 
 
 def _check_count(what: str, n: int, limits: InventoryLimits) -> None:
@@ -80,8 +107,9 @@ def _check_count(what: str, n: int, limits: InventoryLimits) -> None:
         raise ValueError(error)
 
 
-def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig,
-                         limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
+def parse_legacy_devices(
+    value: str, node: str, cfg: DeviceModelConfig, limits: InventoryLimits = DEFAULT_LIMITS
+) -> list[DeviceUsage]:
     """Parse ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` entries.
 
     7-field entries get mode ``hami-core`` and their position as index. Every field is
@@ -98,16 +126,22 @@ def parse_legacy_devices(value: str, node: str, cfg: DeviceModelConfig,
         where = f"{cfg.register_annotation} entry {pos} {entry[:80]!r}"
         if len(f) not in (7, 9):
             raise ValueError(f"{where}: expected 7 or 9 comma-separated fields, got {len(f)}")
-        data = dict(zip(("id", "count", "devmem", "devcore", "type", "numa", "health",
-                         "index", "mode"), f, strict=False))
+        data = dict(
+            zip(
+                ("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode"),
+                f,
+                strict=False,
+            )
+        )
         data.setdefault("index", str(pos))
         data.setdefault("mode", "hami-core")
         out.append(_device(validate(DeviceIn, data, where, limits), node, cfg))
     return out
 
 
-def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
+def parse_json_devices(
+    value: str, node: str, cfg: DeviceModelConfig, limits: InventoryLimits = DEFAULT_LIMITS
+) -> list[DeviceUsage]:
     """Parse the JSON register format (``MarshalNodeDevices``), each entry checked by
     :class:`~scheduling.kube.hami.registration.DeviceIn`.
 
@@ -126,12 +160,14 @@ def parse_json_devices(value: str, node: str, cfg: DeviceModelConfig,
     return out
 
 
-def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> list[DeviceUsage]:
+def parse_node_devices(
+    value: str, node: str, cfg: DeviceModelConfig, limits: InventoryLimits = DEFAULT_LIMITS
+) -> list[DeviceUsage]:
     """Register annotation in either format (JSON when it starts with ``[``)."""
     v = value.strip()
-    error = over_bound(cfg.register_annotation, len(v), limits, "max_annotation_bytes",
-                       " characters")
+    error = over_bound(
+        cfg.register_annotation, len(v), limits, "max_annotation_bytes", " characters"
+    )
     if error:
         raise ValueError(error)
     if v.startswith("["):
@@ -139,8 +175,9 @@ def parse_node_devices(value: str, node: str, cfg: DeviceModelConfig,
     return parse_legacy_devices(v, node, cfg, limits)
 
 
-def cambricon_model(cfg: DeviceModelConfig, labels: dict[str, str],
-                    siblings: list[DeviceModelConfig]) -> tuple[str, DeviceModelConfig]:
+def cambricon_model(
+    cfg: DeviceModelConfig, labels: dict[str, str], siblings: list[DeviceModelConfig]
+) -> tuple[str, DeviceModelConfig]:
     """The model of a node's MLU cards and the config they follow.
 
     A per-model config (``chip`` set, e.g. the ``cambricon.com/mlu590.smlu.*`` capacities of
@@ -157,14 +194,18 @@ def cambricon_model(cfg: DeviceModelConfig, labels: dict[str, str],
         return cfg.common_word or "MLU", cfg
     for other in siblings:
         if other.vendor == "MLU" and other.chip and type_matches(label, other.chip):
-            return other.chip, other.model_copy(update={
-                "resource_memory": cfg.resource_memory})
+            return other.chip, other.model_copy(update={"resource_memory": cfg.resource_memory})
     return label, cfg
 
 
-def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
-           limits: InventoryLimits = DEFAULT_LIMITS, labels: dict[str, str] | None = None,
-           siblings: list[DeviceModelConfig] = ()) -> list[DeviceUsage]:
+def _synth(
+    node: str,
+    cfg: DeviceModelConfig,
+    capacity: dict[str, Any],
+    limits: InventoryLimits = DEFAULT_LIMITS,
+    labels: dict[str, str] | None = None,
+    siblings: list[DeviceModelConfig] = (),
+) -> list[DeviceUsage]:
     """Devices of backends registered only through ``status.capacity`` (Cambricon models:
     :func:`cambricon_model`).
 
@@ -188,34 +229,80 @@ def _synth(node: str, cfg: DeviceModelConfig, capacity: dict[str, Any],
         mem = cfg.memory_mib
         if not mem:
             if cfg.memory_factor == 0:
-                raise ValueError("cambricon memoryFactor 0 (1 % units) needs memoryAllocatable "
-                                 "(MiB per card) in the config")
-            vm = plain_int(capacity.get(cfg.resource_memory, 0),
-                           f"status.capacity.{cfg.resource_memory}")
+                raise ValueError(
+                    "cambricon memoryFactor 0 (1 % units) needs memoryAllocatable "
+                    "(MiB per card) in the config"
+                )
+            vm = plain_int(
+                capacity.get(cfg.resource_memory, 0), f"status.capacity.{cfg.resource_memory}"
+            )
             mem = vm * cfg.memory_factor * 100 // cap
         _check_memory(what, mem, limits)
-        return [DeviceUsage(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100,
-                       cfg.split_count) for i in range(cards)]
+        return [
+            DeviceUsage(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100, cfg.split_count)
+            for i in range(cards)
+        ]
     if v == "Mthreads":
-        vm = plain_int(capacity.get(cfg.resource_memory, 0),
-                       f"status.capacity.{cfg.resource_memory}")
+        vm = plain_int(
+            capacity.get(cfg.resource_memory, 0), f"status.capacity.{cfg.resource_memory}"
+        )
         mem = cfg.memory_mib or vm * cfg.memory_factor // cards
         _check_memory(what, mem, limits)
-        return [DeviceUsage(f"{node}-mthreads-{i}", node, i, "Mthreads", v, mem, cfg.cores_percent,
-                       cfg.split_count) for i in range(cards)]
+        return [
+            DeviceUsage(
+                f"{node}-mthreads-{i}",
+                node,
+                i,
+                "Mthreads",
+                v,
+                mem,
+                cfg.cores_percent,
+                cfg.split_count,
+            )
+            for i in range(cards)
+        ]
     if v == "Kunlun":
-        return [DeviceUsage(f"{node}-kunlun-{i}", node, i, cfg.common_word, v, cfg.memory_mib, 100,
-                       cfg.split_count, numa=1 if i >= cap // 2 else 0) for i in range(cap)]
+        return [
+            DeviceUsage(
+                f"{node}-kunlun-{i}",
+                node,
+                i,
+                cfg.common_word,
+                v,
+                cfg.memory_mib,
+                100,
+                cfg.split_count,
+                numa=1 if i >= cap // 2 else 0,
+            )
+            for i in range(cap)
+        ]
     if v == "AWSNeuron":
         return _neuron(node, cfg, cap, capacity, labels or {}, limits)
     # HAMi's ids of capacity-registered devices (GetNodeDevices of each backend)
     word = {"Metax": "metax", "Enflame": "GCU", "AWSNeuron": "AWSNeuron"}.get(v, v.lower())
-    return [DeviceUsage(f"{node}-{word}-{i}", node, i, cfg.common_word, v, cfg.memory_mib,
-                   cfg.cores_percent, cfg.split_count) for i in range(cap)]
+    return [
+        DeviceUsage(
+            f"{node}-{word}-{i}",
+            node,
+            i,
+            cfg.common_word,
+            v,
+            cfg.memory_mib,
+            cfg.cores_percent,
+            cfg.split_count,
+        )
+        for i in range(cap)
+    ]
 
 
-def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any],
-            labels: dict[str, str], limits: InventoryLimits) -> list[DeviceUsage]:
+def _neuron(
+    node: str,
+    cfg: DeviceModelConfig,
+    cap: int,
+    capacity: dict[str, Any],
+    labels: dict[str, str],
+    limits: InventoryLimits,
+) -> list[DeviceUsage]:
     """AWS Neuron devices (``awsneuron/device.go`` ``GetNodeDevices``): ``<node>-AWSNeuron-<i>``
     with NeuronCores per device = ``aws.amazon.com/neuroncore`` / ``aws.amazon.com/neuron``
     capacity (the config's ``split_count`` when the node advertises no cores) as both cores
@@ -226,8 +313,20 @@ def _neuron(node: str, cfg: DeviceModelConfig, cap: int, capacity: dict[str, Any
     if error:
         raise ValueError(error)
     kind = labels.get("node.kubernetes.io/instance-type", "")
-    return [DeviceUsage(f"{node}-AWSNeuron-{i}", node, i, cfg.common_word, cfg.vendor, 0, cores,
-                   cores, custom={"AWSNodeType": kind}) for i in range(cap)]
+    return [
+        DeviceUsage(
+            f"{node}-AWSNeuron-{i}",
+            node,
+            i,
+            cfg.common_word,
+            cfg.vendor,
+            0,
+            cores,
+            cores,
+            custom={"AWSNodeType": kind},
+        )
+        for i in range(cap)
+    ]
 
 
 def _check_memory(what: str, mem: int, limits: InventoryLimits) -> None:
@@ -241,8 +340,7 @@ def _stale(value: str, now: datetime | None) -> bool:
         return False
     try:
         # the handshake time carries no zone; it is read as UTC
-        t = datetime.strptime(value[len("Requesting_"):], "%Y-%m-%d %H:%M:%S").replace(
-            tzinfo=UTC)
+        t = datetime.strptime(value[len("Requesting_") :], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     except ValueError:
         return False
     ref = now if now.tzinfo else now.replace(tzinfo=UTC)  # a naive ``now`` is UTC
@@ -253,19 +351,25 @@ def _host(node: NodeInfo, alloc: dict[str, Any], limits: InventoryLimits) -> Non
     """Allocatable CPU / memory of the node (bounded; set only when within the bounds)."""
     cpu = cpu_milli(alloc["cpu"], "status.allocatable.cpu") if "cpu" in alloc else 0
     mem = memory_mib(alloc["memory"], "status.allocatable.memory") if "memory" in alloc else 0
-    for error in (over_bound("status.allocatable.cpu", cpu, limits, "max_node_cpu_milli",
-                             " millicores"),
-                  over_bound("status.allocatable.memory", mem, limits, "max_node_memory_mib",
-                             " MiB")):
+    for error in (
+        over_bound("status.allocatable.cpu", cpu, limits, "max_node_cpu_milli", " millicores"),
+        over_bound("status.allocatable.memory", mem, limits, "max_node_memory_mib", " MiB"),
+    ):
         if error:
             raise ValueError(error)
     node.cpu_milli, node.memory_mib = cpu, mem
 
 
-def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
-                capacity: dict[str, Any], configs: list[DeviceModelConfig],
-                now: datetime | None, limits: InventoryLimits,
-                labels: dict[str, str]) -> list[DeviceUsage]:
+def _registered(
+    name: str,
+    ann: dict[str, str],
+    alloc: dict[str, Any],
+    capacity: dict[str, Any],
+    configs: list[DeviceModelConfig],
+    now: datetime | None,
+    limits: InventoryLimits,
+    labels: dict[str, str],
+) -> list[DeviceUsage]:
     """Every vendor's devices of one node: register annotations (a stale handshake with
     allocatable 0 makes them unhealthy) and capacity-registered vendors; each annotation or
     capacity is read once, by the first config naming it (the vendor's default precedes its
@@ -273,8 +377,11 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
     devices: list[DeviceUsage] = []
     done: set[str] = set()  # per-model configs share their vendor's annotation / capacity
     for cfg in configs:
-        source = cfg.register_annotation or cfg.capacity_resource or (
-            ENFLAME_DRS_ANNOTATION if cfg.vendor == "EnflameDRS" else "")
+        source = (
+            cfg.register_annotation
+            or cfg.capacity_resource
+            or (ENFLAME_DRS_ANNOTATION if cfg.vendor == "EnflameDRS" else "")
+        )
         if source in done:
             continue
         done.add(source)
@@ -284,8 +391,7 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
         elif cfg.register_annotation and cfg.register_annotation in ann:
             devs = parse_node_devices(ann[cfg.register_annotation], name, cfg, limits)
             hs = ann.get(cfg.handshake_annotation, "") if cfg.handshake_annotation else ""
-            if devs and _stale(hs, now) and str(alloc.get(cfg.resource_count, "0")) \
-                    in ("0", ""):
+            if devs and _stale(hs, now) and str(alloc.get(cfg.resource_count, "0")) in ("0", ""):
                 for d in devs:
                     d.healthy = False
             devices.extend(devs)
@@ -295,9 +401,12 @@ def _registered(name: str, ann: dict[str, str], alloc: dict[str, Any],
     return devices
 
 
-def node_from_kube(obj: dict[str, Any], configs: list[DeviceModelConfig],
-                   now: datetime | None = None,
-                   limits: InventoryLimits = DEFAULT_LIMITS) -> NodeInfo:
+def node_from_kube(
+    obj: dict[str, Any],
+    configs: list[DeviceModelConfig],
+    now: datetime | None = None,
+    limits: InventoryLimits = DEFAULT_LIMITS,
+) -> NodeInfo:
     """Build a Node from a Kubernetes Node dict. Registration errors go to ``NodeInfo.error``.
 
     The envelope is checked by :class:`~scheduling.kube.hami.registration.NodeIn` and the
@@ -347,17 +456,26 @@ def _pair_scores(value: str, limits: InventoryLimits) -> dict[str, dict[str, int
         raise ValueError(f"{SCORE_ANNOTATION}: expected a JSON array")
     out: dict[str, dict[str, int]] = {}
     for i, e in enumerate(data):
-        if not isinstance(e, dict) or not isinstance(e.get("uuid"), str) \
-                or not isinstance(e.get("score", {}), dict):
+        if (
+            not isinstance(e, dict)
+            or not isinstance(e.get("uuid"), str)
+            or not isinstance(e.get("score", {}), dict)
+        ):
             raise ValueError(f"{SCORE_ANNOTATION}[{i}]: needs 'uuid' and a 'score' map")
-        out[e["uuid"]] = {k: _int(v, f"{SCORE_ANNOTATION}[{i}].score.{k}")
-                          for k, v in e.get("score", {}).items()}
+        out[e["uuid"]] = {
+            k: _int(v, f"{SCORE_ANNOTATION}[{i}].score.{k}") for k, v in e.get("score", {}).items()
+        }
     return out
 
 
-def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
-             configs: list[DeviceModelConfig], now: datetime | None,
-             limits: InventoryLimits) -> NodeInfo:
+def add_node(
+    snap: ClusterSnapshot,
+    i: int,
+    obj: dict[str, Any],
+    configs: list[DeviceModelConfig],
+    now: datetime | None,
+    limits: InventoryLimits,
+) -> NodeInfo:
     """Read ``nodes[i]`` (:func:`node_from_kube`) into ``snap``; an unexpected failure flags
     the node (``NodeInfo.error``) instead of raising.
 
@@ -376,9 +494,12 @@ def add_node(snap: ClusterSnapshot, i: int, obj: dict[str, Any],
     return node
 
 
-def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelConfig],
-                       now: datetime | None = None,
-                       limits: InventoryLimits = DEFAULT_LIMITS) -> ClusterSnapshot:
+def snapshot_from_kube(
+    nodes: list[dict[str, Any]],
+    configs: list[DeviceModelConfig],
+    now: datetime | None = None,
+    limits: InventoryLimits = DEFAULT_LIMITS,
+) -> ClusterSnapshot:
     """Snapshot of Kubernetes Node dicts (each through :func:`node_from_kube`).
 
     Duplicate node names and nameless nodes raise ValueError; duplicate device uuids across
@@ -392,8 +513,10 @@ def snapshot_from_kube(nodes: list[dict[str, Any]], configs: list[DeviceModelCon
         for d in node.devices:
             other = owner.get(d.uuid)
             if other is not None:
-                snap.errors.append(f"device {d.uuid!r} registered on nodes {other.node!r} and "
-                                   f"{d.node!r}; both copies are kept out of placement")
+                snap.errors.append(
+                    f"device {d.uuid!r} registered on nodes {other.node!r} and "
+                    f"{d.node!r}; both copies are kept out of placement"
+                )
                 other.healthy = False
                 d.healthy = False
             else:

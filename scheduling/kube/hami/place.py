@@ -46,19 +46,25 @@ def _enflame_drs(pa: PodAssignment, devices: Mapping[str, DeviceUsage]) -> dict[
             continue
         custom = devices[g.uuid].custom if g.uuid in devices else {}
         size = g.slices or 1
-        info = {"allocated": False, "request": size,
-                "profileID": str((custom.get("profiles") or {}).get(g.template, "")),
-                "profileName": g.template}
+        info = {
+            "allocated": False,
+            "request": size,
+            "profileID": str((custom.get("profiles") or {}).get(g.template, "")),
+            "profileName": g.template,
+        }
         assigned[c.name] = {k: v for k, v in info.items() if v != ""}
         if not out:
-            out = {"enflame.com/gcu-assigned": "false",
-                   "enflame.com/gcu-assigned-index": str(custom.get("index", g.index)),
-                   "enflame.com/gcu-assigned-id": str(custom.get("index", g.index)),
-                   "enflame.com/gcu-assigned-minor": str(custom.get("minor", g.index)),
-                   "enflame.com/gcu-request-size": str(size)}
+            out = {
+                "enflame.com/gcu-assigned": "false",
+                "enflame.com/gcu-assigned-index": str(custom.get("index", g.index)),
+                "enflame.com/gcu-assigned-id": str(custom.get("index", g.index)),
+                "enflame.com/gcu-assigned-minor": str(custom.get("minor", g.index)),
+                "enflame.com/gcu-request-size": str(size),
+            }
     if assigned:
-        out["assigned-containers"] = json.dumps(dict(sorted(assigned.items())),
-                                                separators=(",", ":"))
+        out["assigned-containers"] = json.dumps(
+            dict(sorted(assigned.items())), separators=(",", ":")
+        )
     return out
 
 
@@ -73,15 +79,18 @@ def _neuron_mask(g: DeviceGrant, devices: Mapping[str, DeviceUsage]) -> DeviceGr
     return replace(g, cores_percent=((1 << g.cores_percent) - 1) << used)
 
 
-def _neuron_ids(pa: PodAssignment, devices: Mapping[str, DeviceUsage],
-                pod: Mapping[str, Any] | None) -> dict[str, str]:
+def _neuron_ids(
+    pa: PodAssignment, devices: Mapping[str, DeviceUsage], pod: Mapping[str, Any] | None
+) -> dict[str, str]:
     """AWS Neuron ``PatchAnnotations`` (``awsneuron/device.go``): ``AWS_NEURON_IDS`` lists the
     device indices of containers asking ``aws.amazon.com/neuron`` in their limits, else the
     core indices (``cores per device x index + bit``) with ``NEURON_RESOURCE_TYPE``;
     ``NEURON_ALLOCATED`` false and the predicate node. ``NEURON_ALLOC_TIME`` is left out."""
     spec = (pod or {}).get("spec") or {}
-    limits = {c.get("name"): ((c.get("resources") or {}).get("limits") or {})
-              for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ()))}
+    limits = {
+        c.get("name"): ((c.get("resources") or {}).get("limits") or {})
+        for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ()))
+    }
     ids: list[str] = []
     out: dict[str, str] = {}
     for c in pa.containers:
@@ -94,14 +103,22 @@ def _neuron_ids(pa: PodAssignment, devices: Mapping[str, DeviceUsage],
             ids += [str(per * g.index + bit) for bit in (0, 1) if mask & (1 << bit)]
             out["NEURON_RESOURCE_TYPE"] = NEURON_CORES
     if ids:
-        out.update({"AWS_NEURON_IDS": ",".join(ids), "NEURON_ALLOCATED": "false",
-                    "aws.amazon.com/predicate-node": pa.node})
+        out.update(
+            {
+                "AWS_NEURON_IDS": ",".join(ids),
+                "NEURON_ALLOCATED": "false",
+                "aws.amazon.com/predicate-node": pa.node,
+            }
+        )
     return out
 
 
-def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
-                         devices: Mapping[str, DeviceUsage] | None = None,
-                         pod: Mapping[str, Any] | None = None) -> dict[str, str]:
+def decision_annotations(
+    pa: PodAssignment,
+    configs: list[DeviceModelConfig],
+    devices: Mapping[str, DeviceUsage] | None = None,
+    pod: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
     """Pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
 
     ``hami.io/vgpu-node``; per backend present, its to-allocate and allocated keys with the
@@ -111,36 +128,63 @@ def decision_annotations(pa: PodAssignment, configs: list[DeviceModelConfig],
     devices by uuid, before this pod; ``pod``: its manifest).
     """
     devices = devices or {}
-    out = {NODE_ANNOTATION: pa.node, **_enflame_drs(pa, devices),
-           **_neuron_ids(pa, devices, pod)}
+    out = {NODE_ANNOTATION: pa.node, **_enflame_drs(pa, devices), **_neuron_ids(pa, devices, pod)}
     by_word = {c.common_word: c for c in configs}
     words = sorted({g.type for c in pa.containers for g in c.devices})
     for word in words:
         cfg = by_word.get(word)
         if cfg is None:  # AMD writes the product name: find the config by vendor
-            vendor = next((g.vendor for c in pa.containers for g in c.devices if g.type == word),
-                          "")
+            vendor = next(
+                (g.vendor for c in pa.containers for g in c.devices if g.type == word), ""
+            )
             cfg = next((c for c in configs if c.vendor == vendor), None)
         if cfg is None:
             continue
-        value = encode_pod_devices([[_neuron_mask(g, devices) if g.vendor == "AWSNeuron"
-                                     else g for g in c.devices if g.type == word]
-                                    for c in pa.containers])
+        value = encode_pod_devices(
+            [
+                [
+                    _neuron_mask(g, devices) if g.vendor == "AWSNeuron" else g
+                    for g in c.devices
+                    if g.type == word
+                ]
+                for c in pa.containers
+            ]
+        )
         for key in (cfg.to_allocate_annotation, cfg.allocated_annotation):
             if key:
                 out[key] = value
         if cfg.vendor == "Ascend":
             # RuntimeInfo's fields are all ``omitempty`` (ascend/device.go:60-65)
             out[f"huawei.com/{word}"] = json.dumps(
-                [{k: v for k, v in (("UUID", g.uuid), ("temp", g.template),
-                                    ("memory", g.memory_mib), ("core", g.cores_percent)) if v}
-                 for c in pa.containers for g in c.devices if g.type == word],
-                separators=(",", ":"))
-    mig = [{"containerIndex": ci, "deviceIndex": di, "gpuUUID": g.uuid,
-            "profile": g.mig_profile, "placement": {"start": g.mig_start, "size": g.mig_size}}
-           for ci, c in enumerate(pa.containers)
-           for di, g in enumerate(x for x in c.devices if x.vendor == "NVIDIA")
-           if g.mig_start >= 0]
+                [
+                    {
+                        k: v
+                        for k, v in (
+                            ("UUID", g.uuid),
+                            ("temp", g.template),
+                            ("memory", g.memory_mib),
+                            ("core", g.cores_percent),
+                        )
+                        if v
+                    }
+                    for c in pa.containers
+                    for g in c.devices
+                    if g.type == word
+                ],
+                separators=(",", ":"),
+            )
+    mig = [
+        {
+            "containerIndex": ci,
+            "deviceIndex": di,
+            "gpuUUID": g.uuid,
+            "profile": g.mig_profile,
+            "placement": {"start": g.mig_start, "size": g.mig_size},
+        }
+        for ci, c in enumerate(pa.containers)
+        for di, g in enumerate(x for x in c.devices if x.vendor == "NVIDIA")
+        if g.mig_start >= 0
+    ]
     if mig:
         out[MIG_ANNOTATION] = json.dumps(mig, separators=(",", ":"))
     return out
@@ -153,14 +197,23 @@ reads (Cambricon's ``checkType`` only compares the request type, cambricon/devic
 
 
 def _as_hami_reads(configs: list[DeviceModelConfig]) -> list[DeviceModelConfig]:
-    return [c.model_copy(update={"use_type_annotation": "", "nouse_type_annotation": ""})
-            if c.vendor in UNREAD_BY_HAMI else c for c in configs]
+    return [
+        c.model_copy(update={"use_type_annotation": "", "nouse_type_annotation": ""})
+        if c.vendor in UNREAD_BY_HAMI
+        else c
+        for c in configs
+    ]
 
 
-def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
-                    node_policy: str | None = None, device_policy: str | None = None,
-                    config: dict[str, Any] | None = None,
-                    now: datetime | None = None) -> dict[str, Any]:
+def place_from_kube(
+    nodes_json: Any,
+    pods_json: Any,
+    pod_manifest: Any,
+    node_policy: str | None = None,
+    device_policy: str | None = None,
+    config: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Place one pod the way HAMi would, from Kubernetes objects.
 
     Args:
@@ -186,9 +239,12 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
     snapshot = snapshot_from_kube(_items(nodes_json, "nodes"), configs, now)
     apply_existing_pods(snapshot, _items(pods_json, "pods"), configs)
     pod = pod_request_from_kube(pod_manifest, _as_hami_reads(configs))
-    profile = Profile(node_policy=node_policy or cfg.node_policy,
-                      device_policy=device_policy or cfg.device_policy,
-                      device_configs=tuple(configs), hami_parity=True)
+    profile = Profile(
+        node_policy=node_policy or cfg.node_policy,
+        device_policy=device_policy or cfg.device_policy,
+        device_configs=tuple(configs),
+        hami_parity=True,
+    )
     decision = place(snapshot, PlacementRequest(pod.name, (pod,)), profile)
     if not decision.schedulable:
         return {"schedulable": False, "reasons": dict(decision.reasons)}
@@ -197,11 +253,25 @@ def place_from_kube(nodes_json: Any, pods_json: Any, pod_manifest: Any,
         "schedulable": True,
         "node": pa.node,
         "containers": [
-            {"name": c.name,
-             "devices": [{"uuid": g.uuid, "type": g.model, "memory_mib": g.memory_mib,
-                          "cores_percent": g.cores_percent} for g in c.devices]}
-            for c in pa.containers],
-        "annotations": decision_annotations(pa, configs, {
-            d.uuid: d for n in snapshot.nodes.values() for d in n.devices}, pod_manifest),
+            {
+                "name": c.name,
+                "devices": [
+                    {
+                        "uuid": g.uuid,
+                        "type": g.model,
+                        "memory_mib": g.memory_mib,
+                        "cores_percent": g.cores_percent,
+                    }
+                    for g in c.devices
+                ],
+            }
+            for c in pa.containers
+        ],
+        "annotations": decision_annotations(
+            pa,
+            configs,
+            {d.uuid: d for n in snapshot.nodes.values() for d in n.devices},
+            pod_manifest,
+        ),
         "node_scores": {k: round(v, 6) for k, v in decision.node_scores.items()},
     }

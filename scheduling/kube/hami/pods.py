@@ -26,16 +26,24 @@ from scheduling.placement.types import (
     PodRequest,
 )
 
-__all__ = ["decode_pod_devices", "encode_pod_devices", "apply_existing_pods",
-           "pod_request_from_kube", "NODE_ANNOTATION", "MIG_ANNOTATION", "mig_gpu_instances"]
+__all__ = [
+    "decode_pod_devices",
+    "encode_pod_devices",
+    "apply_existing_pods",
+    "pod_request_from_kube",
+    "NODE_ANNOTATION",
+    "MIG_ANNOTATION",
+    "mig_gpu_instances",
+]
 
 NODE_ANNOTATION = "hami.io/vgpu-node"
 MIG_ANNOTATION = "hami.io/vgpu-mig-allocations"
 _TERMINAL = ("Succeeded", "Failed")
 
 
-def decode_pod_devices(value: str, where: str = "annotation"
-                       ) -> list[list[tuple[str, str, int, int]]]:
+def decode_pod_devices(
+    value: str, where: str = "annotation"
+) -> list[list[tuple[str, str, int, int]]]:
     """Decode to ``[[(uuid, type, memory_mib, cores), ...] per container]`` keeping empty
     container entries. Raises ValueError naming ``where`` on a malformed device."""
     if value == "":
@@ -49,23 +57,25 @@ def decode_pod_devices(value: str, where: str = "annotation"
         for entry in (e for e in part.split(":") if e != ""):
             f = entry.split(",")
             if len(f) != 4 or not f[0]:
-                raise ValueError(f"{where}: container {ci} device {entry!r} is not "
-                                 "UUID,TYPE,MEM,CORES")
+                raise ValueError(
+                    f"{where}: container {ci} device {entry!r} is not UUID,TYPE,MEM,CORES"
+                )
             try:
                 devs.append((f[0], f[1], int(f[2]), int(f[3])))
             except ValueError:
-                raise ValueError(f"{where}: container {ci} device {entry!r} has non-integer "
-                                 "MEM/CORES") from None
+                raise ValueError(
+                    f"{where}: container {ci} device {entry!r} has non-integer MEM/CORES"
+                ) from None
         out.append(devs)
     return out
 
 
-def encode_pod_devices(containers: list[list[DeviceGrant]] | list[tuple[DeviceGrant, ...]]
-                       ) -> str:
+def encode_pod_devices(containers: list[list[DeviceGrant]] | list[tuple[DeviceGrant, ...]]) -> str:
     """Encode per-container grants (init first, then app) in HAMi's format."""
     return "".join(
         "".join(f"{g.uuid},{g.type},{g.memory_mib},{g.cores_percent}:" for g in c) + ";"
-        for c in containers)
+        for c in containers
+    )
 
 
 def _resources(c: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -75,22 +85,29 @@ def _resources(c: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _pod_host(spec: dict[str, Any], where: str) -> tuple[int, int]:
     """Effective pod cpu (milli) / memory (MiB): max(max init, sum app), requests first."""
+
     def one(c: dict[str, Any], i: str) -> tuple[int, int]:
         lim, req = _resources(c)
         cpu = req.get("cpu", lim.get("cpu"))
         mem = req.get("memory", lim.get("memory"))
-        return (cpu_milli(cpu, f"{i}.resources.cpu") if cpu is not None else 0,
-                memory_mib(mem, f"{i}.resources.memory") if mem is not None else 0)
+        return (
+            cpu_milli(cpu, f"{i}.resources.cpu") if cpu is not None else 0,
+            memory_mib(mem, f"{i}.resources.memory") if mem is not None else 0,
+        )
+
     app = [one(c, f"{where}.containers[{k}]") for k, c in enumerate(spec.get("containers") or [])]
-    init = [one(c, f"{where}.initContainers[{k}]")
-            for k, c in enumerate(spec.get("initContainers") or [])]
+    init = [
+        one(c, f"{where}.initContainers[{k}]")
+        for k, c in enumerate(spec.get("initContainers") or [])
+    ]
     cpu = max([sum(a[0] for a in app)] + [i[0] for i in init])
     mem = max([sum(a[1] for a in app)] + [i[1] for i in init])
     return cpu, mem
 
 
-def apply_existing_pods(snapshot: ClusterSnapshot, pods: list[dict[str, Any]],
-                        configs: list[DeviceModelConfig]) -> None:
+def apply_existing_pods(
+    snapshot: ClusterSnapshot, pods: list[dict[str, Any]], configs: list[DeviceModelConfig]
+) -> None:
     """Book the usage of existing pods in the snapshot (HAMi ``getNodesUsage``).
 
     Device usage: pods with ``hami.io/vgpu-node`` (else ``spec.nodeName``), not in a
@@ -123,7 +140,8 @@ def apply_existing_pods(snapshot: ClusterSnapshot, pods: list[dict[str, Any]],
             n_init = len(spec.get("initContainers") or [])
             inits_done = n_init > 0 and all(
                 ((s.get("state") or {}).get("terminated") or {}).get("exitCode") == 0
-                for s in status.get("initContainerStatuses") or [{}])
+                for s in status.get("initContainerStatuses") or [{}]
+            )
             per_container: dict[int, list[DeviceGrant]] = {}
             mig = _mig_map(ann.get(MIG_ANNOTATION), pname)
             for key in keys:
@@ -134,11 +152,16 @@ def apply_existing_pods(snapshot: ClusterSnapshot, pods: list[dict[str, Any]],
                         if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
                             c = bin(max(c, 0)).count("1")
                         prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
-                        per_container.setdefault(ci, []).append(DeviceGrant(
-                            uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size))
-            conts = tuple(ContainerAssignment(str(ci), tuple(g), ci < n_init)
-                          for ci, g in sorted(per_container.items())
-                          if not (ci < n_init and inits_done))
+                        per_container.setdefault(ci, []).append(
+                            DeviceGrant(
+                                uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size
+                            )
+                        )
+            conts = tuple(
+                ContainerAssignment(str(ci), tuple(g), ci < n_init)
+                for ci, g in sorted(per_container.items())
+                if not (ci < n_init and inits_done)
+            )
             apply_assignment(snapshot, PodAssignment(pname, node_name, conts, cpu, mem), +1)
         except ValueError as exc:
             snapshot.errors.append(str(exc))
@@ -149,9 +172,14 @@ def _mig_map(value: Any, pname: str) -> dict[tuple[int, int, str], tuple[str, in
         return {}
     try:
         data = json.loads(value)
-        return {(int(e["containerIndex"]), int(e["deviceIndex"]), str(e["gpuUUID"])):
-                (str(e["profile"]), int(e["placement"]["start"]), int(e["placement"]["size"]))
-                for e in data}
+        return {
+            (int(e["containerIndex"]), int(e["deviceIndex"]), str(e["gpuUUID"])): (
+                str(e["profile"]),
+                int(e["placement"]["start"]),
+                int(e["placement"]["size"]),
+            )
+            for e in data
+        }
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         raise ValueError(f"pod {pname}: malformed {MIG_ANNOTATION}") from None
 
@@ -162,8 +190,7 @@ def _csv(ann: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in str(ann[key]).split(",") if s.strip())
 
 
-def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
-                 ) -> DeviceRequest:
+def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]) -> DeviceRequest:
     """Enflame DRS (``enflame/device.go`` ``MutateAdmission`` / ``GenerateResourceRequests``):
     ``enflame.com/drs-gcu: N`` is one card with the profile of N slices; otherwise
     ``enflame.com/gcu-memory`` (> 0; GB, or MiB when large: see ``DeviceRequest.drs_memory``)
@@ -172,10 +199,13 @@ def _drs_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
     Raises:
         ValueError: a value the webhook refuses, naming the resource.
     """
-    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
-            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
-    size, mem, core = (get(n) for n in (cfg.resource_count, cfg.resource_memory,
-                                        cfg.resource_cores))
+    pins = {
+        "uuids_include": _csv(ann, cfg.use_uuid_annotation),
+        "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation),
+    }
+    size, mem, core = (
+        get(n) for n in (cfg.resource_count, cfg.resource_memory, cfg.resource_cores)
+    )
     if size is not None:
         n = plain_int(size, f"{r}.{cfg.resource_count}")
         if n <= 0:
@@ -194,8 +224,7 @@ NEURON_CORES_PER_DEVICE = 2
 """HAMi's ``maxCoresPerNeuronDevice``: a cores request is split in devices of 2 cores."""
 
 
-def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]
-                    ) -> DeviceRequest:
+def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]) -> DeviceRequest:
     """AWS Neuron (``awsneuron/device.go`` ``GenerateResourceRequests``): ``neuron: N`` is N
     whole devices; ``neuroncore: C`` is one device with C cores when C <= 2, else C / 2
     whole devices (C must then be even).
@@ -203,8 +232,10 @@ def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any
     Raises:
         ValueError: a value the webhook refuses, naming the resource.
     """
-    pins = {"uuids_include": _csv(ann, cfg.use_uuid_annotation),
-            "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation)}
+    pins = {
+        "uuids_include": _csv(ann, cfg.use_uuid_annotation),
+        "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation),
+    }
     count, cores = get(cfg.resource_count), get(cfg.resource_cores)
     name = cfg.resource_count if count is not None else cfg.resource_cores
     n = plain_int(count if count is not None else cores, f"{r}.{name}")
@@ -220,17 +251,25 @@ def _neuron_request(get: Any, r: str, cfg: DeviceModelConfig, ann: dict[str, Any
     return DeviceRequest(vendor=cfg.vendor, count=n // per, cores_percent=per, **pins)
 
 
-def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
-                       configs: list[DeviceModelConfig]) -> tuple[DeviceRequest, ...]:
+def _container_devices(
+    c: dict[str, Any], where: str, ann: dict[str, Any], configs: list[DeviceModelConfig]
+) -> tuple[DeviceRequest, ...]:
     lim, req = _resources(c)
     out = []
     for cfg in configs:
-        names = [n for n in (cfg.resource_count, cfg.resource_memory,
-                             cfg.resource_memory_percent, cfg.resource_cores) if n]
+        names = [
+            n
+            for n in (
+                cfg.resource_count,
+                cfg.resource_memory,
+                cfg.resource_memory_percent,
+                cfg.resource_cores,
+            )
+            if n
+        ]
         limits_only = cfg.vendor in ("MetaxSGPU", "AMD")
 
-        def get(name: str, cfg: DeviceModelConfig = cfg, limits_only: bool = limits_only
-                ) -> Any:
+        def get(name: str, cfg: DeviceModelConfig = cfg, limits_only: bool = limits_only) -> Any:
             if not name:
                 return None
             if name in lim:
@@ -245,8 +284,11 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
             out.append(build(get, r, cfg, ann))
             continue
         raw_count = get(cfg.resource_count)
-        count = plain_int(raw_count, f"{r}.{cfg.resource_count}") if raw_count is not None \
+        count = (
+            plain_int(raw_count, f"{r}.{cfg.resource_count}")
+            if raw_count is not None
             else cfg.default_count
+        )
         if raw_count is not None and count == 0:
             continue
         mem_raw = get(cfg.resource_memory)
@@ -257,8 +299,12 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
             mem_mib = cfg.default_memory_mib
         if cores_raw is not None:
             cores = plain_int(cores_raw, f"{r}.{cfg.resource_cores}")
-        elif cfg.exclusive_when_count_only and raw_count is not None and \
-                (mem_raw is None and (pct is None or pct == 100)) and not cfg.default_memory_mib:
+        elif (
+            cfg.exclusive_when_count_only
+            and raw_count is not None
+            and (mem_raw is None and (pct is None or pct == 100))
+            and not cfg.default_memory_mib
+        ):
             cores = 100
         else:
             cores = cfg.default_cores_percent
@@ -267,23 +313,36 @@ def _container_devices(c: dict[str, Any], where: str, ann: dict[str, Any],
         if cfg.vendor == "Mthreads" and count > 1:
             mem_mib, pct, cores = 96 * cfg.memory_factor, None, cfg.cores_percent
         modes = _csv(ann, cfg.mode_annotation)
-        numa = str(ann.get(cfg.numa_annotation, "")).lower() == "true" \
-            if cfg.numa_annotation else False
-        out.append(DeviceRequest(
-            vendor=cfg.vendor, count=count, memory_mib=mem_mib, memory_percent=pct,
-            cores_percent=cores, types_include=_csv(ann, cfg.use_type_annotation),
-            types_exclude=_csv(ann, cfg.nouse_type_annotation),
-            uuids_include=_csv(ann, cfg.use_uuid_annotation),
-            uuids_exclude=_csv(ann, cfg.nouse_uuid_annotation), numa_bind=numa, modes=modes,
-            chip=cfg.chip,
-            soft_split=cfg.vendor == "Ascend" and ann.get("huawei.com/vnpu-mode") == "hami-core",
-            qos_policy=str(ann.get("metax-tech.com/sgpu-qos-policy", "best-effort"))
-            if cfg.vendor == "MetaxSGPU" else ""))
+        numa = (
+            str(ann.get(cfg.numa_annotation, "")).lower() == "true"
+            if cfg.numa_annotation
+            else False
+        )
+        out.append(
+            DeviceRequest(
+                vendor=cfg.vendor,
+                count=count,
+                memory_mib=mem_mib,
+                memory_percent=pct,
+                cores_percent=cores,
+                types_include=_csv(ann, cfg.use_type_annotation),
+                types_exclude=_csv(ann, cfg.nouse_type_annotation),
+                uuids_include=_csv(ann, cfg.use_uuid_annotation),
+                uuids_exclude=_csv(ann, cfg.nouse_uuid_annotation),
+                numa_bind=numa,
+                modes=modes,
+                chip=cfg.chip,
+                soft_split=cfg.vendor == "Ascend"
+                and ann.get("huawei.com/vnpu-mode") == "hami-core",
+                qos_policy=str(ann.get("metax-tech.com/sgpu-qos-policy", "best-effort"))
+                if cfg.vendor == "MetaxSGPU"
+                else "",
+            )
+        )
     return tuple(out)
 
 
-def _memory(cfg: DeviceModelConfig, r: str, mem_raw: Any, pct_raw: Any
-            ) -> tuple[int, int | None]:
+def _memory(cfg: DeviceModelConfig, r: str, mem_raw: Any, pct_raw: Any) -> tuple[int, int | None]:
     """``(memory MiB, memory percent or None)`` of a container's device memory limits: the
     memory resource in units of ``memory_factor`` MiB (0 = percent of the card; Metax sGPU
     also takes quantities such as ``4Gi``), else the memory-percent resource.
@@ -293,15 +352,15 @@ def _memory(cfg: DeviceModelConfig, r: str, mem_raw: Any, pct_raw: Any
     """
     mem_mib, pct = 0, None
     if mem_raw is not None:
-        if cfg.vendor == "MetaxSGPU" and isinstance(mem_raw, str) \
-                and not mem_raw.strip().isdigit():
+        if cfg.vendor == "MetaxSGPU" and isinstance(mem_raw, str) and not mem_raw.strip().isdigit():
             mem_mib = memory_mib(mem_raw, f"{r}.{cfg.resource_memory}")
         else:
             units = plain_int(mem_raw, f"{r}.{cfg.resource_memory}")
             if cfg.memory_factor == 0:
                 if units > 100:
-                    raise ValueError(f"{r}.{cfg.resource_memory}: {units} % of the card "
-                                     "is above 100")
+                    raise ValueError(
+                        f"{r}.{cfg.resource_memory}: {units} % of the card is above 100"
+                    )
                 pct = units
             else:
                 mem_mib = units * cfg.memory_factor
@@ -319,15 +378,15 @@ def _weights(value: Any, where: str) -> tuple[int, int, int]:
     try:
         w = (int(parts["slot"]), int(parts["core"]), int(parts["memory"]))
     except (KeyError, ValueError):
-        raise ValueError(f"{where}: {value!r} must be slot=<int>,core=<int>,memory=<int>") \
-            from None
+        raise ValueError(f"{where}: {value!r} must be slot=<int>,core=<int>,memory=<int>") from None
     if min(w) < 0 or not any(w):
         raise ValueError(f"{where}: weights must be >= 0 and not all 0")
     return w
 
 
-def pod_request_from_kube(manifest: dict[str, Any], configs: list[DeviceModelConfig],
-                          where: str = "pod") -> PodRequest:
+def pod_request_from_kube(
+    manifest: dict[str, Any], configs: list[DeviceModelConfig], where: str = "pod"
+) -> PodRequest:
     """Pod manifest (dict) -> PodRequest (init containers first, then app containers).
 
     HAMi resource names come from the configs; each is read from ``limits`` and falls back to
@@ -355,31 +414,45 @@ def pod_request_from_kube(manifest: dict[str, Any], configs: list[DeviceModelCon
             cw = f"{where}.spec.{kind}[{k}]"
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
                 raise ValueError(f"{cw}.name: required")
-            containers.append(ContainerRequest(c["name"], _container_devices(c, cw, ann,
-                                                                             configs), init))
+            containers.append(
+                ContainerRequest(c["name"], _container_devices(c, cw, ann, configs), init)
+            )
     cpu, mem = _pod_host(spec, f"{where}.spec")
     node_policy = str(ann.get("hami.io/node-scheduler-policy", ""))
     if node_policy not in ("", "binpack", "spread"):
-        raise ValueError(f"{where}.metadata.annotations.hami.io/node-scheduler-policy: "
-                         f"{node_policy!r} not binpack|spread")
+        raise ValueError(
+            f"{where}.metadata.annotations.hami.io/node-scheduler-policy: "
+            f"{node_policy!r} not binpack|spread"
+        )
     dev_policy = str(ann.get("hami.io/gpu-scheduler-policy", ""))
     if dev_policy not in ("", "binpack", "spread", "topology-aware", "mutex"):
-        raise ValueError(f"{where}.metadata.annotations.hami.io/gpu-scheduler-policy: "
-                         f"{dev_policy!r} not binpack|spread|topology-aware|mutex "
-                         "(comma chains are not supported)")
+        raise ValueError(
+            f"{where}.metadata.annotations.hami.io/gpu-scheduler-policy: "
+            f"{dev_policy!r} not binpack|spread|topology-aware|mutex "
+            "(comma chains are not supported)"
+        )
     weights = None
     if "hami.io/device-scoring-weights" in ann:
-        weights = _weights(ann["hami.io/device-scoring-weights"],
-                           f"{where}.metadata.annotations.hami.io/device-scoring-weights")
+        weights = _weights(
+            ann["hami.io/device-scoring-weights"],
+            f"{where}.metadata.annotations.hami.io/device-scoring-weights",
+        )
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, dict):
         raise ValueError(f"{where}.spec.nodeSelector: must be a mapping")
     name = str(meta.get("name") or meta.get("generateName") or "pod")
     ns = str(meta.get("namespace") or "")
-    return PodRequest(name=name, cpu_milli=cpu, memory_mib=mem, containers=tuple(containers),
-                      node_selector={str(k): str(v) for k, v in selector.items()},
-                      node_policy=node_policy, device_policy=dev_policy,
-                      device_scoring_weights=weights, namespace=ns)
+    return PodRequest(
+        name=name,
+        cpu_milli=cpu,
+        memory_mib=mem,
+        containers=tuple(containers),
+        node_selector={str(k): str(v) for k, v in selector.items()},
+        node_policy=node_policy,
+        device_policy=dev_policy,
+        device_scoring_weights=weights,
+        namespace=ns,
+    )
 
 
 def mig_gpu_instances(annotations: dict[str, Any]) -> dict[tuple[str, int], int]:
@@ -401,9 +474,13 @@ def mig_gpu_instances(annotations: dict[str, Any]) -> dict[tuple[str, int], int]
     for item in items if isinstance(items, list) else ():
         if not isinstance(item, dict) or not isinstance(item.get("placement"), dict):
             continue
-        uuid, gi, start = item.get("gpuUUID"), item.get("gpuInstanceID"), \
-            item["placement"].get("start")
-        if isinstance(uuid, str) and all(isinstance(v, int) and not isinstance(v, bool)
-                                         and 0 <= v < 2**31 for v in (gi, start)):
+        uuid, gi, start = (
+            item.get("gpuUUID"),
+            item.get("gpuInstanceID"),
+            item["placement"].get("start"),
+        )
+        if isinstance(uuid, str) and all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in (gi, start)
+        ):
             out[(uuid, start)] = gi
     return out

@@ -5,9 +5,18 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DEC = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-        "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
-        "P": Decimal(10**15), "E": Decimal(10**18)}
+_DEC = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+}
 
 
 def parse_quantity(value: object, field: str) -> Decimal:
@@ -57,5 +66,6 @@ def plain_int(value: object, field: str) -> int:
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    raise ValueError(f"{field}: {value!r} must be a plain non-negative integer "
-                     "(HAMi units, no suffix)")
+    raise ValueError(
+        f"{field}: {value!r} must be a plain non-negative integer (HAMi units, no suffix)"
+    )

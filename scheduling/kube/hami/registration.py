@@ -29,8 +29,16 @@ from pydantic import (
 
 from scheduling.kube.limits import DEFAULT_LIMITS, SETTINGS, InventoryLimits
 
-__all__ = ["MigPlacementIn", "MigProfileIn", "DeviceIn", "NodeIn", "NodeStatusIn", "validate",
-           "describe_errors", "limits_of"]
+__all__ = [
+    "MigPlacementIn",
+    "MigProfileIn",
+    "DeviceIn",
+    "NodeIn",
+    "NodeStatusIn",
+    "validate",
+    "describe_errors",
+    "limits_of",
+]
 
 ERRORS_SHOWN = 3
 """Validation errors named in one message (the rest are counted)."""
@@ -45,8 +53,7 @@ def limits_of(info: ValidationInfo) -> InventoryLimits:
 def _bounded(value: int, info: ValidationInfo, attribute: str) -> int:
     bound = getattr(limits_of(info), attribute)
     if value > bound:
-        raise ValueError(f"must be less than or equal to {bound} (setting "
-                         f"{SETTINGS[attribute]})")
+        raise ValueError(f"must be less than or equal to {bound} (setting {SETTINGS[attribute]})")
     return value
 
 
@@ -201,8 +208,9 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
-def validate(model: type[_In], data: Any, prefix: str,
-             limits: InventoryLimits = DEFAULT_LIMITS) -> Any:
+def validate(
+    model: type[_In], data: Any, prefix: str, limits: InventoryLimits = DEFAULT_LIMITS
+) -> Any:
     """``model.model_validate(data)`` with the limits in context.
 
     Raises:

@@ -43,19 +43,24 @@ class _Observer:
 
     def arrived(self, now: int, sp: SimPod, state) -> None:
         at = EPOCH + timedelta(seconds=now)
-        running = [(EPOCH + timedelta(seconds=end), milli / 1000)
-                   for end, _s, _r, _d, milli, _t in state.leave]
+        running = [
+            (EPOCH + timedelta(seconds=end), milli / 1000)
+            for end, _s, _r, _d, milli, _t in state.leave
+        ]
         queue = [(w[2].pod.total_gpu_milli / 1000, w[2].duration_s) for w in state.waiting]
         ranges = estimate_queue_starts(at, state.rp.cap / 1000, running, queue)
         mine = ranges[-1]
-        recent = [EPOCH + timedelta(seconds=s)
-                  for s in self.starts[bisect_left(self.starts, now - 3600):]]
+        recent = [
+            EPOCH + timedelta(seconds=s)
+            for s in self.starts[bisect_left(self.starts, now - 3600) :]
+        ]
         drain = estimate_start(len(queue), recent, at) if queue else None
         self.estimates[sp.pod.name] = (
             now,
             (mine.earliest - at).total_seconds() if mine else float("nan"),
             (mine.latest - at).total_seconds() if mine else float("nan"),
-            (drain - at).total_seconds() if drain else None)
+            (drain - at).total_seconds() if drain else None,
+        )
 
     def started(self, now: int, sp: SimPod) -> None:
         self.starts.append(now)
@@ -74,23 +79,37 @@ class Command(BaseCommand):
         parser.add_argument("--pods", required=True, help="openb_pod_list CSV")
         parser.add_argument("--node-count", type=int, default=40)
         parser.add_argument("--pod-count", type=int, default=3000)
-        parser.add_argument("--arrival-scale", type=float, default=0.02,
-                            help="multiply inter-arrival times (< 1 packs arrivals)")
+        parser.add_argument(
+            "--arrival-scale",
+            type=float,
+            default=0.02,
+            help="multiply inter-arrival times (< 1 packs arrivals)",
+        )
         parser.add_argument("--policy", default="FragGuard")
 
     def handle(self, *args, **opts):
         try:
-            nodes = [n for n in read_nodes(opts["nodes"]) if n.gpu_count][:opts["node_count"]]
-            pods = [p for p in read_pods(opts["pods"]) if p.num_gpu and p.creation_time
-                    is not None and p.deletion_time is not None]
+            nodes = [n for n in read_nodes(opts["nodes"]) if n.gpu_count][: opts["node_count"]]
+            pods = [
+                p
+                for p in read_pods(opts["pods"])
+                if p.num_gpu and p.creation_time is not None and p.deletion_time is not None
+            ]
         except TraceError as exc:
             raise CommandError(str(exc)) from None
-        pods = sorted(pods, key=lambda p: p.creation_time)[:opts["pod_count"]]
+        pods = sorted(pods, key=lambda p: p.creation_time)[: opts["pod_count"]]
         if not nodes or not pods:
             raise CommandError("no GPU node or no timed GPU pod in the files")
         t0 = pods[0].creation_time
-        work = [SimPod(p.qos or "default", int((p.creation_time - t0) * opts["arrival_scale"]),
-                       max(1, p.deletion_time - p.creation_time), p) for p in pods]
+        work = [
+            SimPod(
+                p.qos or "default",
+                int((p.creation_time - t0) * opts["arrival_scale"]),
+                max(1, p.deletion_time - p.creation_time),
+                p,
+            )
+            for p in pods
+        ]
         obs = _Observer()
         result = simulate(opts["policy"], nodes, work, observer=obs)
         self._report(obs, result, opts)
@@ -111,22 +130,31 @@ class Command(BaseCommand):
                 drain_r.append(_ratio(wait, drain))
         n = inside + before + after
         w = self.stdout.write
-        w(f"policy {opts['policy']}, {result.pods} pods on "
-          f"{opts['node_count']} nodes ({result.capacity_milli // 1000} GPUs), arrival scale "
-          f"{opts['arrival_scale']}; mean wait {result.mean_wait_s:.0f} s, p95 "
-          f"{result.p95_wait_s:.0f} s")
+        w(
+            f"policy {opts['policy']}, {result.pods} pods on "
+            f"{opts['node_count']} nodes ({result.capacity_milli // 1000} GPUs), arrival scale "
+            f"{opts['arrival_scale']}; mean wait {result.mean_wait_s:.0f} s, p95 "
+            f"{result.p95_wait_s:.0f} s"
+        )
         if not n:
             w("no pod waited 60 s or more: nothing to compare")
             return
-        w(f"pods that waited >= {MIN_WAIT_S} s: {n}; started inside the range {inside} "
-          f"({100 * inside / n:.1f} %), before {before} ({100 * before / n:.1f} %), after "
-          f"{after} ({100 * after / n:.1f} %)")
+        w(
+            f"pods that waited >= {MIN_WAIT_S} s: {n}; started inside the range {inside} "
+            f"({100 * inside / n:.1f} %), before {before} ({100 * before / n:.1f} %), after "
+            f"{after} ({100 * after / n:.1f} %)"
+        )
 
         def q(values, p):
             return statistics.quantiles(values, n=10)[p] if len(values) >= 10 else float("nan")
 
-        for label, values in (("range earliest", lo_r), ("range latest", hi_r),
-                              ("drain rate (old)", drain_r)):
+        for label, values in (
+            ("range earliest", lo_r),
+            ("range latest", hi_r),
+            ("drain rate (old)", drain_r),
+        ):
             if values:
-                w(f"actual / estimated wait, {label}: median {statistics.median(values):.2f}, "
-                  f"p10 {q(values, 0):.2f}, p90 {q(values, 8):.2f} ({len(values)} pods)")
+                w(
+                    f"actual / estimated wait, {label}: median {statistics.median(values):.2f}, "
+                    f"p10 {q(values, 0):.2f}, p90 {q(values, 8):.2f} ({len(values)} pods)"
+                )

@@ -21,21 +21,26 @@ class Command(BaseCommand):
         parser.add_argument("--cluster", default="openb", help="name of the new cluster")
         parser.add_argument("--tenants", type=int, default=4, help="demo tenants (default 4)")
         parser.add_argument(
-            "--time-scale", type=float, default=1.0,
+            "--time-scale",
+            type=float,
+            default=1.0,
             help="simulated seconds per trace second (default 1.0)",
         )
         parser.add_argument(
-            "--quota-share", type=float, default=1.0,
+            "--quota-share",
+            type=float,
+            default=1.0,
             help="each tenant's nominal quota as a share of capacity (default 1.0)",
         )
         parser.add_argument(
             "--no-place", action="store_true", help="only load; do not trigger admission"
         )
         parser.add_argument(
-            "--fragmentation-policy", default="FragGuard",
+            "--fragmentation-policy",
+            default="FragGuard",
             choices=["FragGuard", "FGD", "none"],
             help="the resource group's fragmentation policy (default FragGuard; none = HAMi "
-                 "node score)",
+            "node score)",
         )
 
     def handle(self, *args, **options):

@@ -63,15 +63,7 @@ from scheduling.placement.lab.trace import (
 from scheduling.placement.profile import Profile
 from scheduling.placement.registry import Registry
 
-__all__ = [
-    "BUCKETS",
-    "RunResult",
-    "inflate",
-    "parse_seeds",
-    "bucket_means",
-    "task_classes",
-    "main",
-]
+__all__ = ["BUCKETS", "RunResult", "inflate", "parse_seeds", "bucket_means", "task_classes", "main"]
 
 #: Arrived-workload percentages reported.
 BUCKETS = (50, 80, 90, 95, 100, 110, 120, 130)
@@ -524,8 +516,9 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _print_header(args: argparse.Namespace, n_pods: int, n_nodes: int, seeds: list[int],
-                  workload: TargetWorkload) -> None:
+def _print_header(
+    args: argparse.Namespace, n_pods: int, n_nodes: int, seeds: list[int], workload: TargetWorkload
+) -> None:
     """The text report's first lines (trace, mode, seeds, target workload, columns)."""
     mode = "departures" if args.departures else f"tune {args.tune}"
     print(

@@ -34,10 +34,17 @@ def cluster(n: int, seed: int) -> ClusterSnapshot:
     for i in range(n):
         name = f"node-{i:04d}"
         g = rnd.choice((0, 1, 2, 4, 8, 8))
-        nodes.append(NodeInfo(name, [DeviceUsage(f"{name}-g{j}", name, j, "A100", "NVIDIA", 81920,
-                                                 100,
-                                        10) for j in range(g)],
-                          cpu_milli=960000, memory_mib=7864320))
+        nodes.append(
+            NodeInfo(
+                name,
+                [
+                    DeviceUsage(f"{name}-g{j}", name, j, "A100", "NVIDIA", 81920, 100, 10)
+                    for j in range(g)
+                ],
+                cpu_milli=960000,
+                memory_mib=7864320,
+            )
+        )
     return ClusterSnapshot.from_nodes(nodes)
 
 
@@ -49,9 +56,23 @@ def run(nodes: int, placements: int, cache: bool, policy: str, seed: int = 1) ->
     reqs = []
     for k in range(placements):
         c, m, co = rnd.choice(SHAPES)
-        reqs.append(PlacementRequest(f"p{k}", (PodRequest(f"p{k}", 1000, 1024, (
-            ContainerRequest("c", (DeviceRequest("NVIDIA", c, memory_mib=m,
-                                                 cores_percent=co),)),)),)))
+        reqs.append(
+            PlacementRequest(
+                f"p{k}",
+                (
+                    PodRequest(
+                        f"p{k}",
+                        1000,
+                        1024,
+                        (
+                            ContainerRequest(
+                                "c", (DeviceRequest("NVIDIA", c, memory_mib=m, cores_percent=co),)
+                            ),
+                        ),
+                    ),
+                ),
+            )
+        )
     t = time.process_time()
     ok = 0
     for r in reqs:
@@ -60,8 +81,10 @@ def run(nodes: int, placements: int, cache: bool, policy: str, seed: int = 1) ->
             reserve(snap, d)
             ok += 1
     dt = time.process_time() - t
-    print(f"nodes={nodes} placements={placements} policy={policy} cache={cache}: "  # noqa: T201
-          f"{placements / dt:.0f} placements/s, {ok} placed")
+    print(
+        f"nodes={nodes} placements={placements} policy={policy} cache={cache}: "  # noqa: T201
+        f"{placements / dt:.0f} placements/s, {ok} placed"
+    )
 
 
 def main() -> None:

@@ -64,13 +64,7 @@ POD_OPTIONAL_COLUMNS = (
 #: Device memory per trace model, MiB. The trace gives none; placement uses
 #: ``memory_percent`` so these only set the scale shown on dashboards. G1/G2/G3 are
 #: undisclosed internal models; 32 GiB is an assumption.
-_MODEL_MEMORY_MIB = {
-    "P100": 16384,
-    "T4": 15360,
-    "V100M16": 16384,
-    "V100M32": 32768,
-    "A10": 24576,
-}
+_MODEL_MEMORY_MIB = {"P100": 16384, "T4": 15360, "V100M16": 16384, "V100M32": 32768, "A10": 24576}
 _DEFAULT_MEMORY_MIB = 32768
 
 
@@ -253,8 +247,11 @@ def read_pods(path: str | Path) -> list[PodRecord]:
             creation, or a duplicate pod name.
     """
     header, rows = _open_rows(path, POD_REQUIRED_COLUMNS)
-    col = {name: header.index(name) for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS
-           if name in header}
+    col = {
+        name: header.index(name)
+        for name in POD_REQUIRED_COLUMNS + POD_OPTIONAL_COLUMNS
+        if name in header
+    }
     seen: dict[str, int] = {}
     out: list[PodRecord] = []
 
@@ -269,8 +266,7 @@ def read_pods(path: str | Path) -> list[PodRecord]:
         seen[name] = line
         cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
         mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
-        num_gpu, gpu_milli = _gpu_request(path, line, row[col["num_gpu"]],
-                                          row[col["gpu_milli"]])
+        num_gpu, gpu_milli = _gpu_request(path, line, row[col["num_gpu"]], row[col["gpu_milli"]])
         spec_raw = row[col["gpu_spec"]] if "gpu_spec" in col else ""
         spec = tuple(sorted({s.strip() for s in spec_raw.split("|") if s.strip()}))
         if spec and not num_gpu:
@@ -295,13 +291,15 @@ def read_pods(path: str | Path) -> list[PodRecord]:
     return out
 
 
-def _pod_times(path: str | Path, line: int, row: list[str], col: dict[str, int]
-               ) -> tuple[int | None, int | None, int | None]:
+def _pod_times(
+    path: str | Path, line: int, row: list[str], col: dict[str, int]
+) -> tuple[int | None, int | None, int | None]:
     """``(creation, deletion, scheduled)`` times of a pod row (None: column absent or empty).
 
     Raises:
         TraceError: a bad integer, or a deletion before the creation.
     """
+
     def opt_time(name: str) -> int | None:
         if name not in col or row[col[name]] == "":
             return None
@@ -335,8 +333,9 @@ def device_memory_mib(model: str) -> int:
     return _MODEL_MEMORY_MIB.get(model, _DEFAULT_MEMORY_MIB)
 
 
-def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
-                   ) -> ClusterSnapshot:
+def build_snapshot(
+    nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
+) -> ClusterSnapshot:
     """A :class:`~scheduling.placement.types.ClusterSnapshot` of trace nodes (HAMi semantics).
 
     Each trace GPU becomes a ``Device`` with vendor "NVIDIA", ``type`` = the CSV model,
@@ -374,8 +373,9 @@ def build_snapshot(nodes: list[NodeRecord], replicas: int = 1, split_count: int 
                 for j in range(rec.gpu_count)
             ]
             out.append(
-                NodeInfo(name=name, devices=devices, cpu_milli=rec.cpu_milli,
-                         memory_mib=rec.memory_mib)
+                NodeInfo(
+                    name=name, devices=devices, cpu_milli=rec.cpu_milli, memory_mib=rec.memory_mib
+                )
             )
     return ClusterSnapshot.from_nodes(out)
 

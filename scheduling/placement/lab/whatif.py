@@ -90,18 +90,27 @@ class WhatIfResult:
     def as_dict(self) -> dict:
         """JSON-ready form (stored on the run)."""
         return {
-            "policy": self.policy, "pods": self.pods, "never_ran": self.never_ran,
-            "capacity_gpus": self.capacity_milli / GPU_MILLI, "span_s": self.span_s,
+            "policy": self.policy,
+            "pods": self.pods,
+            "never_ran": self.never_ran,
+            "capacity_gpus": self.capacity_milli / GPU_MILLI,
+            "span_s": self.span_s,
             "mean_allocation_pct": round(self.mean_allocation_pct, 3),
-            "mean_wait_s": round(self.mean_wait_s, 3), "p50_wait_s": self.p50_wait_s,
-            "p95_wait_s": self.p95_wait_s, "fairness": round(self.fairness, 4),
+            "mean_wait_s": round(self.mean_wait_s, 3),
+            "p50_wait_s": self.p50_wait_s,
+            "p95_wait_s": self.p95_wait_s,
+            "fairness": round(self.fairness, 4),
             "allocation": [[t, round(v, 3)] for t, v in self.allocation],
-            "tenants": {name: {"pods": t.pods, "started": t.started,
-                               "mean_wait_s": None if t.mean_wait_s is None
-                               else round(t.mean_wait_s, 3),
-                               "gpu_hours": round(t.gpu_hours, 4),
-                               "asked_gpu_hours": round(t.asked_gpu_hours, 4)}
-                        for name, t in sorted(self.tenants.items())},
+            "tenants": {
+                name: {
+                    "pods": t.pods,
+                    "started": t.started,
+                    "mean_wait_s": None if t.mean_wait_s is None else round(t.mean_wait_s, 3),
+                    "gpu_hours": round(t.gpu_hours, 4),
+                    "asked_gpu_hours": round(t.asked_gpu_hours, 4),
+                }
+                for name, t in sorted(self.tenants.items())
+            },
         }
 
 
@@ -122,8 +131,13 @@ def _percentile(sorted_values: list[int], q: float) -> float:
 class _Run:
     """State of one replay."""
 
-    def __init__(self, policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod],
-                 quotas: dict[str, int]) -> None:
+    def __init__(
+        self,
+        policy: str,
+        nodes: Sequence[NodeRecord],
+        pods: Sequence[SimPod],
+        quotas: dict[str, int],
+    ) -> None:
         workload = TargetWorkload.from_classes(task_classes([p.pod for p in pods]) or [])
         self.rp = _Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
         self.quotas = quotas
@@ -166,10 +180,15 @@ class _Run:
         self.waiting = keep
 
 
-def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *,
-             quotas: dict[str, int] | None = None,
-             progress: Callable[[int, int], None] | None = None,
-             observer: Any = None) -> WhatIfResult:
+def simulate(
+    policy: str,
+    nodes: Sequence[NodeRecord],
+    pods: Sequence[SimPod],
+    *,
+    quotas: dict[str, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    observer: Any = None,
+) -> WhatIfResult:
     """Replay ``pods`` on ``nodes`` with ``policy`` (module docstring).
 
     Args:
@@ -203,8 +222,7 @@ def simulate(policy: str, nodes: Sequence[NodeRecord], pods: Sequence[SimPod], *
     res = run.res
     res.never_ran = len(run.waiting)
     res.span_s = span
-    res.mean_allocation_pct = (100.0 * area / (span * run.rp.cap)
-                               if span and run.rp.cap else 0.0)
+    res.mean_allocation_pct = 100.0 * area / (span * run.rp.cap) if span and run.rp.cap else 0.0
     waits = sorted(run.waits)
     res.mean_wait_s = sum(waits) / len(waits) if waits else 0.0
     res.p50_wait_s, res.p95_wait_s = _percentile(waits, 0.5), _percentile(waits, 0.95)

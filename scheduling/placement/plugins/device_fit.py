@@ -12,14 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.placement.framework import (
-    SUCCESS,
-    Code,
-    CycleState,
-    NodeFit,
-    StateKey,
-    Status,
-)
+from scheduling.placement.framework import SUCCESS, Code, CycleState, NodeFit, StateKey, Status
 from scheduling.placement.plugins import names
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -58,8 +51,9 @@ PREPARED: StateKey[PreparedPod] = StateKey("DeviceFit/prepared")
 FITS: StateKey[dict[str, NodeFit]] = StateKey("DeviceFit/fits")
 
 
-def add_usage(overlay: dict[str, Usage], grants: list[DeviceGrant] | tuple[DeviceGrant, ...]
-              ) -> None:
+def add_usage(
+    overlay: dict[str, Usage], grants: list[DeviceGrant] | tuple[DeviceGrant, ...]
+) -> None:
     """Add grants to a pending-usage overlay (one slot per grant, a partition its size)."""
     for g in grants:
         u = overlay.get(g.uuid)
@@ -74,8 +68,9 @@ def add_usage(overlay: dict[str, Usage], grants: list[DeviceGrant] | tuple[Devic
             u.counters[name] = u.counters.get(name, 0) + n
 
 
-def fit_pod(node: NodeInfo, prepared: PreparedPod, vendors: dict[str, VendorPlugin]
-            ) -> NodeFit | str:
+def fit_pod(
+    node: NodeInfo, prepared: PreparedPod, vendors: dict[str, VendorPlugin]
+) -> NodeFit | str:
     """Fit all containers of a pod on ``node``. Returns the NodeFit or the reason."""
     app_overlay: dict[str, Usage] = {}
     pod_devices: set[str] = set()
@@ -86,8 +81,13 @@ def fit_pod(node: NodeInfo, prepared: PreparedPod, vendors: dict[str, VendorPlug
             out.append(())
             continue
         overlay = {} if container.init else app_overlay
-        ctx = FitContext(node, overlay, prepared.policy, prepared.weights,
-                         set() if container.init else pod_devices)
+        ctx = FitContext(
+            node,
+            overlay,
+            prepared.policy,
+            prepared.weights,
+            set() if container.init else pod_devices,
+        )
         grants: list[DeviceGrant] = []
         for req in reqs:
             res = vendors[req.vendor].fit(node, req, ctx)
@@ -113,25 +113,33 @@ class DeviceFit:
     name = names.DEVICE_FIT
     node_local = True
 
-    def __init__(self, vendors: dict[str, VendorPlugin] | None = None,
-                 device_policy: str = "spread",
-                 device_scoring_weights: tuple[int, int, int] = (1, 1, 1), **_: object) -> None:
+    def __init__(
+        self,
+        vendors: dict[str, VendorPlugin] | None = None,
+        device_policy: str = "spread",
+        device_scoring_weights: tuple[int, int, int] = (1, 1, 1),
+        **_: object,
+    ) -> None:
         if device_policy not in DEVICE_POLICIES:
             raise ValueError(f"device policy {device_policy!r} not in {DEVICE_POLICIES}")
         self.vendors = vendors if vendors is not None else default_vendors()
         self.device_policy = device_policy
         self.weights = device_scoring_weights
 
-    def pre_filter(self, state: CycleState, pod: PodRequest,
-                   snapshot: ClusterSnapshot) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodRequest, snapshot: ClusterSnapshot) -> Status:
         policy = pod.device_policy or self.device_policy
         if policy not in DEVICE_POLICIES:
-            return Status(Code.ERROR, f"pod {pod.name}: unknown device policy {policy!r}",
-                          self.name)
+            return Status(
+                Code.ERROR, f"pod {pod.name}: unknown device policy {policy!r}", self.name
+            )
         weights = pod.device_scoring_weights or self.weights
         if len(weights) != 3 or min(weights) < 0 or not any(weights):
-            return Status(Code.ERROR, f"pod {pod.name}: device scoring weights {weights} "
-                                      "must be three ints >= 0, not all 0", self.name)
+            return Status(
+                Code.ERROR,
+                f"pod {pod.name}: device scoring weights {weights} "
+                "must be three ints >= 0, not all 0",
+                self.name,
+            )
         containers = []
         min_devices: dict[tuple[str, str], int] = {}
         has = False
@@ -140,8 +148,11 @@ class DeviceFit:
             for r in c.devices:
                 plugin = self.vendors.get(r.vendor)
                 if plugin is None:
-                    return Status(Code.ERROR, f"pod {pod.name} container {c.name}: unknown "
-                                              f"device vendor {r.vendor!r}", self.name)
+                    return Status(
+                        Code.ERROR,
+                        f"pod {pod.name} container {c.name}: unknown device vendor {r.vendor!r}",
+                        self.name,
+                    )
                 p = plugin.prepare(r)
                 if isinstance(p, str):
                     return Status(Code.UNRESOLVABLE, f"container {c.name}: {p}", self.name)
@@ -150,8 +161,7 @@ class DeviceFit:
                 min_devices[key] = max(min_devices.get(key, 0), 1)
                 has = True
             containers.append((c, tuple(reqs)))
-        state.write(PREPARED, PreparedPod(containers, has, policy, tuple(weights),
-                                          min_devices))
+        state.write(PREPARED, PreparedPod(containers, has, policy, tuple(weights), min_devices))
         state.write(FITS, {})
         if not has:
             return Status(Code.SKIP, "", self.name)
@@ -163,10 +173,13 @@ class DeviceFit:
             state.read(FITS)[node.name] = NodeFit([() for _ in prepared.containers])
             return SUCCESS
         devs = node.devices
-        for (vendor, chip) in prepared.min_devices:
+        for vendor, chip in prepared.min_devices:
             if not any(d.vendor == vendor and (not chip or d.type == chip) for d in devs):
-                return Status(Code.UNRESOLVABLE, f"NodeInsufficientDevice: no {chip or vendor}"
-                                                 " devices on node", self.name)
+                return Status(
+                    Code.UNRESOLVABLE,
+                    f"NodeInsufficientDevice: no {chip or vendor} devices on node",
+                    self.name,
+                )
         res = fit_pod(node, prepared, self.vendors)
         if isinstance(res, str):
             return Status(Code.UNSCHEDULABLE, res, self.name)

@@ -159,15 +159,22 @@ class FgdPolicy:
         key = None
         if model is not None:
             calc = self.calc
-            key = (model, calc.cpu_level(cpu), calc.cpu_level(cpu - task.cpu_milli),
-                   table.sg[i], task.gpu_milli, task.num_gpu)
+            key = (
+                model,
+                calc.cpu_level(cpu),
+                calc.cpu_level(cpu - task.cpu_milli),
+                table.sg[i],
+                task.gpu_milli,
+                task.num_gpu,
+            )
             hit = self._dmemo.get(key)
             if hit is not None:
                 return hit
         before = self._frag(table, i, cpu, table.gpus[i])
         if task.is_share:
-            deltas = [self._gpu_delta(table, i, task, before, j)
-                      for j in table.fitting_gpus(i, task)]
+            deltas = [
+                self._gpu_delta(table, i, task, before, j) for j in table.fitting_gpus(i, task)
+            ]
             out = min(deltas) if deltas else 0.0
         else:
             out = self._whole_delta(table, i, task, before)
@@ -356,9 +363,7 @@ class FragGuardPolicy(FgdPolicy):
     def _strand_delta(self, table: NodeTable, i: int, task: TaskView) -> float:
         t = table.tot[i]
         cpu = table.cpu[i]
-        grow = self.stranded(cpu - task.cpu_milli, t - task.total_gpu_milli) - self.stranded(
-            cpu, t
-        )
+        grow = self.stranded(cpu - task.cpu_milli, t - task.total_gpu_milli) - self.stranded(cpu, t)
         return self.cpu_weight * grow
 
     def _gpu_delta(self, table: NodeTable, i: int, task: TaskView, before: float, j: int) -> float:

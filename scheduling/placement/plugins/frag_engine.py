@@ -43,14 +43,7 @@ from typing import Protocol
 from scheduling.placement.fragmentation import GPU_MILLI, device_free_milli
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
-__all__ = [
-    "TaskView",
-    "NodeTable",
-    "LazySelector",
-    "TracePolicy",
-    "task_view",
-    "tie_ranks",
-]
+__all__ = ["TaskView", "NodeTable", "LazySelector", "TracePolicy", "task_view", "tie_ranks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,8 +399,17 @@ class LazySelector:
     it when they change, in ``prepare``), so memory stays bounded; answers never depend on it.
     """
 
-    __slots__ = ("table", "policy", "_keys", "_by_rank", "_memo", "_memo_size", "_memo_epoch",
-                 "memo_limit", "evaluations")
+    __slots__ = (
+        "table",
+        "policy",
+        "_keys",
+        "_by_rank",
+        "_memo",
+        "_memo_size",
+        "_memo_epoch",
+        "memo_limit",
+        "evaluations",
+    )
 
     def __init__(self, table: NodeTable, policy: TracePolicy, memo_limit: int = 500_000) -> None:
         self.table = table

@@ -142,9 +142,7 @@ class TracePolicyPlugin:
             table = NodeTable(snapshot, self.tie_seed)
             self.table = table
             self._snapshot = snapshot
-            self.selector = (
-                None if self._picks else LazySelector(table, self.policy)
-            )
+            self.selector = None if self._picks else LazySelector(table, self.policy)
             self._journal_pos = len(journal)
             return table
         for name in dict.fromkeys(journal[self._journal_pos :]):

@@ -50,8 +50,11 @@ class NodeSelector:
         labels = node.labels
         for k, v in pod.node_selector.items():
             if labels.get(k) != v:
-                return Status(Code.UNRESOLVABLE,
-                              "node(s) didn't match Pod's node affinity/selector", self.name)
+                return Status(
+                    Code.UNRESOLVABLE,
+                    "node(s) didn't match Pod's node affinity/selector",
+                    self.name,
+                )
         return SUCCESS
 
 
@@ -68,11 +71,9 @@ class NodeResourcesFit:
     def __init__(self, **_: object) -> None:
         pass
 
-    def pre_filter(self, state: CycleState, pod: PodRequest,
-                   snapshot: ClusterSnapshot) -> Status:
+    def pre_filter(self, state: CycleState, pod: PodRequest, snapshot: ClusterSnapshot) -> Status:
         if pod.cpu_milli < 0 or pod.memory_mib < 0:
-            return Status(Code.ERROR, f"pod {pod.name}: negative cpu or memory request",
-                          self.name)
+            return Status(Code.ERROR, f"pod {pod.name}: negative cpu or memory request", self.name)
         if pod.cpu_milli == 0 and pod.memory_mib == 0:
             return Status(Code.SKIP, "", self.name)
         return SUCCESS
@@ -81,7 +82,6 @@ class NodeResourcesFit:
         cpu = pod.cpu_milli > node.cpu_milli - node.used_cpu_milli
         mem = pod.memory_mib > node.memory_mib - node.used_memory_mib
         if cpu or mem:
-            parts = (["Insufficient cpu"] if cpu else []) + (["Insufficient memory"] if mem
-                                                              else [])
+            parts = (["Insufficient cpu"] if cpu else []) + (["Insufficient memory"] if mem else [])
             return Status(Code.UNSCHEDULABLE, ", ".join(parts), self.name)
         return SUCCESS

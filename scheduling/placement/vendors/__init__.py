@@ -23,21 +23,39 @@ from scheduling.placement.vendors.neuron import NeuronPlugin
 from scheduling.placement.vendors.nvidia import NvidiaPlugin
 from scheduling.placement.vendors.vastai import BirenPlugin, VastaiPlugin
 
-__all__ = ["VENDOR_PLUGINS", "build_vendors", "default_vendors", "DeviceModelConfig",
-           "Template", "VendorPlugin", "default_device_configs"]
+__all__ = [
+    "VENDOR_PLUGINS",
+    "build_vendors",
+    "default_vendors",
+    "DeviceModelConfig",
+    "Template",
+    "VendorPlugin",
+    "default_device_configs",
+]
 
 VENDOR_PLUGINS: dict[str, type[VendorPlugin]] = {
-    "NVIDIA": NvidiaPlugin, "MLU": CambriconPlugin, "DCU": HygonPlugin,
-    "Ascend": AscendPlugin, "Metax": MetaxPlugin, "MetaxSGPU": MetaxSGPUPlugin,
-    "Iluvatar": IluvatarPlugin, "Enflame": EnflamePlugin, "Mthreads": MthreadsPlugin,
-    "Kunlun": KunlunPlugin, "KunlunVXPU": KunlunVXPUPlugin, "AMD": AmdPlugin,
-    "EnflameDRS": EnflameDRSPlugin, "AWSNeuron": NeuronPlugin, "Vastai": VastaiPlugin,
+    "NVIDIA": NvidiaPlugin,
+    "MLU": CambriconPlugin,
+    "DCU": HygonPlugin,
+    "Ascend": AscendPlugin,
+    "Metax": MetaxPlugin,
+    "MetaxSGPU": MetaxSGPUPlugin,
+    "Iluvatar": IluvatarPlugin,
+    "Enflame": EnflamePlugin,
+    "Mthreads": MthreadsPlugin,
+    "Kunlun": KunlunPlugin,
+    "KunlunVXPU": KunlunVXPUPlugin,
+    "AMD": AmdPlugin,
+    "EnflameDRS": EnflameDRSPlugin,
+    "AWSNeuron": NeuronPlugin,
+    "Vastai": VastaiPlugin,
     "Biren": BirenPlugin,
 }
 
 
-def build_vendors(configs: list[DeviceModelConfig], hami_parity: bool = False
-                  ) -> dict[str, VendorPlugin]:
+def build_vendors(
+    configs: list[DeviceModelConfig], hami_parity: bool = False
+) -> dict[str, VendorPlugin]:
     """``{vendor word: plugin}`` for the given configs (grouped by ``vendor``; disabled
     backends are left out). ``hami_parity``: answer as HAMi where the console differs."""
     groups: dict[str, list[DeviceModelConfig]] = {}

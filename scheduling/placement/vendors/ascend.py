@@ -50,14 +50,18 @@ class AscendPlugin(VendorPlugin):
             return f"{R.INVALID_REQUEST}: unknown Ascend chip {req.chip!r}"
         if cfg.super_pod:
             if req.count > 1 and req.count % 2:
-                return (f"{R.INVALID_REQUEST}: {req.chip} takes whole 2-NPU modules, "
-                        f"count {req.count} is odd")
+                return (
+                    f"{R.INVALID_REQUEST}: {req.chip} takes whole 2-NPU modules, "
+                    f"count {req.count} is odd"
+                )
             req = replace(req, count=max(2, req.count))
         if req.soft_split:
             return req
         if req.cores_percent > 0:
-            return (f"{R.INVALID_REQUEST}: {cfg.resource_cores} is only allowed with "
-                    f"huawei.com/vnpu-mode: hami-core")
+            return (
+                f"{R.INVALID_REQUEST}: {cfg.resource_cores} is only allowed with "
+                f"huawei.com/vnpu-mode: hami-core"
+            )
         mem = req.memory_mib
         if mem == 0 and req.memory_percent is not None:
             mem = cfg.memory_mib * req.memory_percent // 100
@@ -70,8 +74,10 @@ class AscendPlugin(VendorPlugin):
             elif mem <= max(cfg.memory_capacity_mib, cfg.memory_mib):
                 mem = cfg.memory_mib
             else:
-                return (f"{R.INVALID_REQUEST}: {req.chip} memory {mem} MiB exceeds the chip "
-                        f"capacity {cfg.memory_capacity_mib} MiB")
+                return (
+                    f"{R.INVALID_REQUEST}: {req.chip} memory {mem} MiB exceeds the chip "
+                    f"capacity {cfg.memory_capacity_mib} MiB"
+                )
         if req.count > 1 and mem < cfg.memory_mib:
             return f"{R.INVALID_REQUEST}: vNPU not supported for multiple devices"
         return replace(req, memory_mib=mem, memory_percent=None)
@@ -80,8 +86,9 @@ class AscendPlugin(VendorPlugin):
         mem, cores = super().need(dev, req)
         return mem, (cores if req.soft_split else 0)
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         if req.soft_split and ctx.node.annotations.get("hami-vnpu-core", "") != "true":
             return R.MODE_NOT_FIT
         return None
@@ -114,8 +121,9 @@ class AscendPlugin(VendorPlugin):
             return R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST
         return super().select_failure(req)
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if self._super_pod(req):
             modules: dict[int, list[DeviceGrant]] = {}
@@ -148,4 +156,3 @@ class AscendPlugin(VendorPlugin):
                 counts[net[g.uuid]] = counts.get(net[g.uuid], 0) + 1
             total += max(counts.values()) / len(mine)
         return 10.0 * total
-

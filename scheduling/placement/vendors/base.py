@@ -79,11 +79,24 @@ class FitContext:
             MIG spreads instances with it).
     """
 
-    __slots__ = ("node", "overlay", "policy", "weights", "pod_devices", "extra_score",
-                 "per_device_cap")
+    __slots__ = (
+        "node",
+        "overlay",
+        "policy",
+        "weights",
+        "pod_devices",
+        "extra_score",
+        "per_device_cap",
+    )
 
-    def __init__(self, node: NodeInfo, overlay: dict[str, Usage], policy: str,
-                 weights: tuple[int, int, int], pod_devices: set[str]) -> None:
+    def __init__(
+        self,
+        node: NodeInfo,
+        overlay: dict[str, Usage],
+        policy: str,
+        weights: tuple[int, int, int],
+        pod_devices: set[str],
+    ) -> None:
         self.node = node
         self.overlay = overlay
         self.policy = policy
@@ -201,8 +214,9 @@ class VendorPlugin:
         except ConfigError:
             return memory_mib
 
-    def device_score(self, dev: DeviceUsage, req: DeviceRequest, ov: Usage | None,
-                     weights: tuple[int, int, int]) -> float:
+    def device_score(
+        self, dev: DeviceUsage, req: DeviceRequest, ov: Usage | None, weights: tuple[int, int, int]
+    ) -> float:
         """HAMi device score (``ComputeScore``) including this request (see module doc)."""
         mem, cores = self.need(dev, req)
         used = dev.used_slots
@@ -215,12 +229,15 @@ class VendorPlugin:
         if not dev.split_count or not dev.cores_percent or not dev.memory_mib:
             return 0.0
         sw, cw, mw = weights
-        return 10.0 * (sw * (1 + used) / dev.split_count
-                       + cw * (cores + ucores) / dev.cores_percent
-                       + mw * (mem + umem) / dev.memory_mib)
+        return 10.0 * (
+            sw * (1 + used) / dev.split_count
+            + cw * (cores + ucores) / dev.cores_percent
+            + mw * (mem + umem) / dev.memory_mib
+        )
 
-    def order(self, devs: list[DeviceUsage], req: DeviceRequest,
-              ctx: FitContext) -> list[DeviceUsage]:
+    def order(
+        self, devs: list[DeviceUsage], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceUsage]:
         """Devices in the order Fit tries them (first = taken first)."""
         ov = ctx.overlay
         w = ctx.weights
@@ -228,8 +245,11 @@ class VendorPlugin:
         binpack = pol == "binpack"
         numa = req.numa_bind
         cls = type(self)
-        fast = (cls.device_score is VendorPlugin.device_score and cls.need is VendorPlugin.need
-                and not self.rounds)
+        fast = (
+            cls.device_score is VendorPlugin.device_score
+            and cls.need is VendorPlugin.need
+            and not self.rounds
+        )
         if fast:
             sw, cw, mw = w
             cores = req.cores_percent if req.cores_percent <= 100 else 100
@@ -247,14 +267,16 @@ class VendorPlugin:
                         sc = 0.0
                     else:
                         mem = mem_fixed if mem_fixed > 0 else dm * pct // 100
-                        used, umem, ucores = d.used_slots, d.used_memory_mib, \
-                            d.used_cores_percent
+                        used, umem, ucores = d.used_slots, d.used_memory_mib, d.used_cores_percent
                         if o is not None:
                             used += o.slots
                             umem += o.memory_mib
                             ucores += o.cores_percent
-                        sc = 10.0 * (sw * (1 + used) / cnt + cw * (cores + ucores) / dc
-                                     + mw * (mem + umem) / dm)
+                        sc = 10.0 * (
+                            sw * (1 + used) / cnt
+                            + cw * (cores + ucores) / dc
+                            + mw * (mem + umem) / dm
+                        )
                 else:
                     sc = self.device_score(d, req, o, w)
                 k = (-sc, -d.numa, -pos) if binpack else (sc, -pos)
@@ -273,13 +295,20 @@ class VendorPlugin:
             return False
         return not (req.modes and dev.mode not in req.modes)
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         """Step 15 hook: vendor rule; returns a reason name or None."""
         return None
 
-    def admit(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, extra_slots: int = 0,
-              size: int = 1) -> tuple[int, Usage | None] | str:
+    def admit(
+        self,
+        dev: DeviceUsage,
+        req: DeviceRequest,
+        ctx: FitContext,
+        extra_slots: int = 0,
+        size: int = 1,
+    ) -> tuple[int, Usage | None] | str:
         """Steps 5-7: uuid lists, free slots for ``size`` more (``extra_slots`` already
         taken by this request), mutex. Returns (slots in use, pending usage) or a reason."""
         if req.uuids_include and dev.uuid not in req.uuids_include:
@@ -294,8 +323,9 @@ class VendorPlugin:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return used, o
 
-    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+    def check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, taken: list[DeviceGrant]
+    ) -> list[DeviceGrant] | str:
         """Steps 5-15 for one device. Returns the grants this device gives or a reason."""
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):
@@ -322,16 +352,29 @@ class VendorPlugin:
         """The grant of ``mem`` MiB and ``cores`` on ``dev`` (with the shared counters it
         consumes when the card has ``counters``)."""
         if dev.counters and "counters" not in extra:
-            extra["counters"] = self.consumed_counters(dev, mem, cores,
-                                                       str(extra.get("template", "")))
-        return DeviceGrant(dev.uuid, self.annotation_type(dev), mem, cores, dev.vendor,
-                           dev.index, model=dev.type, **extra)
+            extra["counters"] = self.consumed_counters(
+                dev, mem, cores, str(extra.get("template", ""))
+            )
+        return DeviceGrant(
+            dev.uuid,
+            self.annotation_type(dev),
+            mem,
+            cores,
+            dev.vendor,
+            dev.index,
+            model=dev.type,
+            **extra,
+        )
 
-    def consumed_counters(self, dev: DeviceUsage, mem: int, cores: int, template: str
-                          ) -> tuple[tuple[str, int], ...]:
+    def consumed_counters(
+        self, dev: DeviceUsage, mem: int, cores: int, template: str
+    ) -> tuple[tuple[str, int], ...]:
         """Counters a grant consumes: its template's (catalogue), else memory and cores."""
-        tpl = next((t for t in self.config_for(dev.type).templates if t.name == template),
-                   None) if template else None
+        tpl = (
+            next((t for t in self.config_for(dev.type).templates if t.name == template), None)
+            if template
+            else None
+        )
         used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
         return tuple(sorted((k, v) for k, v in used.items() if k in dev.counters))
 
@@ -339,8 +382,9 @@ class VendorPlugin:
         """True to collect every passing device and let :meth:`select_from` choose."""
         return False
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         """Choose ``req.count`` devices among all passing ones (when :meth:`collect_all`)."""
         return [g for gs in passing[: req.count] for g in gs]
 
@@ -352,10 +396,14 @@ class VendorPlugin:
         """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
         devs = self.candidates(node, req)
         total = len(devs)
-        if req.count > total and not (self.may_revisit
-                                      and any(self.allows_revisit(d) for d in devs)):
-            return FitResult(None, f"{R.NODE_INSUFFICIENT_DEVICE}: {req.count} "
-                                   f"{req.chip or req.vendor} requested, {total} on node")
+        if req.count > total and not (
+            self.may_revisit and any(self.allows_revisit(d) for d in devs)
+        ):
+            return FitResult(
+                None,
+                f"{R.NODE_INSUFFICIENT_DEVICE}: {req.count} "
+                f"{req.chip or req.vendor} requested, {total} on node",
+            )
         ordered = self.order(devs, req, ctx)
         counts: dict[str, int] = {}
         collect = self.collect_all(req, ctx)
@@ -384,8 +432,7 @@ class VendorPlugin:
                 chosen = []
                 nchosen = 0
             prev_numa = dev.numa
-            taken = [g for gs in chosen for g in gs] if revisit and self.allows_revisit(dev) \
-                else []
+            taken = [g for gs in chosen for g in gs] if revisit and self.allows_revisit(dev) else []
             res = self.check(dev, req, ctx, taken)
             if isinstance(res, str):
                 counts[res] = counts.get(res, 0) + 1
@@ -403,8 +450,11 @@ class VendorPlugin:
             counts[self.select_failure(req)] = nchosen
         elif nchosen:
             counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
-        return FitResult(None, R.gen_reason(counts, total) or
-                         f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}")
+        return FitResult(
+            None,
+            R.gen_reason(counts, total)
+            or f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}",
+        )
 
     def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""

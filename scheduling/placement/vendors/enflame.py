@@ -47,12 +47,15 @@ def drs_profiles(node: NodeInfo, vendor: str = "EnflameDRS") -> list[tuple[str, 
         max_slice = max((s for s, _ in seen.values()), default=0)
     if max_slice <= 0:
         return []
-    return sorted(((n, s, gb, math.ceil(s * 100 / max_slice)) for n, (s, gb) in seen.items()),
-                  key=lambda p: (p[1], p[2], p[0]))
+    return sorted(
+        ((n, s, gb, math.ceil(s * 100 / max_slice)) for n, (s, gb) in seen.items()),
+        key=lambda p: (p[1], p[2], p[0]),
+    )
 
 
-def pick_drs_profile(profiles: list[tuple[str, int, int, int]], req: DeviceRequest
-                     ) -> tuple[str, int, int, int] | None:
+def pick_drs_profile(
+    profiles: list[tuple[str, int, int, int]], req: DeviceRequest
+) -> tuple[str, int, int, int] | None:
     """HAMi ``selectProfileByRequest`` over :func:`drs_profiles`."""
     if req.slices:
         return next((p for p in profiles if p[1] == req.slices), None)
@@ -88,8 +91,9 @@ class EnflameDRSPlugin(VendorPlugin):
         gb = math.ceil(req.memory_mib / 1024) if req.memory_mib > 0 else 0
         return gb * 1024, req.cores_percent
 
-    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+    def check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, taken: list[DeviceGrant]
+    ) -> list[DeviceGrant] | str:
         prof = pick_drs_profile(drs_profiles(ctx.node, self.vendor), req)
         if prof is None:
             return R.MODE_NOT_FIT

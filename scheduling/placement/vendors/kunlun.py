@@ -50,8 +50,9 @@ class KunlunPlugin(VendorPlugin):
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return True
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         by_index = {g.index: g for gs in passing for g in gs}
         free = set(by_index)
         n = req.count
@@ -93,8 +94,7 @@ def _bubbles(indices: set[int]) -> int:
 
 def kunlun_topology_score(prev: set[int], cur: set[int]) -> float:
     """HAMi ``calcscore`` (module doc)."""
-    return {-1: 3000.0, 0: 2000.0, 1: 1000.0, 2: 0.0}.get(_bubbles(cur) - _bubbles(prev),
-                                                          1000.0)
+    return {-1: 3000.0, 0: 2000.0, 1: 1000.0, 2: 0.0}.get(_bubbles(cur) - _bubbles(prev), 1000.0)
 
 
 class KunlunVXPUPlugin(VendorPlugin):
@@ -116,11 +116,16 @@ class KunlunVXPUPlugin(VendorPlugin):
         tpl = next((t for t in cfg.templates if t.memory_mib >= mem), None)
         if tpl is None:
             return f"{R.INVALID_REQUEST}: vXPU memory {mem} MiB exceeds {full} MiB"
-        return replace(req, memory_mib=tpl.memory_mib, memory_percent=None,
-                       cores_percent=tpl.memory_mib * 100 // full)
+        return replace(
+            req,
+            memory_mib=tpl.memory_mib,
+            memory_percent=None,
+            cores_percent=tpl.memory_mib * 100 // full,
+        )
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         o = ctx.overlay.get(dev.uuid)
         slots = dev.used_slots + (o.slots if o else 0)
         umem = dev.used_memory_mib + (o.memory_mib if o else 0)

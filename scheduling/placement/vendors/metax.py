@@ -31,8 +31,9 @@ class MetaxPlugin(VendorPlugin):
 
     vendor = "Metax"
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         return same_devices_rule(self, dev, ctx)
 
 
@@ -47,8 +48,9 @@ class MetaxSGPUPlugin(VendorPlugin):
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, req.cores_percent
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         if cores >= 100 or not req.qos_policy:
             return None
         if dev.qos_policy and dev.qos_policy != req.qos_policy:

@@ -22,6 +22,7 @@ class MthreadsPlugin(VendorPlugin):
         mem, _ = super().need(dev, req)
         return mem, min(req.cores_percent, dev.cores_percent)
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         return same_devices_rule(self, dev, ctx)

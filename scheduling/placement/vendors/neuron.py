@@ -34,7 +34,7 @@ def neuron_run(devs: list[DeviceUsage], free: set[str], count: int) -> list[Devi
         return None
     step = 1 if ring else count
     for start in range(0, len(devs) - count + 1, step):
-        run = devs[start:start + count]
+        run = devs[start : start + count]
         if all(d.uuid in free for d in run):
             return run
     return None
@@ -50,8 +50,9 @@ class NeuronPlugin(VendorPlugin):
             return dev.memory_mib, dev.cores_percent
         return 0, min(req.cores_percent or dev.cores_percent, dev.cores_percent)
 
-    def custom_check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-                     mem: int, cores: int) -> str | None:
+    def custom_check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
+    ) -> str | None:
         o = ctx.overlay.get(dev.uuid)
         if req.count > 1 and dev.used_slots + (o.slots if o else 0) > 0:
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
@@ -64,16 +65,20 @@ class NeuronPlugin(VendorPlugin):
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return req.count > 1
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         grants = {g.uuid: g for gs in passing for g in gs}
         run = neuron_run(self.candidates(node, req), set(grants), req.count)
         return None if run is None else [grants[d.uuid] for d in run]
 
     def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
         res = super().fit(node, req, ctx)
-        if res.grants is None and req.count > 1 and R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE \
-                in res.reason:
+        if (
+            res.grants is None
+            and req.count > 1
+            and R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE in res.reason
+        ):
             total = len(self.candidates(node, req))
             return FitResult(None, R.gen_reason({R.NUMA_NOT_FIT: 1}, total))
         return res

@@ -46,8 +46,7 @@ class NvidiaPlugin(VendorPlugin):
         return ctx.policy == "topology-aware"
 
     def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
-        if req.count > 1 and not self.hami_parity \
-                and ctx.policy in ("spread", "topology-aware"):
+        if req.count > 1 and not self.hami_parity and ctx.policy in ("spread", "topology-aware"):
             gpus = sum(1 for d in self.candidates(node, req) if d.mode == "mig")
             if gpus > 1:
                 ctx.per_device_cap = math.ceil(req.count / gpus)
@@ -59,8 +58,9 @@ class NvidiaPlugin(VendorPlugin):
                     return res
         return super().fit(node, req, ctx)
 
-    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+    def check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, taken: list[DeviceGrant]
+    ) -> list[DeviceGrant] | str:
         if dev.mode != "mig":
             return super().check(dev, req, ctx, taken)
         mine = [g for g in taken if g.uuid == dev.uuid]
@@ -83,14 +83,23 @@ class NvidiaPlugin(VendorPlugin):
                 break
             prof, start, size = found
             busy.append((start, size))
-            out.append(self.grant(dev, prof.memory_mib, prof.cores_percent,
-                                  mig_profile=prof.name, mig_start=start, mig_size=size))
+            out.append(
+                self.grant(
+                    dev,
+                    prof.memory_mib,
+                    prof.cores_percent,
+                    mig_profile=prof.name,
+                    mig_start=start,
+                    mig_size=size,
+                )
+            )
             remaining -= 1
             used += 1
         return out if out else R.CARD_MIG_TOPOLOGY_INFEASIBLE
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if len(grants) <= req.count:
             return grants[: req.count]
@@ -100,8 +109,13 @@ class NvidiaPlugin(VendorPlugin):
             return scores.get(a, {}).get(b, 0)
 
         if req.count == 1:
-            best = min(range(len(grants)), key=lambda i: (
-                sum(pair(grants[i].uuid, g.uuid) for g in grants if g is not grants[i]), i))
+            best = min(
+                range(len(grants)),
+                key=lambda i: (
+                    sum(pair(grants[i].uuid, g.uuid) for g in grants if g is not grants[i]),
+                    i,
+                ),
+            )
             return [grants[best]]
         best_combo: tuple[DeviceGrant, ...] | None = None
         best_score = -1
@@ -114,14 +128,16 @@ class NvidiaPlugin(VendorPlugin):
         return list(best_combo) if best_combo else None
 
 
-def _pick_mig(profiles: tuple[MigProfile, ...], mem: int,
-              busy: list[tuple[int, int]]) -> tuple[MigProfile, int, int] | None:
+def _pick_mig(
+    profiles: tuple[MigProfile, ...], mem: int, busy: list[tuple[int, int]]
+) -> tuple[MigProfile, int, int] | None:
     """Smallest profile (memory, slices) with memory >= ``mem`` and a free placement."""
     for prof in sorted(profiles, key=lambda p: (p.memory_mib, p.slice_count, p.name)):
         if prof.memory_mib < mem:
             continue
-        places = sorted(prof.placements, key=lambda p: p.start,
-                        reverse=prof.name.startswith(("1g.", "3g.")))
+        places = sorted(
+            prof.placements, key=lambda p: p.start, reverse=prof.name.startswith(("1g.", "3g."))
+        )
         for pl in places:
             end = pl.start + pl.size
             if all(end <= s or pl.start >= s + z for s, z in busy):

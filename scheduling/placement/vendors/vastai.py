@@ -28,8 +28,9 @@ class VastaiPlugin(VendorPlugin):
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
 
-    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+    def check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, taken: list[DeviceGrant]
+    ) -> list[DeviceGrant] | str:
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):
             return admitted
@@ -40,14 +41,18 @@ class VastaiPlugin(VendorPlugin):
     def _card_busy(self, node: NodeInfo, dev: DeviceUsage, req: DeviceRequest) -> bool:
         if not _die_mode(self.candidates(node, req)) or "AIC" not in dev.custom:
             return False
-        return any(d.used_slots > 0 and d.custom.get("AIC") == dev.custom["AIC"]
-                   for d in node.devices if d.vendor == self.vendor)
+        return any(
+            d.used_slots > 0 and d.custom.get("AIC") == dev.custom["AIC"]
+            for d in node.devices
+            if d.vendor == self.vendor
+        )
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
         return _die_mode(self.candidates(ctx.node, req))
 
-    def select_from(self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest,
-                    ctx: FitContext) -> list[DeviceGrant] | None:
+    def select_from(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[DeviceGrant] | None:
         grants = [g for gs in passing for g in gs]
         if req.count == 1:
             return grants[:1]
@@ -65,8 +70,7 @@ class VastaiPlugin(VendorPlugin):
             mine = [devs[g.uuid] for g in grants if g.uuid in devs]
             if not mine:
                 continue
-            if any(d.custom.get("DeviceStrategy") != "die" or "AIC" not in d.custom
-                   for d in mine):
+            if any(d.custom.get("DeviceStrategy") != "die" or "AIC" not in d.custom for d in mine):
                 return 0.0
             counts: dict[str, int] = {}
             for d in mine:
@@ -86,8 +90,9 @@ class BirenPlugin(VendorPlugin):
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
 
-    def check(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext,
-              taken: list[DeviceGrant]) -> list[DeviceGrant] | str:
+    def check(
+        self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, taken: list[DeviceGrant]
+    ) -> list[DeviceGrant] | str:
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):
             return admitted

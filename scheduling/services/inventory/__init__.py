@@ -65,8 +65,13 @@ logger = logging.getLogger(__name__)
 KUBE_INVENTORY_SYNC_LOCK = locks.KUBE_INVENTORY_SYNC
 """Advisory lock namespace of the per-cluster inventory sync (next to core.locks)."""
 
-__all__ = ["InventoryReport", "sync_cluster_inventory", "apply_inventory", "inventory_limits",
-           "KUBE_INVENTORY_SYNC_LOCK"]
+__all__ = [
+    "InventoryReport",
+    "sync_cluster_inventory",
+    "apply_inventory",
+    "inventory_limits",
+    "KUBE_INVENTORY_SYNC_LOCK",
+]
 
 
 def inventory_limits() -> InventoryLimits:
@@ -74,8 +79,9 @@ def inventory_limits() -> InventoryLimits:
     return InventoryLimits.from_settings(settings)
 
 
-def sync_cluster_inventory(cluster_id: int, *, gateway=None,
-                           now: datetime | None = None) -> InventoryReport:
+def sync_cluster_inventory(
+    cluster_id: int, *, gateway=None, now: datetime | None = None
+) -> InventoryReport:
     """List Nodes and ResourceSlices of a kubernetes cluster and write them (see module doc).
 
     Args:
@@ -108,32 +114,50 @@ def sync_cluster_inventory(cluster_id: int, *, gateway=None,
     return apply_inventory(cluster, node_objs, slices, now=now, slice_error=slice_error)
 
 
-def apply_inventory(cluster: Cluster, node_objs: list, slices: list, *, now: datetime,
-                    slice_error: str | None = None,
-                    limits: InventoryLimits | None = None) -> InventoryReport:
+def apply_inventory(
+    cluster: Cluster,
+    node_objs: list,
+    slices: list,
+    *,
+    now: datetime,
+    slice_error: str | None = None,
+    limits: InventoryLimits | None = None,
+) -> InventoryReport:
     """Write listed Node / ResourceSlice dicts for ``cluster`` (the pure-input half of
     :func:`sync_cluster_inventory`; see the module docstring for the rules).
 
     Never raises for bad input: each bad node or slice is flagged and reported.
     """
     catalogue = get_catalogue()
-    plan = plan_inventory(node_objs, slices, prefer_dra=cluster.submission_mode == "dra",
-                          now=now, limits=limits or inventory_limits(),
-                          slice_error=slice_error, serials_seen=serials_seen(cluster),
-                          configs=catalogue.configs)
+    plan = plan_inventory(
+        node_objs,
+        slices,
+        prefer_dra=cluster.submission_mode == "dra",
+        now=now,
+        limits=limits or inventory_limits(),
+        slice_error=slice_error,
+        serials_seen=serials_seen(cluster),
+        configs=catalogue.configs,
+    )
     report = InventoryReport(cluster=cluster.name, partitions=plan.partitions)
     with transaction.atomic():
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)",
-                        [KUBE_INVENTORY_SYNC_LOCK, cluster.pk])
+            cur.execute(
+                "SELECT pg_try_advisory_xact_lock(%s, %s)", [KUBE_INVENTORY_SYNC_LOCK, cluster.pk]
+            )
             if not cur.fetchone()[0]:
                 report.locked_out = True
                 return report
         InventoryWriter(cluster, plan, now, report).run()
-        Cluster.objects.filter(pk=cluster.pk).update(inventory_errors=report.errors,
-                                                     inventory_synced_at=now)
+        Cluster.objects.filter(pk=cluster.pk).update(
+            inventory_errors=report.errors, inventory_synced_at=now
+        )
     if report.errors or report.warnings:
         problems = report.errors + report.warnings
-        logger.warning("inventory sync %s: %d problem(s): %s", cluster.name,
-                       len(problems), "; ".join(problems[:5]))
+        logger.warning(
+            "inventory sync %s: %d problem(s): %s",
+            cluster.name,
+            len(problems),
+            "; ".join(problems[:5]),
+        )
     return report

@@ -40,8 +40,15 @@ from scheduling.kube.inventory import (
 from scheduling.kube.limits import InventoryLimits
 from scheduling.placement.types import DeviceUsage, NodeInfo
 
-__all__ = ["Reported", "Sighting", "InventoryPlan", "plan_inventory", "valid_nodes",
-           "plugin_device_warnings", "template_share_notes"]
+__all__ = [
+    "Reported",
+    "Sighting",
+    "InventoryPlan",
+    "plan_inventory",
+    "valid_nodes",
+    "plugin_device_warnings",
+    "template_share_notes",
+]
 
 
 @dataclass
@@ -128,16 +135,20 @@ def valid_nodes(objs: list[Any], errors: list[str]) -> list[dict]:
     return out
 
 
-def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool,
-               configs: Sequence[DeviceModelConfig] | None) -> None:
-    dra_by_key = {(d.node, d.uuid or f"{d.pool}/{d.name}"): d
-                  for d in inv.devices if not d.is_partition}
+def _merge_dra(
+    plan: InventoryPlan, inv, prefer_dra: bool, configs: Sequence[DeviceModelConfig] | None
+) -> None:
+    dra_by_key = {
+        (d.node, d.uuid or f"{d.pool}/{d.name}"): d for d in inv.devices if not d.is_partition
+    }
     # drivers the catalogue's models name (a Cambricon / Hygon driver configured per model)
     vendors = {**DRIVER_VENDORS, **{c.dra.driver: c.vendor for c in configs or () if c.dra}}
     for dev in dra_devices_to_placement(inv, vendors):
         if dev.node not in plan.nodes:
-            plan.errors.append(f"ResourceSlice device {dev.uuid} is on node {dev.node!r}, "
-                               "which is not listed; skipped")
+            plan.errors.append(
+                f"ResourceSlice device {dev.uuid} is on node {dev.node!r}, "
+                "which is not listed; skipped"
+            )
             continue
         d = dra_by_key.get((dev.node, dev.uuid))
         dra_name = f"{d.driver}/{d.pool}/{d.name}" if d else ""
@@ -149,8 +160,9 @@ def _merge_dra(plan: InventoryPlan, inv, prefer_dra: bool,
         here[dev.uuid] = Reported(dev, "dra", dra_name, Identity(dev.uuid))
 
 
-def _identify(plan: InventoryPlan, name: str, node: NodeInfo,
-              serials_seen: Mapping[int, str]) -> None:
+def _identify(
+    plan: InventoryPlan, name: str, node: NodeInfo, serials_seen: Mapping[int, str]
+) -> None:
     """Key the node's registered devices by identity; record the serials it names."""
     try:
         named = node_serials(node.annotations, node.labels)
@@ -164,13 +176,15 @@ def _identify(plan: InventoryPlan, name: str, node: NodeInfo,
         if ident.warning:
             plan.warnings.append(ident.warning)
         if ident.serial_source == "registration":
-            plan.sightings.append(Sighting(dev.vendor, ident.serial, name, dev.index,
-                                           "registration"))
+            plan.sightings.append(
+                Sighting(dev.vendor, ident.serial, name, dev.index, "registration")
+            )
         plan.per_node[name][ident.key] = Reported(dev, "hami", "", ident)
 
 
-def plugin_device_warnings(name: str, node: NodeInfo,
-                           configs: Sequence[DeviceModelConfig]) -> list[str]:
+def plugin_device_warnings(
+    name: str, node: NodeInfo, configs: Sequence[DeviceModelConfig]
+) -> list[str]:
     """Warnings for models whose device plugin would register more kubelet devices on the
     node than the model's ``max_plugin_devices`` (kubelet's ListAndWatch reply for one
     resource is one gRPC message of at most 4 MiB, kubernetes#109304): e.g. Cambricon sMLU
@@ -184,15 +198,19 @@ def plugin_device_warnings(name: str, node: NodeInfo,
         key = cfg.chip or cfg.vendor
         _cfg, n = per_model.get(key, (cfg, 0))
         per_model[key] = (cfg, n + plugin_devices_per_card(cfg, dev.memory_mib))
-    return [f"Node {name}: model {key} would register {n} device-plugin devices for "
-            f"{cfg.resource_memory or cfg.resource_count}, over its bound of "
-            f"{cfg.max_plugin_devices} (max_plugin_devices; kubelet refuses a ListAndWatch "
-            "reply over 4 MiB): raise the memory unit (memory_factor) or the bound"
-            for key, (cfg, n) in sorted(per_model.items()) if n > cfg.max_plugin_devices]
+    return [
+        f"Node {name}: model {key} would register {n} device-plugin devices for "
+        f"{cfg.resource_memory or cfg.resource_count}, over its bound of "
+        f"{cfg.max_plugin_devices} (max_plugin_devices; kubelet refuses a ListAndWatch "
+        "reply over 4 MiB): raise the memory unit (memory_factor) or the bound"
+        for key, (cfg, n) in sorted(per_model.items())
+        if n > cfg.max_plugin_devices
+    ]
 
 
-def template_share_notes(name: str, node: NodeInfo,
-                         configs: Sequence[DeviceModelConfig]) -> dict[str, str]:
+def template_share_notes(
+    name: str, node: NodeInfo, configs: Sequence[DeviceModelConfig]
+) -> dict[str, str]:
     """``{uuid: note}`` of registered devices of template-sliced models (Ascend vNPU) whose
     share count contradicts the model's template table (allocatable memory // smallest
     template, the plugin's ``VDeviceCount``): the table wins, the device's split count is
@@ -201,19 +219,31 @@ def template_share_notes(name: str, node: NodeInfo,
     notes = {}
     for dev in node.devices:
         cfg = catalogue.for_device(dev.vendor, dev.type)
-        shares = template_share_count(cfg, dev.memory_mib) \
-            if cfg is not None and cfg.slicing == "template" else 0
+        shares = (
+            template_share_count(cfg, dev.memory_mib)
+            if cfg is not None and cfg.slicing == "template"
+            else 0
+        )
         if shares and dev.split_count != shares:
-            notes[dev.uuid] = (f"registered {dev.split_count} shares but the {cfg.chip} "
-                               f"template table gives {shares}; the table wins")
+            notes[dev.uuid] = (
+                f"registered {dev.split_count} shares but the {cfg.chip} "
+                f"template table gives {shares}; the table wins"
+            )
             dev.split_count = shares
     return notes
 
 
-def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
-                   now: datetime, limits: InventoryLimits, slice_error: str | None = None,
-                   serials_seen: Mapping[str, Mapping[int, str]] | None = None,
-                   configs: Sequence[DeviceModelConfig] | None = None) -> InventoryPlan:
+def plan_inventory(
+    node_objs: list[Any],
+    slices: list[Any],
+    *,
+    prefer_dra: bool,
+    now: datetime,
+    limits: InventoryLimits,
+    slice_error: str | None = None,
+    serials_seen: Mapping[str, Mapping[int, str]] | None = None,
+    configs: Sequence[DeviceModelConfig] | None = None,
+) -> InventoryPlan:
     """Parse, identify and merge (see the module docstring). Never raises for bad input.
 
     Args:
@@ -223,20 +253,29 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
             None = HAMi's defaults.
     """
     errors: list[str] = []
-    snap = nodes_to_snapshot(valid_nodes(list(node_objs), errors), now=now, limits=limits,
-                             configs=configs)
-    errored = {name for name, node in snap.nodes.items()
-               if node.error and not node.error.startswith("node not Ready")}
+    snap = nodes_to_snapshot(
+        valid_nodes(list(node_objs), errors), now=now, limits=limits, configs=configs
+    )
+    errored = {
+        name
+        for name, node in snap.nodes.items()
+        if node.error and not node.error.startswith("node not Ready")
+    }
     errors.extend(f"Node {name}: {snap.nodes[name].error}" for name in sorted(errored))
     inv = slices_to_inventory(slices, limits)
     errors.extend(inv.errors)
     if slice_error:
         errors.append(slice_error)
     plan = InventoryPlan(
-        nodes=dict(snap.nodes), errored=errored, per_node=defaultdict(dict), where={},
+        nodes=dict(snap.nodes),
+        errored=errored,
+        per_node=defaultdict(dict),
+        where={},
         partitions=sum(1 for d in inv.devices if d.is_partition),
-        broken_pools=dict(inv.broken_pools), slice_list_failed=bool(slice_error),
-        errors=errors)
+        broken_pools=dict(inv.broken_pools),
+        slice_list_failed=bool(slice_error),
+        errors=errors,
+    )
     for name in sorted(snap.nodes):
         notes = template_share_notes(name, snap.nodes[name], configs or default_device_configs())
         _identify(plan, name, snap.nodes[name], (serials_seen or {}).get(name, {}))
@@ -244,8 +283,9 @@ def plan_inventory(node_objs: list[Any], slices: list[Any], *, prefer_dra: bool,
             if rep.dev.uuid in notes:
                 rep.note = notes[rep.dev.uuid]
                 plan.warnings.append(f"Node {name}: device {rep.dev.uuid}: {rep.note}")
-        plan.warnings.extend(plugin_device_warnings(name, snap.nodes[name],
-                                                    configs or default_device_configs()))
+        plan.warnings.extend(
+            plugin_device_warnings(name, snap.nodes[name], configs or default_device_configs())
+        )
     _merge_dra(plan, inv, prefer_dra, configs)
     where: dict[str, list[str]] = defaultdict(list)
     for name in sorted(plan.per_node):

@@ -32,20 +32,26 @@ def broken_pool_devices(w: InventoryWriter):
     """Devices of the pools whose ResourceSlice could not be read."""
     q = Device.objects.none()
     for driver, pool in w.plan.broken_pools:
-        q |= Device.objects.filter(node__cluster=w.cluster, source="dra",
-                                   dra_device__startswith=f"{driver}/{pool}/")
+        q |= Device.objects.filter(
+            node__cluster=w.cluster, source="dra", dra_device__startswith=f"{driver}/{pool}/"
+        )
     return q
 
 
 def _replacements(w: InventoryWriter) -> dict[tuple[str, int, str], str]:
     """``{(node, index, vendor): reported key}`` of this sync's devices."""
-    return {(name, rep.dev.index, rep.dev.vendor): key
-            for name, reps in w.plan.per_node.items() for key, rep in reps.items()}
+    return {
+        (name, rep.dev.index, rep.dev.vendor): key
+        for name, reps in w.plan.per_node.items()
+        for key, rep in reps.items()
+    }
 
 
 def _missing_text(row: Device, since, placements: list[int], replaced_by: str) -> str:
-    text = (f"no longer registered since {since:%Y-%m-%d %H:%M:%S %Z}; booked by placement(s) "
-            f"{', '.join(map(str, placements))}, kept booked until their pods end")
+    text = (
+        f"no longer registered since {since:%Y-%m-%d %H:%M:%S %Z}; booked by placement(s) "
+        f"{', '.join(map(str, placements))}, kept booked until their pods end"
+    )
     if replaced_by:
         text += f"; replaced by {replaced_by} at index {row.index}"
     return text
@@ -53,21 +59,29 @@ def _missing_text(row: Device, since, placements: list[int], replaced_by: str) -
 
 def remove_gone(w: InventoryWriter) -> None:
     """Devices of present, readable nodes that are no longer reported (module docstring)."""
-    gone = (Device.objects.filter(node__cluster=w.cluster, removed_at__isnull=True)
-            .exclude(uuid__in=w.seen).exclude(node__name__in=w.errored))
+    gone = (
+        Device.objects.filter(node__cluster=w.cluster, removed_at__isnull=True)
+        .exclude(uuid__in=w.seen)
+        .exclude(node__name__in=w.errored)
+    )
     if w.plan.slice_list_failed:
         gone = gone.exclude(source="dra")
     if w.plan.broken_pools:
         gone = gone.exclude(pk__in=broken_pool_devices(w).values("pk"))
     rows = list(gone.select_related("node", "model").order_by("uuid"))
     booked: dict[int, list[int]] = defaultdict(list)
-    for device_id, placement_id in (PlacementDevice.objects.filter(
-            device__in=[r.pk for r in rows], placement__state__in=BOOKED_PLACEMENT_STATES)
-            .order_by("placement_id").values_list("device_id", "placement_id")):
+    for device_id, placement_id in (
+        PlacementDevice.objects.filter(
+            device__in=[r.pk for r in rows], placement__state__in=BOOKED_PLACEMENT_STATES
+        )
+        .order_by("placement_id")
+        .values_list("device_id", "placement_id")
+    ):
         booked[device_id].append(placement_id)
     free = [r for r in rows if r.pk not in booked]
     Device.objects.filter(pk__in=[r.pk for r in free]).update(
-        removed_at=w.now, missing_since=None, updated=w.now)
+        removed_at=w.now, missing_since=None, updated=w.now
+    )
     w.report.devices_removed = [r.uuid for r in free]
     replaced = _replacements(w)
     for row in rows:
@@ -76,8 +90,11 @@ def remove_gone(w: InventoryWriter) -> None:
         since = row.missing_since or w.now
         by = replaced.get((row.node.name, row.index, row.model.vendor), "")
         Device.objects.filter(pk=row.pk).update(
-            missing_since=since, healthy=False, updated=w.now,
-            error=_missing_text(row, since, booked[row.pk], by))
+            missing_since=since,
+            healthy=False,
+            updated=w.now,
+            error=_missing_text(row, since, booked[row.pk], by),
+        )
         w.report.devices_missing.append(row.uuid)
 
 
@@ -90,8 +107,8 @@ def remove_vanished_nodes(w: InventoryWriter) -> None:
         lost = list(live.values_list("uuid", flat=True))
         live.update(removed_at=w.now, updated=w.now)
         w.report.devices_removed = sorted({*w.report.devices_removed, *lost})
-        Node.objects.filter(pk=node.pk).update(removed_at=w.now, schedulable=False,
-                                               updated=w.now)
+        Node.objects.filter(pk=node.pk).update(removed_at=w.now, schedulable=False, updated=w.now)
         w.report.nodes_removed.append(name)
         w.report.lost_groups |= handle_lost_node(
-            node.pk, f"node {name} vanished from cluster {w.cluster.name}", now=w.now)
+            node.pk, f"node {name} vanished from cluster {w.cluster.name}", now=w.now
+        )

@@ -16,8 +16,11 @@ def serials_seen(cluster: Cluster, vendor: str = "DCU") -> dict[str, dict[int, s
     """``{node name: {index: serial}}`` of ``vendor`` cards in ``cluster``; when two serials
     were seen at one (node, index) (a card was swapped), the latest wins."""
     out: dict[str, dict[int, str]] = {}
-    rows = (DeviceSerial.objects.filter(cluster=cluster, vendor=vendor)
-            .order_by("seen_at", "pk").values_list("node_name", "index", "serial"))
+    rows = (
+        DeviceSerial.objects.filter(cluster=cluster, vendor=vendor)
+        .order_by("seen_at", "pk")
+        .values_list("node_name", "index", "serial")
+    )
     for node, index, serial in rows:
         out.setdefault(node, {})[index] = serial
     return out
@@ -29,11 +32,23 @@ def record_sightings(cluster: Cluster, sightings: Iterable[Sighting], now: datet
     Returns:
         Number of sightings written.
     """
-    rows = {(s.vendor, s.serial): DeviceSerial(
-        vendor=s.vendor, serial=s.serial, cluster=cluster, node_name=s.node, index=s.index,
-        source=s.source, seen_at=now) for s in sightings}
+    rows = {
+        (s.vendor, s.serial): DeviceSerial(
+            vendor=s.vendor,
+            serial=s.serial,
+            cluster=cluster,
+            node_name=s.node,
+            index=s.index,
+            source=s.source,
+            seen_at=now,
+        )
+        for s in sightings
+    }
     if rows:
         DeviceSerial.objects.bulk_create(
-            list(rows.values()), update_conflicts=True, unique_fields=["vendor", "serial"],
-            update_fields=["cluster", "node_name", "index", "source", "seen_at", "updated"])
+            list(rows.values()),
+            update_conflicts=True,
+            unique_fields=["vendor", "serial"],
+            update_fields=["cluster", "node_name", "index", "source", "seen_at", "updated"],
+        )
     return len(rows)

@@ -82,8 +82,9 @@ class _NodeResult:
 class InventoryWriter:
     """Writes one plan inside the caller's transaction (which holds the sync lock)."""
 
-    def __init__(self, cluster: Cluster, plan: InventoryPlan, now: datetime,
-                 report: InventoryReport) -> None:
+    def __init__(
+        self, cluster: Cluster, plan: InventoryPlan, now: datetime, report: InventoryReport
+    ) -> None:
         self.cluster, self.plan, self.now, self.report = cluster, plan, now, report
         self.errors = list(plan.errors)
         self.errored = set(plan.errored)
@@ -97,18 +98,32 @@ class InventoryWriter:
         """Lock the cluster's nodes, the devices with a reported key, and the rows a
         re-keyed device may be (same node, same registration id or provisional key)."""
         # nodes, then devices, each in pk order (scheduling.services.locking)
-        self.existing = {n.name: n for n in Node.objects.select_for_update().filter(
-            cluster=self.cluster).order_by("pk")}
-        self.rows = {d.uuid: d for d in Device.objects.select_for_update().select_related(
-            "node__cluster").filter(uuid__in=list(self.plan.where)).order_by("pk")}
-        old_ids = {rep.identity.hami_id for reps in self.plan.per_node.values()
-                   for rep in reps.values() if rep.identity and rep.identity.hami_id}
+        self.existing = {
+            n.name: n
+            for n in Node.objects.select_for_update().filter(cluster=self.cluster).order_by("pk")
+        }
+        self.rows = {
+            d.uuid: d
+            for d in Device.objects.select_for_update()
+            .select_related("node__cluster")
+            .filter(uuid__in=list(self.plan.where))
+            .order_by("pk")
+        }
+        old_ids = {
+            rep.identity.hami_id
+            for reps in self.plan.per_node.values()
+            for rep in reps.values()
+            if rep.identity and rep.identity.hami_id
+        }
         if not old_ids:
             return
         provisional = {provisional_key(name, h) for name in self.plan.per_node for h in old_ids}
-        for d in (Device.objects.select_for_update().select_related("node__cluster")
-                  .filter(node__cluster=self.cluster)
-                  .filter(Q(hami_id__in=old_ids) | Q(uuid__in=old_ids | provisional))):
+        for d in (
+            Device.objects.select_for_update()
+            .select_related("node__cluster")
+            .filter(node__cluster=self.cluster)
+            .filter(Q(hami_id__in=old_ids) | Q(uuid__in=old_ids | provisional))
+        ):
             self.by_registered[(d.node_id, d.uuid)] = d
             self.by_registered[(d.node_id, d.registered_id)] = d
 
@@ -154,9 +169,14 @@ class InventoryWriter:
 
     def _node_row(self, name: str) -> tuple[Node, bool]:
         core = self.plan.nodes[name]
-        values = {"cpu_milli": core.cpu_milli, "host_memory_mib": core.memory_mib,
-                  "labels": dict(core.labels), "schedulable": core.schedulable,
-                  "error": core.error or "", "removed_at": None}
+        values = {
+            "cpu_milli": core.cpu_milli,
+            "host_memory_mib": core.memory_mib,
+            "labels": dict(core.labels),
+            "schedulable": core.schedulable,
+            "error": core.error or "",
+            "removed_at": None,
+        }
         row = self.existing.get(name)
         if row is None:
             row = Node.objects.create(cluster=self.cluster, name=name, **values)
@@ -174,8 +194,9 @@ class InventoryWriter:
         self.errors.append(f"Node {name}: {error}")
         row = self.existing.get(name)
         if row is None:
-            row = Node.objects.create(cluster=self.cluster, name=name, error=error,
-                                      schedulable=False)
+            row = Node.objects.create(
+                cluster=self.cluster, name=name, error=error, schedulable=False
+            )
             self.existing[name] = row
             self.report.nodes_added.append(name)
         else:
@@ -186,12 +207,20 @@ class InventoryWriter:
     def _conflict(self, uuid: str, row: Device | None) -> str | None:
         node_names = self.plan.where[uuid]
         if len(node_names) > 1:
-            return (f"device {uuid} registered on nodes {', '.join(node_names)}; "
-                    "not merged, kept out of placement")
-        if (row is not None and row.node.cluster_id != self.cluster.pk
-                and row.removed_at is None and row.node.removed_at is None):
-            return (f"device {uuid} on node {node_names[0]} is already registered in "
-                    f"cluster {row.node.cluster.name} (node {row.node.name}); not merged")
+            return (
+                f"device {uuid} registered on nodes {', '.join(node_names)}; "
+                "not merged, kept out of placement"
+            )
+        if (
+            row is not None
+            and row.node.cluster_id != self.cluster.pk
+            and row.removed_at is None
+            and row.node.removed_at is None
+        ):
+            return (
+                f"device {uuid} on node {node_names[0]} is already registered in "
+                f"cluster {row.node.cluster.name} (node {row.node.name}); not merged"
+            )
         return None
 
     def _rekey_candidate(self, uuid: str, rep: Reported, node: Node) -> Device | None:
@@ -220,13 +249,13 @@ class InventoryWriter:
         if conflict:
             result.errors.append(conflict)
             if row is not None:
-                Device.objects.filter(pk=row.pk).update(healthy=False, error=conflict,
-                                                        updated=self.now)
+                Device.objects.filter(pk=row.pk).update(
+                    healthy=False, error=conflict, updated=self.now
+                )
                 result.updated.append(uuid)
             elif len(self.plan.where[uuid]) > 1:
                 values = self._values(rep, node)
-                Device.objects.create(uuid=uuid, **{**values, "healthy": False,
-                                                    "error": conflict})
+                Device.objects.create(uuid=uuid, **{**values, "healthy": False, "error": conflict})
                 result.added.append(uuid)
             return
         values = self._values(rep, node)
@@ -250,18 +279,34 @@ class InventoryWriter:
         """Field values of the live Device row for ``rep`` reported on ``node``."""
         dev, ident = rep.dev, rep.identity
         values = {
-            "node": node, "model": model_for(dev, self.models), "index": dev.index,
-            "numa": dev.numa, "memory_mib": dev.memory_mib, "cores_percent": dev.cores_percent,
-            "split_count": max(1, dev.split_count), "healthy": dev.healthy,
-            "cordoned": dev.cordoned, "mode": dev.mode, "source": rep.source,
-            "dra_device": rep.dra_name, "removed_at": None, "missing_since": None,
+            "node": node,
+            "model": model_for(dev, self.models),
+            "index": dev.index,
+            "numa": dev.numa,
+            "memory_mib": dev.memory_mib,
+            "cores_percent": dev.cores_percent,
+            "split_count": max(1, dev.split_count),
+            "healthy": dev.healthy,
+            "cordoned": dev.cordoned,
+            "mode": dev.mode,
+            "source": rep.source,
+            "dra_device": rep.dra_name,
+            "removed_at": None,
+            "missing_since": None,
             "hami_id": ident.hami_id if ident else "",
             "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
-            "mig_profiles": drs_profiles_stored(dev.custom, dev.index) or [
-                {"name": p.name, "memory_mib": p.memory_mib, "cores_percent": p.cores_percent,
-                 "slice_count": p.slice_count,
-                 "placements": [[pl.start, pl.size] for pl in p.placements]}
-                for p in dev.mig_profiles]}
+            "mig_profiles": drs_profiles_stored(dev.custom, dev.index)
+            or [
+                {
+                    "name": p.name,
+                    "memory_mib": p.memory_mib,
+                    "cores_percent": p.cores_percent,
+                    "slice_count": p.slice_count,
+                    "placements": [[pl.start, pl.size] for pl in p.placements],
+                }
+                for p in dev.mig_profiles
+            ],
+        }
         if ident and ident.serial:
             values["serial"] = ident.serial
         return values
@@ -271,8 +316,13 @@ class InventoryWriter:
     def _flag_broken_pools(self) -> None:
         """Devices of a pool whose slice could not be read: kept, unhealthy, flagged."""
         for (driver, pool), error in self.plan.broken_pools.items():
-            (Device.objects.filter(node__cluster=self.cluster, source="dra",
-                                   removed_at__isnull=True,
-                                   dra_device__startswith=f"{driver}/{pool}/")
-             .exclude(uuid__in=self.seen)
-             .update(healthy=False, error=error[:1000], updated=self.now))
+            (
+                Device.objects.filter(
+                    node__cluster=self.cluster,
+                    source="dra",
+                    removed_at__isnull=True,
+                    dra_device__startswith=f"{driver}/{pool}/",
+                )
+                .exclude(uuid__in=self.seen)
+                .update(healthy=False, error=error[:1000], updated=self.now)
+            )
