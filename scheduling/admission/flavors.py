@@ -157,7 +157,7 @@ def assign_flavors(
 def queue_flavors(cycle: CycleState, queue: QueueSpec) -> list[tuple[str, ...] | None]:
     """The flavor options of a queue: one per listed flavor, or [None] (no choice)."""
     known = {f.name for f in cycle.snapshot.group.flavors}
-    listed = [(name,) for name in queue.flavors if name in known]
+    listed: list[tuple[str, ...] | None] = [(name,) for name in queue.flavors if name in known]
     return listed or [None]
 
 
