@@ -22,6 +22,7 @@ Stdlib only; no clock, no randomness.
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -347,7 +348,7 @@ def device_memory_mib(model: str) -> int:
 
 
 def build_snapshot(
-    nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
+    nodes: Sequence[NodeRecord], replicas: int = 1, split_count: int = 100
 ) -> ClusterSnapshot:
     """A :class:`~scheduling.placement.types.ClusterSnapshot` of trace nodes (HAMi semantics).
 

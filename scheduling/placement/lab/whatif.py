@@ -7,7 +7,7 @@ Model (event driven, integer seconds):
   ``num_gpu x gpu_milli`` (trace shape, :class:`~scheduling.placement.lab.trace.PodRecord`)
   and belongs to a ``tenant``;
 * placement goes through the placement core (``place`` / ``reserve`` / ``unreserve``) with the
-  policy's profile (the benchmark's :class:`~scheduling.placement.lab.bench._Replay`), so a
+  policy's profile (the lab's :class:`~scheduling.placement.lab.replay.Replay`), so a
   policy's packing decides what fits later;
 * admission is Kueue's BestEffortFIFO over one queue: at every arrival and departure, the
   waiting pods are tried oldest first and each one that fits starts (a pod that does not fit
@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.lab.bench import _Replay, task_classes
+from scheduling.placement.lab.bench import task_classes
+from scheduling.placement.lab.replay import Replay
 from scheduling.placement.lab.trace import GPU_MILLI, NodeRecord, PodRecord, build_snapshot
 from scheduling.placement.lab.trace import pod_request as trace_pod_request
 
@@ -139,7 +140,7 @@ class _Run:
         quotas: dict[str, int],
     ) -> None:
         workload = TargetWorkload.from_classes(task_classes([p.pod for p in pods]) or [])
-        self.rp = _Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
+        self.rp = Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
         self.quotas = quotas
         self.used: dict[str, int] = defaultdict(int)
         self.waiting: list[tuple[int, int, SimPod]] = []  # (arrival, seq, pod)
