@@ -35,6 +35,7 @@ from scheduling.placement.lab.bench import task_classes
 from scheduling.placement.lab.replay import Replay
 from scheduling.placement.lab.trace import GPU_MILLI, NodeRecord, PodRecord, build_snapshot
 from scheduling.placement.lab.trace import pod_request as trace_pod_request
+from scheduling.placement.types import Decision, PodRequest
 
 __all__ = ["SimPod", "TenantResult", "WhatIfResult", "simulate", "jain_index", "MAX_POINTS"]
 
@@ -144,7 +145,9 @@ class _Run:
         self.quotas = quotas
         self.used: dict[str, int] = defaultdict(int)
         self.waiting: list[tuple[int, int, SimPod]] = []  # (arrival, seq, pod)
-        self.leave: list = []
+        #: heap of (end time, start number, request, decision, GPU milli, tenant) of the
+        #: running pods (the start number breaks ties before the request is compared)
+        self.leave: list[tuple[int, int, PodRequest, Decision, int, str]] = []
         self.waits: list[int] = []
         self.res = WhatIfResult(policy, pods=len(pods), capacity_milli=self.rp.cap)
         self.seq = 0
@@ -235,7 +238,9 @@ def simulate(
     return res
 
 
-def _replay(run: _Run, arrivals: list[SimPod], progress) -> tuple[list, float, int]:
+def _replay(
+    run: _Run, arrivals: list[SimPod], progress: Callable[[int, int], None] | None
+) -> tuple[list[tuple[int, float]], float, int]:
     """The event loop: ``(allocation samples, allocated milli x s, span s)``."""
     total = 2 * len(arrivals)
     start = last = arrivals[0].arrival_s
@@ -243,9 +248,10 @@ def _replay(run: _Run, arrivals: list[SimPod], progress) -> tuple[list, float, i
     samples: list[tuple[int, float]] = []
     done = ai = 0
     while ai < len(arrivals) or run.leave:
-        next_arr = arrivals[ai].arrival_s if ai < len(arrivals) else None
-        departing = run.leave and (next_arr is None or run.leave[0][0] <= next_arr)
-        now = run.leave[0][0] if departing else next_arr
+        departing = bool(run.leave) and (
+            ai == len(arrivals) or run.leave[0][0] <= arrivals[ai].arrival_s
+        )
+        now = run.leave[0][0] if departing else arrivals[ai].arrival_s
         area += run.rp.allocated * (now - last)
         last = now
         if departing:
