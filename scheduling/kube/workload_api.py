@@ -21,7 +21,8 @@ from kubernetes import client as k8s
 from kubernetes import watch
 
 from scheduling.kube.errors import AlreadyExists, NotFound, classify
-from scheduling.kube.gateway import KubernetesGateway, ObjectList, _raw
+from scheduling.kube.gateway import KubernetesGateway
+from scheduling.kube.transport import ObjectList, read_json
 from scheduling.kube.workloads import LABEL_QUEUE
 
 __all__ = ["WorkloadApi", "JOBSET_GROUP", "KUBEFLOW_GROUP", "MERGE_PATCH"]
@@ -56,7 +57,7 @@ class WorkloadApi:
         """The list answer of ``fn()``; a kind the server does not serve (CRD not installed)
         is empty."""
         try:
-            data = _raw(self.gw._call(fn))
+            data = read_json(self.gw._call(fn))
         except NotFound:
             return ObjectList(items=[], resource_version="")
         return ObjectList(
@@ -187,7 +188,7 @@ class WorkloadApi:
                 raise KeyError(kind)
         except NotFound:
             return None
-        return _raw(resp)
+        return read_json(resp)
 
     def patch_workload(self, kind: str, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Job, JobSet, PyTorchJob, Deployment or StatefulSet.
@@ -212,7 +213,7 @@ class WorkloadApi:
             )
         else:
             raise KeyError(kind)
-        return _raw(self.gw._call(fn))
+        return read_json(self.gw._call(fn))
 
     # -- gated pods (Deployment / StatefulSet replicas) ------------------------------------
 
@@ -224,7 +225,7 @@ class WorkloadApi:
 
     def patch_pod(self, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Pod (annotations, labels, affinity, schedulingGates)."""
-        return _raw(
+        return read_json(
             self.gw._call(
                 lambda: self.core.patch_namespaced_pod(
                     name, namespace, patch, _content_type=MERGE_PATCH, **self._kw()
@@ -267,7 +268,7 @@ class WorkloadApi:
 
     def patch_node(self, name: str, patch: dict) -> dict:
         """Merge-patch a Node (the device-cordon annotations)."""
-        return _raw(
+        return read_json(
             self.gw._call(
                 lambda: self.core.patch_node(name, patch, _content_type=MERGE_PATCH, **self._kw())
             )
