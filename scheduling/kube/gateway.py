@@ -512,7 +512,8 @@ class KubernetesGateway:
         self, namespace: str | None, label_selector: str, rv: str, left: int
     ) -> Any:
         """Open one watch stream of ``left`` seconds from ``rv`` (raises Expired on 410)."""
-        kw: dict[str, Any] = {
+        kw: dict[str, Any]
+        kw = {  # a plain assignment: tests/deploy/kube_calls.py reads the "watch" key from it
             "label_selector": label_selector,
             "watch": True,
             "resource_version": rv,

@@ -14,7 +14,7 @@ retries only for idempotent bodies - callers here re-read and rebuild the patch 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubernetes import client as k8s
@@ -22,7 +22,7 @@ from kubernetes import watch
 
 from scheduling.kube.errors import AlreadyExists, NotFound, classify
 from scheduling.kube.gateway import KubernetesGateway
-from scheduling.kube.transport import ObjectList, read_json
+from scheduling.kube.transport import ObjectList, as_body, read_json
 from scheduling.kube.workloads import LABEL_QUEUE
 
 __all__ = ["WorkloadApi", "JOBSET_GROUP", "KUBEFLOW_GROUP", "MERGE_PATCH"]
@@ -162,6 +162,7 @@ class WorkloadApi:
 
     def get_workload(self, kind: str, namespace: str, name: str) -> dict | None:
         """The object, or None when it is gone."""
+        resp: Any  # the raw HTTP response (``_preload_content=False``), not the hinted model
         try:
             if kind == "Job":
                 resp = self.gw._call(
@@ -197,6 +198,7 @@ class WorkloadApi:
             KubeError: classified (409 Conflict after a concurrent write is Retryable).
         """
         kw = {"_content_type": MERGE_PATCH, **self._kw()}
+        fn: Callable[[], Any]  # each answers the raw HTTP response (``_preload_content=False``)
         if kind == "Job":
             fn = lambda: self.batch.patch_namespaced_job(name, namespace, patch, **kw)  # noqa: E731
         elif kind == "Deployment":
@@ -259,7 +261,9 @@ class WorkloadApi:
         """Create an Event; False when the same event (same name) was already recorded."""
         ns = event["metadata"]["namespace"]
         try:
-            self.gw._call(lambda: self.core.create_namespaced_event(ns, event, **self._kw()))
+            self.gw._call(
+                lambda: self.core.create_namespaced_event(ns, as_body(event), **self._kw())
+            )
         except AlreadyExists:
             return False
         return True
@@ -281,17 +285,17 @@ class WorkloadApi:
             self._taint_version = None
             served = set(self.gw.served_versions())
             for version in TAINT_RULE_VERSIONS:
-                if version not in served:
-                    continue
-                found = self.gw._call(
-                    lambda v=version: self._taint_api(v).get_api_resources(
-                        _request_timeout=self.gw.timeout
-                    )
-                )
-                if any(r.name == "devicetaintrules" for r in found.resources or []):
+                if version in served and self._serves_taint_rules(version):
                     self._taint_version = version
                     break
         return self._taint_version  # type: ignore[return-value]
+
+    def _serves_taint_rules(self, version: str) -> bool:
+        """Whether discovery of resource.k8s.io/``version`` lists ``devicetaintrules``."""
+        found = self.gw._call(
+            lambda: self._taint_api(version).get_api_resources(_request_timeout=self.gw.timeout)
+        )
+        return any(r.name == "devicetaintrules" for r in found.resources or [])
 
     def list_taint_rules(self, version: str, label_selector: str) -> ObjectList:
         """DeviceTaintRules matching ``label_selector``."""
