@@ -113,21 +113,7 @@ def apply_existing_pods(
                 ((s.get("state") or {}).get("terminated") or {}).get("exitCode") == 0
                 for s in status.get("initContainerStatuses") or [{}]
             )
-            per_container: dict[int, list[DeviceGrant]] = {}
-            mig = _mig_map(ann.get(MIG_ANNOTATION), pname)
-            for key in keys:
-                if key not in ann:
-                    continue
-                for ci, devs in enumerate(decode_pod_devices(str(ann[key]), f"pod {pname} {key}")):
-                    for di, (uuid, typ, m, c) in enumerate(devs):
-                        if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
-                            c = bin(max(c, 0)).count("1")
-                        prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
-                        per_container.setdefault(ci, []).append(
-                            DeviceGrant(
-                                uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size
-                            )
-                        )
+            per_container = _allocated_grants(ann, keys, pname)
             conts = tuple(
                 ContainerAssignment(str(ci), tuple(g), ci < n_init)
                 for ci, g in sorted(per_container.items())
@@ -136,6 +122,32 @@ def apply_existing_pods(
             apply_assignment(snapshot, PodAssignment(pname, node_name, conts, cpu, mem), +1)
         except ValueError as exc:
             snapshot.errors.append(str(exc))
+
+
+def _allocated_grants(
+    ann: dict[str, Any], keys: list[str], pname: str
+) -> dict[int, list[DeviceGrant]]:
+    """The grants of a pod's ``*-devices-allocated`` annotations ``keys`` by container index
+    (MIG placement from ``hami.io/vgpu-mig-allocations``; an AWS Neuron entry's cores are a
+    NeuronCore bit mask, counted).
+
+    Raises:
+        ValueError: a malformed annotation (naming the pod and the key).
+    """
+    per_container: dict[int, list[DeviceGrant]] = {}
+    mig = _mig_map(ann.get(MIG_ANNOTATION), pname)
+    for key in keys:
+        if key not in ann:
+            continue
+        for ci, devs in enumerate(decode_pod_devices(str(ann[key]), f"pod {pname} {key}")):
+            for di, (uuid, typ, m, c) in enumerate(devs):
+                if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
+                    c = bin(max(c, 0)).count("1")
+                prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
+                per_container.setdefault(ci, []).append(
+                    DeviceGrant(uuid, typ, m, c, mig_profile=prof, mig_start=start, mig_size=size)
+                )
+    return per_container
 
 
 def _mig_map(value: Any, pname: str) -> dict[tuple[int, int, str], tuple[str, int, int]]:
