@@ -38,7 +38,7 @@ from scheduling.api.serializers.submit import (
     QueueField,
 )
 
-# The vendor words the submit form offers (the form imported them from here before the split).
+# The vendor words the submit form (console/dashboards/forms.py) offers, imported from here.
 from scheduling.choices import VENDORS
 
 __all__ = [
