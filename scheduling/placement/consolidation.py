@@ -1,0 +1,379 @@
+"""Consolidation: move a few running, movable jobs so that a request blocked only by
+fragmentation can be placed (pure core: stdlib and the placement core only).
+
+Semantics (beyond HAMi and FGD; shaped after KAI scheduler's ``consolidation`` action, which
+relocates running pods only when every relocated pod is placed again in the same statement,
+and Volcano's ``reclaim`` victim ordering):
+
+1. **Only fragmentation.** The request must not fit now and its total device demand must fit
+   in the free share of the devices that could serve it (:func:`fragmented`); a request short
+   of capacity is preemption's business, never consolidation's.
+2. **Candidate sets.** Subsets of the movable jobs booked on one node (freeing a whole device
+   or node happens on one node), at most ``max_moves`` jobs, kept only when the freed share
+   could hold the request's largest pod on that node (:func:`_could_fit`).
+3. **Order** (fewest moves, then least disruption): number of moves, then the sum of the
+   moved jobs' priorities, then their running seconds (youngest first: least work lost),
+   then their ids (deterministic).
+4. **Try** a set: unbook its jobs, place the request (the caller's profile), book it, then
+   place each moved job again (same device models as now, so its quota charges per flavor
+   do not change; never on a device it held, which is fenced - cordoned in the working
+   snapshot - while it is placed: it restarts *elsewhere*). The first set where
+   everything lands is the plan; the snapshot is restored after every try.
+
+Every step goes through :func:`~scheduling.placement.runner.place` /
+:func:`~scheduling.placement.runner.reserve` / :func:`~scheduling.placement.runner.unreserve`,
+so a plan never overbooks a device, a node's CPU/memory or a MIG layout, and every job keeps
+its pod count (all pods of a moved job move together). Jobs holding MIG instances or DRA
+counters are never movable (their grants cannot be re-expressed exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+
+from scheduling.devices.matching import any_type_matches
+from scheduling.placement.fragmentation import device_free_milli
+from scheduling.placement.profile import Framework, Profile
+from scheduling.placement.runner import place, reserve, unreserve
+from scheduling.placement.types import (
+    ClusterSnapshot,
+    Decision,
+    DeviceRequest,
+    DeviceUsage,
+    PlacementRequest,
+    PodRequest,
+)
+
+__all__ = [
+    "ConsolidationPlan",
+    "ConsolidationResult",
+    "Move",
+    "MovableJob",
+    "apply_plan",
+    "fragmented",
+    "plan_consolidation",
+]
+
+#: Candidate sets tried per request at most (each try is 1 + moves placements).
+DEFAULT_MAX_TRIES = 48
+
+#: Movable jobs considered per node (the least disruptive ones).
+MAX_CANDIDATES_PER_NODE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class MovableJob:
+    """A running job that may be moved (preemptible, opted in, past its minimum runtime).
+
+    Attributes:
+        id: job id (opaque to the core).
+        request: its pods, as placed now (re-placed as a whole; same pod names).
+        booking: where it is booked in the snapshot now (a schedulable Decision whose pods
+            are exactly what :func:`~scheduling.placement.runner.reserve` booked).
+        priority: its priority (higher = more important; lower ones are moved first).
+        running_s: seconds since it started (shorter = less work lost by a restart).
+    """
+
+    id: str
+    request: PlacementRequest
+    booking: Decision
+    priority: int = 0
+    running_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One job moved: from ``source`` (its old booking) to ``target`` (its new placement)."""
+
+    job_id: str
+    source: Decision
+    target: Decision
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationPlan:
+    """The moves, in order, and the request's placement once they are done."""
+
+    moves: tuple[Move, ...]
+    placement: Decision
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationResult:
+    """Outcome of :func:`plan_consolidation`.
+
+    Attributes:
+        plan: the plan, or None.
+        reason: why there is no plan ("" when there is one).
+        tries: candidate sets tried (each one placement of the request at least).
+    """
+
+    plan: ConsolidationPlan | None
+    reason: str = ""
+    tries: int = 0
+
+
+def _device_requests(request: PlacementRequest) -> list[tuple[PodRequest, DeviceRequest]]:
+    return [
+        (pod, dr) for pod in request.pods for c in pod.containers if not c.init for dr in c.devices
+    ]
+
+
+def _serves(device: DeviceUsage, dr: DeviceRequest) -> bool:
+    """True when ``device`` could serve request ``dr`` (vendor, models, health)."""
+    if device.vendor != dr.vendor or device.error or not device.healthy or device.cordoned:
+        return False
+    if dr.types_include and not any_type_matches(device.type, dr.types_include):
+        return False
+    return not (dr.types_exclude and any_type_matches(device.type, dr.types_exclude))
+
+
+def _share_milli(dr: DeviceRequest, device: DeviceUsage) -> int:
+    """Share of ``device`` one unit of ``dr`` takes, in milli-device (cores or memory,
+    whichever is larger; an unset amount books the whole device, as HAMi does)."""
+    if dr.memory_mib:
+        mem = 1000 * dr.memory_mib // max(1, device.memory_mib)
+    elif dr.memory_percent is not None:
+        mem = 10 * dr.memory_percent
+    else:
+        mem = 1000
+    return min(1000, max(mem, 10 * min(100, dr.cores_percent)))
+
+
+def fragmented(cluster: ClusterSnapshot, request: PlacementRequest) -> bool:
+    """True when the request's total demand fits the free capacity in aggregate: for every
+    device request, the free milli-share (:func:`~scheduling.placement.fragmentation.
+    device_free_milli`) summed over the schedulable devices that could serve it covers
+    ``count`` x its share, and the nodes' free CPU covers the pods' CPU. A request that
+    fails this test lacks capacity, not contiguity."""
+    devices = [
+        d for n in cluster.nodes.values() if n.schedulable and not n.error for d in n.devices
+    ]
+    for _pod, dr in _device_requests(request):
+        serving = [d for d in devices if _serves(d, dr)]
+        free = sum(device_free_milli(d) for d in serving)
+        need = dr.count * max((_share_milli(dr, d) for d in serving), default=1000)
+        if not serving or free < need:
+            return False
+    free_cpu = sum(n.cpu_milli - n.used_cpu_milli for n in cluster.nodes.values() if n.schedulable)
+    return free_cpu >= sum(p.cpu_milli for p in request.pods)
+
+
+def _held(job: MovableJob) -> dict[str, tuple[int, int]]:
+    """``{uuid: (milli-share, slots)}`` the job's booking holds on each device (its cores
+    share, one slot per grant)."""
+    out: dict[str, tuple[int, int]] = {}
+    for pod in job.booking.pods:
+        for c in pod.containers:
+            for g in c.devices:
+                milli, slots = out.get(g.uuid, (0, 0))
+                out[g.uuid] = (milli + 10 * g.cores_percent, slots + 1)
+    return out
+
+
+def _raw_free_milli(d: DeviceUsage) -> int:
+    """Free share of ``d`` in milli-device, ignoring slots (min of cores and memory)."""
+    if d.cores_percent <= 0 or d.memory_mib <= 0:
+        return 0
+    cores = (d.cores_percent - d.used_cores_percent) * 1000 // d.cores_percent
+    return min(cores, (d.memory_mib - d.used_memory_mib) * 1000 // d.memory_mib)
+
+
+def _could_fit(
+    cluster: ClusterSnapshot, node_name: str, jobs: Sequence[MovableJob], request: PlacementRequest
+) -> bool:
+    """Cheap necessary test: with ``jobs`` gone, node ``node_name`` has, for each device
+    request, ``count`` serving devices each with a free slot and enough free share, and the
+    CPU of the request's largest pod."""
+    node = cluster.nodes[node_name]
+    freed: dict[str, tuple[int, int]] = {}
+    cpu = node.cpu_milli - node.used_cpu_milli
+    for job in jobs:
+        for uuid, (milli, slots) in _held(job).items():
+            m0, s0 = freed.get(uuid, (0, 0))
+            freed[uuid] = (m0 + milli, s0 + slots)
+        cpu += sum(p.cpu_milli for p in job.booking.pods if p.node == node_name)
+    if cpu < max((p.cpu_milli for p in request.pods), default=0):
+        return False
+    for _pod, dr in _device_requests(request):
+        ok = 0
+        for d in node.devices:
+            milli, slots = freed.get(d.uuid, (0, 0))
+            if _serves(d, dr) and d.used_slots - slots < d.split_count:
+                ok += min(1000, _raw_free_milli(d) + milli) >= _share_milli(dr, d)
+        if ok < dr.count:
+            return False
+    return True
+
+
+def _candidate_sets(
+    cluster: ClusterSnapshot,
+    request: PlacementRequest,
+    movable: Sequence[MovableJob],
+    max_moves: int,
+) -> list[tuple[MovableJob, ...]]:
+    """Every candidate set (module doc, steps 2-3), best first."""
+    by_node: dict[str, list[MovableJob]] = {}
+    for job in movable:
+        for node in sorted({p.node for p in job.booking.pods}):
+            if node in cluster.nodes:
+                by_node.setdefault(node, []).append(job)
+    sets: dict[tuple[str, ...], tuple[MovableJob, ...]] = {}
+    for node, jobs in sorted(by_node.items()):
+        jobs = sorted(jobs, key=_disruption)[:MAX_CANDIDATES_PER_NODE]
+        for k in range(1, min(max_moves, len(jobs)) + 1):
+            for combo in combinations(jobs, k):
+                key = tuple(sorted(j.id for j in combo))
+                if key not in sets and _could_fit(cluster, node, combo, request):
+                    sets[key] = combo
+    return sorted(
+        sets.values(),
+        key=lambda s: (
+            len(s),
+            sum(j.priority for j in s),
+            sum(j.running_s for j in s),
+            tuple(sorted(j.id for j in s)),
+        ),
+    )
+
+
+def _disruption(job: MovableJob) -> tuple:
+    return (job.priority, job.running_s, job.id)
+
+
+def _same_models(job: MovableJob) -> PlacementRequest:
+    """The job's request limited to the device models it holds now (same flavor, so the
+    same quota charges)."""
+    models = sorted({g.model for p in job.booking.pods for c in p.containers for g in c.devices})
+    if not models or not all(models):
+        return replace(job.request, min_pods=None)
+    pods = tuple(
+        replace(
+            pod,
+            containers=tuple(
+                replace(
+                    c, devices=tuple(replace(dr, types_include=tuple(models)) for dr in c.devices)
+                )
+                for c in pod.containers
+            ),
+        )
+        for pod in job.request.pods
+    )
+    return replace(job.request, pods=pods, min_pods=None)
+
+
+def _place_elsewhere(cluster: ClusterSnapshot, job: MovableJob, framework: Framework) -> Decision:
+    """Place ``job`` again with the devices it holds fenced (cordoned in the snapshot for the
+    call, so the placement core - fast path included - never offers them)."""
+    held = {g.uuid for p in job.booking.pods for c in p.containers for g in c.devices}
+    fenced = []
+    for pod in job.booking.pods:
+        node = cluster.nodes[pod.node]
+        for d in node.devices:
+            if d.uuid in held and not d.cordoned:
+                d.cordoned = True
+                fenced.append((node.name, d))
+    for name in {n for n, _ in fenced}:
+        cluster.touch(name)
+    try:
+        return place(cluster, _same_models(job), framework)
+    finally:
+        for _, d in fenced:
+            d.cordoned = False
+        for name in {n for n, _ in fenced}:
+            cluster.touch(name)
+
+
+def _try(
+    cluster: ClusterSnapshot,
+    request: PlacementRequest,
+    combo: Sequence[MovableJob],
+    framework: Framework,
+) -> ConsolidationPlan | None:
+    """Try one candidate set (module doc, step 4); the snapshot is restored on return."""
+    undo: list[Decision] = []  # decisions booked by this try (unbooked on return)
+    for job in combo:
+        unreserve(cluster, job.booking)
+    try:
+        placement = place(cluster, request, framework)
+        if not placement.schedulable:
+            return None
+        reserve(cluster, placement)
+        undo.append(placement)
+        moves = []
+        for job in combo:
+            target = _place_elsewhere(cluster, job, framework)
+            if not target.schedulable:
+                return None
+            reserve(cluster, target)
+            undo.append(target)
+            moves.append(Move(job.id, job.booking, target))
+        return ConsolidationPlan(tuple(moves), placement)
+    finally:
+        for decision in reversed(undo):
+            unreserve(cluster, decision)
+        for job in reversed(combo):
+            reserve(cluster, job.booking)
+
+
+def plan_consolidation(
+    cluster: ClusterSnapshot,
+    request: PlacementRequest,
+    movable: Sequence[MovableJob],
+    *,
+    max_moves: int,
+    profile: Profile | Framework | None = None,
+    max_tries: int = DEFAULT_MAX_TRIES,
+) -> ConsolidationResult:
+    """Find the fewest, least disruptive moves that let ``request`` be placed (module doc).
+
+    Args:
+        cluster: the snapshot with every booking (movable jobs' included); left unchanged.
+        request: the pending request (placed as a whole; ``min_pods`` is ignored).
+        movable: the jobs that may move (the caller filters preemptible / opted in / same
+            group / past minimum runtime / priority).
+        max_moves: at most this many jobs move (the remaining move budget); 0 = none.
+        profile: the placement profile used for the request and the moved jobs.
+        max_tries: candidate sets tried at most.
+
+    Returns:
+        The plan (moves in order, the request's placement), or None with the reason.
+    """
+    framework = profile if isinstance(profile, Framework) else (profile or Profile()).build()
+    whole = replace(request, min_pods=None)
+    if max_moves <= 0:
+        return ConsolidationResult(None, "the move budget is spent")
+    if not movable:
+        return ConsolidationResult(None, "no running job may be moved")
+    if place(cluster, whole, framework).schedulable:
+        return ConsolidationResult(None, "the request fits without moves")
+    if not fragmented(cluster, whole):
+        return ConsolidationResult(None, "not enough free capacity even if it were contiguous")
+    tries = 0
+    for combo in _candidate_sets(cluster, whole, movable, max_moves):
+        if tries >= max_tries:
+            break
+        tries += 1
+        plan = _try(cluster, whole, combo, framework)
+        if plan is not None:
+            return ConsolidationResult(plan, "", tries)
+    return ConsolidationResult(
+        None, f"no set of at most {max_moves} movable job(s) frees enough room", tries
+    )
+
+
+def apply_plan(cluster: ClusterSnapshot, plan: ConsolidationPlan) -> None:
+    """Book ``plan`` in ``cluster``: unbook each move's source, book its target and the
+    request's placement (the snapshot ``plan_consolidation`` saw, or one in the same state).
+
+    Raises:
+        ValueError: a booking does not match the snapshot (nothing half-applied is left for
+            the failing decision; earlier ones stay applied).
+    """
+    for move in plan.moves:
+        unreserve(cluster, move.source)
+    reserve(cluster, plan.placement)
+    for move in plan.moves:
+        reserve(cluster, move.target)
