@@ -8,9 +8,10 @@ and Volcano's ``reclaim`` victim ordering):
 1. **Only fragmentation.** The request must not fit now and its total device demand must fit
    in the free share of the devices that could serve it (:func:`fragmented`); a request short
    of capacity is preemption's business, never consolidation's.
-2. **Candidate sets.** Subsets of the movable jobs booked on one node (freeing a whole device
-   or node happens on one node), at most ``max_moves`` jobs, kept only when the freed share
-   could hold the request's largest pod on that node (:func:`_could_fit`).
+2. **Candidate sets.** Subsets of the movable jobs booked on one device (a request for one
+   device: a whole device is freed) or on one node (other requests), at most ``max_moves``
+   jobs, kept only when the freed share could hold the request's largest pod on that node
+   (:func:`_could_fit`).
 3. **Order** (fewest moves, then least disruption): number of moves, then the sum of the
    moved jobs' priorities, then their running seconds (youngest first: least work lost),
    then their ids (deterministic).
@@ -30,7 +31,7 @@ counters are never movable (their grants cannot be re-expressed exactly).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from scheduling.devices.matching import any_type_matches
@@ -81,6 +82,18 @@ class MovableJob:
     booking: Decision
     priority: int = 0
     running_s: float = 0.0
+    grants: tuple[tuple[str, str, str, int], ...] = field(init=False, repr=False, compare=False)
+    """``((node, uuid, model, milli-share), ...)``: one entry per device grant of the booking
+    (a grant takes one slot and its cores share); derived from ``booking``."""
+
+    def __post_init__(self) -> None:
+        grants = tuple(
+            (pod.node, g.uuid, g.model, 10 * g.cores_percent)
+            for pod in self.booking.pods
+            for c in pod.containers
+            for g in c.devices
+        )
+        object.__setattr__(self, "grants", grants)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +134,12 @@ def _device_requests(request: PlacementRequest) -> list[tuple[PodRequest, Device
     ]
 
 
-def _serves(device: DeviceUsage, dr: DeviceRequest) -> bool:
-    """True when ``device`` could serve request ``dr`` (vendor, models, health)."""
-    if device.vendor != dr.vendor or device.error or not device.healthy or device.cordoned:
+def _serves(device: DeviceUsage, dr: DeviceRequest, model_only: bool = False) -> bool:
+    """True when ``device`` could serve request ``dr`` (vendor, models and, unless
+    ``model_only``, health)."""
+    if device.vendor != dr.vendor:
+        return False
+    if not model_only and (device.error or not device.healthy or device.cordoned):
         return False
     if dr.types_include and not any_type_matches(device.type, dr.types_include):
         return False
@@ -161,18 +177,6 @@ def fragmented(cluster: ClusterSnapshot, request: PlacementRequest) -> bool:
     return free_cpu >= sum(p.cpu_milli for p in request.pods)
 
 
-def _held(job: MovableJob) -> dict[str, tuple[int, int]]:
-    """``{uuid: (milli-share, slots)}`` the job's booking holds on each device (its cores
-    share, one slot per grant)."""
-    out: dict[str, tuple[int, int]] = {}
-    for pod in job.booking.pods:
-        for c in pod.containers:
-            for g in c.devices:
-                milli, slots = out.get(g.uuid, (0, 0))
-                out[g.uuid] = (milli + 10 * g.cores_percent, slots + 1)
-    return out
-
-
 def _raw_free_milli(d: DeviceUsage) -> int:
     """Free share of ``d`` in milli-device, ignoring slots (min of cores and memory)."""
     if d.cores_percent <= 0 or d.memory_mib <= 0:
@@ -181,52 +185,128 @@ def _raw_free_milli(d: DeviceUsage) -> int:
     return min(cores, (d.memory_mib - d.used_memory_mib) * 1000 // d.memory_mib)
 
 
-def _could_fit(
-    cluster: ClusterSnapshot, node_name: str, jobs: Sequence[MovableJob], request: PlacementRequest
-) -> bool:
-    """Cheap necessary test: with ``jobs`` gone, node ``node_name`` has, for each device
-    request, ``count`` serving devices each with a free slot and enough free share, and the
-    CPU of the request's largest pod."""
-    node = cluster.nodes[node_name]
-    freed: dict[str, tuple[int, int]] = {}
-    cpu = node.cpu_milli - node.used_cpu_milli
-    for job in jobs:
-        for uuid, (milli, slots) in _held(job).items():
-            m0, s0 = freed.get(uuid, (0, 0))
-            freed[uuid] = (m0 + milli, s0 + slots)
-        cpu += sum(p.cpu_milli for p in job.booking.pods if p.node == node_name)
-    if cpu < max((p.cpu_milli for p in request.pods), default=0):
-        return False
-    for _pod, dr in _device_requests(request):
-        ok = 0
-        for d in node.devices:
-            milli, slots = freed.get(d.uuid, (0, 0))
-            if _serves(d, dr) and d.used_slots - slots < d.split_count:
-                ok += min(1000, _raw_free_milli(d) + milli) >= _share_milli(dr, d)
-        if ok < dr.count:
+class _Room:
+    """What the cheap tests read, computed once per :func:`plan_consolidation` call: each
+    schedulable device's free share (milli) and free slots, the request's share on every
+    device that could serve each of its device requests, how many devices per node fit each
+    device request now, and per device model the four largest free shares (with a slot)."""
+
+    def __init__(self, cluster: ClusterSnapshot, request: PlacementRequest) -> None:
+        self.cluster = cluster
+        self.requests = [dr for _pod, dr in _device_requests(request)]
+        self.cpu_need = max((p.cpu_milli for p in request.pods), default=0)
+        self.free: dict[str, tuple[int, int]] = {}
+        self.share: list[dict[str, int]] = [{} for _ in self.requests]
+        self.base: list[dict[str, int]] = [{} for _ in self.requests]
+        best: dict[str, list[tuple[int, str]]] = {}
+        shares: dict[tuple[int, str, str, int], int | None] = {}  # per (request, model, size)
+        for node in cluster.nodes.values():
+            if not node.schedulable or node.error:
+                continue
+            for d in node.devices:
+                free, slots = _raw_free_milli(d), d.split_count - d.used_slots
+                self.free[d.uuid] = (free, slots)
+                usable = d.healthy and not d.cordoned and not d.error
+                for i, dr in enumerate(self.requests):
+                    key = (i, d.type, d.vendor, d.memory_mib)
+                    if key not in shares:
+                        shares[key] = _share_milli(dr, d) if _serves(d, dr, True) else None
+                    share = shares[key]
+                    if share is not None and usable:
+                        self.share[i][d.uuid] = share
+                        if slots > 0 and free >= share:
+                            self.base[i][node.name] = self.base[i].get(node.name, 0) + 1
+                if slots > 0 and usable:
+                    best.setdefault(d.type, []).append((free, d.uuid))
+        self.best = {m: sorted(v, reverse=True)[:4] for m, v in best.items()}
+
+    def fragmented(self, request: PlacementRequest) -> bool:
+        """:func:`fragmented` from the cached free shares."""
+        for i, dr in enumerate(self.requests):
+            share = self.share[i]
+            free = sum(self.free[u][0] for u in share if self.free[u][1] > 0)
+            if not share or free < dr.count * max(share.values()):
+                return False
+        nodes = self.cluster.nodes.values()
+        free_cpu = sum(n.cpu_milli - n.used_cpu_milli for n in nodes if n.schedulable)
+        return free_cpu >= sum(p.cpu_milli for p in request.pods)
+
+    def could_fit(self, node_name: str, jobs: Sequence[MovableJob]) -> bool:
+        """Necessary test: with ``jobs`` gone, node ``node_name`` has the CPU of the request's
+        largest pod and, for each device request, ``count`` serving devices with a free slot
+        and enough free share."""
+        node = self.cluster.nodes[node_name]
+        freed: dict[str, tuple[int, int]] = {}
+        cpu = node.cpu_milli - node.used_cpu_milli
+        for job in jobs:
+            for where, uuid, _model, milli in job.grants:
+                if where == node_name:
+                    m0, s0 = freed.get(uuid, (0, 0))
+                    freed[uuid] = (m0 + milli, s0 + 1)
+            cpu += sum(p.cpu_milli for p in job.booking.pods if p.node == node_name)
+        if cpu < self.cpu_need:
             return False
-    return True
+        for i, dr in enumerate(self.requests):
+            ok = self.base[i].get(node_name, 0)
+            for uuid, (milli, slots) in freed.items():
+                share = self.share[i].get(uuid)
+                if share is None or uuid not in self.free:
+                    continue
+                free, free_slots = self.free[uuid]
+                if not (free_slots > 0 and free >= share):  # not counted in base yet
+                    ok += free_slots + slots > 0 and min(1000, free + milli) >= share
+            if ok < dr.count:
+                return False
+        return True
+
+    def may_move(self, job: MovableJob) -> bool:
+        """Necessary test: every grant of ``job`` fits a device of the same model that it
+        does not hold (its free share now, largest four per model)."""
+        held = {uuid for _n, uuid, _m, _s in job.grants}
+        for _node, _uuid, model, milli in job.grants:
+            if not any(f >= milli and u not in held for f, u in self.best.get(model, ())):
+                return False
+        return True
+
+
+def _units(
+    request: PlacementRequest, movable: Sequence[MovableJob]
+) -> dict[tuple[str, str], list[MovableJob]]:
+    """Movable jobs grouped by the unit a set frees: ``(node, uuid)`` per device when the
+    request asks one device in all (a whole device is freed), else ``(node, "")`` per node."""
+    per_device = [dr.count for _pod, dr in _device_requests(request)] == [1]
+    units: dict[tuple[str, str], list[MovableJob]] = {}
+    for job in movable:
+        keys = {(node, uuid if per_device else "") for node, uuid, _m, _s in job.grants} or {
+            (p.node, "") for p in job.booking.pods
+        }
+        for key in keys:
+            units.setdefault(key, []).append(job)
+    return units
 
 
 def _candidate_sets(
     cluster: ClusterSnapshot,
+    room: _Room,
     request: PlacementRequest,
     movable: Sequence[MovableJob],
     max_moves: int,
 ) -> list[tuple[MovableJob, ...]]:
-    """Every candidate set (module doc, steps 2-3), best first."""
-    by_node: dict[str, list[MovableJob]] = {}
-    for job in movable:
-        for node in sorted({p.node for p in job.booking.pods}):
-            if node in cluster.nodes:
-                by_node.setdefault(node, []).append(job)
+    """Every candidate set (module doc, steps 2-3), best first. A job that fits no other
+    device of its model is left out; a unit (device or node) is skipped at once when even all
+    of its movable jobs gone would not make room."""
+    movable = [j for j in movable if room.may_move(j)]
     sets: dict[tuple[str, ...], tuple[MovableJob, ...]] = {}
-    for node, jobs in sorted(by_node.items()):
+    for (node, _uuid), jobs in sorted(_units(request, movable).items()):
+        if node not in cluster.nodes:
+            continue
         jobs = sorted(jobs, key=_disruption)[:MAX_CANDIDATES_PER_NODE]
+        if not room.could_fit(node, jobs):
+            continue
         for k in range(1, min(max_moves, len(jobs)) + 1):
             for combo in combinations(jobs, k):
                 key = tuple(sorted(j.id for j in combo))
-                if key not in sets and _could_fit(cluster, node, combo, request):
+                if key not in sets and room.could_fit(node, combo):
                     sets[key] = combo
     return sorted(
         sets.values(),
@@ -349,10 +429,11 @@ def plan_consolidation(
         return ConsolidationResult(None, "no running job may be moved")
     if place(cluster, whole, framework).schedulable:
         return ConsolidationResult(None, "the request fits without moves")
-    if not fragmented(cluster, whole):
+    room = _Room(cluster, whole)
+    if not room.fragmented(whole):
         return ConsolidationResult(None, "not enough free capacity even if it were contiguous")
     tries = 0
-    for combo in _candidate_sets(cluster, whole, movable, max_moves):
+    for combo in _candidate_sets(cluster, room, whole, movable, max_moves):
         if tries >= max_tries:
             break
         tries += 1

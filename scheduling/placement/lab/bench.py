@@ -50,6 +50,9 @@ from scheduling.placement.fragmentation import (
     TaskClass,
     device_free_milli,
 )
+from scheduling.placement.lab.bench_consolidation import Consolidator
+from scheduling.placement.lab.bench_report import BUCKETS as REPORT_BUCKETS
+from scheduling.placement.lab.bench_report import print_header, print_text
 from scheduling.placement.lab.policies import POLICY_NAMES, register_trace_policies, tag_of
 from scheduling.placement.lab.trace import (
     GPU_MILLI,
@@ -66,7 +69,7 @@ from scheduling.placement.registry import Registry
 __all__ = ["BUCKETS", "RunResult", "inflate", "parse_seeds", "bucket_means", "task_classes", "main"]
 
 #: Arrived-workload percentages reported.
-BUCKETS = (50, 80, 90, 95, 100, 110, 120, 130)
+BUCKETS = REPORT_BUCKETS
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -185,6 +188,11 @@ class RunResult:
     mean_wait_s: float | None = None
     p95_wait_s: float | None = None
     never_placed: int = 0
+    # consolidation (moves in all, by 100 % arrived, tasks placed thanks to moves, sets tried)
+    moves: int | None = None
+    moves_by_100: int = 0
+    rescued: int = 0
+    tries: int = 0
 
 
 def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
@@ -268,12 +276,15 @@ class _Replay:
         """Place and book one pod; the Decision (booked when schedulable)."""
         dec = place(self.snapshot, PlacementRequest(pod_req.name, (pod_req,)), self.fw)
         if dec.schedulable:
-            reserve(self.snapshot, dec)
-            pa = dec.pods[0]
-            self.allocated += gpu_milli
-            self.idle -= gpu_milli
-            self._touch(pa.node, pod_req, +1, pa)
+            self.book(pod_req, dec, gpu_milli)
         return dec
+
+    def book(self, pod_req, dec, gpu_milli: int) -> None:
+        """Book a schedulable one-pod Decision and count its GPU share."""
+        reserve(self.snapshot, dec)
+        self.allocated += gpu_milli
+        self.idle -= gpu_milli
+        self._touch(dec.pods[0].node, pod_req, +1, dec.pods[0])
 
     def release(self, pod_req, dec, gpu_milli: int) -> None:
         unreserve(self.snapshot, dec)
@@ -301,10 +312,13 @@ def run_arrivals(
     scale: int,
     workload: TargetWorkload,
     measure: TargetWorkload,
+    move_budget: int | None = -1,
 ) -> RunResult:
-    """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
+    """One saturation replay (the paper's method) of policy ``name`` with ``seed``;
+    ``move_budget`` >= 0 or None (unbounded): with consolidation (:mod:`.bench_consolidation`)."""
     snap = build_snapshot(nodes, replicas=scale)
     rp = _Replay(name, snap, workload, measure, seed)
+    cons = None if move_budget is not None and move_budget < 0 else Consolidator(rp, move_budget)
     order = inflate(pods, rp.cap, tune, seed)
     res = RunResult(name, seed, tasks=len(order))
     arrived: list[float] = []
@@ -314,7 +328,12 @@ def run_arrivals(
     t0 = time.process_time()
     for p in order:
         submitted += p.total_gpu_milli
-        dec = rp.place(pod_request(p), p.total_gpu_milli)
+        req = pod_request(p)
+        dec = rp.place(req, p.total_gpu_milli)
+        if cons is not None:
+            dec = dec if dec.schedulable else cons.rescue(req, p.num_gpu, p.total_gpu_milli) or dec
+            if dec.schedulable:
+                cons.placed(req, dec, p.is_gpu_share, p.total_gpu_milli)
         if not dec.schedulable:
             res.failed += 1
             k = _kind(p)
@@ -322,7 +341,11 @@ def run_arrivals(
         arrived.append(100 * submitted / rp.cap)
         alloc.append(100 * rp.allocated / rp.cap)
         frag.append(rp.frag_rate)
+        if cons is not None and arrived[-1] < 100.5:
+            res.moves_by_100 = cons.moves
     res.seconds = time.process_time() - t0
+    if cons is not None:
+        res.moves, res.rescued, res.tries = cons.moves, cons.rescued, cons.tries
     res.allocation = bucket_means(arrived, alloc)
     res.fragmentation = bucket_means(arrived, frag)
     return res
@@ -462,40 +485,10 @@ def summarise(name: str, runs: list[RunResult], departures: bool) -> dict:
         for k, v in r.failed_by_kind.items():
             kinds[k] = kinds.get(k, 0) + v / len(runs)
     out["failed_by_kind"] = {k: round(v, 1) for k, v in sorted(kinds.items())}
+    if runs[0].moves is not None:
+        for key in ("moves", "moves_by_100", "rescued", "tries"):
+            out[key] = round(sum(getattr(r, key) for r in runs) / len(runs), 1)
     return out
-
-
-def _print_text(summary: dict, departures: bool, out) -> None:
-    name = summary["policy"]
-    if departures:
-        print(
-            f"{name:14s} time-avg alloc {summary['time_avg_allocation_pct']}%  waited "
-            f"{summary['waited']}  mean wait {summary['mean_wait_s']} s  "
-            f"p95 {summary['p95_wait_s']} s  "
-            f"never placed {summary['failed']}  {summary['placements_per_s']:.0f} placements/s  "
-            f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
-            file=out,
-        )
-        return
-
-    def cell(b: str) -> str:
-        m, sd = summary["allocation_pct"][b], summary["allocation_sd"][b]
-        return "    -     " if m is None else f"{m:6.2f}±{sd:<4.2f}"
-
-    print(f"{name:14s} " + " ".join(cell(str(b)) for b in BUCKETS), file=out)
-    frag = " ".join(
-        "    -     "
-        if summary["fragmentation_pct"][str(b)] is None
-        else f"{summary['fragmentation_pct'][str(b)]:6.2f}    "
-        for b in BUCKETS
-    )
-    print(f"{'  frag rate %':14s} {frag}", file=out)
-    print(
-        f"{'':14s} failed {summary['failed']} {summary['failed_by_kind']}  "
-        f"{summary['placements_per_s']:.0f} placements/s  "
-        f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
-        file=out,
-    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -511,27 +504,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--coverage", type=float, default=0.95, help="FGD target-workload coverage")
     ap.add_argument("--scale", type=int, default=1, help="replicate the node list K times")
     ap.add_argument("--departures", action="store_true", help="time-based replay with departures")
+    ap.add_argument("--consolidation", action="store_true", help="move sharing tasks to defrag")
+    ap.add_argument("--move-budget", type=int, default=None, help="moves per run (default: any)")
     ap.add_argument("--json", action="store_true", help="one JSON object per policy")
     ap.add_argument("--list-policies", action="store_true", help="print policy names and exit")
     return ap
-
-
-def _print_header(
-    args: argparse.Namespace, n_pods: int, n_nodes: int, seeds: list[int], workload: TargetWorkload
-) -> None:
-    """The text report's first lines (trace, mode, seeds, target workload, columns)."""
-    mode = "departures" if args.departures else f"tune {args.tune}"
-    print(
-        f"# {args.pods}: {n_pods} pods; {n_nodes} nodes x{args.scale}; {mode}; seeds "
-        f"{seeds[0]}..{seeds[-1]}; target workload {len(workload.classes)} classes "
-        f"({100 * workload.coverage:.1f} % of tasks); path place()"
-    )
-    if not args.departures:
-        print(
-            f"{'policy':14s} "
-            + " ".join(f"{str(b) + '%':>10s}" for b in BUCKETS)
-            + "   (allocation % at arrived %)"
-        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -563,21 +540,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.json:
-        _print_header(args, len(pods), len(nodes), seeds, workload)
+        print_header(args, len(pods), len(nodes), seeds, workload)
     for name in names:
         runs = []
         for seed in seeds:
             if args.departures:
                 runs.append(run_departures(name, nodes, pods, seed, args.scale, workload, workload))
             else:
+                budget = args.move_budget if args.consolidation else -1
                 runs.append(
-                    run_arrivals(name, nodes, pods, seed, args.tune, args.scale, workload, workload)
+                    run_arrivals(
+                        name, nodes, pods, seed, args.tune, args.scale, workload, workload, budget
+                    )
                 )
         summary = summarise(name, runs, args.departures)
         if args.json:
             print(json.dumps(summary), flush=True)
         else:
-            _print_text(summary, args.departures, sys.stdout)
+            print_text(summary, args.departures, sys.stdout)
             sys.stdout.flush()
     return 0
 
