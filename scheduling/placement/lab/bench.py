@@ -50,7 +50,7 @@ from scheduling.placement.fragmentation import (
     TaskClass,
     device_free_milli,
 )
-from scheduling.placement.lab.bench_consolidation import Consolidator
+from scheduling.placement.lab.bench_consolidation import DEFAULT_MAX_MOVES, Consolidator
 from scheduling.placement.lab.bench_report import BUCKETS as REPORT_BUCKETS
 from scheduling.placement.lab.bench_report import print_header, print_text
 from scheduling.placement.lab.policies import POLICY_NAMES, register_trace_policies, tag_of
@@ -313,12 +313,17 @@ def run_arrivals(
     workload: TargetWorkload,
     measure: TargetWorkload,
     move_budget: int | None = -1,
+    max_moves: int = DEFAULT_MAX_MOVES,
 ) -> RunResult:
     """One saturation replay (the paper's method) of policy ``name`` with ``seed``;
     ``move_budget`` >= 0 or None (unbounded): with consolidation (:mod:`.bench_consolidation`)."""
     snap = build_snapshot(nodes, replicas=scale)
     rp = _Replay(name, snap, workload, measure, seed)
-    cons = None if move_budget is not None and move_budget < 0 else Consolidator(rp, move_budget)
+    cons = (
+        None
+        if move_budget is not None and move_budget < 0
+        else Consolidator(rp, move_budget, max_moves)
+    )
     order = inflate(pods, rp.cap, tune, seed)
     res = RunResult(name, seed, tasks=len(order))
     arrived: list[float] = []
@@ -506,6 +511,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--departures", action="store_true", help="time-based replay with departures")
     ap.add_argument("--consolidation", action="store_true", help="move sharing tasks to defrag")
     ap.add_argument("--move-budget", type=int, default=None, help="moves per run (default: any)")
+    ap.add_argument("--max-moves", type=int, default=DEFAULT_MAX_MOVES, help="moves per task")
     ap.add_argument("--json", action="store_true", help="one JSON object per policy")
     ap.add_argument("--list-policies", action="store_true", help="print policy names and exit")
     return ap
@@ -550,7 +556,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 budget = args.move_budget if args.consolidation else -1
                 runs.append(
                     run_arrivals(
-                        name, nodes, pods, seed, args.tune, args.scale, workload, workload, budget
+                        name,
+                        nodes,
+                        pods,
+                        seed,
+                        args.tune,
+                        args.scale,
+                        workload,
+                        workload,
+                        budget,
+                        args.max_moves,
                     )
                 )
         summary = summarise(name, runs, args.departures)
