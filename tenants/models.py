@@ -7,6 +7,8 @@ jobs and devices by id/uuid without foreign keys (tenants owns entitlement and t
 ledger, STYLE.md §3; history outlives the jobs and devices it describes).
 """
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -76,6 +78,11 @@ class Membership(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.tenant} ({self.role})"
+
+
+#: The window of a resource group's consolidation move budget
+#: (``ResourceGroup.consolidation_max_moves_per_hour``).
+CONSOLIDATION_BUDGET_WINDOW = timedelta(hours=1)
 
 
 class ResourceGroup(BaseModel):

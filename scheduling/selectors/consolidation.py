@@ -4,15 +4,13 @@ made for jobs still waiting (:mod:`scheduling.services.consolidation` writes the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count
 
 from scheduling.choices import PlacementState
 from scheduling.models import ConsolidationMove
-
-#: The window of the move budget (``ResourceGroup.consolidation_max_moves_per_hour``).
-BUDGET_WINDOW = timedelta(hours=1)
+from tenants.models import CONSOLIDATION_BUDGET_WINDOW as BUDGET_WINDOW
 
 
 def moves_in_window(group_ids: Iterable[int], now: datetime) -> dict[int, int]:
