@@ -48,7 +48,13 @@ from scheduling.placement.consolidation import (
     apply_plan,
     plan_consolidation,
 )
-from scheduling.placement.types import ContainerAssignment, Decision, DeviceGrant, PodAssignment
+from scheduling.placement.types import (
+    ContainerAssignment,
+    Decision,
+    DeviceGrant,
+    PlacementRequest,
+    PodAssignment,
+)
 from scheduling.selectors.admission import AdmissionContext
 from scheduling.selectors.consolidation import moves_in_window, waiting_for_moves
 from scheduling.selectors.cycle_gate import clear_blocked
@@ -205,6 +211,8 @@ def _plan(
     for waiting in blocked:
         if left <= 0:
             notes[int(waiting.id)] = budget
+            continue
+        if not isinstance(waiting.request, PlacementRequest):
             continue
         candidates = [m for m in movable if m.id not in taken and m.priority <= waiting.priority]
         result = plan_consolidation(

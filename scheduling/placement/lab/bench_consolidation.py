@@ -16,15 +16,30 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from scheduling.placement import PlacementRequest
 from scheduling.placement.consolidation import MovableJob, plan_consolidation
-from scheduling.placement.types import Decision, PodRequest
+from scheduling.placement.profile import Framework
+from scheduling.placement.types import ClusterSnapshot, Decision, PodRequest
 
 __all__ = ["Consolidator", "DEFAULT_MAX_MOVES"]
 
 #: Moves allowed for one task.
 DEFAULT_MAX_MOVES = 2
+
+
+class Replay(Protocol):
+    """What the consolidator needs of the benchmark's replay (``bench._Replay``)."""
+
+    snapshot: ClusterSnapshot
+    fw: Framework
+
+    def book(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
+        """Book a schedulable one-pod Decision and count its GPU share."""
+
+    def release(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
+        """Unbook it and uncount its GPU share."""
 
 
 @dataclass(slots=True)
@@ -43,7 +58,9 @@ class Consolidator:
         max_moves: moves allowed for one task.
     """
 
-    def __init__(self, replay, budget: int | None, max_moves: int = DEFAULT_MAX_MOVES) -> None:
+    def __init__(
+        self, replay: Replay, budget: int | None, max_moves: int = DEFAULT_MAX_MOVES
+    ) -> None:
         self.rp = replay
         self.budget = budget
         self.max_moves = max_moves

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TextIO
 
 from scheduling.placement.fragmentation import TargetWorkload
 
@@ -12,7 +13,7 @@ __all__ = ["BUCKETS", "print_header", "print_text"]
 BUCKETS = (50, 80, 90, 95, 100, 110, 120, 130)
 
 
-def print_text(summary: dict, departures: bool, out) -> None:
+def print_text(summary: dict, departures: bool, out: TextIO) -> None:
     name = summary["policy"]
     if departures:
         print(
