@@ -109,6 +109,11 @@ def consolidate(
         used = moves_in_window([group.pk], now).get(group.pk, 0)
         left = group.consolidation_max_moves_per_hour - used
         waiting = waiting_for_moves(int(w.id) for w in blocked)
+        if waiting:  # room is being made for them: they stay sticky heads (the cycle's
+            # marks only keep jobs waiting for preemption victims)
+            Job.objects.filter(pk__in=sorted(waiting), preempting_since__isnull=True).update(
+                preempting_since=now
+            )
         blocked = [w for w in blocked if int(w.id) not in waiting]
         if not blocked:
             return []

@@ -9,10 +9,19 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
-from scheduling.models import ConsolidationMove, Device, Job, JobEvent, Placement, PlacementDevice
+from scheduling.models import (
+    Cluster,
+    ConsolidationMove,
+    Device,
+    Job,
+    JobEvent,
+    Placement,
+    PlacementDevice,
+)
 from scheduling.selectors.inadmissible import release as release_inadmissible
 from scheduling.selectors.placement_profile import forget_workloads
 from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.eviction import release_terminated
 from scheduling.services.usage import check_usage
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
@@ -207,3 +216,33 @@ def test_the_moved_jobs_tenant_never_sees_the_other_tenant():
     row = ConsolidationMove.objects.get()
     assert (row.job_tenant, row.for_tenant) == ("team-b", "team-a")
     assert Job.objects.get(pk=wholes[2].pk).preempting_since is not None
+
+
+def test_on_kubernetes_the_old_pods_terminate_first_and_nothing_more_moves_meanwhile():
+    group = _group()
+    _, queue = make_tenant("team-a", group, devices_milli=100_000)
+    halves, wholes = _fragmented(group, queue)
+    Cluster.objects.filter(name="c1").update(backend="kubernetes")
+    report = run_admission_cycle(group.pk)
+    assert len(report.moved) == 1
+    moved = Job.objects.get(pk=report.moved[0])
+    (old,) = Placement.objects.filter(job=moved)
+    assert old.state == PlacementState.TERMINATING  # pods deleted after commit, still booked
+    assert old.evict_by > timezone.now()
+    assert moved.state == JobState.QUEUED
+
+    # while the old pods terminate: the waiting job does not fit, and no other job moves
+    release_inadmissible(group.pk)
+    report = run_admission_cycle(group.pk)
+    assert report.admitted == [] and report.moved == []
+    assert ConsolidationMove.objects.count() == 1
+    assert Job.objects.get(pk=wholes[2].pk).preempting_since is not None  # still first in line
+
+    # the reconcile sees the pods gone: the waiting job takes the freed GPU, the moved one
+    # restarts beside the job that stayed
+    release_terminated([old.pk], now=timezone.now(), reason="pods gone")
+    report = run_admission_cycle(group.pk)
+    assert sorted(report.admitted) == sorted([wholes[2].pk, moved.pk])
+    stayed = next(h for h in halves if h.pk != moved.pk)
+    assert _devices(moved) == _devices(stayed)
+    _assert_invariants(group)
