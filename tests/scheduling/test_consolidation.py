@@ -9,6 +9,8 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.devices.defaults import default_device_configs
+from scheduling.kube import workloads as wl
 from scheduling.models import (
     Cluster,
     ConsolidationMove,
@@ -22,6 +24,7 @@ from scheduling.selectors.inadmissible import release as release_inadmissible
 from scheduling.selectors.placement_profile import forget_workloads
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_terminated
+from scheduling.services.intake import _job_spec
 from scheduling.services.usage import check_usage
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
@@ -246,3 +249,30 @@ def test_on_kubernetes_the_old_pods_terminate_first_and_nothing_more_moves_meanw
     stayed = next(h for h in halves if h.pk != moved.pk)
     assert _devices(moved) == _devices(stayed)
     _assert_invariants(group)
+
+
+@pytest.mark.parametrize(("value", "allowed"), [("true", True), ("false", False), (None, False)])
+def test_objects_taken_in_opt_in_with_the_annotation(value, allowed):
+    annotations = {} if value is None else {wl.ANNOTATION_ALLOW_CONSOLIDATION: value}
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "t", "annotations": annotations},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.37",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    workload = wl.read_workload("Job", obj, default_device_configs())
+    assert _job_spec(workload).allow_consolidation is allowed
