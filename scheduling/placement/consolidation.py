@@ -372,11 +372,17 @@ def _try(
     combo: Sequence[MovableJob],
     framework: Framework,
 ) -> ConsolidationPlan | None:
-    """Try one candidate set (module doc, step 4); the snapshot is restored on return."""
+    """Try one candidate set (module doc, step 4); the snapshot is restored on return.
+
+    Raises:
+        ValueError: a booking does not match the snapshot (the snapshot is restored).
+    """
+    released: list[MovableJob] = []
     undo: list[Decision] = []  # decisions booked by this try (unbooked on return)
-    for job in combo:
-        unreserve(cluster, job.booking)
     try:
+        for job in combo:
+            unreserve(cluster, job.booking)
+            released.append(job)
         placement = place(cluster, request, framework)
         if not placement.schedulable:
             return None
@@ -394,7 +400,7 @@ def _try(
     finally:
         for decision in reversed(undo):
             unreserve(cluster, decision)
-        for job in reversed(combo):
+        for job in reversed(released):
             reserve(cluster, job.booking)
 
 
@@ -420,6 +426,10 @@ def plan_consolidation(
 
     Returns:
         The plan (moves in order, the request's placement), or None with the reason.
+
+    Raises:
+        ValueError: a movable job's ``booking`` is not what the snapshot holds (the snapshot
+            is left unchanged).
     """
     framework = profile if isinstance(profile, Framework) else (profile or Profile()).build()
     whole = replace(request, min_pods=None)

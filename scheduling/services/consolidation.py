@@ -220,13 +220,17 @@ def _plan(
         if not isinstance(waiting.request, PlacementRequest):
             continue
         candidates = [m for m in movable if m.id not in taken and m.priority <= waiting.priority]
-        result = plan_consolidation(
-            ctx.cluster,
-            waiting.request,
-            candidates,
-            max_moves=min(left, group.consolidation_max_moves),
-            profile=framework,
-        )
+        try:
+            result = plan_consolidation(
+                ctx.cluster,
+                waiting.request,
+                candidates,
+                max_moves=min(left, group.consolidation_max_moves),
+                profile=framework,
+            )
+        except ValueError:  # a booking read from the database does not match the snapshot
+            logger.exception("consolidation group=%s: planning stopped", group.pk)
+            break
         if result.plan is None:
             notes[int(waiting.id)] = result.reason
             continue
