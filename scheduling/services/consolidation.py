@@ -71,6 +71,12 @@ logger = logging.getLogger(__name__)
 #: Annotation of an object taken in from a cluster that opts its job in (value ``"true"``).
 ALLOW_CONSOLIDATION_ANNOTATION = ANNOTATION_ALLOW_CONSOLIDATION
 
+#: Waiting jobs of distinct shapes planned per cycle without finding a plan, at most (each
+#: plan tries up to ``DEFAULT_MAX_TRIES`` candidate sets; the others wait for a later cycle).
+MAX_PLANNED_PER_CYCLE = 8
+
+NOT_TRIED = f"not tried in this cycle (at most {MAX_PLANNED_PER_CYCLE} job shapes per cycle)"
+
 #: Said to a moved job's tenant instead of another tenant's job.
 ANOTHER_TENANT = "a job of another tenant"
 
@@ -213,11 +219,16 @@ def _plan(
     plans: list[_Planned] = []
     notes: dict[int, str] = {}
     taken: set[str] = set()
+    failed: dict[tuple, str] = {}  # shapes without a plan on the snapshot as it is now
     for waiting in blocked:
         if left <= 0:
             notes[int(waiting.id)] = budget
             continue
         if not isinstance(waiting.request, PlacementRequest):
+            continue
+        key = _shape(waiting, waiting.request)
+        if key in failed or len(failed) >= MAX_PLANNED_PER_CYCLE:
+            notes[int(waiting.id)] = failed.get(key, NOT_TRIED)
             continue
         candidates = [m for m in movable if m.id not in taken and m.priority <= waiting.priority]
         try:
@@ -232,13 +243,30 @@ def _plan(
             logger.exception("consolidation group=%s: planning stopped", group.pk)
             break
         if result.plan is None:
-            notes[int(waiting.id)] = result.reason
+            notes[int(waiting.id)] = failed[key] = result.reason
             continue
+        failed.clear()  # the snapshot changes: shapes without a plan may have one now
         apply_plan(ctx.cluster, result.plan)
         taken |= {m.job_id for m in result.plan.moves}
         left -= len(result.plan.moves)
         plans.append(_Planned(waiting, result.plan))
     return plans, notes
+
+
+def _shape(waiting: PendingWorkload, request: PlacementRequest) -> tuple:
+    """What decides a plan besides the snapshot: the pods' requests (not their names) and the
+    priority (which jobs may move)."""
+    return waiting.priority, tuple(
+        (
+            p.cpu_milli,
+            p.memory_mib,
+            p.containers,
+            tuple(sorted(p.node_selector.items())),
+            p.node_policy,
+            p.device_policy,
+        )
+        for p in request.pods
+    )
 
 
 def _explain(notes: dict[int, str]) -> None:
