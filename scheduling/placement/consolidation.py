@@ -189,16 +189,18 @@ class _Room:
     """What the cheap tests read, computed once per :func:`plan_consolidation` call: each
     schedulable device's free share (milli) and free slots, the request's share on every
     device that could serve each of its device requests, how many devices per node fit each
-    device request now, and per device model the four largest free shares (with a slot)."""
+    device request now, and per device model its devices' free shares (with a slot) with the
+    free CPU and host memory of their nodes."""
 
     def __init__(self, cluster: ClusterSnapshot, request: PlacementRequest) -> None:
         self.cluster = cluster
         self.requests = [dr for _pod, dr in _device_requests(request)]
         self.cpu_need = max((p.cpu_milli for p in request.pods), default=0)
+        self.mem_need = max((p.memory_mib for p in request.pods), default=0)
         self.free: dict[str, tuple[int, int]] = {}
         self.share: list[dict[str, int]] = [{} for _ in self.requests]
         self.base: list[dict[str, int]] = [{} for _ in self.requests]
-        best: dict[str, list[tuple[int, str]]] = {}
+        best: dict[str, list[tuple[int, int, int]]] = {}
         shares: dict[tuple[int, str, str, int], int | None] = {}  # per (request, model, size)
         for node in cluster.nodes.values():
             if not node.schedulable or node.error:
@@ -217,8 +219,14 @@ class _Room:
                         if slots > 0 and free >= share:
                             self.base[i][node.name] = self.base[i].get(node.name, 0) + 1
                 if slots > 0 and usable:
-                    best.setdefault(d.type, []).append((free, d.uuid))
-        self.best = {m: sorted(v, reverse=True)[:4] for m, v in best.items()}
+                    host = (
+                        node.cpu_milli - node.used_cpu_milli,
+                        node.memory_mib - node.used_memory_mib,
+                    )
+                    best.setdefault(d.type, []).append((free, *host))
+        # per model: (free share, free CPU, free host memory) of its devices, largest share first
+        self.rows = {model: sorted(rows, reverse=True) for model, rows in best.items()}
+        self._fits: dict[tuple[str, int, int, int], bool] = {}
 
     def fragmented(self, request: PlacementRequest) -> bool:
         """:func:`fragmented` from the cached free shares."""
@@ -232,19 +240,21 @@ class _Room:
         return free_cpu >= sum(p.cpu_milli for p in request.pods)
 
     def could_fit(self, node_name: str, jobs: Sequence[MovableJob]) -> bool:
-        """Necessary test: with ``jobs`` gone, node ``node_name`` has the CPU of the request's
-        largest pod and, for each device request, ``count`` serving devices with a free slot
-        and enough free share."""
+        """Necessary test: with ``jobs`` gone, node ``node_name`` has the CPU and the host
+        memory of the request's largest pod and, for each device request, ``count`` serving
+        devices with a free slot and enough free share."""
         node = self.cluster.nodes[node_name]
         freed: dict[str, tuple[int, int]] = {}
         cpu = node.cpu_milli - node.used_cpu_milli
+        mem = node.memory_mib - node.used_memory_mib
         for job in jobs:
             for where, uuid, _model, milli in job.grants:
                 if where == node_name:
                     m0, s0 = freed.get(uuid, (0, 0))
                     freed[uuid] = (m0 + milli, s0 + 1)
             cpu += sum(p.cpu_milli for p in job.booking.pods if p.node == node_name)
-        if cpu < self.cpu_need:
+            mem += sum(p.memory_mib for p in job.booking.pods if p.node == node_name)
+        if cpu < self.cpu_need or mem < self.mem_need:
             return False
         for i, dr in enumerate(self.requests):
             ok = self.base[i].get(node_name, 0)
@@ -260,13 +270,28 @@ class _Room:
         return True
 
     def may_move(self, job: MovableJob) -> bool:
-        """Necessary test: every grant of ``job`` fits a device of the same model that it
-        does not hold (its free share now, largest four per model)."""
-        held = {uuid for _n, uuid, _m, _s in job.grants}
-        for _node, _uuid, model, milli in job.grants:
-            if not any(f >= milli and u not in held for f, u in self.best.get(model, ())):
+        """Necessary test: every grant of ``job`` fits the free share of some device of the
+        same model (with a free slot) on a node with the free CPU and host memory of the
+        grant's pod (answers memoised per grant shape)."""
+        pods = {p.node: p for p in job.booking.pods}
+        for node, _uuid, model, milli in job.grants:
+            pod = pods[node]
+            key = (model, milli, pod.cpu_milli, pod.memory_mib)
+            fits = self._fits.get(key)
+            if fits is None:
+                fits = self._fits[key] = self._room_for(*key)
+            if not fits:
                 return False
         return True
+
+    def _room_for(self, model: str, milli: int, cpu_milli: int, memory_mib: int) -> bool:
+        """Some device of ``model`` has ``milli`` free on a node with that CPU and memory."""
+        for free, cpu, mem in self.rows.get(model, ()):
+            if free < milli:
+                return False
+            if cpu >= cpu_milli and mem >= memory_mib:
+                return True
+        return False
 
 
 def _units(
