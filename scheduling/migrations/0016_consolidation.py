@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduling', '0014_host_and_device_memory_mib'),
+        ('scheduling', '0015_jobpodset_host_memory_mib'),
         ('tenants', '0007_consolidation'),
     ]
 
