@@ -102,12 +102,13 @@ def test_consolidation_moves_a_half_so_a_whole_task_fits(tmp_path):
 
     from scheduling.placement import PlacementRequest, place
     from scheduling.placement.lab.bench_consolidation import Consolidator
+    from scheduling.placement.lab.replay import Replay
     from scheduling.placement.lab.trace import build_snapshot, pod_request
 
     n, p = files(tmp_path)
     nodes, pods = read_nodes(n), read_pods(p)
     wl = bench.TargetWorkload.from_classes(bench.task_classes(pods), 1.0)
-    rp = bench._Replay("BestFit", build_snapshot(nodes), wl, wl, 0)
+    rp = Replay("BestFit", build_snapshot(nodes), wl, wl, 0)
     cons = Consolidator(rp, budget=None)
     by_name = {q.name: q for q in pods}
     gpus = [d.uuid for node in rp.snapshot.nodes.values() for d in node.devices]

@@ -16,30 +16,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from scheduling.placement import PlacementRequest
 from scheduling.placement.consolidation import MovableJob, plan_consolidation
-from scheduling.placement.profile import Framework
-from scheduling.placement.types import ClusterSnapshot, Decision, PodRequest
+from scheduling.placement.lab.replay import Replay
+from scheduling.placement.types import Decision, PodRequest
 
 __all__ = ["Consolidator", "DEFAULT_MAX_MOVES"]
 
 #: Moves allowed for one task.
 DEFAULT_MAX_MOVES = 2
-
-
-class Replay(Protocol):
-    """What the consolidator needs of the benchmark's replay (``bench._Replay``)."""
-
-    snapshot: ClusterSnapshot
-    fw: Framework
-
-    def book(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
-        """Book a schedulable one-pod Decision and count its GPU share."""
-
-    def release(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
-        """Unbook it and uncount its GPU share."""
 
 
 @dataclass(slots=True)
@@ -53,7 +39,7 @@ class Consolidator:
     """Movable sharing tasks of one replay and the moves made (see the module doc).
 
     Args:
-        replay: the benchmark's ``_Replay`` (snapshot, profile, allocation counters).
+        replay: the benchmark's replay (snapshot, profile, allocation counters).
         budget: moves allowed for the whole run (None = unbounded).
         max_moves: moves allowed for one task.
     """
