@@ -152,6 +152,13 @@ def _record_preemption(
     )
 
 
+def _past_max_runtime(job: Job, now: datetime) -> bool:
+    """Whether ``job`` has run ``max_runtime_s`` seconds since admission (False if unset)."""
+    if job.admitted_at is None or job.max_runtime_s is None:
+        return False
+    return job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
+
+
 def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
     pods are deleted with the termination grace period (placements ``terminating``). Notebooks
@@ -173,7 +180,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
         .exclude(kind__in=LONG_RUNNING_KINDS)
         .select_related("queue")
         .order_by("pk")
-        if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
+        if _past_max_runtime(job, now)
     ]
     groups: set[int] = set()
     for job in due:
