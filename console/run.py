@@ -2,9 +2,10 @@
 
 Starts the embedded PostgreSQL and Redis unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
 migrates, seeds the demo, then runs gunicorn (web, ``CONSOLE_BIND``, default
-127.0.0.1:8000), a Celery worker and Celery beat under :mod:`console.supervisor` until
+127.0.0.1:8000), a Celery worker for the default queue, a Celery worker for the telemetry
+queue (``CELERY_TELEMETRY_QUEUE``) and Celery beat under :mod:`console.supervisor` until
 interrupted: a child that dies is logged and restarted with exponential backoff (at most
-``CONSOLE_RESTART_MAX_S``, 60 s) while the others keep running; Ctrl-C stops all three (the
+``CONSOLE_RESTART_MAX_S``, 60 s) while the others keep running; Ctrl-C stops them all (the
 embedded servers keep running: ``make stop`` stops them).
 """
 
@@ -25,6 +26,30 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], check=True)  # noqa: S603 - fixed argv
 
 
+def _celery(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "console", *args]
+
+
+def _commands(bind: str, workers: str, concurrency: str, beat_schedule) -> dict[str, list[str]]:
+    """argv of each child: web, the worker of the default queue (admission cycles,
+    submission, reconcile), the telemetry worker (``CELERY_TELEMETRY_QUEUE``: samples,
+    scrapes, rollups, gauges; its own process so cycles never wait behind it) and beat."""
+    default_queue = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+    telemetry_queue = env_str("CELERY_TELEMETRY_QUEUE", f"{default_queue}-telemetry")
+    log = ("--loglevel", "INFO")
+    return {
+        "web": [
+            *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", bind),
+            *("--workers", workers, "--access-logfile", "-"),
+        ],
+        "worker": _celery("worker", "-Q", default_queue, "--concurrency", concurrency, *log),
+        "worker-telemetry": _celery(
+            "worker", "-Q", telemetry_queue, "-n", "telemetry@%h", "--concurrency", "1", *log
+        ),
+        "beat": _celery("beat", "--schedule", str(beat_schedule), *log),
+    }
+
+
 def main() -> int:
     env = os.environ
     env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
@@ -39,45 +64,7 @@ def main() -> int:
     _manage("migrate", "--no-input", "-v", "0")
     _manage("collectstatic", "--no-input", "-v", "0")
     _manage("seed_demo")
-    beat_schedule = embedded.data_dir() / "celerybeat-schedule"
-    commands = {
-        "web": [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "console.wsgi",
-            "--bind",
-            bind,
-            "--workers",
-            workers,
-            "--access-logfile",
-            "-",
-        ],
-        "worker": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "--concurrency",
-            concurrency,
-            "--loglevel",
-            "INFO",
-        ],
-        "beat": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "beat",
-            "--schedule",
-            str(beat_schedule),
-            "--loglevel",
-            "INFO",
-        ],
-    }
+    commands = _commands(bind, workers, concurrency, embedded.data_dir() / "celerybeat-schedule")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     supervisor = Supervisor(
         commands,

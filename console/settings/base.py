@@ -141,6 +141,12 @@ CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp")) or
 # The queue every task goes to (and workers read with ``celery worker -Q``): installs sharing
 # one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Telemetry (simulated samples, scrapes, rollups, gauges, idle checks) has its own queue and
+# its own worker process (`celery worker -Q <this queue> -n telemetry@%h`), so an admission
+# cycle never waits behind a rollup or a scrape (issue #14). Every install runs both workers:
+# docker-compose, `make run` (console.run), the Kustomize deploy, `make bench-e2e`.
+CELERY_TELEMETRY_QUEUE = env_str("CELERY_TELEMETRY_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-telemetry")
+CELERY_TASK_ROUTES = {"telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE}}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
