@@ -251,6 +251,26 @@ class GroupGauge(models.Model):
         return f"gauges of group {self.resource_group_id}"
 
 
+class DashboardPanel(models.Model):
+    """A dashboard aggregate computed by the gauges beat task and read by pages, so no page
+    request measures the whole inventory (issue #14).
+
+    ``key``: ``"fragmentation:all"`` (FGD report of the whole inventory with the most
+    fragmented nodes), ``"fragmentation:groups:<ids>"`` (the union of these resource groups,
+    comma-separated ids in ascending order, one per distinct scope of the users' visible
+    tenants) or ``"measured-util"`` (mean measured utilisation per device model and vendor,
+    percent). ``data``: JSON of the panel
+    (:func:`scheduling.selectors.fragmentation.report_to_json` for the reports).
+    """
+
+    key = models.CharField(max_length=255, unique=True)
+    data = models.JSONField(default=dict)
+    computed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} at {self.computed_at:%H:%M:%S}"
+
+
 class CapacityAlert(models.Model):
     """A resource group whose healthy capacity fell below the sum of its guarantees.
 

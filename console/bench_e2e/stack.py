@@ -59,58 +59,28 @@ class Stack:
         subprocess.run([sys.executable, "manage.py", *args], check=True, cwd=ROOT, env=self.env)
 
     def start(self, *pieces: str, worker_concurrency: int = 1) -> None:
-        """Start ``pieces`` (``web``, ``worker``, ``beat``) that are not running yet."""
+        """Start ``pieces`` (``web``, ``worker``, ``worker-telemetry``, ``beat``) that are not
+        running yet."""
+        celery = (sys.executable, "-m", "celery", "-A", "console")
+        quiet = ("--loglevel", "INFO", "--without-gossip", "--without-mingle")
         commands = {
             "web": [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "console.wsgi",
-                "--bind",
-                self.bind,
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-                "--keep-alive",
-                "75",
-                "--log-level",
-                "warning",
+                *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", self.bind),
+                *("--workers", "2", "--threads", "4", "--keep-alive", "75"),
+                *("--log-level", "warning"),
             ],
             "worker": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "worker",
-                "--concurrency",
-                str(worker_concurrency),
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "-Q",
-                settings_queue("CELERY_TASK_DEFAULT_QUEUE"),
+                *(*celery, "worker", "--concurrency", str(worker_concurrency), *quiet),
+                *("-Q", settings_queue("CELERY_TASK_DEFAULT_QUEUE")),
             ],
             # telemetry (samples, rollups, gauges) in its own process, as in every install
             "worker-telemetry": [
-                *(sys.executable, "-m", "celery", "-A", "console", "worker"),
-                *("--concurrency", "1", "--loglevel", "INFO", "--without-gossip"),
-                *("--without-mingle", "-n", "telemetry@%h"),
+                *(*celery, "worker", "--concurrency", "1", *quiet, "-n", "telemetry@%h"),
                 *("-Q", settings_queue("CELERY_TELEMETRY_QUEUE")),
             ],
             "beat": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "beat",
-                "--schedule",
-                str(self.logs / "celerybeat-schedule"),
-                "--loglevel",
-                "WARNING",
+                *(*celery, "beat", "--schedule", str(self.logs / "celerybeat-schedule")),
+                *("--loglevel", "WARNING"),
             ],
         }
         for name in pieces:

@@ -177,8 +177,6 @@ ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
 # seconds a worker keeps a resource group's FragGuard/FGD target workload (0 = every cycle)
 PLACEMENT_WORKLOAD_TTL_S = env_float("PLACEMENT_WORKLOAD_TTL_S", 30.0, minimum=0.0)
-# seconds the overview shares its inventory-wide panels (fragmentation, utilisation) (0 = off)
-DASHBOARD_CACHE_S = env_float("DASHBOARD_CACHE_S", 10.0, minimum=0.0)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 # Sweeper of lost enqueues (scheduling.services.sweeper): every SWEEP_TICK_S, placements still
 # reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.

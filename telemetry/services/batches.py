@@ -79,7 +79,8 @@ def _write_free(rows: Sequence[Any], write: Callable, *, wait: bool) -> list[Any
     rows whose references are held; return the rows left for later."""
     with transaction.atomic():
         got = lock_referenced(_refs(rows), skip_locked=not wait)
-        ready, left = [], []
+        ready: list[Any] = []
+        left: list[Any] = []
         for r in rows:
             held = all(
                 getattr(r, attr, None) is None or getattr(r, attr) in got[attr]
