@@ -8,7 +8,6 @@ tenant's slices on a device are drawn as "other tenant".
 from __future__ import annotations
 
 import csv
-from dataclasses import replace
 from datetime import timedelta
 
 from django.contrib import messages
@@ -39,10 +38,11 @@ from scheduling.selectors.card_map import PALETTE, device_history, node_card_map
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
-from scheduling.selectors.usage_report import month_bounds, monthly_usage, recent_months
+from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.workloads import cancel_workload, submit_workload
-from telemetry.selectors import cost_report, device_health_history, node_utilisation
+from telemetry.selectors import device_health_history, node_utilisation
+from telemetry.services.usage_months import read_month
 from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids
 
@@ -294,27 +294,13 @@ def _month(request) -> str:
     return month
 
 
-def _with_cost(rows, month: str, tenant_ids):
-    """Fill ``cost`` (and return the currency) from the telemetry cost report: prices per
-    model in force over time (telemetry); rows without a priced hour keep None."""
-    start, end = month_bounds(month)
-    costs = {}
-    for item in cost_report(start, end, tenant_ids):
-        if item.row.gpu_hours > item.row.unpriced_hours:
-            costs[(item.tenant_name, item.row.model)] = (float(item.row.cost), item.row.currency)
-    currency = next((c for _, c in costs.values()), "")
-    return [
-        replace(r, cost=costs[(r.tenant, r.model)][0]) if (r.tenant, r.model) in costs else r
-        for r in rows
-    ], currency
-
-
 @login_required
 def usage(request):
-    """GPU-hours (and cost when priced) per tenant and device model in one month."""
+    """GPU-hours (and cost when priced) per tenant and device model in one month, from the
+    monthly rows the rollup task keeps (:mod:`telemetry.services.usage_months`)."""
     month = _month(request)
     tenant_ids = _scope(request)
-    rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
+    rows, currency = read_month(month, tenant_ids)  # stored by the rollup task
     model_names = sorted({r.model for r in rows})
     tenants = sorted({r.tenant for r in rows})
     hours = {(r.tenant, r.model): round(r.gpu_hours, 2) for r in rows}
@@ -371,7 +357,7 @@ def usage_csv(request):
         ]
     )
     tenant_ids = _scope(request)
-    rows, currency = _with_cost(monthly_usage(tenant_ids, month), month, tenant_ids)
+    rows, currency = read_month(month, tenant_ids)
     for r in rows:
         writer.writerow(
             [

@@ -7,6 +7,7 @@ from scheduling.models import Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import submit_to_cluster
 from telemetry.services.gauges import compute_group_gauges
+from telemetry.services.usage_months import refresh_usage_months
 from tests.builders import gpu_job, make_cluster
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +43,7 @@ def big_world(world):
         gpu_job(world["queue_a"], f"waiting-{i}", count=4)
         record("test.entry", world["team_a"], actor=world["root"], after={"i": i})
     compute_group_gauges()  # the overview's stored panels, as the beat task keeps them
+    refresh_usage_months()  # the usage page's monthly rows, as the rollup task keeps them
     return world
 
 

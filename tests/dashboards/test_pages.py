@@ -331,3 +331,32 @@ def test_refusals_are_pages_that_say_why(client, world):
     assert missing.status_code == 404
     assert "belongs to a tenant you are not a member of" in missing.content.decode()
     assert job.name not in missing.content.decode()
+
+
+def test_usage_page_reads_the_months_the_rollup_task_keeps(client, world):
+    """The usage page reads the monthly rows the rollup task stores (issue #14): a change of
+    the placements shows after the next refresh, never recomputed by a page view; a month
+    computed before it ended is computed once more after its end, then left alone."""
+    from telemetry.models import UsageMonth, UsageMonthStatus
+    from telemetry.services.usage_months import refresh_usage_months
+
+    jan = datetime(2026, 1, 10, tzinfo=UTC)
+    Placement.objects.filter(job=world["a_train"]).update(
+        started_at=jan, ended_at=jan + timedelta(hours=5)
+    )
+    during = datetime(2026, 1, 20, tzinfo=UTC)
+    done = refresh_usage_months(now=during)
+    assert done["2026-01"] == UsageMonth.objects.filter(month="2026-01-01").count() >= 1
+    client.force_login(world["alice"])
+    lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
+    assert lines[1] == "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,2.0000,160.0000,1,,"
+    # a change after the refresh is not seen by a view (stored rows), then seen after one
+    Placement.objects.filter(job=world["a_train"]).update(ended_at=jan + timedelta(hours=10))
+    assert client.get("/usage.csv?month=2026-01").content.decode().splitlines()[1] == lines[1]
+    after = datetime(2026, 2, 2, tzinfo=UTC)
+    assert "2026-01" in refresh_usage_months(now=after)  # computed before its end: again
+    assert client.get("/usage.csv?month=2026-01").content.decode().splitlines()[1] == (
+        "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,4.0000,320.0000,1,,"
+    )
+    assert "2026-01" not in refresh_usage_months(now=after + timedelta(days=1))  # final
+    assert UsageMonthStatus.objects.get(month="2026-01-01").computed_at == after
