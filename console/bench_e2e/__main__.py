@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
             out["trace"] = run_trace(args.trace_pods, policy=args.trace_policy)
         if "load" in phases or "trace" in phases:
-            stack.stop("beat", "worker")
+            stack.stop("beat", "worker", "worker-telemetry")
             out["invariants"] = _invariants()
         if "pages" in phases:
             from console.bench_e2e import large
