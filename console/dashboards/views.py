@@ -116,7 +116,7 @@ def job_detail(request, pk: int):
         "dashboards/job_detail.html",
         {
             "job": job,
-            "slot": queue_slots([job]).get(job.pk),
+            "slot": queue_slots([job], fresh=True).get(job.pk),
             "can_cancel": job.state
             in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.STOPPED)
             and can_change,

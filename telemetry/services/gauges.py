@@ -12,6 +12,7 @@ from django.utils import timezone
 from core.events import CAPACITY_ALERT, emit
 from scheduling.selectors.allocation import capacity_by_group, in_group, present_device_loads
 from scheduling.selectors.fragmentation import group_fragmentation, load_inventory
+from scheduling.selectors.job_board import store_start_ranges
 from telemetry.models import CapacityAlert, GroupGauge
 from telemetry.services.panels import compute_panels
 from tenants.models import Quota, ResourceGroup
@@ -69,6 +70,7 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
         for flavor, (have, need) in checks.items():
             _update_alert(group, flavor, have, need, now)
     compute_panels(inventory, loads, groups, now)
+    store_start_ranges(now)  # the jobs pages' estimated starts
     return out
 
 
