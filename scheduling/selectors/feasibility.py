@@ -80,9 +80,9 @@ def _shape_hint(
                 f"the largest node of group {group.name} has {most}"
             )
         biggest = max(d.memory_mib for d in mine)
-        if c.memory_mib > biggest:
+        if c.device_memory_mib > biggest:
             return (
-                f"container {c.name}: asks {c.memory_mib} MiB per device; the largest "
+                f"container {c.name}: asks {c.device_memory_mib} MiB per device; the largest "
                 f"{c.vendor} device of group {group.name} has {biggest} MiB"
             )
     return None
