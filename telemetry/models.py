@@ -258,8 +258,9 @@ class DashboardPanel(models.Model):
     ``key``: ``"fragmentation:all"`` (FGD report of the whole inventory with the most
     fragmented nodes), ``"fragmentation:groups:<ids>"`` (the union of these resource groups,
     comma-separated ids in ascending order, one per distinct scope of the users' visible
-    tenants) or ``"measured-util"`` (mean measured utilisation per device model and vendor,
-    percent). ``data``: JSON of the panel
+    tenants), ``"measured-util"`` (mean measured utilisation per device model and vendor,
+    percent) or ``"capacity"`` (capacity vs allocation per device model and resource group,
+    every queue's length). ``data``: JSON of the panel
     (:func:`scheduling.selectors.fragmentation.report_to_json` for the reports).
     """
 

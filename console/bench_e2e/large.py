@@ -35,6 +35,7 @@ from scheduling.models import (
     PlacementDevice,
     Queue,
 )
+from scheduling.services.usage import check_usage
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.usage_months import refresh_usage_months
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
@@ -156,7 +157,7 @@ def _jobs(n_jobs: int, queues: list[Queue], devices: list[Device]) -> None:
                 cpu_milli=1000,
                 host_memory_mib=2048,
                 started_at=now - timedelta(hours=2),
-                charged=False,
+                charged=True,
                 assignment={},
             )
             for j in jobs
@@ -181,7 +182,11 @@ def generate(scale: float = 1.0) -> dict:
     started = time.monotonic()
     n_nodes, n_jobs = int(10_000 * scale), int(200_000 * scale)
     devices = _inventory(n_nodes)
-    _jobs(n_jobs, _tenants(), devices)
+    queues = _tenants()
+    _jobs(n_jobs, queues, devices)
+    # the running placements' charges in the stored quota usage, as the cycles' commits
+    # would have written them (the usage reconcile's repair computes exactly those)
+    check_usage(queues[0].resource_group_id, repair=True)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     generated = time.monotonic()

@@ -1,13 +1,13 @@
 """The overview page: capacity vs allocation by vendor, model and resource group, FGD
 fragmentation, measured utilisation, jobs, queues and top tenants.
 
-Nothing here reads the inventory device by device: the capacity rows are aggregated by
-PostgreSQL (:func:`~scheduling.selectors.allocation.model_capacity_rows`,
-:func:`~scheduling.selectors.allocation.group_capacity_rows`, one query each), and the
-inventory-wide panels (fragmentation of the whole inventory or of the user's resource groups,
-measured utilisation) are the ones the gauges beat task stored
-(:mod:`telemetry.services.panels`), so the page's query count and time do not grow with the
-numbers of nodes, devices and jobs (issue #14).
+Nothing here reads the inventory device by device or the jobs row by row: the panels that
+need all of them (capacity vs allocation per model and group, queue lengths, fragmentation of
+the whole inventory or of the user's resource groups, measured utilisation) are the ones the
+gauges beat task stored (:mod:`telemetry.services.panels`), and the rest are small
+aggregates (jobs by state, pending reasons, top tenants from the stored quota usage), so the
+page's query count and time do not grow with the numbers of nodes, devices and jobs
+(issue #14).
 """
 
 from __future__ import annotations
@@ -16,14 +16,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from console.dashboards import charts, trends
-from scheduling.selectors.allocation import (
-    capacity_by_vendor,
-    group_capacity_rows,
-    model_capacity_rows,
-)
+from scheduling.selectors.allocation import CapacityRow, capacity_by_vendor
 from scheduling.selectors.fragmentation import groups_for_tenants, report_from_json
-from scheduling.selectors.overview import jobs_by_state, pending_reasons, queue_lengths, top_tenants
-from telemetry.services.panels import ALL_KEY, UTIL_KEY, read_panel, scope_key
+from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_reasons, top_tenants
+from telemetry.services.panels import ALL_KEY, CAPACITY_KEY, UTIL_KEY, read_panel, scope_key
 from tenants.models import ResourceGroup
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
@@ -113,8 +109,14 @@ def overview(request):
     """Capacity vs allocated by vendor, model and group; FGD fragmentation; queues; top
     tenants (module docstring: a fixed number of queries)."""
     tenant_ids = get_user_tenant_ids(request.user)
-    models = model_capacity_rows()
-    groups = group_capacity_rows()
+    capacity, capacity_at = read_panel(CAPACITY_KEY)
+    models = [CapacityRow(**r) for r in capacity["models"]]
+    groups = [CapacityRow(**r) for r in capacity["groups"]]
+    queues = [
+        QueueLength(**q)
+        for q in capacity["queues"]
+        if tenant_ids is None or q["tenant_id"] in tenant_ids
+    ]
     total_devices = sum(r.devices for r in models)
     allocated = sum(r.allocated_devices for r in models)
     jobs = jobs_by_state(tenant_ids)
@@ -126,7 +128,8 @@ def overview(request):
         **_fragmentation(request),
         "jobs": jobs,
         "reasons": pending_reasons(tenant_ids),
-        "queues": queue_lengths(tenant_ids)[:15],
+        "queues": queues[:15],
+        "capacity_at": capacity_at,
         "tenants": tenants,
         "total_devices": total_devices,
         "allocated_devices": allocated,

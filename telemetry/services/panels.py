@@ -1,9 +1,11 @@
 """The overview's inventory-wide panels, computed by the gauges beat task (never in a page
 request): the FGD fragmentation of the whole inventory and of every distinct scope of the
-users' visible tenants, and the measured utilisation per device model and vendor.
+users' visible tenants, the measured utilisation per device model and vendor, and capacity vs
+allocation per model and group with every queue's length.
 
 Stored as :class:`~telemetry.models.DashboardPanel` rows; the overview reads them
-(:func:`telemetry.selectors.dashboard_panel`) with one query whatever the inventory size.
+(:func:`read_panel`) with one query each, whatever the inventory size. Their figures are as
+fresh as the gauges task's period (``TELEMETRY_GAUGES_S``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,19 @@ from datetime import datetime
 from django.utils import timezone
 
 from scheduling.models import Queue
-from scheduling.selectors.allocation import DeviceLoad, present_device_loads
+from scheduling.selectors.allocation import (
+    DeviceLoad,
+    group_capacity_rows,
+    model_capacity_rows,
+    present_device_loads,
+)
 from scheduling.selectors.fragmentation import (
     Inventory,
     cluster_fragmentation,
     load_inventory,
     report_to_json,
 )
+from scheduling.selectors.overview import queue_lengths
 from telemetry.exporters import UTIL
 from telemetry.models import DashboardPanel
 from telemetry.selectors import latest_device_values
@@ -29,6 +37,7 @@ from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
 __all__ = [
     "ALL_KEY",
+    "CAPACITY_KEY",
     "UTIL_KEY",
     "TOP_FRAGMENTED_NODES",
     "compute_panels",
@@ -39,6 +48,7 @@ __all__ = [
 
 ALL_KEY = "fragmentation:all"
 UTIL_KEY = "measured-util"
+CAPACITY_KEY = "capacity"
 #: Rows of the overview's "most fragmented nodes" table.
 TOP_FRAGMENTED_NODES = 10
 
@@ -87,10 +97,26 @@ def _measured_util(loads: dict[int, DeviceLoad]) -> dict[str, float]:
     return {key: sum(v) / len(v) for key, v in sums.items()}
 
 
-def _compute_one(key: str, inventory: Inventory) -> dict:
-    """The data of one panel ``key`` (module docstring) from ``inventory``."""
+def _capacity() -> dict:
+    """Capacity vs allocation per device model and per resource group
+    (:func:`~scheduling.selectors.allocation.model_capacity_rows`,
+    :func:`~scheduling.selectors.allocation.group_capacity_rows`) and every queue's length
+    (:func:`~scheduling.selectors.overview.queue_lengths`) as JSON."""
+    return {
+        "models": [dataclasses.asdict(r) for r in model_capacity_rows()],
+        "groups": [dataclasses.asdict(r) for r in group_capacity_rows()],
+        "queues": [dataclasses.asdict(r) for r in queue_lengths(None)],
+    }
+
+
+def _compute_one(key: str, inventory: Inventory | None) -> dict:
+    """The data of one panel ``key`` (module docstring); ``inventory`` is read when a
+    fragmentation panel needs it and none is given."""
     if key == UTIL_KEY:
         return _measured_util(present_device_loads())
+    if key == CAPACITY_KEY:
+        return _capacity()
+    inventory = inventory or load_inventory()
     if key == ALL_KEY:
         report = cluster_fragmentation(None, inventory=inventory)
         nodes = [n for n in report.nodes if n.fragment_milli > 0 or n.stranded]
@@ -109,7 +135,7 @@ def read_panel(key: str) -> tuple[dict, datetime]:
     if row is not None:
         return row[0], row[1]
     now = timezone.now()
-    data = _compute_one(key, load_inventory())
+    data = _compute_one(key, None)
     DashboardPanel.objects.update_or_create(key=key, defaults={"data": data, "computed_at": now})
     return data, now
 
@@ -118,7 +144,11 @@ def compute_panels(
     inventory: Inventory, loads: dict[int, DeviceLoad], groups: list[ResourceGroup], now: datetime
 ) -> int:
     """Compute and store every overview panel (module docstring). Returns the panel count."""
-    panels = {ALL_KEY: _compute_one(ALL_KEY, inventory), UTIL_KEY: _measured_util(loads)}
+    panels = {
+        ALL_KEY: _compute_one(ALL_KEY, inventory),
+        UTIL_KEY: _measured_util(loads),
+        CAPACITY_KEY: _capacity(),
+    }
     known = {g.pk for g in groups}
     for scope in user_group_scopes():
         if scope & known:
