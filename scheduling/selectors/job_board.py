@@ -21,14 +21,13 @@ from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, Window
-from django.db.models.functions import RowNumber
+from django.db.models import F
 from django.utils import timezone
 
 from core.dispatch import CACHE_ERRORS
 from scheduling.admission.eta import StartRange, estimate_queue_starts
 from scheduling.choices import JobState
-from scheduling.models import Job
+from scheduling.models import Job, Queue
 from scheduling.selectors.allocation import device_loads, in_group
 from scheduling.selectors.demand import PresentModels, job_demands
 from tenants.models import ResourceGroup
@@ -130,22 +129,25 @@ def _start_ranges(group_ids: set[int], now: datetime) -> dict[int, StartRange | 
     return ranges
 
 
-def _positions(wanted: set[int], queue_ids: set[int]) -> dict[int, tuple[int, int]]:
-    """``{job id: (group id, position)}`` of the ``wanted`` queued jobs (one query: the rank
-    over their queues is computed by PostgreSQL, only the wanted rows come back)."""
-    ranked = (
-        Job.objects.filter(state=JobState.QUEUED, queue_id__in=queue_ids)
-        .annotate(
-            pos=Window(RowNumber(), partition_by=[F("queue_id")], order_by=list(ADMISSION_ORDER))
+def _positions(wanted: set[int]) -> dict[int, tuple[int, int]]:
+    """``{job id: (group id, position)}`` of the ``wanted`` queued jobs in one query: each
+    position counts the queued jobs of its queue ahead of it in admission order (priority
+    descending, then creation, then id), read through the ``(queue, state, priority,
+    created)`` index, so the cost follows the page's jobs, not the queues' lengths."""
+    job = connection.ops.quote_name(Job._meta.db_table)
+    queue = connection.ops.quote_name(Queue._meta.db_table)
+    sql = f"""
+        SELECT w.id, q.resource_group_id, 1 + (
+            SELECT COUNT(*) FROM {job} o
+            WHERE o.queue_id = w.queue_id AND o.state = %s
+              AND (o.priority > w.priority OR (o.priority = w.priority
+                   AND (o.created < w.created OR (o.created = w.created AND o.id < w.id))))
         )
-        .values_list("id", "queue__resource_group_id", "pos")
-    )
-    sql, params = ranked.query.sql_with_params()
+        FROM {job} w JOIN {queue} q ON q.id = w.queue_id
+        WHERE w.id = ANY(%s) AND w.state = %s
+    """  # noqa: S608 - table names from the models, values as parameters
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT * FROM ({sql}) ranked WHERE ranked.id = ANY(%s)",  # noqa: S608 - ORM text
-            [*params, sorted(wanted)],
-        )
+        cursor.execute(sql, [JobState.QUEUED, sorted(wanted), JobState.QUEUED])
         return {job_id: (group_id, pos) for job_id, group_id, pos in cursor.fetchall()}
 
 
@@ -166,7 +168,7 @@ def queue_slots(jobs, now: datetime | None = None, *, fresh: bool = False) -> di
     wanted = {j.pk for j in jobs if j.state == JobState.QUEUED}
     if not wanted:
         return {}
-    positions = _positions(wanted, {j.queue_id for j in jobs if j.pk in wanted})
+    positions = _positions(wanted)
     groups = {g for g, _pos in positions.values()}
     if fresh:
         models = PresentModels.present()
