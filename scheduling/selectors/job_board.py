@@ -132,22 +132,22 @@ def _start_ranges(group_ids: set[int], now: datetime) -> dict[int, StartRange | 
 def _positions(wanted: set[int]) -> dict[int, tuple[int, int]]:
     """``{job id: (group id, position)}`` of the ``wanted`` queued jobs in one query: each
     position counts the queued jobs of its queue ahead of it in admission order (priority
-    descending, then creation, then id), read through the ``(queue, state, priority,
-    created)`` index, so the cost follows the page's jobs, not the queues' lengths."""
+    descending, then creation, then id) as three range counts on the ``(queue, state,
+    priority, created)`` index, so the cost follows the page's jobs, not a scan of their
+    queues."""
     job = connection.ops.quote_name(Job._meta.db_table)
     queue = connection.ops.quote_name(Queue._meta.db_table)
+    ahead = f"SELECT COUNT(*) FROM {job} o WHERE o.queue_id = w.queue_id AND o.state = %s AND "  # noqa: S608
     sql = f"""
-        SELECT w.id, q.resource_group_id, 1 + (
-            SELECT COUNT(*) FROM {job} o
-            WHERE o.queue_id = w.queue_id AND o.state = %s
-              AND (o.priority > w.priority OR (o.priority = w.priority
-                   AND (o.created < w.created OR (o.created = w.created AND o.id < w.id))))
-        )
+        SELECT w.id, q.resource_group_id, 1
+            + ({ahead} o.priority > w.priority)
+            + ({ahead} o.priority = w.priority AND o.created < w.created)
+            + ({ahead} o.priority = w.priority AND o.created = w.created AND o.id < w.id)
         FROM {job} w JOIN {queue} q ON q.id = w.queue_id
         WHERE w.id = ANY(%s) AND w.state = %s
     """  # noqa: S608 - table names from the models, values as parameters
     with connection.cursor() as cursor:
-        cursor.execute(sql, [JobState.QUEUED, sorted(wanted), JobState.QUEUED])
+        cursor.execute(sql, [*[JobState.QUEUED] * 3, sorted(wanted), JobState.QUEUED])
         return {job_id: (group_id, pos) for job_id, group_id, pos in cursor.fetchall()}
 
 
