@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import MutableMapping
 
 from console import embedded
 from console.supervisor import Backoff, Supervisor
@@ -26,17 +27,34 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], check=True)  # noqa: S603 - fixed argv
 
 
+def _prepare(env: MutableMapping[str, str]) -> None:
+    """Point ``env`` at the embedded PostgreSQL and Redis unless URLs are set (starting them),
+    then migrate, collect static files and seed the demo."""
+    env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
+    if not env.get("DATABASE_URL"):
+        env["DATABASE_URL"] = embedded.ensure_postgres()
+    if not env.get("REDIS_URL"):
+        env["REDIS_URL"] = embedded.ensure_redis()
+    env.setdefault("DEMO_STREAM_S", "20")
+    _manage("migrate", "--no-input", "-v", "0")
+    _manage("collectstatic", "--no-input", "-v", "0")
+    _manage("seed_demo")
+
+
 def _celery(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "console", *args]
 
 
-def _commands(bind: str, workers: str, concurrency: str, beat_schedule) -> dict[str, list[str]]:
-    """argv of each child: web, the worker of the default queue (admission cycles,
-    submission, reconcile), the telemetry worker (``CELERY_TELEMETRY_QUEUE``: samples,
-    scrapes, rollups, gauges; its own process so cycles never wait behind it) and beat."""
+def _commands(bind: str, workers: str, concurrency: str) -> dict[str, list[str]]:
+    """argv of the supervised children: gunicorn on ``bind`` with ``workers`` workers, the
+    Celery worker of the default queue (admission cycles, submission, reconcile) with
+    ``concurrency`` processes, the Celery worker of the telemetry queue
+    (``CELERY_TELEMETRY_QUEUE``: samples, scrapes, rollups, gauges; its own process so cycles
+    never wait behind it) and Celery beat (schedule file in the embedded data directory)."""
     default_queue = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
     telemetry_queue = env_str("CELERY_TELEMETRY_QUEUE", f"{default_queue}-telemetry")
     log = ("--loglevel", "INFO")
+    schedule = str(embedded.data_dir() / "celerybeat-schedule")
     return {
         "web": [
             *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", bind),
@@ -46,28 +64,19 @@ def _commands(bind: str, workers: str, concurrency: str, beat_schedule) -> dict[
         "worker-telemetry": _celery(
             "worker", "-Q", telemetry_queue, "-n", "telemetry@%h", "--concurrency", "1", *log
         ),
-        "beat": _celery("beat", "--schedule", str(beat_schedule), *log),
+        "beat": _celery("beat", "--schedule", schedule, *log),
     }
 
 
 def main() -> int:
     env = os.environ
-    env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
-    if not env.get("DATABASE_URL"):
-        env["DATABASE_URL"] = embedded.ensure_postgres()
-    if not env.get("REDIS_URL"):
-        env["REDIS_URL"] = embedded.ensure_redis()
-    env.setdefault("DEMO_STREAM_S", "20")
-    bind = env_str("CONSOLE_BIND", "127.0.0.1:8000")
+    bind = env_str("CONSOLE_BIND", "127.0.0.1:8000")  # a bad setting fails before anything starts
     workers = str(env_int("CONSOLE_WEB_WORKERS", 2, minimum=1))
     concurrency = str(env_int("CONSOLE_WORKER_CONCURRENCY", 2, minimum=1))
-    _manage("migrate", "--no-input", "-v", "0")
-    _manage("collectstatic", "--no-input", "-v", "0")
-    _manage("seed_demo")
-    commands = _commands(bind, workers, concurrency, embedded.data_dir() / "celerybeat-schedule")
+    _prepare(env)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     supervisor = Supervisor(
-        commands,
+        _commands(bind, workers, concurrency),
         env=env,
         backoff=Backoff(max_s=env_float("CONSOLE_RESTART_MAX_S", 60.0, minimum=1.0)),
     )

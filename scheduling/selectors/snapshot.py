@@ -385,7 +385,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
                 PodRequest(
                     name=f"{job.pk}-{len(pods) + i}",
                     cpu_milli=ps.cpu_milli,
-                    memory_mib=ps.memory_mib,
+                    memory_mib=ps.host_memory_mib,
                     containers=mine,
                     node_selector=selector,
                     node_policy=node_policy,

@@ -49,7 +49,7 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
     if spec.pod_count > MAX_POD_COUNT:
         errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
     hosts = [(spec.name, spec.cpu_milli, spec.host_memory_mib)] + [
-        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets
+        (f"pod set {ps.name!r}", ps.cpu_milli, ps.host_memory_mib) for ps in spec.pod_sets
     ]
     for where, cpu, memory in hosts:
         if cpu > MAX_CPU_MILLI:
@@ -97,7 +97,7 @@ class PodSetSpec:
     count: int
     containers: list[ContainerSpec]
     cpu_milli: int = 0
-    memory_mib: int = 0
+    host_memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
             position=position,
             count=ps.count,
             cpu_milli=ps.cpu_milli,
-            memory_mib=ps.memory_mib,
+            host_memory_mib=ps.host_memory_mib,
         )
         JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
 
