@@ -21,7 +21,9 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
      and move each admitted job queued → admitted with a conditional UPDATE; charge the
      stored usage (``QuotaUsage`` rows locked in a fixed order); store pending reasons,
      who waits for preempted workloads and who holds a starvation reservation;
-  6. after commit, enqueue the submission of the admitted jobs.
+  6. after commit, enqueue the submission of the admitted jobs;
+  7. consolidation (groups with it on): jobs left ``Unschedulable`` only by fragmentation get
+     room by moving opted-in jobs (:mod:`scheduling.services.consolidation`, own transaction).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from scheduling.selectors.admission import AdmissionContext, build_admission_sna
 from scheduling.selectors.cycle_gate import clear_blocked, mark_blocked
 from scheduling.selectors.inadmissible import inadmissible_ids, set_aside
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services.consolidation import consolidate
 from scheduling.services.devices import flag_device_models
 from scheduling.services.eviction import evict
 from scheduling.services.locking import lock_booked_placements, lock_capacity_rows, lock_jobs
@@ -82,6 +85,7 @@ class CycleReport:
         considered: number of queue heads examined.
         admitted: ids of jobs admitted (placements reserved), in admission order.
         preempted: ids of the victims evicted.
+        moved: ids of the jobs moved by consolidation (step 7).
         pending: ``{job id: reason}`` for heads left queued.
         more: True when the batch was full, so another cycle should follow.
         duration_s: wall time of the cycle in seconds.
@@ -92,6 +96,7 @@ class CycleReport:
     considered: int = 0
     admitted: list[int] = field(default_factory=list)
     preempted: list[int] = field(default_factory=list)
+    moved: list[int] = field(default_factory=list)
     pending: dict[int, str] = field(default_factory=dict)
     more: bool = False
     duration_s: float = 0.0
@@ -427,7 +432,6 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
     started = time.monotonic()
     batch = batch or settings.ADMISSION_BATCH
     report = CycleReport(group_id=group_id)
-    config = cycle_config()
     with transaction.atomic():
         # 1. single flight per group
         if not try_xact_lock(ADMISSION_CYCLE, group_id):
@@ -448,7 +452,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         ctx = build_admission_snapshot(group, now, pending=heads)
         flag_device_models(ctx.catalogue.errors)
         # 4. the pure core
-        result = run_cycle(ctx.snapshot, ctx.placer(), config)
+        result = run_cycle(ctx.snapshot, ctx.placer(), cycle_config())
         # 5. commit
         _commit(result, ctx, group, now, report)
         _store_verdicts(result, ctx, report)
@@ -462,6 +466,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 6. submit after commit
         if report.admitted:
             enqueue_submit_jobs(list(report.admitted))
+    report.moved = consolidate(group, ctx, result, now)  # 7. consolidation (own transaction)
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle,

@@ -158,6 +158,7 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
         restart_policy="OnFailure",
         pod_sets=sets,
         kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
+        allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
     )
     errors = spec_bound_errors(spec)
     if errors:

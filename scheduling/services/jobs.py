@@ -118,6 +118,7 @@ class JobSpec:
     preemptible: bool = True
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
+    allow_consolidation: bool = False
     restart_policy: str = "Never"
     kind: str = JobKind.BATCH
     port: int | None = None
@@ -254,6 +255,7 @@ def enqueue_job(
             host_memory_mib=spec.host_memory_mib,
             duration_s=spec.duration_s,
             preemptible=spec.preemptible,
+            allow_consolidation=spec.allow_consolidation,
             min_runtime_s=spec.min_runtime_s,
             on_preemption=spec.on_preemption,
             restart_policy=spec.restart_policy,

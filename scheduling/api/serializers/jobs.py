@@ -105,6 +105,7 @@ class JobSerializer(serializers.ModelSerializer):
             "host_memory_mib",
             "duration_s",
             "preemptible",
+            "allow_consolidation",
             "min_runtime_s",
             "on_preemption",
             "preemption_count",

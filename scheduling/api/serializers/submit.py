@@ -176,6 +176,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     duration_s = serializers.FloatField(min_value=0, max_value=365 * 24 * 3600, default=60.0)
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)
+    allow_consolidation = serializers.BooleanField(default=False)
     min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
     on_preemption = serializers.ChoiceField(
         choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
@@ -311,6 +312,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             host_memory_mib=data["host_memory_mib"],
             duration_s=data["duration_s"],
             preemptible=data["preemptible"] and (cls is None or cls.preemptible),
+            allow_consolidation=data["allow_consolidation"],
             min_runtime_s=data["min_runtime_s"],
             on_preemption=data["on_preemption"],
             restart_policy=data["restart_policy"],
