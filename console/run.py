@@ -2,9 +2,10 @@
 
 Starts the embedded PostgreSQL and Redis unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
 migrates, seeds the demo, then runs gunicorn (web, ``CONSOLE_BIND``, default
-127.0.0.1:8000), a Celery worker and Celery beat under :mod:`console.supervisor` until
+127.0.0.1:8000), a Celery worker for the default queue, a Celery worker for the telemetry
+queue (``CELERY_TELEMETRY_QUEUE``) and Celery beat under :mod:`console.supervisor` until
 interrupted: a child that dies is logged and restarted with exponential backoff (at most
-``CONSOLE_RESTART_MAX_S``, 60 s) while the others keep running; Ctrl-C stops all three (the
+``CONSOLE_RESTART_MAX_S``, 60 s) while the others keep running; Ctrl-C stops them all (the
 embedded servers keep running: ``make stop`` stops them).
 """
 
@@ -40,47 +41,30 @@ def _prepare(env: MutableMapping[str, str]) -> None:
     _manage("seed_demo")
 
 
+def _celery(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "console", *args]
+
+
 def _commands(bind: str, workers: str, concurrency: str) -> dict[str, list[str]]:
-    """argv of the three supervised children: gunicorn on ``bind`` with ``workers`` workers,
-    a Celery worker of ``concurrency`` processes, and Celery beat (schedule file in the
-    embedded data directory)."""
+    """argv of the supervised children: gunicorn on ``bind`` with ``workers`` workers, the
+    Celery worker of the default queue (admission cycles, submission, reconcile) with
+    ``concurrency`` processes, the Celery worker of the telemetry queue
+    (``CELERY_TELEMETRY_QUEUE``: samples, scrapes, rollups, gauges; its own process so cycles
+    never wait behind it) and Celery beat (schedule file in the embedded data directory)."""
+    default_queue = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+    telemetry_queue = env_str("CELERY_TELEMETRY_QUEUE", f"{default_queue}-telemetry")
+    log = ("--loglevel", "INFO")
+    schedule = str(embedded.data_dir() / "celerybeat-schedule")
     return {
         "web": [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "console.wsgi",
-            "--bind",
-            bind,
-            "--workers",
-            workers,
-            "--access-logfile",
-            "-",
+            *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", bind),
+            *("--workers", workers, "--access-logfile", "-"),
         ],
-        "worker": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "--concurrency",
-            concurrency,
-            "--loglevel",
-            "INFO",
-        ],
-        "beat": [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "beat",
-            "--schedule",
-            str(embedded.data_dir() / "celerybeat-schedule"),
-            "--loglevel",
-            "INFO",
-        ],
+        "worker": _celery("worker", "-Q", default_queue, "--concurrency", concurrency, *log),
+        "worker-telemetry": _celery(
+            "worker", "-Q", telemetry_queue, "-n", "telemetry@%h", "--concurrency", "1", *log
+        ),
+        "beat": _celery("beat", "--schedule", schedule, *log),
     }
 
 

@@ -251,6 +251,66 @@ class GroupGauge(models.Model):
         return f"gauges of group {self.resource_group_id}"
 
 
+class DashboardPanel(models.Model):
+    """A dashboard aggregate computed by the gauges beat task and read by pages, so no page
+    request measures the whole inventory (issue #14).
+
+    ``key``: ``"fragmentation:all"`` (FGD report of the whole inventory with the most
+    fragmented nodes), ``"fragmentation:groups:<ids>"`` (the union of these resource groups,
+    comma-separated ids in ascending order, one per distinct scope of the users' visible
+    tenants), ``"measured-util"`` (mean measured utilisation per device model and vendor,
+    percent) or ``"capacity"`` (capacity vs allocation per device model and resource group,
+    every queue's length). ``data``: JSON of the panel
+    (:func:`scheduling.selectors.fragmentation.report_to_json` for the reports).
+    """
+
+    key = models.CharField(max_length=255, unique=True)
+    data = models.JSONField(default=dict)
+    computed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key} at {self.computed_at:%H:%M:%S}"
+
+
+class UsageMonth(models.Model):
+    """GPU-hours, memory GiB-hours, jobs and cost of one tenant on one device model in one
+    month: the usage page's rows (``scheduling.selectors.usage_report.monthly_usage`` with
+    the cost of ``telemetry.selectors.cost_report``), kept up to date by the rollup task
+    (:mod:`telemetry.services.usage_months`) so the page reads them instead of every
+    placement of the month. ``cost`` is None when no hour of the row has a price."""
+
+    month = models.DateField()
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=100)
+    vendor = models.CharField(max_length=64, blank=True)
+    gpu_hours = models.FloatField(default=0)
+    memory_gib_hours = models.FloatField(default=0)
+    jobs = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=18, decimal_places=2, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["month", "tenant", "model"], name="usagemonth_unique_row"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} tenant {self.tenant_id} {self.model}"
+
+
+class UsageMonthStatus(models.Model):
+    """When the :class:`UsageMonth` rows of a month (first day) were computed; a month whose
+    rows were computed before it ended is computed again by the next rollup."""
+
+    month = models.DateField(unique=True)
+    computed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} at {self.computed_at}"
+
+
 class CapacityAlert(models.Model):
     """A resource group whose healthy capacity fell below the sum of its guarantees.
 

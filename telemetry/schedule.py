@@ -19,10 +19,17 @@ BEAT_ENTRIES = (
 
 
 def beat_schedule() -> dict[str, dict]:
-    """The telemetry beat entries, ``{name: {"task": ..., "schedule": seconds}}``."""
+    """The telemetry beat entries, ``{name: {"task": ..., "schedule": seconds, "options":
+    {"expires": seconds}}}``."""
     out = {}
     for name, task, variable, default in BEAT_ENTRIES:
         period = env_int(variable, default, minimum=0)
         if period:
-            out[name] = {"task": task, "schedule": float(period)}
+            # a run still queued when the next is due is dropped (``expires``): a task slower
+            # than its period (the gauges of a large inventory) never piles up in the queue
+            out[name] = {
+                "task": task,
+                "schedule": float(period),
+                "options": {"expires": float(period)},
+            }
     return out

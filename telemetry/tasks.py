@@ -11,6 +11,7 @@ from telemetry.services.rollups import rollup
 from telemetry.services.scraping import scrape_all, scrape_target
 from telemetry.services.simulation import simulate_tick
 from telemetry.services.trends import record_trends
+from telemetry.services.usage_months import refresh_usage_months
 
 
 @shared_task(name="telemetry.tasks.scrape_all_task")
@@ -33,8 +34,10 @@ def simulate_task() -> int:
 
 @shared_task(name="telemetry.tasks.rollup_task")
 def rollup_task() -> dict:
-    """Roll up samples and apply retention."""
-    return rollup()
+    """Roll up samples and apply retention; recompute the usage page's open months."""
+    out = rollup()
+    out["usage_months"] = refresh_usage_months()
+    return out
 
 
 @shared_task(name="telemetry.tasks.gauges_task")

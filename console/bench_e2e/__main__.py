@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         if "load" in phases or "trace" in phases:
-            stack.start("web", "worker", "beat")
+            stack.start("web", "worker", "worker-telemetry", "beat")
             stack.wait_web()
         if "load" in phases:
             from console.bench_e2e import load
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
             out["trace"] = run_trace(args.trace_pods, policy=args.trace_policy)
         if "load" in phases or "trace" in phases:
-            stack.stop("beat", "worker")
+            stack.stop("beat", "worker", "worker-telemetry")
             out["invariants"] = _invariants()
         if "pages" in phases:
             from console.bench_e2e import large

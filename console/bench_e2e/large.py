@@ -6,7 +6,9 @@ number of SQL queries each one ran.
 Data: one simulated cluster ``big`` (8 A100 per node), one resource group over it, 20 tenants
 with a queue and quotas each; jobs cycle through the states succeeded (55 %), running (25 %,
 one placement booking half a device each), queued (12 %), failed (5 %) and cancelled (3 %),
-round-robin over the tenants; queued jobs carry a pending reason.
+round-robin over the tenants; queued jobs carry a pending reason. The aggregates the pages
+read are then computed once, as the beat tasks keep them on a running console (the gauges
+task's overview panels, the rollup task's usage months), and their times reported.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from scheduling.models import (
     PlacementDevice,
     Queue,
 )
+from scheduling.services.usage import check_usage
+from telemetry.services.gauges import compute_group_gauges
+from telemetry.services.usage_months import refresh_usage_months
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
 MODEL = "NVIDIA-A100-SXM4-80GB"
@@ -52,11 +57,8 @@ def _state_cycle() -> list[str]:
     return [state for state, share in STATES for _ in range(share)]
 
 
-def generate(scale: float = 1.0) -> dict:
-    """Create the large inventory and job history (module docstring); returns counts and the
-    seconds it took."""
-    started = time.monotonic()
-    n_nodes, n_jobs = int(10_000 * scale), int(200_000 * scale)
+def _inventory(n_nodes: int) -> list[Device]:
+    """Cluster ``big``: ``n_nodes`` nodes of 8 A100 each (labels ``pool=big``)."""
     cluster = Cluster.objects.create(name="big", backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
         name=MODEL,
@@ -75,7 +77,7 @@ def generate(scale: float = 1.0) -> dict:
         ),
         batch_size=BATCH,
     )
-    devices = Device.objects.bulk_create(
+    return Device.objects.bulk_create(
         (
             Device(
                 uuid=f"GPU-big-{i:06d}-{j}",
@@ -90,6 +92,11 @@ def generate(scale: float = 1.0) -> dict:
         ),
         batch_size=BATCH,
     )
+
+
+def _tenants() -> list[Queue]:
+    """Resource group ``big`` over the cluster; :data:`TENANTS` tenants with a queue and
+    quotas each."""
     group = ResourceGroup.objects.create(
         name="big", device_models=[MODEL], node_selector={"pool": "big"}
     )
@@ -105,38 +112,42 @@ def generate(scale: float = 1.0) -> dict:
             Quota.objects.create(
                 tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
             )
+    return queues
+
+
+def _job(i: int, q: Queue, state: str, now) -> Job:
+    done = state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+    queued = state == JobState.QUEUED
+    return Job(
+        tenant_id=q.tenant_id,
+        queue=q,
+        name=f"big-{i}",
+        state=state,
+        cpu_milli=1000,
+        host_memory_mib=2048,
+        duration_s=3600,
+        source="bench",
+        pending_reason="0/10000 nodes fit; 10000 node(s): Insufficient cpu" if queued else "",
+        admitted_at=None if queued else now - timedelta(hours=2),
+        started_at=None if queued else now - timedelta(hours=2),
+        finished_at=now - timedelta(hours=1) if done else None,
+    )
+
+
+def _jobs(n_jobs: int, queues: list[Queue], devices: list[Device]) -> None:
+    """``n_jobs`` jobs in the states of :data:`STATES`, round-robin over the tenants; each
+    running job holds one placement booking half a device."""
     cycle = _state_cycle()
     now = timezone.now()
     for start in range(0, n_jobs, BATCH):
-        batch = []
-        for i in range(start, min(n_jobs, start + BATCH)):
-            q = queues[i % TENANTS]
-            state = cycle[i % len(cycle)]
-            done = state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
-            batch.append(
-                Job(
-                    tenant_id=q.tenant_id,
-                    queue=q,
-                    name=f"big-{i}",
-                    state=state,
-                    cpu_milli=1000,
-                    host_memory_mib=2048,
-                    duration_s=3600,
-                    source="bench",
-                    pending_reason="0/10000 nodes fit; 10000 node(s): Insufficient cpu"
-                    if state == JobState.QUEUED
-                    else "",
-                    admitted_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
-                    started_at=None if state == JobState.QUEUED else now - timedelta(hours=2),
-                    finished_at=now - timedelta(hours=1) if done else None,
-                )
-            )
-        jobs = Job.objects.bulk_create(batch)
+        jobs = Job.objects.bulk_create(
+            _job(i, queues[i % TENANTS], cycle[i % len(cycle)], now)
+            for i in range(start, min(n_jobs, start + BATCH))
+        )
         JobContainer.objects.bulk_create(
             JobContainer(job=j, name="main", device_count=1, memory_percent=50, cores_percent=50)
             for j in jobs
         )
-        running = [j for j in jobs if j.state == JobState.RUNNING]
         placements = Placement.objects.bulk_create(
             Placement(
                 job=j,
@@ -146,10 +157,11 @@ def generate(scale: float = 1.0) -> dict:
                 cpu_milli=1000,
                 host_memory_mib=2048,
                 started_at=now - timedelta(hours=2),
-                charged=False,
+                charged=True,
                 assignment={},
             )
-            for j in running
+            for j in jobs
+            if j.state == JobState.RUNNING
         )
         PlacementDevice.objects.bulk_create(
             PlacementDevice(
@@ -161,14 +173,35 @@ def generate(scale: float = 1.0) -> dict:
             )
             for p in placements
         )
+
+
+def generate(scale: float = 1.0) -> dict:
+    """Create the large inventory and job history (module docstring), then compute the
+    aggregates the pages read, as the beat tasks keep them (the gauges task's panels, the
+    rollup task's usage months); returns counts and the seconds each step took."""
+    started = time.monotonic()
+    n_nodes, n_jobs = int(10_000 * scale), int(200_000 * scale)
+    devices = _inventory(n_nodes)
+    queues = _tenants()
+    _jobs(n_jobs, queues, devices)
+    # the running placements' charges in the stored quota usage, as the cycles' commits
+    # would have written them (the usage reconcile's repair computes exactly those)
+    check_usage(queues[0].resource_group_id, repair=True)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
+    generated = time.monotonic()
+    _users()
+    compute_group_gauges()
+    gauges = time.monotonic()
+    refresh_usage_months()
     return {
         "scale": scale,
-        "nodes": len(nodes),
+        "nodes": n_nodes,
         "devices": len(devices),
         "jobs": n_jobs,
-        "generate_s": round(time.monotonic() - started, 1),
+        "generate_s": round(generated - started, 1),
+        "gauges_task_s": round(gauges - generated, 1),
+        "usage_months_s": round(time.monotonic() - gauges, 1),
     }
 
 

@@ -1,6 +1,7 @@
 """The console's pieces for the end-to-end benchmark: embedded PostgreSQL and Redis in their own
-data folder, a fresh database, and the web (gunicorn), one Celery worker and beat as child
-processes whose logs are kept (and searched for deadlocks afterwards).
+data folder, a fresh database, and the web (gunicorn), one Celery worker of the default queue
+(cycles, submission, reconcile), one of the telemetry queue and beat as child processes whose
+logs are kept (and searched for deadlocks afterwards).
 
 The servers are the embedded ones of :mod:`console.embedded` (same code as ``make run``), in
 ``CONSOLE_DATA_DIR`` (the benchmark's default ``.console-bench``, never the user's console
@@ -23,6 +24,14 @@ from console import embedded
 
 DATABASE = "bench_e2e"
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def settings_queue(name: str) -> str:
+    """A Celery queue name as the settings compute it (environment, else the default)."""
+    default = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
+    if name == "CELERY_TASK_DEFAULT_QUEUE":
+        return default
+    return os.environ.get("CELERY_TELEMETRY_QUEUE") or f"{default}-telemetry"
 
 
 @dataclass
@@ -50,49 +59,28 @@ class Stack:
         subprocess.run([sys.executable, "manage.py", *args], check=True, cwd=ROOT, env=self.env)
 
     def start(self, *pieces: str, worker_concurrency: int = 1) -> None:
-        """Start ``pieces`` (``web``, ``worker``, ``beat``) that are not running yet."""
+        """Start ``pieces`` (``web``, ``worker``, ``worker-telemetry``, ``beat``) that are not
+        running yet."""
+        celery = (sys.executable, "-m", "celery", "-A", "console")
+        quiet = ("--loglevel", "INFO", "--without-gossip", "--without-mingle")
         commands = {
             "web": [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "console.wsgi",
-                "--bind",
-                self.bind,
-                "--workers",
-                "2",
-                "--threads",
-                "4",
-                "--keep-alive",
-                "75",
-                "--log-level",
-                "warning",
+                *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", self.bind),
+                *("--workers", "2", "--threads", "4", "--keep-alive", "75"),
+                *("--log-level", "warning"),
             ],
             "worker": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "worker",
-                "--concurrency",
-                str(worker_concurrency),
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
+                *(*celery, "worker", "--concurrency", str(worker_concurrency), *quiet),
+                *("-Q", settings_queue("CELERY_TASK_DEFAULT_QUEUE")),
+            ],
+            # telemetry (samples, rollups, gauges) in its own process, as in every install
+            "worker-telemetry": [
+                *(*celery, "worker", "--concurrency", "1", *quiet, "-n", "telemetry@%h"),
+                *("-Q", settings_queue("CELERY_TELEMETRY_QUEUE")),
             ],
             "beat": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "beat",
-                "--schedule",
-                str(self.logs / "celerybeat-schedule"),
-                "--loglevel",
-                "WARNING",
+                *(*celery, "beat", "--schedule", str(self.logs / "celerybeat-schedule")),
+                *("--loglevel", "WARNING"),
             ],
         }
         for name in pieces:

@@ -200,29 +200,7 @@ def time_series(
     if not 1 <= len(axes) <= 2:
         raise ValueError(f"chart {chart_id}: one or two axes, got {len(axes)}")
     spec = _base(chart_id, "time", title, height, simulated, note)
-    out = []
-    for s in series:
-        if s.kind not in TIME_KINDS:
-            raise ValueError(
-                f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not one "
-                f"of {', '.join(TIME_KINDS)}"
-            )
-        if not 0 <= s.axis < len(axes):
-            raise ValueError(
-                f"chart {chart_id}: series {s.name!r} is on axis {s.axis}, "
-                f"the chart has {len(axes)}"
-            )
-        out.append(
-            {
-                "name": s.name,
-                "kind": s.kind,
-                "unit": s.unit or axes[s.axis].unit,
-                "colour": s.colour,
-                "axis": s.axis,
-                "stack": s.stack,
-                "data": _time_points(s),
-            }
-        )
+    out = [_time_series_json(chart_id, s, axes) for s in series]
     for m in marks:
         if m.severity not in SEVERITIES:
             raise ValueError(
@@ -231,15 +209,7 @@ def time_series(
             )
     spec.update(
         {
-            "axes": [
-                {
-                    "unit": a.unit,
-                    "name": a.name or a.unit.strip(),
-                    "min": _num(a.min),
-                    "max": _num(a.max),
-                }
-                for a in axes
-            ],
+            "axes": [_axis_json(a) for a in axes],
             "x": {"min": _ms(start) if start else None, "max": _ms(end) if end else None},
             "series": out,
             "marks": [
@@ -249,6 +219,41 @@ def time_series(
         }
     )
     return spec
+
+
+def _axis_json(a: Axis) -> dict:
+    return {
+        "unit": a.unit,
+        "name": a.name or a.unit.strip(),
+        "min": _num(a.min),
+        "max": _num(a.max),
+    }
+
+
+def _time_series_json(chart_id: str, s: Series, axes: Sequence[Axis]) -> dict:
+    """One series of a time chart as JSON (its kind and axis checked).
+
+    Raises:
+        ValueError: a kind not in :data:`TIME_KINDS`, an axis the chart does not have.
+    """
+    if s.kind not in TIME_KINDS:
+        raise ValueError(
+            f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not one "
+            f"of {', '.join(TIME_KINDS)}"
+        )
+    if not 0 <= s.axis < len(axes):
+        raise ValueError(
+            f"chart {chart_id}: series {s.name!r} is on axis {s.axis}, the chart has {len(axes)}"
+        )
+    return {
+        "name": s.name,
+        "kind": s.kind,
+        "unit": s.unit or axes[s.axis].unit,
+        "colour": s.colour,
+        "axis": s.axis,
+        "stack": s.stack,
+        "data": _time_points(s),
+    }
 
 
 def bar_chart(
@@ -285,19 +290,9 @@ def bar_chart(
             kind other than ``bar``, a bad id.
     """
     n = len(categories)
-    for s in series:
-        if s.kind not in BAR_KINDS:
-            raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not bar")
-        if len(s.points) != n:
-            raise ValueError(
-                f"chart {chart_id}: series {s.name!r} has {len(s.points)} values for {n} categories"
-            )
-    if capacity is not None and len(capacity) != n:
-        raise ValueError(f"chart {chart_id}: {len(capacity)} capacities for {n} categories")
+    _check_bars(chart_id, n, series, capacity)
     if height is None:
-        unstacked = sum(1 for s in series if not s.stack) if capacity is None else 1
-        per_row = 30 if unstacked <= 1 else 8 + 16 * unstacked  # grouped bars side by side
-        height = 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * per_row
+        height = _bar_height(n, series, capacity, independent)
     spec = _base(chart_id, "bars", title, height, simulated, note)
     spec.update(
         {
@@ -320,6 +315,31 @@ def bar_chart(
         }
     )
     return spec
+
+
+def _bar_height(
+    n: int, series: Sequence[Series], capacity: Sequence[float] | None, independent: bool
+) -> int:
+    """Default drawing height (px) of a bar chart of ``n`` rows."""
+    unstacked = sum(1 for s in series if not s.stack) if capacity is None else 1
+    per_row = 30 if unstacked <= 1 else 8 + 16 * unstacked  # grouped bars side by side
+    return 40 + max(1, n) * BAR_ROW_PX if independent else 60 + max(1, n) * per_row
+
+
+def _check_bars(
+    chart_id: str, n: int, series: Sequence[Series], capacity: Sequence[float] | None
+) -> None:
+    """Raise ValueError unless every series is a bar series of ``n`` values and ``capacity``
+    (when given) has ``n`` values."""
+    for s in series:
+        if s.kind not in BAR_KINDS:
+            raise ValueError(f"chart {chart_id}: series {s.name!r} kind {s.kind!r} is not bar")
+        if len(s.points) != n:
+            raise ValueError(
+                f"chart {chart_id}: series {s.name!r} has {len(s.points)} values for {n} categories"
+            )
+    if capacity is not None and len(capacity) != n:
+        raise ValueError(f"chart {chart_id}: {len(capacity)} capacities for {n} categories")
 
 
 def donut(

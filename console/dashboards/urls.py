@@ -1,7 +1,15 @@
 from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 
-from console.dashboards import notifications, simulation, team, trends, views, workload_views
+from console.dashboards import (
+    notifications,
+    overview,
+    simulation,
+    team,
+    trends,
+    views,
+    workload_views,
+)
 
 
 class DeviceIdConverter(PathConverter):
@@ -15,7 +23,7 @@ register_converter(DeviceIdConverter, "device")
 
 app_name = "dashboards"
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
     path("quotas/", views.quotas, name="quotas"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_submit, name="job-submit"),

@@ -141,6 +141,12 @@ CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", ("redis", "rediss", "amqp")) or
 # The queue every task goes to (and workers read with ``celery worker -Q``): installs sharing
 # one Redis keep apart by naming their own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Telemetry (simulated samples, scrapes, rollups, gauges, idle checks) has its own queue and
+# its own worker process (`celery worker -Q <this queue> -n telemetry@%h`), so an admission
+# cycle never waits behind a rollup or a scrape (issue #14). Every install runs both workers:
+# docker-compose, `make run` (console.run), the Kustomize deploy, `make bench-e2e`.
+CELERY_TELEMETRY_QUEUE = env_str("CELERY_TELEMETRY_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-telemetry")
+CELERY_TASK_ROUTES = {"telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE}}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -171,8 +177,6 @@ ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)
 ADMISSION_IDLE_RECHECK_S = env_int("ADMISSION_IDLE_RECHECK_S", 60, minimum=1)
 # seconds a worker keeps a resource group's FragGuard/FGD target workload (0 = every cycle)
 PLACEMENT_WORKLOAD_TTL_S = env_float("PLACEMENT_WORKLOAD_TTL_S", 30.0, minimum=0.0)
-# seconds the overview shares its inventory-wide panels (fragmentation, utilisation) (0 = off)
-DASHBOARD_CACHE_S = env_float("DASHBOARD_CACHE_S", 10.0, minimum=0.0)
 USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 # Sweeper of lost enqueues (scheduling.services.sweeper): every SWEEP_TICK_S, placements still
 # reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.

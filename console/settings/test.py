@@ -17,4 +17,3 @@ STORAGES = {  # noqa: F405
 CELERY_TASK_ALWAYS_EAGER = False
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"writes": "10000/min"}}  # noqa: F405
 MIDDLEWARE = [m for m in MIDDLEWARE if "whitenoise" not in m]  # noqa: F405
-DASHBOARD_CACHE_S = 0  # tests see every change at once; test_query_scaling turns it on

@@ -616,21 +616,25 @@ class QuotaUsageRow:
 def quota_usage_table(
     group: tm.ResourceGroup, tenant_names: set[str] | None, now: datetime
 ) -> list[QuotaUsageRow]:
-    """Quota and usage per tenant × flavor × dimension of one group (usage recomputed from
-    live placements), for the tenants in ``tenant_names`` (None = all). No cluster snapshot
-    is built (charges come from the booked devices' rows)."""
-    ctx = build_admission_snapshot(group, now, with_cluster=False)
-    snap = ctx.snapshot
-    tree = QuotaTree(snap.group, snap.tenants, snap.quotas, snap.caps)
+    """Quota and usage per tenant × flavor × dimension of one group, for the tenants in
+    ``tenant_names`` (None = all). Usage is the stored ``QuotaUsage`` the admission cycle
+    charges in its commits (and the usage reconcile keeps equal to the live placements), so
+    the table costs a fixed number of queries whatever the number of running jobs (issue
+    #14); no cluster snapshot and no running workload is read."""
+    quota_rows = list(tm.Quota.objects.filter(resource_group=group).select_related("tenant"))
+    cap_rows = list(tm.AggregateCap.objects.filter(resource_group=group).select_related("tenant"))
+    used_flavors = {q.flavor for q in quota_rows}.union(*(c.flavors or () for c in cap_rows))
+    flavors = _map_flavors(group, used_flavors)
+    quotas = build_quotas(quota_rows, flavors)
+    tree = QuotaTree(flavors.group, build_tenants(), quotas, build_caps(cap_rows, flavors))
     # one addition per tenant (the tree recomputes its totals on every add)
     per_tenant: dict[str, dict] = defaultdict(lambda: defaultdict(int))
-    for workload in snap.running:
-        for fr, amount in workload.charges.items():
-            per_tenant[workload.tenant][fr] += amount
+    for u in stored_usage(group):
+        per_tenant[u.tenant][(u.flavor, u.dimension)] += u.amount
     for tenant, charges in sorted(per_tenant.items()):
         tree.add(tenant, dict(charges))
     rows = []
-    for q in sorted(snap.quotas, key=lambda q: (q.tenant, q.flavor, q.dimension)):
+    for q in sorted(quotas, key=lambda q: (q.tenant, q.flavor, q.dimension)):
         if tenant_names is not None and q.tenant not in tenant_names:
             continue
         fr = (q.flavor, Dimension(q.dimension))
@@ -653,7 +657,7 @@ def quota_usage_table(
                 available=max(0, available),
             )
         )
-    rows.extend(_unquoted_usage(tree, snap.quotas, group, tenant_names))
+    rows.extend(_unquoted_usage(tree, quotas, group, tenant_names))
     return rows
 
 

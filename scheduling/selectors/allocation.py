@@ -20,13 +20,15 @@ Python so that all groups cost no query beyond reading them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Sum
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.models import Device, PlacementDevice
+from scheduling.models import Device, DeviceModel, Node, Placement, PlacementDevice
 from tenants.models import ResourceGroup
 
 __all__ = [
@@ -39,6 +41,8 @@ __all__ = [
     "capacity_by_group",
     "capacity_by_node",
     "in_group",
+    "model_capacity_rows",
+    "group_capacity_rows",
 ]
 
 
@@ -224,3 +228,89 @@ def capacity_by_node(node_ids: Iterable[int]) -> dict[int, CapacityRow]:
     for load in device_loads(Device.objects.filter(node_id__in=list(node_ids))).values():
         by_node.setdefault(load.node_id, []).append(load)
     return {node_id: _row(str(node_id), "", rows) for node_id, rows in by_node.items()}
+
+
+# --- the same rows aggregated by PostgreSQL (pages: no per-device row reaches Python) -------
+
+
+def _loads_sql() -> tuple[str, list]:
+    """A ``WITH loads AS (...)`` clause: one row per present device with its model, vendor,
+    capacity, node labels, allocated ``share`` (module docstring) and booked memory."""
+    t = {
+        m.__name__: connection.ops.quote_name(m._meta.db_table)
+        for m in (Device, DeviceModel, Node, Placement, PlacementDevice)
+    }
+    sql = f"""
+        WITH booked AS (
+            SELECT pd.device_id, SUM(pd.memory_mib) AS mem, SUM(pd.cores_percent) AS cores
+            FROM {t["PlacementDevice"]} pd JOIN {t["Placement"]} p ON p.id = pd.placement_id
+            WHERE p.state = ANY(%s) GROUP BY pd.device_id
+        ), loads AS (
+            SELECT dm.vendor, dm.name AS model, d.memory_mib, n.labels,
+                   COALESCE(b.mem, 0) AS booked_mem,
+                   LEAST(1.0, GREATEST(
+                       COALESCE(b.mem, 0)::float / NULLIF(d.memory_mib, 0),
+                       COALESCE(b.cores, 0)::float / NULLIF(d.cores_percent, 0), 0.0)) AS share
+            FROM {t["Device"]} d
+            JOIN {t["Node"]} n ON n.id = d.node_id
+            JOIN {t["DeviceModel"]} dm ON dm.id = d.model_id
+            LEFT JOIN booked b ON b.device_id = d.id
+            WHERE d.removed_at IS NULL AND n.removed_at IS NULL
+        )"""  # noqa: S608 - table names from the models
+    return sql, [list(BOOKED_PLACEMENT_STATES)]
+
+
+def model_capacity_rows() -> list[CapacityRow]:
+    """:func:`capacity_by_model` computed by PostgreSQL: one query, whatever the number of
+    devices (vendor then model order)."""
+    sql, params = _loads_sql()
+    with connection.cursor() as cursor:
+        select = (
+            " SELECT vendor, model, COUNT(*), COALESCE(SUM(memory_mib), 0), SUM(share),"
+            " COALESCE(SUM(booked_mem), 0) FROM loads GROUP BY vendor, model ORDER BY vendor, model"
+        )
+        cursor.execute(sql + select, params)
+        return [
+            CapacityRow(model, vendor, n, int(mem), round(float(alloc or 0), 4), int(bmem))
+            for vendor, model, n, mem, alloc, bmem in cursor.fetchall()
+        ]
+
+
+def group_capacity_rows(groups: Sequence[ResourceGroup] | None = None) -> list[CapacityRow]:
+    """:func:`capacity_by_group` computed by PostgreSQL: one query for every group (a
+    filtered aggregate per group: node labels contain the group's node selector, the model is
+    one of its models when it names any), plus one for the groups unless given."""
+    if groups is None:
+        groups = list(ResourceGroup.objects.order_by("name"))
+    groups = sorted(groups, key=lambda g: g.name)
+    if not groups:
+        return []
+    sql, params = _loads_sql()
+    columns = []
+    for g in groups:
+        where = "labels @> %s::jsonb"
+        params.append(json.dumps(g.node_selector or {}))
+        if g.device_models:
+            where += " AND model = ANY(%s)"
+            params.append(list(g.device_models))
+        columns.append(
+            f"COUNT(*) FILTER (WHERE {where}), COALESCE(SUM(memory_mib) FILTER (WHERE {where}), 0),"
+            f" COALESCE(SUM(share) FILTER (WHERE {where}), 0),"
+            f" COALESCE(SUM(booked_mem) FILTER (WHERE {where}), 0)"
+        )
+        params.extend(params[-(2 if g.device_models else 1) :] * 3)
+    with connection.cursor() as cursor:
+        select = " SELECT " + ", ".join(columns) + " FROM loads"  # noqa: S608 - values as params
+        cursor.execute(sql + select, params)
+        values = cursor.fetchone()
+    return [
+        CapacityRow(
+            g.name,
+            g.get_kind_display(),
+            int(values[4 * i]),
+            int(values[4 * i + 1]),
+            round(float(values[4 * i + 2]), 4),
+            int(values[4 * i + 3]),
+        )
+        for i, g in enumerate(groups)
+    ]

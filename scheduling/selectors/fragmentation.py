@@ -52,7 +52,7 @@ from scheduling.placement.fragmentation import GPU_MILLI, StrandedDevice, Target
 from scheduling.placement.node_demand import demand_fragmentation
 from scheduling.placement.types import ClusterSnapshot, NodeInfo
 from scheduling.selectors.demand import CONTAINER_FIELDS, PresentModels, task_class
-from scheduling.selectors.snapshot import build_cluster_snapshot
+from scheduling.selectors.snapshot import SnapshotIndex, build_cluster_snapshot
 from tenants.models import ResourceGroup
 
 #: Jobs per resource group that make up its target workload (newest first).
@@ -317,8 +317,33 @@ def groups_for_tenants(tenant_ids: set[int] | None) -> list[ResourceGroup]:
     )
 
 
+@dataclass(frozen=True)
+class Inventory:
+    """The present inventory read once (snapshot of every node and device, the snapshot's
+    name → id index, ``{node id: (name, cluster id, cluster name)}``), to measure several
+    scopes without reading it again (the gauges task measures every group and scope)."""
+
+    snapshot: ClusterSnapshot
+    index: SnapshotIndex
+    meta: dict[int, tuple[str, int, str]]
+
+
+def load_inventory() -> Inventory:
+    """Read the inventory for :func:`cluster_fragmentation` (five queries)."""
+    snapshot, index = build_cluster_snapshot(ResourceGroup(name="inventory"))
+    meta = {
+        pk: (name, cid, cname)
+        for pk, name, cid, cname in Node.objects.filter(
+            pk__in=list(index.node_ids.values())
+        ).values_list("id", "name", "cluster_id", "cluster__name")
+    }
+    return Inventory(snapshot, index, meta)
+
+
 def cluster_fragmentation(
-    groups: Sequence[ResourceGroup] | None = None, cluster_id: int | None = None
+    groups: Sequence[ResourceGroup] | None = None,
+    cluster_id: int | None = None,
+    inventory: Inventory | None = None,
 ) -> FragmentationReport:
     """FGD fragmentation of the whole inventory or of the union of ``groups``.
 
@@ -327,18 +352,14 @@ def cluster_fragmentation(
             a row for every group; else the union of these groups' devices, M from their
             recent jobs, and a row for each of them.
         cluster_id: keep only the nodes of this cluster (totals, group rows and node rows).
+        inventory: :func:`load_inventory` read before (default: read now).
 
     Returns:
         :class:`FragmentationReport`; nodes of the scope with no device in scope (CPU-only
         nodes) are left out.
     """
-    snapshot, index = build_cluster_snapshot(ResourceGroup(name="inventory"))
-    meta = {
-        pk: (name, cid, cname)
-        for pk, name, cid, cname in Node.objects.filter(
-            pk__in=list(index.node_ids.values())
-        ).values_list("id", "name", "cluster_id", "cluster__name")
-    }
+    inventory = inventory or load_inventory()
+    snapshot, index, meta = inventory.snapshot, inventory.index, inventory.meta
     all_groups = list(ResourceGroup.objects.order_by("name")) if groups is None else None
     selected = sorted(all_groups if groups is None else groups, key=lambda g: g.name)
     node_names = [
@@ -432,7 +453,49 @@ def _node_rows(
     return nodes
 
 
-def group_fragmentation(group: ResourceGroup, cluster_id: int | None = None) -> FragmentationReport:
+def group_fragmentation(
+    group: ResourceGroup, cluster_id: int | None = None, inventory: Inventory | None = None
+) -> FragmentationReport:
     """FGD fragmentation of one resource group: its nodes and devices against its own recent
     tasks (the figures of the telemetry group gauge, which calls this)."""
-    return cluster_fragmentation([group], cluster_id)
+    return cluster_fragmentation([group], cluster_id, inventory)
+
+
+# --- stored reports (the overview reads the gauges task's reports) -------------------------
+
+
+def report_to_json(report: FragmentationReport) -> dict:
+    """``report`` as plain JSON values (:func:`report_from_json` reads it back)."""
+    return dataclasses.asdict(report)
+
+
+def report_from_json(data: dict) -> FragmentationReport:
+    """The :class:`FragmentationReport` of :func:`report_to_json`.
+
+    Raises:
+        KeyError, TypeError: ``data`` is not such a report (e.g. written by another version).
+    """
+    return FragmentationReport(
+        totals=FragTotals(**data["totals"]),
+        workload=WorkloadSummary(**data["workload"]),
+        groups=[
+            GroupRow(
+                g["group_id"],
+                g["name"],
+                g["kind"],
+                FragTotals(**g["totals"]),
+                WorkloadSummary(**g["workload"]),
+            )
+            for g in data["groups"]
+        ],
+        nodes=[
+            NodeRow(
+                **{
+                    **n,
+                    "resource_groups": tuple(n["resource_groups"]),
+                    "stranded": tuple(StrandedDevice(**d) for d in n["stranded"]),
+                }
+            )
+            for n in data["nodes"]
+        ],
+    )

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min, Q, Sum
 from django.utils import timezone
 
-from scheduling.accounting import booking_charges
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
-from scheduling.models import Job, PlacementDevice, Queue
+from scheduling.choices import JobState
+from scheduling.models import Job, Queue
+from tenants.models import QuotaUsage
 
 
 def jobs_by_state(tenant_ids: set[int] | None) -> dict[str, int]:
@@ -48,6 +48,7 @@ class QueueLength:
     queued: int
     live: int
     oldest_queued_s: float | None
+    tenant_id: int = 0
 
 
 def queue_lengths(tenant_ids: set[int] | None, now=None) -> list[QueueLength]:
@@ -72,6 +73,7 @@ def queue_lengths(tenant_ids: set[int] | None, now=None) -> list[QueueLength]:
             q.queued,
             q.live,
             (now - q.oldest).total_seconds() if q.oldest else None,
+            q.tenant_id,
         )
         for q in queues
     ]
@@ -91,30 +93,29 @@ class TenantUsageRow:
 
 
 def top_tenants(tenant_ids: set[int] | None, limit: int = 10) -> list[TenantUsageRow]:
-    """Tenants by devices held (the ``devices`` charge of their bookings), largest first;
-    one query. Only the given tenants (None = all) are returned, so a member never sees
+    """Tenants by devices held, largest first: the ``devices`` and ``memory_mib`` charges of
+    their bookings from the stored ``QuotaUsage`` (what the admission cycle charged, summed
+    over resource groups) and their admitted or running jobs; two queries whatever the number
+    of placements. Only the given tenants (None = all) are returned, so a member never sees
     other tenants."""
-    rows = PlacementDevice.objects.filter(placement__state__in=BOOKED_PLACEMENT_STATES)
+    usage = QuotaUsage.objects.filter(dimension__in=("devices", "memory_mib"), amount__gt=0)
+    jobs = Job.objects.filter(state__in=(JobState.ADMITTED, JobState.RUNNING))
     if tenant_ids is not None:
-        rows = rows.filter(placement__job__tenant_id__in=tenant_ids)
-    acc: dict[tuple[int, str], list] = {}
-    for tenant_id, tenant, job_id, model, dmem, dcores, mem, cores in rows.values_list(
-        "placement__job__tenant_id",
-        "placement__job__tenant__name",
-        "placement__job_id",
-        "device__model__name",
-        "device__memory_mib",
-        "device__cores_percent",
-        "memory_mib",
-        "cores_percent",
+        usage = usage.filter(tenant_id__in=tenant_ids)
+        jobs = jobs.filter(tenant_id__in=tenant_ids)
+    acc: dict[tuple[int, str], dict[str, int]] = {}
+    for tid, name, dimension, amount in (
+        usage.values("tenant_id", "tenant__name", "dimension")
+        .annotate(total=Sum("amount"))
+        .values_list("tenant_id", "tenant__name", "dimension", "total")
     ):
-        entry = acc.setdefault((tenant_id, tenant), [0, 0, set()])
-        entry[0] += booking_charges(model, dmem, dcores, mem, cores)[(model, "devices")]
-        entry[1] += mem
-        entry[2].add(job_id)
+        acc.setdefault((tid, name), {})[dimension] = amount
+    counts = dict(jobs.values("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n"))
     out = [
-        TenantUsageRow(name, milli / 1000.0, mem, len(jobs), tid)
-        for (tid, name), (milli, mem, jobs) in acc.items()
+        TenantUsageRow(
+            name, d.get("devices", 0) / 1000.0, d.get("memory_mib", 0), counts.get(tid, 0), tid
+        )
+        for (tid, name), d in acc.items()
     ]
     out.sort(key=lambda r: (-r.devices, r.tenant))
     return out[:limit]

@@ -1,7 +1,8 @@
 """Quota board: per resource group and tenant, nominal / used / borrowed / lent per dimension.
 
-Used is recomputed from live placements (as :func:`scheduling.services.usage.recomputed_usage`)
-but for every group in one query. Borrowed and lent follow Kueue's cohort model:
+Used is the stored ``QuotaUsage`` the admission cycle charges in its commits (the usage
+reconcile, :func:`scheduling.services.usage.recomputed_usage`, keeps it equal to the live
+placements), for every group in one query. Borrowed and lent follow Kueue's cohort model:
 ``borrowed = max(0, used - nominal)``; a tenant's *lendable* capacity is its unused nominal,
 capped by its ``lending_limit``; the cohort's total borrowed amount is attributed to the
 lenders in proportion to what each can lend (rounded down). Kueue itself does not attribute
@@ -14,11 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from scheduling.accounting import booking_charges
-from scheduling.choices import BOOKED_PLACEMENT_STATES
-from scheduling.models import PlacementDevice
 from tenants.choices import GroupKind
-from tenants.models import ANY_FLAVOR, Quota, ResourceGroup
+from tenants.models import ANY_FLAVOR, Quota, QuotaUsage, ResourceGroup
 
 UNIT_SCALE = {"devices": (1000, "devices"), "memory_mib": (1024, "GiB"), "cores_percent": (1, "%")}
 """Display scale of each dimension: (divisor, unit label) -- milli-devices → devices, MiB →
@@ -107,21 +105,14 @@ class GroupBoard:
 
 
 def _usage_by_group() -> dict[int, dict[int, dict[tuple[str, str], int]]]:
-    """``{group id: {tenant id: {(flavor, dimension): amount}}}`` (one query)."""
+    """``{group id: {tenant id: {(flavor, dimension): amount}}}`` from the stored
+    ``QuotaUsage`` rows the admission cycle charges (one query over a table of one row per
+    tenant, group, flavor and dimension, whatever the number of running jobs)."""
     usage: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
-    for gid, tid, flavor, dmem, dcores, mem, cores in PlacementDevice.objects.filter(
-        placement__state__in=BOOKED_PLACEMENT_STATES
-    ).values_list(
-        "placement__job__queue__resource_group_id",
-        "placement__job__tenant_id",
-        "device__model__name",
-        "device__memory_mib",
-        "device__cores_percent",
-        "memory_mib",
-        "cores_percent",
+    for gid, tid, flavor, dimension, amount in QuotaUsage.objects.filter(amount__gt=0).values_list(
+        "resource_group_id", "tenant_id", "flavor", "dimension", "amount"
     ):
-        for key, amount in booking_charges(flavor, dmem, dcores, mem, cores).items():
-            usage[gid][tid][key] += amount
+        usage[gid][tid][(flavor, dimension)] += amount
     return usage
 
 

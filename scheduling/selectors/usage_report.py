@@ -6,8 +6,9 @@ cores share), so 2 h on half an A100 is 1 GPU-hour of ``NVIDIA-A100-SXM4-80GB``.
 runs from the placement's start (``started_at``, else ``submitted_at``) to its end
 (``ended_at``, else ``now``), clipped to the month. Placements that never started count nothing.
 
-``cost`` is left ``None`` here: the usage page fills it from the telemetry app's cost report
-(time-varying prices per model, ``telemetry.selectors.cost_report``).
+``cost`` is left ``None`` here: the telemetry app fills it from its cost report (time-varying
+prices per model, ``telemetry.selectors.cost_report``) and stores the rows of each month
+(``telemetry.services.usage_months``, kept up to date by the rollup task) for the usage page.
 """
 
 from __future__ import annotations
@@ -52,6 +53,29 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
     return start, end
 
 
+def _bookings(tenant_ids: set[int] | None, start: datetime, end: datetime):
+    """Bookings whose placement interval overlaps ``[start, end)`` as value tuples."""
+    bookings = PlacementDevice.objects.filter(
+        Q(placement__started_at__lt=end)
+        | Q(placement__started_at__isnull=True, placement__submitted_at__lt=end)
+    ).filter(Q(placement__ended_at__isnull=True) | Q(placement__ended_at__gt=start))
+    if tenant_ids is not None:
+        bookings = bookings.filter(placement__job__tenant_id__in=tenant_ids)
+    return bookings.values_list(
+        "placement__job__tenant__name",
+        "device__model__name",
+        "device__model__vendor",
+        "device__memory_mib",
+        "device__cores_percent",
+        "memory_mib",
+        "cores_percent",
+        "placement__started_at",
+        "placement__submitted_at",
+        "placement__ended_at",
+        "placement__job_id",
+    )
+
+
 def monthly_usage(
     tenant_ids: set[int] | None, month: str, now: datetime | None = None
 ) -> list[UsageRow]:
@@ -67,38 +91,9 @@ def monthly_usage(
     """
     start, end = month_bounds(month)
     now = now or timezone.now()
-    bookings = PlacementDevice.objects.filter(
-        Q(placement__started_at__lt=end)
-        | Q(placement__started_at__isnull=True, placement__submitted_at__lt=end)
-    ).filter(Q(placement__ended_at__isnull=True) | Q(placement__ended_at__gt=start))
-    if tenant_ids is not None:
-        bookings = bookings.filter(placement__job__tenant_id__in=tenant_ids)
     acc: dict[tuple[str, str, str], list] = defaultdict(lambda: [0.0, 0.0, set()])
-    for (
-        tenant,
-        model,
-        vendor,
-        dmem,
-        dcores,
-        mem,
-        cores,
-        started,
-        submitted,
-        ended,
-        job_id,
-    ) in bookings.values_list(
-        "placement__job__tenant__name",
-        "device__model__name",
-        "device__model__vendor",
-        "device__memory_mib",
-        "device__cores_percent",
-        "memory_mib",
-        "cores_percent",
-        "placement__started_at",
-        "placement__submitted_at",
-        "placement__ended_at",
-        "placement__job_id",
-    ):
+    for row in _bookings(tenant_ids, start, end):
+        tenant, model, vendor, dmem, dcores, mem, cores, started, submitted, ended, job_id = row
         begin = started or submitted
         if begin is None:
             continue

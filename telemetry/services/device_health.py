@@ -26,6 +26,55 @@ def _temperature_limit(config, default: float) -> float:
     return float(limit) if isinstance(limit, int | float) else default
 
 
+def _fold(
+    device: Device,
+    row: DeviceHealth | None,
+    values: dict[str, float],
+    limit: float,
+    now: datetime,
+    source: str,
+    events: list[DeviceHealthEvent],
+) -> None:
+    """Fold one device's ``values`` into its health ``row`` (created on first sight), append
+    its events, save the row and hand a verdict change to the inventory."""
+    before = HealthState(
+        healthy=row.healthy if row else True,
+        reasons=dict(row.reasons) if row else {},
+        counters=dict(row.counters) if row else {},
+    )
+    after, found = evaluate(before, values, limit)
+    events.extend(
+        DeviceHealthEvent(
+            serial=device.uuid,
+            device=device,
+            node_name=device.node.name,
+            cluster_name=device.node.cluster.name,
+            time=now,
+            kind=event.kind,
+            severity=event.severity,
+            value=event.value,
+            message=event.message,
+            source=source[:100],
+        )
+        for event in found
+    )
+    # First sight: only an unhealthy verdict touches Device.healthy (the inventory's own
+    # flag, e.g. HAMi registration health, is not overridden by "healthy").
+    flip = (not after.healthy) if row is None else after.healthy != row.healthy
+    if row is None:
+        row = DeviceHealth(serial=device.uuid, device=device, changed_at=now)
+    row.device, row.serial = device, device.uuid
+    row.healthy, row.reasons, row.counters = after.healthy, after.reasons, after.counters
+    row.checked_at = now
+    if flip:
+        row.changed_at = now
+    row.save()
+    if flip:
+        set_device_health(
+            device.pk, healthy=after.healthy, reason="; ".join(sorted(after.reasons.values()))
+        )
+
+
 def apply_health(
     values: dict[int, dict[str, float]], *, now: datetime | None = None, source: str = ""
 ) -> list[DeviceHealthEvent]:
@@ -60,45 +109,8 @@ def apply_health(
         for pk in sorted(devices):
             device = devices[pk]
             row = states.get(device.pk) or states.get(device.uuid)
-            before = HealthState(
-                healthy=row.healthy if row else True,
-                reasons=dict(row.reasons) if row else {},
-                counters=dict(row.counters) if row else {},
-            )
             limit = _temperature_limit(device.model.config, default_limit)
-            after, found = evaluate(before, values[pk], limit)
-            for event in found:
-                events.append(
-                    DeviceHealthEvent(
-                        serial=device.uuid,
-                        device=device,
-                        node_name=device.node.name,
-                        cluster_name=device.node.cluster.name,
-                        time=now,
-                        kind=event.kind,
-                        severity=event.severity,
-                        value=event.value,
-                        message=event.message,
-                        source=source[:100],
-                    )
-                )
-            # First sight: only an unhealthy verdict touches Device.healthy (the inventory's
-            # own flag, e.g. HAMi registration health, is not overridden by "healthy").
-            flip = (not after.healthy) if row is None else after.healthy != row.healthy
-            if row is None:
-                row = DeviceHealth(serial=device.uuid, device=device, changed_at=now)
-            row.device, row.serial = device, device.uuid
-            row.healthy, row.reasons, row.counters = after.healthy, after.reasons, after.counters
-            row.checked_at = now
-            if flip:
-                row.changed_at = now
-            row.save()
-            if flip:
-                set_device_health(
-                    device.pk,
-                    healthy=after.healthy,
-                    reason="; ".join(sorted(after.reasons.values())),
-                )
+            _fold(device, row, values[pk], limit, now, source, events)
         DeviceHealthEvent.objects.bulk_create(events)
     return events
 

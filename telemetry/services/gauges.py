@@ -11,8 +11,10 @@ from django.utils import timezone
 
 from core.events import CAPACITY_ALERT, emit
 from scheduling.selectors.allocation import capacity_by_group, in_group, present_device_loads
-from scheduling.selectors.fragmentation import group_fragmentation
+from scheduling.selectors.fragmentation import group_fragmentation, load_inventory
+from scheduling.selectors.job_board import store_start_ranges
 from telemetry.models import CapacityAlert, GroupGauge
+from telemetry.services.panels import compute_panels
 from tenants.models import Quota, ResourceGroup
 
 logger = logging.getLogger(__name__)
@@ -24,23 +26,27 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
     """Allocation ratio (:mod:`scheduling.selectors.allocation`), FGD fragmentation
     (:func:`~scheduling.selectors.fragmentation.group_fragmentation`, the overview's figures),
     healthy capacity and guarantees per resource group; open / resolve
-    :class:`CapacityAlert` rows (whole group and per flavor)."""
+    :class:`CapacityAlert` rows (whole group and per flavor); then the overview's panels
+    (:func:`telemetry.services.panels.compute_panels`). The inventory is read once for all
+    of it."""
     now = now or timezone.now()
     groups = list(ResourceGroup.objects.order_by("pk"))
     loads = present_device_loads()
+    inventory = load_inventory()
     allocation = {row.label: row for row in capacity_by_group(loads, groups)}
+    guarantees: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for group_id, flavor, nominal in Quota.objects.filter(dimension="devices").values_list(
+        "resource_group_id", "flavor", "nominal"
+    ):
+        guarantees[group_id][flavor] += nominal
     out = []
     for group in groups:
-        frag = group_fragmentation(group).totals
+        frag = group_fragmentation(group, inventory=inventory).totals
         healthy_by_model: dict[str, int] = defaultdict(int)
         for d in loads.values():
             if d.usable and in_group(d, group):
                 healthy_by_model[d.model] += 1000
-        guaranteed: dict[str, int] = defaultdict(int)
-        for flavor, nominal in Quota.objects.filter(
-            resource_group=group, dimension="devices"
-        ).values_list("flavor", "nominal"):
-            guaranteed[flavor] += nominal
+        guaranteed = guarantees[group.pk]
         total_guaranteed = sum(guaranteed.values())
         healthy = sum(healthy_by_model.values())
         row = allocation[group.name]
@@ -63,10 +69,14 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
                 checks[flavor] = (healthy_by_model.get(flavor, 0), amount)
         for flavor, (have, need) in checks.items():
             _update_alert(group, flavor, have, need, now)
+    compute_panels(inventory, loads, groups, now)
+    store_start_ranges(now)  # the jobs pages' estimated starts
     return out
 
 
-def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: datetime) -> None:
+def _update_alert(
+    group: ResourceGroup, flavor: str, healthy: int, guaranteed: int, now: datetime
+) -> None:
     open_alert = CapacityAlert.objects.filter(
         resource_group=group, flavor=flavor, resolved_at__isnull=True
     ).first()
@@ -96,7 +106,7 @@ def _update_alert(group, flavor: str, healthy: int, guaranteed: int, now: dateti
                 "message": message,
             },
         )
-    elif short:
+    elif short and open_alert is not None:
         CapacityAlert.objects.filter(pk=open_alert.pk).update(
             healthy_milli=healthy, guaranteed_milli=guaranteed
         )

@@ -26,6 +26,7 @@ from telemetry.exporters import (
 )
 from telemetry.exposition import parse_exposition
 from telemetry.models import Sample, ScrapeTarget
+from telemetry.services.batches import write_in_batches
 from telemetry.services.device_health import apply_health
 
 __all__ = ["ingest_payload", "store_samples"]
@@ -122,7 +123,8 @@ def _record_serials(cluster_id: int, observations: Iterable[Observation], now: d
 def store_samples(
     samples: Iterable[AttributedSample], when: datetime, *, target: ScrapeTarget | None = None
 ) -> int:
-    """Insert attributed samples as raw :class:`Sample` rows. Returns the row count."""
+    """Insert attributed samples as raw :class:`Sample` rows in short transactions
+    (:func:`~telemetry.services.batches.write_in_batches`). Returns the row count."""
     rows = [
         Sample(
             time=when,
@@ -139,5 +141,5 @@ def store_samples(
         )
         for s in samples
     ]
-    Sample.objects.bulk_create(rows, batch_size=2000)
-    return len(rows)
+    # short batches, key-share locks in lock order (telemetry.services.batches)
+    return write_in_batches(rows, Sample.objects.bulk_create)

@@ -8,7 +8,7 @@ from rest_framework.authtoken.models import Token
 
 from core.models import AuditEntry
 from scheduling.models import Job, Placement
-from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.job_board import queue_slots, store_start_ranges
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
 from tenants.models import Invitation, Membership
@@ -124,27 +124,36 @@ def test_lending_is_split_in_proportion_to_lendable_capacity():
 def test_queue_position_and_eta(world):
     now = timezone.now()
     first = gpu_job(world["queue_a"], "urgent", count=4, priority=10)
-    slots = queue_slots([world["a_wait"], first], now=now)
+    slots = queue_slots([world["a_wait"], first], now=now, fresh=True)
     assert (slots[first.pk].position, slots[world["a_wait"].pk].position) == (1, 2)
     # 4 devices; a-train (0.4) ends in 100 s, b-secret (1) in 300 s; urgent (4, 60 s) then
     # a-wait (4, 60 s) queued, both whole-group jobs
     Job.objects.filter(pk=world["a_train"].pk).update(started_at=now, duration_s=100)
     Job.objects.filter(pk=world["b_secret"].pk).update(started_at=now, duration_s=300)
-    slots = queue_slots([world["a_wait"], first], now=now)
+    slots = queue_slots([world["a_wait"], first], now=now, fresh=True)
     assert (slots[first.pk].eta.earliest, slots[first.pk].eta.latest) == (
         now + timedelta(seconds=300),
         now + timedelta(seconds=300),
     )
     assert slots[world["a_wait"].pk].eta.earliest == now + timedelta(seconds=360)
     small = gpu_job(world["queue_b"], "small", count=1, duration_s=30)
-    slots = queue_slots([small], now=now)
+    slots = queue_slots([small], now=now, fresh=True)
     # strictly in order it waits for both: 420 s; passing them it takes the 2.6 free devices now
     assert (slots[small.pk].eta.earliest, slots[small.pk].eta.latest) == (
         now,
         now + timedelta(seconds=420),
     )
     too_big = gpu_job(world["queue_b"], "too-big", count=5)
-    assert queue_slots([too_big], now=now)[too_big.pk].eta is None
+    assert queue_slots([too_big], now=now, fresh=True)[too_big.pk].eta is None
+    # the jobs pages read the ranges the gauges task stored (a job queued since has none)
+    store_start_ranges(now)
+    later = gpu_job(world["queue_b"], "later", count=1, duration_s=30)
+    slots = queue_slots([small, later], now=now)
+    assert (slots[small.pk].eta.earliest, slots[small.pk].eta.latest) == (
+        now,
+        now + timedelta(seconds=420),
+    )
+    assert slots[later.pk].position == 3 and slots[later.pk].eta is None  # small, too-big
 
 
 def test_monthly_usage_in_gpu_hours(world):
@@ -331,3 +340,32 @@ def test_refusals_are_pages_that_say_why(client, world):
     assert missing.status_code == 404
     assert "belongs to a tenant you are not a member of" in missing.content.decode()
     assert job.name not in missing.content.decode()
+
+
+def test_usage_page_reads_the_months_the_rollup_task_keeps(client, world):
+    """The usage page reads the monthly rows the rollup task stores (issue #14): a change of
+    the placements shows after the next refresh, never recomputed by a page view; a month
+    computed before it ended is computed once more after its end, then left alone."""
+    from telemetry.models import UsageMonth, UsageMonthStatus
+    from telemetry.services.usage_months import refresh_usage_months
+
+    jan = datetime(2026, 1, 10, tzinfo=UTC)
+    Placement.objects.filter(job=world["a_train"]).update(
+        started_at=jan, ended_at=jan + timedelta(hours=5)
+    )
+    during = datetime(2026, 1, 20, tzinfo=UTC)
+    done = refresh_usage_months(now=during)
+    assert done["2026-01"] == UsageMonth.objects.filter(month="2026-01-01").count() >= 1
+    client.force_login(world["alice"])
+    lines = client.get("/usage.csv?month=2026-01").content.decode().splitlines()
+    assert lines[1] == "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,2.0000,160.0000,1,,"
+    # a change after the refresh is not seen by a view (stored rows), then seen after one
+    Placement.objects.filter(job=world["a_train"]).update(ended_at=jan + timedelta(hours=10))
+    assert client.get("/usage.csv?month=2026-01").content.decode().splitlines()[1] == lines[1]
+    after = datetime(2026, 2, 2, tzinfo=UTC)
+    assert "2026-01" in refresh_usage_months(now=after)  # computed before its end: again
+    assert client.get("/usage.csv?month=2026-01").content.decode().splitlines()[1] == (
+        "2026-01,team-a,NVIDIA,NVIDIA-A100-SXM4-80GB,4.0000,320.0000,1,,"
+    )
+    assert "2026-01" not in refresh_usage_months(now=after + timedelta(days=1))  # final
+    assert UsageMonthStatus.objects.get(month="2026-01-01").computed_at == after

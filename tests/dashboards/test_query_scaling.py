@@ -68,21 +68,31 @@ def test_query_counts_do_not_grow_with_the_data(client, world, who):
     assert large == small
 
 
-def test_overview_shares_its_inventory_panels_between_views(client, world, settings):
-    from django.core.cache import cache
+@pytest.mark.parametrize("who", ["root", "alice"])
+def test_overview_reads_the_panels_the_gauges_task_stored(client, world, who):
+    """The overview never measures the inventory in a request: the gauges task stores the
+    fragmentation and utilisation panels; after it ran, a view reads them (no inventory
+    snapshot, no recent-job read) and shows the figures a live measurement gives."""
+    from scheduling.selectors.fragmentation import cluster_fragmentation, groups_for_tenants
+    from telemetry.models import DashboardPanel
+    from telemetry.services.gauges import compute_group_gauges
+    from tenants.selectors import get_visible_tenant_ids
 
-    settings.DASHBOARD_CACHE_S = 60
-    cache.delete_many(["overview:fragmentation:all", "overview:measured-util"])
-    client.force_login(world["root"])
-    with CaptureQueriesContext(connection) as first:
-        cold = client.get("/?fragment=1")
-    with CaptureQueriesContext(connection) as second:
-        warm = client.get("/?fragment=1")
-    cache.delete_many(["overview:fragmentation:all", "overview:measured-util"])
-    # the cached fragmentation skips the inventory snapshot and the recent-job reads
-    assert len(second.captured_queries) < len(first.captured_queries)
-    for marker in ('id="fragmentation"', 'id="stranded-gpus"'):
-        assert _kpi(cold.content.decode(), marker) == _kpi(warm.content.decode(), marker)
+    _grow(world, 3)
+    compute_group_gauges()
+    user = world[who]
+    scope = None if user.is_superuser else groups_for_tenants(get_visible_tenant_ids(user))
+    live = cluster_fragmentation(scope).totals
+    stored = DashboardPanel.objects.count()
+    assert stored >= 3  # the whole inventory, utilisation, and at least one user scope
+    client.force_login(user)
+    with CaptureQueriesContext(connection) as ctx:
+        html = client.get("/?fragment=1").content.decode()
+    sql = " ".join(q["sql"] for q in ctx.captured_queries)
+    assert "scheduling_jobcontainer" not in sql  # the recent jobs' shapes: not read
+    assert DashboardPanel.objects.count() == stored  # nothing computed in the request
+    assert _kpi(html, 'id="fragmentation"') == f"{live.rate_percent:.1f} %"
+    assert _kpi(html, 'id="stranded-gpus"') == f"{live.stranded_gpus:.2f}"
 
 
 def _kpi(html: str, marker: str) -> str:

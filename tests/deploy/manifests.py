@@ -13,6 +13,7 @@ SECRET_KEYS = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")
 WORKLOADS = {
     "web": "llmops-console-web",
     "worker": "llmops-console-worker",
+    "worker-telemetry": "llmops-console-worker-telemetry",
     "beat": "llmops-console-beat",
     "migrate": "llmops-console-migrate",
 }

@@ -32,6 +32,7 @@ ENTRY_POINTS = {
     "migrate": ["manage.py migrate"],
     "web": ["gunicorn console.wsgi"],
     "worker": ["celery worker"],
+    "worker-telemetry": ["celery worker"],
     "beat": ["celery beat"],
 }
 

@@ -32,10 +32,12 @@ COMMON = {
     ("Job", WORKLOADS["migrate"]),
     ("Deployment", WORKLOADS["web"]),
     ("Deployment", WORKLOADS["worker"]),
+    ("Deployment", WORKLOADS["worker-telemetry"]),
     ("Deployment", WORKLOADS["beat"]),
     ("Service", WORKLOADS["web"]),
     ("PodDisruptionBudget", WORKLOADS["web"]),
     ("PodDisruptionBudget", WORKLOADS["worker"]),
+    ("PodDisruptionBudget", WORKLOADS["worker-telemetry"]),
 }
 EXPECTED = {
     "deploy/base": COMMON,

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.parametrize("folder", KUSTOMIZATIONS)
 ENTRY_POINTS = {
     "web": ["gunicorn console.wsgi"],
     "worker": ["celery worker"],
+    "worker-telemetry": ["celery worker"],
     "beat": ["celery beat"],
     "migrate": ["manage.py migrate"],
 }
@@ -84,6 +85,30 @@ def test_web_probes_use_the_health_endpoints(rendered, folder: str) -> None:
     worker = one(rendered[folder], "Deployment", WORKLOADS["worker"])
     ping = worker["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]
     assert "--destination=celery@$HOSTNAME" in ping["command"][-1]  # its own node only
+    telemetry = one(rendered[folder], "Deployment", WORKLOADS["worker-telemetry"])
+    (main,) = telemetry["spec"]["template"]["spec"]["containers"]
+    assert "--destination=telemetry@$HOSTNAME" in main["livenessProbe"]["exec"]["command"][-1]
+
+
+def test_telemetry_has_its_own_worker(rendered, folder: str) -> None:
+    """Cycles never wait behind telemetry: the default queue's worker and the telemetry
+    queue's worker are separate Deployments, each reading only its queue (settings'
+    ``CELERY_TASK_ROUTES`` send ``telemetry.tasks.*`` to ``celery-telemetry``)."""
+    from django.conf import settings
+
+    queues = {}
+    for name in ("worker", "worker-telemetry"):
+        workload = one(rendered[folder], "Deployment", WORKLOADS[name])
+        (main,) = workload["spec"]["template"]["spec"]["containers"]
+        command = main["command"]
+        queues[name] = command[command.index("-Q") + 1]
+    assert queues == {
+        "worker": settings.CELERY_TASK_DEFAULT_QUEUE,
+        "worker-telemetry": settings.CELERY_TELEMETRY_QUEUE,
+    }
+    assert settings.CELERY_TASK_ROUTES == {
+        "telemetry.tasks.*": {"queue": settings.CELERY_TELEMETRY_QUEUE}
+    }
 
 
 def test_settings_come_from_the_configmap_and_secret_references(rendered, folder: str) -> None:

@@ -162,7 +162,7 @@ class JobSerializer(serializers.ModelSerializer):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
-            slot = queue_slots([job], timezone.now()).get(job.pk)
+            slot = queue_slots([job], timezone.now(), fresh=True).get(job.pk)
             cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
         return cache[job.pk]
 
