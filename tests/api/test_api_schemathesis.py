@@ -58,12 +58,16 @@ ACCEPTED = {401, 403, 404, 409, 429}
 
 def _stated(case, name: str, message: str) -> bool:
     """Whether ``message`` about field ``name`` is a rule the schema states. ``format: uri``
-    does not state DNS limits: a URL whose host is over 253 characters (or has a label over 63)
-    is a valid URI the console rightly refuses as a webhook address."""
+    states neither DNS limits (a host over 253 characters, or a label over 63) nor the
+    schemes a webhook may use (Django's URLValidator: http, https, ftp, ftps; ``mailto:x`` or
+    ``fragmentation:all`` are valid URIs), so those refusals are unstated rules."""
     if not STATED.search(message):
         return False
     if message.startswith("Enter a valid URL") and isinstance(case.body, dict):
-        host = urlsplit(str(case.body.get(name, ""))).hostname or ""
+        parts = urlsplit(str(case.body.get(name, "")))
+        host = parts.hostname or ""
+        if parts.scheme.lower() not in {"http", "https", "ftp", "ftps"}:
+            return False
         if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
             return False
     return True
