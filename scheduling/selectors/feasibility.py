@@ -40,7 +40,7 @@ def empty_shape(snapshot: ClusterSnapshot) -> ClusterSnapshot:
                 node.name,
                 devices,
                 node.cpu_milli,
-                node.host_memory_mib,
+                node.memory_mib,
                 0,
                 0,
                 node.labels,
