@@ -52,12 +52,8 @@ from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.placement_profile import group_framework
 from scheduling.selectors.running import running_workloads
-from scheduling.selectors.snapshot import (
-    SnapshotIndex,
-    build_cluster_snapshot,
-    build_placement_request,
-    group_devices,
-)
+from scheduling.selectors.snapshot import SnapshotIndex, build_placement_request, group_devices
+from scheduling.selectors.snapshot_cache import cluster_snapshot
 from tenants import models as tm
 
 ANY_FLAVOR = tm.ANY_FLAVOR
@@ -415,7 +411,7 @@ def build_admission_snapshot(
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     catalogue = get_catalogue()
     if with_cluster:
-        cluster, index = build_cluster_snapshot(group, catalogue)
+        cluster, index = cluster_snapshot(group, catalogue)
     else:
         cluster, index = ClusterSnapshot.from_nodes([]), SnapshotIndex()
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}

@@ -6,9 +6,16 @@ every node schedulable. A job the placement core cannot place there can never ru
 group (9 devices per pod on 8-device nodes, 100 GiB on an 80 GiB card, an Ascend request on
 an NVIDIA-only group, a gang larger than the group), so it is refused at submission
 instead of waiting forever.
+
+The empty shape and the device catalogue are kept per process and group while the inventory
+version (:func:`scheduling.selectors.snapshot_cache.inventory_version`: devices, nodes,
+device models) is unchanged, so a submission does not rebuild them (three aggregate queries
+instead of a snapshot build).
 """
 
 from __future__ import annotations
+
+import threading
 
 from scheduling.models import Job
 from scheduling.placement import place
@@ -18,9 +25,13 @@ from scheduling.placement.types import ClusterSnapshot, DeviceUsage, NodeInfo
 from scheduling.selectors.db_placer import unschedulable_reason
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.snapshot import build_cluster_snapshot, build_placement_request
+from scheduling.selectors.snapshot_cache import inventory_version
 from tenants.models import ResourceGroup
 
 __all__ = ["empty_shape", "never_fits_reason"]
+
+_shapes: dict[int, tuple[tuple, ClusterSnapshot, dict]] = {}
+_shapes_lock = threading.Lock()
 
 
 def empty_shape(snapshot: ClusterSnapshot) -> ClusterSnapshot:
@@ -80,12 +91,29 @@ def _shape_hint(
                 f"the largest node of group {group.name} has {most}"
             )
         biggest = max(d.memory_mib for d in mine)
-        if c.memory_mib > biggest:
+        if c.device_memory_mib > biggest:
             return (
-                f"container {c.name}: asks {c.memory_mib} MiB per device; the largest "
+                f"container {c.name}: asks {c.device_memory_mib} MiB per device; the largest "
                 f"{c.vendor} device of group {group.name} has {biggest} MiB"
             )
     return None
+
+
+def _empty_shape_of(group: ResourceGroup) -> tuple[ClusterSnapshot, dict]:
+    """The group's :func:`empty_shape` (the caller's own copy) and the catalogue's resolved
+    configs, from this process's cache while the inventory version holds."""
+    if group.pk is None:
+        snapshot, _ = build_cluster_snapshot(group)
+        return empty_shape(snapshot), get_catalogue().configs
+    version = inventory_version(group)
+    with _shapes_lock:
+        cached = _shapes.get(group.pk)
+        if cached is None or cached[0] != version:
+            catalogue = get_catalogue()
+            snapshot, _ = build_cluster_snapshot(group, catalogue)
+            cached = (version, empty_shape(snapshot), catalogue.configs)
+            _shapes[group.pk] = cached
+        return cached[1].clone(), cached[2]
 
 
 def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
@@ -98,15 +126,14 @@ def never_fits_reason(job: Job, group: ResourceGroup) -> str | None:
         of group g1 has 8"``, or the core's per-node summary (``"never fits: 0/2 nodes fit;
         2 node(s): Insufficient cpu"``).
     """
-    snapshot, _ = build_cluster_snapshot(group)
-    empty = empty_shape(snapshot)
+    empty, configs = _empty_shape_of(group)
     devices = [d for n in empty.nodes.values() for d in n.devices]
     if not empty.nodes:
         return f"group {group.name} has no nodes"
     decision = place(
         empty,
         build_placement_request(job, group),
-        Profile(device_configs=get_catalogue().configs).build(cache=False),
+        Profile(device_configs=configs).build(cache=False),
     )
     if decision.schedulable:
         return None
