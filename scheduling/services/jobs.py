@@ -199,14 +199,18 @@ def _create_rows(job: Job, spec: JobSpec) -> tuple[list[JobContainer], list[JobP
     return JobContainer.objects.bulk_create(rows), pod_sets
 
 
+_PREFETCHED = "_prefetched_objects_cache"
+
+
 def _check_fit(job: Job, queue: Queue, containers, pod_sets) -> None:
     """Refuse a job that can never fit its group (:func:`never_fits_reason`), reading the
     rows just written instead of querying them again."""
-    job._prefetched_objects_cache = {"containers": containers, "pod_sets": pod_sets}
+    # Django's prefetch cache: ``job.containers.all()`` / ``job.pod_sets.all()`` read it
+    setattr(job, _PREFETCHED, {"containers": containers, "pod_sets": pod_sets})
     try:
         reason = never_fits_reason(job, queue.resource_group)
     finally:
-        del job._prefetched_objects_cache
+        delattr(job, _PREFETCHED)
     if reason is not None:
         raise NeverFits(reason, field="reason")
 

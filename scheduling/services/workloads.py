@@ -120,7 +120,7 @@ def _add_replicas(service: Job, count: int) -> list[Job]:
                 init=c.init,
                 vendor=c.vendor,
                 device_count=c.device_count,
-                device_memory_mib=c.memory_mib,
+                device_memory_mib=c.device_memory_mib,
                 memory_percent=c.memory_percent,
                 cores_percent=c.cores_percent,
                 device_types=list(c.device_types),
