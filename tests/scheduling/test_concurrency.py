@@ -309,10 +309,10 @@ def _monitor(deadline: float, out) -> None:
                     broken.append(f"device {row['device__uuid']} overbooked: {row}")
             for row in (
                 Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES)
-                .values("node__name", "node__cpu_milli", "node__memory_mib")
+                .values("node__name", "node__cpu_milli", "node__host_memory_mib")
                 .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
             ):
-                if row["cpu"] > row["node__cpu_milli"] or row["mem"] > row["node__memory_mib"]:
+                if row["cpu"] > row["node__cpu_milli"] or row["mem"] > row["node__host_memory_mib"]:
                     broken.append(f"node {row['node__name']} overbooked: {row}")
             # charges of the placements booked at this instant (stored usage lags until
             # the next settle, so it may count placements that already ended)
