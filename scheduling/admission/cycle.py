@@ -50,7 +50,7 @@ from scheduling.admission.outcomes import (
     PreemptionTarget,
     RejectedCandidate,
 )
-from scheduling.admission.placer import PlacementOutcome, Placer, Undo
+from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.quota import QuotaTree, merge_charges
 from scheduling.admission.reservation import Holder, Reservations, expected_end_s
 from scheduling.admission.types import (
@@ -296,7 +296,11 @@ class AdmissionCycle:
         return False
 
     def _admit(
-        self, entry: PendingWorkload, outcome: PlacementOutcome, flavors, backfill: bool
+        self,
+        entry: PendingWorkload,
+        outcome: PlacementOutcome,
+        flavors: FlavorChoice,
+        backfill: bool,
     ) -> None:
         self._undo_log.append(self.placer.reserve(entry, outcome))
         self.tree.add(entry.tenant, outcome.charges)

@@ -93,7 +93,13 @@ class StartRange:
     latest: datetime
 
 
-def _fluid_starts(now_s: float, capacity: float, running, jobs, backfill: bool) -> list[float]:
+def _fluid_starts(
+    now_s: float,
+    capacity: float,
+    running: Sequence[tuple[float, float]],
+    jobs: Sequence[tuple[float, float]],
+    backfill: bool,
+) -> list[float]:
     """Start time (s) of each of ``jobs`` (``(devices, duration_s)``, admission order) on a
     pool of ``capacity`` devices that ``running`` (``(end_s, devices)``) release as they end.
     ``backfill``: a job that fits starts even when one ahead of it waits (BestEffortFIFO);

@@ -29,6 +29,7 @@ without a share test, as they borrow the preemptor's own pool.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from scheduling.admission.candidates import Search, eligible, jobs_by_tenant
@@ -89,7 +90,7 @@ class _Ordering:
         node = self.search.node
         self.path = {id(n) for n in node.path_to_root()} | {id(node)}
 
-    def targets(self):
+    def targets(self) -> Iterator[QuotaNode]:
         """Yield target nodes until the root is pruned (pop or drop between yields)."""
         root = self.search.tree.root
         while id(root) not in self.pruned_cohort:
@@ -114,22 +115,22 @@ class _Ordering:
 
     def _next(self, cohort: QuotaNode) -> QuotaNode | None:
         best_cq, best_cq_share = self._best_cq(cohort)
-        best_cohort, best_cohort_share = None, None
+        best_cohort: tuple[QuotaNode, Share] | None = None
         for child in cohort.children:
             if not child.children or id(child) in self.pruned_cohort:
                 continue
             share = self._share(child)
             if not share.borrowing and id(child) not in self.path:
                 self.pruned_cohort.add(id(child))
-            elif best_cohort_share is None or compare(share, best_cohort_share) >= 0:
-                best_cohort, best_cohort_share = child, share
+            elif best_cohort is None or compare(share, best_cohort[1]) >= 0:
+                best_cohort = (child, share)
         if best_cohort is None and best_cq is None:
             self.pruned_cohort.add(id(cohort))
             return None
         if best_cohort is not None and (
-            best_cq_share is None or compare(best_cohort_share, best_cq_share) >= 0
+            best_cq_share is None or compare(best_cohort[1], best_cq_share) >= 0
         ):
-            return self._next(best_cohort)
+            return self._next(best_cohort[0])
         return best_cq
 
     def _best_cq(self, cohort: QuotaNode) -> tuple[QuotaNode | None, Share | None]:

@@ -88,7 +88,7 @@ class PoolPlacer:
         flavors: FlavorChoice,
         free: dict[str, list[int]],
     ) -> PlacementOutcome:
-        pods = []
+        pods: list[PodAssignment] = []
         for set_index, pod_set in enumerate(workload.sets()):
             shape = pod_set.request
             if not isinstance(shape, PodShape):

@@ -46,6 +46,7 @@ from scheduling.admission.policy import (
 )
 from scheduling.admission.preemption import Target, classical_targets
 from scheduling.admission.quota import merge_charges
+from scheduling.admission.quota_fit import QuotaBlock
 from scheduling.admission.types import FlavorResource, PendingWorkload, QueueSpec
 
 
@@ -156,7 +157,7 @@ def assign_flavors(
 def queue_flavors(cycle: CycleState, queue: QueueSpec) -> list[tuple[str, ...] | None]:
     """The flavor options of a queue: one per listed flavor, or [None] (no choice)."""
     known = {f.name for f in cycle.snapshot.group.flavors}
-    listed = [(name,) for name in queue.flavors if name in known]
+    listed: list[tuple[str, ...] | None] = [(name,) for name in queue.flavors if name in known]
     return listed or [None]
 
 
@@ -167,20 +168,69 @@ def evaluate(
     pod_count: int,
     flavors: FlavorChoice,
 ) -> FlavorTry:
-    """One flavor choice: fit, preempt/reclaim, no candidates or no fit (module docstring)."""
-    tree, placer = cycle.tree, cycle.placer
+    """One flavor choice: fit, preempt/reclaim, no candidates or no fit (module docstring).
+
+    Steps: place the job (or, failing that, estimate its charges on an empty cluster), check
+    the charges against quota, and when they are short, pass Kueue's gate before preemption
+    and ask the preemption oracle.
+    """
     preemptible = cycle.effective_preemptible(entry)
-    outcome = placer.try_place(entry, pod_count, flavors)
-    requests = dict(outcome.charges)
-    if not outcome.placed:
-        estimate = placer.estimate(entry, pod_count, flavors)
-        if not estimate.placed:
-            code = PendingCode.NO_MATCHING_FLAVOR if flavors else PendingCode.UNSCHEDULABLE
-            return FlavorTry(
-                Mode.NO_FIT, 0, flavors, code=code, reason=f"unschedulable: {estimate.reason}"
-            )
-        requests = dict(estimate.charges)
-    blocks = tree.check_fit(entry.tenant, requests, allow_borrowing=preemptible)
+    placed = _place_or_estimate(cycle, entry, pod_count, flavors)
+    if isinstance(placed, FlavorTry):
+        return placed
+    outcome, requests = placed
+    blocks = cycle.tree.check_fit(entry.tenant, requests, allow_borrowing=preemptible)
+    verdict = _quota_verdict(cycle, entry, flavors, outcome, requests, blocks)
+    if verdict is not None:
+        return verdict
+    attempt = _short_attempt(flavors, outcome, blocks)
+    short = {b.flavor_resource for b in blocks if b.flavor_resource is not None}
+    if blocks:
+        refusal = _gate(cycle, entry, queue, {fr: requests[fr] for fr in short})
+        if refusal is not None:
+            attempt.details.append(refusal)
+            return attempt
+    to_free = short if outcome.placed else set()
+    quota_requests, frs = _preemption_scope(cycle, entry.tenant, requests, to_free)
+    ask = Ask(entry, queue, pod_count, flavors, quota_requests, frs, preemptible)
+    return _oracle(cycle, ask, attempt)
+
+
+def _place_or_estimate(
+    cycle: CycleState, entry: PendingWorkload, pod_count: int, flavors: FlavorChoice
+) -> tuple[PlacementOutcome, dict[FlavorResource, int]] | FlavorTry:
+    """Step 1: the placement on the cycle's state and the charges to check against quota
+    (the placement's, or when it does not place, the estimate's on an empty cluster).
+
+    Returns:
+        ``(outcome, charges)``, or a ``NO_FIT`` try (``NoMatchingFlavor`` with a flavor
+        choice, ``Unschedulable`` without) when even the empty cluster cannot hold the job.
+    """
+    outcome = cycle.placer.try_place(entry, pod_count, flavors)
+    if outcome.placed:
+        return outcome, dict(outcome.charges)
+    estimate = cycle.placer.estimate(entry, pod_count, flavors)
+    if not estimate.placed:
+        code = PendingCode.NO_MATCHING_FLAVOR if flavors else PendingCode.UNSCHEDULABLE
+        return FlavorTry(
+            Mode.NO_FIT, 0, flavors, code=code, reason=f"unschedulable: {estimate.reason}"
+        )
+    return outcome, dict(estimate.charges)
+
+
+def _quota_verdict(
+    cycle: CycleState,
+    entry: PendingWorkload,
+    flavors: FlavorChoice,
+    outcome: PlacementOutcome,
+    requests: dict[FlavorResource, int],
+    blocks: list[QuotaBlock],
+) -> FlavorTry | None:
+    """Step 2: the final answer the quota check alone gives, or None (preemption may help).
+
+    ``NO_FIT`` (``ExceedsMaxQuota``) when a request is above what the tenant could ever get;
+    ``FIT`` with its borrowing height when the job is placed and nothing blocks.
+    """
     exceeds = [b for b in blocks if b.exceeds_max]
     if exceeds:
         return FlavorTry(
@@ -193,10 +243,18 @@ def evaluate(
         )
     if outcome.placed and not blocks:
         return FlavorTry(
-            Mode.FIT, tree.borrowing_height(entry.tenant, requests), flavors, outcome=outcome
+            Mode.FIT, cycle.tree.borrowing_height(entry.tenant, requests), flavors, outcome=outcome
         )
+    return None
+
+
+def _short_attempt(
+    flavors: FlavorChoice, outcome: PlacementOutcome, blocks: list[QuotaBlock]
+) -> FlavorTry:
+    """The ``NO_FIT`` try that stands unless preemption finds room: ``WaitingForQuota`` with
+    the quota blocks as reasons, or ``Unschedulable`` (within quota but not placed now)."""
     if blocks:
-        attempt = FlavorTry(
+        return FlavorTry(
             Mode.NO_FIT,
             0,
             flavors,
@@ -204,29 +262,36 @@ def evaluate(
             reason=blocks[0].text,
             details=[b.text for b in blocks[1:]],
         )
-        short = {b.flavor_resource for b in blocks if b.flavor_resource is not None}
-        refusal = _gate(cycle, entry, queue, {fr: requests[fr] for fr in short})
-        if refusal is not None:
-            attempt.details.append(refusal)
-            return attempt
-    else:
-        attempt = FlavorTry(
-            Mode.NO_FIT,
-            0,
-            flavors,
-            code=PendingCode.UNSCHEDULABLE,
-            reason=f"unschedulable: {outcome.reason}",
-        )
-        short = set()
-    node = tree.node(entry.tenant)
+    return FlavorTry(
+        Mode.NO_FIT,
+        0,
+        flavors,
+        code=PendingCode.UNSCHEDULABLE,
+        reason=f"unschedulable: {outcome.reason}",
+    )
+
+
+def _preemption_scope(
+    cycle: CycleState,
+    tenant: str,
+    requests: dict[FlavorResource, int],
+    to_free: set[FlavorResource],
+) -> tuple[dict[FlavorResource, int], frozenset[FlavorResource]]:
+    """Step 3: what the preemption search looks for.
+
+    Returns:
+        The quota-counted requests of ``tenant`` (positive amounts only), and the flavor
+        resources to free: ``to_free`` (those short of quota when the job is placed), or when
+        empty, every quota-counted request.
+    """
+    tree = cycle.tree
+    node = tree.node(tenant)
     quota_requests = {
         fr: amount
         for fr, amount in merge_charges(requests).items()
         if amount > 0 and tree.counted(node, fr)
     }
-    frs = frozenset(short if outcome.placed and short else quota_requests)
-    ask = Ask(entry, queue, pod_count, flavors, quota_requests, frs, preemptible)
-    return _oracle(cycle, ask, attempt)
+    return quota_requests, frozenset(to_free or quota_requests)
 
 
 def _gate(

@@ -56,20 +56,50 @@ def check_invariants(
     validate_snapshot(snapshot)
     if placements is not None and devices is None:
         raise ValueError("check_invariants: placements need devices")
+    found = _quota_violations(snapshot)
+    found.extend(_usage_drift(_stored_usage(snapshot), _recomputed_usage(snapshot)))
+    if placements is not None and devices is not None:
+        found.extend(_placement_findings(snapshot, placements, devices))
+    return tuple(found)
+
+
+def _quota_violations(snapshot: AdmissionSnapshot) -> list[InvariantViolation]:
+    """Step 1: the running workloads' charges added to a :class:`QuotaTree`; its violations
+    (``over_limit`` / ``cohort_overcommit`` / ``over_cap``, tenant order)."""
     tree = QuotaTree(snapshot.group, snapshot.tenants, snapshot.quotas, snapshot.caps)
-    recomputed: dict[str, dict[FlavorResource, int]] = {}
     for workload in snapshot.running:
         tree.add(workload.tenant, workload.charges)
+    return [InvariantViolation(v.kind, v.tenant, v.message) for v in tree.violations()]
+
+
+def _recomputed_usage(snapshot: AdmissionSnapshot) -> dict[str, dict[FlavorResource, int]]:
+    """``{tenant: {(flavor, dimension): amount}}`` summed from the running workloads' charges."""
+    recomputed: dict[str, dict[FlavorResource, int]] = {}
+    for workload in snapshot.running:
         recomputed[workload.tenant] = merge_charges(
             recomputed.get(workload.tenant, {}), workload.charges
         )
-    found = [InvariantViolation(v.kind, v.tenant, v.message) for v in tree.violations()]
+    return recomputed
 
+
+def _stored_usage(snapshot: AdmissionSnapshot) -> dict[str, dict[FlavorResource, int]]:
+    """``{tenant: {(flavor, dimension): amount}}`` summed from the stored usage rows."""
     stored: dict[str, dict[FlavorResource, int]] = {}
     for row in snapshot.usage:
         per = stored.setdefault(row.tenant, {})
         key = (row.flavor, Dimension(row.dimension))
         per[key] = per.get(key, 0) + row.amount
+    return stored
+
+
+def _usage_drift(
+    stored: Mapping[str, Mapping[FlavorResource, int]],
+    recomputed: Mapping[str, Mapping[FlavorResource, int]],
+) -> list[InvariantViolation]:
+    """Step 2: one ``usage_drift`` per (tenant, flavor, dimension) where the stored usage
+    differs from the recomputed one (a missing entry counts as 0); tenant, then flavor and
+    dimension order."""
+    found = []
     for tenant in sorted(set(stored) | set(recomputed)):
         have, want = stored.get(tenant, {}), recomputed.get(tenant, {})
         for fr in sorted(set(have) | set(want), key=fr_sort_key):
@@ -82,39 +112,54 @@ def check_invariants(
                         f"{have.get(fr, 0)}, recomputed {want.get(fr, 0)}",
                     )
                 )
+    return found
 
-    if placements is not None and devices is not None:
-        running = {w.id: w for w in snapshot.running}
-        for workload_id in sorted(set(running) | set(placements)):
-            if workload_id not in placements:
-                found.append(
-                    InvariantViolation(
-                        "missing_placement",
-                        workload_id,
-                        f"running workload {workload_id} has no placement",
-                    )
+
+def _placement_findings(
+    snapshot: AdmissionSnapshot,
+    placements: Mapping[str, Decision],
+    devices: Mapping[str, DeviceInfo],
+) -> list[InvariantViolation]:
+    """Step 3: per workload id (sorted), ``missing_placement`` (running, no placement),
+    ``orphan_placement`` (placement, not running) or its ``charge_drift`` findings."""
+    running = {w.id: w for w in snapshot.running}
+    found = []
+    for workload_id in sorted(set(running) | set(placements)):
+        if workload_id not in placements:
+            found.append(
+                InvariantViolation(
+                    "missing_placement",
+                    workload_id,
+                    f"running workload {workload_id} has no placement",
                 )
-                continue
-            if workload_id not in running:
-                found.append(
-                    InvariantViolation(
-                        "orphan_placement",
-                        workload_id,
-                        f"placement of {workload_id} belongs to no running workload",
-                    )
+            )
+        elif workload_id not in running:
+            found.append(
+                InvariantViolation(
+                    "orphan_placement",
+                    workload_id,
+                    f"placement of {workload_id} belongs to no running workload",
                 )
-                continue
+            )
+        else:
             expected = charges_for(placements[workload_id], devices, snapshot.group)
-            recorded = merge_charges(running[workload_id].charges)
-            for fr in sorted(set(expected) | set(recorded), key=fr_sort_key):
-                if expected.get(fr, 0) != recorded.get(fr, 0):
-                    found.append(
-                        InvariantViolation(
-                            "charge_drift",
-                            workload_id,
-                            f"workload {workload_id}, flavor {fr[0]}, {fr[1].value}: recorded "
-                            f"charge {recorded.get(fr, 0)}, placement implies "
-                            f"{expected.get(fr, 0)}",
-                        )
-                    )
-    return tuple(found)
+            found.extend(_charge_drift(workload_id, expected, running[workload_id].charges))
+    return found
+
+
+def _charge_drift(
+    workload_id: str, expected: Mapping[FlavorResource, int], charges: Mapping[FlavorResource, int]
+) -> list[InvariantViolation]:
+    """One ``charge_drift`` per (flavor, dimension) where the workload's recorded charges
+    differ from what its placement implies (``expected``)."""
+    recorded = merge_charges(charges)
+    return [
+        InvariantViolation(
+            "charge_drift",
+            workload_id,
+            f"workload {workload_id}, flavor {fr[0]}, {fr[1].value}: recorded "
+            f"charge {recorded.get(fr, 0)}, placement implies {expected.get(fr, 0)}",
+        )
+        for fr in sorted(set(expected) | set(recorded), key=fr_sort_key)
+        if expected.get(fr, 0) != recorded.get(fr, 0)
+    ]

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from scheduling.admission.types import AggregateCapSpec, Charges, Dimension, FlavorResource
+from scheduling.admission.quota_node import QuotaNode
+from scheduling.admission.types import (
+    AggregateCapSpec,
+    Charges,
+    Dimension,
+    FlavorResource,
+    GroupSpec,
+)
 
 _DIMENSION_ORDER = {Dimension.DEVICES: 0, Dimension.MEMORY_MIB: 1, Dimension.CORES_PERCENT: 2}
 
@@ -65,7 +73,24 @@ class QuotaViolation:
 
 
 class FitChecks:
-    """Reasoned fit checks and invariants; mixed into ``QuotaTree``."""
+    """Reasoned fit checks and invariants; mixed into ``QuotaTree``, which provides the
+    state and the arithmetic declared here (for the type checker only)."""
+
+    group: GroupSpec
+    caps: tuple[AggregateCapSpec, ...]
+    root: QuotaNode
+    managed: frozenset[FlavorResource]
+
+    if TYPE_CHECKING:
+
+        def node(self, tenant: str) -> QuotaNode: ...
+        def tenant_names(self) -> list[str]: ...
+        def ancestors(self, tenant: str) -> list[str]: ...
+        def descendants(self, tenant: str) -> list[str]: ...
+        def available(self, tenant: str, fr: FlavorResource) -> tuple[int, str]: ...
+        def potential(self, tenant: str, fr: FlavorResource) -> tuple[int, str]: ...
+        def nominal(self, tenant: str, fr: FlavorResource) -> int: ...
+        def usage(self, tenant: str, fr: FlavorResource) -> int: ...
 
     def subtree_own_usage(
         self, tenant: str, flavors: Iterable[str] | None, dimension: Dimension

@@ -282,6 +282,13 @@ def _str(v: Any, path: str) -> str:
     return v
 
 
+def _str_list(v: Any, path: str) -> list[str]:
+    """``v`` as a non-empty list of non-empty strings; HamiConfigError at ``path`` if not."""
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise HamiConfigError(path, "must be a non-empty list of strings")
+    return v
+
+
 def _entries(
     items: Any, name: str, keys: frozenset[str] | set[str], *, shape: str = "must be a list"
 ) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -399,14 +406,8 @@ def _mig_allowlist(value: Any) -> tuple[tuple[tuple[str, ...], tuple[str, ...]],
         path = f"nvidia.migProfileAllowlist[{i}]"
         e = mapping(e, path)
         only_keys(e, {"models", "profiles"}, path)
-        models, profiles = e.get("models"), e.get("profiles")
-        for key, items in (("models", models), ("profiles", profiles)):
-            if (
-                not isinstance(items, list)
-                or not items
-                or not all(isinstance(x, str) and x for x in items)
-            ):
-                raise HamiConfigError(f"{path}.{key}", "must be a non-empty list of strings")
+        models = _str_list(e.get("models"), f"{path}.models")
+        profiles = _str_list(e.get("profiles"), f"{path}.profiles")
         bad = [p for p in profiles if "g." not in p or not p.split("g.", 1)[0].isdigit()]
         if bad:
             raise HamiConfigError(f"{path}.profiles", f"{bad[0]!r} is not <n>g.<memory>")

@@ -107,12 +107,14 @@ def resolve_model(
     where = f"device model {name}: config"
     data = {} if config is None else config
     validate_overlay(data, where)
-    chip = data.get("chip") if isinstance(data.get("chip"), str) else name
+    raw_chip = data.get("chip")
+    chip = raw_chip if isinstance(raw_chip, str) else name
     base = _base(
         vendor, model_key(chip), default_device_configs() if defaults is None else defaults
     )
-    if not base.chip and base.common_word == vendor and _new_chip(vendor, chip) is not None:
-        base = _new_chip(vendor, chip)
+    new = _new_chip(vendor, chip) if not base.chip and base.common_word == vendor else None
+    if new is not None:
+        base = new
     resolved = overlay(base, data, where)
     changes: dict[str, Any] = {}
     if base.chip and "chip" not in data:

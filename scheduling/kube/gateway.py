@@ -4,45 +4,34 @@
 dicts (the API's JSON), never client model objects, so callers and the in-memory fakes share
 one shape. Every call:
 
-* retries :class:`~scheduling.kube.errors.Retryable` failures (429, 5xx, 409 Conflict,
-  timeouts, connection errors) up to ``max_attempts`` times, sleeping the server's
-  ``Retry-After`` when given, else ``base_delay_s * 2**attempt`` capped at ``max_delay_s``
-  (no jitter: deterministic; client-go's ``DefaultBackoff`` shape without its jitter);
-* raises :class:`~scheduling.kube.errors.Permanent` (with the server's message) at once;
+* retries :class:`~scheduling.kube.errors.Retryable` failures with backoff and raises
+  :class:`~scheduling.kube.errors.Permanent` ones at once (:mod:`scheduling.kube.transport`);
 * treats 409 AlreadyExists on create as success (our names are deterministic) after checking
   the existing object carries the same ``console.llmops.io/placement`` label - another
   object with that name is a Permanent error, not a silent success.
 
-``submit`` creates in the documented order (``manifests.py``): claims, then the Pod, then
+``submit`` creates in the documented order (``manifests``): claims, then the Pod, then
 patches each claim with an ownerReference to the Pod. Every step is idempotent, so a submit
-interrupted anywhere is finished by calling it again.
+interrupted anywhere is finished by calling it again. ``watch_pods`` follows the watch
+contract of :mod:`scheduling.kube.pod_watch` (bookmarks, 410 Expired and relists).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from kubernetes import client as k8s
-from kubernetes.watch.watch import iter_resp_lines
 
 from scheduling.kube.client import DRA_VERSIONS, served_resource_versions
 from scheduling.kube.device_resources import ManifestError
-from scheduling.kube.errors import (
-    AlreadyExists,
-    Expired,
-    KubeError,
-    NotFound,
-    Permanent,
-    Retryable,
-    classify,
-)
+from scheduling.kube.errors import AlreadyExists, NotFound, Permanent
 from scheduling.kube.manifests import CONSOLE_SELECTOR, LABEL_PLACEMENT, Manifests
 from scheduling.kube.namespaces import namespace_labels_patch
+from scheduling.kube.pod_watch import WatchEvent, watch_pod_events
+from scheduling.kube.transport import ObjectList, RetryPolicy, as_body, call_with_retry, read_json
 from scheduling.kube.workloads import LABEL_WORKLOAD
 
 __all__ = [
@@ -55,29 +44,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Backoff for Retryable failures.
-
-    Attributes:
-        max_attempts: total tries per call (>= 1).
-        base_delay_s / max_delay_s: delay before retry n (0-based) is
-            ``min(max_delay_s, base_delay_s * 2**n)`` unless the server sent Retry-After.
-        max_retry_after_s: a longer Retry-After is capped to this.
-    """
-
-    max_attempts: int = 5
-    base_delay_s: float = 0.2
-    max_delay_s: float = 10.0
-    max_retry_after_s: float = 60.0
-
-    def delay(self, attempt: int, err: KubeError) -> float:
-        """Seconds to sleep before retry number ``attempt`` (0-based) after ``err``."""
-        if err.retry_after_s is not None:
-            return min(err.retry_after_s, self.max_retry_after_s)
-        return min(self.max_delay_s, self.base_delay_s * (2**attempt))
+MERGE_PATCH = "application/merge-patch+json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,33 +61,6 @@ class SubmitResult:
     pod: dict
     claims: tuple[dict, ...] = ()
     created: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectList:
-    """A list answer: the items and the list's resourceVersion (to start a watch from)."""
-
-    items: list[dict]
-    resource_version: str
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One change seen by :meth:`KubeGateway.watch_pods`.
-
-    Attributes:
-        type: ``"ADDED"`` | ``"MODIFIED"`` | ``"DELETED"`` | ``"RELISTED"``. ``RELISTED``
-            follows a 410 Expired: ``objects`` is the complete current list and replaces
-            whatever the caller had (events in between were lost).
-        object: the object (None for RELISTED).
-        resource_version: resume point for the next watch.
-        objects: the full list (RELISTED only).
-    """
-
-    type: str
-    object: dict | None
-    resource_version: str
-    objects: list[dict] = field(default_factory=list)
 
 
 class KubeGateway(Protocol):
@@ -173,16 +113,6 @@ class KubeGateway(Protocol):
         ...
 
 
-def _raw(resp: Any) -> Any:
-    try:
-        data = resp.data if hasattr(resp, "data") else resp.read()
-        return json.loads(data) if data else {}
-    finally:
-        close = getattr(resp, "release_conn", None)
-        if close is not None:
-            close()
-
-
 class KubernetesGateway:
     """:class:`KubeGateway` over the official client.
 
@@ -219,19 +149,7 @@ class KubernetesGateway:
 
     def _call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` with retries; raise classified errors (AlreadyExists included)."""
-        attempt = 0
-        while True:
-            try:
-                return fn()
-            except Exception as exc:  # noqa: BLE001 - classified, unknowns re-raised
-                err = classify(exc)
-                if err is None:
-                    raise
-                if isinstance(err, Retryable) and attempt + 1 < self.retry.max_attempts:
-                    self.sleep(self.retry.delay(attempt, err))
-                    attempt += 1
-                    continue
-                raise err from exc
+        return call_with_retry(fn, self.retry, self.sleep)
 
     def _kw(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"_preload_content": False}
@@ -281,9 +199,9 @@ class KubernetesGateway:
         """Create ``obj``; on AlreadyExists return the existing one if it is ours (same
         ``key`` label: the placement's, or the workload's for a shared Service)."""
         try:
-            return _raw(self._call(create)), True
+            return read_json(self._call(create)), True
         except AlreadyExists:
-            existing = _raw(self._call(read))
+            existing = read_json(self._call(read))
         mine = (obj["metadata"].get("labels") or {}).get(key)
         theirs = (existing.get("metadata", {}).get("labels") or {}).get(key)
         if mine != theirs:
@@ -309,18 +227,21 @@ class KubernetesGateway:
         """
         name = namespace["metadata"]["name"]
         try:
-            created = _raw(self._call(lambda: self.core.create_namespace(namespace, **self._kw())))
+            created = read_json(
+                self._call(lambda: self.core.create_namespace(as_body(namespace), **self._kw()))
+            )
         except AlreadyExists:
-            existing = _raw(self._call(lambda: self.core.read_namespace(name, **self._kw())))
+            existing = read_json(self._call(lambda: self.core.read_namespace(name, **self._kw())))
             try:
                 patch = namespace_labels_patch(existing, namespace)
             except ManifestError as exc:
                 raise Permanent(409, "AlreadyExists", str(exc)) from exc
             if patch is not None:
-                existing = _raw(
+                body = as_body(patch)
+                existing = read_json(
                     self._call(
                         lambda: self.core.patch_namespace(
-                            name, patch, _content_type="application/merge-patch+json", **self._kw()
+                            name, body, _content_type=MERGE_PATCH, **self._kw()
                         )
                     )
                 )
@@ -357,41 +278,15 @@ class KubernetesGateway:
             return self._submit_objects(manifests)
 
     def _submit_objects(self, manifests: Manifests) -> SubmitResult:
+        """Create the services, the claims and the Pod, then make the Pod own the claims and
+        the services (each step idempotent)."""
         ns = manifests.namespace
         created: list[str] = []
-        claim_apis = []
         for service in manifests.services:
-            name = service["metadata"]["name"]
-            _obj, new = self._create(
-                lambda service=service: self.core.create_namespaced_service(
-                    ns, service, **self._kw()
-                ),
-                lambda name=name: self.core.read_namespaced_service(name, ns, **self._kw()),
-                "Service",
-                service,
-                key=LABEL_WORKLOAD,
-            )
-            if new:
-                created.append(f"Service/{name}")
-        for claim in manifests.claims:
-            version = claim["apiVersion"].rpartition("/")[2]
-            api = self._resource_api(version)
-            name = claim["metadata"]["name"]
-            _obj, new = self._create(
-                lambda api=api, claim=claim: api.create_namespaced_resource_claim(
-                    ns, claim, **self._kw()
-                ),
-                lambda api=api, name=name: api.read_namespaced_resource_claim(
-                    name, ns, **self._kw()
-                ),
-                "ResourceClaim",
-                claim,
-            )
-            claim_apis.append((api, name))
-            if new:
-                created.append(f"ResourceClaim/{name}")
+            self._create_service(ns, service, created)
+        claim_apis = [self._create_claim(ns, claim, created) for claim in manifests.claims]
         pod, new = self._create(
-            lambda: self.core.create_namespaced_pod(ns, manifests.pod, **self._kw()),
+            lambda: self.core.create_namespaced_pod(ns, as_body(manifests.pod), **self._kw()),
             lambda: self.core.read_namespaced_pod(manifests.pod_name, ns, **self._kw()),
             "Pod",
             manifests.pod,
@@ -404,30 +299,63 @@ class KubernetesGateway:
             "name": pod["metadata"]["name"],
             "uid": pod["metadata"]["uid"],
         }
-        claims = [
-            self._call(
-                lambda api=api, name=name: self._ensure_owner(
-                    lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
-                    lambda patch, api=api, name=name: api.patch_namespaced_resource_claim(
-                        name, ns, patch, _content_type="application/merge-patch+json", **self._kw()
-                    ),
-                    owner,
-                )
-            )
-            for api, name in claim_apis
-        ]
+        claims = [self._own_claim(api, ns, name, owner) for api, name in claim_apis]
         for service in manifests.services:
-            name = service["metadata"]["name"]
-            self._call(
-                lambda name=name: self._ensure_owner(
-                    lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
-                    lambda patch: self.core.patch_namespaced_service(
-                        name, ns, patch, _content_type="application/merge-patch+json", **self._kw()
-                    ),
-                    owner,
-                )
-            )
+            self._own_service(ns, service["metadata"]["name"], owner)
         return SubmitResult(pod=pod, claims=tuple(claims), created=tuple(created))
+
+    def _create_service(self, ns: str, service: dict, created: list[str]) -> None:
+        """Create the workload's Service (shared by its pods: ownership by workload label);
+        its name goes to ``created`` when this call made it."""
+        name = service["metadata"]["name"]
+        _obj, new = self._create(
+            lambda: self.core.create_namespaced_service(ns, as_body(service), **self._kw()),
+            lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
+            "Service",
+            service,
+            key=LABEL_WORKLOAD,
+        )
+        if new:
+            created.append(f"Service/{name}")
+
+    def _create_claim(self, ns: str, claim: dict, created: list[str]) -> tuple[Any, str]:
+        """Create the ResourceClaim through the API of its apiVersion; returns that API and
+        the claim's name (for the owner patch)."""
+        api = self._resource_api(claim["apiVersion"].rpartition("/")[2])
+        name = claim["metadata"]["name"]
+        _obj, new = self._create(
+            lambda: api.create_namespaced_resource_claim(ns, claim, **self._kw()),
+            lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
+            "ResourceClaim",
+            claim,
+        )
+        if new:
+            created.append(f"ResourceClaim/{name}")
+        return api, name
+
+    def _own_claim(self, api: Any, ns: str, name: str, owner: dict) -> dict:
+        """The claim after adding ``owner`` to its ownerReferences (:meth:`_ensure_owner`)."""
+        return self._call(
+            lambda: self._ensure_owner(
+                lambda: api.read_namespaced_resource_claim(name, ns, **self._kw()),
+                lambda patch: api.patch_namespaced_resource_claim(
+                    name, ns, patch, _content_type=MERGE_PATCH, **self._kw()
+                ),
+                owner,
+            )
+        )
+
+    def _own_service(self, ns: str, name: str, owner: dict) -> dict:
+        """The Service after adding ``owner`` to its ownerReferences (:meth:`_ensure_owner`)."""
+        return self._call(
+            lambda: self._ensure_owner(
+                lambda: self.core.read_namespaced_service(name, ns, **self._kw()),
+                lambda patch: self.core.patch_namespaced_service(
+                    name, ns, as_body(patch), _content_type=MERGE_PATCH, **self._kw()
+                ),
+                owner,
+            )
+        )
 
     @staticmethod
     def _ensure_owner(read: Callable[[], Any], patch: Callable[[dict], Any], owner: dict) -> dict:
@@ -437,11 +365,11 @@ class KubernetesGateway:
         A JSON merge patch replaces the whole list, so it carries the resourceVersion read:
         a concurrent change answers 409 Conflict and :meth:`_call` re-runs read + patch.
         """
-        current = _raw(read())
+        current = read_json(read())
         refs = current["metadata"].get("ownerReferences") or []
         if any(r.get("uid") == owner["uid"] for r in refs):
             return current
-        return _raw(
+        return read_json(
             patch(
                 {
                     "metadata": {
@@ -462,7 +390,7 @@ class KubernetesGateway:
         Raises:
             Permanent / Retryable: as classified.
         """
-        body = {"propagationPolicy": "Background"}
+        body = as_body({"propagationPolicy": "Background"})
         deleted = False
         try:
             self._call(
@@ -479,23 +407,27 @@ class KubernetesGateway:
                 raise Permanent(0, "NoDRA", "the cluster serves no resource.k8s.io version")
             api = self._resource_api(version)
             for name in claim_names:
-                try:
-                    self._call(
-                        lambda name=name: api.delete_namespaced_resource_claim(
-                            name, namespace, body=body, **self._kw()
-                        )
-                    )
-                    deleted = True
-                except NotFound:
-                    pass
+                deleted = self._delete_claim(api, namespace, name, body) or deleted
         return deleted
+
+    def _delete_claim(self, api: Any, namespace: str, name: str, body: Any) -> bool:
+        """Delete one ResourceClaim; False when it was already gone (404)."""
+        try:
+            self._call(
+                lambda: api.delete_namespaced_resource_claim(
+                    name, namespace, body=body, **self._kw()
+                )
+            )
+        except NotFound:
+            return False
+        return True
 
     # -- reads ---------------------------------------------------------------------------
 
     def get_pod(self, namespace: str, name: str) -> dict | None:
         """The Pod, or None when it does not exist."""
         try:
-            return _raw(
+            return read_json(
                 self._call(lambda: self.core.read_namespaced_pod(name, namespace, **self._kw()))
             )
         except NotFound:
@@ -508,7 +440,7 @@ class KubernetesGateway:
             return None
         api = self._resource_api(version)
         try:
-            return _raw(
+            return read_json(
                 self._call(
                     lambda: api.read_namespaced_resource_claim(name, namespace, **self._kw())
                 )
@@ -517,7 +449,7 @@ class KubernetesGateway:
             return None
 
     def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> ObjectList:
-        data = _raw(self._call(lambda: fn(*args, **kw, **self._kw())))
+        data = read_json(self._call(lambda: fn(*args, **kw, **self._kw())))
         return ObjectList(
             items=list(data.get("items") or []),
             resource_version=str((data.get("metadata") or {}).get("resourceVersion", "")),
@@ -558,65 +490,30 @@ class KubernetesGateway:
         A 410 Expired - as an HTTP status or a watch ``ERROR`` event, whichever the server
         uses - triggers a relist (yielded as ``RELISTED``) and the watch resumes from the
         list's resourceVersion. BOOKMARK events advance the resume point without being
-        yielded. Ends when the server closes the stream at the timeout.
+        yielded. Ends when the server closes the stream at the timeout
+        (:func:`~scheduling.kube.pod_watch.watch_pod_events`).
 
         Raises:
             Permanent / Retryable: as classified (after retries for opening the stream).
         """
-        deadline = time.monotonic() + timeout_s
-        rv = resource_version
-        if rv is None:
-            yield (relisted := self._relisted(namespace, label_selector))
-            rv = relisted.resource_version
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            try:
-                resp = self._open_pod_watch(
-                    namespace, label_selector, rv, max(1, math.ceil(remaining))
-                )
-            except Expired:
-                yield (relisted := self._relisted(namespace, label_selector))
-                rv = relisted.resource_version
-                continue
-            expired = False
-            try:
-                for line in iter_resp_lines(resp):
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    etype, obj = event.get("type"), event.get("object") or {}
-                    if etype == "ERROR":
-                        _raise_watch_error(obj)  # returns only for 410 Expired
-                        expired = True
-                        break
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if etype == "BOOKMARK":
-                        continue
-                    yield WatchEvent(str(etype), obj, rv)
-            except Exception as exc:  # noqa: BLE001 - transport errors mid-stream
-                err = classify(exc)
-                if err is None:
-                    raise
-                if not isinstance(err, Retryable):
-                    raise err from exc
-                # stream broke: resume from the last resourceVersion seen
-            finally:
-                resp.close()
-                resp.release_conn()
-            if expired:
-                yield (relisted := self._relisted(namespace, label_selector))
-                rv = relisted.resource_version
+        return watch_pod_events(
+            lambda rv, left: self._open_pod_watch(namespace, label_selector, rv, left),
+            lambda: self._relisted(namespace, label_selector),
+            resource_version=resource_version,
+            timeout_s=timeout_s,
+        )
 
     def _relisted(self, namespace: str | None, label_selector: str) -> WatchEvent:
         """List the pods again: the ``RELISTED`` event that replaces the caller's view."""
         lst = self.list_pods(namespace, label_selector)
         return WatchEvent("RELISTED", None, lst.resource_version, lst.items)
 
-    def _open_pod_watch(self, namespace: str | None, label_selector: str, rv: str, left: int):
+    def _open_pod_watch(
+        self, namespace: str | None, label_selector: str, rv: str, left: int
+    ) -> Any:
         """Open one watch stream of ``left`` seconds from ``rv`` (raises Expired on 410)."""
-        kw = {
+        kw: dict[str, Any]
+        kw = {  # a plain assignment: tests/deploy/kube_calls.py reads the "watch" key from it
             "label_selector": label_selector,
             "watch": True,
             "resource_version": rv,
@@ -629,16 +526,3 @@ class KubernetesGateway:
         if namespace is None:
             return self._call(lambda: self.core.list_pod_for_all_namespaces(**kw))
         return self._call(lambda: self.core.list_namespaced_pod(namespace, **kw))
-
-
-def _raise_watch_error(obj: dict) -> None:
-    """A watch ``ERROR`` event's Status: return for 410 Expired (the caller relists), raise
-    Retryable for 429/5xx, Permanent otherwise."""
-    err = KubeError(
-        int(obj.get("code") or 0), str(obj.get("reason", "")), str(obj.get("message", ""))
-    )
-    if err.status == 410:
-        return
-    if err.status in (429, 500, 503, 504):
-        raise Retryable(err.status, err.reason, err.message)
-    raise Permanent(err.status, err.reason, err.message)

@@ -100,11 +100,9 @@ def _annotation_pairs(text: str) -> list[tuple[object, object]]:
         if not isinstance(data, dict):
             raise ValueError(f"{DCU_SERIALS_ANNOTATION}: expected a JSON object")
         return list(data.items())
-    return [
-        tuple(p.split("=", 1)) if "=" in p else (p, "")
-        for p in (x.strip() for x in text.split(","))
-        if p
-    ]
+    # "serial=node/minor" pairs; an entry without "=" is a serial with an empty value
+    entries = (x.strip() for x in text.split(","))
+    return [(key, value) for key, _, value in (p.partition("=") for p in entries if p)]
 
 
 def node_serials(

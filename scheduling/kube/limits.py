@@ -20,7 +20,14 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["InventoryLimits", "DEFAULT_LIMITS", "SETTINGS", "load_json", "over_bound"]
+__all__ = [
+    "InventoryLimits",
+    "DEFAULT_LIMITS",
+    "SETTINGS",
+    "load_json",
+    "over_bound",
+    "check_bound",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,19 @@ def over_bound(
         return None
     per = " per node" if attribute == "max_devices_per_node" else ""
     return f"{what}: {value}{unit} exceed the bound of {bound}{per} (setting {SETTINGS[attribute]})"
+
+
+def check_bound(
+    what: str, value: int, limits: InventoryLimits, attribute: str, unit: str = ""
+) -> None:
+    """Raise what :func:`over_bound` reports.
+
+    Raises:
+        ValueError: ``value`` exceeds ``limits.<attribute>`` (the message names ``what``).
+    """
+    error = over_bound(what, value, limits, attribute, unit)
+    if error:
+        raise ValueError(error)
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -14,14 +14,15 @@ retries only for idempotent bodies - callers here re-read and rebuild the patch 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import watch
 
 from scheduling.kube.errors import AlreadyExists, NotFound, classify
-from scheduling.kube.gateway import KubernetesGateway, ObjectList, _raw
+from scheduling.kube.gateway import KubernetesGateway
+from scheduling.kube.transport import ObjectList, as_body, read_json
 from scheduling.kube.workloads import LABEL_QUEUE
 
 __all__ = ["WorkloadApi", "JOBSET_GROUP", "KUBEFLOW_GROUP", "MERGE_PATCH"]
@@ -56,7 +57,7 @@ class WorkloadApi:
         """The list answer of ``fn()``; a kind the server does not serve (CRD not installed)
         is empty."""
         try:
-            data = _raw(self.gw._call(fn))
+            data = read_json(self.gw._call(fn))
         except NotFound:
             return ObjectList(items=[], resource_version="")
         return ObjectList(
@@ -161,6 +162,7 @@ class WorkloadApi:
 
     def get_workload(self, kind: str, namespace: str, name: str) -> dict | None:
         """The object, or None when it is gone."""
+        resp: Any  # the raw HTTP response (``_preload_content=False``), not the hinted model
         try:
             if kind == "Job":
                 resp = self.gw._call(
@@ -187,7 +189,7 @@ class WorkloadApi:
                 raise KeyError(kind)
         except NotFound:
             return None
-        return _raw(resp)
+        return read_json(resp)
 
     def patch_workload(self, kind: str, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Job, JobSet, PyTorchJob, Deployment or StatefulSet.
@@ -196,6 +198,7 @@ class WorkloadApi:
             KubeError: classified (409 Conflict after a concurrent write is Retryable).
         """
         kw = {"_content_type": MERGE_PATCH, **self._kw()}
+        fn: Callable[[], Any]  # each answers the raw HTTP response (``_preload_content=False``)
         if kind == "Job":
             fn = lambda: self.batch.patch_namespaced_job(name, namespace, patch, **kw)  # noqa: E731
         elif kind == "Deployment":
@@ -212,7 +215,7 @@ class WorkloadApi:
             )
         else:
             raise KeyError(kind)
-        return _raw(self.gw._call(fn))
+        return read_json(self.gw._call(fn))
 
     # -- gated pods (Deployment / StatefulSet replicas) ------------------------------------
 
@@ -224,7 +227,7 @@ class WorkloadApi:
 
     def patch_pod(self, namespace: str, name: str, patch: dict) -> dict:
         """Merge-patch a Pod (annotations, labels, affinity, schedulingGates)."""
-        return _raw(
+        return read_json(
             self.gw._call(
                 lambda: self.core.patch_namespaced_pod(
                     name, namespace, patch, _content_type=MERGE_PATCH, **self._kw()
@@ -258,7 +261,9 @@ class WorkloadApi:
         """Create an Event; False when the same event (same name) was already recorded."""
         ns = event["metadata"]["namespace"]
         try:
-            self.gw._call(lambda: self.core.create_namespaced_event(ns, event, **self._kw()))
+            self.gw._call(
+                lambda: self.core.create_namespaced_event(ns, as_body(event), **self._kw())
+            )
         except AlreadyExists:
             return False
         return True
@@ -267,7 +272,7 @@ class WorkloadApi:
 
     def patch_node(self, name: str, patch: dict) -> dict:
         """Merge-patch a Node (the device-cordon annotations)."""
-        return _raw(
+        return read_json(
             self.gw._call(
                 lambda: self.core.patch_node(name, patch, _content_type=MERGE_PATCH, **self._kw())
             )
@@ -280,17 +285,17 @@ class WorkloadApi:
             self._taint_version = None
             served = set(self.gw.served_versions())
             for version in TAINT_RULE_VERSIONS:
-                if version not in served:
-                    continue
-                found = self.gw._call(
-                    lambda v=version: self._taint_api(v).get_api_resources(
-                        _request_timeout=self.gw.timeout
-                    )
-                )
-                if any(r.name == "devicetaintrules" for r in found.resources or []):
+                if version in served and self._serves_taint_rules(version):
                     self._taint_version = version
                     break
         return self._taint_version  # type: ignore[return-value]
+
+    def _serves_taint_rules(self, version: str) -> bool:
+        """Whether discovery of resource.k8s.io/``version`` lists ``devicetaintrules``."""
+        found = self.gw._call(
+            lambda: self._taint_api(version).get_api_resources(_request_timeout=self.gw.timeout)
+        )
+        return any(r.name == "devicetaintrules" for r in found.resources or [])
 
     def list_taint_rules(self, version: str, label_selector: str) -> ObjectList:
         """DeviceTaintRules matching ``label_selector``."""

@@ -17,7 +17,8 @@ from typing import Any
 from scheduling.devices.overlay import Catalogue
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.device_resources import DraDriver, ManifestError, model_resources
-from scheduling.kube.manifests import POD_CLAIM_NAME, _dra_requests, _group_by_vendor
+from scheduling.kube.manifests.claims import POD_CLAIM_NAME, dra_requests
+from scheduling.kube.manifests.pod import group_by_vendor
 from scheduling.kube.names import dns_label
 from scheduling.kube.workloads import (
     ANNOTATION_ADMITTED,
@@ -65,7 +66,7 @@ def _pins(assignments: Sequence[PodAssignment], catalogue: Catalogue | None) -> 
     pins: dict[str, list[str]] = {}
     for a in assignments:
         for c in a.containers:
-            for (vendor, chip), grants in _group_by_vendor(c.devices).items():
+            for (vendor, chip), grants in group_by_vendor(c.devices).items():
                 key = model_resources(vendor, chip, grants, catalogue).use_uuid.format(chip=chip)
                 for g in grants:
                     if g.uuid not in pins.setdefault(key, []):
@@ -108,7 +109,7 @@ def claim_template(
     """
     per_pod = []
     for a in assignments:
-        per_pod.append({c.name: _dra_requests(c, drivers) for c in a.containers})
+        per_pod.append({c.name: dra_requests(c, drivers) for c in a.containers})
     first = per_pod[0]
     requests: list[dict] = []
     refs: dict[str, list[str]] = {}

@@ -211,7 +211,7 @@ def _pod_sets_of(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, int, tupl
         jobs = spec.get("replicatedJobs")
         if not isinstance(jobs, list) or not jobs:
             raise WorkloadError("spec.replicatedJobs: required")
-        out = []
+        out: list[tuple[str, int, tuple[str, ...]]] = []
         for i, rj in enumerate(jobs):
             w = f"spec.replicatedJobs[{i}]"
             if not isinstance(rj, Mapping) or not rj.get("name"):

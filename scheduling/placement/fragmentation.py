@@ -443,62 +443,74 @@ def _stranded(
     for j, g in enumerate(gpus):
         if g <= 0:
             continue
-        t = types[j]
-        if not gpu_classes:
-            out.append((j, STRANDED_NO_GPU_CLASS, "the target workload has no GPU class"))
-            continue
-        allowed = [c for c in gpu_classes if not c.gpu_types or t in c.gpu_types]
-        if not allowed:
-            out.append((j, STRANDED_MODEL, f"no class of the target workload allows model {t}"))
-            continue
-        cpu_fit = [c for c in allowed if cpu >= c.cpu_milli]
-        if not cpu_fit:
-            need = min(c.cpu_milli for c in allowed)
-            out.append(
-                (
-                    j,
-                    STRANDED_CPU,
-                    f"node free CPU {cpu} milli is below every class "
-                    f"that allows {t} (the smallest needs {need} milli)",
-                )
-            )
-            continue
-        size_fit = [c for c in cpu_fit if g >= c.gpu_milli]
-        if not size_fit:
-            need = min(c.gpu_milli for c in cpu_fit)
-            out.append(
-                (
-                    j,
-                    STRANDED_TOO_SMALL,
-                    f"{g} milli free is below the smallest "
-                    f"per-GPU request ({need} milli) of the classes that can run here",
-                )
-            )
-            continue
-        best = None
-        for c in size_fit:
-            fits = sum(
-                1
-                for g2, t2 in zip(gpus, types, strict=False)
-                if g2 >= c.gpu_milli and (not c.gpu_types or t2 in c.gpu_types)
-            )
-            if fits >= c.num_gpu:
-                best = None
-                break
-            key = (c.num_gpu - fits, c.num_gpu, c.gpu_milli, fits)
-            if best is None or key < best:
-                best = key
-        else:
-            _short, k, d, fits = best
-            out.append(
-                (
-                    j,
-                    STRANDED_TOO_FEW,
-                    f"the classes this GPU fits need {k} GPUs with "
-                    f">= {d} milli free; the node has {fits}",
-                )
-            )
+        size_fit, found = _filter_classes(g, types[j], cpu, gpu_classes)
+        if found is None:
+            found = _too_few_gpus(size_fit, gpus, types)
+        if found is not None:
+            out.append((j, *found))
     return out
+
+
+def _filter_classes(
+    g: int, t: str, cpu: int, gpu_classes: Sequence[TaskClass]
+) -> tuple[list[TaskClass], tuple[str, str] | None]:
+    """The per-GPU filters of :func:`_stranded` for a GPU of model ``t`` with ``g`` milli
+    free on a node with ``cpu`` milli free: model, then CPU, then per-GPU share.
+
+    Returns:
+        ``(classes passing all three, None)``, or ``([], (code, reason))`` naming the filter
+        that the last remaining classes fail (``no_gpu_class`` when there are none at all).
+    """
+    if not gpu_classes:
+        return [], (STRANDED_NO_GPU_CLASS, "the target workload has no GPU class")
+    allowed = [c for c in gpu_classes if not c.gpu_types or t in c.gpu_types]
+    if not allowed:
+        return [], (STRANDED_MODEL, f"no class of the target workload allows model {t}")
+    cpu_fit = [c for c in allowed if cpu >= c.cpu_milli]
+    if not cpu_fit:
+        need = min(c.cpu_milli for c in allowed)
+        return [], (
+            STRANDED_CPU,
+            f"node free CPU {cpu} milli is below every class "
+            f"that allows {t} (the smallest needs {need} milli)",
+        )
+    size_fit = [c for c in cpu_fit if g >= c.gpu_milli]
+    if not size_fit:
+        need = min(c.gpu_milli for c in cpu_fit)
+        return [], (
+            STRANDED_TOO_SMALL,
+            f"{g} milli free is below the smallest "
+            f"per-GPU request ({need} milli) of the classes that can run here",
+        )
+    return size_fit, None
+
+
+def _too_few_gpus(
+    size_fit: Sequence[TaskClass], gpus: Sequence[int], types: Sequence[str]
+) -> tuple[str, str] | None:
+    """The GPU-count filter of :func:`_stranded`: ``(too_few_gpus, reason)`` when none of
+    ``size_fit`` (the classes that fit this GPU) finds ``k_m`` GPUs of the node with ``d_m``
+    free of an allowed model; None when one does. The reason names the class closest to
+    fitting (smallest shortfall, then fewest GPUs, then smallest share)."""
+    best: tuple[int, int, int, int] | None = None
+    for c in size_fit:
+        fits = sum(
+            1
+            for g2, t2 in zip(gpus, types, strict=False)
+            if g2 >= c.gpu_milli and (not c.gpu_types or t2 in c.gpu_types)
+        )
+        if fits >= c.num_gpu:
+            return None
+        key = (c.num_gpu - fits, c.num_gpu, c.gpu_milli, fits)
+        if best is None or key < best:
+            best = key
+    if best is None:
+        return None
+    _short, k, d, fits = best
+    return (
+        STRANDED_TOO_FEW,
+        f"the classes this GPU fits need {k} GPUs with >= {d} milli free; the node has {fits}",
+    )
 
 
 def _stranded_devices_of(

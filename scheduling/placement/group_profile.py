@@ -28,7 +28,11 @@ from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins.frag_engine import task_view
-from scheduling.placement.plugins.frag_plugins import FRAG_POLICY_NAMES, TracePolicyPlugin
+from scheduling.placement.plugins.frag_plugins import (
+    FRAG_POLICY_NAMES,
+    FastSelection,
+    TracePolicyPlugin,
+)
 from scheduling.placement.plugins.score import hami_node_usage_score
 from scheduling.placement.profile import NODE_POLICIES, Profile
 from scheduling.placement.registry import Registry
@@ -147,7 +151,9 @@ class FragFallbackScore:
         self.inner = TracePolicyPlugin(name, workload, tie_seed)
         self.sign = 1.0 if node_policy == "binpack" else -1.0
 
-    def select(self, state: CycleState, snapshot: ClusterSnapshot, pod: PodRequest):
+    def select(
+        self, state: CycleState, snapshot: ClusterSnapshot, pod: PodRequest
+    ) -> FastSelection | None:
         """The policy's choice for a pod it models, None for the others."""
         return self.inner.select(state, snapshot, pod)
 

@@ -122,7 +122,8 @@ def demand_fragmentation(
         :class:`ClusterFragmentation`; ``fragment_of_capacity`` and ``rate`` over the whole
         snapshot, nodes in name order.
     """
-    by_shape: dict[tuple, tuple[TargetWorkload | None, FragCalculator | None]] = {}
+    #: per node shape: its M_n and the calculator of it (None: no task of the scope fits)
+    by_shape: dict[tuple, tuple[TargetWorkload, FragCalculator] | None] = {}
     rows = []
     cap = idle = 0
     frag = stranded = 0.0
@@ -132,14 +133,15 @@ def demand_fragmentation(
         if key not in by_shape:
             relevant = node_tasks(node, tasks)
             wl = TargetWorkload.from_classes(relevant, coverage) if relevant else None
-            by_shape[key] = (wl, FragCalculator(wl) if wl else None)
-        wl, calc = by_shape[key]
+            by_shape[key] = (wl, FragCalculator(wl)) if wl else None
+        measure = by_shape[key]
         cpu, _mem, gpus, types = node_gpu_view(node)
         cap += GPU_MILLI * sum(1 for d in node.devices if d.healthy and not d.cordoned)
         t = sum(gpus)
-        if wl is None:
+        if measure is None:
             f, found = 0.0, _unasked(node, tasks) if t else ()
         else:
+            wl, calc = measure
             f = calc.node(cpu, gpus, types) if t else 0.0
             found = stranded_devices(node, wl) if t else ()
         s = sum(d.free_milli for d in found) / GPU_MILLI

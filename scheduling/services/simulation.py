@@ -131,7 +131,7 @@ def group_nodes(group: ResourceGroup) -> list[NodeRecord]:
             continue
         model = Counter(d.type for d in node.devices).most_common(1)[0][0]
         out.append(
-            NodeRecord(name, node.cpu_milli, node.host_memory_mib, min(8, len(node.devices)), model)
+            NodeRecord(name, node.cpu_milli, node.memory_mib, min(8, len(node.devices)), model)
         )
     return out
 

@@ -5,8 +5,8 @@ Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
 "custominfo"}]``; a missing ``health`` means false, missing ``index``/``numa`` mean 0) or in
 the legacy ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` format (7-field entries
 get mode ``hami-core``). Backends without a register annotation (Cambricon, Metax GPU,
-Mthreads, Kunlun XPU, Enflame GCU) get devices synthesised from ``status.capacity``; Enflame
-DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
+Mthreads, Kunlun XPU, Enflame GCU, AWS Neuron) get devices synthesised from ``status.capacity``
+(:mod:`.capacity`); Enflame DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
 
 Health: a device type is unhealthy when its handshake annotation is ``Requesting_<time>``
 older than 60 s at ``now`` and the node's allocatable count for the resource is 0 (HAMi
@@ -21,16 +21,21 @@ conflict is listed in ``ClusterSnapshot.errors``.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduling.devices.matching import type_matches
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.kube.hami.capacity import CAMBRICON_MODEL_LABEL, cambricon_model, capacity_devices
 from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
-from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
+from scheduling.kube.hami.quantity import cpu_milli, memory_mib
 from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
-from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, load_json, over_bound
+from scheduling.kube.limits import (
+    DEFAULT_LIMITS,
+    InventoryLimits,
+    check_bound,
+    load_json,
+    over_bound,
+)
 from scheduling.placement.types import (
     ClusterSnapshot,
     DeviceUsage,
@@ -54,9 +59,6 @@ __all__ = [
 ]
 
 HANDSHAKE_STALE_S = 60
-CAMBRICON_MODEL_LABEL = "Model"
-"""Node label the Cambricon device plugin writes with ``--node-label`` (bare key, the model
-of card 0, e.g. ``MLU370-X8``; ``pkg/nodeLabel/nodelabel.go``)."""
 CORDON_ANNOTATION = "hami.io/device-cordon"
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
 
@@ -102,9 +104,7 @@ def _device(
 
 
 def _check_count(what: str, n: int, limits: InventoryLimits) -> None:
-    error = over_bound(what, n, limits, "max_devices_per_node", " devices")
-    if error:
-        raise ValueError(error)
+    check_bound(what, n, limits, "max_devices_per_node", " devices")
 
 
 def parse_legacy_devices(
@@ -175,166 +175,6 @@ def parse_node_devices(
     return parse_legacy_devices(v, node, cfg, limits)
 
 
-def cambricon_model(
-    cfg: DeviceModelConfig, labels: dict[str, str], siblings: list[DeviceModelConfig]
-) -> tuple[str, DeviceModelConfig]:
-    """The model of a node's MLU cards and the config they follow.
-
-    A per-model config (``chip`` set, e.g. the ``cambricon.com/mlu590.smlu.*`` capacities of
-    the plugin's ``--enable-device-type``) names it. For the model-less
-    ``cambricon.com/mlu.smlu.*`` capacities the plugin's ``Model`` node label names it
-    (``MLU590-M9D``); the MLU model config whose name matches the label on whole tokens
-    (``MLU590``) then gives the memory and unit, else the vendor default does and the label
-    is the model. Without a label the model is HAMi's ``MLU``.
-    """
-    if cfg.chip:
-        return cfg.chip, cfg
-    label = str(labels.get(CAMBRICON_MODEL_LABEL, "")).strip()
-    if not label:
-        return cfg.common_word or "MLU", cfg
-    for other in siblings:
-        if other.vendor == "MLU" and other.chip and type_matches(label, other.chip):
-            return other.chip, other.model_copy(update={"resource_memory": cfg.resource_memory})
-    return label, cfg
-
-
-def _synth(
-    node: str,
-    cfg: DeviceModelConfig,
-    capacity: dict[str, Any],
-    limits: InventoryLimits = DEFAULT_LIMITS,
-    labels: dict[str, str] | None = None,
-    siblings: list[DeviceModelConfig] = (),
-) -> list[DeviceUsage]:
-    """Devices of backends registered only through ``status.capacity`` (Cambricon models:
-    :func:`cambricon_model`).
-
-    Raises:
-        ValueError: a capacity that is not a plain integer, or more devices than the bound
-            (checked before any device is built).
-    """
-    what = f"status.capacity.{cfg.capacity_resource}"
-    raw = capacity.get(cfg.capacity_resource)
-    if raw is None:
-        return []
-    cap = plain_int(raw, what)
-    if cap == 0:
-        return []
-    v = cfg.vendor
-    per_card = {"MLU": 100, "Mthreads": max(1, cfg.cores_percent)}.get(v, 1)
-    cards = math.ceil(cap / per_card)
-    _check_count(what, cards, limits)
-    if v == "MLU":
-        model, cfg = cambricon_model(cfg, labels or {}, siblings)
-        mem = cfg.memory_mib
-        if not mem:
-            if cfg.memory_factor == 0:
-                raise ValueError(
-                    "cambricon memoryFactor 0 (1 % units) needs memoryAllocatable "
-                    "(MiB per card) in the config"
-                )
-            vm = plain_int(
-                capacity.get(cfg.resource_memory, 0), f"status.capacity.{cfg.resource_memory}"
-            )
-            mem = vm * cfg.memory_factor * 100 // cap
-        _check_memory(what, mem, limits)
-        return [
-            DeviceUsage(f"{node}-cambricon-mlu-{i}", node, i, model, v, mem, 100, cfg.split_count)
-            for i in range(cards)
-        ]
-    if v == "Mthreads":
-        vm = plain_int(
-            capacity.get(cfg.resource_memory, 0), f"status.capacity.{cfg.resource_memory}"
-        )
-        mem = cfg.memory_mib or vm * cfg.memory_factor // cards
-        _check_memory(what, mem, limits)
-        return [
-            DeviceUsage(
-                f"{node}-mthreads-{i}",
-                node,
-                i,
-                "Mthreads",
-                v,
-                mem,
-                cfg.cores_percent,
-                cfg.split_count,
-            )
-            for i in range(cards)
-        ]
-    if v == "Kunlun":
-        return [
-            DeviceUsage(
-                f"{node}-kunlun-{i}",
-                node,
-                i,
-                cfg.common_word,
-                v,
-                cfg.memory_mib,
-                100,
-                cfg.split_count,
-                numa=1 if i >= cap // 2 else 0,
-            )
-            for i in range(cap)
-        ]
-    if v == "AWSNeuron":
-        return _neuron(node, cfg, cap, capacity, labels or {}, limits)
-    # HAMi's ids of capacity-registered devices (GetNodeDevices of each backend)
-    word = {"Metax": "metax", "Enflame": "GCU", "AWSNeuron": "AWSNeuron"}.get(v, v.lower())
-    return [
-        DeviceUsage(
-            f"{node}-{word}-{i}",
-            node,
-            i,
-            cfg.common_word,
-            v,
-            cfg.memory_mib,
-            cfg.cores_percent,
-            cfg.split_count,
-        )
-        for i in range(cap)
-    ]
-
-
-def _neuron(
-    node: str,
-    cfg: DeviceModelConfig,
-    cap: int,
-    capacity: dict[str, Any],
-    labels: dict[str, str],
-    limits: InventoryLimits,
-) -> list[DeviceUsage]:
-    """AWS Neuron devices (``awsneuron/device.go`` ``GetNodeDevices``): ``<node>-AWSNeuron-<i>``
-    with NeuronCores per device = ``aws.amazon.com/neuroncore`` / ``aws.amazon.com/neuron``
-    capacity (the config's ``split_count`` when the node advertises no cores) as both cores
-    and slots, and the instance type label (``inf*`` instances allow any contiguous run)."""
-    what = f"status.capacity.{cfg.resource_cores}"
-    cores = plain_int(capacity.get(cfg.resource_cores, 0), what) // cap or cfg.split_count
-    error = over_bound(what, cores, limits, "max_split_count", " cores per device")
-    if error:
-        raise ValueError(error)
-    kind = labels.get("node.kubernetes.io/instance-type", "")
-    return [
-        DeviceUsage(
-            f"{node}-AWSNeuron-{i}",
-            node,
-            i,
-            cfg.common_word,
-            cfg.vendor,
-            0,
-            cores,
-            cores,
-            custom={"AWSNodeType": kind},
-        )
-        for i in range(cap)
-    ]
-
-
-def _check_memory(what: str, mem: int, limits: InventoryLimits) -> None:
-    error = over_bound(what, mem, limits, "max_memory_mib", " MiB per device")
-    if error:
-        raise ValueError(error)
-
-
 def _stale(value: str, now: datetime | None) -> bool:
     if now is None or not value.startswith("Requesting_"):
         return False
@@ -396,7 +236,7 @@ def _registered(
                     d.healthy = False
             devices.extend(devs)
         elif cfg.capacity_resource and not cfg.register_annotation:
-            devices.extend(_synth(name, cfg, capacity, limits, labels, configs))
+            devices.extend(capacity_devices(name, cfg, capacity, limits, labels, configs))
         _check_count("registered devices", len(devices), limits)
     return devices
 

@@ -15,7 +15,7 @@ Bounds that depend on the limits are checked by validators reading ``context["li
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -39,6 +39,8 @@ __all__ = [
     "describe_errors",
     "limits_of",
 ]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 ERRORS_SHOWN = 3
 """Validation errors named in one message (the rest are counted)."""
@@ -209,8 +211,8 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> str:
 
 
 def validate(
-    model: type[_In], data: Any, prefix: str, limits: InventoryLimits = DEFAULT_LIMITS
-) -> Any:
+    model: type[ModelT], data: Any, prefix: str, limits: InventoryLimits = DEFAULT_LIMITS
+) -> ModelT:
     """``model.model_validate(data)`` with the limits in context.
 
     Raises:

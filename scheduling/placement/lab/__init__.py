@@ -4,6 +4,10 @@
   (``python -m scheduling.placement.lab.bench``; method: shared/docs/fgd.md §2).
 - :mod:`.bench_core`: synthetic benchmark of ``place()`` (``python -m
   scheduling.placement.lab.bench_core``).
+- :mod:`.replay`: the replay engine both replays share (one policy on one snapshot, placing
+  and booking through the core, allocation and fragmentation kept current).
+- :mod:`.whatif`: what-if replay of a workload under a policy and tenant quotas (the
+  simulation page).
 - :mod:`.trace`: reader of the trace CSVs (also used by ``manage.py import_trace``).
 - :mod:`.baselines`: the FGD paper's baseline policies (BestFit, GpuPacking, GpuClustering,
   DotProd, Random).

@@ -42,17 +42,13 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, TextIO
 
-from scheduling.placement import PlacementRequest, place, reserve, unreserve
-from scheduling.placement.fragmentation import (
-    FragCalculator,
-    TargetWorkload,
-    TaskClass,
-    device_free_milli,
-)
-from scheduling.placement.lab.policies import POLICY_NAMES, register_trace_policies, tag_of
+from scheduling.placement.fragmentation import TargetWorkload, TaskClass
+from scheduling.placement.lab.policies import POLICY_NAMES
+from scheduling.placement.lab.replay import Replay
 from scheduling.placement.lab.trace import (
-    GPU_MILLI,
+    NodeRecord,
     PodRecord,
     TraceError,
     build_snapshot,
@@ -60,8 +56,7 @@ from scheduling.placement.lab.trace import (
     read_nodes,
     read_pods,
 )
-from scheduling.placement.profile import Profile
-from scheduling.placement.registry import Registry
+from scheduling.placement.types import Decision, PodRequest
 
 __all__ = ["BUCKETS", "RunResult", "inflate", "parse_seeds", "bucket_means", "task_classes", "main"]
 
@@ -149,7 +144,7 @@ def inflate(
 
 
 def bucket_means(
-    arrived: Sequence[float], values: Sequence[float], buckets=BUCKETS
+    arrived: Sequence[float], values: Sequence[float], buckets: Sequence[int] = BUCKETS
 ) -> dict[int, float | None]:
     """Mean of ``values`` over tasks whose rounded ``arrived`` % equals each bucket.
 
@@ -187,105 +182,6 @@ class RunResult:
     never_placed: int = 0
 
 
-def _profile_for(name: str, workload: TargetWorkload, tie_seed: int, seed: int):
-    """(Framework, plugin) for policy ``name``: the core's default filters + the policy scorer."""
-    reg = Registry()
-    register_trace_policies(reg)
-    prof = Profile(
-        name=f"trace-{name}",
-        scores=((name, 1.0),),
-        registry=reg,
-        select="max",
-        plugin_args={name: {"workload": workload, "tie_seed": tie_seed, "seed": seed}},
-    )
-    fw = prof.build()
-    return fw, fw.scores[0][0]
-
-
-class _Replay:
-    """One policy on one snapshot: place through the core, book, keep the metrics."""
-
-    def __init__(
-        self, name: str, snapshot, workload: TargetWorkload, measure: TargetWorkload, seed: int
-    ) -> None:
-        self.snapshot = snapshot
-        self.fw, self.plugin = _profile_for(name, workload, seed, seed)
-        self.calc = FragCalculator(measure)
-        #: per node: its device models and the single model (None when mixed); static here.
-        self.models: dict[str, tuple[tuple[str, ...], str | None]] = {}
-        #: per node: free milli per device (``device_free_milli``), and device uuid -> position.
-        self.free: dict[str, list[int]] = {}
-        self.slot: dict[str, dict[str, int]] = {}
-        self.node_frag: dict[str, float] = {}
-        self.frag_total = 0.0
-        self.idle = 0
-        self.cap = 0
-        for n, node in snapshot.nodes.items():
-            types = tuple(d.type for d in node.devices)
-            one = types[0] if types and all(t == types[0] for t in types) else None
-            self.models[n] = (types, one)
-            self.free[n] = [device_free_milli(d) for d in node.devices]
-            self.slot[n] = {d.uuid: j for j, d in enumerate(node.devices)}
-            f = self._frag(node)
-            self.node_frag[n] = f
-            self.frag_total += f
-            self.cap += GPU_MILLI * len(node.devices)
-        self.idle = self.cap
-        self.allocated = 0
-
-    def _frag(self, node) -> float:
-        """F_n(M) of ``node`` under the measure (``FragCalculator.node`` of
-        ``node_gpu_view``, with the node's models read once and ``self.free`` kept current)."""
-        if not node.schedulable or node.error:
-            return 0.0  # seen with no free GPU
-        gpus = self.free[node.name]
-        if not sum(gpus):
-            return 0.0
-        cpu = node.cpu_milli - node.used_cpu_milli
-        types, model = self.models[node.name]
-        if model is not None:
-            return self.calc.uniform(model, cpu, tuple(sorted(gpus)))
-        return self.calc.node(cpu, gpus, types)
-
-    def _touch(self, name: str, pod, sign: int, pa) -> None:
-        """Tell the plugin about a booking change on ``name`` (``pa`` booked or released) and
-        update the node's free device milli and fragment."""
-        node = self.snapshot.nodes[name]
-        free = self.free[name]
-        slot = self.slot[name]
-        for c in pa.containers:
-            for g in c.devices:  # only the devices of the pod changed
-                j = slot[g.uuid]
-                free[j] = device_free_milli(node.devices[j])
-        tag = tag_of(pod) if self.plugin.uses_tags else ""  # only GpuClustering reads tags
-        if tag:  # usage changes reach the plugin through the snapshot's change journal
-            self.plugin.sync(self.snapshot, [(name, tag, sign)])
-        f = self._frag(node)
-        self.frag_total += f - self.node_frag[name]
-        self.node_frag[name] = f
-
-    def place(self, pod_req, gpu_milli: int):
-        """Place and book one pod; the Decision (booked when schedulable)."""
-        dec = place(self.snapshot, PlacementRequest(pod_req.name, (pod_req,)), self.fw)
-        if dec.schedulable:
-            reserve(self.snapshot, dec)
-            pa = dec.pods[0]
-            self.allocated += gpu_milli
-            self.idle -= gpu_milli
-            self._touch(pa.node, pod_req, +1, pa)
-        return dec
-
-    def release(self, pod_req, dec, gpu_milli: int) -> None:
-        unreserve(self.snapshot, dec)
-        self.allocated -= gpu_milli
-        self.idle += gpu_milli
-        self._touch(dec.pods[0].node, pod_req, -1, dec.pods[0])
-
-    @property
-    def frag_rate(self) -> float:
-        return 100 * self.frag_total / self.idle if self.idle else 0.0
-
-
 def _kind(p: PodRecord) -> str:
     if not p.num_gpu:
         return "cpu"
@@ -294,8 +190,8 @@ def _kind(p: PodRecord) -> str:
 
 def run_arrivals(
     name: str,
-    nodes,
-    pods,
+    nodes: Sequence[NodeRecord],
+    pods: Sequence[PodRecord],
     seed: int,
     tune: float,
     scale: int,
@@ -304,7 +200,7 @@ def run_arrivals(
 ) -> RunResult:
     """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
     snap = build_snapshot(nodes, replicas=scale)
-    rp = _Replay(name, snap, workload, measure, seed)
+    rp = Replay(name, snap, workload, measure, seed)
     order = inflate(pods, rp.cap, tune, seed)
     res = RunResult(name, seed, tasks=len(order))
     arrived: list[float] = []
@@ -328,8 +224,24 @@ def run_arrivals(
     return res
 
 
+#: A timed arrival of a departures replay: ``(creation_time, replica, position, pod,
+#: duration_s)``; the duration is ``deletion_time - creation_time``.
+_Arrival = tuple[int, int, int, PodRecord, int]
+#: A running pod of a departures replay: ``(end time, start number, request, decision, GPU
+#: milli)``, kept in a heap (the start number breaks ties before the request is compared).
+_Running = tuple[int, int, PodRequest, Decision, int]
+#: A waiting pod of a departures replay: ``(arrival time, pod name, pod, duration_s)``.
+_Waiting = tuple[int, str, PodRecord, int]
+
+
 def run_departures(
-    name: str, nodes, pods, seed: int, scale: int, workload: TargetWorkload, measure: TargetWorkload
+    name: str,
+    nodes: Sequence[NodeRecord],
+    pods: Sequence[PodRecord],
+    seed: int,
+    scale: int,
+    workload: TargetWorkload,
+    measure: TargetWorkload,
 ) -> RunResult:
     """Time-based replay: arrive at creation_time, leave at deletion_time, FIFO wait queue.
 
@@ -337,14 +249,14 @@ def run_departures(
     first, retried after every departure) and then runs its original duration.
     """
     arrivals = _arrivals(pods, scale)
-    rp = _Replay(name, build_snapshot(nodes, replicas=scale), workload, measure, seed)
+    rp = Replay(name, build_snapshot(nodes, replicas=scale), workload, measure, seed)
     res = RunResult(name, seed, tasks=len(arrivals))
-    leave: list = []
-    queue: list = []
+    leave: list[_Running] = []  # a heap
+    queue: list[_Waiting] = []  # FIFO
     waits: list[int] = []
     area, last_t, seq = 0.0, arrivals[0][0], 0
 
-    def start(now: int, arr_t: int, tag: str, p: PodRecord) -> bool:
+    def start(now: int, arr_t: int, tag: str, p: PodRecord, duration_s: int) -> bool:
         nonlocal seq
         req = pod_request(p, name=tag)
         dec = rp.place(req, p.total_gpu_milli)
@@ -353,9 +265,7 @@ def run_departures(
         if now > arr_t:
             waits.append(now - arr_t)
         seq += 1
-        heapq.heappush(
-            leave, (now + (p.deletion_time - p.creation_time), seq, req, dec, p.total_gpu_milli)
-        )
+        heapq.heappush(leave, (now + duration_s, seq, req, dec, p.total_gpu_milli))
         return True
 
     def drain_queue(now: int) -> None:
@@ -364,25 +274,21 @@ def run_departures(
 
     t0, ai = time.process_time(), 0
     while ai < len(arrivals) or leave:
-        next_arr = arrivals[ai][0] if ai < len(arrivals) else None
-        next_leave = leave[0][0] if leave else None
-        now = (
-            next_leave
-            if next_arr is None or (next_leave is not None and next_leave <= next_arr)
-            else next_arr
-        )
+        # the next event: a departure first when it is not later than the next arrival
+        departing = bool(leave) and (ai == len(arrivals) or leave[0][0] <= arrivals[ai][0])
+        now = leave[0][0] if departing else arrivals[ai][0]
         area += rp.allocated * (now - last_t)
         last_t = now
-        if next_leave is not None and now == next_leave:
+        if departing:
             _t, _s, req, dec, milli = heapq.heappop(leave)
             rp.release(req, dec, milli)
             drain_queue(now)
             continue
-        t_arr, r, k, p = arrivals[ai]
+        t_arr, r, _k, p, duration_s = arrivals[ai]
         ai += 1
         tag = p.name if r == 0 else f"{p.name}-r{r}"
-        if queue or not start(now, t_arr, tag, p):
-            queue.append((t_arr, tag, p))
+        if queue or not start(now, t_arr, tag, p, duration_s):
+            queue.append((t_arr, tag, p, duration_s))
     res.seconds = time.process_time() - t0
     span = last_t - arrivals[0][0]
     res.time_avg_allocation = 100 * area / (span * rp.cap) if span > 0 else None
@@ -390,17 +296,26 @@ def run_departures(
     return res
 
 
-def _arrivals(pods, scale: int) -> list:
-    """``(creation_time, replica, position, pod)`` of every timed pod × ``scale``, in order.
+def _arrivals(pods: Sequence[PodRecord], scale: int) -> list[_Arrival]:
+    """Every timed pod × ``scale`` as an :data:`_Arrival`, in (creation_time, replica,
+    position) order.
 
     Raises:
         ValueError: no pod has both timestamps.
     """
-    timed = [p for p in pods if p.creation_time is not None and p.deletion_time is not None]
+    timed = [
+        (p.creation_time, p.deletion_time - p.creation_time, p)
+        for p in pods
+        if p.creation_time is not None and p.deletion_time is not None
+    ]
     if not timed:
         raise ValueError("no pod has creation_time and deletion_time; --departures needs them")
     return sorted(
-        ((p.creation_time, r, k, p) for r in range(scale) for k, p in enumerate(timed)),
+        (
+            (created, r, k, p, duration)
+            for r in range(scale)
+            for k, (created, duration, p) in enumerate(timed)
+        ),
         key=lambda x: (x[0], x[1], x[2]),
     )
 
@@ -427,11 +342,11 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def summarise(name: str, runs: list[RunResult], departures: bool) -> dict:
+def summarise(name: str, runs: list[RunResult], departures: bool) -> dict[str, Any]:
     """The JSON object of one policy over its seeds."""
     tasks = sum(r.tasks for r in runs)
     secs = sum(r.seconds for r in runs)
-    out: dict = {
+    out: dict[str, Any] = {
         "policy": name,
         "seeds": [r.seed for r in runs],
         "failed": round(sum(r.failed for r in runs) / len(runs), 1),
@@ -465,7 +380,7 @@ def summarise(name: str, runs: list[RunResult], departures: bool) -> dict:
     return out
 
 
-def _print_text(summary: dict, departures: bool, out) -> None:
+def _print_text(summary: dict[str, Any], departures: bool, out: TextIO) -> None:
     name = summary["policy"]
     if departures:
         print(

@@ -22,6 +22,7 @@ Stdlib only; no clock, no randomness.
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -210,14 +211,7 @@ def read_nodes(path: str | Path) -> list[NodeRecord]:
     seen: dict[str, int] = {}
     out: list[NodeRecord] = []
     for line, row in rows:
-        name = row[col["sn"]]
-        if not name:
-            raise TraceError(path, line, "sn", "empty node name")
-        if name in seen:
-            raise TraceError(
-                path, line, "sn", f"duplicate node {name!r} (first on line {seen[name]})"
-            )
-        seen[name] = line
+        name = _claim_name(path, line, "sn", "node", row[col["sn"]], seen)
         cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
         mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
         gpus = _int(path, line, "gpu", row[col["gpu"]], hi=8)
@@ -254,41 +248,61 @@ def read_pods(path: str | Path) -> list[PodRecord]:
     }
     seen: dict[str, int] = {}
     out: list[PodRecord] = []
-
     for line, row in rows:
-        name = row[col["name"]]
-        if not name:
-            raise TraceError(path, line, "name", "empty pod name")
-        if name in seen:
-            raise TraceError(
-                path, line, "name", f"duplicate pod {name!r} (first on line {seen[name]})"
-            )
-        seen[name] = line
-        cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
-        mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
-        num_gpu, gpu_milli = _gpu_request(path, line, row[col["num_gpu"]], row[col["gpu_milli"]])
-        spec_raw = row[col["gpu_spec"]] if "gpu_spec" in col else ""
-        spec = tuple(sorted({s.strip() for s in spec_raw.split("|") if s.strip()}))
-        if spec and not num_gpu:
-            raise TraceError(path, line, "gpu_spec", "GPU model constraint on a CPU-only pod")
-        created, deleted, scheduled = _pod_times(path, line, row, col)
-        out.append(
-            PodRecord(
-                name=name,
-                cpu_milli=cpu,
-                memory_mib=mem,
-                num_gpu=num_gpu,
-                gpu_milli=gpu_milli,
-                gpu_spec=spec,
-                qos=row[col["qos"]] if "qos" in col else "",
-                pod_phase=row[col["pod_phase"]] if "pod_phase" in col else "",
-                creation_time=created,
-                deletion_time=deleted,
-                scheduled_time=scheduled,
-                line=line,
-            )
-        )
+        _claim_name(path, line, "name", "pod", row[col["name"]], seen)
+        out.append(_pod_record(path, line, row, col))
     return out
+
+
+def _claim_name(
+    path: str | Path, line: int, column: str, kind: str, name: str, seen: dict[str, int]
+) -> str:
+    """Record ``name`` (of a ``kind`` row, from ``column``) as first seen on ``line``.
+
+    Returns:
+        ``name``.
+
+    Raises:
+        TraceError: the name is empty or was already seen (the first line is named).
+    """
+    if not name:
+        raise TraceError(path, line, column, f"empty {kind} name")
+    if name in seen:
+        raise TraceError(
+            path, line, column, f"duplicate {kind} {name!r} (first on line {seen[name]})"
+        )
+    seen[name] = line
+    return name
+
+
+def _pod_record(path: str | Path, line: int, row: list[str], col: dict[str, int]) -> PodRecord:
+    """One pod row (``col``: column index by name, optional columns only when present).
+
+    Raises:
+        TraceError: as :func:`read_pods` lists, except the name checks.
+    """
+    cpu = _int(path, line, "cpu_milli", row[col["cpu_milli"]])
+    mem = _int(path, line, "memory_mib", row[col["memory_mib"]])
+    num_gpu, gpu_milli = _gpu_request(path, line, row[col["num_gpu"]], row[col["gpu_milli"]])
+    spec_raw = row[col["gpu_spec"]] if "gpu_spec" in col else ""
+    spec = tuple(sorted({s.strip() for s in spec_raw.split("|") if s.strip()}))
+    if spec and not num_gpu:
+        raise TraceError(path, line, "gpu_spec", "GPU model constraint on a CPU-only pod")
+    created, deleted, scheduled = _pod_times(path, line, row, col)
+    return PodRecord(
+        name=row[col["name"]],
+        cpu_milli=cpu,
+        memory_mib=mem,
+        num_gpu=num_gpu,
+        gpu_milli=gpu_milli,
+        gpu_spec=spec,
+        qos=row[col["qos"]] if "qos" in col else "",
+        pod_phase=row[col["pod_phase"]] if "pod_phase" in col else "",
+        creation_time=created,
+        deletion_time=deleted,
+        scheduled_time=scheduled,
+        line=line,
+    )
 
 
 def _pod_times(
@@ -334,7 +348,7 @@ def device_memory_mib(model: str) -> int:
 
 
 def build_snapshot(
-    nodes: list[NodeRecord], replicas: int = 1, split_count: int = 100
+    nodes: Sequence[NodeRecord], replicas: int = 1, split_count: int = 100
 ) -> ClusterSnapshot:
     """A :class:`~scheduling.placement.types.ClusterSnapshot` of trace nodes (HAMi semantics).
 

@@ -7,7 +7,7 @@ Model (event driven, integer seconds):
   ``num_gpu x gpu_milli`` (trace shape, :class:`~scheduling.placement.lab.trace.PodRecord`)
   and belongs to a ``tenant``;
 * placement goes through the placement core (``place`` / ``reserve`` / ``unreserve``) with the
-  policy's profile (the benchmark's :class:`~scheduling.placement.lab.bench._Replay`), so a
+  policy's profile (the lab's :class:`~scheduling.placement.lab.replay.Replay`), so a
   policy's packing decides what fits later;
 * admission is Kueue's BestEffortFIFO over one queue: at every arrival and departure, the
   waiting pods are tried oldest first and each one that fits starts (a pod that does not fit
@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.lab.bench import _Replay, task_classes
+from scheduling.placement.lab.bench import task_classes
+from scheduling.placement.lab.replay import Replay
 from scheduling.placement.lab.trace import GPU_MILLI, NodeRecord, PodRecord, build_snapshot
 from scheduling.placement.lab.trace import pod_request as trace_pod_request
+from scheduling.placement.types import Decision, PodRequest
 
 __all__ = ["SimPod", "TenantResult", "WhatIfResult", "simulate", "jain_index", "MAX_POINTS"]
 
@@ -139,11 +141,13 @@ class _Run:
         quotas: dict[str, int],
     ) -> None:
         workload = TargetWorkload.from_classes(task_classes([p.pod for p in pods]) or [])
-        self.rp = _Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
+        self.rp = Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
         self.quotas = quotas
         self.used: dict[str, int] = defaultdict(int)
         self.waiting: list[tuple[int, int, SimPod]] = []  # (arrival, seq, pod)
-        self.leave: list = []
+        #: heap of (end time, start number, request, decision, GPU milli, tenant) of the
+        #: running pods (the start number breaks ties before the request is compared)
+        self.leave: list[tuple[int, int, PodRequest, Decision, int, str]] = []
         self.waits: list[int] = []
         self.res = WhatIfResult(policy, pods=len(pods), capacity_milli=self.rp.cap)
         self.seq = 0
@@ -234,7 +238,9 @@ def simulate(
     return res
 
 
-def _replay(run: _Run, arrivals: list[SimPod], progress) -> tuple[list, float, int]:
+def _replay(
+    run: _Run, arrivals: list[SimPod], progress: Callable[[int, int], None] | None
+) -> tuple[list[tuple[int, float]], float, int]:
     """The event loop: ``(allocation samples, allocated milli x s, span s)``."""
     total = 2 * len(arrivals)
     start = last = arrivals[0].arrival_s
@@ -242,9 +248,10 @@ def _replay(run: _Run, arrivals: list[SimPod], progress) -> tuple[list, float, i
     samples: list[tuple[int, float]] = []
     done = ai = 0
     while ai < len(arrivals) or run.leave:
-        next_arr = arrivals[ai].arrival_s if ai < len(arrivals) else None
-        departing = run.leave and (next_arr is None or run.leave[0][0] <= next_arr)
-        now = run.leave[0][0] if departing else next_arr
+        departing = bool(run.leave) and (
+            ai == len(arrivals) or run.leave[0][0] <= arrivals[ai].arrival_s
+        )
+        now = run.leave[0][0] if departing else arrivals[ai].arrival_s
         area += run.rp.allocated * (now - last)
         last = now
         if departing:

@@ -140,6 +140,7 @@ class DeviceFit:
                 "must be three ints >= 0, not all 0",
                 self.name,
             )
+        slot_weight, core_weight, memory_weight = weights
         containers = []
         min_devices: dict[tuple[str, str], int] = {}
         has = False
@@ -161,7 +162,12 @@ class DeviceFit:
                 min_devices[key] = max(min_devices.get(key, 0), 1)
                 has = True
             containers.append((c, tuple(reqs)))
-        state.write(PREPARED, PreparedPod(containers, has, policy, tuple(weights), min_devices))
+        state.write(
+            PREPARED,
+            PreparedPod(
+                containers, has, policy, (slot_weight, core_weight, memory_weight), min_devices
+            ),
+        )
         state.write(FITS, {})
         if not has:
             return Status(Code.SKIP, "", self.name)

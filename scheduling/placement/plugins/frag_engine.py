@@ -36,14 +36,23 @@ ties on the smallest name, fgd.md §2 "Scheduler").
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from scheduling.placement.fragmentation import GPU_MILLI, device_free_milli
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
-__all__ = ["TaskView", "NodeTable", "LazySelector", "TracePolicy", "task_view", "tie_ranks"]
+__all__ = [
+    "TaskView",
+    "NodeTable",
+    "LazySelector",
+    "PickingPolicy",
+    "TracePolicy",
+    "task_view",
+    "tie_ranks",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +387,22 @@ class TracePolicy(Protocol):
     # node whose score that changed (see FragGuardPolicy.prepare).
 
 
+@runtime_checkable
+class PickingPolicy(Protocol):
+    """A policy that chooses the node itself instead of scoring nodes (the lab's Random): no
+    :class:`LazySelector`, score 0 in the general Filter/Score loop."""
+
+    name: str
+
+    def pick(self, table: NodeTable, task: TaskView) -> int | None:
+        """Index of the chosen node for the task, or None when no node fits."""
+        ...
+
+    def choose_gpus(self, table: NodeTable, i: int, task: TaskView) -> tuple[int, ...]:
+        """Device indices on node ``i`` for the task (empty for CPU-only tasks)."""
+        ...
+
+
 class LazySelector:
     """Exact ``argmax score, ties -> lowest rank`` over a :class:`NodeTable`, incrementally.
 
@@ -432,25 +457,18 @@ class LazySelector:
         self.evaluations = 0
 
     def _rescore(
-        self, nodes, task: TaskView, key: tuple, cur: list, fresh: bool = False
+        self,
+        nodes: Collection[int],
+        task: TaskView,
+        key: tuple,
+        cur: list[int | None],
+        fresh: bool = False,
     ) -> list[int]:
         """Score ``nodes`` for ``task``: set ``cur[i]`` and return the new heap entries
-        (``fresh``: ``cur`` is all None already).
-
-        Nodes with less free CPU than the task asks, or fewer than ``num_gpu`` devices with
-        ``gpu_milli`` free, fail :meth:`NodeTable.fits_but_memory` whatever their models; they
-        are marked infeasible without calling ``score`` (which would answer None).
-        """
+        (``fresh``: ``cur`` is all None already). Nodes :meth:`_feasible` leaves out are marked
+        infeasible without calling ``score`` (which would answer None)."""
         table = self.table
-        cpu = table.cpu
-        sg = table.sg
-        need_cpu = task.cpu_milli
-        k = task.num_gpu
-        d = task.gpu_milli
-        if k:
-            fit = [i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d]
-        else:
-            fit = [i for i in nodes if cpu[i] >= need_cpu]
+        fit = self._feasible(nodes, task)
         if not fresh and len(fit) < len(nodes):
             for i in nodes:
                 cur[i] = None
@@ -468,14 +486,7 @@ class LazySelector:
                     cur[i] = e = rank[i] - s * n
                     out.append(e)
             return out
-        epoch = (table.state_epoch, getattr(self.policy, "score_epoch", 0))
-        if self._memo_size > self.memo_limit or self._memo_epoch != epoch:
-            memo_all.clear()
-            self._memo_size = 0
-            self._memo_epoch = epoch
-        memo = memo_all.get(key)
-        if memo is None:
-            memo = memo_all[key] = {}
+        memo = self._key_memo(memo_all, key)
         state = table.state
         get = memo.get
         added = len(memo)
@@ -492,6 +503,34 @@ class LazySelector:
         self._memo_size += len(memo) - added
         return out
 
+    def _feasible(self, nodes: Collection[int], task: TaskView) -> list[int]:
+        """The nodes of ``nodes`` that may fit ``task``: those with less free CPU than the task
+        asks, or fewer than ``num_gpu`` devices with ``gpu_milli`` free, fail
+        :meth:`NodeTable.fits_but_memory` whatever their models and are left out."""
+        table = self.table
+        cpu = table.cpu
+        sg = table.sg
+        need_cpu = task.cpu_milli
+        k = task.num_gpu
+        d = task.gpu_milli
+        if k:
+            return [i for i in nodes if cpu[i] >= need_cpu and len(sg[i]) >= k and sg[i][-k] >= d]
+        return [i for i in nodes if cpu[i] >= need_cpu]
+
+    def _key_memo(self, memo_all: dict[tuple, dict], key: tuple) -> dict:
+        """The score memo of task ``key`` (``{node state number: score or None}``), after
+        dropping every key's memo when it holds more than ``memo_limit`` entries or the table's
+        ``state_epoch`` or the policy's ``score_epoch`` moved."""
+        epoch = (self.table.state_epoch, getattr(self.policy, "score_epoch", 0))
+        if self._memo_size > self.memo_limit or self._memo_epoch != epoch:
+            memo_all.clear()
+            self._memo_size = 0
+            self._memo_epoch = epoch
+        memo = memo_all.get(key)
+        if memo is None:
+            memo = memo_all[key] = {}
+        return memo
+
     def select(self, task: TaskView) -> tuple[int, int] | None:
         """(node index, score) of the best feasible node for ``task``, or None."""
         table = self.table
@@ -503,12 +542,14 @@ class LazySelector:
         journal = table.journal
         n = len(table.rank)
         entry = self._keys.get(key)
-        changed = None
+        changed: set[int] | None = None
         if entry is not None and len(entry[0]) <= 4 * n + 64:
             changed = set(journal[entry[2] :])
             if 2 * len(changed) > n:
                 changed = None
-        if changed is None:
+        heap: list[int]
+        cur: list[int | None]
+        if entry is None or changed is None:  # no heap for the key yet, or one to rebuild
             cur = [None] * n
             heap = self._rescore(range(n), task, key, cur, fresh=True)
             heapify(heap)
@@ -523,8 +564,8 @@ class LazySelector:
         by_rank = self._by_rank
         mem = table.mem
         need = task.memory_mib
-        skipped = []
-        found = None
+        skipped: list[int] = []
+        found: tuple[int, int] | None = None
         while heap:
             e = heap[0]
             i = by_rank[e % n]

@@ -33,7 +33,14 @@ from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
-from scheduling.placement.plugins.frag_engine import LazySelector, NodeTable, TaskView, task_view
+from scheduling.placement.plugins.frag_engine import (
+    LazySelector,
+    NodeTable,
+    PickingPolicy,
+    TaskView,
+    TracePolicy,
+    task_view,
+)
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -110,31 +117,43 @@ class TracePolicyPlugin:
         workload: TargetWorkload | None = None,
         tie_seed: int | None = None,
         *,
-        policy: Any = None,
+        policy: TracePolicy | PickingPolicy | None = None,
         **_: object,
     ) -> None:
         self.name = name
-        self.policy = policy if policy is not None else make_frag_policy(name, workload)
+        self.policy: TracePolicy | PickingPolicy = (
+            policy if policy is not None else make_frag_policy(name, workload)
+        )
         self.tie_seed = tie_seed
         self._snap_id: int | None = None
         self._snapshot: ClusterSnapshot | None = None
         self._journal_pos = 0
         self.table: NodeTable | None = None
-        self.selector: LazySelector | None = None
+        self.selector: LazySelector | _PickingSelector | None = None
         #: whether the policy's scores read ``NodeTable.tags`` (GpuClustering).
         self.uses_tags = bool(getattr(self.policy, "uses_tags", False))
-        #: whether the policy picks nodes itself (``pick``; Random) instead of scoring them.
-        self._picks = hasattr(self.policy, "pick")
+        #: the policy when it scores nodes; None when it picks them itself (Random).
+        self._scorer = None if isinstance(self.policy, PickingPolicy) else self.policy
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
 
     # -- mirror upkeep -------------------------------------------------------------------------
 
     def _bind(self, snapshot: ClusterSnapshot) -> NodeTable:
-        table = self.table
+        """The node table mirroring ``snapshot`` (see :meth:`_mirror`)."""
+        return self._mirror(snapshot)[0]
+
+    def _mirror(
+        self, snapshot: ClusterSnapshot
+    ) -> tuple[NodeTable, LazySelector | _PickingSelector]:
+        """The node table mirroring ``snapshot`` and its selector: rebuilt for another
+        snapshot, a changed node set or a journalled node the table does not know; otherwise
+        the nodes journalled since the last call are refreshed."""
+        table, selector = self.table, self.selector
         journal = snapshot.changed
         if (
             table is None
+            or selector is None
             or self._snapshot is not snapshot
             or len(table.names) != len(snapshot.nodes)
             or any(n not in table.index for n in journal[self._journal_pos :])
@@ -142,13 +161,21 @@ class TracePolicyPlugin:
             table = NodeTable(snapshot, self.tie_seed)
             self.table = table
             self._snapshot = snapshot
-            self.selector = None if self._picks else LazySelector(table, self.policy)
+            selector = self._new_selector(table)
+            self.selector = selector
             self._journal_pos = len(journal)
-            return table
+            return table, selector
         for name in dict.fromkeys(journal[self._journal_pos :]):
             table.refresh(snapshot, name)
         self._journal_pos = len(journal)
-        return table
+        return table, selector
+
+    def _new_selector(self, table: NodeTable) -> LazySelector | _PickingSelector:
+        """A :class:`LazySelector` for a scoring policy, the policy itself for a picking one."""
+        policy = self.policy
+        if isinstance(policy, PickingPolicy):
+            return _PickingSelector(table, policy)
+        return LazySelector(table, policy)
 
     def sync(self, snapshot: ClusterSnapshot, tags: Iterable[tuple[str, str, int]]) -> None:
         """Record GpuClustering tags of pods booked/released on ``snapshot``.
@@ -180,17 +207,13 @@ class TracePolicyPlugin:
         task = task_view(pod)
         if task is None:
             return None
-        table = self._bind(snapshot)
-        if self.selector is None:
-            i = self.policy.pick(table, task)
-            score = 0
-        else:
-            hit = self.selector.select(task)
-            i, score = (None, 0) if hit is None else hit
-        if i is None:
+        table, selector = self._mirror(snapshot)
+        hit = selector.select(task)
+        if hit is None:
             return FastSelection(
                 None, reasons={"*": f"0/{len(table.names)} nodes fit {_describe(task)}"}
             )
+        i, score = hit
         name = table.names[i]
         devs = self.policy.choose_gpus(table, i, task)
         if len(self._grants) > _GRANT_CACHE_LIMIT:
@@ -223,11 +246,28 @@ class TracePolicyPlugin:
     def score(self, state: object, pod: PodRequest, node: NodeInfo, fit: object) -> float:
         """The policy's score of ``node`` for ``pod`` (0 for pods that are not trace-shaped)."""
         task = task_view(pod)
-        if task is None or self._picks:
+        scorer = self._scorer
+        if task is None or scorer is None:
             return 0.0
         one = NodeTable(ClusterSnapshot({node.name: node}))
-        s = self.policy.score(one, 0, task)
+        s = scorer.score(one, 0, task)
         return float(s) if s is not None else 0.0
+
+
+class _PickingSelector:
+    """The selector of a policy that picks nodes itself (score 0), shaped as
+    :meth:`LazySelector.select`."""
+
+    __slots__ = ("table", "policy")
+
+    def __init__(self, table: NodeTable, policy: PickingPolicy) -> None:
+        self.table = table
+        self.policy = policy
+
+    def select(self, task: TaskView) -> tuple[int, int] | None:
+        """(node index, 0) of the policy's pick, or None when it finds no node."""
+        i = self.policy.pick(self.table, task)
+        return None if i is None else (i, 0)
 
 
 def _describe(task: TaskView) -> str:

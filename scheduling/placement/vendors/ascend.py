@@ -7,6 +7,7 @@ Sources: ``pkg/device/ascend/device.go``, ``vnpu.go``; ``ascend-device-plugin``
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from scheduling.placement import reasons as R
 from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
@@ -93,7 +94,7 @@ class AscendPlugin(VendorPlugin):
             return R.MODE_NOT_FIT
         return None
 
-    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra) -> DeviceGrant:
+    def grant(self, dev: DeviceUsage, mem: int, cores: int, **extra: Any) -> DeviceGrant:
         cfg = self.config_for(dev.type)
         if "template" not in extra:
             tpl = next((t.name for t in cfg.templates if t.memory_mib == mem), "")
@@ -135,7 +136,8 @@ class AscendPlugin(VendorPlugin):
             return chosen if len(chosen) == req.count else None
         if req.count == 1:
             return grants[:1]
-        net = {d.uuid: d.network_id for d in node.devices}
+        # network-aware selection: every candidate has a network id (_network_aware)
+        net = {d.uuid: d.network_id for d in node.devices if d.network_id is not None}
         groups: dict[int, int] = {}
         for g in grants:
             groups[net[g.uuid]] = groups.get(net[g.uuid], 0) + 1
@@ -148,11 +150,12 @@ class AscendPlugin(VendorPlugin):
         net = {d.uuid: d.network_id for d in node.devices if d.vendor == "Ascend"}
         total = 0.0
         for grants in containers:
-            mine = [g for g in grants if g.uuid in net and g.model.startswith("Ascend910")]
-            if not mine or any(net[g.uuid] is None for g in mine):
+            ids = [net[g.uuid] for g in grants if g.uuid in net and g.model.startswith("Ascend910")]
+            known = [i for i in ids if i is not None]
+            if not ids or len(known) < len(ids):
                 continue
             counts: dict[int, int] = {}
-            for g in mine:
-                counts[net[g.uuid]] = counts.get(net[g.uuid], 0) + 1
-            total += max(counts.values()) / len(mine)
+            for i in known:
+                counts[i] = counts.get(i, 0) + 1
+            total += max(counts.values()) / len(known)
         return 10.0 * total

@@ -393,37 +393,75 @@ class VendorPlugin:
         return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
 
     def fit(self, node: NodeInfo, req: DeviceRequest, ctx: FitContext) -> FitResult:
-        """HAMi ``fitInDevices`` + ``Fit`` for one request on one node."""
+        """HAMi ``fitInDevices`` + ``Fit`` for one request on one node.
+
+        Steps: enough candidate devices (:meth:`_short_of_candidates`); the walk over them in
+        :meth:`order` (:meth:`_take_devices`: filter each, check it, take its grants); with
+        :meth:`collect_all`, :meth:`select_from` chooses among every passing device.
+
+        Returns:
+            The grants, or no grants and the HAMi ``GenReason`` text of the reasons counted.
+        """
         devs = self.candidates(node, req)
-        total = len(devs)
-        if req.count > total and not (
+        short = self._short_of_candidates(devs, req)
+        if short is not None:
+            return short
+        counts: dict[str, int] = {}
+        collect = self.collect_all(req, ctx)
+        chosen = self._take_devices(self.order(devs, req, ctx), req, ctx, collect, counts)
+        nchosen = sum(len(gs) for gs in chosen)
+        if collect and nchosen >= req.count:
+            grants = self.select_from(node, chosen, req, ctx)
+            if grants is not None:
+                return FitResult(grants)
+            counts[self.select_failure(req)] = nchosen
+        elif chosen and nchosen >= req.count:
+            return FitResult([g for gs in chosen for g in gs])
+        elif nchosen:
+            counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
+        return FitResult(
+            None,
+            R.gen_reason(counts, len(devs))
+            or f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}",
+        )
+
+    def _short_of_candidates(self, devs: list[DeviceUsage], req: DeviceRequest) -> FitResult | None:
+        """The ``NodeInsufficientDevice`` failure when the node has fewer candidate devices
+        than requested (and none of them may serve several devices of the request); else
+        None."""
+        if req.count > len(devs) and not (
             self.may_revisit and any(self.allows_revisit(d) for d in devs)
         ):
             return FitResult(
                 None,
                 f"{R.NODE_INSUFFICIENT_DEVICE}: {req.count} "
-                f"{req.chip or req.vendor} requested, {total} on node",
+                f"{req.chip or req.vendor} requested, {len(devs)} on node",
             )
-        ordered = self.order(devs, req, ctx)
-        counts: dict[str, int] = {}
-        collect = self.collect_all(req, ctx)
+        return None
+
+    def _take_devices(
+        self,
+        ordered: list[DeviceUsage],
+        req: DeviceRequest,
+        ctx: FitContext,
+        collect: bool,
+        counts: dict[str, int],
+    ) -> list[list[DeviceGrant]]:
+        """Walk ``ordered``: skip a device that :meth:`_device_filter` rejects, start over
+        when a NUMA-bound request crosses a NUMA node, and take the grants :meth:`check`
+        gives. Without ``collect``, stop as soon as ``req.count`` grants are taken (the last
+        device's grants cut to what is still needed).
+
+        Returns:
+            The grants taken, per device. Each rejection adds one to its reason in
+            ``counts`` (updated in place); a NUMA restart adds the grants dropped.
+        """
         chosen: list[list[DeviceGrant]] = []
         nchosen = 0
         prev_numa: int | None = None
-        need = req.count
         typed = bool(req.types_include or req.types_exclude or req.modes)
-        revisit = self.may_revisit
         for dev in ordered:
-            if dev.error:
-                r: str | None = R.DEVICE_MODEL_INVALID
-            elif not dev.healthy:
-                r = R.CARD_NOT_HEALTH
-            elif dev.cordoned:
-                r = R.CARD_CORDONED
-            elif typed and not self.type_ok(dev, req):
-                r = R.CARD_TYPE_MISMATCH
-            else:
-                r = None
+            r = self._device_filter(dev, req, typed)
             if r is not None:
                 counts[r] = counts.get(r, 0) + 1
                 continue
@@ -432,29 +470,33 @@ class VendorPlugin:
                 chosen = []
                 nchosen = 0
             prev_numa = dev.numa
-            taken = [g for gs in chosen for g in gs] if revisit and self.allows_revisit(dev) else []
+            revisit = self.may_revisit and self.allows_revisit(dev)
+            taken = [g for gs in chosen for g in gs] if revisit else []
             res = self.check(dev, req, ctx, taken)
             if isinstance(res, str):
                 counts[res] = counts.get(res, 0) + 1
                 continue
             if not collect:
-                res = res[: need - nchosen]
+                res = res[: req.count - nchosen]
             chosen.append(res)
             nchosen += len(res)
-            if not collect and nchosen >= need:
-                return FitResult([g for gs in chosen for g in gs])
-        if collect and nchosen >= need:
-            grants = self.select_from(node, chosen, req, ctx)
-            if grants is not None:
-                return FitResult(grants)
-            counts[self.select_failure(req)] = nchosen
-        elif nchosen:
-            counts[R.ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = nchosen
-        return FitResult(
-            None,
-            R.gen_reason(counts, total)
-            or f"{R.NODE_INSUFFICIENT_DEVICE}: no usable {req.chip or req.vendor}",
-        )
+            if not collect and nchosen >= req.count:
+                break
+        return chosen
+
+    def _device_filter(self, dev: DeviceUsage, req: DeviceRequest, typed: bool) -> str | None:
+        """Why ``dev`` cannot serve ``req`` whatever its usage (HAMi reason), or None: device
+        error, unhealthy, cordoned, then (when ``typed``: the request names types or modes)
+        type mismatch."""
+        if dev.error:
+            return R.DEVICE_MODEL_INVALID
+        if not dev.healthy:
+            return R.CARD_NOT_HEALTH
+        if dev.cordoned:
+            return R.CARD_CORDONED
+        if typed and not self.type_ok(dev, req):
+            return R.CARD_TYPE_MISMATCH
+        return None
 
     def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
