@@ -91,7 +91,8 @@ def _sync(state: ClusterState) -> bool:
     for pk in gone:
         state.apply(pk, state.booked[pk], -1)
     if new:
-        for pk, booked in read_bookings(booked_placements(state.nodes).filter(pk__in=new)).items():
+        placements = booked_placements(state.nodes).filter(pk__in=new)
+        for pk, booked in read_bookings(placements, migs=state.has_mig()).items():
             state.apply(pk, booked, +1)
     return bool(gone or new)
 
