@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import MutableMapping
 
 from console import embedded
 from console.supervisor import Backoff, Supervisor
@@ -25,22 +26,25 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], check=True)  # noqa: S603 - fixed argv
 
 
-def main() -> int:
-    env = os.environ
+def _prepare(env: MutableMapping[str, str]) -> None:
+    """Point ``env`` at the embedded PostgreSQL and Redis unless URLs are set (starting them),
+    then migrate, collect static files and seed the demo."""
     env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
     if not env.get("DATABASE_URL"):
         env["DATABASE_URL"] = embedded.ensure_postgres()
     if not env.get("REDIS_URL"):
         env["REDIS_URL"] = embedded.ensure_redis()
     env.setdefault("DEMO_STREAM_S", "20")
-    bind = env_str("CONSOLE_BIND", "127.0.0.1:8000")
-    workers = str(env_int("CONSOLE_WEB_WORKERS", 2, minimum=1))
-    concurrency = str(env_int("CONSOLE_WORKER_CONCURRENCY", 2, minimum=1))
     _manage("migrate", "--no-input", "-v", "0")
     _manage("collectstatic", "--no-input", "-v", "0")
     _manage("seed_demo")
-    beat_schedule = embedded.data_dir() / "celerybeat-schedule"
-    commands = {
+
+
+def _commands(bind: str, workers: str, concurrency: str) -> dict[str, list[str]]:
+    """argv of the three supervised children: gunicorn on ``bind`` with ``workers`` workers,
+    a Celery worker of ``concurrency`` processes, and Celery beat (schedule file in the
+    embedded data directory)."""
+    return {
         "web": [
             sys.executable,
             "-m",
@@ -73,14 +77,22 @@ def main() -> int:
             "console",
             "beat",
             "--schedule",
-            str(beat_schedule),
+            str(embedded.data_dir() / "celerybeat-schedule"),
             "--loglevel",
             "INFO",
         ],
     }
+
+
+def main() -> int:
+    env = os.environ
+    bind = env_str("CONSOLE_BIND", "127.0.0.1:8000")  # a bad setting fails before anything starts
+    workers = str(env_int("CONSOLE_WEB_WORKERS", 2, minimum=1))
+    concurrency = str(env_int("CONSOLE_WORKER_CONCURRENCY", 2, minimum=1))
+    _prepare(env)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     supervisor = Supervisor(
-        commands,
+        _commands(bind, workers, concurrency),
         env=env,
         backoff=Backoff(max_s=env_float("CONSOLE_RESTART_MAX_S", 60.0, minimum=1.0)),
     )

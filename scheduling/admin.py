@@ -7,6 +7,7 @@ from scheduling.choices import JobState
 from scheduling.kube.errors import KubeError
 from scheduling.models import (
     Cluster,
+    ConsolidationMove,
     Device,
     DeviceModel,
     Job,
@@ -186,7 +187,7 @@ class JobAdmin(admin.ModelAdmin):
         "parent",
         "created",
     ]
-    list_filter = ["kind", "state", "tenant", "source"]
+    list_filter = ["kind", "state", "tenant", "source", "allow_consolidation"]
     list_select_related = ["tenant", "queue__tenant"]
     search_fields = ["name"]
     raw_id_fields = ["submitted_by", "parent"]
@@ -239,3 +240,19 @@ class PlacementAdmin(admin.ModelAdmin):
     list_select_related = ["job__tenant", "node__cluster"]
     raw_id_fields = ["job", "node"]
     inlines = [PlacementDeviceInline]
+
+
+@admin.register(ConsolidationMove)
+class ConsolidationMoveAdmin(admin.ModelAdmin):
+    """Jobs moved by consolidation (append-only audit: read-only here)."""
+
+    list_display = ["time", "job", "for_job", "resource_group", "source", "target"]
+    list_filter = ["resource_group"]
+    list_select_related = ["job__tenant", "for_job__tenant", "resource_group"]
+    raw_id_fields = ["job", "for_job"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -36,7 +36,7 @@ class ResourceGroupAdmin(admin.ModelAdmin):
         "fragmentation_policy",
         "pod_policy_override",
     ]
-    list_filter = ["kind", "fragmentation_policy"]
+    list_filter = ["kind", "fragmentation_policy", "consolidation_enabled"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "device_models", "node_selector", "description"]}),
         (
@@ -47,6 +47,16 @@ class ResourceGroupAdmin(admin.ModelAdmin):
                     "device_policy",
                     "fragmentation_policy",
                     "pod_policy_override",
+                ]
+            },
+        ),
+        (
+            "Consolidation",
+            {
+                "fields": [
+                    "consolidation_enabled",
+                    "consolidation_max_moves_per_hour",
+                    "consolidation_max_moves",
                 ]
             },
         ),

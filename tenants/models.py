@@ -7,9 +7,11 @@ jobs and devices by id/uuid without foreign keys (tenants owns entitlement and t
 ledger, STYLE.md §3; history outlives the jobs and devices it describes).
 """
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -78,6 +80,11 @@ class Membership(BaseModel):
         return f"{self.user} in {self.tenant} ({self.role})"
 
 
+#: The window of a resource group's consolidation move budget
+#: (``ResourceGroup.consolidation_max_moves_per_hour``).
+CONSOLIDATION_BUDGET_WINDOW = timedelta(hours=1)
+
+
 class ResourceGroup(BaseModel):
     """A pool of devices selected by device model names and/or node labels; the root cohort
     of its tenants' quotas.
@@ -90,6 +97,9 @@ class ResourceGroup(BaseModel):
     (FragGuard / FGD node scoring against the group's recent job shapes, or none) and
     ``pod_policy_override`` (whether a job's pod annotations ``hami.io/node-scheduler-policy``
     / ``hami.io/gpu-scheduler-policy`` override the group's policies for that job).
+    Consolidation (``consolidation_enabled``, a budget of ``consolidation_max_moves_per_hour``
+    moves and at most ``consolidation_max_moves`` per pending job) moves opted-in jobs to
+    defragment the group (:mod:`scheduling.services.consolidation`).
     The cohort options (fair sharing and its preemption strategies, history-aware fair share,
     starvation reservation) are read by every admission cycle of the group.
     """
@@ -151,6 +161,23 @@ class ResourceGroup(BaseModel):
         "start. Empty = off.",
     )
     max_reservations = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    consolidation_enabled = models.BooleanField(
+        default=False,
+        help_text="Consolidation: a job that does not fit only because free capacity is "
+        "fragmented may have opted-in preemptible jobs moved (restarted elsewhere) to free a "
+        "whole device or node for it.",
+    )
+    consolidation_max_moves_per_hour = models.PositiveIntegerField(
+        default=20,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000)],
+        help_text="Move budget: at most this many jobs moved by consolidation in any hour.",
+    )
+    consolidation_max_moves = models.PositiveIntegerField(
+        default=2,
+        validators=[MinValueValidator(1), MaxValueValidator(8)],
+        help_text="At most this many jobs moved to make room for one pending job "
+        "(KAI scheduler's maxConsolidationPreemptees).",
+    )
     max_reservation_hold_s = models.FloatField(
         null=True,
         blank=True,

@@ -20,6 +20,7 @@ from scheduling.choices import Backend
 from scheduling.models import Cluster
 from scheduling.selectors.allocation import capacity_by_group, present_device_loads
 from scheduling.selectors.capacity_planning import capacity_what_if, group_demand
+from scheduling.selectors.consolidation import moves_in_window
 from scheduling.selectors.demand import PresentModels
 from scheduling.selectors.fragmentation import groups_for_tenants
 from telemetry.selectors import device_health_history, device_utilisation, trend_series
@@ -250,6 +251,7 @@ def group_detail(request, pk: int):
                 "group", str(group.pk), "group", start, end, simulated_inventory()
             ),
             "tenant_chart": tenant_chart,
+            "moves_last_hour": moves_in_window([group.pk], timezone.now()).get(group.pk, 0),
             **_planning(group, start, end),
         },
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import ProtectedError
+from rest_framework.request import Request
 
 from core.audit import record, snapshot
 from core.exceptions import Conflict
@@ -17,6 +18,7 @@ class AuditedWritesMixin:
 
     audit_name = ""
     audit_fields: list[str] = []
+    request: Request  # the viewset's (this mixin goes before a GenericViewSet)
 
     def audit_tenant_id(self, instance) -> int | None:
         return None

@@ -21,7 +21,7 @@ Codes per operation:
 from __future__ import annotations
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import is_list_serializer
+from rest_framework.serializers import ListSerializer
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -82,9 +82,12 @@ class ConsoleAutoSchema(AutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
-        if schema is not None and is_list_serializer(field):
-            if field.min_length is not None:
-                schema["minItems"] = field.min_length
-            if field.max_length is not None:
-                schema["maxItems"] = field.max_length
+        if schema is not None and isinstance(field, ListSerializer):
+            # DRF sets both on ListSerializer; django-stubs does not declare them
+            min_length = getattr(field, "min_length", None)
+            max_length = getattr(field, "max_length", None)
+            if min_length is not None:
+                schema["minItems"] = min_length
+            if max_length is not None:
+                schema["maxItems"] = max_length
         return schema

@@ -20,6 +20,8 @@ DRF's conversions.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import QueryDict
 from rest_framework import fields, relations
 from rest_framework.exceptions import ValidationError
@@ -60,8 +62,9 @@ def _strict(original, accepts, message):
             raise ValidationError(message, code="invalid")
         return original(self, data)
 
-    to_internal_value.strict = True
-    return to_internal_value
+    wrapped: Any = to_internal_value  # a function with a marker attribute
+    wrapped.strict = True
+    return wrapped
 
 
 def _no_blank_relation(original):
@@ -70,16 +73,17 @@ def _no_blank_relation(original):
             raise ValidationError("This field may not be blank.", code="blank")
         return original(self, data)
 
-    run_validation.strict = True
-    return run_validation
+    wrapped: Any = run_validation  # a function with a marker attribute
+    wrapped.strict = True
+    return wrapped
 
 
 def install() -> None:
     """Wrap the input conversion of the fields above (idempotent)."""
     for cls, accepts, message in RULES:
-        if not getattr(cls.to_internal_value, "strict", False):
-            cls.to_internal_value = _strict(cls.to_internal_value, accepts, message)
-    if not getattr(relations.RelatedField.run_validation, "strict", False):
-        relations.RelatedField.run_validation = _no_blank_relation(
-            relations.RelatedField.run_validation
-        )
+        field_class: Any = cls  # a DRF field class whose method is wrapped in place
+        if not getattr(field_class.to_internal_value, "strict", False):
+            field_class.to_internal_value = _strict(field_class.to_internal_value, accepts, message)
+    related: Any = relations.RelatedField
+    if not getattr(related.run_validation, "strict", False):
+        related.run_validation = _no_blank_relation(related.run_validation)

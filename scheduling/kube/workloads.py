@@ -75,6 +75,9 @@ LABEL_QUEUE = "console.llmops.io/queue"
 LABEL_PRIORITY = "console.llmops.io/priority"
 """Optional label: the workload's priority in its queue (an integer, default 0; Kueue reads a
 ``kueue.x-k8s.io/priority-class`` instead)."""
+ANNOTATION_ALLOW_CONSOLIDATION = "console.llmops.io/allow-consolidation"
+"""Optional annotation: ``"true"`` lets consolidation move the workload (restart it elsewhere)
+to defragment its resource group (``Job.allow_consolidation``)."""
 LABEL_WORKLOAD = "console.llmops.io/workload"
 """Label the console puts on an admitted pod template: the console's job id."""
 ANNOTATION_PENDING = "console.llmops.io/pending-reason"

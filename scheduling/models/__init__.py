@@ -1,5 +1,6 @@
 """Models of the scheduling app: inventory, queues and jobs, placements."""
 
+from scheduling.models.consolidation import ConsolidationMove
 from scheduling.models.inventory import (
     Cluster,
     Device,
@@ -15,6 +16,7 @@ from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [
     "Cluster",
+    "ConsolidationMove",
     "Device",
     "DeviceModel",
     "DeviceSerial",

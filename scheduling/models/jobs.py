@@ -245,6 +245,12 @@ class Job(BaseModel):
     on_preemption = models.CharField(
         max_length=16, choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
     )
+    allow_consolidation = models.BooleanField(
+        default=False,
+        help_text="The job may be moved (restarted elsewhere) to defragment its resource "
+        "group when the group has consolidation on (preemptible jobs only; annotation "
+        "console.llmops.io/allow-consolidation on objects taken in from a cluster).",
+    )
     preemption_count = models.PositiveIntegerField(default=0)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -8,7 +8,7 @@ from core.models import BaseModel
 
 class JobPodSet(BaseModel):
     """Identical pods of a job (Kueue ``PodSet``): ``count`` pods, each with the host request
-    ``cpu_milli`` / ``memory_mib`` and the containers linked to this pod set.
+    ``cpu_milli`` / ``host_memory_mib`` (host RAM, MiB) and the containers linked to this pod set.
 
     A job without pod sets (API jobs) runs ``Job.pod_count`` copies of its containers; a job
     taken in from a JobSet or PyTorchJob has one pod set per replicated job / replica type,
@@ -20,7 +20,7 @@ class JobPodSet(BaseModel):
     position = models.PositiveIntegerField(default=0)
     count = models.PositiveIntegerField(validators=[MinValueValidator(0)])
     cpu_milli = models.PositiveIntegerField(default=0)
-    memory_mib = models.PositiveIntegerField(default=0)
+    host_memory_mib = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["job", "position"]

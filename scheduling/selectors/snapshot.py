@@ -450,7 +450,7 @@ def _pod_set_pods(
             PodRequest(
                 name=f"{job.pk}-{len(pods) + i}",
                 cpu_milli=ps.cpu_milli,
-                memory_mib=ps.memory_mib,
+                memory_mib=ps.host_memory_mib,
                 containers=mine,
                 node_selector=selector,
                 node_policy=node_policy,

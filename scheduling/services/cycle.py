@@ -21,9 +21,11 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
      every accepted admission in bulk - one conditional UPDATE queued → admitted, one INSERT
      each of placements, placement devices, MIG instances and events, a number of queries
      independent of the number of admissions (:mod:`scheduling.services.admission_commit`);
-     charge the stored usage (``QuotaUsage`` rows locked in a fixed order); store pending reasons,
-     who waits for preempted workloads and who holds a starvation reservation;
-  6. after commit, enqueue the submission of the admitted jobs.
+     charge the stored usage (``QuotaUsage`` rows locked in a fixed order); store pending
+     reasons, who waits for preempted workloads and who holds a starvation reservation;
+  6. after commit, enqueue the submission of the admitted jobs;
+  7. consolidation (groups with it on): jobs left ``Unschedulable`` only by fragmentation get
+     room by moving opted-in jobs (:mod:`scheduling.services.consolidation`, own transaction).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from scheduling.services.admission_commit import (
     decision_of,
     write_admissions,
 )
+from scheduling.services.consolidation import consolidate
 from scheduling.services.devices import flag_device_models
 from scheduling.services.eviction import evict
 from scheduling.services.locking import lock_booked_placements, lock_jobs
@@ -77,6 +80,7 @@ class CycleReport:
         considered: number of queue heads examined.
         admitted: ids of jobs admitted (placements reserved), in admission order.
         preempted: ids of the victims evicted.
+        moved: ids of the jobs moved by consolidation (step 7).
         pending: ``{job id: reason}`` for heads left queued.
         more: True when the batch was full, so another cycle should follow.
         duration_s: wall time of the cycle in seconds.
@@ -87,6 +91,7 @@ class CycleReport:
     considered: int = 0
     admitted: list[int] = field(default_factory=list)
     preempted: list[int] = field(default_factory=list)
+    moved: list[int] = field(default_factory=list)
     pending: dict[int, str] = field(default_factory=dict)
     more: bool = False
     duration_s: float = 0.0
@@ -226,7 +231,6 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
     started = time.monotonic()
     batch = batch or settings.ADMISSION_BATCH
     report = CycleReport(group_id=group_id)
-    config = cycle_config()
     with transaction.atomic():
         # 1. single flight per group
         if not try_xact_lock(ADMISSION_CYCLE, group_id):
@@ -247,7 +251,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         ctx = build_admission_snapshot(group, now, pending=heads)
         flag_device_models(ctx.catalogue.errors)
         # 4. the pure core
-        result = run_cycle(ctx.snapshot, ctx.placer(), config)
+        result = run_cycle(ctx.snapshot, ctx.placer(), cycle_config())
         # 5. commit
         _commit(result, ctx, now, report)
         _store_verdicts(result, ctx, report)
@@ -261,6 +265,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
         # 6. submit after commit
         if report.admitted:
             enqueue_submit_jobs(list(report.admitted))
+    report.moved = consolidate(group, ctx, result, now)  # 7. consolidation (own transaction)
     report.duration_s = time.monotonic() - started
     admission_cycle_finished.send(
         sender=run_admission_cycle,

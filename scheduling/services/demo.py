@@ -200,6 +200,66 @@ def _demo_image_container(image: str, memory_mib: int, cores: int, **extra) -> C
     )
 
 
+def _demo_workload_specs(team: str) -> list[JobSpec]:
+    """The demo workloads of tenant ``team``: a two-pod fine-tune (training), a chat model
+    served by two to four replicas (inference) and a notebook, each with a real image."""
+    return [
+        JobSpec(
+            name=f"{team}-finetune",
+            kind=JobKind.TRAINING,
+            pod_count=2,
+            cpu_milli=8000,
+            host_memory_mib=32768,
+            duration_s=900.0,
+            source="demo",
+            restart_policy="OnFailure",
+            backoff_limit=1,
+            max_runtime_s=3600.0,
+            containers=[
+                _demo_image_container(
+                    "nvcr.io/nvidia/pytorch:25.01-py3",
+                    20480,
+                    50,
+                    command=["torchrun", "--nnodes=2", "finetune.py"],
+                )
+            ],
+        ),
+        JobSpec(
+            name=f"{team}-chat",
+            kind=JobKind.INFERENCE,
+            replicas=2,
+            replicas_min=1,
+            replicas_max=4,
+            port=8000,
+            restart_policy="Always",
+            cpu_milli=4000,
+            host_memory_mib=16384,
+            source="demo",
+            priority=10,
+            containers=[
+                _demo_image_container(
+                    "vllm/vllm-openai:v0.6.3",
+                    16384,
+                    30,
+                    args=["--model", "Qwen/Qwen2.5-7B-Instruct"],
+                )
+            ],
+        ),
+        JobSpec(
+            name=f"{team}-notebook",
+            kind=JobKind.NOTEBOOK,
+            port=8888,
+            restart_policy="Always",
+            cpu_milli=2000,
+            host_memory_mib=8192,
+            source="demo",
+            containers=[
+                _demo_image_container("quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)
+            ],
+        ),
+    ]
+
+
 def seed_demo_workloads() -> int:
     """One training job, one inference service and one notebook per demo tenant with a queue
     on ``nvidia-shared`` (skipped when they exist). Returns the number created."""
@@ -212,63 +272,7 @@ def seed_demo_workloads() -> int:
             kind__in=[JobKind.TRAINING, JobKind.INFERENCE, JobKind.NOTEBOOK],
         ).exists():
             continue
-        team = queue.tenant.name
-        specs = [
-            JobSpec(
-                name=f"{team}-finetune",
-                kind=JobKind.TRAINING,
-                pod_count=2,
-                cpu_milli=8000,
-                host_memory_mib=32768,
-                duration_s=900.0,
-                source="demo",
-                restart_policy="OnFailure",
-                backoff_limit=1,
-                max_runtime_s=3600.0,
-                containers=[
-                    _demo_image_container(
-                        "nvcr.io/nvidia/pytorch:25.01-py3",
-                        20480,
-                        50,
-                        command=["torchrun", "--nnodes=2", "finetune.py"],
-                    )
-                ],
-            ),
-            JobSpec(
-                name=f"{team}-chat",
-                kind=JobKind.INFERENCE,
-                replicas=2,
-                replicas_min=1,
-                replicas_max=4,
-                port=8000,
-                restart_policy="Always",
-                cpu_milli=4000,
-                host_memory_mib=16384,
-                source="demo",
-                priority=10,
-                containers=[
-                    _demo_image_container(
-                        "vllm/vllm-openai:v0.6.3",
-                        16384,
-                        30,
-                        args=["--model", "Qwen/Qwen2.5-7B-Instruct"],
-                    )
-                ],
-            ),
-            JobSpec(
-                name=f"{team}-notebook",
-                kind=JobKind.NOTEBOOK,
-                port=8888,
-                restart_policy="Always",
-                cpu_milli=2000,
-                host_memory_mib=8192,
-                source="demo",
-                containers=[
-                    _demo_image_container("quay.io/jupyter/pytorch-notebook:2024-12-02", 8192, 10)
-                ],
-            ),
-        ]
-        for spec in specs:
+        for spec in _demo_workload_specs(queue.tenant.name):
             submit_workload(queue, spec)
             made += 1
     return made

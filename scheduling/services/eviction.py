@@ -110,6 +110,21 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     else:
         fields.update(state=JobState.FAILED, finished_at=now)
     Job.objects.filter(pk=victim.pk).update(**fields)
+    _record_preemption(preemption, victim, preemptor, now, outcome, shown, cross_tenant)
+    return True
+
+
+def _record_preemption(
+    preemption: PreemptionTarget,
+    victim: Job,
+    preemptor: Job | None,
+    now: datetime,
+    outcome: str,
+    shown: str,
+    cross_tenant: bool,
+) -> None:
+    """The ``Preemption`` row, the victim's ``preempted`` event (``shown``: the text its
+    tenant may see) and the notifications of one eviction."""
     PreemptionRow.objects.create(
         victim=victim,
         preemptor=preemptor,
@@ -135,7 +150,13 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         victim_message=shown,
         cross_tenant=cross_tenant,
     )
-    return True
+
+
+def _past_max_runtime(job: Job, now: datetime) -> bool:
+    """Whether ``job`` has run ``max_runtime_s`` seconds since admission (False if unset)."""
+    if job.admitted_at is None or job.max_runtime_s is None:
+        return False
+    return job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
 
 
 def enforce_max_runtime(now: datetime | None = None) -> set[int]:
@@ -159,7 +180,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
         .exclude(kind__in=LONG_RUNNING_KINDS)
         .select_related("queue")
         .order_by("pk")
-        if job.admitted_at + timedelta(seconds=job.max_runtime_s) <= now
+        if _past_max_runtime(job, now)
     ]
     groups: set[int] = set()
     for job in due:

@@ -142,7 +142,7 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
             count=p.count,
             containers=_container_specs(p),
             cpu_milli=p.request.cpu_milli,
-            memory_mib=p.request.memory_mib,
+            host_memory_mib=p.request.memory_mib,
         )
         for p in workload.pod_sets
     ]
@@ -153,11 +153,12 @@ def _job_spec(workload: wl.Workload) -> JobSpec:
         pod_count=workload.pod_count,
         priority=workload.priority,
         cpu_milli=sets[0].cpu_milli,
-        host_memory_mib=sets[0].memory_mib,
+        host_memory_mib=sets[0].host_memory_mib,
         source=JOB_SOURCE_KUBE,
         restart_policy="OnFailure",
         pod_sets=sets,
         kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
+        allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
     )
     errors = spec_bound_errors(spec)
     if errors:
@@ -296,8 +297,7 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
         report.groups.add(job.queue.resource_group_id)
 
 
-def _mark_running(row: KubeWorkload, now: datetime) -> None:
-    job = row.job
+def _mark_running(job: Job, now: datetime) -> None:
     moved = Placement.objects.filter(
         job=job, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
     ).update(state=PlacementState.RUNNING, started_at=now, updated=now)
@@ -317,6 +317,8 @@ def _follow(
     report: IntakeReport,
 ) -> None:
     """Bring a known object in line with its console job (module docstring, step 3)."""
+    if row.job_id is None:  # not taken in (the caller takes it in first)
+        return
     job = Job.objects.select_related("queue").get(pk=row.job_id)
     row.job = job
     key = _key(kind, obj)
@@ -330,7 +332,7 @@ def _follow(
             if record_placement(api, row, obj, workload):
                 report.released.append(key)
         elif workload.active:
-            _mark_running(row, now)
+            _mark_running(job, now)
         return
     if not workload.suspended and not workload.finished:
         # queued (preempted, or the user took the suspend off) or ended in the console

@@ -112,7 +112,8 @@ def _admissions(
 
 
 def _fail(api: WorkloadApi, row: KubeWorkload, obj: dict, message: str) -> None:
-    fail_job(row.job_id, message)
+    if row.job_id is not None:
+        fail_job(row.job_id, message)
     emit(api, row.kind, obj, "AdmissionFailed", message, warning=True)
 
 
@@ -127,6 +128,8 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict, workload: w
     Raises:
         Retryable: the API server did not answer (the caller retries).
     """
+    if row.job_id is None:
+        return False
     placements = list(
         Placement.objects.filter(job_id=row.job_id, state__in=BOOKED_PLACEMENT_STATES)
         .select_related("node__cluster")
@@ -146,36 +149,63 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict, workload: w
             "cluster",
         )
         return False
-    catalogue = get_catalogue()
-    job_id = str(row.job_id)
     try:
-        if row.kind == "Pod":
-            patch = wp.pod_admission_patch(
-                obj,
-                pod_assignment(placements[0]),
-                mode=row.cluster.submission_mode,
-                job_id=job_id,
-                catalogue=catalogue,
-            )
-            api.patch_pod(row.namespace, row.name, patch)
-        else:
-            admissions = _admissions(api, row, workload, placements, catalogue)
-            patch = wp.admission_patch(
-                row.kind,
-                obj,
-                admissions,
-                mode=row.cluster.submission_mode,
-                job_id=job_id,
-                catalogue=catalogue,
-                configs=catalogue.configs,
-            )
-            api.patch_workload(row.kind, row.namespace, row.name, patch)
+        _patch_admitted(api, row, obj, workload, placements)
     except ManifestError as exc:
         _fail(api, row, obj, f"cannot record the placement: {exc}")
         return False
     except Permanent as exc:
         _fail(api, row, obj, f"the API server refused the admitted workload: {exc.message}")
         return False
+    _mark_recorded(api, row, obj, placements)
+    return True
+
+
+def _patch_admitted(
+    api: WorkloadApi,
+    row: KubeWorkload,
+    obj: dict,
+    workload: wl.Workload,
+    placements: list[Placement],
+) -> None:
+    """Patch ``obj`` with its placements in the cluster's submission mode: a gated Pod gets
+    its assignment and loses its gate; a workload object gets each pod set's assignments
+    (and, in DRA mode, its ResourceClaimTemplates) and is unsuspended.
+
+    Raises:
+        ManifestError: the submission mode cannot express the placement.
+        Permanent / Retryable: the API server refused / did not answer.
+    """
+    catalogue = get_catalogue()
+    job_id = str(row.job_id)
+    if row.kind == "Pod":
+        patch = wp.pod_admission_patch(
+            obj,
+            pod_assignment(placements[0]),
+            mode=row.cluster.submission_mode,
+            job_id=job_id,
+            catalogue=catalogue,
+        )
+        api.patch_pod(row.namespace, row.name, patch)
+        return
+    admissions = _admissions(api, row, workload, placements, catalogue)
+    patch = wp.admission_patch(
+        row.kind,
+        obj,
+        admissions,
+        mode=row.cluster.submission_mode,
+        job_id=job_id,
+        catalogue=catalogue,
+        configs=list(catalogue.configs),
+    )
+    api.patch_workload(row.kind, row.namespace, row.name, patch)
+
+
+def _mark_recorded(
+    api: WorkloadApi, row: KubeWorkload, obj: dict, placements: list[Placement]
+) -> None:
+    """After the patch: the reserved placements are submitted (``backend_ref`` = the object),
+    the row is recorded, and an ``Admitted`` Event names the nodes."""
     now = timezone.now()
     Placement.objects.filter(
         pk__in=[p.pk for p in placements], state=PlacementState.RESERVED
@@ -192,9 +222,8 @@ def record_placement(api: WorkloadApi, row: KubeWorkload, obj: dict, workload: w
         row.kind,
         obj,
         "Admitted",
-        f"admitted by the console (job {job_id}): {len(placements)} pod(s) on {nodes}",
+        f"admitted by the console (job {row.job_id}): {len(placements)} pod(s) on {nodes}",
     )
-    return True
 
 
 def suspend_object(api: WorkloadApi, row: KubeWorkload, obj: dict, reason: str) -> bool:
@@ -255,10 +284,11 @@ def release_kube_job(job_id: int, *, gateway=None) -> str:
         obj = _read(api, row)
         if obj is None:
             return Job.objects.values_list("state", flat=True).get(pk=job_id)
+        configs = list(get_catalogue().configs)
         workload = (
-            wl.read_gated_pod(obj, get_catalogue().configs)
+            wl.read_gated_pod(obj, configs)
             if row.kind == "Pod"
-            else wl.read_workload(row.kind, obj, get_catalogue().configs)
+            else wl.read_workload(row.kind, obj, configs)
         )
         record_placement(api, row, obj, workload)
     except Retryable as exc:

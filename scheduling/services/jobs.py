@@ -49,7 +49,7 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
     if spec.pod_count > MAX_POD_COUNT:
         errors.append(f"{spec.pod_count} pods, more than the {MAX_POD_COUNT} of one job")
     hosts = [(spec.name, spec.cpu_milli, spec.host_memory_mib)] + [
-        (f"pod set {ps.name!r}", ps.cpu_milli, ps.memory_mib) for ps in spec.pod_sets
+        (f"pod set {ps.name!r}", ps.cpu_milli, ps.host_memory_mib) for ps in spec.pod_sets
     ]
     for where, cpu, memory in hosts:
         if cpu > MAX_CPU_MILLI:
@@ -97,7 +97,7 @@ class PodSetSpec:
     count: int
     containers: list[ContainerSpec]
     cpu_milli: int = 0
-    memory_mib: int = 0
+    host_memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,7 @@ class JobSpec:
     preemptible: bool = True
     min_runtime_s: float = 0.0
     on_preemption: str = "requeue"
+    allow_consolidation: bool = False
     restart_policy: str = "Never"
     kind: str = JobKind.BATCH
     port: int | None = None
@@ -186,7 +187,7 @@ def _create_rows(job: Job, spec: JobSpec) -> tuple[list[JobContainer], list[JobP
             position=position,
             count=ps.count,
             cpu_milli=ps.cpu_milli,
-            memory_mib=ps.memory_mib,
+            host_memory_mib=ps.host_memory_mib,
         )
         for position, ps in enumerate(spec.pod_sets)
     )
@@ -280,6 +281,7 @@ def enqueue_job(
             host_memory_mib=spec.host_memory_mib,
             duration_s=spec.duration_s,
             preemptible=spec.preemptible,
+            allow_consolidation=spec.allow_consolidation,
             min_runtime_s=spec.min_runtime_s,
             on_preemption=spec.on_preemption,
             restart_policy=spec.restart_policy,

@@ -103,20 +103,20 @@ def trace_workload(pods: list[PodRecord]) -> list[SimPod]:
     """The timed pods of a trace as a workload (module docstring)."""
     timed = sorted(
         (
-            p
+            (p.creation_time, p.deletion_time, p)
             for p in pods
             if p.creation_time is not None
             and p.deletion_time is not None
             and p.deletion_time >= p.creation_time
         ),
-        key=lambda p: (p.creation_time, p.name),
+        key=lambda row: (row[0], row[2].name),
     )[:MAX_PODS]
     if not timed:
         raise DomainError("trace: no pod has both creation_time and deletion_time")
-    t0 = timed[0].creation_time
+    t0 = timed[0][0]
     return [
-        SimPod(p.qos or "default", p.creation_time - t0, p.deletion_time - p.creation_time, p)
-        for p in timed
+        SimPod(p.qos or "default", created - t0, deleted - created, p)
+        for created, deleted, p in timed
     ]
 
 

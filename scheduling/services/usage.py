@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
 
 from core.locks import ADMISSION_CYCLE, try_xact_lock
-from scheduling.admission import Dimension, check_invariants, device_milli
+from scheduling.admission import Dimension, check_invariants
+from scheduling.admission.charges import milli_share
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Placement, PlacementDevice
 from scheduling.selectors.admission import build_admission_snapshot, resolve_flavors
@@ -102,6 +104,12 @@ class UsageCheck:
     repaired: int = 0
 
 
+def _booking_milli(b: PlacementDevice) -> int:
+    """Milli-devices charged for booking ``b``: its dominant share of the device's capacity
+    (:func:`scheduling.admission.charges.milli_share`, as admission charges it)."""
+    return milli_share(b.memory_mib, b.cores_percent, b.device.memory_mib, b.device.cores_percent)
+
+
 def recomputed_usage(group: ResourceGroup) -> dict[tuple[int, str, str], int]:
     """Usage per ``(tenant id, flavor, dimension)`` recomputed from the live bookings of the
     group's placements (fraction-correct: milli-devices by dominant share)."""
@@ -113,9 +121,7 @@ def recomputed_usage(group: ResourceGroup) -> dict[tuple[int, str, str], int]:
     for b in rows:
         flavor = flavors.flavor_of_model.get(b.device.model.name, b.device.model.name)
         tenant_id = b.placement.job.tenant_id
-        usage[(tenant_id, flavor, "devices")] += device_milli(
-            b.memory_mib, b.cores_percent, b.device
-        )
+        usage[(tenant_id, flavor, "devices")] += _booking_milli(b)
         usage[(tenant_id, flavor, "memory_mib")] += b.memory_mib
         usage[(tenant_id, flavor, "cores_percent")] += b.cores_percent
     return {k: v for k, v in usage.items() if v}
@@ -164,7 +170,7 @@ def check_usage(group_id: int, *, repair: bool = False) -> UsageCheck:
     return report
 
 
-def sync_ledger(now=None) -> tuple[int, int]:
+def sync_ledger(now: datetime | None = None) -> tuple[int, int]:
     """Open a ledger interval for every placement × device that ran and has none (start =
     the placement's ``started_at``; already closed when the placement has ended), and close
     the open intervals of placements that ended (end = ``ended_at``, else now).
@@ -184,6 +190,9 @@ def sync_ledger(now=None) -> tuple[int, int]:
     flavor_maps: dict[int, dict[str, str]] = {}
     for b in missing[:5000]:
         p = b.placement
+        start = p.started_at
+        if start is None:  # excluded by the query; narrows the type
+            continue
         group = p.job.queue.resource_group_id
         if group not in flavor_maps:
             flavor_maps[group] = resolve_flavors(
@@ -200,11 +209,11 @@ def sync_ledger(now=None) -> tuple[int, int]:
                 device_uuid=b.device.uuid,
                 device_model=b.device.model.name,
                 flavor=flavor_maps[group].get(model, model),
-                devices_milli=device_milli(b.memory_mib, b.cores_percent, b.device),
+                devices_milli=_booking_milli(b),
                 memory_mib=b.memory_mib,
                 cores_percent=b.cores_percent,
-                start=p.started_at,
-                end=max(ended, p.started_at) if ended else None,
+                start=start,
+                end=max(ended, start) if ended else None,
             )
         )
     opened = tenant_services.open_ledger_intervals(entries)

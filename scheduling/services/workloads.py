@@ -336,6 +336,8 @@ def enforce_time_limits(now: datetime | None = None) -> list[int]:
         kind=JobKind.NOTEBOOK,
     )
     for job in rows.select_related("queue"):
+        if job.started_at is None or job.max_runtime_s is None:
+            continue  # excluded by the query; narrows the types
         if job.started_at + timedelta(seconds=job.max_runtime_s) > now:
             continue
         limit = f"{job.max_runtime_s:g} s"

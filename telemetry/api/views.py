@@ -411,9 +411,11 @@ def job_efficiency(request, job_id: int):
 
 def _tenant_filter(request) -> list[int] | None:
     """The tenants a request covers: the caller's (``?tenant=<name or id>`` narrows; another
-    tenant's, or an unknown one, is 404)."""
+    tenant's, or an unknown one, is 404; ``?tenant=`` with no value is 400)."""
     allowed = get_user_tenant_ids(request.user)
     raw = request.query_params.get("tenant", "").strip()
+    if not raw and "tenant" in request.query_params:
+        raise InvalidRequest("give a tenant id or name, or leave the parameter out", field="tenant")
     if not raw:
         return None if allowed is None else sorted(allowed)
     lookup = {"pk": int(raw)} if raw.isdigit() else {"name__iexact": raw}

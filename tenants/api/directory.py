@@ -14,7 +14,8 @@ Another tenant's object answers 404, exactly as a missing one.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import Count, Q
+from django.utils import timezone
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 
@@ -25,7 +26,13 @@ from tenants import services
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
 from tenants.filtersets import MembershipFilterSet, ResourceGroupFilterSet, TenantFilterSet
-from tenants.models import Membership, ResourceGroup, Tenant, slug_validator
+from tenants.models import (
+    CONSOLIDATION_BUDGET_WINDOW,
+    Membership,
+    ResourceGroup,
+    Tenant,
+    slug_validator,
+)
 from tenants.selectors import get_user_tenant_ids
 
 
@@ -170,6 +177,11 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
     node_selector = serializers.DictField(
         child=serializers.CharField(max_length=253), required=False, validators=[no_nul_characters]
     )
+    consolidation_moves_last_hour = serializers.IntegerField(
+        read_only=True,
+        default=0,
+        help_text="Jobs moved by consolidation in the last hour (the budget used).",
+    )
 
     class Meta:
         model = ResourceGroup
@@ -184,6 +196,10 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
             "device_policy",
             "fragmentation_policy",
             "pod_policy_override",
+            "consolidation_enabled",
+            "consolidation_max_moves_per_hour",
+            "consolidation_max_moves",
+            "consolidation_moves_last_hour",
         ]
 
     def validate_name(self, value):
@@ -213,10 +229,18 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
         "device_policy",
         "fragmentation_policy",
         "pod_policy_override",
+        "consolidation_enabled",
+        "consolidation_max_moves_per_hour",
+        "consolidation_max_moves",
     ]
 
     def get_queryset(self):
-        groups = ResourceGroup.objects.order_by("name")
+        window = timezone.now() - CONSOLIDATION_BUDGET_WINDOW
+        groups = ResourceGroup.objects.order_by("name").annotate(
+            consolidation_moves_last_hour=Count(
+                "consolidation_moves", filter=Q(consolidation_moves__time__gt=window), distinct=True
+            )
+        )
         ids = get_user_tenant_ids(self.request.user)
         if ids is None:
             return groups

@@ -95,3 +95,42 @@ def test_cli_json_and_list(tmp_path, capsys):
     assert [r["policy"] for r in rows] == ["BestFit", "FGD"]
     assert rows[0]["seeds"] == [1, 2] and rows[0]["failed"] == 1.0
     assert bench.main(["--nodes", str(n), "--pods", str(tmp_path / "nope.csv")]) == 2
+
+
+def test_consolidation_moves_a_half_so_a_whole_task_fits(tmp_path):
+    from dataclasses import replace
+
+    from scheduling.placement import PlacementRequest, place
+    from scheduling.placement.lab.bench_consolidation import Consolidator
+    from scheduling.placement.lab.replay import Replay
+    from scheduling.placement.lab.trace import build_snapshot, pod_request
+
+    n, p = files(tmp_path)
+    nodes, pods = read_nodes(n), read_pods(p)
+    wl = bench.TargetWorkload.from_classes(bench.task_classes(pods), 1.0)
+    rp = Replay("BestFit", build_snapshot(nodes), wl, wl, 0)
+    cons = Consolidator(rp, budget=None)
+    by_name = {q.name: q for q in pods}
+    gpus = [d.uuid for node in rp.snapshot.nodes.values() for d in node.devices]
+    for name, uuid in zip(["s0", "s1"], gpus, strict=True):  # one half on each GPU
+        req = pod_request(by_name[name])
+        container = req.containers[0]
+        pinned = replace(
+            req,
+            containers=(
+                replace(container, devices=(replace(container.devices[0], uuids_include=(uuid,)),)),
+            ),
+        )
+        dec = place(rp.snapshot, PlacementRequest(name, (pinned,)), rp.fw)
+        rp.book(req, dec, 500)
+        cons.placed(req, dec, True, 500)
+    whole = pod_request(by_name["w0"])
+    assert not rp.place(whole, 1000).schedulable
+
+    dec = cons.rescue(whole, 1, 1000)
+
+    assert dec is not None and dec.schedulable
+    assert (cons.moves, cons.rescued, rp.allocated) == (1, 1, 2000)
+    assert {d.used_cores_percent for n in rp.snapshot.nodes.values() for d in n.devices} == {100}
+    budget_spent = Consolidator(rp, budget=0)
+    assert budget_spent.rescue(pod_request(by_name["w1"]), 1, 1000) is None

@@ -186,7 +186,7 @@ def _drive(bases: list[str], users, rng: random.Random) -> tuple[list[int], Coun
                         "name": "main",
                         "device_count": count,
                         "cores_percent": cores,
-                        "memory_mib": mem,
+                        "device_memory_mib": mem,
                         "memory_percent": None if mem else 100,
                     }
                 ],

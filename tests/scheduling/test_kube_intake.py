@@ -165,7 +165,7 @@ def test_suspended_job_is_admitted_pinned_and_unsuspended(fake, kube):
     assert job.kind == JobKind.BATCH  # a batch/v1 Job: N pods that run to completion
     (ps,) = job.pod_sets.all()
     (c,) = ps.containers.all()
-    assert (ps.name, ps.count, ps.cpu_milli, ps.memory_mib) == ("main", 1, 1000, 1024)
+    assert (ps.name, ps.count, ps.cpu_milli, ps.host_memory_mib) == ("main", 1, 1000, 1024)
     assert (c.vendor, c.device_count, c.device_memory_mib) == ("NVIDIA", 1, 10000)
     assert fake.get("jobs", "train", NS)["spec"]["suspend"] is True  # still held back
 

@@ -7,14 +7,7 @@ import pytest
 
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, JobContainer
-from tests.scheduling.test_kube_intake import (  # noqa: F401 (fixtures)
-    NS,
-    _events,
-    _intake,
-    fake,
-    job_object,
-    kube,
-)
+from tests.scheduling.test_kube_intake import NS, _events, _intake, fake, job_object, kube  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

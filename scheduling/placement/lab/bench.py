@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
+from scheduling.placement.lab.bench_consolidation import DEFAULT_MAX_MOVES, Consolidator
 from scheduling.placement.lab.policies import POLICY_NAMES
 from scheduling.placement.lab.replay import Replay
 from scheduling.placement.lab.trace import (
@@ -180,6 +181,11 @@ class RunResult:
     mean_wait_s: float | None = None
     p95_wait_s: float | None = None
     never_placed: int = 0
+    # consolidation (moves in all, by 100 % arrived, tasks placed thanks to moves, sets tried)
+    moves: int | None = None
+    moves_by_100: int = 0
+    rescued: int = 0
+    tries: int = 0
 
 
 def _kind(p: PodRecord) -> str:
@@ -197,10 +203,16 @@ def run_arrivals(
     scale: int,
     workload: TargetWorkload,
     measure: TargetWorkload,
+    move_budget: int | None = -1,
+    max_moves: int = DEFAULT_MAX_MOVES,
 ) -> RunResult:
-    """One saturation replay (the paper's method) of policy ``name`` with ``seed``."""
+    """One saturation replay (the paper's method) of policy ``name`` with ``seed``;
+    ``move_budget`` >= 0 or None (unbounded): with consolidation (:mod:`.bench_consolidation`)."""
     snap = build_snapshot(nodes, replicas=scale)
     rp = Replay(name, snap, workload, measure, seed)
+    cons = None
+    if move_budget is None or move_budget >= 0:
+        cons = Consolidator(rp, move_budget, max_moves)
     order = inflate(pods, rp.cap, tune, seed)
     res = RunResult(name, seed, tasks=len(order))
     arrived: list[float] = []
@@ -210,7 +222,12 @@ def run_arrivals(
     t0 = time.process_time()
     for p in order:
         submitted += p.total_gpu_milli
-        dec = rp.place(pod_request(p), p.total_gpu_milli)
+        req = pod_request(p)
+        dec = rp.place(req, p.total_gpu_milli)
+        if cons is not None:
+            dec = dec if dec.schedulable else cons.rescue(req, p.num_gpu, p.total_gpu_milli) or dec
+            if dec.schedulable:
+                cons.placed(req, dec, p.is_gpu_share, p.total_gpu_milli)
         if not dec.schedulable:
             res.failed += 1
             k = _kind(p)
@@ -218,7 +235,11 @@ def run_arrivals(
         arrived.append(100 * submitted / rp.cap)
         alloc.append(100 * rp.allocated / rp.cap)
         frag.append(rp.frag_rate)
+        if cons is not None and arrived[-1] < 100.5:
+            res.moves_by_100 = cons.moves
     res.seconds = time.process_time() - t0
+    if cons is not None:
+        res.moves, res.rescued, res.tries = cons.moves, cons.rescued, cons.tries
     res.allocation = bucket_means(arrived, alloc)
     res.fragmentation = bucket_means(arrived, frag)
     return res
@@ -377,6 +398,9 @@ def summarise(name: str, runs: list[RunResult], departures: bool) -> dict[str, A
         for k, v in r.failed_by_kind.items():
             kinds[k] = kinds.get(k, 0) + v / len(runs)
     out["failed_by_kind"] = {k: round(v, 1) for k, v in sorted(kinds.items())}
+    if runs[0].moves is not None:
+        for key in ("moves", "moves_by_100", "rescued", "tries"):
+            out[key] = round(sum(getattr(r, key) for r in runs) / len(runs), 1)
     return out
 
 
@@ -411,6 +435,12 @@ def _print_text(summary: dict[str, Any], departures: bool, out: TextIO) -> None:
         f"peak RSS {summary['peak_rss_mib']:.0f} MiB",
         file=out,
     )
+    if "moves" in summary:
+        print(
+            f"{'':14s} consolidation: {summary['moves']} moves ({summary['moves_by_100']} by "
+            f"100 % arrived), {summary['rescued']} tasks placed thanks to moves",
+            file=out,
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -426,6 +456,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--coverage", type=float, default=0.95, help="FGD target-workload coverage")
     ap.add_argument("--scale", type=int, default=1, help="replicate the node list K times")
     ap.add_argument("--departures", action="store_true", help="time-based replay with departures")
+    ap.add_argument("--consolidation", action="store_true", help="move sharing tasks to defrag")
+    ap.add_argument("--move-budget", type=int, default=None, help="moves per run (default: any)")
+    ap.add_argument("--max-moves", type=int, default=DEFAULT_MAX_MOVES, help="moves per task")
     ap.add_argument("--json", action="store_true", help="one JSON object per policy")
     ap.add_argument("--list-policies", action="store_true", help="print policy names and exit")
     return ap
@@ -486,7 +519,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs.append(run_departures(name, nodes, pods, seed, args.scale, workload, workload))
             else:
                 runs.append(
-                    run_arrivals(name, nodes, pods, seed, args.tune, args.scale, workload, workload)
+                    run_arrivals(
+                        *(name, nodes, pods, seed, args.tune, args.scale, workload, workload),
+                        args.move_budget if args.consolidation else -1,
+                        args.max_moves,
+                    )
                 )
         summary = summarise(name, runs, args.departures)
         if args.json:

@@ -119,12 +119,15 @@ class Replay:
         """Place and book one pod; the Decision (booked when schedulable)."""
         dec = place(self.snapshot, PlacementRequest(pod_req.name, (pod_req,)), self.fw)
         if dec.schedulable:
-            reserve(self.snapshot, dec)
-            pa = dec.pods[0]
-            self.allocated += gpu_milli
-            self.idle -= gpu_milli
-            self._touch(pa.node, pod_req, +1, pa)
+            self.book(pod_req, dec, gpu_milli)
         return dec
+
+    def book(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
+        """Book a schedulable one-pod Decision and count its GPU share."""
+        reserve(self.snapshot, dec)
+        self.allocated += gpu_milli
+        self.idle -= gpu_milli
+        self._touch(dec.pods[0].node, pod_req, +1, dec.pods[0])
 
     def release(self, pod_req: PodRequest, dec: Decision, gpu_milli: int) -> None:
         """Unbook a pod placed by :meth:`place` (its Decision ``dec``)."""

@@ -219,11 +219,9 @@ def template_share_notes(
     notes = {}
     for dev in node.devices:
         cfg = catalogue.for_device(dev.vendor, dev.type)
-        shares = (
-            template_share_count(cfg, dev.memory_mib)
-            if cfg is not None and cfg.slicing == "template"
-            else 0
-        )
+        if cfg is None or cfg.slicing != "template":
+            continue
+        shares = template_share_count(cfg, dev.memory_mib)
         if shares and dev.split_count != shares:
             notes[dev.uuid] = (
                 f"registered {dev.split_count} shares but the {cfg.chip} "

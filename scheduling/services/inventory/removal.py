@@ -8,7 +8,7 @@
 * Devices of a node whose registration could not be read, of a pool whose slice could not be
   read, and DRA devices when the slice list failed are kept as they were.
 * A node that vanished gets ``removed_at`` with its devices; its live placements are handled
-  by :func:`scheduling.services.kube_reconcile.handle_lost_node` (jobs failed or requeued
+  by :func:`scheduling.services.kube_pod_state.handle_lost_node` (jobs failed or requeued
   according to their restart policy).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Node, PlacementDevice
-from scheduling.services.kube_reconcile import handle_lost_node
+from scheduling.services.kube_pod_state import handle_lost_node
 
 InventoryWriter = Any
 """The :class:`~scheduling.services.inventory.write.InventoryWriter` calling (its cluster, plan,

@@ -1,0 +1,213 @@
+"""Read shapes of jobs: the job with its containers and placements, its events and the
+preemptions it took part in."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from scheduling.choices import LIVE_JOB_STATES
+from scheduling.models import Job, JobContainer, JobEvent, Placement, Preemption
+from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.preemptions import preemption_as_seen
+from scheduling.services.workloads import lifetime_left_s, service_status
+
+
+class JobContainerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobContainer
+        fields = [
+            "name",
+            "init",
+            "vendor",
+            "device_count",
+            "device_memory_mib",
+            "memory_percent",
+            "cores_percent",
+            "device_types",
+            "device_types_exclude",
+            "image",
+            "command",
+            "args",
+            "env",
+            "role",
+        ]
+
+
+class PlacementSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name")
+
+    class Meta:
+        model = Placement
+        fields = [
+            "id",
+            "pod_index",
+            "node",
+            "state",
+            "ready",
+            "cpu_milli",
+            "host_memory_mib",
+            "assignment",
+            "backend_ref",
+            "message",
+            "created",
+            "submitted_at",
+            "started_at",
+            "ended_at",
+        ]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
+    ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
+    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job on
+    the detail endpoint only (null in lists, for other states and for a job that asks more
+    than its group has)."""
+
+    tenant = serializers.CharField(source="tenant.name")
+    queue = serializers.CharField(source="queue.name")
+    resource_group = serializers.CharField(source="queue.resource_group.name")
+    priority_class = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
+    containers = JobContainerSerializer(many=True)
+    placements = PlacementSerializer(many=True)
+    queue_position = serializers.SerializerMethodField()
+    estimated_start = serializers.SerializerMethodField()
+    service = serializers.SerializerMethodField(
+        help_text="Inference service: replicas desired / live / running / ready and the "
+        "replica job ids (null for other jobs)."
+    )
+    lifetime_left_s = serializers.SerializerMethodField(
+        help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run."
+    )
+    estimated_start_latest = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "tenant",
+            "queue",
+            "resource_group",
+            "priority",
+            "priority_class",
+            "state",
+            "pending_reason",
+            "queue_position",
+            "estimated_start",
+            "estimated_start_latest",
+            "pod_count",
+            "min_pods",
+            "cpu_milli",
+            "host_memory_mib",
+            "duration_s",
+            "preemptible",
+            "allow_consolidation",
+            "min_runtime_s",
+            "on_preemption",
+            "preemption_count",
+            "restart_policy",
+            "annotations",
+            "parent",
+            "port",
+            "replicas",
+            "replicas_min",
+            "replicas_max",
+            "max_runtime_s",
+            "backoff_limit",
+            "failed_attempts",
+            "idle_cull_s",
+            "launcher_cpu_milli",
+            "launcher_memory_mib",
+            "volumes",
+            "secrets",
+            "tolerations",
+            "node_selector",
+            "service",
+            "lifetime_left_s",
+            "containers",
+            "placements",
+            "created",
+            "admitted_at",
+            "started_at",
+            "finished_at",
+            "stopped_at",
+        ]
+
+    def get_service(self, job) -> dict | None:
+        if not job.is_service:
+            return None
+        status = service_status(job)
+        return {
+            "desired": status.desired,
+            "live": status.live,
+            "running": status.running,
+            "ready": status.ready,
+            "replica_jobs": list(
+                job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            ),
+        }
+
+    def get_lifetime_left_s(self, job) -> float | None:
+        left = lifetime_left_s(job)
+        return round(left, 1) if left is not None else None
+
+    def _queue_info(self, job):
+        if not self.context.get("detail"):
+            return None, None
+        cache = self.context.setdefault("_queue_info", {})
+        if job.pk not in cache:
+            slot = queue_slots([job], timezone.now()).get(job.pk)
+            cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
+        return cache[job.pk]
+
+    def get_queue_position(self, job) -> int | None:
+        return self._queue_info(job)[0]
+
+    def get_estimated_start(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.earliest.isoformat() if eta else None
+
+    def get_estimated_start_latest(self, job) -> str | None:
+        eta = self._queue_info(job)[1]
+        return eta.latest.isoformat() if eta else None
+
+
+class PreemptionSerializer(serializers.ModelSerializer):
+    """A preemption as its victim's tenant may see it: a preemptor of another tenant is
+    anonymous (no job, tenant or message naming it) except for platform admins."""
+
+    class Meta:
+        model = Preemption
+        fields = [
+            "victim",
+            "preemptor",
+            "victim_tenant",
+            "preemptor_tenant",
+            "reason",
+            "message",
+            "time",
+            "evict_by",
+            "outcome",
+        ]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        data.update(
+            preemption_as_seen(
+                instance, platform_admin=request is not None and request.user.is_superuser
+            )
+        )
+        return data
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["time", "kind", "message"]

@@ -1,0 +1,41 @@
+"""Consolidation moves: a running job restarted elsewhere to make room for a pending one."""
+
+from django.db import models
+
+
+class ConsolidationMove(models.Model):
+    """One move made by consolidation (append-only; the move budget of a resource group counts
+    these rows over the last hour).
+
+    ``source`` / ``target`` name the node and devices before and after
+    (``"node-1 [GPU-aa, GPU-bb]"``); ``for_job`` is the pending job the room was made for
+    (kept even when that job is deleted: ``for_job_id`` null then); ``job_tenant`` and
+    ``for_tenant`` are tenant names as they were at the time (the moved job's tenant sees the
+    other only as "another tenant").
+    """
+
+    job = models.ForeignKey(
+        "scheduling.Job", on_delete=models.CASCADE, related_name="consolidation_moves"
+    )
+    for_job = models.ForeignKey(
+        "scheduling.Job",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="consolidated_for",
+    )
+    resource_group = models.ForeignKey(
+        "tenants.ResourceGroup", on_delete=models.CASCADE, related_name="consolidation_moves"
+    )
+    job_tenant = models.CharField(max_length=63)
+    for_tenant = models.CharField(max_length=63)
+    source = models.TextField()
+    target = models.TextField()
+    time = models.DateTimeField()
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["resource_group", "time"])]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} moved for {self.for_job_id} at {self.time:%Y-%m-%d %H:%M:%S}"
