@@ -17,7 +17,7 @@ from django.db import close_old_connections
 from scheduling.choices import JobState
 from scheduling.dispatch import ADMISSION_CYCLE_TASK
 from scheduling.models import Job
-from scheduling.selectors.overview import capacity_by_group
+from scheduling.selectors.allocation import capacity_by_group
 from scheduling.services.trace_import import import_trace
 
 DATA = (

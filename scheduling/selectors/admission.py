@@ -37,35 +37,23 @@ from scheduling.admission import (
     QueueSpec,
     QuotaSpec,
     QuotaTree,
-    RunningWorkload,
     TenantSpec,
     Usage,
     UsageInterval,
     decayed_usage,
-    device_milli,
 )
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.devices.overlay import Catalogue
-from scheduling.models import (
-    DeviceModel,
-    Job,
-    Placement,
-    PlacementDevice,
-    PlacementMigInstance,
-    PriorityClass,
-)
+from scheduling.models import DeviceModel, Job, PlacementDevice, PriorityClass
 from scheduling.models import Queue as QueueModel
 from scheduling.placement.profile import Profile
-from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PlacementRequest
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, PlacementRequest
 from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.placement_profile import group_framework
-from scheduling.selectors.snapshot import (
-    SnapshotIndex,
-    build_cluster_snapshot,
-    build_placement_request,
-    group_devices,
-)
+from scheduling.selectors.running import running_workloads
+from scheduling.selectors.snapshot import SnapshotIndex, build_placement_request, group_devices
+from scheduling.selectors.snapshot_cache import cluster_snapshot
 from tenants import models as tm
 
 ANY_FLAVOR = tm.ANY_FLAVOR
@@ -262,104 +250,6 @@ def stored_usage(group: tm.ResourceGroup) -> tuple[Usage, ...]:
 # -- workloads ----------------------------------------------------------------------------------
 
 
-def running_workloads(
-    group: tm.ResourceGroup,
-    flavors: GroupFlavors,
-    index: SnapshotIndex,
-    devices: dict[str, DeviceUsage],
-) -> tuple[list[RunningWorkload], dict[str, RunningBooking]]:
-    """Jobs of the group holding booked placements (terminating ones included: a preempted
-    job keeps its devices and quota until its pods are gone), with charges recomputed from
-    bookings.
-
-    Charges per device booking: ``memory_mib``, ``cores_percent`` and the dominant
-    milli-device share (:func:`scheduling.admission.device_milli`), under the flavor of the
-    device's model. The bookings (MIG instances included) let a preemption search take a
-    victim out of the cluster snapshot exactly as it was booked.
-    """
-    node_names = {pk: name for name, pk in index.node_ids.items()}
-    placements = list(
-        Placement.objects.filter(
-            state__in=BOOKED_PLACEMENT_STATES, job__queue__resource_group=group
-        )
-        .select_related("job__tenant", "job__priority_class")
-        .order_by("job_id", "pod_index", "pk")
-    )
-    bookings = defaultdict(list)
-    held_mig: dict[int, list] = defaultdict(list)
-    for row in (
-        PlacementDevice.objects.filter(placement__in=[p.pk for p in placements])
-        .select_related("device__model")
-        .order_by("placement_id", "device_id")
-    ):
-        bookings[row.placement_id].append(row)
-    for inst in (
-        PlacementMigInstance.objects.filter(placement__in=[p.pk for p in placements])
-        .select_related("device")
-        .order_by("pk")
-    ):
-        held_mig[inst.placement_id].append(
-            (inst.device.uuid, MigInstance(inst.profile, inst.start, inst.size))
-        )
-    jobs: dict[int, Job] = {}
-    charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
-    terminating: dict[int, list[datetime]] = defaultdict(list)
-    held: dict[str, RunningBooking] = {}
-    for p in placements:
-        job = p.job
-        jobs[job.pk] = job
-        if p.state == PlacementState.TERMINATING:
-            terminating[job.pk].append(p.evict_by or p.updated)
-        booking = held.setdefault(str(job.pk), RunningBooking(job.pk))
-        grants = []
-        for b in bookings[p.pk]:
-            flavor = flavors.flavor_of_model.get(b.device.model.name, b.device.model.name)
-            info = devices.get(b.device.uuid) or _device_info(b.device)
-            for dim, amount in (
-                (Dimension.DEVICES, device_milli(b.memory_mib, b.cores_percent, info)),
-                (Dimension.MEMORY_MIB, b.memory_mib),
-                (Dimension.CORES_PERCENT, b.cores_percent),
-            ):
-                charges[job.pk][(flavor, dim)] += amount
-            grants.append((b.device.uuid, b.memory_mib, b.cores_percent, b.slots))
-        booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.host_memory_mib, grants))
-        booking.migs.extend(held_mig.get(p.pk, ()))
-    workloads = [
-        _running(job, dict(charges[pk]), terminating.get(pk)) for pk, job in sorted(jobs.items())
-    ]
-    return workloads, held
-
-
-def _running(job: Job, charges: dict, evict_by: list[datetime] | None) -> RunningWorkload:
-    cls = job.priority_class
-    return RunningWorkload(
-        id=str(job.pk),
-        tenant=job.tenant.name,
-        priority=job.priority,
-        started_at=job.admitted_at or job.created,
-        charges=charges,
-        min_runtime_s=job.min_runtime_s,
-        preemptible=job.preemptible,
-        created_at=job.created,
-        priority_class=cls.name if cls else None,
-        max_runtime_s=job.max_runtime_s,
-        terminating=bool(evict_by),
-        evict_by=max(evict_by) if evict_by else None,
-    )
-
-
-def _device_info(device) -> DeviceUsage:
-    return DeviceUsage(
-        uuid=device.uuid,
-        node="",
-        index=device.index,
-        type=device.model.name,
-        vendor=device.model.vendor,
-        memory_mib=device.memory_mib,
-        cores_percent=device.cores_percent,
-    )
-
-
 def pending_workload(
     job: Job, group: tm.ResourceGroup, request: PlacementRequest | None = None
 ) -> PendingWorkload:
@@ -521,11 +411,11 @@ def build_admission_snapshot(
     flavors = _map_flavors(group, used | (extra_flavor_names or set()))
     catalogue = get_catalogue()
     if with_cluster:
-        cluster, index = build_cluster_snapshot(group, catalogue)
+        cluster, index = cluster_snapshot(group, catalogue)
     else:
         cluster, index = ClusterSnapshot.from_nodes([]), SnapshotIndex()
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
-    running, held = running_workloads(group, flavors, index, devices)
+    running, held = running_workloads(group, flavors.flavor_of_model, index, devices)
     pending = pending or []
     snapshot = AdmissionSnapshot(
         group=flavors.group,

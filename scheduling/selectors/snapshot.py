@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
@@ -80,20 +81,143 @@ def group_devices(group: ResourceGroup):
     return devices.filter(node__removed_at__isnull=True)
 
 
+@dataclass
+class Booked:
+    """What one booked placement holds, by database id.
+
+    Attributes:
+        node_id: its node.
+        cpu_milli / host_memory_mib: its host request.
+        devices: ``[(device pk, memory_mib, cores_percent, slots)]`` (``PlacementDevice``).
+        migs: ``[(device pk, MIG instance)]`` (``PlacementMigInstance``).
+    """
+
+    node_id: int
+    cpu_milli: int
+    host_memory_mib: int
+    devices: list[tuple[int, int, int, int]] = field(default_factory=list)
+    migs: list[tuple[int, MigInstance]] = field(default_factory=list)
+
+
+@dataclass
+class ClusterState:
+    """A group's cluster snapshot with the database ids behind it, and the booked placements
+    its usage sums (so usage can be changed placement by placement).
+
+    Attributes:
+        snapshot / index: what :func:`build_cluster_snapshot` returns.
+        nodes / devices: the snapshot's nodes and devices by ``Node.pk`` / ``Device.pk``.
+        configs: resolved model configs of the devices with shared counters (DRA), by pk.
+        booked: ``{Placement.pk: Booked}`` of every booked placement on the group's nodes.
+    """
+
+    snapshot: ClusterSnapshot
+    index: SnapshotIndex
+    nodes: dict[int, NodeInfo]
+    devices: dict[int, DeviceUsage]
+    configs: dict[int, DeviceModelConfig] = field(default_factory=dict)
+    booked: dict[int, Booked] = field(default_factory=dict)
+
+    def has_mig(self) -> bool:
+        """Whether any device of the group is in MIG mode (else no MIG instance to read)."""
+        return any(d.mode == "mig" for d in self.devices.values())
+
+    def apply(self, pk: int, booked: Booked, sign: int) -> None:
+        """Book (``sign`` +1) or unbook (-1) placement ``pk`` in the snapshot and ``booked``;
+        devices and nodes outside the group are skipped. Shared counters: each device
+        booking consumes the counters of the template of its memory (else memory and cores).
+        """
+        if sign > 0:
+            self.booked[pk] = booked
+        else:
+            self.booked.pop(pk, None)
+        node = self.nodes.get(booked.node_id)
+        if node is not None:
+            node.used_cpu_milli += sign * booked.cpu_milli
+            node.used_memory_mib += sign * booked.host_memory_mib
+            node.touch()
+        for device_id, mem, cores, slots in booked.devices:
+            dev = self.devices.get(device_id)
+            if dev is None:
+                continue
+            dev.used_memory_mib += sign * mem
+            dev.used_cores_percent += sign * cores
+            dev.used_slots += sign * slots
+            cfg = self.configs.get(device_id)
+            if cfg is not None:
+                tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
+                used = template_counters(tpl) if tpl else {"memory": mem, "cores": cores}
+                for name, n in used.items():
+                    if name in dev.counters:
+                        dev.used_counters[name] = dev.used_counters.get(name, 0) + sign * n
+        for device_id, instance in booked.migs:
+            dev = self.devices.get(device_id)
+            if dev is None:
+                continue
+            if sign > 0:
+                dev.mig_instances.append(instance)
+            elif instance in dev.mig_instances:
+                dev.mig_instances.remove(instance)
+
+
+def booked_placements(node_ids: Iterable[int]):
+    """Placements in a booked state (reserved, submitted, running, terminating) on the nodes
+    ``node_ids``, whichever group booked them."""
+    return Placement.objects.filter(
+        state__in=BOOKED_PLACEMENT_STATES, node_id__in=sorted(set(node_ids))
+    )
+
+
+def read_bookings(placements, *, migs: bool = True) -> dict[int, Booked]:
+    """``{Placement.pk: Booked}`` of a placement queryset, in three queries (two without
+    ``migs``: MIG instances not read, for a group without MIG-mode devices)."""
+    out = {
+        pk: Booked(node_id, cpu, mem)
+        for pk, node_id, cpu, mem in placements.values_list(
+            "pk", "node_id", "cpu_milli", "host_memory_mib"
+        )
+    }
+    if not out:
+        return out
+    ids = sorted(out)
+    for pk, device_id, mem, cores, slots in (
+        PlacementDevice.objects.filter(placement_id__in=ids)
+        .order_by("placement_id", "device_id")
+        .values_list("placement_id", "device_id", "memory_mib", "cores_percent", "slots")
+    ):
+        out[pk].devices.append((device_id, mem, cores, slots))
+    if not migs:
+        return out
+    for pk, device_id, profile, start, size in (
+        PlacementMigInstance.objects.filter(placement_id__in=ids)
+        .order_by("pk")
+        .values_list("placement_id", "device_id", "profile", "start", "size")
+    ):
+        out[pk].migs.append((device_id, MigInstance(profile, start, size)))
+    return out
+
+
 def build_cluster_snapshot(
     group: ResourceGroup, catalogue: Catalogue | None = None
 ) -> tuple[ClusterSnapshot, SnapshotIndex]:
     """Build the placement core's view of a resource group with current usage booked.
 
-    Usage is the sum of the bookings of placements in state reserved/submitted/running on
-    every node and device of the group, whichever group booked them. Each device gets its
-    model's resolved configuration (:func:`apply_model_config`; ``catalogue`` default: the
-    catalogue of the models the devices were loaded with, no extra query).
+    Usage is the sum of the bookings of placements in state reserved/submitted/running/
+    terminating on every node and device of the group, whichever group booked them. Each
+    device gets its model's resolved configuration (:func:`apply_model_config`; ``catalogue``
+    default: the catalogue of the models the devices were loaded with, no extra query).
 
     Returns:
         ``(snapshot, index)``; snapshot node names are node names, prefixed with
         ``"<cluster>/"`` when two clusters of the group share a node name.
     """
+    state = build_cluster_state(group, catalogue)
+    return state.snapshot, state.index
+
+
+def build_cluster_state(group: ResourceGroup, catalogue: Catalogue | None = None) -> ClusterState:
+    """:func:`build_cluster_snapshot` with the ids and bookings behind it (a
+    :class:`ClusterState`); four queries whatever the size (five with MIG-mode devices)."""
     nodes = list(group_nodes(group).select_related("cluster").order_by("cluster__name", "name"))
     name_counts: dict[str, int] = defaultdict(int)
     for node in nodes:
@@ -111,18 +235,14 @@ def build_cluster_snapshot(
             schedulable=node.schedulable,
             error=node.error or None,
         )
-    node_usage = (
-        Placement.objects.filter(state__in=BOOKED_PLACEMENT_STATES, node_id__in=core_nodes)
-        .values("node_id")
-        .annotate(cpu=Sum("cpu_milli"), mem=Sum("host_memory_mib"))
-    )
-    for row in node_usage:
-        core_nodes[row["node_id"]].used_cpu_milli = row["cpu"] or 0
-        core_nodes[row["node_id"]].used_memory_mib = row["mem"] or 0
-    errors = _add_devices(group, core_nodes, index, catalogue)
-    snapshot = ClusterSnapshot.from_nodes(list(core_nodes.values()))
-    snapshot.errors.extend(errors)
-    return snapshot, index
+    state = ClusterState(ClusterSnapshot(), index, core_nodes, {})
+    errors = _add_devices(group, state, catalogue)
+    state.snapshot = ClusterSnapshot.from_nodes(list(core_nodes.values()))
+    state.snapshot.errors.extend(errors)
+    booked = read_bookings(booked_placements(core_nodes), migs=state.has_mig())
+    for pk, row in booked.items():
+        state.apply(pk, row, +1)
+    return state
 
 
 class _DeviceRow(NamedTuple):
@@ -167,15 +287,11 @@ _DEVICE_COLUMNS = (
 )
 
 
-def _add_devices(
-    group: ResourceGroup,
-    core_nodes: dict[int, NodeInfo],
-    index: SnapshotIndex,
-    catalogue: Catalogue | None,
-) -> list[str]:
-    """The group's devices with their booked usage onto ``core_nodes``; returns problems."""
-    # plain rows, not model instances: every cycle reads every device of the group
-    # (the models' configs ride along only when no catalogue is given: no extra query)
+def _device_rows(
+    group: ResourceGroup, catalogue: Catalogue | None
+) -> tuple[list[_DeviceRow], Catalogue]:
+    """The group's devices as plain rows (every cycle reads every device of the group), and
+    the catalogue (the models' configs ride along when none is given: no extra query)."""
     rows = (
         group_devices(group)
         .order_by("node_id", "index", "uuid")
@@ -185,62 +301,51 @@ def _add_devices(
     if catalogue is None:
         configs = {row[4]: (row[6], row[5], row[-1]) for row in rows}  # model id: vendor, name
         catalogue = build_catalogue(configs.values())
-    booked = PlacementDevice.objects.filter(
-        placement__state__in=BOOKED_PLACEMENT_STATES, device__in=[d.pk for d in devices]
+    return devices, catalogue
+
+
+def _core_device(device: _DeviceRow, node: str) -> DeviceUsage:
+    core = DeviceUsage(
+        uuid=device.uuid,
+        node=node,
+        index=device.index,
+        type=device.model_name,
+        vendor=device.model_vendor,
+        memory_mib=device.memory_mib,
+        cores_percent=device.cores_percent,
+        split_count=device.split_count,
+        numa=device.numa,
+        healthy=device.healthy,
+        cordoned=device.cordoned,
+        mode=device.mode,
     )
-    device_usage = {
-        row["device_id"]: row
-        for row in booked.values("device_id").annotate(
-            mem=Sum("memory_mib"), cores=Sum("cores_percent"), slots=Sum("slots")
-        )
-    }
-    instances: dict[int, list[MigInstance]] = defaultdict(list)
-    mig = [d.pk for d in devices if d.mode == "mig"]  # booked MIG instances (no query without)
-    for device_id, profile, start, size in (
-        PlacementMigInstance.objects.filter(
-            placement__state__in=BOOKED_PLACEMENT_STATES, device__in=mig
-        ).values_list("device_id", "profile", "start", "size")
-        if mig
-        else ()
-    ):
-        instances[device_id].append(MigInstance(profile, start, size))
+    core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+    if device.model_vendor == "EnflameDRS":
+        core.custom = drs_custom(device.mig_profiles, device.index)
+    return core
+
+
+def _add_devices(
+    group: ResourceGroup, state: ClusterState, catalogue: Catalogue | None
+) -> list[str]:
+    """The group's devices (nothing booked yet) onto ``state``'s nodes; returns problems."""
+    devices, catalogue = _device_rows(group, catalogue)
     errors: list[str] = []
-    counted: list[tuple[int, DeviceUsage, DeviceModelConfig]] = []
+    index = state.index
     for device in devices:
-        node = core_nodes.get(device.node_id)
+        node = state.nodes.get(device.node_id)
         if node is None:
             continue
-        usage = device_usage.get(device.pk, {})
-        core = DeviceUsage(
-            uuid=device.uuid,
-            node=node.name,
-            index=device.index,
-            type=device.model_name,
-            vendor=device.model_vendor,
-            memory_mib=device.memory_mib,
-            cores_percent=device.cores_percent,
-            split_count=device.split_count,
-            numa=device.numa,
-            healthy=device.healthy,
-            cordoned=device.cordoned,
-            mode=device.mode,
-            used_slots=usage.get("slots") or 0,
-            used_memory_mib=usage.get("mem") or 0,
-            used_cores_percent=usage.get("cores") or 0,
-        )
-        core.mig_profiles = stored_mig_profiles(device.mig_profiles)
-        if device.model_vendor == "EnflameDRS":
-            core.custom = drs_custom(device.mig_profiles, device.index)
-        core.mig_instances = list(instances.get(device.pk, ()))
+        core = _core_device(device, node.name)
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
         if core.counters and cfg is not None:
-            counted.append((device.pk, core, cfg))
+            state.configs[device.pk] = cfg
         node.devices.append(core)
+        state.devices[device.pk] = core
         index.device_ids[device.uuid] = device.pk
         index.device_models[device.uuid] = device.model_name
         index.device_memory_mib[device.uuid] = device.memory_mib
         index.device_cores_percent[device.uuid] = device.cores_percent
-    _book_counters(booked, counted)
     return errors
 
 
@@ -308,23 +413,6 @@ def apply_model_config(
     return cfg
 
 
-def _book_counters(booked, counted: list[tuple[int, DeviceUsage, DeviceModelConfig]]) -> None:
-    """Shared counters booked on counted devices: each booking consumes the counters of the
-    template of its memory (else its memory and cores)."""
-    if not counted:
-        return
-    by_pk = {pk: (dev, cfg) for pk, dev, cfg in counted}
-    for pk, mem, cores in booked.filter(device__in=list(by_pk)).values_list(
-        "device_id", "memory_mib", "cores_percent"
-    ):
-        dev, cfg = by_pk[pk]
-        tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
-        used = template_counters(tpl) if tpl is not None else {"memory": mem, "cores": cores}
-        for name, n in used.items():
-            if name in dev.counters:
-                dev.used_counters[name] = dev.used_counters.get(name, 0) + n
-
-
 def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequest, ...]:
     out = []
     for c in containers:
@@ -349,6 +437,28 @@ def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequ
             )
         out.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
     return tuple(out)
+
+
+def _pod_set_pods(
+    job, group: ResourceGroup, pod_sets, containers, selector, node_policy, device_policy
+) -> list[PodRequest]:
+    """Each pod set's ``count`` pods, in pod set order, with that set's containers."""
+    pods: list[PodRequest] = []
+    for ps in pod_sets:
+        mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
+        pods.extend(
+            PodRequest(
+                name=f"{job.pk}-{len(pods) + i}",
+                cpu_milli=ps.cpu_milli,
+                memory_mib=ps.host_memory_mib,
+                containers=mine,
+                node_selector=selector,
+                node_policy=node_policy,
+                device_policy=device_policy,
+            )
+            for i in range(ps.count)
+        )
+    return pods
 
 
 def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
@@ -378,21 +488,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     selector = dict(getattr(job, "node_selector", None) or {})
     pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
     if pod_sets:
-        pods = []
-        for ps in pod_sets:
-            mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
-            pods.extend(
-                PodRequest(
-                    name=f"{job.pk}-{len(pods) + i}",
-                    cpu_milli=ps.cpu_milli,
-                    memory_mib=ps.host_memory_mib,
-                    containers=mine,
-                    node_selector=selector,
-                    node_policy=node_policy,
-                    device_policy=device_policy,
-                )
-                for i in range(ps.count)
-            )
+        pods = _pod_set_pods(job, group, pod_sets, containers, selector, node_policy, device_policy)
         return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
     launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
     workers = _container_requests(

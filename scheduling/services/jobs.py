@@ -177,9 +177,11 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None)
     )
 
 
-def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
-    for position, ps in enumerate(pod_sets):
-        row = JobPodSet.objects.create(
+def _create_rows(job: Job, spec: JobSpec) -> tuple[list[JobContainer], list[JobPodSet]]:
+    """The job's pod sets (one INSERT) and every container, of the job and of its pod sets
+    (one INSERT); returns them (containers in pod set order, then the job's own)."""
+    pod_sets = JobPodSet.objects.bulk_create(
+        JobPodSet(
             job=job,
             name=ps.name,
             position=position,
@@ -187,7 +189,31 @@ def _create_pod_sets(job: Job, pod_sets: list[PodSetSpec]) -> None:
             cpu_milli=ps.cpu_milli,
             host_memory_mib=ps.host_memory_mib,
         )
-        JobContainer.objects.bulk_create(_container_row(job, c, row) for c in ps.containers)
+        for position, ps in enumerate(spec.pod_sets)
+    )
+    rows = [
+        _container_row(job, c, row)
+        for row, ps in zip(pod_sets, spec.pod_sets, strict=True)
+        for c in ps.containers
+    ]
+    rows.extend(_container_row(job, c) for c in spec.containers)
+    return JobContainer.objects.bulk_create(rows), pod_sets
+
+
+_PREFETCHED = "_prefetched_objects_cache"
+
+
+def _check_fit(job: Job, queue: Queue, containers, pod_sets) -> None:
+    """Refuse a job that can never fit its group (:func:`never_fits_reason`), reading the
+    rows just written instead of querying them again."""
+    # Django's prefetch cache: ``job.containers.all()`` / ``job.pod_sets.all()`` read it
+    setattr(job, _PREFETCHED, {"containers": containers, "pod_sets": pod_sets})
+    try:
+        reason = never_fits_reason(job, queue.resource_group)
+    finally:
+        delattr(job, _PREFETCHED)
+    if reason is not None:
+        raise NeverFits(reason, field="reason")
 
 
 def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
@@ -263,12 +289,10 @@ def enqueue_job(
             submitted_by=user if user is not None and user.is_authenticated else None,
             source=spec.source,
         )
-        _create_pod_sets(job, spec.pod_sets)
-        JobContainer.objects.bulk_create(_container_row(job, c) for c in spec.containers)
+        job.tenant = queue.tenant  # one tenant row for the event, the audit and the reply
+        containers, pod_sets = _create_rows(job, spec)
         if check_fit:
-            reason = never_fits_reason(job, queue.resource_group)
-            if reason is not None:
-                raise NeverFits(reason, field="reason")
+            _check_fit(job, queue, containers, pod_sets)
         JobEvent.objects.create(
             job=job,
             kind="running" if service else "queued",

@@ -98,9 +98,9 @@ def test_cancel_while_the_cycle_commits_the_admission_leaves_nothing_booked():
     job = gpu_job(queue, "racing", count=2)
     admitted_uncommitted, go_on = threading.Event(), threading.Event()
     # pauses with the job row updated and placements written, not committed
-    slow_commit = _pause_after(cycle_service._commit_admission, admitted_uncommitted, go_on)
+    slow_commit = _pause_after(cycle_service._commit_admissions, admitted_uncommitted, go_on)
 
-    with mock.patch.object(cycle_service, "_commit_admission", slow_commit):
+    with mock.patch.object(cycle_service, "_commit_admissions", slow_commit):
         cycle_thread, cycle_result = _in_thread(run_admission_cycle, group.pk)
         assert admitted_uncommitted.wait(10)
         cancel_thread, cancel_result = _in_thread(cancel_job, Job.objects.get(pk=job.pk))

@@ -97,6 +97,10 @@ class FastSelection:
     reasons: dict[str, str] = field(default_factory=dict)
 
 
+PARKED_MIRRORS = 2
+"""Mirrors of other snapshots a :class:`TracePolicyPlugin` keeps besides the current one."""
+
+
 class TracePolicyPlugin:
     """A trace placement policy as a core plugin (fast path + ScorePlugin).
 
@@ -136,6 +140,11 @@ class TracePolicyPlugin:
         self._scorer = None if isinstance(self.policy, PickingPolicy) else self.policy
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
+        #: mirrors of other snapshots, most recent last: ``(snapshot, table, selector,
+        #: journal position)`` (an admission cycle alternates between its cluster and the
+        #: empty copy it estimates on; each keeps its mirror instead of rebuilding it).
+        self._parked: list[tuple[ClusterSnapshot, NodeTable, LazySelector | _PickingSelector, int]]
+        self._parked = []
 
     # -- mirror upkeep -------------------------------------------------------------------------
 
@@ -149,6 +158,8 @@ class TracePolicyPlugin:
         """The node table mirroring ``snapshot`` and its selector: rebuilt for another
         snapshot, a changed node set or a journalled node the table does not know; otherwise
         the nodes journalled since the last call are refreshed."""
+        if self._snapshot is not snapshot:
+            self._switch(snapshot)
         table, selector = self.table, self.selector
         journal = snapshot.changed
         if (
@@ -169,6 +180,21 @@ class TracePolicyPlugin:
             table.refresh(snapshot, name)
         self._journal_pos = len(journal)
         return table, selector
+
+    def _switch(self, snapshot: ClusterSnapshot) -> None:
+        """Park the current mirror and take ``snapshot``'s parked one, if any (at most
+        ``PARKED_MIRRORS`` are kept). Not for policies that read tags: :meth:`sync` updates
+        only the current mirror's tags."""
+        if self.uses_tags:
+            return
+        if self._snapshot is not None and self.table is not None and self.selector is not None:
+            self._parked.append((self._snapshot, self.table, self.selector, self._journal_pos))
+        found = next((i for i, p in enumerate(self._parked) if p[0] is snapshot), None)
+        if found is None:
+            self._snapshot, self.table, self.selector = None, None, None
+        else:
+            self._snapshot, self.table, self.selector, self._journal_pos = self._parked.pop(found)
+        del self._parked[: max(0, len(self._parked) - PARKED_MIRRORS)]
 
     def _new_selector(self, table: NodeTable) -> LazySelector | _PickingSelector:
         """A :class:`LazySelector` for a scoring policy, the policy itself for a picking one."""
