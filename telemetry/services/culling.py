@@ -39,18 +39,22 @@ def cull_idle_notebooks(*, now: datetime | None = None) -> list[Culled]:
     now = now or timezone.now()
     end = floor_time(now, MINUTE)
     threshold = float(conf.get("TELEMETRY_IDLE_THRESHOLD_PERCENT"))
-    notebooks = list(
-        Job.objects.filter(kind=JobKind.NOTEBOOK, state=JobState.RUNNING, idle_cull_s__isnull=False)
-    )
+    notebooks = [
+        (n, n.idle_cull_s)
+        for n in Job.objects.filter(
+            kind=JobKind.NOTEBOOK, state=JobState.RUNNING, idle_cull_s__isnull=False
+        )
+        if n.idle_cull_s is not None  # the filter's; narrows the type
+    ]
     if not notebooks:
         return []
-    longest = max(n.idle_cull_s for n in notebooks)
+    longest = max(cull_s for _, cull_s in notebooks)
     use = job_minute_use(
-        [n.pk for n in notebooks], end - timedelta(seconds=longest) - timedelta(minutes=5), end
+        [n.pk for n, _ in notebooks], end - timedelta(seconds=longest) - timedelta(minutes=5), end
     )
     culled = []
-    for notebook in notebooks:
-        window = timedelta(seconds=notebook.idle_cull_s)
+    for notebook, cull_s in notebooks:
+        window = timedelta(seconds=cull_s)
         since = idle_since(
             use.get(notebook.pk, []), end, threshold_percent=threshold, window=window
         )
@@ -62,7 +66,7 @@ def cull_idle_notebooks(*, now: datetime | None = None) -> list[Culled]:
                 now=now,
                 reason=(
                     f"culled: devices idle (< {threshold:g} % cores) since "
-                    f"{since:%Y-%m-%d %H:%M} UTC, longer than {notebook.idle_cull_s:g} s"
+                    f"{since:%Y-%m-%d %H:%M} UTC, longer than {cull_s:g} s"
                 ),
             )
         except Conflict:

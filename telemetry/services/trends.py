@@ -111,9 +111,9 @@ def _inventory_values(loads, now: datetime) -> Values:
         for g in groups:
             if in_group(load, g):
                 used[(TrendScope.GROUP, str(g.pk))] += value
-    for scope, key, metric in list(out):
+    for out_scope, out_key, metric in list(out):
         if metric == "capacity":
-            out[(scope, key, "used")] = round(used.get((scope, key), 0.0), 4)
+            out[(out_scope, out_key, "used")] = round(used.get((out_scope, out_key), 0.0), 4)
     return out
 
 
