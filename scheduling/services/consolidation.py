@@ -62,6 +62,7 @@ from scheduling.selectors.db_placer import RunningBooking
 from scheduling.selectors.inadmissible import release as release_inadmissible
 from scheduling.selectors.snapshot import build_placement_request
 from scheduling.services.eviction import release_terminated, terminate_placements
+from scheduling.services.locking import lock_jobs
 from tenants.models import ResourceGroup
 
 __all__ = ["ALLOW_CONSOLIDATION_ANNOTATION", "ANOTHER_TENANT", "consolidate", "where"]
@@ -115,16 +116,23 @@ def consolidate(
         used = moves_in_window([group.pk], now).get(group.pk, 0)
         left = group.consolidation_max_moves_per_hour - used
         waiting = waiting_for_moves(int(w.id) for w in blocked)
+        blocked = [w for w in blocked if int(w.id) not in waiting]
+        movable = _movable(ctx, group, now) if left > 0 and blocked else []
+        plans, notes = _plan(group, ctx, blocked, movable, left) if blocked else ([], {})
+        # every job row written below, locked in one ascending round before any write
+        # (scheduling.services.locking): the waiting, the blocked and every planned move
+        lock_jobs(
+            waiting
+            | {int(w.id) for w in blocked}
+            | {int(m.job_id) for planned in plans for m in planned.plan.moves}
+        )
         if waiting:  # room is being made for them: they stay sticky heads (the cycle's
             # marks only keep jobs waiting for preemption victims)
             Job.objects.filter(pk__in=sorted(waiting), preempting_since__isnull=True).update(
                 preempting_since=now
             )
-        blocked = [w for w in blocked if int(w.id) not in waiting]
         if not blocked:
             return []
-        movable = _movable(ctx, group, now) if left > 0 else []
-        plans, notes = _plan(group, ctx, blocked, movable, left)
         moved = [job_id for planned in plans for job_id in _commit(planned, group, now)]
         _explain(notes)
         if moved:
@@ -289,13 +297,13 @@ def where(decision: Decision) -> str:
 
 def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]:
     """Carry out one plan (module doc); nothing when a job changed state since the snapshot.
-    Lock order: the jobs (pk order), then the moved jobs' placements."""
+    Lock order: the caller locked every job of every plan in one round (pk order); here the
+    moved jobs' placements."""
     moved_ids = [int(m.job_id) for m in planned.plan.moves]
     waiting_id = int(planned.waiting.id)
     rows = {
         j.pk: j
-        for j in Job.objects.select_for_update()
-        .filter(pk__in=sorted([*moved_ids, waiting_id]))
+        for j in Job.objects.filter(pk__in=sorted([*moved_ids, waiting_id]))
         .select_related("tenant")
         .order_by("pk")
     }
@@ -332,7 +340,7 @@ def _move(
     whom = f"job {waiting.name} of your tenant {job.tenant.name}" if same else ANOTHER_TENANT
     message = f"moved by consolidation from {source} to {target} to make room for {whom}"
     placements = list(
-        Placement.objects.select_for_update()
+        Placement.objects.select_for_update(of=("self",))
         .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)
         .select_related("node__cluster")
         .order_by("pk")

@@ -192,7 +192,7 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
     now = timezone.now()
     with transaction.atomic():
         job = (
-            Job.objects.select_for_update()
+            Job.objects.select_for_update(of=("self",))
             .select_related("queue")
             .filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING])
             .first()
@@ -207,7 +207,7 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
             )
             return
         placements = list(
-            Placement.objects.select_for_update()
+            Placement.objects.select_for_update(of=("self",))
             .select_related("node__cluster")
             .filter(job=job, state__in=BOOKED_PLACEMENT_STATES)
             .order_by("pk")

@@ -148,10 +148,14 @@ def _commit_admissions(
 def _commit(result: CycleResult, ctx: AdmissionContext, now: datetime, report: CycleReport) -> None:
     admissions = list(result.admitted)
     bookings = {a.workload_id: bookings_of(decision_of(a), ctx.index) for a in admissions}
-    # lock order (scheduling.services.locking): jobs, their placements, nodes, devices
+    # lock order (scheduling.services.locking): jobs, their placements, nodes, devices. Every
+    # job row this transaction writes is locked in this one ascending round: the heads
+    # (admitted, preemptors, and the pending ones whose verdicts and marks are stored after
+    # the capacity locks) and the victims; a second round could wait on a lower job while
+    # holding a higher one (a deadlock with another round-taker)
     victim_ids = {int(p.victim_id) for p in result.preempted}
-    preemptor_ids = {int(p.preemptor_id) for p in result.preempted}
-    lock_jobs({int(a.workload_id) for a in admissions} | victim_ids | preemptor_ids)
+    head_ids = {job.pk for job in ctx.jobs.values()}
+    lock_jobs(head_ids | {int(a.workload_id) for a in admissions} | victim_ids)
     lock_booked_placements(victim_ids)
     capacity = Capacity.lock(bookings.values())
     _preempt(result, ctx, now, report)

@@ -86,7 +86,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     )
     shown = CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message
     placements = list(
-        Placement.objects.select_for_update()
+        Placement.objects.select_for_update(of=("self",))
         .filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
         .select_related("node__cluster")
         .order_by("pk")
@@ -194,7 +194,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
             if not moved:
                 continue
             placements = list(
-                Placement.objects.select_for_update()
+                Placement.objects.select_for_update(of=("self",))
                 .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)
                 .select_related("node__cluster")
             )
@@ -211,16 +211,19 @@ def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) 
     Returns:
         Ids of the resource groups where capacity was freed.
     """
-    rows = list(
+    with transaction.atomic():  # placements in pk order (scheduling.services.locking), not
+        # in the arbitrary order a multi-row UPDATE meets them (a cycle locks them ascending)
+        rows = list(
+            Placement.objects.select_for_update(of=("self",))
+            .filter(pk__in=sorted(placement_ids), state=PlacementState.TERMINATING)
+            .order_by("pk")
+            .values_list("pk", "job__queue__resource_group_id")
+        )
+        if not rows:
+            return set()
         Placement.objects.filter(
-            pk__in=placement_ids, state=PlacementState.TERMINATING
-        ).values_list("pk", "job__queue__resource_group_id")
-    )
-    if not rows:
-        return set()
-    Placement.objects.filter(
-        pk__in=[pk for pk, _ in rows], state=PlacementState.TERMINATING
-    ).update(state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
+            pk__in=[pk for pk, _ in rows], state=PlacementState.TERMINATING
+        ).update(state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
     return {group for _, group in rows}
 
 

@@ -15,6 +15,12 @@ locks in this order, each table's rows in primary-key order:
    ``tenants.services``);
 7. telemetry rows (``CycleStats``), after the scheduling transaction commits.
 
+Each transaction takes all its job locks in ONE ascending round (:func:`lock_jobs`) before it
+writes any job or takes any other row lock, and never locks or updates another job after it
+(a second round may wait on a lower job while holding a higher one). A ``SELECT … FOR UPDATE``
+that joins (a filter through a relation, ``select_related``) names ``of=("self",)``:
+PostgreSQL would otherwise lock the joined rows too, outside this order.
+
 Placement rows released by others are read with ``SKIP LOCKED`` by the usage settlement (it
 never waits, so it may run at any point). PostgreSQL's ``FOR KEY SHARE`` locks taken by
 inserts referencing a row (a ``PlacementDevice`` inserted for a device) follow the order

@@ -69,7 +69,7 @@ def settle_released_usage(group_id: int) -> int:
         Number of placements settled.
     """
     rows = list(
-        Placement.objects.select_for_update(skip_locked=True)
+        Placement.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(charged=True, job__queue__resource_group_id=group_id)
         .exclude(state__in=BOOKED_PLACEMENT_STATES)
         .order_by("pk")

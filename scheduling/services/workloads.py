@@ -40,6 +40,7 @@ from scheduling.choices import (
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
 from scheduling.services.jobs import JobSpec, cancel_job, enqueue_job
+from scheduling.services.locking import lock_jobs
 
 __all__ = [
     "submit_workload",
@@ -142,6 +143,14 @@ def _live_replicas(service: Job):
     return service.replica_jobs.filter(state__in=LIVE_JOB_STATES)
 
 
+def _lock_live_replicas(service: Job) -> None:
+    """Lock the live replicas of ``service`` (its row already locked) in one ascending round
+    before any is cancelled: a replica is created after its service, so its pk is higher and
+    service-then-replicas is pk order (:mod:`scheduling.services.locking`); cancelling them
+    one by one in another order would be a lock round per replica."""
+    lock_jobs(_live_replicas(service).values_list("pk", flat=True))
+
+
 def scale_service(service: Job, replicas: int, *, user=None) -> Job:
     """Set an inference service's desired replicas: new replicas are queued (each admitted
     under the tenant's quota like any job); surplus ones are cancelled, queued ones first,
@@ -165,6 +174,7 @@ def scale_service(service: Job, replicas: int, *, user=None) -> Job:
         if len(live) < replicas:
             _add_replicas(locked, replicas - len(live))
         else:
+            _lock_live_replicas(locked)
             surplus = sorted(live, key=lambda j: (j.state != JobState.QUEUED, -j.pk))
             for replica in surplus[: len(live) - replicas]:
                 cancel_job(replica, user=user)
@@ -220,7 +230,8 @@ def cancel_workload(job: Job, *, user=None) -> Job:
             if not moved:
                 job.refresh_from_db()
                 raise Conflict(f"job {job.pk} is already {job.state}", field="state")
-            for replica in _live_replicas(job):
+            _lock_live_replicas(job)
+            for replica in _live_replicas(job).order_by("pk"):
                 cancel_job(replica, user=user)
             JobEvent.objects.create(job=job, kind="cancelled", message="service stopped")
             audit(

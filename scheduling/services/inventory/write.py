@@ -104,7 +104,7 @@ class InventoryWriter:
         }
         self.rows = {
             d.uuid: d
-            for d in Device.objects.select_for_update()
+            for d in Device.objects.select_for_update(of=("self",))
             .select_related("node__cluster")
             .filter(uuid__in=list(self.plan.where))
             .order_by("pk")
@@ -119,7 +119,7 @@ class InventoryWriter:
             return
         provisional = {provisional_key(name, h) for name in self.plan.per_node for h in old_ids}
         for d in (
-            Device.objects.select_for_update()
+            Device.objects.select_for_update(of=("self",))
             .select_related("node__cluster")
             .filter(node__cluster=self.cluster)
             .filter(Q(hami_id__in=old_ids) | Q(uuid__in=old_ids | provisional))
