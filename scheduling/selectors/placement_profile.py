@@ -8,7 +8,7 @@ group's target workload M: the task shapes of its newest jobs, exactly as the ov
 fragmentation panel measures the group (:func:`scheduling.selectors.fragmentation.
 target_workload`), not a trace file.
 
-M changes slowly (it is read from the newest 500 jobs), so it is kept per process for
+M changes slowly (it is read from the newest ``RECENT_JOBS`` jobs), so it is kept per process for
 ``PLACEMENT_WORKLOAD_TTL_S`` seconds (setting; 0 = read it every cycle): three queries per
 group and period instead of per cycle.
 """
