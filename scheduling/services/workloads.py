@@ -59,6 +59,9 @@ REPLICA_COPIED = (
     "tenant_id",
     "queue_id",
     "priority",
+    "priority_class_id",
+    "allow_consolidation",
+    "annotations",
     "cpu_milli",
     "host_memory_mib",
     "duration_s",
@@ -73,6 +76,12 @@ REPLICA_COPIED = (
     "submitted_by_id",
 )
 """Fields a replica takes from its service."""
+
+CONTAINER_COPIED = tuple(
+    f.attname for f in JobContainer._meta.concrete_fields if f.name not in ("id", "job", "pod_set")
+)
+"""Every stored field of a container (requests, device type filters, image, role, ...): a
+replica's containers are its service's, field for field."""
 
 
 def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
@@ -115,21 +124,7 @@ def _add_replicas(service: Job, count: int) -> list[Job]:
             **{f: getattr(service, f) for f in REPLICA_COPIED},
         )
         JobContainer.objects.bulk_create(
-            JobContainer(
-                job=replica,
-                name=c.name,
-                init=c.init,
-                vendor=c.vendor,
-                device_count=c.device_count,
-                device_memory_mib=c.device_memory_mib,
-                memory_percent=c.memory_percent,
-                cores_percent=c.cores_percent,
-                device_types=list(c.device_types),
-                image=c.image,
-                command=list(c.command),
-                args=list(c.args),
-                env=dict(c.env),
-            )
+            JobContainer(job=replica, **{f: getattr(c, f) for f in CONTAINER_COPIED})
             for c in containers
         )
         JobEvent.objects.create(

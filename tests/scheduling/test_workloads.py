@@ -130,6 +130,42 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
     assert replicas.filter(state=JobState.RUNNING).count() == 3
 
 
+def test_replicas_carry_the_service_s_containers_and_per_job_settings_field_for_field(world):
+    """A replica is its service's pod: device type filters, image, command and env of each
+    container, and the per-job HAMi policy annotations and consolidation opt-in."""
+    group, (_team_a, queue_a), _b, client = world
+    container = {
+        **GPU,
+        "device_types": ["A100"],
+        "device_types_exclude": ["A100-PCIE"],
+        "command": ["vllm", "serve"],
+        "env": {"HF_HOME": "/cache"},
+    }
+    annotations = {"hami.io/gpu-scheduler-policy": "binpack"}
+    group.pod_policy_override = True
+    group.save(update_fields=["pod_policy_override"])
+    service = _service(
+        client,
+        queue_a,
+        containers=[container],
+        annotations=annotations,
+        allow_consolidation=True,
+        replicas=2,
+    )
+    replicas = list(Job.objects.filter(parent_id=service["id"]).order_by("pk"))
+    assert len(replicas) == 2
+    for replica in replicas:
+        assert replica.annotations == annotations and replica.allow_consolidation is True
+        (c,) = replica.containers.all()
+        assert (c.device_types, c.device_types_exclude, c.command, c.env, c.image) == (
+            ["A100"],
+            ["A100-PCIE"],
+            ["vllm", "serve"],
+            {"HF_HOME": "/cache"},
+            "vllm/vllm-openai:v0.6.3",
+        )
+
+
 @pytest.mark.parametrize("preemptible", [True, False])
 def test_replica_lost_to_higher_priority_job_only_if_preemptible(world, preemptible):
     group, (team_a, queue_a), _b, client = world
