@@ -24,6 +24,7 @@ from scheduling.dispatch import (
     USAGE_RECONCILE_TASK,
     WORKLOADS_TICK_TASK,
     admission_cycle_started,
+    enqueue_admission_cycle,
 )
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
@@ -46,11 +47,12 @@ from tenants.models import ResourceGroup
 
 @shared_task(name=ADMISSION_CYCLE_TASK)
 def admission_cycle_task(group_id: int) -> dict:
-    """Run one admission cycle for a resource group; chain another when the batch was full."""
+    """Run one admission cycle for a resource group; chain another when the batch was full
+    (through the coalescing dispatch, so a chained cycle and a submission's request are one)."""
     admission_cycle_started(group_id)
     report = run_admission_cycle(group_id)
     if report.more:
-        admission_cycle_task.delay(group_id)
+        enqueue_admission_cycle(group_id)
     return {"group": group_id, "admitted": len(report.admitted), "locked": report.locked_out}
 
 
@@ -60,7 +62,7 @@ def admission_tick_task() -> int:
     whose last cycle was blocked and where nothing changed since (``cycle_gate``)."""
     groups = [g for g in groups_with_queued_jobs() if needs_cycle(g)]
     for group_id in groups:
-        admission_cycle_task.delay(group_id)
+        enqueue_admission_cycle(group_id)  # coalesced with requests already waiting
     return len(groups)
 
 

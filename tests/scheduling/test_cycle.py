@@ -250,6 +250,6 @@ def test_tick_skips_a_blocked_group_until_something_changes(setup):
     assert needs_cycle(group.pk) is True
     from unittest import mock
 
-    with mock.patch("scheduling.tasks.admission_cycle_task.delay") as delay:
+    with mock.patch("scheduling.tasks.enqueue_admission_cycle") as delay:
         assert admission_tick_task() == 1
         delay.assert_called_once_with(group.pk)
