@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count, Prefetch
+from django.db.models import Count, OuterRef, Prefetch, Subquery
+from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -242,9 +243,23 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = NodeSerializer
     filterset_class = NodeFilterSet
+    # the device count is a scalar subquery, not a GROUP BY over every node: PostgreSQL
+    # evaluates it only for the page's rows (after ORDER BY ... LIMIT), and the paginator's
+    # COUNT(*) leaves it out
     queryset = (
         Node.objects.select_related("cluster")
-        .annotate(device_count=Count("devices"))
+        .annotate(
+            device_count=Coalesce(
+                Subquery(
+                    Device.objects.filter(node=OuterRef("pk"))
+                    .order_by()
+                    .values("node")
+                    .annotate(n=Count("pk"))
+                    .values("n")
+                ),
+                0,
+            )
+        )
         .order_by("cluster__name", "name")
     )
 

@@ -4,7 +4,7 @@ platform admins, 400/401/403/404, no credentials in cluster output."""
 import pytest
 
 from core.models import AuditEntry
-from scheduling.models import Cluster, DeviceModel, Placement
+from scheduling.models import Cluster, DeviceModel, Node, Placement
 from tests.api.test_api_directory import as_user
 
 pytestmark = pytest.mark.django_db
@@ -120,3 +120,12 @@ def test_nul_characters_in_json_fields_are_field_errors(api, world):
         "/api/resource-groups/", {"name": "nul", "node_selector": {"a\u0000": "b"}}, format="json"
     )
     assert group.status_code == 400 and "node_selector" in group.json()["error"]["fields"]
+
+
+def test_nodes_list_counts_each_node_s_devices(api, world):
+    """``device_count`` per node (a scalar subquery per listed row): 2 GPUs on each node of
+    the world's cluster, 0 on a node without devices."""
+    c1 = Cluster.objects.get(name="c1")
+    Node.objects.create(cluster=c1, name="cpu-only", cpu_milli=8000, host_memory_mib=16384)
+    rows = as_user(api, world["alice"]).get("/api/nodes/?cluster=c1").json()["results"]
+    assert {r["name"]: r["device_count"] for r in rows} == {"c1-n0": 2, "c1-n1": 2, "cpu-only": 0}
