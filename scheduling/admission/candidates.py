@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from scheduling.admission.outcomes import RejectedCandidate
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.policy import PreemptionPolicy, above_borrowing_threshold, policy_verdict
+from scheduling.admission.running_index import Jobs, RunningIndex
 from scheduling.admission.types import (
     CycleConfig,
     FlavorResource,
@@ -50,6 +51,7 @@ class CycleView(Protocol):
     tree: QuotaTree
     placer: Placer
     running: dict[str, RunningWorkload]
+    running_index: RunningIndex
     now: datetime
     config: CycleConfig
     group_kind: GroupKind
@@ -132,6 +134,11 @@ class Search:
         """Record why ``workload`` could not be used (the last rule wins)."""
         self.rejected[workload.id] = RejectedCandidate(workload.id, workload.tenant, rule)
 
+    def reject_all(self, key: tuple, jobs: Jobs, rule: str) -> None:
+        """:meth:`reject` every job of ``jobs`` with ``rule``; ``key`` identifies ``jobs``
+        in the cycle's :class:`RunningIndex` (the records are built once per cycle)."""
+        self.rejected.update(self.cycle.running_index.rejections(key, jobs, rule))
+
     def uses_needed(self, workload: RunningWorkload) -> bool:
         """Kueue ``WorkloadUsesResources``: it holds a flavor resource that needs preemption."""
         return any(workload.charges.get(fr, 0) > 0 for fr in self.ask.frs)
@@ -204,13 +211,10 @@ class Search:
         return None if verdict is None else f"{field_name} {verdict}"
 
 
-def jobs_by_tenant(search: Search) -> dict[str, list[RunningWorkload]]:
-    """Running jobs per tenant that hold a needed flavor resource (id order)."""
-    out: dict[str, list[RunningWorkload]] = {}
-    for workload in sorted(search.cycle.running.values(), key=lambda w: w.id):
-        if search.uses_needed(workload):
-            out.setdefault(workload.tenant, []).append(workload)
-    return out
+def jobs_by_tenant(search: Search) -> dict[str, Jobs]:
+    """Running jobs per tenant that hold a needed flavor resource (id order), from the
+    cycle's index. Do not mutate."""
+    return search.cycle.running_index.by_tenant(search.ask.frs)
 
 
 def eligible(
@@ -222,6 +226,35 @@ def eligible(
         search.reject(workload, rule)
         return False
     return True
+
+
+def eligible_jobs(
+    search: Search, tenant: str, policy: PreemptionPolicy, field_name: str
+) -> list[RunningWorkload]:
+    """:func:`eligible` over ``tenant``'s jobs holding a needed flavor resource: the
+    eligible ones (ascending priority, then id). A priority the policy refuses whatever the
+    creation times is rejected as a group with the rule :func:`eligible` would record."""
+    frs, preemptor = search.ask.frs, search.ask.entry.priority
+    out: list[RunningWorkload] = []
+    for priority, jobs in search.cycle.running_index.by_priority(frs, tenant):
+        rule = None
+        if _refuses_priority(policy, preemptor, priority):
+            rule = search.policy_rule(jobs[0], policy, field_name)
+        if rule is not None:  # the same rule for every job of this priority
+            search.reject_all((frs, tenant, priority), jobs, rule)
+            continue
+        out.extend(w for w in jobs if eligible(search, w, policy, field_name))
+    return out
+
+
+def _refuses_priority(policy: PreemptionPolicy, preemptor: int, candidate: int) -> bool:
+    """:func:`~scheduling.admission.policy.policy_verdict` refuses every candidate of
+    priority ``candidate``, whatever its and the preemptor's creation times."""
+    if policy == PreemptionPolicy.NEVER:
+        return True
+    if policy == PreemptionPolicy.ANY or preemptor > candidate:
+        return False
+    return policy == PreemptionPolicy.LOWER_PRIORITY or preemptor < candidate
 
 
 # -- classical collection (Kueue hierarchical_preemption.go) ---------------------------------
@@ -253,16 +286,20 @@ def collect_classical(search: Search) -> CandidateLists:
     ``collectCandidatesForHierarchicalReclaim``); rejections are recorded on ``search``."""
     lists = CandidateLists()
     by_tenant = jobs_by_tenant(search)
-    queue, node = search.ask.queue, search.node
-    for workload in by_tenant.get(node.name or "", []):
-        if queue.within_cluster_queue == PreemptionPolicy.NEVER:
-            search.reject(workload, "withinClusterQueue: Never")
-        elif eligible(search, workload, queue.within_cluster_queue, "withinClusterQueue"):
+    queue, node, frs = search.ask.queue, search.node, search.ask.frs
+    own = node.name or ""
+    if queue.within_cluster_queue == PreemptionPolicy.NEVER:
+        if own in by_tenant:
+            search.reject_all((frs, own), by_tenant[own], "withinClusterQueue: Never")
+    else:
+        for workload in eligible_jobs(
+            search, own, queue.within_cluster_queue, "withinClusterQueue"
+        ):
             lists.same.append(Candidate(workload, Variant.WITHIN_TENANT))
     if queue.reclaim_within_cohort == PreemptionPolicy.NEVER:
         for name, jobs in by_tenant.items():
-            for workload in jobs if name != node.name else ():
-                search.reject(workload, "reclaimWithinCohort: Never")
+            if name != node.name:
+                search.reject_all((frs, name), jobs, "reclaimWithinCohort: Never")
         return lists
     tree = search.tree
     advantage, remaining = tree.fits_in_quota(node, search.ask.requests)
@@ -278,7 +315,7 @@ def collect_classical(search: Search) -> CandidateLists:
 
 def _collect_subtree(
     search: Search,
-    by_tenant: dict[str, list[RunningWorkload]],
+    by_tenant: dict[str, Jobs],
     current: QuotaNode,
     skip: QuotaNode | None,
     lca: QuotaNode,
@@ -300,8 +337,8 @@ def _collect_subtree(
                 else f"borrower within nominal: tenant {child.name}"
             )
             for name in tree.descendants(child.name or ""):
-                for workload in by_tenant.get(name, []):
-                    search.reject(workload, rule)
+                if name in by_tenant:
+                    search.reject_all((frs, name), by_tenant[name], rule)
             continue
         if child.children:
             _collect_subtree(search, by_tenant, child, None, lca, advantage, lists)
@@ -311,22 +348,21 @@ def _collect_subtree(
 
 def _take_jobs(
     search: Search,
-    by_tenant: dict[str, list[RunningWorkload]],
+    by_tenant: dict[str, Jobs],
     node: QuotaNode,
     lca: QuotaNode,
     advantage: bool,
     lists: CandidateLists,
 ) -> None:
-    jobs = by_tenant.get(node.name or "", [])
-    if jobs and search.tree.within_nominal_in(node, search.ask.frs):
-        for workload in jobs:
-            search.reject(workload, f"borrower within nominal: tenant {node.name}")
+    name, frs = node.name or "", search.ask.frs
+    jobs = by_tenant.get(name, ())
+    if jobs and search.tree.within_nominal_in(node, frs):
+        search.reject_all((frs, name), jobs, f"borrower within nominal: tenant {node.name}")
         return
-    for workload in jobs:
-        if not eligible(
-            search, workload, search.ask.queue.reclaim_within_cohort, "reclaimWithinCohort"
-        ):
-            continue
+    if not jobs:
+        return
+    policy = search.ask.queue.reclaim_within_cohort
+    for workload in eligible_jobs(search, name, policy, "reclaimWithinCohort"):
         variant = _classify(search, workload, advantage)
         target = lists.hierarchy if variant == Variant.HIERARCHICAL_RECLAIM else lists.priority
         target.append(Candidate(workload, variant, lca))

@@ -53,6 +53,7 @@ from scheduling.admission.outcomes import (
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.quota import QuotaTree, merge_charges
 from scheduling.admission.reservation import Holder, Reservations, expected_end_s
+from scheduling.admission.running_index import RunningIndex
 from scheduling.admission.types import (
     AdmissionSnapshot,
     CycleConfig,
@@ -137,6 +138,7 @@ class AdmissionCycle:
                     workload.evict_by if workload.terminating else None,
                 ),
             )
+        self.running_index = RunningIndex(self.running)
         self.queues: dict[str, QueueSpec] = {q.name: q for q in snapshot.queues}
         self.classes = {c.name: c for c in snapshot.priority_classes}
         options = snapshot.options
@@ -248,7 +250,7 @@ class AdmissionCycle:
                 return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
             self._wait(entry, attempt)
             return False
-        rejected = tuple(sorted(attempt.rejected.values(), key=lambda r: r.workload_id))
+        rejected = tuple(attempt.rejected[key] for key in sorted(attempt.rejected))  # id order
         details = (*attempt.details, *_rejection_lines(entry.tenant, rejected))
         return self._fail(entry, _Failure(attempt.code, attempt.reason, details, (), rejected))
 
@@ -419,7 +421,9 @@ def _rejection_lines(tenant: str, rejected: tuple[RejectedCandidate, ...]) -> li
     own = [
         f"preemption: {r.workload_id} rejected: {r.rule}" for r in rejected if r.tenant == tenant
     ]
-    kinds = Counter(r.kind for r in rejected if r.tenant != tenant)
+    kinds: Counter[str] = Counter()
+    for rule, count in Counter(r.rule for r in rejected if r.tenant != tenant).items():
+        kinds[rule.split(":", 1)[0]] += count  # RejectedCandidate.kind, once per rule
     lines = own[:MAX_DETAIL_LINES]
     if len(own) > MAX_DETAIL_LINES:
         lines.append(f"preemption: and {len(own) - MAX_DETAIL_LINES} more of tenant {tenant}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from scheduling.admission.candidates import Search, eligible, jobs_by_tenant
+from scheduling.admission.candidates import Search, eligible_jobs, jobs_by_tenant
 from scheduling.admission.fair_share import (
     Share,
     compare,
@@ -53,25 +53,27 @@ from scheduling.admission.types import RunningWorkload
 
 
 def find_candidates(search: Search) -> list[RunningWorkload]:
-    """Kueue ``findCandidates``, sorted by ``CandidatesOrdering``."""
-    tree, queue, node = search.tree, search.ask.queue, search.node
-    out = []
+    """Kueue ``findCandidates``, sorted by ``CandidatesOrdering``.
+
+    Whole tenants (within nominal, or a ``Never`` policy) and whole priorities the policy
+    refuses are rejected as groups from the cycle's
+    :class:`~scheduling.admission.running_index.RunningIndex`; only the jobs the policy may
+    allow are looked at one by one.
+    """
+    tree, queue, node, frs = search.tree, search.ask.queue, search.node, search.ask.frs
+    out: list[RunningWorkload] = []
     for tenant, jobs in jobs_by_tenant(search).items():
         if tenant == node.name:
             policy, name = queue.within_cluster_queue, "withinClusterQueue"
         else:
             policy, name = queue.reclaim_within_cohort, "reclaimWithinCohort"
-            if policy != PreemptionPolicy.NEVER and tree.within_nominal_in(
-                tree.node(tenant), search.ask.frs
-            ):
-                for workload in jobs:
-                    search.reject(workload, f"borrower within nominal: tenant {tenant}")
+            if policy != PreemptionPolicy.NEVER and tree.within_nominal_in(tree.node(tenant), frs):
+                search.reject_all((frs, tenant), jobs, f"borrower within nominal: tenant {tenant}")
                 continue
-        for workload in jobs:
-            if policy == PreemptionPolicy.NEVER:
-                search.reject(workload, f"{name}: Never")
-            elif eligible(search, workload, policy, name):
-                out.append(workload)
+        if policy == PreemptionPolicy.NEVER:
+            search.reject_all((frs, tenant), jobs, f"{name}: Never")
+        else:
+            out.extend(eligible_jobs(search, tenant, policy, name))
     return sorted(out, key=search.order_key)
 
 
