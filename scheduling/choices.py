@@ -198,3 +198,15 @@ class FlavorPreference(models.TextChoices):
 
     BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption", "BorrowingOverPreemption"
     PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing", "PreemptionOverBorrowing"
+
+
+class ConsolidationPin(models.TextChoices):
+    """What became of a moved job's pin to the target its consolidation plan chose
+    (:mod:`scheduling.placement.pin`): ``pending`` until its next placement, ``placed`` on
+    the planned target, ``fell_back`` to the normal placement because the target no longer
+    fitted. Moves made before pins existed carry ``""``."""
+
+    NONE = "", "No pin"
+    PENDING = "pending", "Pending"
+    PLACED = "placed", "Placed on the planned target"
+    FELL_BACK = "fell_back", "Fell back to normal placement"

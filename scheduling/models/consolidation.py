@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from scheduling.choices import ConsolidationPin
+
 
 class ConsolidationMove(models.Model):
     """One move made by consolidation (append-only; the move budget of a resource group counts
@@ -11,7 +13,9 @@ class ConsolidationMove(models.Model):
     (``"node-1 [GPU-aa, GPU-bb]"``); ``for_job`` is the pending job the room was made for
     (kept even when that job is deleted: ``for_job_id`` null then); ``job_tenant`` and
     ``for_tenant`` are tenant names as they were at the time (the moved job's tenant sees the
-    other only as "another tenant").
+    other only as "another tenant"). ``target_pods`` is the planned target as data (one
+    :meth:`scheduling.placement.pin.PodPin.to_json` object per pod): the moved job's next
+    placement is pinned to it while it still fits (``pin``).
     """
 
     job = models.ForeignKey(
@@ -32,10 +36,25 @@ class ConsolidationMove(models.Model):
     source = models.TextField()
     target = models.TextField()
     time = models.DateTimeField()
+    target_pods = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The planned target per pod: node and device uuids per container.",
+    )
+    pin = models.CharField(
+        max_length=16,
+        choices=ConsolidationPin.choices,
+        default=ConsolidationPin.NONE,
+        blank=True,
+        help_text="Whether the moved job's next placement used the planned target.",
+    )
 
     class Meta:
         ordering = ["time", "id"]
-        indexes = [models.Index(fields=["resource_group", "time"])]
+        indexes = [
+            models.Index(fields=["resource_group", "time"]),
+            models.Index(fields=["job", "pin"]),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.job_id} moved for {self.for_job_id} at {self.time:%Y-%m-%d %H:%M:%S}"

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
-from scheduling.choices import PlacementState
+from scheduling.choices import ConsolidationPin, PlacementState
 from scheduling.models import ConsolidationMove
 from tenants.models import CONSOLIDATION_BUDGET_WINDOW as BUDGET_WINDOW
 
@@ -34,3 +34,12 @@ def waiting_for_moves(job_ids: Iterable[int]) -> set[int]:
             for_job_id__in=sorted(set(job_ids)), job__placements__state=PlacementState.TERMINATING
         ).values_list("for_job_id", flat=True)
     )
+
+
+def pending_pins(job_ids: Iterable[int]) -> dict[int, ConsolidationMove]:
+    """``{job id: its latest move whose pin is still pending}`` among ``job_ids`` (moved jobs
+    not placed since their move); one query."""
+    rows = ConsolidationMove.objects.filter(
+        job_id__in=sorted(set(job_ids)), pin=ConsolidationPin.PENDING
+    ).order_by("job_id", "time", "id")
+    return {row.job_id: row for row in rows}  # the latest move of a job wins

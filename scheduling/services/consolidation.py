@@ -20,7 +20,8 @@ after commit; on a simulated cluster they are released at once, on Kubernetes th
 their devices until the pods are gone), the job goes back to ``queued`` keeping its age, a
 ``ConsolidationMove`` row and a ``moved`` event record it, and the waiting job becomes a
 sticky head (``preempting_since``: the next cycles try it first) so it takes the freed room;
-the moved job is admitted again by the next cycle where the plan found room for it. The
+the moved job is admitted again by the next cycle on the target the plan chose, while that
+target still fits (the move keeps it: :mod:`scheduling.services.consolidation_pins`). The
 next cycle is requested after commit.
 """
 
@@ -38,16 +39,18 @@ from django.utils import timezone
 
 from core.locks import ADMISSION_CYCLE, try_xact_lock
 from scheduling.admission import CycleResult, PendingCode, PendingWorkload
-from scheduling.choices import ACTIVE_PLACEMENT_STATES, Backend, JobState
+from scheduling.choices import ACTIVE_PLACEMENT_STATES, Backend, ConsolidationPin, JobState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube.workloads import ANNOTATION_ALLOW_CONSOLIDATION
 from scheduling.models import ConsolidationMove, Job, JobEvent, Placement
 from scheduling.placement.consolidation import (
     ConsolidationPlan,
     MovableJob,
+    Move,
     apply_plan,
     plan_consolidation,
 )
+from scheduling.placement.pin import pins_of
 from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
@@ -313,7 +316,7 @@ def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]
     if any(rows.get(i) is None or rows[i].state not in _MOVABLE_STATES for i in moved_ids):
         return []
     for move in planned.plan.moves:
-        _move(rows[int(move.job_id)], waiting, where(move.source), where(move.target), group, now)
+        _move(rows[int(move.job_id)], waiting, move, group, now)
     count = len(moved_ids)
     Job.objects.filter(pk=waiting_id).update(
         preempting_since=now,
@@ -331,11 +334,11 @@ def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]
 _MOVABLE_STATES = (JobState.ADMITTED, JobState.RUNNING)
 
 
-def _move(
-    job: Job, waiting: Job, source: str, target: str, group: ResourceGroup, now: datetime
-) -> None:
-    """Stop ``job``'s pods, requeue it and record the move (what its tenant sees never names
-    another tenant or its job)."""
+def _move(job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetime) -> None:
+    """Stop ``job``'s pods, requeue it and record the move with its planned target, to
+    which its next placement is pinned (:mod:`scheduling.services.consolidation_pins`);
+    what its tenant sees never names another tenant or its job."""
+    source, target = where(move.source), where(move.target)
     same = job.tenant_id == waiting.tenant_id
     whom = f"job {waiting.name} of your tenant {job.tenant.name}" if same else ANOTHER_TENANT
     message = f"moved by consolidation from {source} to {target} to make room for {whom}"
@@ -370,5 +373,7 @@ def _move(
         source=source,
         target=target,
         time=now,
+        target_pods=[pin.to_json() for pin in pins_of(move.target)],
+        pin=ConsolidationPin.PENDING,
     )
     JobEvent.objects.create(job=job, kind="moved", message=message)

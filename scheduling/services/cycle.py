@@ -6,7 +6,10 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
   2. settle the stored usage of placements released since the last cycle;
   3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``; less
      the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots
-     (cluster with every live booking, quotas, caps, running jobs);
+     (cluster with every live booking, quotas, caps, running jobs); a job moved by
+     consolidation is pinned to the target its plan chose while that target still fits
+     (:mod:`scheduling.services.consolidation_pins`; outcome and event written after the
+     commit's job-lock round);
   4. run the pure admission core with a :class:`~scheduling.selectors.admission.DbPlacer`
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
   5. commit, in one transaction: lock the admitted jobs and the victims, the victims'
@@ -59,6 +62,7 @@ from scheduling.services.admission_commit import (
     write_admissions,
 )
 from scheduling.services.consolidation import consolidate
+from scheduling.services.consolidation_pins import pin_moved_jobs, record_pins
 from scheduling.services.devices import flag_device_models
 from scheduling.services.eviction import evict
 from scheduling.services.locking import lock_booked_placements, lock_jobs
@@ -209,6 +213,20 @@ def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleRep
         )
 
 
+def _decide_and_commit(ctx: AdmissionContext, now: datetime, report: CycleReport) -> CycleResult:
+    """Steps 4 and 5: the moved jobs among the heads pinned to their planned targets
+    (:mod:`scheduling.services.consolidation_pins`), the pure core, the commit, the pins'
+    outcomes, the verdicts and the marks."""
+    placer = ctx.placer()
+    pins = pin_moved_jobs(ctx, placer)
+    result = run_cycle(ctx.snapshot, placer, cycle_config())
+    _commit(result, ctx, now, report)
+    record_pins(pins, report.admitted)
+    _store_verdicts(result, ctx, report)
+    _store_marks(result, ctx, now)
+    return result
+
+
 def run_admission_cycle(
     group_id: int, *, batch: int | None = None, retries: int = 2
 ) -> CycleReport:
@@ -254,12 +272,7 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
             return report
         ctx = build_admission_snapshot(group, now, pending=heads)
         flag_device_models(ctx.catalogue.errors)
-        # 4. the pure core
-        result = run_cycle(ctx.snapshot, ctx.placer(), cycle_config())
-        # 5. commit
-        _commit(result, ctx, now, report)
-        _store_verdicts(result, ctx, report)
-        _store_marks(result, ctx, now)
+        result = _decide_and_commit(ctx, now, report)  # 4. the pure core, 5. commit
         newly_aside = set_aside(group_id, result, ctx.jobs, now)
         report.more = len(heads) == batch and (bool(report.admitted) or newly_aside > 0)
         if report.admitted or report.preempted:

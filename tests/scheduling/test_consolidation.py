@@ -8,24 +8,29 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, ConsolidationPin, JobState, PlacementState
 from scheduling.devices.defaults import default_device_configs
 from scheduling.kube import workloads as wl
 from scheduling.models import (
     Cluster,
     ConsolidationMove,
     Device,
+    DeviceModel,
     Job,
     JobEvent,
+    Node,
     Placement,
     PlacementDevice,
 )
 from scheduling.selectors.inadmissible import release as release_inadmissible
 from scheduling.selectors.placement_profile import forget_workloads
+from scheduling.services import cycle as cycle_service
+from scheduling.services.consolidation_pins import CyclePins
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_terminated
 from scheduling.services.intake import _job_spec
 from scheduling.services.usage import check_usage
+from tenants.models import ResourceGroup
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -276,3 +281,91 @@ def test_objects_taken_in_opt_in_with_the_annotation(value, allowed):
     }
     workload = wl.read_workload("Job", obj, default_device_configs())
     assert _job_spec(workload).allow_consolidation is allowed
+
+
+# -- the moved job restarts on the planned target (pins) ----------------------------------------
+
+
+def _add_node(name="c1-n2", gpus=1):
+    """One more node of cluster c1 with ``gpus`` free A100s (``GPU-<name>-<j>``)."""
+    node = Node.objects.create(
+        cluster=Cluster.objects.get(name="c1"),
+        name=name,
+        cpu_milli=64000,
+        host_memory_mib=262144,
+        labels={"pool": "c1"},
+    )
+    model = DeviceModel.objects.get()
+    for j in range(gpus):
+        Device.objects.create(
+            uuid=f"GPU-{name}-{j}", node=node, model=model, index=j, memory_mib=81920
+        )
+
+
+def _moved_once(group, queue):
+    """The fragmented group after its consolidation cycle: (moved job, its move row)."""
+    _fragmented(group, queue)
+    report = run_admission_cycle(group.pk)
+    assert len(report.moved) == 1
+    moved = Job.objects.get(pk=report.moved[0])
+    return moved, ConsolidationMove.objects.get(job=moved)
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_the_moved_job_restarts_on_the_planned_devices(pinned, monkeypatch):
+    group = _group()
+    _, queue = make_tenant("team-a", group, devices_milli=100_000)
+    moved, move = _moved_once(group, queue)
+    (planned,) = move.target_pods
+    assert move.pin == ConsolidationPin.PENDING
+    assert planned["node"] == "c1-n0" and len(planned["devices"]["main"]) == 1
+    target = planned["devices"]["main"][0]
+    assert move.target == f"c1-n0 ({target})"
+    # before the next cycle the cluster changes: an idle node appears and the group's node
+    # policy becomes spread, so the normal placement would now put the moved job elsewhere
+    _add_node()
+    ResourceGroup.objects.filter(pk=group.pk).update(node_policy="spread")
+    if not pinned:  # the same cycle without the pin: where the normal placement puts it
+        monkeypatch.setattr(cycle_service, "pin_moved_jobs", lambda ctx, placer: CyclePins())
+
+    report = run_admission_cycle(group.pk)
+
+    assert moved.pk in report.admitted
+    if not pinned:
+        assert _devices(moved) != [target]
+        return
+    assert _devices(moved) == [target]
+    move.refresh_from_db()
+    assert move.pin == ConsolidationPin.PLACED
+    event = JobEvent.objects.get(job=moved, kind="consolidation")
+    assert event.message == f"placed on the target planned by consolidation: c1-n0 ({target})"
+    _assert_invariants(group)
+
+
+def test_the_moved_job_falls_back_when_its_target_was_taken():
+    group = _group()
+    tenant, queue = make_tenant("team-a", group, devices_milli=100_000)
+    moved, move = _moved_once(group, queue)
+    target = move.target_pods[0]["devices"]["main"][0]
+    # a more urgent half-GPU job arrives and takes the planned target first
+    urgent = gpu_job(queue, "urgent", count=1, memory_percent=50, cores=50, priority=10)
+    report = run_admission_cycle(group.pk)
+    assert urgent.pk in report.admitted and moved.pk not in report.admitted
+    assert _devices(urgent) == [target]
+    move.refresh_from_db()
+    assert move.pin == ConsolidationPin.PENDING  # overtaken in the cycle: checked again
+
+    _add_node()  # room elsewhere
+    release_inadmissible(group.pk)
+    report = run_admission_cycle(group.pk)
+
+    assert moved.pk in report.admitted
+    assert _devices(moved) == ["GPU-c1-n2-0"]
+    move.refresh_from_db()
+    assert move.pin == ConsolidationPin.FELL_BACK
+    event = JobEvent.objects.get(job=moved, kind="consolidation")
+    assert event.message == (
+        f"not placed on the target planned by consolidation (c1-n0 ({target})): the planned "
+        f"target is no longer free; it is placed wherever it fits instead"
+    )
+    _assert_invariants(group)
