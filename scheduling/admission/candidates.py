@@ -155,10 +155,16 @@ class Search:
         self.undo.pop(workload.id)()
         self.cycle.tree.add(workload.tenant, workload.charges)
 
-    def fits(self, borrow: bool) -> bool:
-        """Kueue ``workloadFits``: placed, within quota (with borrowing only if ``borrow``)."""
+    def place(self) -> PlacementOutcome:
+        """Where the job lands on the placer's current state (the quota tree plays no part)."""
         ask = self.ask
-        outcome = self.cycle.placer.try_place(ask.entry, ask.pod_count, ask.flavors)
+        return self.cycle.placer.try_place(ask.entry, ask.pod_count, ask.flavors)
+
+    def fits(self, borrow: bool, outcome: PlacementOutcome | None = None) -> bool:
+        """Kueue ``workloadFits``: placed, within quota (with borrowing only if ``borrow``).
+        ``outcome``: :meth:`place` already done on the current placer state."""
+        ask = self.ask
+        outcome = self.place() if outcome is None else outcome
         if not outcome.placed:
             return False
         tree = self.cycle.tree

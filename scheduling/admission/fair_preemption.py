@@ -184,11 +184,15 @@ class _Run:
     targets: list[Target] = field(default_factory=list)
 
     def fits(self) -> bool:
-        """Kueue ``workloadFitsForFairSharing``: the simulated charges taken out first."""
+        """Kueue ``workloadFitsForFairSharing``: the simulated charges taken out first
+        (only when the job is placed: the placement does not read the quota tree)."""
         tree, ask = self.search.tree, self.search.ask
+        outcome = self.search.place()
+        if not outcome.placed:
+            return False
         tree.remove(ask.entry.tenant, ask.requests)
         try:
-            return self.search.fits(True)
+            return self.search.fits(True, outcome)
         finally:
             tree.add(ask.entry.tenant, ask.requests)
 
