@@ -418,15 +418,14 @@ class AdmissionCycle:
 def _rejection_lines(tenant: str, rejected: tuple[RejectedCandidate, ...]) -> list[str]:
     """Detail lines: the preemptor's own tenant's candidates by id and rule; other tenants'
     counted per rule kind (never naming them)."""
-    own = [
-        f"preemption: {r.workload_id} rejected: {r.rule}" for r in rejected if r.tenant == tenant
-    ]
+    mine = [r for r in rejected if r.tenant == tenant]
+    own = [f"preemption: {r.workload_id} rejected: {r.rule}" for r in mine[:MAX_DETAIL_LINES]]
     kinds: Counter[str] = Counter()
     for rule, count in Counter(r.rule for r in rejected if r.tenant != tenant).items():
         kinds[rule.split(":", 1)[0]] += count  # RejectedCandidate.kind, once per rule
-    lines = own[:MAX_DETAIL_LINES]
-    if len(own) > MAX_DETAIL_LINES:
-        lines.append(f"preemption: and {len(own) - MAX_DETAIL_LINES} more of tenant {tenant}")
+    lines = own
+    if len(mine) > MAX_DETAIL_LINES:
+        lines.append(f"preemption: and {len(mine) - MAX_DETAIL_LINES} more of tenant {tenant}")
     if kinds:
         parts = ", ".join(f"{kind} x{count}" for kind, count in sorted(kinds.items()))
         lines.append(f"preemption: {sum(kinds.values())} job(s) of other tenants rejected: {parts}")

@@ -401,15 +401,17 @@ def test_cycle_results_match_the_scans(seed: int) -> None:
 
 def test_the_worlds_exercise_every_path() -> None:
     """The randomized worlds reach candidates, victims and every rejection kind."""
-    kinds, preempted, admitted = Counter(), 0, 0
+    kinds, preempted, admitted, capped = Counter(), 0, 0, 0
     for seed in range(60):
         snapshot, placer, config = world(seed)
         result = AdmissionCycle(snapshot, placer, config).run()
         preempted += len(result.preempted)
         admitted += len(result.admitted)
         kinds.update(r.kind.split(" ")[0] for v in result.pending for r in v.rejected)
+        capped += sum("more of tenant" in d for v in result.pending for d in v.details)
     assert preempted >= 20
     assert admitted >= 20
+    assert capped > 0  # the own-tenant lines past MAX_DETAIL_LINES are counted
     for kind in (
         "withinClusterQueue",
         "reclaimWithinCohort",
