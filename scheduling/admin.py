@@ -246,8 +246,8 @@ class PlacementAdmin(admin.ModelAdmin):
 class ConsolidationMoveAdmin(admin.ModelAdmin):
     """Jobs moved by consolidation (append-only audit: read-only here)."""
 
-    list_display = ["time", "job", "for_job", "resource_group", "source", "target"]
-    list_filter = ["resource_group"]
+    list_display = ["time", "job", "for_job", "resource_group", "source", "target", "pin"]
+    list_filter = ["resource_group", "pin"]
     list_select_related = ["job__tenant", "for_job__tenant", "resource_group"]
     raw_id_fields = ["job", "for_job"]
 
