@@ -369,3 +369,22 @@ def test_the_moved_job_falls_back_when_its_target_was_taken():
         f"target is no longer free; it is placed wherever it fits instead"
     )
     _assert_invariants(group)
+
+
+def test_an_unreadable_planned_target_falls_back_and_the_cycle_goes_on():
+    group = _group()
+    _, queue = make_tenant("team-a", group, devices_milli=100_000)
+    moved, move = _moved_once(group, queue)
+    ConsolidationMove.objects.filter(pk=move.pk).update(target_pods={"node": "c1-n0"})
+
+    report = run_admission_cycle(group.pk)
+
+    assert moved.pk in report.admitted  # placed by the normal placement
+    move.refresh_from_db()
+    assert move.pin == ConsolidationPin.FELL_BACK
+    event = JobEvent.objects.get(job=moved, kind="consolidation")
+    assert event.message.startswith(
+        f"not placed on the target planned by consolidation ({move.target}): the planned "
+        f"target could not be read (a pin is a list of pods)"
+    )
+    _assert_invariants(group)
