@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduling.admission import candidates, cycle, fair_preemption, preemption
+from scheduling.admission import bench_tail, candidates, cycle, fair_preemption, preemption
 from scheduling.admission.candidates import (
     Ask,
     Candidate,
@@ -449,3 +449,19 @@ def test_index_groups_and_shares_rejections() -> None:
         ("j0", "a", "rule"),
         ("j3", "a", "rule"),
     ]
+
+
+@pytest.mark.parametrize("scenario", ["fair", "classical", "mixed"])
+def test_the_tail_benchmark_world_is_what_it_says(scenario: str) -> None:
+    """``bench_tail``'s worlds: a full cluster, heads that do not fit, and (fair/classical)
+    every running job rejected by the search; ``measure`` reports them all."""
+    world = bench_tail.build(scenario, 80, 6)
+    result = AdmissionCycle(world.snapshot, world.placer, world.config).run()
+    assert result.admitted == () and result.preempted == ()
+    assert len(result.pending) == 6
+    if scenario != "mixed":
+        assert all(len(v.rejected) == 80 for v in result.pending)
+    else:  # lower-priority jobs past their minimum runtime are candidates that do not help
+        assert any(len(v.rejected) < 80 for v in result.pending)
+    figures = bench_tail.measure(bench_tail.build(scenario, 80, 6))
+    assert (figures["heads_not_admitted"], figures["admitted"], figures["running"]) == (6, 0, 80)
