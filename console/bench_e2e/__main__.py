@@ -54,7 +54,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument(
         "--batch",
-        default="1",
+        default="100,1",
         help="jobs per API request in the load phases, comma-separated to run each "
         "(1 = POST /api/jobs/, N > 1 = POST /api/jobs/batch/)",
     )

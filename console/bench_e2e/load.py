@@ -15,11 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
+from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
+from rest_framework.authtoken.models import Token
 
 from scheduling.choices import JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
-from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
 POLL_S = 0.05
 MODEL = "NVIDIA-A100-SXM4-80GB"
@@ -44,11 +46,6 @@ def build_load_world(
     over it (``fragmentation`` policy), one tenant with quota for all of it, its queue and a
     member with an API token (every name derived from ``name``, so runs can sit side by
     side)."""
-    from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
-
-    from tenants.models import Membership
-
     cluster = Cluster.objects.create(name=name, backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
         name=MODEL,
@@ -96,10 +93,14 @@ def build_load_world(
         Quota.objects.create(
             tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
         )
+    return LoadWorld(group.pk, queue.pk, _member_token(name, tenant), gpus)
+
+
+def _member_token(name: str, tenant: Tenant) -> str:
+    """The API token of a new member ``<name>-user`` of ``tenant``."""
     user = get_user_model().objects.create_user(f"{name}-user", password=f"{name}-user-pw")
     Membership.objects.create(user=user, tenant=tenant, role="member")
-    token, _ = Token.objects.get_or_create(user=user)
-    return LoadWorld(group.pk, queue.pk, token.key, gpus)
+    return Token.objects.get_or_create(user=user)[0].key
 
 
 def _body(queue_id: int, i: int) -> dict:

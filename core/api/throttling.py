@@ -30,6 +30,8 @@ class WriteRateThrottle(UserRateThrottle):
 
     scope = "writes"
     cost = 1
+    num_requests: int  # set by SimpleRateThrottle.__init__ from the rate
+    duration: int
 
     def allow_request(self, request, view):
         if request.method in SAFE_METHODS:

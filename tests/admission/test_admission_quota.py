@@ -370,8 +370,8 @@ def test_booking_the_sum_per_tenant_equals_booking_each_workload():
     import random
 
     from scheduling.admission.cycle import _usage_by_tenant
-    from tests.admission.admission_builders import ago
     from scheduling.admission.types import Dimension, RunningWorkload
+    from tests.admission.admission_builders import ago
 
     rows = (
         quota("dept", 8000, lending_limit=2000),
