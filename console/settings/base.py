@@ -155,7 +155,13 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # cycle never waits behind a rollup or a scrape (issue #14). Every install runs both workers:
 # docker-compose, `make run` (console.run), the Kustomize deploy, `make bench-e2e`.
 CELERY_TELEMETRY_QUEUE = env_str("CELERY_TELEMETRY_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-telemetry")
-CELERY_TASK_ROUTES = {"telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE}}
+# The usage check and ledger (every group's usage recomputed from its live placements: 1-2 s at
+# thousands of running jobs) is bookkeeping too: on the telemetry worker, cycles never wait
+# behind it.
+CELERY_TASK_ROUTES = {
+    "telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE},
+    "scheduling.tasks.usage_reconcile_task": {"queue": CELERY_TELEMETRY_QUEUE},
+}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
