@@ -4,7 +4,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger
+from celery.signals import after_setup_logger, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
 
@@ -25,3 +25,13 @@ def _routine_loggers_quiet(**_kwargs) -> None:
     for name, config in settings.LOGGING.get("loggers", {}).items():
         if "level" in config:
             logging.getLogger(name).setLevel(config["level"])
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _tune_gc(**_kwargs) -> None:
+    """The worker (before its pool forks, so a solo pool has them too) and each pool
+    process: the garbage-collector thresholds of :mod:`core.gc_tuning`."""
+    from core.gc_tuning import tune_gc  # noqa: PLC0415 - Django is set up by now
+
+    tune_gc()

@@ -42,7 +42,14 @@ def snapshot(obj: models.Model, fields: Iterable[str] | None = None) -> dict:
     return _json_safe(data)
 
 
-def record(
+def record(action: str, obj: models.Model | None = None, **kwargs) -> AuditEntry:
+    """Append one audit entry: :func:`entry` saved (same arguments)."""
+    made = entry(action, obj, **kwargs)
+    made.save()
+    return made
+
+
+def entry(
     action: str,
     obj: models.Model | None = None,
     *,
@@ -55,7 +62,8 @@ def record(
     object_repr: str | None = None,
     source: str = "api",
 ) -> AuditEntry:
-    """Append one audit entry.
+    """One audit entry, not yet saved (save it, or ``AuditEntry.objects.bulk_create`` many
+    written in one transaction: a batch submission).
 
     Args:
         action: dotted verb, ``"<object>.<verb>"`` (``"job.submit"``, ``"quota.update"``).
@@ -66,14 +74,14 @@ def record(
         source: ``"api"``, ``"ui"``, ``"admin"`` or ``"system"``.
 
     Returns:
-        The saved entry.
+        The entry (unsaved).
     """
     if obj is not None:
         object_type = object_type or obj._meta.label_lower
         object_id = obj.pk if object_id is None else object_id
         object_repr = object_repr if object_repr is not None else str(obj)
     user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
-    return AuditEntry.objects.create(
+    return AuditEntry(
         time=timezone.now(),
         actor=user,
         actor_name=user.get_username() if user is not None else "",

@@ -87,6 +87,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_ints(name: str, default: tuple[int, ...], *, minimum: int = 0) -> tuple[int, ...]:
+    """Return ``$name`` as comma-separated integers, exactly as many as ``default`` has.
+
+    Raises:
+        ImproperlyConfigured: not integers, another count, or one below ``minimum``.
+    """
+    value = _raw(name)
+    if value is None:
+        return tuple(default)
+    try:
+        numbers = tuple(int(item) for item in value.split(","))
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not comma-separated integers") from None
+    if len(numbers) != len(default):
+        raise ImproperlyConfigured(f"{name}={value!r} needs {len(default)} integers")
+    if min(numbers) < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r}: every value must be at least {minimum}")
+    return numbers
+
+
 def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
     """Return ``$name`` when it is a URL with one of ``schemes``; ``None`` when unset.
 

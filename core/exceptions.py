@@ -29,9 +29,19 @@ class InvalidRequest(DomainError):
 
 
 class NeverFits(InvalidRequest):
-    """A request no node of its pool could ever hold (by shape, not by current load)."""
+    """A request no node of its pool could ever hold (by shape, not by current load).
+
+    ``reasons``: for a batch, ``{index of the item: why}`` of every such item (the message is
+    the first); empty for a single request.
+    """
 
     code = "never_fits"
+
+    def __init__(
+        self, message: str, *, field: str | None = None, reasons: dict[int, str] | None = None
+    ):
+        super().__init__(message, field=field)
+        self.reasons = dict(reasons or {})
 
 
 class Forbidden(DomainError):

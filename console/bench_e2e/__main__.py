@@ -4,9 +4,11 @@ Starts the console's pieces — embedded PostgreSQL and Redis (own data folder, 
 ``bench_e2e``), the web (gunicorn), ONE Celery worker process and beat — then runs, by
 ``--phases`` (default all, in this order):
 
-- ``load``: a synthetic cluster (``--load-nodes`` x 8 A100, FragGuard group); a burst of
-  ``--burst`` API submissions from 8 clients (API submissions/s, placed jobs/s, p50/p99), then
-  a steady offered load of ``--rate`` jobs/s for ``--seconds`` (p50/p99 submit→placed);
+- ``load``: per ``--batch`` size (jobs per API request: 1 = ``POST /api/jobs/``, more =
+  ``POST /api/jobs/batch/``) a synthetic cluster (``--load-nodes`` x 8 A100, FragGuard
+  group); a burst of ``--burst`` jobs from 8 clients (API submissions/s, placed jobs/s,
+  p50/p99), then a steady offered load of ``--rate`` jobs/s for ``--seconds`` (p50/p99
+  submit→placed);
 - ``trace``: the Alibaba default trace imported and placed through the worker (import time,
   time to place after the import, allocation ratio on the overview);
 - ``pages``: the worker stopped, a database of 10,000 nodes / 80,000 devices / 200,000 jobs
@@ -50,6 +52,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--burst", type=int, default=3000)
     p.add_argument("--rate", type=float, default=100.0)
     p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument(
+        "--batch",
+        default="100,1",
+        help="jobs per API request in the load phases, comma-separated to run each "
+        "(1 = POST /api/jobs/, N > 1 = POST /api/jobs/batch/)",
+    )
     p.add_argument("--trace-pods", default="openb_pod_list_default.csv")
     p.add_argument("--trace-policy", default="FragGuard", choices=["FragGuard", "FGD", "none"])
     p.add_argument("--data-dir", default=str(ROOT / ".console-bench"))
@@ -107,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         if "load" in phases:
             from console.bench_e2e import load
 
-            world = load.build_load_world(args.load_nodes, 8, "FragGuard")
-            out["load_world"] = {"nodes": args.load_nodes, "gpus": world.gpus}
-            out["burst"] = load.burst(stack.base_url, world, args.burst, 8, 0)
-            out["steady"] = load.steady(stack.base_url, world, args.rate, args.seconds, args.burst)
+            out["load"] = load.run_load(stack.base_url, args)
         if "trace" in phases:
             from console.bench_e2e.trace import run_trace
 

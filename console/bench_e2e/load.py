@@ -15,11 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
+from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
+from rest_framework.authtoken.models import Token
 
 from scheduling.choices import JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
-from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.models import Membership, Quota, ResourceGroup, Tenant
 
 POLL_S = 0.05
 MODEL = "NVIDIA-A100-SXM4-80GB"
@@ -37,16 +39,14 @@ class LoadWorld:
     gpus: int
 
 
-def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> LoadWorld:
-    """A simulated cluster ``load`` of ``nodes`` x ``gpus_per_node`` A100s, a resource group
+def build_load_world(
+    nodes: int, gpus_per_node: int, fragmentation: str, name: str = "load"
+) -> LoadWorld:
+    """A simulated cluster ``name`` of ``nodes`` x ``gpus_per_node`` A100s, a resource group
     over it (``fragmentation`` policy), one tenant with quota for all of it, its queue and a
-    member with an API token."""
-    from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
-
-    from tenants.models import Membership
-
-    cluster = Cluster.objects.create(name="load", backend="simulated")
+    member with an API token (every name derived from ``name``, so runs can sit side by
+    side)."""
+    cluster = Cluster.objects.create(name=name, backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
         name=MODEL,
         defaults={"vendor": "NVIDIA", "config": {"memory_mib": 81920, "split_count": 10}},
@@ -54,17 +54,17 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
     made = Node.objects.bulk_create(
         Node(
             cluster=cluster,
-            name=f"load-n{i:05d}",
+            name=f"{name}-n{i:05d}",
             cpu_milli=256_000,
             host_memory_mib=2_097_152,
-            labels={"pool": "load"},
+            labels={"pool": name},
         )
         for i in range(nodes)
     )
     Device.objects.bulk_create(
         (
             Device(
-                uuid=f"GPU-load-{i:05d}-{j}",
+                uuid=f"GPU-{name}-{i:05d}-{j}",
                 node=node,
                 model=model,
                 index=j,
@@ -77,12 +77,12 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
         batch_size=5000,
     )
     group = ResourceGroup.objects.create(
-        name="load",
+        name=name,
         device_models=[MODEL],
-        node_selector={"pool": "load"},
+        node_selector={"pool": name},
         fragmentation_policy=fragmentation,
     )
-    tenant = Tenant.objects.create(name="load-team")
+    tenant = Tenant.objects.create(name=f"{name}-team")
     queue = Queue.objects.create(tenant=tenant, resource_group=group, name="default")
     gpus = nodes * gpus_per_node
     for dim, amount in (
@@ -93,10 +93,14 @@ def build_load_world(nodes: int, gpus_per_node: int, fragmentation: str) -> Load
         Quota.objects.create(
             tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
         )
-    user = get_user_model().objects.create_user("load-user", password="load-user-pw")
+    return LoadWorld(group.pk, queue.pk, _member_token(name, tenant), gpus)
+
+
+def _member_token(name: str, tenant: Tenant) -> str:
+    """The API token of a new member ``<name>-user`` of ``tenant``."""
+    user = get_user_model().objects.create_user(f"{name}-user", password=f"{name}-user-pw")
     Membership.objects.create(user=user, tenant=tenant, role="member")
-    token, _ = Token.objects.get_or_create(user=user)
-    return LoadWorld(group.pk, queue.pk, token.key, gpus)
+    return Token.objects.get_or_create(user=user)[0].key
 
 
 def _body(queue_id: int, i: int) -> dict:
@@ -142,14 +146,28 @@ def _session(token: str) -> requests.Session:
     return s
 
 
-def _submit(session: requests.Session, url: str, body: dict) -> tuple[float, int | None, int]:
-    """POST one job; ``(sent at, job id or None, HTTP status or 0 for a broken connection)``."""
+def _submit(
+    session: requests.Session, base_url: str, bodies: list[dict], batch: bool
+) -> list[tuple[float, int | None, int]]:
+    """POST ``bodies``: one ``POST /api/jobs/`` (one body, ``batch`` False) or one
+    ``POST /api/jobs/batch/``; per job ``(sent at, job id or None, HTTP status or 0 for a
+    broken connection)``."""
     sent = time.monotonic()
+    url = base_url + ("/api/jobs/batch/" if batch else "/api/jobs/")
     try:
-        r = session.post(url, json=body, timeout=60)
+        r = session.post(url, json={"jobs": bodies} if batch else bodies[0], timeout=60)
     except requests.ConnectionError:
-        return sent, None, 0
-    return sent, (r.json().get("id") if r.status_code == 201 else None), r.status_code
+        return [(sent, None, 0)] * len(bodies)
+    if r.status_code != 201:
+        return [(sent, None, r.status_code)] * len(bodies)
+    ids = [j["id"] for j in r.json()["jobs"]] if batch else [r.json().get("id")]
+    return [(sent, pk, r.status_code) for pk in ids]
+
+
+def _chunks(world: LoadWorld, first: int, jobs: int, batch: int) -> list[list[dict]]:
+    """The bodies of jobs ``first`` .. ``first + jobs - 1`` in requests of ``batch``."""
+    bodies = [_body(world.queue_id, first + i) for i in range(jobs)]
+    return [bodies[i : i + batch] for i in range(0, jobs, batch)]
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -167,24 +185,33 @@ def _wait_placed(watch: Watch, ids: set[int], timeout_s: float) -> None:
 
 
 def burst(
-    base_url: str, world: LoadWorld, jobs: int, clients: int, offset: int, timeout_s: float = 300.0
+    base_url: str,
+    world: LoadWorld,
+    jobs: int,
+    clients: int,
+    offset: int,
+    batch: int = 1,
+    timeout_s: float = 300.0,
 ) -> dict:
-    """Submit ``jobs`` jobs with ``clients`` threads as fast as they go; returns
+    """Submit ``jobs`` jobs with ``clients`` threads as fast as they go (one job per
+    ``POST /api/jobs/``, or ``batch`` > 1 jobs per ``POST /api/jobs/batch/``); returns
     submissions/s, placed jobs/s (jobs / time from the first POST to the last job placed) and
     the submit→placed percentiles."""
     watch = Watch(world.queue_id)
     watcher = threading.Thread(target=watch.run, daemon=True)
     watcher.start()
-    url = base_url + "/api/jobs/"
     sessions = [_session(world.token) for _ in range(clients)]
+    chunks = _chunks(world, offset, jobs, batch)
     start = time.monotonic()
     with ThreadPoolExecutor(clients) as pool:
-        results = list(
-            pool.map(
-                lambda i: _submit(sessions[i % clients], url, _body(world.queue_id, offset + i)),
-                range(jobs),
+        results = [
+            one
+            for done in pool.map(
+                lambda i: _submit(sessions[i % clients], base_url, chunks[i], batch > 1),
+                range(len(chunks)),
             )
-        )
+            for one in done
+        ]
     submitted_s = time.monotonic() - start
     sent = {pk: t for t, pk, _ in results if pk is not None}
     _wait_placed(watch, set(sent), timeout_s)
@@ -197,6 +224,7 @@ def burst(
     last = max(placed) if placed else start
     return {
         "jobs": jobs,
+        "jobs_per_request": batch,
         "clients": clients,
         "http_errors": errors,
         "api_submissions_per_s": round(len(sent) / submitted_s, 1),
@@ -214,27 +242,29 @@ def steady(
     seconds: float,
     offset: int,
     clients: int = 8,
+    batch: int = 1,
     timeout_s: float = 120.0,
 ) -> dict:
     """Offer ``rate_per_s`` jobs/s for ``seconds`` (POSTs sent on schedule by ``clients``
-    threads); returns the achieved rate and the submit→placed percentiles."""
+    threads: one job each, or ``batch`` jobs every ``batch / rate_per_s`` s); returns the
+    achieved rate and the submit→placed percentiles."""
     watch = Watch(world.queue_id)
     watcher = threading.Thread(target=watch.run, daemon=True)
     watcher.start()
-    url = base_url + "/api/jobs/"
     total = int(rate_per_s * seconds)
     sessions = [_session(world.token) for _ in range(clients)]
+    chunks = _chunks(world, offset, total, batch)
     start = time.monotonic()
 
     def one(i: int):
-        due = start + i / rate_per_s
+        due = start + i * batch / rate_per_s
         delay = due - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        return _submit(sessions[i % clients], url, _body(world.queue_id, offset + i))
+        return _submit(sessions[i % clients], base_url, chunks[i], batch > 1)
 
     with ThreadPoolExecutor(clients) as pool:
-        results = list(pool.map(one, range(total)))
+        results = [r for done in pool.map(one, range(len(chunks))) for r in done]
     offered_s = time.monotonic() - start
     sent = {pk: t for t, pk, _ in results if pk is not None}
     _wait_placed(watch, set(sent), timeout_s)
@@ -245,6 +275,7 @@ def steady(
     late = sum(1 for t, _, _ in results if t - start > seconds + 1.0)
     return {
         "offered_jobs_per_s": rate_per_s,
+        "jobs_per_request": batch,
         "seconds": seconds,
         "jobs": total,
         "achieved_submissions_per_s": round(len(sent) / offered_s, 1),
@@ -255,6 +286,22 @@ def steady(
         "submit_to_placed_p99_s": _round(_percentile(lat, 99)),
         "submit_to_placed_max_s": _round(lat[-1] if lat else None),
     }
+
+
+def run_load(base_url: str, args) -> dict:
+    """The load phases of ``python -m console.bench_e2e`` for each ``--batch`` size, each on
+    its own synthetic cluster and group (``--load-nodes`` x 8 A100, FragGuard): a burst of
+    ``--burst`` jobs from 8 clients, then ``--rate`` jobs/s offered for ``--seconds``."""
+    out = {}
+    for size in (int(b) for b in str(args.batch).split(",") if b):
+        name = f"load{size}"
+        world = build_load_world(args.load_nodes, 8, "FragGuard", name=name)
+        out[f"jobs_per_request_{size}"] = {
+            "world": {"nodes": args.load_nodes, "gpus": world.gpus},
+            "burst": burst(base_url, world, args.burst, 8, 0, batch=size),
+            "steady": steady(base_url, world, args.rate, args.seconds, args.burst, batch=size),
+        }
+    return out
 
 
 def _round(value: float | None) -> float | None:

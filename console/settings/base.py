@@ -16,7 +16,16 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
-from core.env import env_bool, env_float, env_int, env_list, env_str, env_template, env_url
+from core.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_ints,
+    env_list,
+    env_str,
+    env_template,
+    env_url,
+)
 from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
 from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
@@ -146,7 +155,13 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # cycle never waits behind a rollup or a scrape (issue #14). Every install runs both workers:
 # docker-compose, `make run` (console.run), the Kustomize deploy, `make bench-e2e`.
 CELERY_TELEMETRY_QUEUE = env_str("CELERY_TELEMETRY_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-telemetry")
-CELERY_TASK_ROUTES = {"telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE}}
+# The usage check and ledger (every group's usage recomputed from its live placements: 1-2 s at
+# thousands of running jobs) is bookkeeping too: on the telemetry worker, cycles never wait
+# behind it.
+CELERY_TASK_ROUTES = {
+    "telemetry.tasks.*": {"queue": CELERY_TELEMETRY_QUEUE},
+    "scheduling.tasks.usage_reconcile_task": {"queue": CELERY_TELEMETRY_QUEUE},
+}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -171,6 +186,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 ADMISSION_TICK_S = env_int("ADMISSION_TICK_S", 5, minimum=1)
 RECONCILE_TICK_S = env_int("RECONCILE_TICK_S", 2, minimum=1)
 ADMISSION_BATCH = env_int("ADMISSION_BATCH", 500, minimum=1)
+# CPython's garbage-collector thresholds in the web and worker processes (core.gc_tuning)
+PYTHON_GC_THRESHOLDS = env_ints("PYTHON_GC_THRESHOLDS", (50_000, 20, 100))
 ADMISSION_PREEMPTION_DELAY_S = env_float("ADMISSION_PREEMPTION_DELAY_S", 0.0, minimum=0.0)
 ADMISSION_TERMINATION_GRACE_S = env_float("ADMISSION_TERMINATION_GRACE_S", 30.0, minimum=0.0)
 ADMISSION_FAIR_SHARING = env_bool("ADMISSION_FAIR_SHARING", True)

@@ -35,6 +35,12 @@ def _flatten(detail) -> dict[str, list[str]]:
     return {}
 
 
+def error_response(code: str, message: str, fields: dict[str, list[str]], status_code: int):
+    """A Response in the one error shape (module docstring)."""
+    body = {"error": {"code": code, "message": message, "fields": fields}}
+    return Response(body, status=status_code)
+
+
 def exception_handler(exc, context):
     """DRF ``EXCEPTION_HANDLER``: domain errors and DRF errors as one JSON error shape."""
     if isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -43,8 +49,7 @@ def exception_handler(exc, context):
         )
     if isinstance(exc, DomainError):
         fields = {exc.field: [exc.message]} if exc.field else {}
-        body = {"error": {"code": exc.code, "message": exc.message, "fields": fields}}
-        return Response(body, status=exc.status_code)
+        return error_response(exc.code, exc.message, fields, exc.status_code)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

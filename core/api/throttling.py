@@ -22,13 +22,22 @@ class WriteRateThrottle(UserRateThrottle):
     the throttle degrades to the process-local cache ``CACHES["local"]`` (the limit then
     holds per web worker process) and logs a warning, so writes keep working during a Redis
     outage instead of failing with 500.
+
+    A view may weigh a request: ``view.write_cost(request)`` (a positive int, default 1) is
+    how many writes it counts for, e.g. one per job of a batch submission; a request that
+    would take the history past the rate is refused whole.
     """
 
     scope = "writes"
+    cost = 1
+    num_requests: int  # set by SimpleRateThrottle.__init__ from the rate
+    duration: int
 
     def allow_request(self, request, view):
         if request.method in SAFE_METHODS:
             return True
+        weigh = getattr(view, "write_cost", None)
+        self.cost = max(1, int(weigh(request))) if weigh is not None else 1
         try:
             return super().allow_request(request, view)
         except CACHE_ERRORS as exc:
@@ -42,3 +51,12 @@ class WriteRateThrottle(UserRateThrottle):
                 )
             self.cache = caches["local"]
             return super().allow_request(request, view)
+
+    def throttle_success(self):
+        """Record ``cost`` writes at ``now`` (the parent records one), unless they would
+        exceed the rate."""
+        if len(self.history) + self.cost > self.num_requests:
+            return self.throttle_failure()
+        self.history[:0] = [self.now] * self.cost
+        self.cache.set(self.key, self.history, self.duration)
+        return True

@@ -35,7 +35,7 @@ Ties are broken by workload id, so a cycle is deterministic for a given snapshot
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -56,7 +56,9 @@ from scheduling.admission.reservation import Holder, Reservations, expected_end_
 from scheduling.admission.running_index import RunningIndex
 from scheduling.admission.types import (
     AdmissionSnapshot,
+    Charges,
     CycleConfig,
+    FlavorResource,
     GroupKind,
     PendingWorkload,
     QueueingStrategy,
@@ -102,6 +104,18 @@ class _Failure:
     rejected: tuple[RejectedCandidate, ...] = ()
 
 
+def _usage_by_tenant(running: Iterable[RunningWorkload]) -> dict[str, dict[FlavorResource, int]]:
+    """The running workloads' charges (validated non-negative) summed per tenant, to book
+    once per tenant: booking usage is additive (Kueue ``addUsage``: what a node passes to
+    its parent is ``max(0, usage + x - local quota) - max(0, usage - local quota)``, which
+    telescopes), so one booking of the sum leaves the quota tree exactly as one booking per
+    workload, in 1 call per tenant instead of 1 per running workload (thousands at scale)."""
+    parts: dict[str, list[Charges]] = {}
+    for workload in running:
+        parts.setdefault(workload.tenant, []).append(workload.charges)
+    return {tenant: merge_charges(*charges) for tenant, charges in parts.items()}
+
+
 class AdmissionCycle:
     """State of one cycle; use :func:`run_cycle` unless you need :meth:`rollback`.
 
@@ -124,9 +138,10 @@ class AdmissionCycle:
         self.tree = QuotaTree(snapshot.group, snapshot.tenants, snapshot.quotas, snapshot.caps)
         self.running: dict[str, RunningWorkload] = {}
         self.holders: dict[str, Holder] = {}
+        for tenant, charges in _usage_by_tenant(snapshot.running).items():
+            self.tree.add(tenant, charges)
         for workload in sorted(snapshot.running, key=lambda w: w.id):
             self.running[workload.id] = workload
-            self.tree.add(workload.tenant, workload.charges)
             self.holders[workload.id] = Holder(
                 workload.id,
                 workload.tenant,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count, OuterRef, Prefetch, Subquery
+from django.db.models import Count, OuterRef, Prefetch, Subquery, prefetch_related_objects
 from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -12,13 +12,17 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
+from core.api import error_response
 from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
 from core.audit import record, snapshot
+from core.exceptions import NeverFits
 from scheduling.api.serializers import (
     QUEUE_POLICY_FIELDS,
     DeviceCordonSerializer,
     DeviceSerializer,
+    JobBatchResultSerializer,
+    JobBatchSerializer,
     JobEventSerializer,
     JobSerializer,
     JobSubmitSerializer,
@@ -38,6 +42,7 @@ from scheduling.services.workloads import (
     scale_service,
     stop_notebook,
     submit_workload,
+    submit_workloads,
 )
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.choices import Role
@@ -47,12 +52,19 @@ from tenants.selectors import get_user_tenant_ids
 SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
 
 
-def _submit_queues(user):
-    """Queues the user may submit to: those of tenants where they are member or admin."""
+def submit_queues(user):
+    """Queues the user may submit to: those of tenants where they are member or admin.
+
+    Raises:
+        PermissionDenied: the user may submit to none (a viewer only).
+    """
     if user.is_superuser:
         return Queue.objects.all()
     tenant_ids = Membership.objects.filter(user=user, role__in=SUBMIT_ROLES).values("tenant_id")
-    return Queue.objects.filter(tenant_id__in=tenant_ids)
+    queues = Queue.objects.filter(tenant_id__in=tenant_ids)
+    if not queues.exists():
+        raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
+    return queues
 
 
 class JobViewSet(
@@ -99,17 +111,48 @@ class JobViewSet(
 
     @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
-        queues = _submit_queues(request.user)
-        if not request.user.is_superuser and not queues.exists():
-            raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
+        queues = submit_queues(request.user)
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         job = submit_workload(
             serializer.validated_data["queue"], serializer.to_spec(), user=request.user
         )
-        return Response(
-            JobSerializer(self.get_queryset().get(pk=job.pk)).data, status=status.HTTP_201_CREATED
+        # the reply from the job in memory (queue, group, tenant and class came with the
+        # queue): one query for its containers, none for its placements (a new job has none)
+        prefetch_related_objects(
+            [job], "containers", Prefetch("placements", queryset=Placement.objects.none())
         )
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=JobBatchSerializer,
+        responses={201: JobBatchResultSerializer},
+        filters=False,
+        summary="Submit up to 500 jobs in one request, all or none",
+    )
+    @action(detail=False, methods=["post"], pagination_class=None, filterset_class=None)
+    def batch(self, request):
+        """Submit 1-500 jobs, each as ``POST /api/jobs/`` takes it, in one transaction: all are
+        created or none (an invalid item answers 400 with its errors under
+        ``jobs[<index>].<field>``, a job that can never fit its group under
+        ``jobs[<index>].reason``). Counts as one write per job for the write rate limit."""
+        queues = submit_queues(request.user)
+        serializer = JobBatchSerializer(data=request.data, queues=queues, user=request.user)
+        serializer.is_valid(raise_exception=True)
+        try:
+            jobs = submit_workloads(serializer.to_entries(), user=request.user)
+        except NeverFits as exc:
+            fields = {f"jobs[{i}].reason": [why] for i, why in sorted(exc.reasons.items())}
+            return error_response(exc.code, exc.message, fields, exc.status_code)
+        return Response(
+            JobBatchResultSerializer({"jobs": jobs}).data, status=status.HTTP_201_CREATED
+        )
+
+    @staticmethod
+    def write_cost(request) -> int:
+        """Writes a request counts for the write rate limit: one per job of a batch."""
+        jobs = request.data.get("jobs") if isinstance(request.data, dict) else None
+        return len(jobs) if isinstance(jobs, list) and jobs else 1
 
     def _writable(self, verb: str) -> Job:
         job = self.get_object()

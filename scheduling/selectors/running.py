@@ -1,12 +1,16 @@
 """ORM → admission core: the running (and terminating) workloads of a resource group, read as
-plain rows (three queries, no model instances: a cycle reads every booked placement of its
-group)."""
+plain rows (no model instances: a cycle reads every booked placement of its group), kept per
+process between cycles and read again only where the rows changed."""
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from datetime import datetime
 from typing import NamedTuple
+
+from django.conf import settings
+from django.db import connection
 
 from scheduling.admission import Dimension, RunningWorkload
 from scheduling.admission.charges import milli_share
@@ -23,6 +27,7 @@ class _PlacementRow(NamedTuple):
 
     pk: int
     job_id: int
+    pod_index: int
     node_id: int
     cpu_milli: int
     host_memory_mib: int
@@ -42,6 +47,7 @@ class _PlacementRow(NamedTuple):
 _PLACEMENT_COLUMNS = (
     "pk",
     "job_id",
+    "pod_index",
     "node_id",
     "cpu_milli",
     "host_memory_mib",
@@ -96,6 +102,79 @@ def _migs(placements) -> dict[int, list[tuple[str, MigInstance]]]:
     return out
 
 
+class _Kept(NamedTuple):
+    """One booked placement as read: its row, bookings and MIG instances, and its token (the
+    row's columns as text, :data:`_TOKENS_SQL`)."""
+
+    token: tuple
+    row: _PlacementRow
+    bookings: list[tuple]
+    migs: list[tuple[str, MigInstance]]
+
+
+_kept: dict[int, dict[int, _Kept]] = {}
+_kept_lock = threading.Lock()
+
+#: Every column a :class:`_PlacementRow` holds, as text (cheap to decode, unlike timestamps),
+#: and the placement row's version (``xmin``: a row written again, even with equal values,
+#: is read again), per booked placement of a group: a row whose text is unchanged is
+#: unchanged. Bookings and
+#: MIG instances are written once with their placement; a change of the inventory (device
+#: capacities) drops the kept rows (``snapshot_cache`` on a rebuild).
+_TOKENS_SQL = """
+    SELECT p.id, p.job_id, p.pod_index, p.node_id, p.cpu_milli, p.host_memory_mib, p.state,
+           p.evict_by::text, p.updated::text, t.name, j.priority, j.admitted_at::text,
+           j.created::text, j.min_runtime_s, j.preemptible, c.name, j.max_runtime_s,
+           p.xmin::text
+    FROM scheduling_placement p
+    JOIN scheduling_job j ON j.id = p.job_id
+    JOIN scheduling_queue q ON q.id = j.queue_id
+    JOIN tenants_tenant t ON t.id = j.tenant_id
+    LEFT JOIN scheduling_priorityclass c ON c.id = j.priority_class_id
+    WHERE p.state = ANY(%s) AND q.resource_group_id = %s
+"""
+
+
+def _booked_rows(group: tm.ResourceGroup) -> list[_Kept]:
+    """The group's booked placements with their bookings, in (job, pod index, pk) order,
+    read again only where a row changed since this process last read them (one query of
+    the rows as text, then three queries for the new or changed placements)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TOKENS_SQL, [list(BOOKED_PLACEMENT_STATES), group.pk])
+        tokens = {row[0]: row for row in cursor.fetchall()}
+    cache = getattr(settings, "ADMISSION_RUNNING_CACHE", True)
+    with _kept_lock:
+        kept = _kept.get(group.pk, {}) if cache else {}
+        stale = [pk for pk, token in tokens.items() if pk not in kept or kept[pk].token != token]
+        fresh = _read(stale, tokens) if stale else {}
+        now = {pk: fresh.get(pk) or kept[pk] for pk in tokens}
+        if cache:
+            _kept[group.pk] = now
+    return sorted(now.values(), key=lambda k: (k.row.job_id, k.row.pod_index, k.row.pk))
+
+
+def _read(pks: list[int], tokens: dict[int, tuple]) -> dict[int, _Kept]:
+    placements = Placement.objects.filter(pk__in=pks)
+    rows = placements.values_list(*_PLACEMENT_COLUMNS)
+    bookings, migs = _bookings(placements), _migs(placements)
+    return {
+        row[0]: _Kept(
+            tokens[row[0]], _PlacementRow(*row), bookings.get(row[0], []), migs.get(row[0], [])
+        )
+        for row in rows
+        if row[0] in tokens
+    }
+
+
+def forget_running(group_id: int | None = None) -> None:
+    """Drop this process's kept rows of a group (every group when None)."""
+    with _kept_lock:
+        if group_id is None:
+            _kept.clear()
+        else:
+            _kept.pop(group_id, None)
+
+
 def running_workloads(
     group: tm.ResourceGroup,
     flavor_of_model: dict[str, str],
@@ -112,29 +191,27 @@ def running_workloads(
     not in it is its own flavor). The bookings (MIG instances included) let a preemption
     search take a victim out of the cluster snapshot exactly as it was booked.
 
+    The rows are kept per process between cycles and read again only where the database
+    changed them (:func:`_booked_rows`; ``ADMISSION_RUNNING_CACHE = False`` reads every row
+    every time): at thousands of running jobs, reading and parsing every row was most of a
+    cycle's fixed cost.
+
     Returns:
         ``(running workloads by job id, {workload id: RunningBooking})``.
     """
     node_names = {pk: name for name, pk in index.node_ids.items()}
-    placements = Placement.objects.filter(
-        state__in=BOOKED_PLACEMENT_STATES, job__queue__resource_group=group
-    )
-    rows = [
-        _PlacementRow(*row)
-        for row in placements.order_by("job_id", "pod_index", "pk").values_list(*_PLACEMENT_COLUMNS)
-    ]
-    bookings, migs = _bookings(placements), _migs(placements)
     first: dict[int, _PlacementRow] = {}
     charges: dict[int, dict] = defaultdict(lambda: defaultdict(int))
     evict_by: dict[int, list[datetime]] = defaultdict(list)
     held: dict[str, RunningBooking] = {}
-    for p in rows:
+    for kept in _booked_rows(group):
+        p = kept.row
         first.setdefault(p.job_id, p)
         if p.state == PlacementState.TERMINATING:
             evict_by[p.job_id].append(p.evict_by or p.updated)
         booking = held.setdefault(str(p.job_id), RunningBooking(p.job_id))
         grants = []
-        for uuid, model, dev_mem, dev_cores, mem, cores, slots in bookings.get(p.pk, ()):
+        for uuid, model, dev_mem, dev_cores, mem, cores, slots in kept.bookings:
             info = devices.get(uuid)
             if info is not None:
                 dev_mem, dev_cores = info.memory_mib, info.cores_percent
@@ -145,7 +222,7 @@ def running_workloads(
             job_charges[(flavor, Dimension.CORES_PERCENT)] += cores
             grants.append((uuid, mem, cores, slots))
         booking.pods.append((node_names.get(p.node_id, ""), p.cpu_milli, p.host_memory_mib, grants))
-        booking.migs.extend(migs.get(p.pk, ()))
+        booking.migs.extend(kept.migs)
     workloads = [
         _running(p, dict(charges[pk]), evict_by.get(pk)) for pk, p in sorted(first.items())
     ]

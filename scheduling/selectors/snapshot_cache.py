@@ -33,6 +33,7 @@ from django.db.models import Case, Count, F, Max, Sum, Value, When
 from scheduling.devices.overlay import Catalogue
 from scheduling.models import Device, DeviceModel, Node
 from scheduling.placement.types import ClusterSnapshot
+from scheduling.selectors.running import forget_running
 from scheduling.selectors.snapshot import (
     ClusterState,
     SnapshotIndex,
@@ -114,13 +115,16 @@ def cluster_snapshot(
             entry = _Entry(version, build_cluster_state(group, catalogue))
             _entries[group.pk] = entry
             last_outcome[group.pk] = "rebuild"
+            forget_running(group.pk)  # kept bookings carry device capacities
         else:
             last_outcome[group.pk] = "delta" if _sync(entry.state) else "hit"
         return entry.state.snapshot.clone(), entry.state.index
 
 
 def forget(group_id: int | None = None) -> None:
-    """Drop the cached snapshot of a group (every group when None)."""
+    """Drop the cached snapshot of a group (every group when None) and the running rows kept
+    with it."""
+    forget_running(group_id)
     with _lock:
         if group_id is None:
             _entries.clear()

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from core.audit import entry as audit_entry
 from core.audit import record as audit
 from core.exceptions import Conflict, NeverFits
+from core.models import AuditEntry
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
@@ -177,9 +179,12 @@ def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None)
     )
 
 
-def _create_rows(job: Job, spec: JobSpec) -> tuple[list[JobContainer], list[JobPodSet]]:
-    """The job's pod sets (one INSERT) and every container, of the job and of its pod sets
-    (one INSERT); returns them (containers in pod set order, then the job's own)."""
+def _create_rows(
+    pairs: list[tuple[Job, JobSpec]],
+) -> list[tuple[list[JobContainer], list[JobPodSet]]]:
+    """Every job's pod sets (one INSERT) and every container, of the jobs and of their pod
+    sets (one INSERT); returns per job its containers (pod set order, then the job's own) and
+    its pod sets."""
     pod_sets = JobPodSet.objects.bulk_create(
         JobPodSet(
             job=job,
@@ -189,36 +194,57 @@ def _create_rows(job: Job, spec: JobSpec) -> tuple[list[JobContainer], list[JobP
             cpu_milli=ps.cpu_milli,
             host_memory_mib=ps.host_memory_mib,
         )
+        for job, spec in pairs
         for position, ps in enumerate(spec.pod_sets)
     )
-    rows = [
-        _container_row(job, c, row)
-        for row, ps in zip(pod_sets, spec.pod_sets, strict=True)
-        for c in ps.containers
-    ]
-    rows.extend(_container_row(job, c) for c in spec.containers)
-    return JobContainer.objects.bulk_create(rows), pod_sets
+    sets_left = iter(pod_sets)
+    per_job = []
+    rows: list[JobContainer] = []
+    for job, spec in pairs:
+        sets = [next(sets_left) for _ in spec.pod_sets]
+        mine = [
+            _container_row(job, c, row)
+            for row, ps in zip(sets, spec.pod_sets, strict=True)
+            for c in ps.containers
+        ]
+        mine.extend(_container_row(job, c) for c in spec.containers)
+        rows.extend(mine)
+        per_job.append((mine, sets))
+    JobContainer.objects.bulk_create(rows)  # sets the pks on the same objects
+    return per_job
 
 
 _PREFETCHED = "_prefetched_objects_cache"
 
 
-def _check_fit(job: Job, queue: Queue, containers, pod_sets) -> None:
-    """Refuse a job that can never fit its group (:func:`never_fits_reason`), reading the
-    rows just written instead of querying them again."""
-    # Django's prefetch cache: ``job.containers.all()`` / ``job.pod_sets.all()`` read it
-    setattr(job, _PREFETCHED, {"containers": containers, "pod_sets": pod_sets})
-    try:
-        reason = never_fits_reason(job, queue.resource_group)
-    finally:
-        delattr(job, _PREFETCHED)
-    if reason is not None:
-        raise NeverFits(reason, field="reason")
+def _check_fits(
+    jobs: list[Job], queues: list[Queue], rows: list[tuple[list[JobContainer], list[JobPodSet]]]
+) -> None:
+    """Refuse jobs that can never fit their group (:func:`never_fits_reason`), reading the
+    rows just written instead of querying them again.
+
+    Raises:
+        NeverFits: with ``reasons`` {index: reason} of every such job.
+    """
+    reasons = {}
+    for index, (job, queue, (containers, pod_sets)) in enumerate(
+        zip(jobs, queues, rows, strict=True)
+    ):
+        # Django's prefetch cache: ``job.containers.all()`` / ``job.pod_sets.all()`` read it
+        setattr(job, _PREFETCHED, {"containers": containers, "pod_sets": pod_sets})
+        try:
+            reason = never_fits_reason(job, queue.resource_group)
+        finally:
+            delattr(job, _PREFETCHED)
+        if reason is not None:
+            reasons[index] = reason
+    if reasons:
+        raise NeverFits(next(iter(reasons.values())), field="reason", reasons=reasons)
 
 
-def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> None:
-    """The ``job.submit`` audit entry (inside the submission's transaction)."""
-    audit(
+def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> AuditEntry:
+    """The unsaved ``job.submit`` audit entry (saved with the submission's transaction)."""
+    return audit_entry(
         "job.submit",
         job,
         actor=user,
@@ -249,59 +275,98 @@ def enqueue_job(
     queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True, check_fit: bool = True
 ) -> Job:
     """Create a queued job in ``queue`` and trigger its resource group's admission cycle
-    after commit. An inference service (``kind`` inference) is created ``running`` and never
-    queued itself: its replicas are (``scheduling.services.workloads.submit_workload``).
-
-    Args:
-        check_fit: refuse a job that can never fit any node of the group, whatever the load
-            (:func:`scheduling.selectors.feasibility.never_fits_reason`).
-
-    Returns:
-        The new Job (state ``queued``, or ``running`` for an inference service).
+    after commit: :func:`enqueue_jobs` of one job (same arguments, errors and states).
 
     Raises:
         NeverFits: ``check_fit`` and the job fits no node of the group even when empty
             (``field="reason"``, the message says why); nothing is saved.
     """
-    service = spec.kind == JobKind.INFERENCE
+    return enqueue_jobs([(queue, spec)], user=user, enqueue=enqueue, check_fit=check_fit)[0]
+
+
+def enqueue_jobs(
+    entries: list[tuple[Queue, JobSpec]], *, user=None, enqueue: bool = True, check_fit: bool = True
+) -> list[Job]:
+    """Create the jobs of ``entries`` (queue, spec) in one transaction, all or none: one
+    INSERT each for the jobs, their pod sets, containers, events and audit entries, however
+    many jobs (a batch submission: ``POST /api/jobs/batch/``). Each job is ``queued``, or
+    ``running`` for an inference service, which is never queued itself (its replicas are:
+    ``scheduling.services.workloads.submit_workloads``). After commit, one admission cycle
+    request per resource group involved.
+
+    Args:
+        check_fit: refuse jobs that can never fit any node of their group, whatever the load
+            (:func:`scheduling.selectors.feasibility.never_fits_reason`).
+
+    Returns:
+        The new jobs, in the order of ``entries``.
+
+    Raises:
+        NeverFits: ``check_fit`` and some jobs fit no node of their group even when empty;
+            ``reasons`` maps each such job's index in ``entries`` to why, the message is the
+            first reason (``field="reason"``); nothing is saved.
+    """
     now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.create(
-            state=JobState.RUNNING if service else JobState.QUEUED,
-            started_at=now if service else None,
-            **{name: getattr(spec, name) for name in WORKLOAD_FIELDS},
-            tenant_id=queue.tenant_id,
-            queue=queue,
-            name=spec.name,
-            priority=spec.priority,
-            pod_count=spec.pod_count,
-            min_pods=spec.min_pods,
-            priority_class=spec.priority_class,
-            cpu_milli=spec.cpu_milli,
-            host_memory_mib=spec.host_memory_mib,
-            duration_s=spec.duration_s,
-            preemptible=spec.preemptible,
-            allow_consolidation=spec.allow_consolidation,
-            min_runtime_s=spec.min_runtime_s,
-            on_preemption=spec.on_preemption,
-            restart_policy=spec.restart_policy,
-            annotations=dict(spec.annotations),
-            submitted_by=user if user is not None and user.is_authenticated else None,
-            source=spec.source,
-        )
-        job.tenant = queue.tenant  # one tenant row for the event, the audit and the reply
-        containers, pod_sets = _create_rows(job, spec)
+        jobs = Job.objects.bulk_create(_job_row(queue, spec, user, now) for queue, spec in entries)
+        for job, (queue, _) in zip(jobs, entries, strict=True):
+            job.tenant = queue.tenant  # one tenant row per queue for events, audit and reply
+        rows = _create_rows(list(zip(jobs, (spec for _, spec in entries), strict=True)))
         if check_fit:
-            _check_fit(job, queue, containers, pod_sets)
-        JobEvent.objects.create(
-            job=job,
-            kind="running" if service else "queued",
-            message=f"service up in {queue}" if service else f"queued in {queue}",
+            _check_fits(jobs, [queue for queue, _ in entries], rows)
+        JobEvent.objects.bulk_create(
+            JobEvent(
+                job=job,
+                kind=job.state,
+                message=(
+                    f"service up in {queue}"
+                    if job.state == JobState.RUNNING
+                    else f"queued in {queue}"
+                ),
+            )
+            for job, (queue, _) in zip(jobs, entries, strict=True)
         )
-        _audit_submit(job, spec, queue, user)
-        if enqueue and not service:
-            enqueue_admission_cycle(queue.resource_group_id)
-    return job
+        AuditEntry.objects.bulk_create(
+            _audit_submit(job, spec, queue, user)
+            for job, (queue, spec) in zip(jobs, entries, strict=True)
+        )
+        if enqueue:
+            queued = {
+                q.resource_group_id
+                for j, (q, _) in zip(jobs, entries, strict=True)
+                if j.kind != JobKind.INFERENCE
+            }
+            for group_id in sorted(queued):
+                enqueue_admission_cycle(group_id)
+    return jobs
+
+
+def _job_row(queue: Queue, spec: JobSpec, user, now) -> Job:
+    """The unsaved Job of ``spec`` in ``queue`` (``running`` for an inference service)."""
+    service = spec.kind == JobKind.INFERENCE
+    return Job(
+        state=JobState.RUNNING if service else JobState.QUEUED,
+        started_at=now if service else None,
+        **{name: getattr(spec, name) for name in WORKLOAD_FIELDS},
+        tenant_id=queue.tenant_id,
+        queue=queue,
+        name=spec.name,
+        priority=spec.priority,
+        pod_count=spec.pod_count,
+        min_pods=spec.min_pods,
+        priority_class=spec.priority_class,
+        cpu_milli=spec.cpu_milli,
+        host_memory_mib=spec.host_memory_mib,
+        duration_s=spec.duration_s,
+        preemptible=spec.preemptible,
+        allow_consolidation=spec.allow_consolidation,
+        min_runtime_s=spec.min_runtime_s,
+        on_preemption=spec.on_preemption,
+        restart_policy=spec.restart_policy,
+        annotations=dict(spec.annotations),
+        submitted_by=user if user is not None and user.is_authenticated else None,
+        source=spec.source,
+    )
 
 
 def cancel_job(job: Job, *, user=None) -> Job:

@@ -39,7 +39,7 @@ from scheduling.choices import (
 )
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
-from scheduling.services.jobs import JobSpec, cancel_job, enqueue_job
+from scheduling.services.jobs import JobSpec, cancel_job, enqueue_jobs
 from scheduling.services.locking import lock_jobs
 
 __all__ = [
@@ -85,27 +85,47 @@ replica's containers are its service's, field for field."""
 
 
 def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
-    """Create a job of any kind: :func:`~scheduling.services.jobs.enqueue_job`, plus an
-    inference service's ``replicas`` replica jobs. Notebooks get the configured idle-cull
-    time and lifetime when the spec gives none (``NOTEBOOK_IDLE_CULL_S``,
-    ``NOTEBOOK_MAX_LIFETIME_S``).
+    """Create a job of any kind: :func:`submit_workloads` of one (same errors).
 
     Returns:
         The new job (the service for inference).
     """
-    if spec.kind == JobKind.NOTEBOOK:
-        spec = replace(
-            spec,
-            idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
-            max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S,
-        )
+    return submit_workloads([(queue, spec)], user=user, enqueue=enqueue)[0]
+
+
+def submit_workloads(
+    entries: list[tuple[Queue, JobSpec]], *, user=None, enqueue: bool = True
+) -> list[Job]:
+    """Create jobs of any kind in one transaction, all or none:
+    :func:`~scheduling.services.jobs.enqueue_jobs`, plus each inference service's
+    ``replicas`` replica jobs. Notebooks get the configured idle-cull time and lifetime when
+    the spec gives none (``NOTEBOOK_IDLE_CULL_S``, ``NOTEBOOK_MAX_LIFETIME_S``).
+
+    Returns:
+        The new jobs in the order of ``entries`` (the service for inference).
+
+    Raises:
+        NeverFits: as :func:`~scheduling.services.jobs.enqueue_jobs`; nothing is saved.
+    """
+    entries = [(queue, _with_notebook_defaults(spec)) for queue, spec in entries]
     with transaction.atomic():
-        job = enqueue_job(queue, spec, user=user, enqueue=enqueue)
-        if spec.kind == JobKind.INFERENCE:
-            _add_replicas(job, spec.replicas or 1)
-            if enqueue:
-                enqueue_admission_cycle(queue.resource_group_id)
-    return job
+        jobs = enqueue_jobs(entries, user=user, enqueue=enqueue)
+        for job, (queue, spec) in zip(jobs, entries, strict=True):
+            if spec.kind == JobKind.INFERENCE:
+                _add_replicas(job, spec.replicas or 1)
+                if enqueue:
+                    enqueue_admission_cycle(queue.resource_group_id)
+    return jobs
+
+
+def _with_notebook_defaults(spec: JobSpec) -> JobSpec:
+    if spec.kind != JobKind.NOTEBOOK:
+        return spec
+    return replace(
+        spec,
+        idle_cull_s=spec.idle_cull_s or settings.NOTEBOOK_IDLE_CULL_S,
+        max_runtime_s=spec.max_runtime_s or settings.NOTEBOOK_MAX_LIFETIME_S,
+    )
 
 
 def _add_replicas(service: Job, count: int) -> list[Job]:

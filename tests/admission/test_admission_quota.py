@@ -362,3 +362,49 @@ def test_s15_children_over_their_parent_are_reported():
     assert [
         e.message for e in children_over_parent(DEPT, rows[1:], missing_parent_row_is_zero=True)
     ] == ["children's nominal 9000 exceeds dept's none (flavor a100, devices)"]
+
+
+def test_booking_the_sum_per_tenant_equals_booking_each_workload():
+    """The cycle books running usage once per tenant (``cycle._usage_by_tenant``): the tree
+    must end exactly as with one booking per workload, lending limits and nesting included."""
+    import random
+
+    from scheduling.admission.cycle import _usage_by_tenant
+    from scheduling.admission.types import Dimension, RunningWorkload
+    from tests.admission.admission_builders import ago
+
+    rows = (
+        quota("dept", 8000, lending_limit=2000),
+        quota("team-x", 5000, lending_limit=1000),
+        quota("team-y", 1000, lending_limit=0),
+        quota("other", 8000, lending_limit=3000, borrowing_limit=4000),
+        quota("other", 80_000, dim=Dimension.MEMORY_MIB, lending_limit=10_000),
+    )
+    rng = random.Random(7)
+    tenants = ["dept", "team-x", "team-y", "other"]
+    running = [
+        RunningWorkload(
+            id=f"w{i}",
+            tenant=rng.choice(tenants),
+            priority=0,
+            charges={
+                ("a100", DEV): rng.choice((0, 100, 250, 1000, 3000)),
+                ("a100", Dimension.MEMORY_MIB): rng.choice((0, 4096, 40960)),
+            },
+            started_at=ago(60),
+            created_at=ago(120),
+        )
+        for i in range(60)
+    ]
+    one_by_one = QuotaTree(group(), DEPT, rows)
+    for w in running:
+        one_by_one.add(w.tenant, w.charges)
+    summed = QuotaTree(group(), DEPT, rows)
+    for tenant, charges in _usage_by_tenant(running).items():
+        summed.add(tenant, charges)
+    nodes = [*tenants, None]
+    for name in nodes:
+        a = one_by_one.root if name is None else one_by_one.node(name)
+        b = summed.root if name is None else summed.node(name)
+        assert (a.usage, a.own) == (b.usage, b.own), name
+    assert any(one_by_one.root.usage.values())  # the workloads did reach the cohort

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_list, env_url
+from core.env import env_bool, env_int, env_ints, env_list, env_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,36 @@ def test_env_int_checks_type_and_minimum(monkeypatch):
     monkeypatch.setenv("X_N", "0")
     with pytest.raises(ImproperlyConfigured, match="X_N=0 must be at least 1"):
         env_int("X_N", 1, minimum=1)
+
+
+def test_env_ints_checks_count_type_and_minimum(monkeypatch):
+    monkeypatch.delenv("X_GC", raising=False)
+    assert env_ints("X_GC", (50_000, 20, 100)) == (50_000, 20, 100)
+    monkeypatch.setenv("X_GC", " 700,10,10")
+    assert env_ints("X_GC", (1, 2, 3)) == (700, 10, 10)
+    for bad, words in (
+        ("700,10", "needs 3 integers"),
+        ("700,ten,10", "is not comma-separated integers"),
+        ("700,-1,10", "every value must be at least 0"),
+    ):
+        monkeypatch.setenv("X_GC", bad)
+        with pytest.raises(ImproperlyConfigured, match=words):
+            env_ints("X_GC", (1, 2, 3))
+
+
+def test_tune_gc_applies_the_thresholds_and_freezes(settings):
+    import gc
+
+    from core.gc_tuning import tune_gc
+
+    before = gc.get_threshold()
+    settings.PYTHON_GC_THRESHOLDS = (40_000, 15, 90)
+    try:
+        assert tune_gc() == (40_000, 15, 90) == gc.get_threshold()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
 
 
 def test_env_list_and_url(monkeypatch):

@@ -107,7 +107,8 @@ def test_telemetry_has_its_own_worker(rendered, folder: str) -> None:
         "worker-telemetry": settings.CELERY_TELEMETRY_QUEUE,
     }
     assert settings.CELERY_TASK_ROUTES == {
-        "telemetry.tasks.*": {"queue": settings.CELERY_TELEMETRY_QUEUE}
+        "telemetry.tasks.*": {"queue": settings.CELERY_TELEMETRY_QUEUE},
+        "scheduling.tasks.usage_reconcile_task": {"queue": settings.CELERY_TELEMETRY_QUEUE},
     }
 
 

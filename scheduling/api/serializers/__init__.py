@@ -33,7 +33,10 @@ from scheduling.api.serializers.queues import (
 from scheduling.api.serializers.submit import (
     ANNOTATIONS_MAX_BYTES,
     ENV_NAME,
+    MAX_BATCH_JOBS,
     ContainerInputSerializer,
+    JobBatchResultSerializer,
+    JobBatchSerializer,
     JobSubmitSerializer,
     QueueField,
 )
@@ -44,11 +47,14 @@ from scheduling.choices import VENDORS
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
     "ENV_NAME",
+    "MAX_BATCH_JOBS",
     "QUEUE_POLICY_FIELDS",
     "VENDORS",
     "ContainerInputSerializer",
     "DeviceCordonSerializer",
     "DeviceSerializer",
+    "JobBatchResultSerializer",
+    "JobBatchSerializer",
     "JobContainerSerializer",
     "JobEventSerializer",
     "JobSerializer",

@@ -126,6 +126,18 @@ class QueueField(serializers.PrimaryKeyRelatedField):
     unknown one (the error never confirms it exists)."""
 
     def to_internal_value(self, data):
+        """The queue, resolved once per request for each spelling (a batch names its queue
+        in every item: ``context["queues_seen"]``, when the view gives one)."""
+        seen = self.context.get("queues_seen")
+        key = repr(data)
+        if seen is not None and key in seen:
+            return seen[key]
+        queue = self._resolve(data)
+        if seen is not None:
+            seen[key] = queue
+        return queue
+
+    def _resolve(self, data):
         if isinstance(data, str) and not data.strip().isdigit():
             tenant, _, name = data.strip().rpartition("/")
             queues = self.get_queryset().filter(name=name)
@@ -220,8 +232,21 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["queue"].queryset = queues if queues is not None else Queue.objects.none()
+        self.fields["queue"].queryset = (
+            queues.select_related(
+                "tenant", "resource_group", "default_priority_class"
+            ).prefetch_related("allowed_priority_classes")
+            if queues is not None
+            else Queue.objects.none()
+        )
         self.platform_admin = bool(user is not None and user.is_superuser)
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        # the fields the caller gave (the workload rules tell defaults from choices); read
+        # here, not from ``initial_data``, which an item of a batch does not have
+        attrs["_given"] = set(data) if isinstance(data, dict) else set()
+        return attrs
 
     def validate_annotations(self, value):
         errors = []
@@ -253,7 +278,6 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         if errors:
             raise serializers.ValidationError({"annotations": errors})
         attrs["priority_class"] = self._priority_class(attrs)
-        attrs["_given"] = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
         attrs = validate_workload(attrs)
         attrs.pop("_given", None)
         return attrs
@@ -299,7 +323,12 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         return cls
 
     def to_spec(self) -> JobSpec:
-        data = self.validated_data
+        """The :class:`JobSpec` of the validated submission."""
+        return self.spec_of(self.validated_data)
+
+    @staticmethod
+    def spec_of(data: dict) -> JobSpec:
+        """The :class:`JobSpec` of one validated submission's data."""
         cls = data.get("priority_class")
         return JobSpec(
             name=data["name"],
@@ -332,3 +361,45 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             tolerations=[dict(v) for v in data["tolerations"]],
             node_selector=dict(data["node_selector"]),
         )
+
+
+MAX_BATCH_JOBS = 500
+"""Jobs of one ``POST /api/jobs/batch/``."""
+
+
+class JobBatchSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """Input of ``POST /api/jobs/batch/``: ``jobs``, 1 to :data:`MAX_BATCH_JOBS`
+    submissions, each exactly as ``POST /api/jobs/`` takes it. All or none: any invalid item
+    refuses the batch with its errors under ``jobs[<index>].<field>``."""
+
+    jobs = JobSubmitSerializer(many=True, min_length=1, max_length=MAX_BATCH_JOBS)
+
+    def __init__(self, *args, queues=None, user=None, **kwargs):
+        kwargs.setdefault("context", {}).setdefault("queues_seen", {})
+        super().__init__(*args, **kwargs)
+        self.fields["jobs"] = JobSubmitSerializer(
+            many=True, min_length=1, max_length=MAX_BATCH_JOBS, queues=queues, user=user
+        )
+
+    def to_entries(self) -> list[tuple[Queue, JobSpec]]:
+        """``(queue, spec)`` of every item, in order."""
+        return [
+            (item["queue"], JobSubmitSerializer.spec_of(item))
+            for item in self.validated_data["jobs"]
+        ]
+
+
+class JobBatchItemSerializer(serializers.Serializer):
+    """One created job of a batch (read the full job at ``/api/jobs/<id>/``)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    state = serializers.CharField()
+    queue = serializers.CharField(source="queue.name")
+    tenant = serializers.CharField(source="tenant.name")
+
+
+class JobBatchResultSerializer(serializers.Serializer):
+    """Reply of ``POST /api/jobs/batch/``: the created jobs in the order submitted."""
+
+    jobs = JobBatchItemSerializer(many=True)
