@@ -336,10 +336,11 @@ class IncrementalSelector:
             view = None
         if view is not None:
             views.move_to_end(id(snapshot))
-            order_ok = node_names is None or node_names is view.given or node_names == view.names
+            if node_names is None:
+                order_ok = view.given is None
+            else:
+                order_ok = node_names is view.given or node_names == view.names
             if order_ok and view.same_nodes(snapshot) and view.catch_up():
-                if node_names is not None:
-                    view.given = node_names
                 return view
         if node_names is None:
             names = sorted(snapshot.nodes)
@@ -494,7 +495,8 @@ class IncrementalSelector:
             snapshot: cluster state (read only).
             pod: the pod.
             state: the pod's cycle state after PreFilter.
-            node_names: every node of the snapshot in tie order (None: sorted names).
+            node_names: every node of the snapshot in tie order (None: sorted names); a list
+                passed again is recognised by identity, so do not edit it in place.
             maximize: the highest score wins (else the lowest).
 
         Returns:
