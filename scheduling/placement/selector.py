@@ -259,6 +259,8 @@ class _View:
         changed = self.snapshot.changed
         if len(changed) < self.changed_pos:
             return False
+        versions = list(map(_version, self.nodes))
+        seen = self.versions
         if len(changed) > self.changed_pos:
             index = self.index
             for name in dict.fromkeys(changed[self.changed_pos :]):
@@ -266,13 +268,13 @@ class _View:
                 if i is None:
                     return False
                 self.mark(i)
+                seen[i] = versions[i]
             self.changed_pos = len(changed)
-        versions = list(map(_version, self.nodes))
-        if versions != self.versions:
-            for i, (a, b) in enumerate(zip(versions, self.versions, strict=True)):
+        if versions != seen:  # NodeInfo.touch without the journal (rare): find the nodes
+            for i, (a, b) in enumerate(zip(versions, seen, strict=True)):
                 if a != b:
                     self.mark(i)
-            self.versions = versions
+        self.versions = versions
         return True
 
 
