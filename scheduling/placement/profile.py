@@ -167,15 +167,7 @@ class Framework:
         registry = build_in_tree_registry()
         if profile.registry is not None:
             registry = registry.merge(profile.registry)
-        if profile.device_configs is not None or profile.hami_parity:
-            configs = (
-                list(profile.device_configs)
-                if profile.device_configs is not None
-                else default_device_configs()
-            )
-            self.vendors: dict[str, VendorPlugin] = build_vendors(configs, profile.hami_parity)
-        else:
-            self.vendors = default_vendors()
+        self.vendors: dict[str, VendorPlugin] = _vendors(profile)
         common = {
             "vendors": self.vendors,
             "device_policy": profile.device_policy,
@@ -238,3 +230,16 @@ class Framework:
                 caches.pop(next(iter(caches)))
         caches[shape] = c
         return c
+
+
+def _vendors(profile: Profile) -> dict[str, VendorPlugin]:
+    """The vendor plugins of ``profile``: its device configs (or the chart defaults when only
+    ``hami_parity`` is set), else the shared defaults."""
+    if profile.device_configs is None and not profile.hami_parity:
+        return default_vendors()
+    configs = (
+        list(profile.device_configs)
+        if profile.device_configs is not None
+        else default_device_configs()
+    )
+    return build_vendors(configs, profile.hami_parity)
