@@ -22,5 +22,5 @@ def test_a_mixed_shape_cycle_places_identically_with_and_without_the_selector():
     out = run_cycles(nodes=9, jobs=60)
     assert out["same_placements"] is True
     assert out["selector"]["admitted"] == out["loop"]["admitted"] >= 40
-    # the ones that do not fit (a zone full for a 4-GPU job) stay queued in both worlds
+    # what does not fit this small cluster stays queued, the same in both worlds
     assert out["selector"]["queued_after"] == out["loop"]["queued_after"]
