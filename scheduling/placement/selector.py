@@ -275,7 +275,22 @@ class _View:
                 if a != b:
                     self.mark(i)
         self.versions = versions
+        self.compact()
         return True
+
+    def compact(self, keep_per_node: int = 8) -> None:
+        """Bound the journal: past ``keep_per_node`` entries per node, drop the oldest down to
+        that; shapes that had not read the dropped entries are forgotten (rebuilt on use)."""
+        journal = self.journal
+        limit = keep_per_node * max(1, len(self.names))
+        if len(journal) <= 2 * limit:
+            return
+        cut = len(journal) - limit
+        del journal[:cut]
+        for shape in [s for s, k in self.keys.items() if k.pos < cut]:
+            del self.keys[shape]
+        for key in self.keys.values():
+            key.pos -= cut
 
 
 class IncrementalSelector:
@@ -365,7 +380,10 @@ class IncrementalSelector:
         key = keys.get(shape)
         if key is not None:
             keys.move_to_end(shape)
-            if key.epoch == epoch and 2 * (len(view.journal) - key.pos) <= n:
+            behind = len(view.journal) - key.pos
+            if 2 * behind > n:  # entries repeat nodes (binpack keeps changing the same ones)
+                behind = len(set(view.journal[key.pos :]))
+            if key.epoch == epoch and 2 * behind <= n:
                 if len(key.heap) > 4 * n + 64:
                     key.heap = [e for e in key.cur if e is not None]
                     heapify(key.heap)

@@ -412,3 +412,19 @@ def test_scores_handed_out_do_not_change_with_later_placements():
     d2 = place(s, req, fw)
     assert dict(d1.node_scores) == before
     assert d2.node_scores[d1.pods[0].node] != before[d1.pods[0].node]
+
+
+def test_the_change_journal_is_bounded():
+    fw = Profile().build()
+    s = cluster(6, 3)
+    req = PlacementRequest("p", (PodRequest("p", 1000, 1024),))
+    other = PlacementRequest("q", (PodRequest("q", 2000, 1024),))
+    place(s, other, fw)  # a shape that then falls far behind
+    for _ in range(120):  # one journal entry per call (reserve and unreserve: the same node)
+        d = place(s, req, fw)
+        reserve(s, d)
+        unreserve(s, d)
+    view = fw.selector._views[id(s)]
+    assert len(view.journal) <= 2 * 8 * 3
+    assert len(view.keys) == 1  # the old shape was dropped, the busy one kept
+    assert place(s, other, fw) == place(s, other, Profile().build(cache=False))
