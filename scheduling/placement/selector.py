@@ -49,9 +49,10 @@ A NaN score (which the loop's ``>``/``<`` comparisons order differently from a h
 selector decline that shape for the rest of the snapshot's life.
 
 Memory is bounded: per snapshot at most ``max_keys`` shapes (least recently used dropped), fewer
-on large clusters (at most ``max_outcomes`` node outcomes per snapshot), and the states of at
-most ``1 + parked`` snapshots (an admission cycle alternates between its cluster and the empty
-copy it estimates on; older snapshots' states are dropped).
+on large clusters (at most ``max_outcomes`` node outcomes per snapshot), a journal of at most 16
+entries per node (shapes that fell further behind are dropped), and the states of at most
+``1 + parked`` snapshots (an admission cycle alternates between its cluster and the empty copy
+it estimates on; older snapshots' states are dropped).
 
 Not thread-safe (a Framework belongs to one worker thread, as the runner's node cache does).
 """
@@ -537,6 +538,8 @@ class IncrementalSelector:
             i = self._top(view, key, state, pod, maximize)
         except _Nan:
             view.keys.pop(shape, None)
+            if len(view.declined) >= self.max_keys:
+                view.declined.clear()
             view.declined.add(shape)
             return None
         if i is None:
