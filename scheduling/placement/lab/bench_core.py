@@ -1,8 +1,9 @@
 """Benchmark of the placement core (prints figures; not a test).
 
 ``python -m scheduling.placement.lab.bench_core [--nodes 1213] [--placements 5000]``: a synthetic
-cluster of NVIDIA nodes (0-8 GPUs each), six request shapes, place + reserve in a loop, with
-and without the per-node result cache (``Profile.build(cache=True)``).
+cluster of NVIDIA nodes (0-8 GPUs each), six request shapes, place + reserve in a loop: the
+incremental selector, the loop with the per-node result cache (``build(incremental=False)``)
+and the uncached loop (``build(cache=False)``), decisions hashed.
 
 ``--mixed``: the general loop on every request shape (:func:`run_mixed`): a mixed-model cluster
 with zone labels and a sequence of multi-device, multi-container, absolute-memory, type
@@ -60,11 +61,14 @@ def cluster(n: int, seed: int) -> ClusterSnapshot:
     return ClusterSnapshot.from_nodes(nodes)
 
 
-def run(nodes: int, placements: int, cache: bool, policy: str, seed: int = 1) -> None:
-    """Place ``placements`` pods and print placements/s."""
+def run(
+    nodes: int, placements: int, cache: bool, policy: str, seed: int = 1, incremental: bool = True
+) -> None:
+    """Place ``placements`` pods and print placements/s and the decisions' hash (``cache``
+    without ``incremental``: the loop with the per-node cache, the path before the selector)."""
     rnd = random.Random(seed)
     snap = cluster(nodes, seed)
-    fw = Profile(node_policy=policy).build(cache=cache)
+    fw = Profile(node_policy=policy).build(cache=cache, incremental=incremental)
     reqs = []
     for k in range(placements):
         c, m, co = rnd.choice(SHAPES)
@@ -87,15 +91,18 @@ def run(nodes: int, placements: int, cache: bool, policy: str, seed: int = 1) ->
         )
     t = time.process_time()
     ok = 0
+    digest = hashlib.sha256()
     for r in reqs:
         d = place(snap, r, fw)
+        digest.update(repr((d.pods, sorted(d.reasons.items()))).encode())
         if d.schedulable:
             reserve(snap, d)
             ok += 1
     dt = time.process_time() - t
+    how = "selector" if fw.selector is not None else "loop+cache" if cache else "loop"
     print(
-        f"nodes={nodes} placements={placements} policy={policy} cache={cache}: "  # noqa: T201
-        f"{placements / dt:.0f} placements/s, {ok} placed"
+        f"nodes={nodes} placements={placements} policy={policy} {how}: "  # noqa: T201
+        f"{placements / dt:.0f} placements/s, {ok} placed, decisions {digest.hexdigest()[:12]}"
     )
 
 
@@ -248,6 +255,7 @@ def main() -> None:
         return
     for policy in ("binpack", "spread"):
         run(a.nodes, a.placements, True, policy)
+        run(a.nodes, a.placements, True, policy, incremental=False)
     run(a.nodes, min(a.placements, 200), False, "binpack")
 
 
