@@ -11,6 +11,9 @@ Starts the console's pieces — embedded PostgreSQL and Redis (own data folder, 
   submit→placed);
 - ``trace``: the Alibaba default trace imported and placed through the worker (import time,
   time to place after the import, allocation ratio on the overview);
+- ``cycle`` (not in the default set): one admission cycle of ``--cycle-jobs`` mixed-shape jobs
+  on ``--cycle-nodes`` x 8 A100, in this process, with and without the placement core's
+  incremental selector (:mod:`console.bench_e2e.cycle`);
 - ``pages``: the worker stopped, a database of 10,000 nodes / 80,000 devices / 200,000 jobs
   times ``--scale`` generated, every page and API list timed (p50/p95 ms, queries).
 
@@ -40,8 +43,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--phases", default="load,trace,pages", help="comma-separated subset of load,trace,pages"
+        "--phases",
+        default="load,trace,pages",
+        help="comma-separated subset of load,trace,cycle,pages",
     )
+    p.add_argument("--cycle-nodes", type=int, default=1000)
+    p.add_argument("--cycle-jobs", type=int, default=500)
     p.add_argument(
         "--scale",
         type=float,
@@ -123,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         if "load" in phases or "trace" in phases:
             stack.stop("beat", "worker", "worker-telemetry")
             out["invariants"] = _invariants()
+        if "cycle" in phases:
+            from console.bench_e2e.cycle import run_cycles
+
+            out["cycle"] = run_cycles(args.cycle_nodes, args.cycle_jobs)
         if "pages" in phases:
             from console.bench_e2e import large
 

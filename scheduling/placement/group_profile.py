@@ -137,7 +137,10 @@ class FragFallbackScore:
         tie_seed: tie order seed (None = lowest node name), as :class:`TracePolicyPlugin`.
     """
 
-    node_local = False
+    #: Node-local in the general loop: the pods it models never reach the loop (``select``
+    #: answers them) and the others get HAMi's node score of the node alone; so the runner's
+    #: incremental selector serves a FragGuard/FGD group's other pods too.
+    node_local = True
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 from scheduling.placement.plugins import build_in_tree_registry, names
 from scheduling.placement.registry import Registry
+from scheduling.placement.selector import IncrementalSelector
 from scheduling.placement.vendors import (
     VendorPlugin,
     build_vendors,
@@ -121,7 +122,7 @@ class Profile:
             )
         return cls(**args)
 
-    def build(self, cache: bool = True) -> Framework:
+    def build(self, cache: bool = True, incremental: bool = True) -> Framework:
         """Instantiate the plugins (do this once and reuse the Framework in hot loops).
 
         Args:
@@ -133,8 +134,13 @@ class Profile:
                 models or topology of a node already placed on must call
                 ``ClusterSnapshot.touch``. On by default (decisions are identical with and
                 without it: tests/placement/test_select_hook.py).
+            incremental: with ``cache``, answer through the incremental selector
+                (:mod:`scheduling.placement.selector`) when the plugins allow it (every
+                Filter node-local, every Score node-local or ``score_epoch``-versioned):
+                per request shape only the nodes changed since are re-evaluated; decisions
+                are identical (tests/placement/test_selector_parity.py).
         """
-        return Framework(self, cache)
+        return Framework(self, cache, incremental)
 
 
 class Framework:
@@ -150,25 +156,18 @@ class Framework:
         "cache",
         "_caches",
         "select_plugin",
+        "selector",
     )
 
     #: request shapes whose per-node results are kept (least recently used dropped)
     CACHE_SHAPES = 256
 
-    def __init__(self, profile: Profile, cache: bool = True) -> None:
+    def __init__(self, profile: Profile, cache: bool = True, incremental: bool = True) -> None:
         self.profile = profile
         registry = build_in_tree_registry()
         if profile.registry is not None:
             registry = registry.merge(profile.registry)
-        if profile.device_configs is not None or profile.hami_parity:
-            configs = (
-                list(profile.device_configs)
-                if profile.device_configs is not None
-                else default_device_configs()
-            )
-            self.vendors: dict[str, VendorPlugin] = build_vendors(configs, profile.hami_parity)
-        else:
-            self.vendors = default_vendors()
+        self.vendors: dict[str, VendorPlugin] = _vendors(profile)
         common = {
             "vendors": self.vendors,
             "device_policy": profile.device_policy,
@@ -209,6 +208,15 @@ class Framework:
         plugins = [*self.pre_filters, *self.filters, *(p for p, _ in self.scores)]
         self.cache = cache and all(getattr(p, "node_local", False) for p in plugins)
         self._caches: dict[tuple, dict[str, tuple]] = {}
+        #: the incremental selector of the general loop (runner module doc), None when off or
+        #: when a plugin is neither node-local nor epoch-versioned
+        self.selector: IncrementalSelector | None = None
+        if (
+            cache
+            and incremental
+            and IncrementalSelector.supports(self.pre_filters, self.filters, self.scores)
+        ):
+            self.selector = IncrementalSelector(self.filters, self.scores)
 
     def node_cache(self, shape: tuple) -> dict[str, tuple] | None:
         """Per-node result cache of a request shape (None when caching is off)."""
@@ -222,3 +230,16 @@ class Framework:
                 caches.pop(next(iter(caches)))
         caches[shape] = c
         return c
+
+
+def _vendors(profile: Profile) -> dict[str, VendorPlugin]:
+    """The vendor plugins of ``profile``: its device configs (or the chart defaults when only
+    ``hami_parity`` is set), else the shared defaults."""
+    if profile.device_configs is None and not profile.hami_parity:
+        return default_vendors()
+    configs = (
+        list(profile.device_configs)
+        if profile.device_configs is not None
+        else default_device_configs()
+    )
+    return build_vendors(configs, profile.hami_parity)

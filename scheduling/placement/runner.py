@@ -19,18 +19,26 @@ the pods it answers (the trace policies check registration errors, cordon, CPU, 
 device health/capacity and models themselves, and decline pods with node selectors or other
 constraints they do not model) and for its own tie rule. Such plugins usually mirror the
 snapshot and refresh it from ``ClusterSnapshot.changed`` (the change journal).
+
+Incremental selector: for the pods the fast path declines (or profiles without one), a
+framework built with ``cache=True`` whose plugins are node-local (or epoch-versioned Score
+plugins) answers through :class:`~scheduling.placement.selector.IncrementalSelector`, which
+re-evaluates only the nodes changed since the same request shape last looked and returns the
+loop's answer exactly (node, grants, score, per-node reasons, feasible nodes' scores).
 Gang rule: with ``min_pods`` set, pods that do not fit are skipped and the request is
 schedulable when at least ``min_pods`` pods were placed; without it every pod must fit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import Framework, Profile
+from scheduling.placement.selector import request_shape, usage_stamp
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -76,7 +84,9 @@ def _framework(profile: Profile | Framework | None) -> Framework:
     global _DEFAULT
     if profile is None:
         if _DEFAULT is None:
-            _DEFAULT = Profile().build()
+            # ad-hoc calls (tools, tests) edit snapshots freely between calls: the default
+            # framework keeps the node cache's full usage-stamp check instead of the selector
+            _DEFAULT = Profile().build(incremental=False)
         return _DEFAULT
     if isinstance(profile, Framework):
         return profile
@@ -84,12 +94,14 @@ def _framework(profile: Profile | Framework | None) -> Framework:
 
 
 class PodResult:
-    """Outcome of one pod's cycle: ``assignment`` or per-node ``reasons``."""
+    """Outcome of one pod's cycle: ``assignment`` or per-node ``reasons``; ``scores``: the
+    weighted score of every feasible node (a read-only :class:`NodeScores` view when the
+    incremental selector answered; ``{node: score}`` of the chosen node on the fast path)."""
 
     __slots__ = ("assignment", "reasons", "scores")
 
     def __init__(
-        self, assignment: PodAssignment | None, reasons: dict[str, str], scores: dict[str, float]
+        self, assignment: PodAssignment | None, reasons: dict[str, str], scores: Mapping[str, float]
     ) -> None:
         self.assignment = assignment
         self.reasons = reasons
@@ -101,6 +113,10 @@ def schedule_pod(
 ) -> PodResult:
     """Run one cycle for ``pod``; does not change the snapshot.
 
+    After PreFilter and the select hook, the framework's incremental selector
+    (:mod:`scheduling.placement.selector`, identical answers) chooses the node when the
+    profile allows it; otherwise (or when it declines) the Filter/Score loop runs on every node.
+
     Args:
         snapshot: cluster state.
         pod: the pod.
@@ -111,16 +127,38 @@ def schedule_pod(
     early = _pre_filter_and_select(snapshot, pod, fw, state, node_names)
     if early is not None:
         return early
-    names = node_names if node_names is not None else sorted(snapshot.nodes)
     policy = pod.node_policy or fw.profile.node_policy
     if policy not in ("binpack", "spread"):
+        names = node_names if node_names is not None else sorted(snapshot.nodes)
         msg = f"pod {pod.name}: unknown node policy {policy!r}"
         return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
     maximize = fw.maximize if not pod.node_policy else policy == "binpack"
+    selector = fw.selector
+    if selector is not None:
+        choice = selector.schedule(snapshot, pod, state, node_names, maximize)
+        if choice is not None:
+            if choice.node is None or choice.fit is None:
+                return PodResult(None, choice.reasons, {})
+            pa = _assignment(state, pod, choice.node, choice.fit, choice.score)
+            return PodResult(pa, {}, choice.scores)
+    names = node_names if node_names is not None else sorted(snapshot.nodes)
+    return _full_loop(snapshot, pod, fw, state, names, maximize)
+
+
+def _full_loop(
+    snapshot: ClusterSnapshot,
+    pod: PodRequest,
+    fw: Framework,
+    state: CycleState,
+    names: list[str],
+    maximize: bool,
+) -> PodResult:
+    """Filter and score every node of ``names`` (the per-shape node cache saves the Filter and
+    Score calls of unchanged nodes) and keep the best (ties: first in ``names``)."""
     nodes = snapshot.nodes
     fits = state.get(FITS)
     empty = NodeFit([() for _ in pod.containers])
-    cache = fw.node_cache(_shape(pod)) if fw.cache else None
+    cache = fw.node_cache(request_shape(pod)) if fw.cache else None
     reasons: dict[str, str] = {}
     scores: dict[str, float] = {}
     best = None
@@ -224,52 +262,8 @@ def _assignment(
     )
 
 
-def usage_stamp(node: NodeInfo) -> tuple:
-    """What a cached per-node result is valid for: ``NodeInfo.version`` plus every field that
-    code edits in place (node CPU/memory capacity and use, cordon, error, labels,
-    annotations; per device slots, memory, cores, health, cordon, MIG instance count, error,
-    used counters).
-    Direct edits that forget :meth:`ClusterSnapshot.touch` therefore still invalidate the
-    cache; edits of device capacity, device models or topology must call ``touch``.
-    """
-    out: list[Any] = [
-        node.version,
-        node.used_cpu_milli,
-        node.used_memory_mib,
-        node.schedulable,
-        node.error,
-        node.cpu_milli,
-        node.memory_mib,
-        tuple(node.labels.items()),
-        tuple(node.annotations.items()),
-    ]
-    for d in node.devices:
-        out += (
-            d.used_slots,
-            d.used_memory_mib,
-            d.used_cores_percent,
-            d.healthy,
-            d.cordoned,
-            len(d.mig_instances),
-            d.error,
-        )
-        if d.used_counters:
-            out.append(tuple(sorted(d.used_counters.items())))
-    return tuple(out)
-
-
-def _shape(pod: PodRequest) -> tuple:
-    """Hashable request shape: everything of the pod a node-local plugin may read."""
-    return (
-        tuple((c.devices, c.init) for c in pod.containers),
-        pod.cpu_milli,
-        pod.memory_mib,
-        tuple(sorted(pod.node_selector.items())),
-        pod.node_policy,
-        pod.device_policy,
-        pod.device_scoring_weights,
-        pod.namespace,
-    )
+#: kept under its old name (the per-shape key of the node cache and the selector)
+_shape = request_shape
 
 
 def place(
@@ -287,13 +281,14 @@ def place(
         Decision with assignments, or per-node reasons of the first pod that did not fit.
     """
     fw = _framework(profile)
-    # sorted lazily: a fast-path answer does not need the node list
-    names: list[str] | None = None if fw.select_plugin is not None else sorted(snapshot.nodes)
+    # sorted lazily: a fast-path or selector answer does not need the node list
+    lazy = fw.select_plugin is not None or fw.selector is not None
+    names: list[str] | None = None if lazy else sorted(snapshot.nodes)
     placed: list[PodAssignment] = []
     booked: list[PodAssignment] = []
     unplaced: list[str] = []
     reasons: dict[str, str] = {}
-    scores: dict[str, float] = {}
+    scores: Mapping[str, float] = {}
     last = len(request.pods) - 1
     try:
         for k, pod in enumerate(request.pods):

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Case, IntegerField, Q, Value, When
 
 from scheduling.admission import (
@@ -377,7 +378,10 @@ class AdmissionContext:
         quota simulations. A model whose config does not resolve is left out of the
         catalogue (its devices carry ``error`` in the snapshot); it never fails the run."""
         if self.group_row is None:
-            framework = Profile(device_configs=self.catalogue.configs).build()
+            incremental = getattr(settings, "PLACEMENT_INCREMENTAL_SELECTOR", True)
+            framework = Profile(device_configs=self.catalogue.configs).build(
+                incremental=incremental
+            )
         else:
             framework = group_framework(self.group_row, self.catalogue)
         return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
