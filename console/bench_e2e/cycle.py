@@ -21,64 +21,20 @@ from dataclasses import replace
 
 from django.test import override_settings
 
+from console.bench_e2e.load import MODEL, build_pool
 from scheduling.choices import JobState
-from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement, Queue
+from scheduling.models import Job, Placement, Queue
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from tenants.models import Quota, ResourceGroup, Tenant
 
-MODEL = "NVIDIA-A100-SXM4-80GB"
 GPUS_PER_NODE = 8
 
 
 def build_world(tag: str, nodes: int) -> Queue:
-    """``nodes`` nodes "cyc-<tag>-n<i>" of 8 A100 labelled ``pool=<tag>`` and zone a/b/c (in
-    turn), a HAMi binpack/spread group over them and a tenant queue with quota for all."""
-    cluster = Cluster.objects.create(name=f"cyc-{tag}", backend="simulated")
-    model, _ = DeviceModel.objects.get_or_create(
-        name=MODEL,
-        defaults={"vendor": "NVIDIA", "config": {"memory_mib": 81920, "split_count": 10}},
-    )
-    made = Node.objects.bulk_create(
-        Node(
-            cluster=cluster,
-            name=f"cyc-{tag}-n{i:05d}",
-            cpu_milli=256_000,
-            host_memory_mib=2_097_152,
-            labels={"pool": tag, "zone": "abc"[i % 3]},
-        )
-        for i in range(nodes)
-    )
-    Device.objects.bulk_create(
-        (
-            Device(
-                uuid=f"GPU-cyc-{tag}-{i:05d}-{j}",
-                node=node,
-                model=model,
-                index=j,
-                memory_mib=81920,
-                split_count=10,
-            )
-            for i, node in enumerate(made)
-            for j in range(GPUS_PER_NODE)
-        ),
-        batch_size=5000,
-    )
-    group = ResourceGroup.objects.create(
-        name=f"cyc-{tag}", device_models=[MODEL], node_selector={"pool": tag}
-    )
-    tenant = Tenant.objects.create(name=f"cyc-{tag}-team")
-    queue = Queue.objects.create(tenant=tenant, resource_group=group, name="default")
-    gpus = nodes * GPUS_PER_NODE
-    for dim, amount in (
-        ("devices", 1000 * gpus),
-        ("memory_mib", 81920 * gpus),
-        ("cores_percent", 100 * gpus),
-    ):
-        Quota.objects.create(
-            tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
-        )
-    return queue
+    """``nodes`` nodes "cyc-<tag>-n<i>" of 8 A100 labelled ``pool=cyc-<tag>`` and zone a/b/c
+    (in turn), a HAMi binpack/spread group over them and a tenant queue with quota for all
+    (:func:`console.bench_e2e.load.build_pool`)."""
+    return build_pool(f"cyc-{tag}", nodes, GPUS_PER_NODE, zones=True)[2]
 
 
 def job_specs(jobs: int, templates: int = 40, seed: int = 7) -> list[JobSpec]:

@@ -42,10 +42,24 @@ class LoadWorld:
 def build_load_world(
     nodes: int, gpus_per_node: int, fragmentation: str, name: str = "load"
 ) -> LoadWorld:
-    """A simulated cluster ``name`` of ``nodes`` x ``gpus_per_node`` A100s, a resource group
-    over it (``fragmentation`` policy), one tenant with quota for all of it, its queue and a
-    member with an API token (every name derived from ``name``, so runs can sit side by
-    side)."""
+    """:func:`build_pool` ``name`` (``fragmentation`` policy) and a member of its tenant with
+    an API token."""
+    group, tenant, queue, gpus = build_pool(name, nodes, gpus_per_node, fragmentation)
+    return LoadWorld(group.pk, queue.pk, _member_token(name, tenant), gpus)
+
+
+def build_pool(
+    name: str, nodes: int, gpus_per_node: int, fragmentation: str = "none", *, zones: bool = False
+) -> tuple[ResourceGroup, Tenant, Queue, int]:
+    """A simulated cluster ``name`` of ``nodes`` nodes "<name>-n<i>" x ``gpus_per_node`` A100s
+    labelled ``pool=<name>`` (and ``zone`` a/b/c in turn with ``zones``), a resource group
+    over them (``fragmentation`` policy; "none" = HAMi's own policies), one tenant "<name>-team"
+    with quota for all of it and its queue "default" (every name derived from ``name``, so
+    pools can sit side by side).
+
+    Returns:
+        ``(group, tenant, queue, devices)``.
+    """
     cluster = Cluster.objects.create(name=name, backend="simulated")
     model, _ = DeviceModel.objects.get_or_create(
         name=MODEL,
@@ -57,7 +71,7 @@ def build_load_world(
             name=f"{name}-n{i:05d}",
             cpu_milli=256_000,
             host_memory_mib=2_097_152,
-            labels={"pool": name},
+            labels={"pool": name, **({"zone": "abc"[i % 3]} if zones else {})},
         )
         for i in range(nodes)
     )
@@ -93,7 +107,7 @@ def build_load_world(
         Quota.objects.create(
             tenant=tenant, resource_group=group, flavor="*", dimension=dim, nominal=amount
         )
-    return LoadWorld(group.pk, queue.pk, _member_token(name, tenant), gpus)
+    return group, tenant, queue, gpus
 
 
 def _member_token(name: str, tenant: Tenant) -> str:
