@@ -169,3 +169,25 @@ def test_the_single_submit_reply_is_the_job_as_the_list_shows_it(api, world):
     assert [response.json()] == listed
     assert response.json()["placements"] == []
     assert [c["name"] for c in response.json()["containers"]] == ["main", "side"]
+
+
+def test_a_batch_is_bounded_and_must_be_a_list(api, world):
+    client = as_user(api, world["alice"])
+    item = _item(world["queue_a"], "big")
+    too_many = client.post(URL, {"jobs": [item] * 501}, format="json")
+    assert too_many.status_code == 400
+    assert list(too_many.json()["error"]["fields"]) == ["jobs.non_field_errors"]
+    for bad in ({"jobs": item}, {"jobs": "x"}, {}, {"jobs": [None]}):
+        response = client.post(URL, bad, format="json")
+        assert response.status_code == 400, (bad, response.content)
+    # another tenant's queue by name answers exactly as a queue that does not exist
+    other = client.post(URL, {"jobs": [{**item, "queue": "team-b/default"}]}, format="json")
+    ghost = client.post(URL, {"jobs": [{**item, "queue": "team-zz/default"}]}, format="json")
+    assert other.status_code == ghost.status_code == 400
+    assert other.json()["error"]["fields"]["jobs[0].queue"] == [
+        "no queue 'team-b/default' among your queues"
+    ]
+    assert ghost.json()["error"]["fields"]["jobs[0].queue"] == [
+        "no queue 'team-zz/default' among your queues"
+    ]
+    assert not Job.objects.filter(name="big").exists()
