@@ -148,9 +148,11 @@ class JobViewSet(
             JobBatchResultSerializer({"jobs": jobs}).data, status=status.HTTP_201_CREATED
         )
 
-    @staticmethod
-    def write_cost(request) -> int:
-        """Writes a request counts for the write rate limit: one per job of a batch."""
+    def write_cost(self, request) -> int:
+        """Writes a request counts for the write rate limit: one per job of a batch, one for
+        every other write (whatever its body holds)."""
+        if self.action != "batch":
+            return 1
         jobs = request.data.get("jobs") if isinstance(request.data, dict) else None
         return len(jobs) if isinstance(jobs, list) and jobs else 1
 

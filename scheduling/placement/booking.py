@@ -13,9 +13,36 @@ appends the node name to ``ClusterSnapshot.changed`` (the change journal).
 
 from __future__ import annotations
 
-from scheduling.placement.types import ClusterSnapshot, MigInstance, PodAssignment
+from collections.abc import Iterable, Mapping
 
-__all__ = ["collapse", "collapse_counters", "apply_assignment"]
+from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PodAssignment
+
+__all__ = ["apply_assignment", "apply_device_usage", "apply_migs", "collapse", "collapse_counters"]
+
+
+def apply_device_usage(
+    device: DeviceUsage, memory_mib: int, cores_percent: int, slots: int, sign: int
+) -> None:
+    """Add (``sign`` +1) or remove (-1) a stored booking's usage of ``device``: MiB, percent
+    of cores and slots (the caller touches the device's node)."""
+    device.used_memory_mib += sign * memory_mib
+    device.used_cores_percent += sign * cores_percent
+    device.used_slots += sign * slots
+
+
+def apply_migs(
+    devices: Mapping[str, DeviceUsage], migs: Iterable[tuple[str, MigInstance]], sign: int
+) -> None:
+    """Add (+1) or remove (-1) stored MIG instances ``(device key, instance)`` on the devices
+    of ``devices`` (keys not in it are skipped: a device gone from the snapshot)."""
+    for key, instance in migs:
+        device = devices.get(key)
+        if device is None:
+            continue
+        if sign > 0:
+            device.mig_instances.append(instance)
+        elif instance in device.mig_instances:
+            device.mig_instances.remove(instance)
 
 
 def collapse(pa: PodAssignment) -> dict[str, tuple[int, int, int, list[MigInstance]]]:

@@ -14,6 +14,7 @@ from scheduling.admission import (
     charges_for,
 )
 from scheduling.placement import place, reserve, unreserve
+from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.profile import Framework
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -206,14 +207,5 @@ class DbPlacer:
                 device = self.devices.get(uuid)
                 if device is None:
                     continue
-                device.used_memory_mib += sign * dev_mem
-                device.used_cores_percent += sign * cores
-                device.used_slots += sign * slots
-        for uuid, instance in booking.migs:
-            device = self.devices.get(uuid)
-            if device is None:
-                continue
-            if sign > 0:
-                device.mig_instances.append(instance)
-            elif instance in device.mig_instances:
-                device.mig_instances.remove(instance)
+                apply_device_usage(device, dev_mem, cores, slots, sign)
+        apply_migs(self.devices, booking.migs, sign)

@@ -19,6 +19,7 @@ from scheduling.devices.resources import (
 )
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
+from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -140,9 +141,7 @@ class ClusterState:
             dev = self.devices.get(device_id)
             if dev is None:
                 continue
-            dev.used_memory_mib += sign * mem
-            dev.used_cores_percent += sign * cores
-            dev.used_slots += sign * slots
+            apply_device_usage(dev, mem, cores, slots, sign)
             cfg = self.configs.get(device_id)
             if cfg is not None:
                 tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
@@ -150,14 +149,7 @@ class ClusterState:
                 for name, n in used.items():
                     if name in dev.counters:
                         dev.used_counters[name] = dev.used_counters.get(name, 0) + sign * n
-        for device_id, instance in booked.migs:
-            dev = self.devices.get(device_id)
-            if dev is None:
-                continue
-            if sign > 0:
-                dev.mig_instances.append(instance)
-            elif instance in dev.mig_instances:
-                dev.mig_instances.remove(instance)
+        apply_migs(self.devices, booked.migs, sign)
 
 
 def booked_placements(node_ids: Iterable[int]):

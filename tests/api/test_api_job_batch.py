@@ -191,3 +191,23 @@ def test_a_batch_is_bounded_and_must_be_a_list(api, world):
         "no queue 'team-zz/default' among your queues"
     ]
     assert not Job.objects.filter(name="big").exists()
+
+
+def test_only_the_batch_action_weighs_its_jobs(api, world, monkeypatch):
+    from django.core.cache import cache
+
+    from core.api.throttling import WriteRateThrottle
+
+    cache.clear()
+    monkeypatch.setattr(WriteRateThrottle, "rate", "3/min", raising=False)  # read at import
+    client = as_user(api, world["alice"])
+    # a single submission whose body happens to carry a long "jobs" list is one write (and a
+    # 400 for the unknown field), not six
+    junk = client.post(
+        "/api/jobs/", {**_item(world["queue_a"], "w0"), "jobs": [1] * 6}, format="json"
+    )
+    assert junk.status_code == 400 and "jobs" in junk.json()["error"]["fields"]
+    assert (
+        client.post("/api/jobs/", _item(world["queue_a"], "w1"), format="json").status_code == 201
+    )
+    cache.clear()
