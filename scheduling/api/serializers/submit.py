@@ -372,6 +372,7 @@ class JobBatchSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     submissions, each exactly as ``POST /api/jobs/`` takes it. All or none: any invalid item
     refuses the batch with its errors under ``jobs[<index>].<field>``."""
 
+    # declared for the OpenAPI schema; each instance rebuilds it with the caller's queues
     jobs = JobSubmitSerializer(many=True, min_length=1, max_length=MAX_BATCH_JOBS)
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
