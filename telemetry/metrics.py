@@ -39,6 +39,7 @@ from django.db.models import Count
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import REGISTRY
 
+from core.locks import lock_rows
 from scheduling.models import Device, Job, JobEvent
 from scheduling.selectors.allocation import (
     capacity_by_group,
@@ -101,7 +102,7 @@ def record_cycle(group_name: str, duration_s: float, admitted: int = 0, preempte
         preempted: jobs preempted in the cycle.
     """
     with transaction.atomic():
-        stats, _ = CycleStats.objects.select_for_update().get_or_create(group_name=group_name)
+        stats, _ = lock_rows(CycleStats).get_or_create(group_name=group_name)
         stats.cycles += 1
         stats.duration_sum_s += max(0.0, duration_s)
         stats.admitted += max(0, admitted)

@@ -37,7 +37,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, lock_rows, try_xact_lock
 from scheduling.admission import CycleResult, PendingCode, PendingWorkload
 from scheduling.choices import ACTIVE_PLACEMENT_STATES, Backend, ConsolidationPin, JobState
 from scheduling.dispatch import enqueue_admission_cycle
@@ -343,7 +343,7 @@ def _move(job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetim
     whom = f"job {waiting.name} of your tenant {job.tenant.name}" if same else ANOTHER_TENANT
     message = f"moved by consolidation from {source} to {target} to make room for {whom}"
     placements = list(
-        Placement.objects.select_for_update(of=("self",))
+        lock_rows(Placement)
         .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)
         .select_related("node__cluster")
         .order_by("pk")

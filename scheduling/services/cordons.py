@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
 from core import locks
+from core.locks import lock_rows
 from scheduling.backends import delete_pods_on_commit
 from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
@@ -143,10 +144,7 @@ def cordon_device(device: Device, *, reason: str, user=None, policy: str = "wait
     text = f"cordoned by {who}" + (f": {reason}" if reason else "")
     with transaction.atomic():
         was_cordoned = (
-            Device.objects.select_for_update()
-            .filter(pk=device.pk)
-            .values_list("cordoned", flat=True)
-            .first()
+            lock_rows(Device).filter(pk=device.pk).values_list("cordoned", flat=True).first()
         )
         Device.objects.filter(pk=device.pk).update(
             cordon_reason=text[:500], cordoned=True, updated=timezone.now()
@@ -192,7 +190,7 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
     now = timezone.now()
     with transaction.atomic():
         job = (
-            Job.objects.select_for_update(of=("self",))
+            lock_rows(Job)
             .select_related("queue")
             .filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING])
             .first()
@@ -207,7 +205,7 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
             )
             return
         placements = list(
-            Placement.objects.select_for_update(of=("self",))
+            lock_rows(Placement)
             .select_related("node__cluster")
             .filter(job=job, state__in=BOOKED_PLACEMENT_STATES)
             .order_by("pk")
@@ -386,18 +384,13 @@ def sync_device_cordons(cluster_id: int, *, gateway=None) -> CordonReport:
     """
     cluster = Cluster.objects.get(pk=cluster_id)
     report = CordonReport(cluster=cluster.name)
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [locks.KUBE_CORDONS, cluster.pk])
-        if not cur.fetchone()[0]:
+    with locks.try_session_lock(locks.KUBE_CORDONS, cluster.pk) as taken:
+        if not taken:
             report.locked_out = True
             return report
-    try:
         api = WorkloadApi(gateway or gateway_for(cluster))
         _sync_nodes(api, cluster, report)
         _sync_rules(api, cluster, report)
-    finally:
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [locks.KUBE_CORDONS, cluster.pk])
     if report.errors:
         logger.warning("cluster %s cordons: %s", cluster.name, "; ".join(report.errors))
     return report

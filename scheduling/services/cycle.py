@@ -3,7 +3,8 @@
 Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
 :func:`scheduling.admission.run_cycle`):
   1. take the group's advisory lock (single-flight; another worker's cycle → skip);
-  2. settle the stored usage of placements released since the last cycle;
+  2. settle the stored usage of placements released since the last cycle (a transaction of
+     its own under the same lock, so the cycle's transaction locks usage rows last);
   3. take the queue heads (queued jobs by priority, then age; up to ``ADMISSION_BATCH``; less
      the inadmissible set, :mod:`scheduling.selectors.inadmissible`) and build the snapshots
      (cluster with every live booking, quotas, caps, running jobs); a job moved by
@@ -14,7 +15,7 @@ Phases (Kueue's ``Scheduler.schedule`` shape; the decision itself is
      (placement core on the cluster snapshot): admissions, preemptions, pending verdicts;
   5. commit, in one transaction: lock the admitted jobs and the victims, the victims'
      booked placements, then every node and device the admissions touch (the lock order of
-     :mod:`scheduling.services.locking`, pk order in each table);
+     ``core.locks.LOCK_ORDER``, pk order in each table);
      issue the preemptions (:func:`scheduling.services.eviction.evict`: victims' pods
      deleted with the grace period, their placements ``terminating`` so their devices and
      quota stay booked until the pods are gone; victim requeued or failed per its policy; a
@@ -152,7 +153,7 @@ def _commit_admissions(
 def _commit(result: CycleResult, ctx: AdmissionContext, now: datetime, report: CycleReport) -> None:
     admissions = list(result.admitted)
     bookings = {a.workload_id: bookings_of(decision_of(a), ctx.index) for a in admissions}
-    # lock order (scheduling.services.locking): jobs, their placements, nodes, devices. Every
+    # lock order (core.locks.LOCK_ORDER): jobs, their placements, nodes, devices. Every
     # job row this transaction writes is locked in this one ascending round: the heads
     # (admitted, preemptors, and the pending ones whose verdicts and marks are stored after
     # the capacity locks) and the victims; a second round could wait on a lower job while
@@ -253,15 +254,20 @@ def _run(group_id: int, batch: int | None) -> CycleReport:
     started = time.monotonic()
     batch = batch or settings.ADMISSION_BATCH
     report = CycleReport(group_id=group_id)
+    # 1. single flight per group; 2. settle usage of released placements in a transaction of
+    # its own: stored usage rows come last in core.locks.LOCK_ORDER, after the commit's job
+    # round (each placement is settled once, so a cycle of another worker in between is fine)
     with transaction.atomic():
-        # 1. single flight per group
+        if not try_xact_lock(ADMISSION_CYCLE, group_id):
+            report.locked_out = True
+            return report
+        settle_released_usage(group_id)
+    with transaction.atomic():
         if not try_xact_lock(ADMISSION_CYCLE, group_id):
             report.locked_out = True
             return report
         group = ResourceGroup.objects.get(pk=group_id)
         now = timezone.now()
-        # 2. settle usage of released placements
-        settle_released_usage(group_id)
         # 3. heads and snapshots
         aside = inadmissible_ids(group_id)
         heads = queued_jobs(group, batch, exclude=aside)

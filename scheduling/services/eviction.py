@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.locks import lock_rows
 from scheduling.admission import PreemptionTarget
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
@@ -72,12 +73,14 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     back to ``queued`` (keeping its age; it is not considered again before its old pods are
     gone) or to ``failed`` per ``Job.on_preemption``; a ``Preemption`` row and a ``JobEvent``
     record it. What the victim's tenant sees never names another tenant or its job.
+
+    The caller holds the victim's job row and its booked placements (the cycle commit's job
+    round, ``core.locks.LOCK_ORDER``): they are read here, not locked a second time after the
+    commit's node and device locks.
     """
-    victim = (
-        Job.objects.select_for_update()
-        .filter(pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING])
-        .first()
-    )
+    victim = Job.objects.filter(
+        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
+    ).first()
     if victim is None:
         return False
     requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
@@ -86,8 +89,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     )
     shown = CROSS_TENANT_PREEMPTION_MESSAGE if cross_tenant else preemption.message
     placements = list(
-        Placement.objects.select_for_update(of=("self",))
-        .filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
+        Placement.objects.filter(job=victim, state__in=ACTIVE_PLACEMENT_STATES)
         .select_related("node__cluster")
         .order_by("pk")
     )
@@ -187,14 +189,14 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
         message = f"exceeded its maximum runtime of {job.max_runtime_s:g}s"
         with transaction.atomic():
             moved = (
-                Job.objects.select_for_update()
+                lock_rows(Job)
                 .filter(pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING])
                 .update(state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
             )
             if not moved:
                 continue
             placements = list(
-                Placement.objects.select_for_update(of=("self",))
+                lock_rows(Placement)
                 .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)
                 .select_related("node__cluster")
             )
@@ -214,7 +216,7 @@ def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) 
     with transaction.atomic():  # placements in pk order (scheduling.services.locking), not
         # in the arbitrary order a multi-row UPDATE meets them (a cycle locks them ascending)
         rows = list(
-            Placement.objects.select_for_update(of=("self",))
+            lock_rows(Placement)
             .filter(pk__in=sorted(placement_ids), state=PlacementState.TERMINATING)
             .order_by("pk")
             .values_list("pk", "job__queue__resource_group_id")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from core import locks
@@ -461,17 +461,15 @@ def sync_cluster_workloads(
     """
     cluster = Cluster.objects.get(pk=cluster_id)
     report = IntakeReport(cluster=cluster.name)
-    if not _lock(cluster, True):
-        report.locked_out = True
-        return report
     now = now or timezone.now()
-    try:
+    with locks.try_session_lock(locks.KUBE_INTAKE, cluster.pk) as taken:
+        if not taken:
+            report.locked_out = True
+            return report
         rvs = _pass(cluster, WorkloadApi(gateway or gateway_for(cluster)), now, report)
         Cluster.objects.filter(pk=cluster.pk).update(
             intake_resource_versions=rvs, intake_resynced_at=now
         )
-    finally:
-        _lock(cluster, False)
     for group_id in sorted(report.groups):
         enqueue_admission_cycle(group_id)
     return report
@@ -568,10 +566,10 @@ def intake_cluster(
         <= now - timedelta(seconds=float(settings.KUBE_INTAKE_RESYNC_S))
     )
     report = IntakeReport(cluster=cluster.name)
-    if not _lock(cluster, True):
-        report.locked_out = True
-        return report
-    try:
+    with locks.try_session_lock(locks.KUBE_INTAKE, cluster.pk) as taken:
+        if not taken:
+            report.locked_out = True
+            return report
         api = WorkloadApi(gateway or gateway_for(cluster))
         rvs = dict(cluster.intake_resource_versions)
         if due:
@@ -583,17 +581,6 @@ def intake_cluster(
         if seconds > 0:
             rvs = _watch(cluster, api, rvs, seconds, report)
             Cluster.objects.filter(pk=cluster.pk).update(intake_resource_versions=rvs)
-    finally:
-        _lock(cluster, False)
     for group_id in sorted(report.groups):
         enqueue_admission_cycle(group_id)
     return report
-
-
-def _lock(cluster: Cluster, take: bool) -> bool:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT pg_try_advisory_lock(%s, %s)" if take else "SELECT pg_advisory_unlock(%s, %s)",
-            [locks.KUBE_INTAKE, cluster.pk],
-        )
-        return bool(cur.fetchone()[0])

@@ -10,6 +10,7 @@ from django.utils import timezone
 from core.audit import entry as audit_entry
 from core.audit import record as audit
 from core.exceptions import Conflict, NeverFits
+from core.locks import lock_rows
 from core.models import AuditEntry
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
@@ -377,7 +378,7 @@ def cancel_job(job: Job, *, user=None) -> Job:
     """
     now = timezone.now()
     with transaction.atomic():
-        locked = Job.objects.select_for_update().filter(pk=job.pk)
+        locked = lock_rows(Job).filter(pk=job.pk)
         previous = locked.values_list("state", flat=True).first()
         moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
             state=JobState.CANCELLED, finished_at=now

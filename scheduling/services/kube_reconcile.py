@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from core import locks
@@ -372,12 +371,10 @@ def reconcile_cluster(
     report = ReconcileReport(cluster=cluster.name)
     if cluster.backend != Backend.KUBERNETES:
         raise ValueError(f"cluster {cluster.name!r} is {cluster.backend}, not kubernetes")
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
-        if not cur.fetchone()[0]:
+    with locks.try_session_lock(KUBE_RECONCILE_LOCK, cluster.pk) as taken:
+        if not taken:
             report.locked_out = True
             return report
-    try:
         gw = _gateway(cluster, gateway)
         now = now or timezone.now()
         resync_s = float(settings.KUBE_RESYNC_S)
@@ -397,8 +394,5 @@ def reconcile_cluster(
             sub = watch(cluster, gateway=gw, timeout_s=seconds)
             _merge(report, sub)
             report.events = sub.events
-    finally:
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [KUBE_RECONCILE_LOCK, cluster.pk])
     report.unknown = sorted(set(report.unknown))
     return report

@@ -1,39 +1,26 @@
-"""The one lock order of every writer of scheduling state (cycle, reconcile, submission,
-rollups, cancel, inventory sync). Deadlock freedom follows from every transaction taking its
-locks in this order, each table's rows in primary-key order:
-
-1. advisory locks: the admission cycle lock of a resource group (``core.locks.ADMISSION_CYCLE``,
-   taken by the cycle and the usage rollups; try-lock, never waits) and the per-cluster
-   inventory / reconcile locks (try-locks too);
-2. ``Job`` rows (pk order) — :func:`lock_jobs`;
-3. ``Placement`` rows (pk order) — :func:`lock_booked_placements`; an ``UPDATE`` of
-   placements counts as taking their locks here, so a writer that changes a job *and* its
-   placements locks the job first (cancel, reconcile, fail, preemption);
-4. ``Node`` rows, then 5. ``Device`` rows (pk order) — :func:`lock_capacity_rows`
-   (the cycle's capacity re-check, the inventory sync);
-6. ``Quota`` rows, then ``QuotaUsage`` rows (sorted by tenant, group, flavor, dimension;
-   ``tenants.services``);
-7. telemetry rows (``CycleStats``), after the scheduling transaction commits.
+"""The scheduling tables' row locks, taken in the one order of ``core.locks.LOCK_ORDER``
+(where each table's position and its reason are written): ``Job`` rows, then ``Placement``
+rows, then ``Node`` and ``Device`` rows, each in primary-key order, through
+``core.locks.lock_rows`` (``FOR NO KEY UPDATE OF`` the table itself, so no join locks another
+table and no foreign-key check at commit waits on these locks).
 
 Each transaction takes all its job locks in ONE ascending round (:func:`lock_jobs`) before it
 writes any job or takes any other row lock, and never locks or updates another job after it
-(a second round may wait on a lower job while holding a higher one). A ``SELECT … FOR UPDATE``
-that joins (a filter through a relation, ``select_related``) names ``of=("self",)``:
-PostgreSQL would otherwise lock the joined rows too, outside this order.
+(a second round may wait on a lower job while holding a higher one). An ``UPDATE`` of
+placements counts as taking their locks, so a writer that changes a job *and* its placements
+locks the job first (cancel, reconcile, fail, preemption).
 
 Placement rows released by others are read with ``SKIP LOCKED`` by the usage settlement (it
-never waits, so it may run at any point). PostgreSQL's ``FOR KEY SHARE`` locks taken by
-inserts referencing a row (a ``PlacementDevice`` inserted for a device) follow the order
-because the cycle locks the referenced nodes and devices before inserting.
-
-Cycles of different resource groups therefore run in parallel: they share at most node and
-device rows (a node in two groups) and take those in the same order.
+never waits, so it may run at any point). Cycles of different resource groups therefore run
+in parallel: they share at most node and device rows (a node in two groups) and take those in
+the same order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from core.locks import lock_rows
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Job, Node, Placement
 
@@ -43,12 +30,7 @@ def lock_jobs(job_ids: Iterable[int]) -> list[int]:
     ids = sorted(set(job_ids))
     if not ids:
         return []
-    return list(
-        Job.objects.select_for_update()
-        .filter(pk__in=ids)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    return list(lock_rows(Job).filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
 
 
 def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
@@ -57,7 +39,7 @@ def lock_booked_placements(job_ids: Iterable[int]) -> list[int]:
     if not ids:
         return []
     return list(
-        Placement.objects.select_for_update()
+        lock_rows(Placement)
         .filter(job_id__in=ids, state__in=BOOKED_PLACEMENT_STATES)
         .order_by("pk")
         .values_list("pk", flat=True)
@@ -68,16 +50,8 @@ def lock_capacity_rows(
     node_ids: Iterable[int], device_ids: Iterable[int]
 ) -> tuple[dict[int, Node], dict[int, Device]]:
     """Lock nodes, then devices, each in pk order; returns them by pk."""
-    nodes = {
-        n.pk: n
-        for n in Node.objects.select_for_update()
-        .filter(pk__in=sorted(set(node_ids)))
-        .order_by("pk")
-    }
+    nodes = {n.pk: n for n in lock_rows(Node).filter(pk__in=sorted(set(node_ids))).order_by("pk")}
     devices = {
-        d.pk: d
-        for d in Device.objects.select_for_update()
-        .filter(pk__in=sorted(set(device_ids)))
-        .order_by("pk")
+        d.pk: d for d in lock_rows(Device).filter(pk__in=sorted(set(device_ids))).order_by("pk")
     }
     return nodes, devices

@@ -23,7 +23,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from core.locks import ADMISSION_CYCLE, try_xact_lock
+from core.locks import ADMISSION_CYCLE, lock_rows, try_xact_lock
 from scheduling.admission import Dimension, check_invariants
 from scheduling.admission.charges import milli_share
 from scheduling.choices import BOOKED_PLACEMENT_STATES
@@ -69,7 +69,7 @@ def settle_released_usage(group_id: int) -> int:
         Number of placements settled.
     """
     rows = list(
-        Placement.objects.select_for_update(skip_locked=True, of=("self",))
+        lock_rows(Placement, skip_locked=True)
         .filter(charged=True, job__queue__resource_group_id=group_id)
         .exclude(state__in=BOOKED_PLACEMENT_STATES)
         .order_by("pk")

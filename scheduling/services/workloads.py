@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from core.audit import record as audit
 from core.exceptions import Conflict, InvalidRequest
+from core.locks import lock_rows
 from scheduling.backends import get_backend
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
@@ -181,7 +182,7 @@ def scale_service(service: Job, replicas: int, *, user=None) -> Job:
     if not low <= replicas <= high:
         raise InvalidRequest(f"replicas must be between {low} and {high}", field="replicas")
     with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=service.pk)
+        locked = lock_rows(Job).get(pk=service.pk)
         if locked.state != JobState.RUNNING:
             raise Conflict(f"service {service.pk} is {locked.state}", field="state")
         live = list(_live_replicas(locked).order_by("pk"))
@@ -218,7 +219,7 @@ def reconcile_services() -> int:
         kind=JobKind.INFERENCE, parent__isnull=True, state=JobState.RUNNING
     ).select_related("queue"):
         with transaction.atomic():
-            locked = Job.objects.select_for_update().get(pk=service.pk)
+            locked = lock_rows(Job).get(pk=service.pk)
             missing = (locked.replicas or 0) - _live_replicas(locked).count()
             if locked.state == JobState.RUNNING and missing > 0:
                 for replica in _add_replicas(locked, missing):
@@ -298,7 +299,7 @@ def stop_notebook(job: Job, *, reason: str = "", user=None, now: datetime | None
     who = getattr(user, "username", "") or "system"
     message = reason or f"stopped by {who}"
     with transaction.atomic():
-        locked = Job.objects.select_for_update().get(pk=job.pk)
+        locked = lock_rows(Job).get(pk=job.pk)
         moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
             state=JobState.STOPPED, stopped_at=now, pending_reason=message[:2000]
         )

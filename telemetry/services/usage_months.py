@@ -19,6 +19,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.locks import USAGE_MONTH, xact_lock
 from scheduling.selectors.usage_report import UsageRow, month_bounds, monthly_usage, recent_months
 from telemetry.models import UsageMonth, UsageMonthStatus
 from telemetry.selectors import cost_report
@@ -74,6 +75,9 @@ def compute_month(month: str, now: datetime | None = None) -> int:
         if r.tenant in tenant_ids
     ]
     with transaction.atomic():
+        # one writer per month: the rollup task and a page reading a month never computed
+        # may compute it at once (both deleting the committed rows, then both inserting)
+        xact_lock(USAGE_MONTH, start.year * 100 + start.month)
         UsageMonth.objects.filter(month=start.date()).delete()
         UsageMonth.objects.bulk_create(objs)
         UsageMonthStatus.objects.update_or_create(month=start.date(), defaults={"computed_at": now})

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from core.audit import record, snapshot
 from core.exceptions import Conflict, NotFound
+from core.locks import lock_rows
 from tenants.models import Invitation, Tenant
 from tenants.services.memberships import add_member, check_role
 
@@ -75,7 +76,7 @@ def invitation_is_for(invitation: Invitation, user) -> bool:
 
 
 def _open_invitation(invitation: Invitation, user, now) -> Invitation:
-    locked = Invitation.objects.select_for_update().select_related("tenant").get(pk=invitation.pk)
+    locked = lock_rows(Invitation).select_related("tenant").get(pk=invitation.pk)
     if not invitation_is_for(locked, user):
         raise NotFound("No such invitation.")
     if locked.accepted_at is not None or locked.revoked_at is not None:
@@ -141,7 +142,7 @@ def revoke_invitation(invitation: Invitation, *, actor=None, source: str = "api"
         Conflict: already accepted or revoked.
     """
     with transaction.atomic():
-        locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        locked = lock_rows(Invitation).get(pk=invitation.pk)
         if locked.accepted_at is not None or locked.revoked_at is not None:
             raise Conflict(f"This invitation is already {locked.state}.")
         locked.revoked_at = timezone.now()

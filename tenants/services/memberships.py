@@ -10,6 +10,7 @@ from django.db import transaction
 
 from core.audit import record, snapshot
 from core.exceptions import InvalidRequest
+from core.locks import lock_rows
 from tenants.choices import Role
 from tenants.models import Membership, Tenant
 
@@ -33,7 +34,7 @@ def add_member(*, tenant: Tenant, user, role: str, actor=None, source: str = "ap
     """
     check_role(role)
     with transaction.atomic():
-        membership, created = Membership.objects.select_for_update().get_or_create(
+        membership, created = lock_rows(Membership).get_or_create(
             user=user, tenant=tenant, defaults={"role": role}
         )
         before = None if created else snapshot(membership, MEMBERSHIP_FIELDS)
@@ -62,7 +63,7 @@ def change_member_role(
     """
     check_role(role)
     with transaction.atomic():
-        locked = Membership.objects.select_for_update().get(pk=membership.pk)
+        locked = lock_rows(Membership).get(pk=membership.pk)
         before = snapshot(locked, MEMBERSHIP_FIELDS)
         locked.role = role
         locked.save(update_fields=["role", "updated"])

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import transaction
 
 from core.exceptions import Conflict
+from core.locks import lock_rows
 from tenants.models import TenantNamespace
 
 
@@ -32,7 +33,7 @@ def record_tenant_namespace(
                 f"namespace {name!r} of cluster {cluster_id} belongs to tenant {other.tenant_id}",
                 field="namespace",
             )
-        row, created = TenantNamespace.objects.select_for_update().get_or_create(
+        row, created = lock_rows(TenantNamespace).get_or_create(
             tenant_id=tenant_id, cluster_id=cluster_id, defaults={"name": name, "ensured_at": now}
         )
         if not created and row.name != name:

@@ -7,6 +7,7 @@ from django.db import transaction
 
 from core.audit import record, snapshot
 from core.exceptions import Conflict, InvalidRequest
+from core.locks import lock_rows
 from tenants.choices import Dimension
 from tenants.models import AggregateCap, Quota, ResourceGroup, Tenant
 
@@ -68,7 +69,7 @@ def check_within_parent(
     if parent is None:
         return
     row = (
-        Quota.objects.select_for_update()
+        lock_rows(Quota)
         .filter(tenant=parent, resource_group=resource_group, flavor=flavor, dimension=dimension)
         .first()
     )
@@ -182,7 +183,7 @@ def update_quota(
                 nominal,
                 exclude_pk=quota.pk,
             )
-        locked = Quota.objects.select_for_update().get(pk=quota.pk)
+        locked = lock_rows(Quota).get(pk=quota.pk)
         before = snapshot(locked, QUOTA_FIELDS)
         locked.nominal, locked.borrowing_limit, locked.lending_limit = (
             nominal,

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F
 
 from core.events import QUOTA_NEARLY_EXHAUSTED, emit
+from core.locks import lock_rows
 from tenants.models import Quota, QuotaUsage
 
 UsageKey = tuple[int, int, str, str]
@@ -39,7 +40,7 @@ def lock_usage_rows(keys: Iterable[UsageKey]) -> dict[UsageKey, QuotaUsage]:
     tenant_ids = sorted({k[0] for k in keys})
     group_ids = sorted({k[1] for k in keys})
     for row in (
-        QuotaUsage.objects.select_for_update()
+        lock_rows(QuotaUsage)
         .filter(tenant_id__in=tenant_ids, resource_group_id__in=group_ids)
         .order_by("tenant_id", "resource_group_id", "flavor", "dimension")
     ):

@@ -7,6 +7,12 @@ sampled instant no device or node is booked beyond its capacity counting the vic
 terminating, nor a capped tenant beyond its nominal plus borrowing limit; afterwards the
 usage is exact, jobs and placements are consistent and the quota total is unchanged.
 
+Beside the cycles, each worker turn runs the console's other writers with a probability
+each (``concurrency_writers``: tenant edits through the API, membership changes, telemetry
+samples/rollups/gauges, the usage check and ledger, device cordons, notification
+deliveries, time limits). ``LOCK_ORDER_CHECK`` is on: a row lock out of
+``core.locks.LOCK_ORDER`` fails the worker.
+
 The workers are forked processes connected to this test's database (the settings they
 inherit already name it); Celery enqueues (``scheduling.dispatch``) are no-ops in the workers, which
 do the submission and completion work themselves.
@@ -26,6 +32,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from core.exceptions import Conflict
+from core.locks import lock_rows
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
     BOOKED_PLACEMENT_STATES,
@@ -47,6 +54,7 @@ from scheduling.services.eviction import release_due_terminations
 from scheduling.services.usage import check_usage
 from tenants.models import Quota, QuotaUsage, Tenant
 from tests.builders import A100, make_cluster, make_group
+from tests.scheduling.concurrency_writers import WriterContext, make_writer_world, run_some
 
 JOBS = 2000
 WORKERS = 4
@@ -186,7 +194,7 @@ def _world(rng: random.Random):
         for job, (count, mem, pct, cores) in zip(jobs, shapes, strict=True)
     )
     JobEvent.objects.bulk_create(JobEvent(job=job, kind="queued") for job in jobs)
-    return [g_a100.pk, g_mixed.pk], [j.pk for j in jobs]
+    return [g_a100.pk, g_mixed.pk], [j.pk for j in jobs], make_writer_world(tenants)
 
 
 def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
@@ -199,7 +207,7 @@ def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
     with transaction.atomic():
         rows = {
             q.tenant.name: q
-            for q in Quota.objects.select_for_update()
+            for q in lock_rows(Quota)
             .filter(resource_group_id=group_id, dimension="devices", tenant__name__in=EDITABLE)
             .select_related("tenant", "resource_group")
             .order_by("pk")
@@ -341,8 +349,11 @@ def _monitor(deadline: float, out) -> None:
         connections.close_all()
 
 
-def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: float, out) -> None:
-    """One worker process: cycles of random groups, submissions, completions, cancels."""
+def _worker(
+    index: int, group_ids: list[int], job_ids: list[int], ctx: WriterContext, deadline: float, out
+) -> None:
+    """One worker process: cycles of random groups, submissions, completions, cancels, and
+    the other writers (``concurrency_writers.run_some``)."""
     from unittest import mock
 
     from scheduling.services.cycle import run_admission_cycle
@@ -358,7 +369,10 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
     rng = random.Random(1000 + index)
     noop = mock.MagicMock()
     try:
-        with mock.patch("scheduling.dispatch.enqueue_on_commit", noop):
+        with (
+            mock.patch("scheduling.dispatch.enqueue_on_commit", noop),
+            mock.patch("core.dispatch.registered_task", noop),
+        ):
             while time.monotonic() < deadline:
                 try:
                     group_id = group_ids[rng.randrange(len(group_ids))]
@@ -391,6 +405,7 @@ def _worker(index: int, group_ids: list[int], job_ids: list[int], deadline: floa
                             stats["cancelled"] += 1
                         except Conflict:
                             stats["cancel_conflict"] += 1
+                    run_some(rng, ctx, stats)
                     if not Job.objects.filter(
                         state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
                     ).exists():
@@ -417,8 +432,9 @@ def _deadlocks() -> int:
 @pytest.mark.django_db(transaction=True)
 def test_four_workers_2000_jobs_keep_every_invariant(settings):
     settings.ADMISSION_TERMINATION_GRACE_S = GRACE_S  # the forked workers inherit it
+    settings.LOCK_ORDER_CHECK = True
     rng = random.Random(5)
-    group_ids, job_ids = _world(rng)
+    group_ids, job_ids, ctx = _world(rng)
     db_name = connection.settings_dict["NAME"]
     assert db_name.startswith("test_")
     # the world must be committed before the workers fork (a test that leaked an open
@@ -426,15 +442,15 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     assert not connection.in_atomic_block
     deadlocks_before = _deadlocks()
     connections.close_all()  # never share a socket with the forked workers
-    ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
+    mp = multiprocessing.get_context("fork")
+    out = mp.Queue()
     started = time.monotonic()
     deadline = started + WORKER_BUDGET_S
     procs = [
-        ctx.Process(target=_worker, args=(i, group_ids, job_ids, deadline, out))
+        mp.Process(target=_worker, args=(i, group_ids, job_ids, ctx, deadline, out))
         for i in range(WORKERS)
     ]
-    procs.append(ctx.Process(target=_monitor, args=(deadline, out)))
+    procs.append(mp.Process(target=_monitor, args=(deadline, out)))
     for proc in procs:
         proc.start()
     results = [out.get(timeout=WORKER_BUDGET_S + 120) for _ in procs]
@@ -460,6 +476,10 @@ def test_four_workers_2000_jobs_keep_every_invariant(settings):
     assert totals["deadlock_retries"] == 0
     assert _deadlocks() == deadlocks_before
     assert totals["quota_moved"] + totals["quota_deleted"] > 0
+    for writer in ("tenant_edits", "membership_changes", "telemetry_ticks", "ledger_syncs"):
+        assert totals[writer] > 0, writer
+    for writer in ("cordons", "deliveries_tried", "workload_ticks"):
+        assert totals[writer] > 0, writer
     assert totals["preempted"] > 0 and monitor["max_terminating_bookings"] > 0
     assert monitor["samples"] > 10
     # the quota total of a100-shared never changed (edits move nominal, never create it)

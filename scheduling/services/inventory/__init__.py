@@ -46,7 +46,7 @@ import logging
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from core import locks
@@ -141,13 +141,9 @@ def apply_inventory(
     )
     report = InventoryReport(cluster=cluster.name, partitions=plan.partitions)
     with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT pg_try_advisory_xact_lock(%s, %s)", [KUBE_INVENTORY_SYNC_LOCK, cluster.pk]
-            )
-            if not cur.fetchone()[0]:
-                report.locked_out = True
-                return report
+        if not locks.try_xact_lock(KUBE_INVENTORY_SYNC_LOCK, cluster.pk):
+            report.locked_out = True
+            return report
         InventoryWriter(cluster, plan, now, report).run()
         Cluster.objects.filter(pk=cluster.pk).update(
             inventory_errors=report.errors, inventory_synced_at=now

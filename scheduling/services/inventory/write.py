@@ -23,6 +23,7 @@ from datetime import datetime
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 
+from core.locks import lock_rows
 from scheduling.devices.resources import drs_profiles_stored
 from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
@@ -99,12 +100,11 @@ class InventoryWriter:
         re-keyed device may be (same node, same registration id or provisional key)."""
         # nodes, then devices, each in pk order (scheduling.services.locking)
         self.existing = {
-            n.name: n
-            for n in Node.objects.select_for_update().filter(cluster=self.cluster).order_by("pk")
+            n.name: n for n in lock_rows(Node).filter(cluster=self.cluster).order_by("pk")
         }
         self.rows = {
             d.uuid: d
-            for d in Device.objects.select_for_update(of=("self",))
+            for d in lock_rows(Device)
             .select_related("node__cluster")
             .filter(uuid__in=list(self.plan.where))
             .order_by("pk")
@@ -119,7 +119,7 @@ class InventoryWriter:
             return
         provisional = {provisional_key(name, h) for name in self.plan.per_node for h in old_ids}
         for d in (
-            Device.objects.select_for_update(of=("self",))
+            lock_rows(Device)
             .select_related("node__cluster")
             .filter(node__cluster=self.cluster)
             .filter(Q(hami_id__in=old_ids) | Q(uuid__in=old_ids | provisional))
