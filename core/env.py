@@ -7,6 +7,7 @@ typo stops start-up with a clear message instead of running with a silent defaul
 from __future__ import annotations
 
 import os
+import re
 import string
 from urllib.parse import urlparse
 
@@ -105,6 +106,29 @@ def env_ints(name: str, default: tuple[int, ...], *, minimum: int = 0) -> tuple[
     if min(numbers) < minimum:
         raise ImproperlyConfigured(f"{name}={value!r}: every value must be at least {minimum}")
     return numbers
+
+
+_RATE = re.compile(r"(\d+)/(s|sec|second|m|min|minute|h|hour|d|day)")
+
+
+def env_rate(name: str, default: str) -> str:
+    """Return ``$name`` as a DRF throttle rate ``<count>/<period>`` (count at least 1; period
+    ``s``/``sec``/``second``, ``m``/``min``/``minute``, ``h``/``hour`` or ``d``/``day``), or
+    ``default`` when unset.
+
+    Raises:
+        ImproperlyConfigured: another spelling, or a count of 0.
+    """
+    value = env_str(name, default)
+    match = _RATE.fullmatch(value)
+    if match is None:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate (use <count>/<period>, e.g. 120/min; period "
+            "s, min, hour or day)"
+        )
+    if int(match.group(1)) < 1:
+        raise ImproperlyConfigured(f"{name}={value!r}: the count must be at least 1")
+    return value
 
 
 def env_url(name: str, schemes: tuple[str, ...]) -> str | None:

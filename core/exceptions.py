@@ -28,6 +28,14 @@ class InvalidRequest(DomainError):
     code = "invalid"
 
 
+class ExceedsRateWindow(InvalidRequest):
+    """A write heavier than its rate limit counts in a whole window (e.g. a batch of more
+    jobs than ``API_BATCH_JOB_RATE`` allows): no wait would let it through, so it answers
+    400 naming the largest weight the rate allows, never 429 (``core.api.throttling``)."""
+
+    code = "exceeds_rate"
+
+
 class NeverFits(InvalidRequest):
     """A request no node of its pool could ever hold (by shape, not by current load).
 

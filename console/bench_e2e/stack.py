@@ -157,6 +157,7 @@ def fresh_stack(data_dir: Path, bind: str) -> Stack:
             "REDIS_URL": redis_url,
             "DEMO_STREAM_S": "0",
             "API_WRITE_RATE": "100000000/min",
+            "API_BATCH_JOB_RATE": "100000000/min",
         }
     )
     os.environ.update(env)

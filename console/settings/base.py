@@ -22,6 +22,7 @@ from core.env import (
     env_int,
     env_ints,
     env_list,
+    env_rate,
     env_str,
     env_template,
     env_url,
@@ -345,7 +346,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "core.api.openapi.ConsoleAutoSchema",
     "EXCEPTION_HANDLER": "core.api.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"writes": env_str("API_WRITE_RATE", "120/min")},
+    # core.api.throttling: write requests per user, and jobs per user through batch submission
+    "DEFAULT_THROTTLE_RATES": {
+        "writes": env_rate("API_WRITE_RATE", "120/min"),
+        "batch_jobs": env_rate("API_BATCH_JOB_RATE", "1000/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "LLMOps Resource Console API",

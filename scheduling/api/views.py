@@ -14,10 +14,11 @@ from rest_framework.response import Response
 
 from core.api import error_response
 from core.api.mixins import AuditedWritesMixin
-from core.api.throttling import WriteRateThrottle
+from core.api.throttling import BatchSubmitThrottle, WriteRateThrottle
 from core.audit import record, snapshot
 from core.exceptions import NeverFits
 from scheduling.api.serializers import (
+    MAX_BATCH_JOBS,
     QUEUE_POLICY_FIELDS,
     DeviceCordonSerializer,
     DeviceSerializer,
@@ -130,12 +131,20 @@ class JobViewSet(
         filters=False,
         summary="Submit up to 500 jobs in one request, all or none",
     )
-    @action(detail=False, methods=["post"], pagination_class=None, filterset_class=None)
+    @action(
+        detail=False,
+        methods=["post"],
+        pagination_class=None,
+        filterset_class=None,
+        throttle_classes=[BatchSubmitThrottle],
+    )
     def batch(self, request):
         """Submit 1-500 jobs, each as ``POST /api/jobs/`` takes it, in one transaction: all are
         created or none (an invalid item answers 400 with its errors under
         ``jobs[<index>].<field>``, a job that can never fit its group under
-        ``jobs[<index>].reason``). Counts as one write per job for the write rate limit."""
+        ``jobs[<index>].reason``). Counts one write of ``API_WRITE_RATE`` and one job per job
+        of ``API_BATCH_JOB_RATE``; more jobs than that rate counts in a whole window answer
+        400 under ``jobs`` (``exceeds_rate``), see ``core.api.throttling``."""
         queues = submit_queues(request.user)
         serializer = JobBatchSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
@@ -148,13 +157,13 @@ class JobViewSet(
             JobBatchResultSerializer({"jobs": jobs}).data, status=status.HTTP_201_CREATED
         )
 
-    def write_cost(self, request) -> int:
-        """Writes a request counts for the write rate limit: one per job of a batch, one for
-        every other write (whatever its body holds)."""
-        if self.action != "batch":
-            return 1
+    def batch_job_count(self, request) -> int:
+        """Jobs a batch submission counts for ``API_BATCH_JOB_RATE``, read before the body is
+        validated: the length of its ``jobs`` list; 1 for a body that validation refuses
+        anyway (no list, an empty one, or more than ``MAX_BATCH_JOBS``), so such a body is
+        answered by its field errors, not by the rate."""
         jobs = request.data.get("jobs") if isinstance(request.data, dict) else None
-        return len(jobs) if isinstance(jobs, list) and jobs else 1
+        return len(jobs) if isinstance(jobs, list) and 1 <= len(jobs) <= MAX_BATCH_JOBS else 1
 
     def _writable(self, verb: str) -> Job:
         job = self.get_object()

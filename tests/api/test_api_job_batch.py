@@ -108,28 +108,6 @@ def test_viewers_and_strangers_cannot_batch(api, world):
     assert not Job.objects.filter(name="x").exists()
 
 
-def test_a_batch_counts_one_write_per_job(api, world, monkeypatch):
-    from django.core.cache import cache
-
-    from core.api.throttling import WriteRateThrottle
-
-    cache.clear()
-    monkeypatch.setattr(WriteRateThrottle, "rate", "5/min", raising=False)  # read at import
-    client = as_user(api, world["alice"])
-    first = client.post(
-        URL, {"jobs": [_item(world["queue_a"], f"t{i}") for i in range(3)]}, format="json"
-    )
-    assert first.status_code == 201, first.content
-    second = client.post(
-        URL, {"jobs": [_item(world["queue_a"], f"u{i}") for i in range(3)]}, format="json"
-    )
-    assert second.status_code == 429  # 3 + 3 > 5: refused whole
-    assert not Job.objects.filter(name__startswith="u").exists()
-    single = client.post("/api/jobs/", _item(world["queue_a"], "v0"), format="json")
-    assert single.status_code == 201  # 4th write of 5
-    cache.clear()
-
-
 def test_the_queries_of_a_batch_do_not_grow_with_its_size(api, world):
     client = as_user(api, world["alice"])
     warm = client.post(URL, {"jobs": [_item(world["queue_a"], "warm")]}, format="json")

@@ -90,29 +90,20 @@ def test_cancel_by_role(api, world):
 
 def test_write_endpoints_are_throttled(api, world, settings):
     from django.core.cache import cache
-    from rest_framework.settings import api_settings
 
-    from core.api.throttling import WriteRateThrottle
-
-    cache.clear()
-    rates = {"writes": "2/min"}
-    old = WriteRateThrottle.THROTTLE_RATES
-    WriteRateThrottle.THROTTLE_RATES = rates
-    try:
-        client = as_user(api, world["root"])
-        codes = [
-            client.post("/api/tenants/", {"name": f"t-{i}"}, format="json").status_code
-            for i in range(3)
-        ]
-        assert codes == [201, 201, 429]
-        assert client.get("/api/tenants/").status_code == 200  # reads are never throttled
-        codes = [
-            client.post(
-                "/api/members/", {"tenant": "team-a", "user": "bob"}, format="json"
-            ).status_code
-        ]
-        assert codes == [429]
-    finally:
-        WriteRateThrottle.THROTTLE_RATES = old
-        cache.clear()
-    assert api_settings.DEFAULT_THROTTLE_RATES["writes"] != "2/min"
+    keys = [f"throttle_writes_{world['root'].pk}"]
+    cache.delete_many(keys)
+    rates = {"writes": "2/min", "batch_jobs": "10/min"}  # the settings fixture restores them
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+    client = as_user(api, world["root"])
+    codes = [
+        client.post("/api/tenants/", {"name": f"t-{i}"}, format="json").status_code
+        for i in range(3)
+    ]
+    assert codes == [201, 201, 429]
+    assert client.get("/api/tenants/").status_code == 200  # reads are never throttled
+    codes = [
+        client.post("/api/members/", {"tenant": "team-a", "user": "bob"}, format="json").status_code
+    ]
+    assert codes == [429]
+    cache.delete_many(keys)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_ints, env_list, env_url
+from core.env import env_bool, env_int, env_ints, env_list, env_rate, env_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,6 +52,23 @@ def test_env_ints_checks_count_type_and_minimum(monkeypatch):
         monkeypatch.setenv("X_GC", bad)
         with pytest.raises(ImproperlyConfigured, match=words):
             env_ints("X_GC", (1, 2, 3))
+
+
+def test_env_rate_takes_a_drf_rate_or_stops(monkeypatch):
+    monkeypatch.delenv("X_RATE", raising=False)
+    assert env_rate("X_RATE", "120/min") == "120/min"
+    for good in ("5/s", "1000/hour", "30/day", "7/minute"):
+        monkeypatch.setenv("X_RATE", good)
+        assert env_rate("X_RATE", "1/s") == good
+    for bad, words in (
+        ("120", "is not a rate"),
+        ("120/mango", "is not a rate"),
+        ("-1/min", "is not a rate"),
+        ("0/min", "the count must be at least 1"),
+    ):
+        monkeypatch.setenv("X_RATE", bad)
+        with pytest.raises(ImproperlyConfigured, match=words):
+            env_rate("X_RATE", "1/s")
 
 
 def test_tune_gc_applies_the_thresholds_and_freezes(settings):

@@ -23,6 +23,7 @@ READERS = {
     "env_bool",
     "env_list",
     "env_url",
+    "env_rate",
     "env_template",
     "getenv",
 }
