@@ -5,7 +5,6 @@ the same placement twice, and cancelling while a submission talks to the cluster
 from __future__ import annotations
 
 import threading
-import time
 from unittest import mock
 
 import pytest
@@ -23,6 +22,7 @@ from scheduling.services.jobs import cancel_job
 from scheduling.services.usage import check_usage
 from tests.adversarial.helpers import client_for
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
+from tests.waits import lock_waiters, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,7 +104,7 @@ def test_cancel_while_the_cycle_commits_the_admission_leaves_nothing_booked():
         cycle_thread, cycle_result = _in_thread(run_admission_cycle, group.pk)
         assert admitted_uncommitted.wait(10)
         cancel_thread, cancel_result = _in_thread(cancel_job, Job.objects.get(pk=job.pk))
-        time.sleep(0.5)  # the cancel now waits for the cycle's row lock
+        until(lambda: lock_waiters() >= 1, "the cancel to wait for the cycle's row lock")
         assert cancel_thread.is_alive()
         go_on.set()
         cycle_thread.join(30)
@@ -133,7 +133,7 @@ def test_cancel_before_the_cycle_commits_keeps_the_job_out_of_the_cluster():
         cancel_thread, cancel_result = _in_thread(cancel_job, Job.objects.get(pk=job.pk))
         assert cancelled_uncommitted.wait(10)
         cycle_thread, cycle_result = _in_thread(run_admission_cycle, group.pk)
-        time.sleep(0.5)
+        until(lambda: lock_waiters() >= 1, "the cycle to wait for the cancel's row lock")
         go_on.set()
         cancel_thread.join(30)
         cycle_thread.join(30)

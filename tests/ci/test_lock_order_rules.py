@@ -57,9 +57,7 @@ def test_the_scan_finds_a_new_select_for_update(tmp_path):
         "def grab(pk):\n"
         "    return Tenant.objects.select_for_update().get(pk=pk)\n"
     )
-    assert row_locks_outside_core(tmp_path, ("scheduling",)) == [
-        "scheduling/services/rogue.py:4"
-    ]
+    assert row_locks_outside_core(tmp_path, ("scheduling",)) == ["scheduling/services/rogue.py:4"]
 
 
 def test_every_table_in_the_order_is_a_model_table_and_has_a_reason():

@@ -863,6 +863,7 @@ class FakeApiServer:
         self.namespaces = None if namespaces is None else set(namespaces)
         self.history_limit = history_limit
         self.watch_timeout_s = watch_timeout_s
+        self.watches_started = 0  # watch streams opened so far (tests wait on it, never sleep)
         self._lock = threading.Condition()
         self._store: dict[str, dict[tuple[str, str], dict]] = {k.plural: {} for k in KINDS.values()}
         self._rv = 1
@@ -1287,6 +1288,7 @@ class FakeApiServer:
         deadline = time.monotonic() + timeout
         handler.start_stream()
         with self._lock:
+            self.watches_started += 1
             if rv_param in ("", "0"):
                 cursor = self._rv
                 initial = [o for o in self._store[kind.plural].values() if req.matches(o)]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from fake_apiserver import FakeApiServer
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
+
+from tests.waits import until
 
 NS = "default"
 
@@ -215,13 +216,17 @@ def test_claim_with_missing_owner_is_collected(
     assert fake_apiserver.list("resourceclaims") == []
 
 
-def test_watch_from_resource_version_sees_changes(api_client: k8s.ApiClient) -> None:
+def test_watch_from_resource_version_sees_changes(
+    api_client: k8s.ApiClient, fake_apiserver: FakeApiServer
+) -> None:
     core = k8s.CoreV1Api(api_client)
     core.create_namespaced_pod(NS, pod("a"))
     rv = core.list_namespaced_pod(NS).metadata.resource_version
 
-    def mutate() -> None:
-        time.sleep(0.2)
+    opened = fake_apiserver.watches_started
+
+    def mutate() -> None:  # once the watch is open
+        until(lambda: fake_apiserver.watches_started > opened, "the watch to open")
         core.patch_namespaced_pod_status("a", NS, {"status": {"phase": "Running"}})
         core.delete_namespaced_pod("a", NS)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 import urllib3
@@ -23,6 +22,7 @@ from scheduling.kube.errors import (
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.manifests import ContainerSpec, JobMeta, build_dra, build_hami
 from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
+from tests.waits import until
 
 NS = "llmops"
 JOB = JobMeta("acme", "job-1", "pl-1", NS, ContainerSpec("pytorch:2.4", ("python", "t.py")))
@@ -332,8 +332,10 @@ def test_watch_without_resource_version_lists_first(gateway, fake_apiserver) -> 
     gw, _ = gateway
     gw.submit(build_hami(ASSIGN, JOB))
 
-    def later() -> None:
-        time.sleep(0.3)
+    opened = fake_apiserver.watches_started
+
+    def later() -> None:  # once the watch after the list is open
+        until(lambda: fake_apiserver.watches_started > opened, "the watch to open")
         fake_apiserver.set_pod_status(NS, "p-pl-1-w0", {"phase": "Running"})
 
     t = threading.Thread(target=later)

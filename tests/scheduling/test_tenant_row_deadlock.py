@@ -20,13 +20,13 @@ deadlock; the second runs the same steps with ``lock_rows`` and both commit.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
 
 from core.locks import lock_rows
 from tenants.models import Quota, ResourceGroup, Tenant
+from tests.waits import lock_waiters, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,23 +41,6 @@ def _world() -> tuple[Tenant, Tenant, ResourceGroup]:
             tenant=tenant, resource_group=group, flavor="*", dimension="devices", nominal=1000
         )
     return a, b, group
-
-
-def _waiting_on_a_lock() -> int:
-    """Sessions of this database waiting for a heavyweight lock at this instant."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
-
-
-def _until(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _replay(lock_quotas_with_tenants) -> dict[str, str]:
@@ -109,7 +92,7 @@ def _replay(lock_quotas_with_tenants) -> dict[str, str]:
     assert b_holds.wait(WAIT_S)
     thread_a = threading.Thread(target=writer_a)
     thread_a.start()
-    _until(lambda: _waiting_on_a_lock() >= 1, "writer A to wait for B's quota row")
+    until(lambda: lock_waiters() >= 1, "writer A to wait for B's quota row", WAIT_S)
     b_commit.set()
     for thread in (thread_a, thread_b):
         thread.join(WAIT_S)
