@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 MYPY_ENV := DATABASE_URL=postgres://mypy@127.0.0.1:1/mypy REDIS_URL=redis://127.0.0.1:1/0 \
 	SECRET_KEY=mypy-only
 
-.PHONY: run test lint bench-placement bench-e2e stop clean
+.PHONY: run test lint soak bench-placement bench-e2e stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ lint: $(STAMP)
 	$(PY) .ci/check_sizes.py
 	$(MYPY_ENV) $(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
+
+# The concurrency test and the fault suite SOAK_RUNS times (default 20), each run on a fresh
+# embedded PostgreSQL and Redis; prints pass/fail counts (.ci/soak.py). Not part of `make test`.
+soak: $(STAMP)
+	$(PY) .ci/soak.py
 
 bench-placement: $(STAMP)
 	$(PY) -m scheduling.placement.lab.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
