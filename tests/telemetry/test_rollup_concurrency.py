@@ -5,9 +5,10 @@ workers of ``tests/scheduling/test_concurrency.py``) while a third process write
 samples of the running pods (rows referencing their jobs and devices) and rolls them up again
 and again, every window re-rolled each time. The rollup used to run as one long transaction
 whose inserts held key-share locks on devices and jobs across the cycle's ``FOR UPDATE`` and
-PostgreSQL reported ``deadlock detected``; now it writes short batches that take their locks
-in the documented order, so PostgreSQL's deadlock counter must not move and every rolled-up
-value must equal the raw samples' aggregate.
+PostgreSQL reported ``deadlock detected``; now it writes short batches, and the cycle's row
+locks are ``FOR NO KEY UPDATE`` (``core.locks``), which foreign-key checks never wait for, so
+PostgreSQL's deadlock counter must not move and every rolled-up value must equal the raw
+samples' aggregate.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _telemetry(deadline: float, out) -> None:
 def test_rollup_beside_cycles_counts_no_deadlock(settings):
     settings.ADMISSION_TERMINATION_GRACE_S = 2.0
     settings.TELEMETRY_RAW_RETENTION_S = 86400  # keep every sample for the final check
-    group_ids, job_ids = _world(random.Random(7))
+    group_ids, job_ids, writers = _world(random.Random(7))
     # long jobs, so pods keep running (and keep being sampled) while cycles go on
     Job.objects.filter(pk__in=job_ids[::2]).update(duration_s=3600.0)
     assert not connection.in_atomic_block
@@ -76,7 +77,7 @@ def test_rollup_beside_cycles_counts_no_deadlock(settings):
     out = ctx.Queue()
     deadline = time.monotonic() + BUDGET_S
     procs = [
-        ctx.Process(target=_worker, args=(i, group_ids, job_ids, deadline, out))
+        ctx.Process(target=_worker, args=(i, group_ids, job_ids, writers, deadline, out))
         for i in range(WORKERS)
     ]
     procs.append(ctx.Process(target=_telemetry, args=(deadline, out)))
