@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "hami"
 
@@ -120,3 +122,76 @@ def test_place_config_unknown_key_names_it(tmp_path):
     assert result.returncode == 2
     assert "scheduler.defaultSchedulerPolcy: unknown key" in result.stderr
     assert str(bad) in result.stderr
+
+
+def _register(ids, typ, count, mem, core):
+    return json.dumps(
+        [
+            {"id": u, "index": i, "count": count, "devmem": mem, "devcore": core, "type": typ}
+            | {"health": True}
+            for i, u in enumerate(ids)
+        ]
+    )
+
+
+METAX_SGPU = json.dumps(
+    [
+        {
+            "uuid": f"MX-{i}",
+            "model": "MXC500",
+            "totalDevCount": 16,
+            "totalCompute": 100,
+            "totalVRam": 65536,
+            "healthy": True,
+        }
+        for i in range(2)
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "limits", "key", "value"),
+    [
+        (
+            {"metax-tech.com/node-gpu-devices": METAX_SGPU},
+            {"metax-tech.com/sgpu": "1", "metax-tech.com/vmemory": "4"},
+            "hami.io/metax-sgpu-devices-allocated",
+            "MX-1,Metax-SGPU,4096,100:;",
+        ),
+        (
+            {
+                "hami.io/node-amd-register": _register(
+                    ["AMD-0"], "AMD Instinct MI300X VF", 4, 196608, 304
+                )
+            },
+            {"amd.com/gpu": "1", "amd.com/gpumem": "8192", "amd.com/gpucores": "25"},
+            "hami.io/amd-devices-allocated",
+            "AMD-0,AMD Instinct MI300X VF,8192,76:;",
+        ),
+        (
+            {"hami.io/node-register-xpu": _register(["XPU-0", "XPU-1"], "XPU", 4, 98304, 100)},
+            {"kunlunxin.com/vxpu": "1", "kunlunxin.com/vxpu-memory": "40000"},
+            "hami.io/xpu-devices-allocated",
+            "XPU-0,XPU,49152,50:;",
+        ),
+    ],
+    ids=["metax-sgpu", "amd", "kunlun-vxpu"],
+)
+def test_place_a_vendor_pod_on_a_node_with_free_devices(tmp_path, annotations, limits, key, value):
+    """Issue 36: HAMi registrations of Metax sGPU, AMD and Kunlun vXPU with free devices are
+    placed (the device, HAMi's TYPE, booked MiB and cores), not answered "0 on node"."""
+    node = {"metadata": {"name": "n", "annotations": annotations}, "status": {"allocatable": {}}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]},
+    }
+    files = []
+    for name, data in (("nodes", [node]), ("pods", []), ("pod", pod)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+        files += [f"--{name}", str(tmp_path / f"{name}.json")]
+    result = _place(*files)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["schedulable"] is True, out
+    assert out["node"] == "n"
+    assert out["annotations"][key] == value

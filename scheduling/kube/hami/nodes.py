@@ -4,9 +4,12 @@ Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
 (``[{"id","index","count","devmem","devcore","type","numa","mode","migProfiles","health",
 "custominfo"}]``; a missing ``health`` means false, missing ``index``/``numa`` mean 0) or in
 the legacy ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` format (7-field entries
-get mode ``hami-core``). Backends without a register annotation (Cambricon, Metax GPU,
-Mthreads, Kunlun XPU, Enflame GCU, AWS Neuron) get devices synthesised from ``status.capacity``
-(:mod:`.capacity`); Enflame DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
+get mode ``hami-core``). Metax sGPU registers its plugin's own JSON entries
+(``{"uuid","model","totalDevCount","totalCompute","totalVRam","numa","healthy","qosPolicy"}``,
+HAMi ``MetaxSDeviceInfo``); an entry in the common format (with ``id``) is read as such.
+Backends without a register annotation (Cambricon, Metax GPU, Mthreads, Kunlun XPU, Enflame
+GCU, AWS Neuron) get devices synthesised from ``status.capacity`` (:mod:`.capacity`); Enflame
+DRS cards come from ``enflame.com/gcu-drs-capacity`` (:mod:`.drs`).
 
 Health: a device type is unhealthy when its handshake annotation is ``Requesting_<time>``
 older than 60 s at ``now`` and the node's allocatable count for the resource is 0 (HAMi
@@ -28,7 +31,13 @@ from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.capacity import CAMBRICON_MODEL_LABEL, cambricon_model, capacity_devices
 from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
 from scheduling.kube.hami.quantity import cpu_milli, memory_mib
-from scheduling.kube.hami.registration import DeviceIn, NodeIn, NodeStatusIn, validate
+from scheduling.kube.hami.registration import (
+    DeviceIn,
+    MetaxSDeviceIn,
+    NodeIn,
+    NodeStatusIn,
+    validate,
+)
 from scheduling.kube.limits import (
     DEFAULT_LIMITS,
     InventoryLimits,
@@ -156,8 +165,31 @@ def parse_json_devices(
     out = []
     for pos, entry in enumerate(data):
         where = f"{cfg.register_annotation}[{pos}]"
+        if cfg.vendor == "MetaxSGPU" and isinstance(entry, dict) and "id" not in entry:
+            out.append(_metax_sdevice(validate(MetaxSDeviceIn, entry, where, limits), pos, node))
+            continue
         out.append(_device(validate(DeviceIn, entry, where, limits), node, cfg))
     return out
+
+
+def _metax_sdevice(d: MetaxSDeviceIn, pos: int, node: str) -> DeviceUsage:
+    """A Metax sGPU of the plugin's own entry (HAMi ``convertMetaxSDeviceToHAMIDevice``,
+    metax/protocol.go:102-127: index = position, HAMi's type ``Metax-SGPU``; the console
+    keeps the model as the device's type so its catalogue row applies)."""
+    return DeviceUsage(
+        uuid=d.uuid,
+        node=node,
+        index=pos,
+        type=d.model or "Metax-SGPU",
+        vendor="MetaxSGPU",
+        memory_mib=d.totalVRam,
+        cores_percent=d.totalCompute,
+        split_count=d.totalDevCount,
+        numa=d.numa,
+        healthy=d.healthy,
+        mode="",
+        qos_policy=d.qosPolicy,
+    )
 
 
 def parse_node_devices(

@@ -33,6 +33,7 @@ __all__ = [
     "MigPlacementIn",
     "MigProfileIn",
     "DeviceIn",
+    "MetaxSDeviceIn",
     "NodeIn",
     "NodeStatusIn",
     "validate",
@@ -155,6 +156,39 @@ class DeviceIn(_In):
     def network_id(self) -> int | None:
         """Ascend ``custominfo.NetworkID`` (None when absent)."""
         return (self.custominfo or {}).get("NetworkID")
+
+
+class MetaxSDeviceIn(_In):
+    """One Metax sGPU as its device plugin registers it in ``metax-tech.com/node-gpu-devices``
+    (HAMi ``MetaxSDeviceInfo``, ``pkg/device/metax/protocol.go`` 50-64: every key
+    ``omitempty``, a missing ``healthy`` is false). ``totalDevCount`` is the task count,
+    ``totalVRam`` MiB, ``totalCompute`` percent; ``qosPolicy`` the device's current QoS
+    policy; ``available*`` and ``linkZone`` are not read (HAMi books usage from the pods'
+    annotations; MetaLink zones are not modelled)."""
+
+    uuid: Annotated[StrictStr, Field(min_length=1, max_length=128)]
+    model: Annotated[StrictStr, Field(max_length=100)] = ""
+    totalDevCount: NonNegative = 0  # noqa: N815 - the plugin's keys
+    totalCompute: NonNegative = 0  # noqa: N815
+    totalVRam: NonNegative = 0  # noqa: N815
+    numa: Annotated[int, Field(ge=-1, le=65535)] = 0
+    healthy: bool = False
+    qosPolicy: Annotated[StrictStr, Field(max_length=32)] = ""  # noqa: N815
+
+    @field_validator("totalDevCount")
+    @classmethod
+    def _count(cls, v: int, info: ValidationInfo) -> int:
+        return _bounded(v, info, "max_split_count")
+
+    @field_validator("totalVRam")
+    @classmethod
+    def _vram(cls, v: int, info: ValidationInfo) -> int:
+        return _bounded(v, info, "max_memory_mib")
+
+    @field_validator("totalCompute")
+    @classmethod
+    def _compute(cls, v: int, info: ValidationInfo) -> int:
+        return _bounded(v, info, "max_cores")
 
 
 class _Meta(_In):

@@ -30,6 +30,10 @@ groups come first (binpack: lowest NUMA id first; spread: highest first).
 Deliberate differences from HAMi, documented here:
  * the request terms are always included (HAMi includes them only when the request Type
    equals the device Type, which never holds for real NVIDIA model strings, §9.2);
+ * a term whose capacity is 0 (e.g. AWS Neuron devices register no memory) is left out, so
+   the other terms still order the devices; HAMi scores such a device 0 whatever its usage
+   (``ComputeScore``, ``pkg/scheduler/policy/gpu_policy.go:195-198``), so binpack and spread
+   take the same device. A plugin built with ``hami_parity=True`` scores it 0 as HAMi does;
  * ties are deterministic: binpack prefers the higher NUMA id then the later device in
    registration order; spread prefers the later device in registration order. This is the
    order HAMi usually produces with its unstable sort (§4.4, §9.1).
@@ -185,8 +189,13 @@ class VendorPlugin:
             devs = [d for d in node.devices if d.vendor == v]
         if self.hami_parity:
             word = (chip or self.default.common_word).lower()
-            devs = [d for d in devs if word in d.type.lower()]
+            devs = [d for d in devs if word in self.hami_type(d).lower()]
         return devs
+
+    def hami_type(self, dev: DeviceUsage) -> str:
+        """The device's ``Type`` as HAMi holds it (what ``getNodeResources`` matches): the
+        registered type, unless the backend overwrites it when it reads the node."""
+        return dev.type
 
     def allows_revisit(self, dev: DeviceUsage) -> bool:
         """True when one device may serve several devices of one request (MIG)."""
@@ -226,14 +235,21 @@ class VendorPlugin:
             used += ov.slots
             umem += ov.memory_mib
             ucores += ov.cores_percent
-        if not dev.split_count or not dev.cores_percent or not dev.memory_mib:
-            return 0.0
         sw, cw, mw = weights
-        return 10.0 * (
-            sw * (1 + used) / dev.split_count
-            + cw * (cores + ucores) / dev.cores_percent
-            + mw * (mem + umem) / dev.memory_mib
+        if dev.split_count and dev.cores_percent and dev.memory_mib:
+            return 10.0 * (
+                sw * (1 + used) / dev.split_count
+                + cw * (cores + ucores) / dev.cores_percent
+                + mw * (mem + umem) / dev.memory_mib
+            )
+        if self.hami_parity:
+            return 0.0
+        terms = (
+            (sw, 1 + used, dev.split_count),
+            (cw, cores + ucores, dev.cores_percent),
+            (mw, mem + umem, dev.memory_mib),
         )
+        return 10.0 * sum(w * n / total for w, n, total in terms if total)
 
     def order(
         self, devs: list[DeviceUsage], req: DeviceRequest, ctx: FitContext
@@ -264,7 +280,7 @@ class VendorPlugin:
                 if fast:
                     dm, dc, cnt = d.memory_mib, d.cores_percent, d.split_count
                     if not dm or not dc or not cnt:
-                        sc = 0.0
+                        sc = self.device_score(d, req, o, w)
                     else:
                         mem = mem_fixed if mem_fixed > 0 else dm * pct // 100
                         used, umem, ucores = d.used_slots, d.used_memory_mib, d.used_cores_percent
@@ -405,7 +421,7 @@ class VendorPlugin:
         devs = self.candidates(node, req)
         short = self._short_of_candidates(devs, req)
         if short is not None:
-            return short
+            return FitResult(None, short.reason + self._untyped_note(node, req, devs))
         counts: dict[str, int] = {}
         collect = self.collect_all(req, ctx)
         chosen = self._take_devices(self.order(devs, req, ctx), req, ctx, collect, counts)
@@ -438,6 +454,20 @@ class VendorPlugin:
                 f"{req.chip or req.vendor} requested, {len(devs)} on node",
             )
         return None
+
+    def _untyped_note(self, node: NodeInfo, req: DeviceRequest, devs: list[DeviceUsage]) -> str:
+        """Under parity, why registered devices of the vendor were not offered (their type
+        does not contain the request's HAMi type); else ""."""
+        if not self.hami_parity:
+            return ""
+        hidden = sum(1 for d in node.devices if d.vendor == req.vendor) - len(devs)
+        if hidden <= 0 or req.chip:
+            return ""
+        word = self.default.common_word
+        return (
+            f" ({hidden} registered with a type without {word!r}, which HAMi does not offer:"
+            " getNodeResources, pkg/scheduler/score.go:43-52)"
+        )
 
     def _take_devices(
         self,

@@ -15,9 +15,19 @@
   1 / 2, else 1000 (binpack keeps the highest node score, spread the lowest).
 * ``KunlunVXPU``: memory rounded up to 24576 / 49152 / 98304 MiB (config templates), cores
   = memory x 100 / 98304; a partly used vXPU only takes slices of the size already on it
-  (``CardNotFoundCustomFilterRule``). The XPUs that fit are chosen by the same wing walk
-  as whole XPUs (``vdevice.go`` ``Fit`` -> ``graghSelect``), so one slice on an idle node
-  takes the lowest index of the lower wing.
+  (``CardNotFoundCustomFilterRule``). One slice goes where the device policy says (binpack:
+  the fullest XPU that fits, spread: the emptiest), as for every other vendor; several
+  slices are chosen by the wing walk (a wing by its XPUs' indices, inside it the XPUs in
+  the policy's order).
+
+HAMi (``hami_parity``, ``manage.py place``) walks the wings over its *policy-sorted* device
+list (``score.go:89-105`` passes ``sort.Sort(node.Devices)``'s order to ``Fit``):
+``graghSelect`` counts positions 0-3 as the lower wing and ``devicepick`` takes the
+fitting devices from the wing's first position on (``topo.go:208-268``), while the generic
+``Fit`` takes from the end of that list. Whole XPUs and vXPU slices are walked that way
+under parity. For one vXPU slice this turns the policies round: spread's list starts with
+the busiest XPU, so HAMi's spread takes the used XPU and binpack an idle one; the console's
+own cycle does not (docs/devices.md).
 """
 
 from __future__ import annotations
@@ -60,16 +70,33 @@ class KunlunPlugin(VendorPlugin):
             return None
         if n == 8:
             return [by_index[i] for i in range(8)] if free >= set(range(8)) else None
-        wings = [sorted(i for i in free if i // 4 == w) for w in (0, 1)]
+        wings = self.wings(node, passing, req, ctx)
         for s in range(n, 5):
             want = [1, 3, 2, 4][s - 1] if n == 1 else s
             for w in wings:
                 if len(w) == want:
-                    return [by_index[i] for i in w[:n]]
+                    return w[:n]
         for combo in _CROSS.get(n, ()):
             if free.issuperset(combo):
                 return [by_index[i] for i in combo]
         return None
+
+    def wings(
+        self, node: NodeInfo, passing: list[list[DeviceGrant]], req: DeviceRequest, ctx: FitContext
+    ) -> list[list[DeviceGrant]]:
+        """The passing XPUs of the lower and the upper wing, each in the order the walk
+        takes them: by index (console), or HAMi's positions in its policy-sorted list
+        (``hami_parity``: the reverse of :meth:`order`, positions 0-3 = the lower wing)."""
+        grants = [g for gs in passing for g in gs]
+        if self.hami_parity:
+            by_uuid = {g.uuid: g for g in grants}
+            listed = [d.uuid for d in reversed(self.order(self.candidates(node, req), req, ctx))]
+            return [[by_uuid[u] for u in part if u in by_uuid] for part in (listed[:4], listed[4:])]
+        return [sorted((g for g in grants if g.index // 4 == w), key=self.wing_key) for w in (0, 1)]
+
+    def wing_key(self, grant: DeviceGrant) -> int:
+        """Order of a wing's XPUs in the console's walk: whole XPUs (all idle) by index."""
+        return grant.index
 
     def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         devs = [d for d in node.devices if d.vendor == self.vendor]
@@ -134,6 +161,11 @@ class KunlunVXPUPlugin(VendorPlugin):
         return None
 
     def collect_all(self, req: DeviceRequest, ctx: FitContext) -> bool:
-        return True
+        return req.count > 1 or self.hami_parity
 
     select_from = KunlunPlugin.select_from
+    wings = KunlunPlugin.wings
+
+    def wing_key(self, grant: DeviceGrant) -> int:
+        """A wing's vXPUs keep the policy's order (the walk's order of ``passing``)."""
+        return 0

@@ -4,8 +4,12 @@
   (memory 100 %, cores 100). Custom rule: a pod's later containers may only use devices its
   earlier containers already use (``CardNotFoundCustomFilterRule``, §9.9).
 * ``MetaxSGPU``: generic fractional Fit, except cores above 100 are not clamped (they fail)
-  and a shared (non-exclusive) request may only join a device whose QoS policy equals the
-  pod's (an empty device policy accepts any) -> ``CardNotFoundCustomFilterRule``.
+  and a shared (non-exclusive) request may only join a used device whose QoS policy equals
+  the pod's (an empty device policy accepts any; an idle device, or one this pod's earlier
+  container took, has the pod's policy; ``checkDeviceQos`` and ``AddResourceUsage``,
+  sdevice.go:310-330, 528-556) -> ``CardNotFoundCustomFilterRule``. HAMi types
+  every sGPU ``Metax-SGPU`` whatever its model (``convertMetaxSDeviceToHAMIDevice``,
+  metax/protocol.go:112), so under parity every registered sGPU is offered to a request.
 """
 
 from __future__ import annotations
@@ -48,11 +52,17 @@ class MetaxSGPUPlugin(VendorPlugin):
         pct = 100 if req.memory_percent is None else req.memory_percent
         return dev.memory_mib * pct // 100, req.cores_percent
 
+    def hami_type(self, dev: DeviceUsage) -> str:
+        return self.default.common_word
+
     def custom_check(
         self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext, mem: int, cores: int
     ) -> str | None:
         if cores >= 100 or not req.qos_policy:
             return None
+        o = ctx.overlay.get(dev.uuid)
+        if not dev.used_slots or (o is not None and o.slots):
+            return None  # idle, or this pod's own policy since its earlier container
         if dev.qos_policy and dev.qos_policy != req.qos_policy:
             return R.CARD_NOT_FOUND_CUSTOM_FILTER_RULE
         return None
