@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from scheduling.kube.hami.registration import validate
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, over_bound
+from scheduling.kube.quantity import parse_quantity
 from scheduling.placement.types import DeviceUsage
 
 __all__ = [
@@ -48,54 +49,7 @@ DRIVER_VENDORS: Mapping[str, str] = {
 }
 """DRA driver name -> vendor word (``DeviceUsage.vendor``)."""
 
-_SUFFIX = {
-    "Ki": Decimal(1024),
-    "Mi": Decimal(1024) ** 2,
-    "Gi": Decimal(1024) ** 3,
-    "Ti": Decimal(1024) ** 4,
-    "Pi": Decimal(1024) ** 5,
-    "Ei": Decimal(1024) ** 6,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
 MIB = 1024 * 1024
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """Kubernetes resource.Quantity (``"80Gi"``, ``"100"``, ``"1.5"``, ``"2e3"``) -> Decimal.
-
-    Raises:
-        ValueError: not a finite quantity.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a quantity")
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    text = str(value).strip()
-    for suf in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
-        if text.endswith(suf):
-            num, mult = text[: -len(suf)], _SUFFIX[suf]
-            break
-    else:
-        if text[-1:] and text[-1] in "numkMGTPE" and text[:-1]:
-            num, mult = text[:-1], _SUFFIX[text[-1]]
-        else:
-            num, mult = text, Decimal(1)
-    try:
-        out = Decimal(num) * mult
-    except InvalidOperation:
-        raise ValueError(f"{value!r} is not a quantity") from None
-    if not out.is_finite():
-        raise ValueError(f"{value!r} is not a quantity")
-    return out
 
 
 # -- schema ------------------------------------------------------------------------------------
@@ -261,12 +215,7 @@ def _quantities(
 ) -> dict[str, Decimal]:
     out = {}
     for k, v in (values or {}).items():
-        try:
-            q = parse_quantity(v.value)
-        except ValueError as exc:
-            raise ValueError(f"{where}.{k}: {exc}") from None
-        if q < 0:
-            raise ValueError(f"{where}.{k}: {v.value!r} is negative")
+        q = parse_quantity(v.value, f"{where}.{k}")
         if k == "memory" and q > Decimal(limits.max_memory_mib) * MIB:
             raise ValueError(
                 over_bound(f"{where}.{k}", int(q // MIB), limits, "max_memory_mib", " MiB")

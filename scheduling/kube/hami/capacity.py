@@ -27,8 +27,8 @@ from typing import Any
 
 from scheduling.devices.matching import type_matches
 from scheduling.devices.schema import DeviceModelConfig
-from scheduling.kube.hami.quantity import plain_int
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, check_bound
+from scheduling.kube.quantity import plain_int
 from scheduling.placement.types import DeviceUsage
 
 __all__ = ["capacity_devices", "cambricon_model", "CAMBRICON_MODEL_LABEL"]

@@ -30,7 +30,6 @@ from typing import Any
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.capacity import CAMBRICON_MODEL_LABEL, cambricon_model, capacity_devices
 from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
-from scheduling.kube.hami.quantity import cpu_milli, memory_mib
 from scheduling.kube.hami.registration import (
     DeviceIn,
     MetaxSDeviceIn,
@@ -45,6 +44,7 @@ from scheduling.kube.limits import (
     load_json,
     over_bound,
 )
+from scheduling.kube.quantity import cpu_milli, memory_mib
 from scheduling.placement.types import (
     ClusterSnapshot,
     DeviceUsage,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from scheduling.devices.schema import DeviceModelConfig
-from scheduling.kube.hami.quantity import cpu_milli, memory_mib, plain_int
+from scheduling.kube.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import ContainerRequest, DeviceRequest, PodRequest
 
 __all__ = ["pod_request_from_kube", "pod_host", "NEURON_CORES_PER_DEVICE"]
