@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
+import random
 import shutil
 import subprocess
 import sys
@@ -45,10 +45,11 @@ def _one_run(index: int, tests: list[str], extra: list[str]) -> tuple[bool, str]
     data = Path(tempfile.mkdtemp(prefix=f"console-soak-{index}-"))
     env = {**os.environ, "CONSOLE_DATA_DIR": str(data)}
     log = data / "pytest.log"
+    seed = random.SystemRandom().randrange(2**32)  # printed, so a failed order can be replayed
     started = time.monotonic()
     with open(log, "w") as out:
         rc = subprocess.call(  # noqa: S603 - this interpreter, the developer's own arguments
-            [sys.executable, "-m", "pytest", "-q", *tests, *extra],
+            [sys.executable, "-m", "pytest", "-q", f"--randomly-seed={seed}", *tests, *extra],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -56,7 +57,6 @@ def _one_run(index: int, tests: list[str], extra: list[str]) -> tuple[bool, str]
         )
     elapsed = time.monotonic() - started
     text = log.read_text(errors="replace")
-    seed = re.search(r"--randomly-seed=(\d+)", text)
     pg_log = data / "pg" / "log"
     deadlocks = (
         pg_log.read_text(errors="replace").count("deadlock detected") if pg_log.exists() else 0
@@ -71,8 +71,8 @@ def _one_run(index: int, tests: list[str], extra: list[str]) -> tuple[bool, str]
     )
     passed = rc == 0 and deadlocks == 0
     summary = (
-        f"run {index}: {'pass' if passed else 'FAIL'} in {elapsed:.0f} s, seed "
-        f"{seed.group(1) if seed else '?'}, deadlocks {deadlocks}: {tail[0]}"
+        f"run {index}: {'pass' if passed else 'FAIL'} in {elapsed:.0f} s, seed {seed}, "
+        f"deadlocks {deadlocks}: {tail[0]}"
     )
     if passed:
         shutil.rmtree(data, ignore_errors=True)
