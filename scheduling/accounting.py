@@ -52,7 +52,4 @@ def collapse_pod_bookings(pod: PodAssignment) -> dict[str, tuple[int, int, int]]
     Returns:
         ``{device uuid: (memory_mib, cores_percent, slots)}``.
     """
-    return {
-        uuid: (memory_mib, cores_percent, slots)
-        for uuid, (slots, memory_mib, cores_percent, _) in collapse(pod).items()
-    }
+    return {uuid: (b.memory_mib, b.cores_percent, b.slots) for uuid, b in collapse(pod).items()}

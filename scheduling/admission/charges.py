@@ -13,10 +13,11 @@ placement's :class:`~scheduling.placement.types.DeviceGrant` values, not from th
   unless the memory share is larger; a whole-device grant (100 % cores, full memory) is
   1000. A grant of 0 MiB and 0 % (a bare time-slice) charges 0.
 
-Per pod and per device, container grants are first collapsed as HAMi does
-(hami.md §4.1, ``CollapseInitContainerUsage`` in pkg/device/initContainer.go): the charge is
-``max(largest init container, sum of app containers)``, separately for memory and cores,
-because init containers run one after another before the app containers.
+Per pod and per device, container grants are first collapsed as HAMi does, by the placement
+core's :func:`scheduling.placement.booking.collapse` (the one home of HAMi's
+``CollapseInitContainerUsage``, pkg/device/initContainer.go): the charge is ``max(largest init
+container, sum of app containers)``, separately for memory and cores, because init containers
+run one after another before the app containers.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from scheduling.admission.types import AdmissionInputError, Dimension, FlavorResource, GroupSpec
+from scheduling.placement.booking import collapse
 from scheduling.placement.types import Decision, PodAssignment
 
 
@@ -64,36 +66,6 @@ def milli_share(
     return min(1000, share)
 
 
-def collapse_pod(pod: PodAssignment) -> dict[str, tuple[int, int]]:
-    """Per-device ``(memory_mib, cores_percent)`` a pod holds, init containers collapsed.
-
-    Returns:
-        ``{device uuid: (memory_mib, cores_percent)}`` with
-        ``max(max over init containers, sum over app containers)`` per value.
-    """
-    app: dict[str, list[int]] = {}
-    init: dict[str, list[int]] = {}
-    for container in pod.containers:
-        per_container: dict[str, list[int]] = {}
-        for grant in container.devices:
-            held = per_container.setdefault(grant.uuid, [0, 0])
-            held[0] += grant.memory_mib
-            held[1] += grant.cores_percent
-        for uuid, (mem, cores) in per_container.items():
-            if container.init:
-                best = init.setdefault(uuid, [0, 0])
-                best[0], best[1] = max(best[0], mem), max(best[1], cores)
-            else:
-                total = app.setdefault(uuid, [0, 0])
-                total[0] += mem
-                total[1] += cores
-    out: dict[str, tuple[int, int]] = {}
-    for uuid in sorted(set(app) | set(init)):
-        a, i = app.get(uuid, [0, 0]), init.get(uuid, [0, 0])
-        out[uuid] = (max(a[0], i[0]), max(a[1], i[1]))
-    return out
-
-
 def charges_for_pods(
     pods: Iterable[PodAssignment], devices: Mapping[str, DeviceInfo], group: GroupSpec
 ) -> dict[FlavorResource, int]:
@@ -115,7 +87,8 @@ def charges_for_pods(
     """
     charges: dict[FlavorResource, int] = {}
     for pod in pods:
-        for uuid, (memory_mib, cores_percent) in collapse_pod(pod).items():
+        for uuid, booking in collapse(pod).items():
+            memory_mib, cores_percent = booking.memory_mib, booking.cores_percent
             device = devices.get(uuid)
             if device is None:
                 raise AdmissionInputError(f"pod {pod.pod}: granted device {uuid} is unknown")

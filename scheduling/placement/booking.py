@@ -14,10 +14,18 @@ appends the node name to ``ClusterSnapshot.changed`` (the change journal).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PodAssignment
 
-__all__ = ["apply_assignment", "apply_device_usage", "apply_migs", "collapse", "collapse_counters"]
+__all__ = [
+    "DeviceBooking",
+    "apply_assignment",
+    "apply_device_usage",
+    "apply_migs",
+    "collapse",
+    "collapse_counters",
+]
 
 
 def apply_device_usage(
@@ -45,31 +53,46 @@ def apply_migs(
             device.mig_instances.remove(instance)
 
 
-def collapse(pa: PodAssignment) -> dict[str, tuple[int, int, int, list[MigInstance]]]:
-    """``{uuid: (slots, memory_mib, cores_percent, mig instances)}`` booked by the pod."""
-    acc: dict[str, list] = {}
+@dataclass(frozen=True)
+class DeviceBooking:
+    """What one pod holds on one device after HAMi's collapse (module docstring): slots
+    (entries, a partition counting its size), device memory in MiB, percent of cores, and
+    the MIG instances booked."""
+
+    slots: int
+    memory_mib: int
+    cores_percent: int
+    migs: tuple[MigInstance, ...] = ()
+
+
+def collapse(pa: PodAssignment) -> dict[str, DeviceBooking]:
+    """``{uuid: DeviceBooking}`` the pod holds: per container its grants on a device are
+    summed, then ``max(max over init containers, sum over app containers)`` for memory,
+    cores and slots (at least 1 where any container used it); app containers' MIG instances,
+    else the first init container's. The one home of this rule: placement books it,
+    admission charges it, accounting stores it."""
+    init: dict[str, list[int]] = {}
+    app: dict[str, list[int]] = {}
+    init_migs: dict[str, list[MigInstance]] = {}
+    app_migs: dict[str, list[MigInstance]] = {}
     for c in pa.containers:
+        held: dict[str, list[int]] = {}
         for g in c.devices:
-            a = acc.setdefault(g.uuid, [0, 0, 0, 0, 0, 0, [], []])
-            # init_mem_max, init_cores_max, init_slots, app_mem, app_cores, app_slots, app_mig,
-            # init_mig
-            mig = MigInstance(g.mig_profile, g.mig_start, g.mig_size) if g.mig_start >= 0 else None
-            if c.init:
-                a[0] = max(a[0], g.memory_mib)
-                a[1] = max(a[1], g.cores_percent)
-                a[2] = max(a[2], g.slices or 1)
-                if mig:
-                    a[7].append(mig)
-            else:
-                a[3] += g.memory_mib
-                a[4] += g.cores_percent
-                a[5] += g.slices or 1
-                if mig:
-                    a[6].append(mig)
+            h = held.setdefault(g.uuid, [0, 0, 0])
+            h[0], h[1], h[2] = h[0] + (g.slices or 1), h[1] + g.memory_mib, h[2] + g.cores_percent
+            if g.mig_start >= 0:
+                (init_migs if c.init else app_migs).setdefault(g.uuid, []).append(
+                    MigInstance(g.mig_profile, g.mig_start, g.mig_size)
+                )
+        for uuid, h in held.items():
+            acc = (init if c.init else app).setdefault(uuid, [0, 0, 0])
+            for k in range(3):
+                acc[k] = max(acc[k], h[k]) if c.init else acc[k] + h[k]
     out = {}
-    for uuid, a in acc.items():
-        migs = a[6] if a[6] else a[7][:1]
-        out[uuid] = (max(a[2], a[5]), max(a[0], a[3]), max(a[1], a[4]), migs)
+    for uuid in init.keys() | app.keys():
+        a, b = app.get(uuid, [0, 0, 0]), init.get(uuid, [0, 0, 0])
+        migs = app_migs.get(uuid) or init_migs.get(uuid, [])[:1]
+        out[uuid] = DeviceBooking(max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), tuple(migs))
     return out
 
 
@@ -102,15 +125,15 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
     booked = collapse(pa)
     counted = collapse_counters(pa)
     devs = {}
-    for uuid, (slots, mem, cores, migs) in booked.items():
+    for uuid, b in booked.items():
         dev = node.device(uuid)
         if dev is None:
             raise ValueError(f"pod {pa.pod}: device {uuid!r} is not on node {pa.node!r}")
         if sign < 0 and (
-            dev.used_slots < slots
-            or dev.used_memory_mib < mem
-            or dev.used_cores_percent < cores
-            or any(m not in dev.mig_instances for m in migs)
+            dev.used_slots < b.slots
+            or dev.used_memory_mib < b.memory_mib
+            or dev.used_cores_percent < b.cores_percent
+            or any(m not in dev.mig_instances for m in b.migs)
             or any(dev.used_counters.get(k, 0) < n for k, n in counted.get(uuid, {}).items())
         ):
             raise ValueError(
@@ -120,16 +143,10 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
         devs[uuid] = dev
     if sign < 0 and (node.used_cpu_milli < pa.cpu_milli or node.used_memory_mib < pa.memory_mib):
         raise ValueError(f"pod {pa.pod}: unreserve exceeds node {pa.node!r} cpu/memory usage")
-    for uuid, (slots, mem, cores, migs) in booked.items():
+    for uuid, b in booked.items():
         dev = devs[uuid]
-        dev.used_slots += sign * slots
-        dev.used_memory_mib += sign * mem
-        dev.used_cores_percent += sign * cores
-        for m in migs:
-            if sign > 0:
-                dev.mig_instances.append(m)
-            else:
-                dev.mig_instances.remove(m)
+        apply_device_usage(dev, b.memory_mib, b.cores_percent, b.slots, sign)
+        apply_migs(devs, [(uuid, m) for m in b.migs], sign)
         for k, n in counted.get(uuid, {}).items():
             dev.used_counters[k] = dev.used_counters.get(k, 0) + sign * n
     node.used_cpu_milli += sign * pa.cpu_milli

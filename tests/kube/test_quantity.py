@@ -1,5 +1,5 @@
-"""The adapter's one quantity parser (``scheduling.kube.quantity``): the client's grammar,
-with the field in every error and negative or non-finite values refused."""
+"""The adapter's one quantity parser (``scheduling.kube.quantity``): the official client's
+grammar, the field in every error, negative or non-finite values refused."""
 
 from __future__ import annotations
 
@@ -9,23 +9,31 @@ import pytest
 
 from scheduling.kube.quantity import cpu_milli, memory_mib, parse_quantity, plain_int
 
+CASES = [
+    ("500m", Decimal("0.5")),
+    ("2", Decimal(2)),
+    ("16Gi", Decimal(16 * 2**30)),
+    ("1e3", Decimal(1000)),
+    ("1.5", Decimal("1.5")),
+    ("100k", Decimal(100_000)),
+    ("3M", Decimal(3_000_000)),
+    ("250u", Decimal("0.00025")),
+    (" 80Gi ", Decimal(80 * 2**30)),
+    (3, Decimal(3)),
+    (0.25, Decimal("0.25")),
+]
 
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("500m", Decimal("0.5")),
-        ("2", Decimal(2)),
-        ("16Gi", Decimal(16 * 2**30)),
-        ("1e3", Decimal(1000)),
-        ("1.5", Decimal("1.5")),
-        ("100k", Decimal(100_000)),
-        (" 80Gi ", Decimal(80 * 2**30)),
-        (3, Decimal(3)),
-        (0.25, Decimal("0.25")),
-    ],
-)
+
+@pytest.mark.parametrize(("text", "value"), CASES)
 def test_quantities_parse_to_their_value(text, value):
     assert parse_quantity(text, "f") == value
+
+
+@pytest.mark.parametrize(("text", "value"), CASES)
+def test_the_grammar_is_the_official_clients(text, value):
+    from kubernetes.utils import parse_quantity as client_parse
+
+    assert client_parse(text.strip() if isinstance(text, str) else text) == value
 
 
 @pytest.mark.parametrize("bad", ["abc", "", "-1", "-2Gi", "Infinity", "NaN", True, None, [1]])
