@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) .ci/check_sizes.py
+	$(PY) .ci/check_doc_paths.py
 	$(MYPY_ENV) $(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 

@@ -12,5 +12,5 @@ Modules:
         ``place_from_kube`` what-if with its CLI (``manage.py place``).
 
 Imports only ``kubernetes``, ``pydantic``, ``scheduling.placement`` and the standard library
-(never Django or ``scheduling.models`` / ``scheduling.services``; docs/STYLE.md §3).
+(never Django or ``scheduling.models`` / ``scheduling.services``; shared/docs/STYLE.md §3).
 """

@@ -91,7 +91,7 @@ configured per model (``dra``)."""
 
 @dataclass(frozen=True, slots=True)
 class HamiResources:
-    """HAMi resource names of one vendor (docs/hami.md §2) and its device pin annotation.
+    """HAMi resource names of one vendor (shared/docs/hami.md §2) and its device pin annotation.
 
     Attributes:
         count: device count resource (``{chip}`` is replaced by the grant's common word).

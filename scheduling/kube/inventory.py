@@ -1,7 +1,7 @@
 """Cluster objects -> plain inventory records, and Pod status -> job state.
 
 * Nodes: HAMi registration annotations are parsed by the placement core's parser
-  (``scheduling.kube.hami.nodes.snapshot_from_kube``, docs/hami.md §3.4), which already
+  (``scheduling.kube.hami.nodes.snapshot_from_kube``, shared/docs/hami.md §3.4), which already
   marks devices of a stale handshake (``Requesting_<t>`` older than 60 s with allocatable 0)
   unhealthy; this module only adds the cluster-level rule that a node that is
   ``spec.unschedulable`` or whose ``Ready`` condition is not True is unavailable.

@@ -5,7 +5,7 @@ Public API:
     reserve(snapshot, decision) / unreserve(snapshot, decision)
     Profile / Framework (profile.build()) for plugin sets and policies.
 
-Stdlib only: no Django, Kubernetes client or other service imports (docs/STYLE.md §3).
+Stdlib only: no Django, Kubernetes client or other service imports (shared/docs/STYLE.md §3).
 """
 
 from scheduling.placement.profile import Framework, Profile

@@ -1,7 +1,7 @@
 """Reserve / unreserve: apply or remove a pod's booked usage in a snapshot.
 
 Per pod and device the usage is collapsed as HAMi ``CollapseInitContainerUsage``
-(``pkg/device/initContainer.go``, docs/hami.md §4.1): ``memory = max(max over init
+(``pkg/device/initContainer.go``, shared/docs/hami.md §4.1): ``memory = max(max over init
 containers, sum over app containers)``, same for cores and for shared counters, ``slots =
 max(1 if an init container used it, number of app entries)`` where an entry of a
 partition (Enflame DRS slices, AWS Neuron cores: ``DeviceGrant.slices``) counts its size

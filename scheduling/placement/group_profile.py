@@ -4,7 +4,7 @@ profile out; no framework imports).
 A group chooses (``tenants.ResourceGroup`` fields, mirrored by :class:`PlacementPolicy`):
 
 - ``node_policy``: HAMi's node scheduler policy, ``binpack`` (highest HAMi node score wins)
-  or ``spread`` (lowest wins) — HAMi ``--node-scheduler-policy``, docs/hami.md §4.4;
+  or ``spread`` (lowest wins) — HAMi ``--node-scheduler-policy``, shared/docs/hami.md §4.4;
 - ``device_policy``: HAMi's GPU scheduler policy inside the chosen node, ``binpack`` |
   ``spread`` | ``topology-aware`` — HAMi ``--gpu-scheduler-policy``;
 - ``fragmentation``: ``none`` (HAMi's node score), ``FragGuard`` or ``FGD``: the trace

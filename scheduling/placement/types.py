@@ -2,7 +2,7 @@
 
 Units are explicit in names: ``memory_mib`` (MiB), ``cores_percent`` (percent of one device,
 100 = whole device), ``cpu_milli`` (millicores). Types follow HAMi's usage model
-(``pkg/device/devices.go`` ``DeviceUsage``; see docs/hami.md §4.1).
+(``pkg/device/devices.go`` ``DeviceUsage``; see shared/docs/hami.md §4.1).
 
 Mutable: :class:`DeviceUsage`, :class:`NodeInfo`, :class:`ClusterSnapshot` (usage changes on
 reserve).

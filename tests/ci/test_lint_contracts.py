@@ -129,3 +129,17 @@ def test_size_exceptions_excuse_listed_units_and_go_stale(tmp_path, capsys):
 def test_the_code_base_is_within_the_size_bounds(monkeypatch):
     monkeypatch.chdir(ROOT)  # exception keys are paths from the repository root
     assert check_sizes.main(["--exceptions", str(check_sizes.EXCEPTIONS), *PACKAGES]) == 0
+
+
+def test_the_doc_path_check_finds_a_missing_document(tmp_path):
+    import check_doc_paths as module  # a script beside check_sizes (sys.path above)
+
+    (tmp_path / "repo" / "docs").mkdir(parents=True)
+    (tmp_path / "shared" / "docs").mkdir(parents=True)
+    (tmp_path / "repo" / "docs" / "here.md").write_text("x")
+    (tmp_path / "shared" / "docs" / "hami.md").write_text("x")
+    (tmp_path / "repo" / "m.py").write_text(
+        '"""docs/here.md, shared/docs/hami.md, HAMi\'s docs/develop/x.md, docs/gone.md"""\n'
+    )
+    assert module.missing(tmp_path / "repo", tmp_path / "shared") == ["m.py:1: docs/gone.md"]
+    assert module.missing() == []  # this checkout

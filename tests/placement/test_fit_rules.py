@@ -1,4 +1,4 @@
-"""Generic HAMi device checks (docs/hami.md §4.3) and scores (§4.4), values by hand."""
+"""Generic HAMi device checks (shared/docs/hami.md §4.3) and scores (§4.4), values by hand."""
 
 import pytest
 from placement_builders import gpu, node, nv, one, pod_of, snap, uuids

@@ -63,8 +63,11 @@ GRACE_S = 2.0
 T4 = "T4"
 EDITABLE = ("team-0", "team-1", "team-2")
 """a100-shared tenants whose devices nominal the workers move around (no borrowing limit, so
-a shrink can never break a hard limit); team-1 keeps at least its 4000 lending limit and is
-never deleted."""
+a shrink can never break a hard limit); team-1 keeps at least its 4000 lending limit, is
+never deleted and only ever gives nominal away: nominal moved *into* a tenant with a lending
+limit would shrink what the cohort can lend (Kueue's local quota), so the borrowers already
+running could exceed the cohort, a state an operator's edit may create but no cycle may; the
+final check asserts the cohort is never overcommitted."""
 MIN_NOMINAL = {"team-0": 1000, "team-1": 4000, "team-2": 1000}
 
 
@@ -215,6 +218,8 @@ def _edit_quota(rng: random.Random, group_id: int, stats: Counter) -> None:
         donor, taker = (
             rng.sample([n for n in EDITABLE if n in rows], 2) if len(rows) > 1 else (None, None)
         )
+        if taker == "team-1":  # team-1 only gives (EDITABLE)
+            donor, taker = taker, donor
         missing = [n for n in EDITABLE if n not in rows]
         if missing and rng.random() < 0.5:
             donor = max(rows, key=lambda n: rows[n].nominal - MIN_NOMINAL[n])

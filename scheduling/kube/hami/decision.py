@@ -1,4 +1,4 @@
-"""The pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
+"""The pod annotations HAMi's Filter writes for a decision (shared/docs/hami.md §3.2).
 
 ``hami.io/vgpu-node`` names the node; per backend present, its to-allocate and allocated keys
 carry the same device list (:func:`~scheduling.kube.hami.pods.encode_pod_devices`, containers
@@ -108,7 +108,7 @@ def decision_annotations(
     devices: Mapping[str, DeviceUsage] | None = None,
     pod: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Pod annotations HAMi's Filter writes for a decision (docs/hami.md §3.2).
+    """Pod annotations HAMi's Filter writes for a decision (shared/docs/hami.md §3.2).
 
     ``hami.io/vgpu-node``; per backend present, its to-allocate and allocated keys with the
     same value (containers in assignment order: init first, then app); NVIDIA MIG

@@ -1,6 +1,6 @@
 """Kubernetes Node objects (dicts) -> :class:`NodeInfo` with HAMi-registered devices.
 
-Registration (docs/hami.md §3.4): per backend, the register annotation in JSON
+Registration (shared/docs/hami.md §3.4): per backend, the register annotation in JSON
 (``[{"id","index","count","devmem","devcore","type","numa","mode","migProfiles","health",
 "custominfo"}]``; a missing ``health`` means false, missing ``index``/``numa`` mean 0) or in
 the legacy ``id,count,devmem,devcore,type,numa,health[,index,mode]:`` format (7-field entries

@@ -1,7 +1,7 @@
 """Pods: HAMi allocation annotations <-> grants and the usage of existing pods; a manifest ->
 request is :mod:`.requests` (:func:`pod_request_from_kube` is re-exported here).
 
-Annotation encoding (``EncodePodSingleDevice``, docs/hami.md §3.2)::
+Annotation encoding (``EncodePodSingleDevice``, shared/docs/hami.md §3.2)::
 
     value := container* ; container := device* ";" ; device := UUID "," TYPE "," MEM "," CORES ":"
 

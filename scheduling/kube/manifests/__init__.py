@@ -1,6 +1,6 @@
 """Pure builders: a placement (``PodAssignment``) plus job metadata -> Kubernetes object dicts.
 
-Three submission modes (docs/hami.md §8):
+Three submission modes (shared/docs/hami.md §8):
 
 * ``hami`` - "pin, let HAMi bind": a Pod asking for HAMi's per-container resources (count,
   memory, cores; §2), ``schedulerName`` = HAMi's scheduler, required node affinity to the

@@ -1,4 +1,4 @@
-"""``dra`` mode: one ResourceClaim per pod (docs/hami.md §7) and the Pod that refers to it.
+"""``dra`` mode: one ResourceClaim per pod (shared/docs/hami.md §7) and the Pod that refers to it.
 
 The claim (resource.k8s.io v1, or v1beta2 / v1beta1 when the server serves only those;
 KEP-4381) has one request per container device set: ``exactly`` with ``deviceClassName``,
@@ -139,7 +139,7 @@ def build_dra(
     drivers: Mapping[str, DraDriver] = DEFAULT_DRA_DRIVERS,
     scheduler_name: str | None = None,
 ) -> Manifests:
-    """ResourceClaim + Pod for DRA (docs/hami.md §7).
+    """ResourceClaim + Pod for DRA (shared/docs/hami.md §7).
 
     The claim (name :func:`~scheduling.kube.names.claim_name`) has one request per container
     device set (see :func:`dra_requests`): ``exactly{deviceClassName, allocationMode:

@@ -1,4 +1,4 @@
-"""``hami`` mode, "pin, let HAMi bind" (docs/hami.md §8): the Pod asks for HAMi's
+"""``hami`` mode, "pin, let HAMi bind" (shared/docs/hami.md §8): the Pod asks for HAMi's
 per-container resources and pins the granted devices by annotation."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def build_hami(
     scheduler_name: str = HAMI_SCHEDULER_NAME,
     catalogue: Catalogue | None = None,
 ) -> Manifests:
-    """Pod for HAMi ("pin, let HAMi bind", docs/hami.md §8).
+    """Pod for HAMi ("pin, let HAMi bind", shared/docs/hami.md §8).
 
     Each container asks, per vendor, for ``<count>`` = number of granted devices,
     ``<memory>`` = granted MiB per device (in the vendor's unit, rounded up) and ``<cores>`` =

@@ -2,7 +2,7 @@
 
 PreFilter normalises every :class:`DeviceRequest` once per pod with its vendor plugin
 (webhook-like defaults, template rounding) and stores a :class:`PreparedPod`. Filter fits
-the pod on a node exactly as HAMi ``scoreNode`` does (docs/hami.md §4.2):
+the pod on a node exactly as HAMi ``scoreNode`` does (shared/docs/hami.md §4.2):
 init containers each on a fresh copy of the node usage; app containers sequentially on one
 copy (each container's grants are added before the next is fitted). The resulting
 :class:`NodeFit` is stored per node for Score plugins and the runner.

@@ -1,5 +1,5 @@
 """HAMi node score (``ComputeDefaultScore`` + backend ``ScoreNode``,
-``pkg/scheduler/policy/node_policy.go``; docs/hami.md §4.4).
+``pkg/scheduler/policy/node_policy.go``; shared/docs/hami.md §4.4).
 
 ``score = 10 * (sum used/sum count + sum used_cores/sum cores + sum used_mem/sum mem)`` over
 all devices of the node, on usage BEFORE the pod (as HAMi's code does), plus the vendor

@@ -1,4 +1,4 @@
-"""AMD GPU (``docs/develop/amd-vgpu.md``, docs/hami.md §2.10).
+"""AMD GPU (HAMi's ``docs/develop/amd-vgpu.md``, shared/docs/hami.md §2.10).
 
 Devices register ``cores_percent`` = total compute units (e.g. 304). A request's
 ``cores_percent`` is a percentage (1..100, default 100) converted per device to

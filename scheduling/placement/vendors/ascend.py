@@ -1,7 +1,7 @@
 """Huawei Ascend vNPU (hard split by templates, soft split by hami-vnpu-core).
 
 Sources: ``pkg/device/ascend/device.go``, ``vnpu.go``; ``ascend-device-plugin``
-``internal/server/register.go``; docs/hami.md §2.4, §4.8.
+``internal/server/register.go``; shared/docs/hami.md §2.4, §4.8.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generic device Fit shared by every vendor plugin (HAMi ``Fit``, docs/hami.md §4.3-4.4).
+"""Generic device Fit shared by every vendor plugin (HAMi ``Fit``, shared/docs/hami.md §4.3-4.4).
 
 A vendor plugin answers, for one container's :class:`DeviceRequest` on one node, which devices
 to grant. :class:`VendorPlugin` implements HAMi's generic algorithm; vendors override small

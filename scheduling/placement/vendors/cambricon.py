@@ -1,4 +1,4 @@
-"""Cambricon MLU dynamic sMLU (``pkg/device/cambricon/device.go``, docs/hami.md §2.2).
+"""Cambricon MLU dynamic sMLU (``pkg/device/cambricon/device.go``, shared/docs/hami.md §2.2).
 
 Fit is the generic one. The memory unit is configurable (``DeviceModelConfig.memory_factor``,
 HAMi 256 MiB): ``vmemory * unit`` MiB. Unit 0 means 1 % granularity: ``vmemory`` is a

@@ -1,4 +1,4 @@
-"""Hygon DCU vDCU (``pkg/device/hygon/device.go``, docs/hami.md §2.3).
+"""Hygon DCU vDCU (``pkg/device/hygon/device.go``, shared/docs/hami.md §2.3).
 
 Generic Fit: memory in MiB (x ``memoryFactor``), cores percent defaulting to 100, devices
 registered in the legacy ``id,count,mem,core,type,numa,health`` format with ``count = 4``.

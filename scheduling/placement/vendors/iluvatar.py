@@ -1,4 +1,4 @@
-"""Iluvatar vGPU per chip (``pkg/device/iluvatar/device.go``, docs/hami.md §2.6).
+"""Iluvatar vGPU per chip (``pkg/device/iluvatar/device.go``, shared/docs/hami.md §2.6).
 
 Generic Fit per chip; ``vMem`` unit 256 MiB; ``vCore`` defaults to 0; a request for more
 than one device books whole devices (webhook forces ``vCore = count*100``, clamped to 100).

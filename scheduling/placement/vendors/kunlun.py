@@ -1,5 +1,5 @@
 """Kunlunxin XPU (whole) and vXPU (``pkg/device/kunlun/device.go``, ``vdevice.go``,
-``topo.go``; docs/hami.md §2.9, §4.8).
+``topo.go``; shared/docs/hami.md §2.9, §4.8).
 
 * ``Kunlun`` (whole XPU): only idle XPUs (requests book memory 100 %, cores 100) and only
   counts 1, 2, 4, 8. An 8-XPU node is two wings (indices 0-3 and 4-7). Count 8 takes all 8.

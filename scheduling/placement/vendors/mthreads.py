@@ -1,4 +1,4 @@
-"""Mthreads sGPU (``pkg/device/mthreads/device.go``, docs/hami.md §2.8).
+"""Mthreads sGPU (``pkg/device/mthreads/device.go``, shared/docs/hami.md §2.8).
 
 Cores are counted in sixteenths of a GPU: devices register ``cores_percent = 16`` and a
 request's ``cores_percent`` carries sixteenths (``mthreads.com/sgpu-core``). Memory unit

@@ -1,7 +1,7 @@
 """NVIDIA: HAMi-core fractional vGPU, dynamic MIG and topology-aware selection.
 
 Sources: ``pkg/device/nvidia/device.go`` (Fit), ``mig_topology.go`` (MIG placements),
-``pkg/scheduler/policy/gpu_policy.go`` (topology-aware), docs/hami.md §2.1, §4.4, §4.6.
+``pkg/scheduler/policy/gpu_policy.go`` (topology-aware), shared/docs/hami.md §2.1, §4.4, §4.6.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Sources (both read through :class:`~scheduling.kube.gateway.KubernetesGateway`):
 
 * Node objects: HAMi register annotations (JSON and legacy formats, every vendor HAMi
   registers; capacity-only vendors such as Cambricon synthesised from ``status.capacity``),
-  parsed by :func:`scheduling.kube.inventory.nodes_to_snapshot` (docs/hami.md §3.4) with the
+  parsed by :func:`scheduling.kube.inventory.nodes_to_snapshot` (shared/docs/hami.md §3.4) with the
   device catalogue (:func:`scheduling.selectors.device_models.get_catalogue`: a Cambricon
   card's model from its per-model capacities or the plugin's ``Model`` label). A stale
   handshake (``Requesting_<t>`` older than 60 s, allocatable 0) marks devices unhealthy; a
