@@ -97,7 +97,7 @@ METAX_SGPU = [
     }
     for i in range(2)
 ]
-AMD_TYPE = "AMD Instinct MI300X VF"  # as the AMD plugin registers it (HAMi's docs/develop/amd-vgpu.md)
+AMD_TYPE = "AMD Instinct MI300X VF"  # as registered (HAMi's docs/develop/amd-vgpu.md)
 
 # vendor word: (node "n", its device uuids, (allocation key, value on the used device {u}),
 #   the new pod's limits, HAMi device config or None, the new pod's allocation annotation
