@@ -7,6 +7,7 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.events import CAPACITY_ALERT, emit
@@ -86,14 +87,18 @@ def _update_alert(
             f"group {group.name}, flavor {flavor}: healthy capacity {healthy / 1000:g} devices "
             f"below guaranteed {guaranteed / 1000:g}"
         )
-        CapacityAlert.objects.create(
-            resource_group=group,
-            flavor=flavor,
-            opened_at=now,
-            healthy_milli=healthy,
-            guaranteed_milli=guaranteed,
-            message=message,
-        )
+        try:
+            with transaction.atomic():
+                CapacityAlert.objects.create(
+                    resource_group=group,
+                    flavor=flavor,
+                    opened_at=now,
+                    healthy_milli=healthy,
+                    guaranteed_milli=guaranteed,
+                    message=message,
+                )
+        except IntegrityError:  # capacityalert_one_open: another gauges run opened it first
+            return
         logger.warning("capacity alert: %s", message)
         emit(
             CAPACITY_ALERT,
