@@ -43,7 +43,8 @@ from scheduling.kube.inventory import RUNNING, pod_state
 from scheduling.kube.namespaces import build_namespace
 from scheduling.kube.workload_pods import WorkloadSpec, apply_workload, build_service, pod_ready
 from scheduling.models import Device, DeviceModel, Placement
-from scheduling.placement.types import ContainerAssignment, DeviceGrant, PodAssignment
+from scheduling.placement.codec import AssignmentError, assignment_from_json, granted_uuids
+from scheduling.placement.types import PodAssignment
 from tenants.selectors import tenant_namespace
 from tenants.services import record_tenant_namespace
 
@@ -199,42 +200,19 @@ def pod_assignment(placement) -> PodAssignment:
         ManifestError: a granted device is unknown to the inventory.
     """
     data = placement.assignment or {}
-    containers = data.get("containers") or []
-    uuids = {g["uuid"] for c in containers for g in c.get("devices") or []}
+    uuids = granted_uuids(data)
     vendors = dict(Device.objects.filter(uuid__in=uuids).values_list("uuid", "model__vendor"))
-    out = []
-    for c in containers:
-        grants = []
-        for g in c.get("devices") or []:
-            vendor = g.get("vendor") or vendors.get(g["uuid"])
-            if not vendor:
-                raise mf.ManifestError(f"device {g['uuid']!r} is not in the inventory")
-            grants.append(
-                DeviceGrant(
-                    uuid=g["uuid"],
-                    type=g.get("type") or "",
-                    memory_mib=int(g["memory_mib"]),
-                    cores_percent=int(g["cores_percent"]),
-                    vendor=vendor,
-                    index=int(g.get("index", 0)),
-                    mig_profile=g.get("mig_profile", ""),
-                    mig_start=int(g.get("mig_start", -1)),
-                    mig_size=int(g.get("mig_size", 0)),
-                    template=g.get("template", ""),
-                    model=g.get("model", ""),
-                    slices=int(g.get("slices", 0)),
-                )
-            )
-        out.append(
-            ContainerAssignment(name=c["name"], devices=tuple(grants), init=bool(c.get("init")))
+    try:
+        return assignment_from_json(
+            data,
+            pod=f"{placement.job_id}-{placement.pod_index}",
+            node=placement.node.name,
+            cpu_milli=placement.cpu_milli,
+            memory_mib=placement.host_memory_mib,
+            vendor_of=vendors.get,
         )
-    return PodAssignment(
-        pod=str(data.get("pod") or f"{placement.job_id}-{placement.pod_index}"),
-        node=placement.node.name,
-        containers=tuple(out),
-        cpu_milli=placement.cpu_milli,
-        memory_mib=placement.host_memory_mib,
-    )
+    except AssignmentError as exc:
+        raise mf.ManifestError(str(exc)) from None
 
 
 def granted_catalogue(assignment: PodAssignment) -> Catalogue:

@@ -20,6 +20,7 @@ from scheduling.devices.resources import (
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
 from scheduling.placement.booking import apply_device_usage, apply_migs
+from scheduling.placement.codec import mig_profiles_from_json
 from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -311,7 +312,7 @@ def _core_device(device: _DeviceRow, node: str) -> DeviceUsage:
         cordoned=device.cordoned,
         mode=device.mode,
     )
-    core.mig_profiles = stored_mig_profiles(device.mig_profiles)
+    core.mig_profiles = mig_profiles_from_json(device.mig_profiles)
     if device.model_vendor == "EnflameDRS":
         core.custom = drs_custom(device.mig_profiles, device.index)
     return core
@@ -339,27 +340,6 @@ def _add_devices(
         index.device_memory_mib[device.uuid] = device.memory_mib
         index.device_cores_percent[device.uuid] = device.cores_percent
     return errors
-
-
-def stored_mig_profiles(rows: object) -> tuple[MigProfile, ...]:
-    """``Device.mig_profiles`` (``[{"name", "memory_mib", "cores_percent", "slice_count",
-    "placements": [[start, size], ...]}]``, written by the inventory sync) -> core profiles;
-    a malformed entry is skipped (the sync validated them when it wrote them)."""
-    out = []
-    for p in rows if isinstance(rows, list) else ():
-        try:
-            out.append(
-                MigProfile(
-                    str(p["name"]),
-                    int(p["memory_mib"]),
-                    int(p["cores_percent"]),
-                    int(p["slice_count"]),
-                    tuple(MigPlacement(int(a), int(b)) for a, b in p.get("placements") or ()),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            continue
-    return tuple(out)
 
 
 def apply_model_config(

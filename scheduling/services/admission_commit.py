@@ -35,6 +35,7 @@ from scheduling.models import (
     PlacementDevice,
     PlacementMigInstance,
 )
+from scheduling.placement.codec import assignment_to_json
 from scheduling.placement.types import Decision, PodAssignment
 from scheduling.selectors.admission import AdmissionContext
 from scheduling.selectors.snapshot import SnapshotIndex
@@ -282,7 +283,7 @@ def _placement_row(job: Job, pod_index: int, pod: PodAssignment, ctx: AdmissionC
         node_id=ctx.index.node_ids[pod.node],
         cpu_milli=pod.cpu_milli,
         host_memory_mib=pod.memory_mib,
-        assignment=assignment_json(pod),
+        assignment=assignment_to_json(pod),
         charged=True,
         charges=encode_charges(charges_for_pods([pod], ctx.devices, ctx.flavors.group)),
     )
@@ -300,36 +301,3 @@ def admitted_message(admission: Admission, job: Job) -> str:
     borrowing = "; borrowing from the cohort" if admission.borrowing else ""
     backfill = "; backfilled before a starvation reservation" if admission.backfill else ""
     return f"placed on {nodes_text}{extra}{borrowing}{backfill}"
-
-
-def _device_json(g) -> dict:
-    out = {
-        "uuid": g.uuid,
-        "type": g.type,
-        "vendor": g.vendor,
-        "model": g.model,
-        "index": g.index,
-        "memory_mib": g.memory_mib,
-        "cores_percent": g.cores_percent,
-    }
-    if g.mig_start >= 0:
-        out.update(mig_profile=g.mig_profile, mig_start=g.mig_start, mig_size=g.mig_size)
-    if g.template:
-        out["template"] = g.template
-    if g.slices:
-        out["slices"] = g.slices
-    return out
-
-
-def assignment_json(pod: PodAssignment) -> dict:
-    """A placed pod as ``Placement.assignment``: ``{"pod", "node", "containers": [{"name",
-    "init", "devices": [{"uuid", "type", "vendor", "model", "index", "memory_mib",
-    "cores_percent", MIG / template / slice keys when set}]}]}``."""
-    return {
-        "pod": pod.pod,
-        "node": pod.node,
-        "containers": [
-            {"name": c.name, "init": c.init, "devices": [_device_json(g) for g in c.devices]}
-            for c in pod.containers
-        ],
-    }

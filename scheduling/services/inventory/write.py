@@ -27,6 +27,7 @@ from core.locks import lock_rows
 from scheduling.devices.resources import drs_profiles_stored
 from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
+from scheduling.placement.codec import mig_profiles_to_json
 from scheduling.services.inventory.device_models import model_for
 from scheduling.services.inventory.plan import InventoryPlan, Reported
 from scheduling.services.inventory.removal import remove_gone, remove_vanished_nodes
@@ -296,16 +297,7 @@ class InventoryWriter:
             "hami_id": ident.hami_id if ident else "",
             "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
             "mig_profiles": drs_profiles_stored(dev.custom, dev.index)
-            or [
-                {
-                    "name": p.name,
-                    "memory_mib": p.memory_mib,
-                    "cores_percent": p.cores_percent,
-                    "slice_count": p.slice_count,
-                    "placements": [[pl.start, pl.size] for pl in p.placements],
-                }
-                for p in dev.mig_profiles
-            ],
+            or mig_profiles_to_json(dev.mig_profiles),
         }
         if ident and ident.serial:
             values["serial"] = ident.serial
