@@ -78,9 +78,7 @@ def test_a_grant_without_vendor_takes_the_inventory_s_or_is_refused():
     )
     assert pod.pod == "j-0" and pod.containers[0].devices[0].vendor == "NVIDIA"
     with pytest.raises(AssignmentError, match="GPU-x"):
-        assignment_from_json(
-            data, pod="j", node="n", cpu_milli=0, memory_mib=0, vendor_of={}.get
-        )
+        assignment_from_json(data, pod="j", node="n", cpu_milli=0, memory_mib=0, vendor_of={}.get)
 
 
 def test_mig_profiles_read_back_and_a_malformed_entry_is_skipped():
