@@ -50,6 +50,7 @@ KUBE_RECONCILE = 1004  # one pod reconcile (watch/resync) per Kubernetes cluster
 KUBE_INTAKE = 1005  # one workload intake pass per Kubernetes cluster at a time
 KUBE_CORDONS = 1006  # one device-cordon write-back per Kubernetes cluster at a time
 USAGE_MONTH = 1007  # one writer of a month's stored usage rows at a time (key: yyyymm)
+DEVICE_HEALTH = 1008  # one fold of device health state at a time (key: 0)
 
 LOCK_ORDER: tuple[tuple[str, str], ...] = (
     (

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.exceptions import NotFound
+from core.locks import DEVICE_HEALTH, xact_lock
 from scheduling.models import Device
 from scheduling.services.devices import set_device_health
 from telemetry import conf
@@ -96,16 +97,20 @@ def apply_health(
         for d in Device.objects.filter(pk__in=list(values)).select_related("node__cluster", "model")
     }
     default_limit = float(conf.get("TELEMETRY_TEMPERATURE_LIMIT_C"))
-    # by device too: a device re-keyed by the inventory (a Hygon DCU-0 whose serial became
-    # known) keeps its health record, which then takes the new key
-    states = {
-        h.device_id or h.serial: h
-        for h in DeviceHealth.objects.filter(
-            Q(serial__in=[d.uuid for d in devices.values()]) | Q(device_id__in=list(devices))
-        )
-    }
     events: list[DeviceHealthEvent] = []
     with transaction.atomic():
+        # one fold at a time (two scrapes, or a scrape and the simulated tick): each reads the
+        # stored state, then writes it, and two at once both inserted a device's first row
+        # (telemetry_devicehealth_serial_key) or lost one's counters
+        xact_lock(DEVICE_HEALTH, 0)
+        # by device too: a device re-keyed by the inventory (a Hygon DCU-0 whose serial became
+        # known) keeps its health record, which then takes the new key
+        states = {
+            h.device_id or h.serial: h
+            for h in DeviceHealth.objects.filter(
+                Q(serial__in=[d.uuid for d in devices.values()]) | Q(device_id__in=list(devices))
+            )
+        }
         for pk in sorted(devices):
             device = devices[pk]
             row = states.get(device.pk) or states.get(device.uuid)
