@@ -10,6 +10,8 @@ from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from mozilla_django_oidc import views as oidc_views
 
+from console.metrics import metrics_view
+
 
 def _sso(view):
     """``view`` when OpenID Connect is configured (``OIDC_RP_CLIENT_ID``), else 404."""
@@ -53,7 +55,8 @@ urlpatterns = [
         ),
         name="api-docs",
     ),
-    path("", include("django_prometheus.urls")),
+    # Prometheus exposition behind METRICS_TOKEN or a platform admin's session (console.metrics)
+    path("metrics", metrics_view, name="prometheus-django-metrics"),
     # browsers and API clients that ask for /favicon.ico get the console's SVG icon
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True)),
 ]

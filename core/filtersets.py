@@ -10,6 +10,7 @@ from django.db.models import Q
 from rest_framework.exceptions import ValidationError
 
 from core.models import AuditEntry
+from core.words import canonical_choice
 
 
 class NameOrIdFilter(django_filters.CharFilter):
@@ -65,8 +66,7 @@ class ChoiceIgnoringCaseFilter(django_filters.CharFilter):
         if value in (None, ""):
             return qs
         valid = list(self.valid_values() if callable(self.valid_values) else self.valid_values)
-        by_lower = {v.lower(): v for v in valid}
-        canonical = by_lower.get(value.strip().lower())
+        canonical = canonical_choice(value, valid)
         if canonical is None:
             raise ValidationError(
                 {

@@ -6,6 +6,9 @@ Request bounds:
   or API request may carry (Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``; the API's parsers
   enforce it too).
 * ``API_MAX_JSON_DEPTH`` (32): the deepest nesting of JSON arrays/objects the API parses.
+
+Metrics: ``METRICS_TOKEN`` (unset): the token Prometheus presents to read ``/metrics``
+(:mod:`console.metrics`); unset, only a platform admin's session reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,34 @@ from core.env import env_bool, env_float, env_int, env_list, env_str
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 2_621_440, minimum=1024)
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32, minimum=4)
+
+# --- /metrics (console.metrics) ------------------------------------------------------------------
+#: Fewest characters of ``METRICS_TOKEN`` (a guessable token would open every tenant's series).
+METRICS_TOKEN_MIN_LENGTH = 16
+
+
+def metrics_token(value: str) -> str:
+    """``value`` when it is usable as the ``/metrics`` token ("" = none configured).
+
+    Raises:
+        ImproperlyConfigured: shorter than :data:`METRICS_TOKEN_MIN_LENGTH`, or not printable
+            ASCII without spaces (what an ``Authorization`` header carries unchanged).
+    """
+    if not value:
+        return ""
+    if not all("!" <= ch <= "~" for ch in value):
+        raise ImproperlyConfigured(
+            "METRICS_TOKEN must be printable ASCII without spaces (e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    if len(value) < METRICS_TOKEN_MIN_LENGTH:
+        raise ImproperlyConfigured(
+            f"METRICS_TOKEN must be at least {METRICS_TOKEN_MIN_LENGTH} characters long"
+        )
+    return value
+
+
+METRICS_TOKEN = metrics_token(env_str("METRICS_TOKEN"))
 
 # --- Membership ------------------------------------------------------------------------------
 #: Hours an invitation to a tenant stays valid (``INVITATION_TTL_HOURS``, default 7 days).

@@ -39,6 +39,7 @@ from scheduling.devices.defaults import (
     default_device_configs,
     iluvatar_config,
 )
+from scheduling.devices.policies import DEVICE_POLICIES, NODE_POLICIES, policy_word
 from scheduling.devices.resources import cambricon_model_resources
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, Template
 
@@ -54,9 +55,6 @@ __all__ = [
     "mapping",
     "only_keys",
 ]
-
-NODE_POLICIES = ("binpack", "spread")
-DEVICE_POLICIES = ("binpack", "spread", "topology-aware", "mutex")
 
 
 class HamiConfigError(ValueError):
@@ -416,8 +414,8 @@ def _mig_allowlist(value: Any) -> tuple[tuple[tuple[str, ...], tuple[str, ...]],
 
 
 def _policies(data: Mapping[str, Any]) -> tuple[str, str]:
-    node = data.get("nodeSchedulerPolicy", "binpack")
-    dev = data.get("gpuSchedulerPolicy", "spread")
+    node = policy_word(data.get("nodeSchedulerPolicy", "binpack"))
+    dev = policy_word(data.get("gpuSchedulerPolicy", "spread"))
     if node not in NODE_POLICIES:
         raise HamiConfigError("nodeSchedulerPolicy", f"{node!r} not binpack|spread")
     if dev not in DEVICE_POLICIES:

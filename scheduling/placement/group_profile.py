@@ -24,6 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scheduling.devices.policies import (
+    DEVICE_POLICY_ANNOTATION,
+    GROUP_DEVICE_POLICIES,
+    NODE_POLICIES,
+    NODE_POLICY_ANNOTATION,
+    policy_error,
+    policy_word,
+)
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.framework import CycleState, NodeFit
@@ -34,13 +42,14 @@ from scheduling.placement.plugins.frag_plugins import (
     TracePolicyPlugin,
 )
 from scheduling.placement.plugins.score import hami_node_usage_score
-from scheduling.placement.profile import NODE_POLICIES, Profile
+from scheduling.placement.profile import Profile
 from scheduling.placement.registry import Registry
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
 __all__ = [
     "DEVICE_POLICY_ANNOTATION",
     "annotation_errors",
+    "normalised_annotations",
     "FRAGMENTATION_POLICIES",
     "GROUP_DEVICE_POLICIES",
     "NODE_POLICY_ANNOTATION",
@@ -49,13 +58,11 @@ __all__ = [
     "policy_profile",
 ]
 
-#: HAMi's per-pod node policy annotation (``pkg/util/types.go`` NodeSchedulerPolicyAnnotationKey).
-NODE_POLICY_ANNOTATION = "hami.io/node-scheduler-policy"
-#: HAMi's per-pod GPU policy annotation (``GPUSchedulerPolicyAnnotationKey``).
-DEVICE_POLICY_ANNOTATION = "hami.io/gpu-scheduler-policy"
-#: Device policies a group or a pod annotation may choose (HAMi's; ``mutex`` is a vendor
-#: mode of the placement core, not a group policy).
-GROUP_DEVICE_POLICIES = ("binpack", "spread", "topology-aware")
+#: The pod policy annotations and the words each may say.
+POLICY_ANNOTATIONS = (
+    (NODE_POLICY_ANNOTATION, NODE_POLICIES),
+    (DEVICE_POLICY_ANNOTATION, GROUP_DEVICE_POLICIES),
+)
 #: Fragmentation policies of a group, "none" = HAMi's node score.
 FRAGMENTATION_POLICIES = ("none", *FRAG_POLICY_NAMES)
 
@@ -75,6 +82,9 @@ class PlacementPolicy:
     pod_override: bool = True
 
     def __post_init__(self) -> None:
+        # " Spread " is spread, as in validation (scheduling.devices.policies)
+        object.__setattr__(self, "node_policy", policy_word(self.node_policy))
+        object.__setattr__(self, "device_policy", policy_word(self.device_policy))
         for name, value, allowed in (
             ("node_policy", self.node_policy, NODE_POLICIES),
             ("device_policy", self.device_policy, GROUP_DEVICE_POLICIES),
@@ -85,14 +95,15 @@ class PlacementPolicy:
 
     def pod_overrides(self, annotations: Mapping[str, str] | None) -> tuple[str, str]:
         """``(node policy, device policy)`` a job's pod ``annotations`` ask for ("" = the
-        group's); both "" when the group does not allow overrides. Values are not checked
-        here (an unknown one makes the placement core answer "unknown ... policy" for the
-        pod; the API rejects them with :func:`annotation_errors`)."""
+        group's); both "" when the group does not allow overrides. The words are normalised
+        as in validation (:func:`~scheduling.devices.policies.policy_word`), not checked here
+        (an unknown one makes the placement core answer "unknown ... policy" for the pod; the
+        API rejects them with :func:`annotation_errors`)."""
         if not self.pod_override or not annotations:
             return "", ""
         return (
-            str(annotations.get(NODE_POLICY_ANNOTATION, "")),
-            str(annotations.get(DEVICE_POLICY_ANNOTATION, "")),
+            policy_word(annotations.get(NODE_POLICY_ANNOTATION, "")),
+            policy_word(annotations.get(DEVICE_POLICY_ANNOTATION, "")),
         )
 
     @property
@@ -102,24 +113,34 @@ class PlacementPolicy:
 
 
 def annotation_errors(annotations: Mapping[str, str], override_allowed: bool) -> list[str]:
-    """Problems with the HAMi policy annotations of a job (empty = fine).
+    """Problems with the HAMi policy annotations of a job (empty = fine): a policy where the
+    group allows none, or a word (normalised by
+    :func:`~scheduling.devices.policies.policy_word`) that is not one of the valid ones,
+    which the message names.
 
     Args:
         annotations: the job's pod annotations.
         override_allowed: the group's ``pod_policy_override``.
     """
     errors = []
-    for key, allowed in (
-        (NODE_POLICY_ANNOTATION, NODE_POLICIES),
-        (DEVICE_POLICY_ANNOTATION, GROUP_DEVICE_POLICIES),
-    ):
+    for key, allowed in POLICY_ANNOTATIONS:
         if key not in annotations:
             continue
         if not override_allowed:
             errors.append(f"{key}: the resource group does not allow per-job policies")
-        elif annotations[key] not in allowed:
-            errors.append(f"{key}: {annotations[key]!r} is not one of {', '.join(allowed)}")
+        elif (error := policy_error(key, annotations[key], allowed)) is not None:
+            errors.append(error)
     return errors
+
+
+def normalised_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """``annotations`` with the HAMi policy words spelled as HAMi reads them (``" Binpack "``
+    -> ``binpack``; what the API stores and puts on the pods); other keys unchanged."""
+    out = dict(annotations)
+    for key, _allowed in POLICY_ANNOTATIONS:
+        if key in out:
+            out[key] = policy_word(out[key])
+    return out
 
 
 class FragFallbackScore:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.devices.policies import NODE_POLICIES, policy_word
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
 from scheduling.placement.plugins import build_in_tree_registry, names
@@ -23,7 +24,6 @@ from scheduling.placement.vendors import (
 
 __all__ = ["Profile", "Framework", "NODE_POLICIES", "DEFAULT_FILTERS", "DEFAULT_SCORES"]
 
-NODE_POLICIES = ("binpack", "spread")
 DEFAULT_FILTERS = (
     names.NODE_REGISTRATION,
     names.NODE_UNSCHEDULABLE,
@@ -70,6 +70,9 @@ class Profile:
     select: str | None = None
 
     def __post_init__(self) -> None:
+        # the words as every reader spells them (scheduling.devices.policies): " Spread " = spread
+        object.__setattr__(self, "node_policy", policy_word(self.node_policy))
+        object.__setattr__(self, "device_policy", policy_word(self.device_policy))
         if self.node_policy not in NODE_POLICIES:
             raise ValueError(f"node policy {self.node_policy!r} not in {NODE_POLICIES}")
         if self.select not in (None, "max", "min"):

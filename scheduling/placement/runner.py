@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins.device_fit import FITS, PREPARED
-from scheduling.placement.profile import Framework, Profile
+from scheduling.placement.profile import NODE_POLICIES, Framework, Profile
 from scheduling.placement.selector import request_shape, usage_stamp
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -128,7 +128,7 @@ def schedule_pod(
     if early is not None:
         return early
     policy = pod.node_policy or fw.profile.node_policy
-    if policy not in ("binpack", "spread"):
+    if policy not in NODE_POLICIES:
         names = node_names if node_names is not None else sorted(snapshot.nodes)
         msg = f"pod {pod.name}: unknown node policy {policy!r}"
         return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})

@@ -352,7 +352,9 @@ class PodRequest:
         containers: all containers; init containers carry ``init=True``.
         node_selector: labels the node must carry with these exact values.
         node_policy / device_policy: per-pod overrides (``hami.io/node-scheduler-policy``,
-            ``hami.io/gpu-scheduler-policy``); "" = profile default.
+            ``hami.io/gpu-scheduler-policy``); "" = profile default. The words as
+            :func:`scheduling.devices.policies.policy_word` spells them: every reader that
+            builds a pod request (the job snapshot, the kube codec) normalises them.
         device_scoring_weights: (slot, core, memory) weights of the device score;
             None = profile default (1, 1, 1) (``hami.io/device-scoring-weights``).
         namespace: Kubernetes namespace ("" = unknown).

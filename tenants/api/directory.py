@@ -19,12 +19,13 @@ from django.utils import timezone
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 
+from core.api.fields import WordChoiceField
 from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import WriteRateThrottle
 from core.api.validators import no_nul_characters
 from tenants import services
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
-from tenants.choices import Role
+from tenants.choices import DevicePolicy, NodePolicy, Role
 from tenants.filtersets import MembershipFilterSet, ResourceGroupFilterSet, TenantFilterSet
 from tenants.models import (
     CONSOLIDATION_BUDGET_WINDOW,
@@ -177,6 +178,10 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
     node_selector = serializers.DictField(
         child=serializers.CharField(max_length=253), required=False, validators=[no_nul_characters]
     )
+    # HAMi's words in any case, stray spaces ignored, as the scheduling side reads them
+    # (scheduling.devices.policies); an unknown word is a 400 naming the valid ones
+    node_policy = WordChoiceField(choices=NodePolicy.choices, required=False)
+    device_policy = WordChoiceField(choices=DevicePolicy.choices, required=False)
     consolidation_moves_last_hour = serializers.IntegerField(
         read_only=True,
         default=0,

@@ -121,3 +121,87 @@ def test_policy_annotations_are_refused_where_the_group_forbids_them(api, world)
         "/api/jobs/", _job(world["queue_a"], annotations={"example.com/owner": "a"}), format="json"
     )
     assert other.status_code == 201
+
+
+# --- policy words with stray spaces or case (issue 29): one normaliser, validation and use ---
+
+
+def test_group_policy_words_are_taken_in_any_case_and_stored_canonical(api, world):
+    client = as_user(api, world["root"])
+    url = f"/api/resource-groups/{world['group'].pk}/"
+    response = client.patch(
+        url, {"node_policy": " Spread ", "device_policy": "Topology-Aware\t"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    group = ResourceGroup.objects.get(pk=world["group"].pk)
+    assert (group.node_policy, group.device_policy) == ("spread", "topology-aware")
+    assert client.get(url).json()["device_policy"] == "topology-aware"
+
+
+def test_an_unknown_group_policy_word_is_400_naming_the_valid_words(api, world):
+    client = as_user(api, world["root"])
+    response = client.patch(
+        f"/api/resource-groups/{world['group'].pk}/",
+        {"node_policy": " random ", "device_policy": "MUTEX"},
+        format="json",
+    )
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]
+    assert "binpack, spread" in str(fields["node_policy"])
+    assert "binpack, spread, topology-aware" in str(fields["device_policy"])
+    assert ResourceGroup.objects.get(pk=world["group"].pk).node_policy == "binpack"
+
+
+def test_policy_annotations_are_normalised_before_they_are_stored(api, world):
+    client = as_user(api, world["alice"])
+    annotations = {
+        "hami.io/node-scheduler-policy": " Binpack ",
+        "hami.io/gpu-scheduler-policy": "SPREAD",
+        "example.com/owner": " Team A ",  # other annotations are the user's, untouched
+    }
+    response = client.post(
+        "/api/jobs/", _job(world["queue_a"], annotations=annotations), format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert Job.objects.get(pk=response.json()["id"]).annotations == {
+        "hami.io/node-scheduler-policy": "binpack",
+        "hami.io/gpu-scheduler-policy": "spread",
+        "example.com/owner": " Team A ",
+    }
+    batch = client.post(
+        "/api/jobs/batch/",
+        {
+            "jobs": [
+                _job(world["queue_a"], annotations={"hami.io/gpu-scheduler-policy": " Binpack"})
+            ]
+        },
+        format="json",
+    )
+    assert batch.status_code == 201, batch.content
+    (item,) = batch.json()["jobs"]
+    assert Job.objects.get(pk=item["id"]).annotations == {"hami.io/gpu-scheduler-policy": "binpack"}
+
+
+def test_an_unknown_policy_annotation_is_400_naming_the_valid_words(api, world):
+    client = as_user(api, world["alice"])
+    response = client.post(
+        "/api/jobs/",
+        _job(world["queue_a"], annotations={"hami.io/gpu-scheduler-policy": " Mutex "}),
+        format="json",
+    )
+    assert response.status_code == 400
+    message = str(response.json()["error"]["fields"]["annotations"])
+    assert "binpack, spread, topology-aware" in message
+
+
+def test_the_group_choices_are_the_placement_cores_policy_words():
+    """tenants cannot import scheduling: its choices must stay the same words."""
+    from core.words import canonical_choice
+    from scheduling.devices.policies import GROUP_DEVICE_POLICIES, NODE_POLICIES, policy_word
+    from tenants.choices import DevicePolicy, NodePolicy
+
+    assert tuple(NodePolicy.values) == NODE_POLICIES
+    assert tuple(DevicePolicy.values) == GROUP_DEVICE_POLICIES
+    for raw in (" Binpack ", "SPREAD", "topology-Aware\n", "binpack"):
+        assert canonical_choice(raw, DevicePolicy.values) == policy_word(raw)
+    assert canonical_choice("mutex", DevicePolicy.values) is None

@@ -109,6 +109,10 @@ def test_console_services_set_only_variables_the_console_reads() -> None:
         env = service["environment"]
         assert set(env) <= known, f"{name}: {set(env) - known} are read by nothing"
         assert env["SECRET_KEY"] == ENV["SECRET_KEY"] and env["CONSOLE_REQUIRE_SECRET_KEY"]
+        assert env["METRICS_TOKEN"] == "", name  # optional: unset = admin sessions only
+    token = "t" * 32
+    for service in console_services(compose_model({**ENV, "METRICS_TOKEN": token})).values():
+        assert service["environment"]["METRICS_TOKEN"] == token
 
 
 def test_console_services_run_the_entry_points_in_order() -> None:

@@ -90,6 +90,18 @@ def test_web_probes_use_the_health_endpoints(rendered, folder: str) -> None:
     assert "--destination=telemetry@$HOSTNAME" in main["livenessProbe"]["exec"]["command"][-1]
 
 
+def test_web_reads_the_metrics_token_from_the_secret_when_given(rendered, folder: str) -> None:
+    # /metrics answers Prometheus with METRICS_TOKEN (console.metrics); an install without
+    # the key still starts (optional), and then only a platform admin's session reads it
+    web = one(rendered[folder], "Deployment", WORKLOADS["web"])["spec"]["template"]["spec"]
+    (main,) = web["containers"]
+    env = {e["name"]: e for e in main["env"]}
+    assert env["METRICS_TOKEN"] == {
+        "name": "METRICS_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": SECRET, "key": "METRICS_TOKEN", "optional": True}},
+    }
+
+
 def test_telemetry_has_its_own_worker(rendered, folder: str) -> None:
     """Cycles never wait behind telemetry: the default queue's worker and the telemetry
     queue's worker are separate Deployments, each reading only its queue (settings'

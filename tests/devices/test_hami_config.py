@@ -327,3 +327,12 @@ def test_legacy_mig_geometries_warn_and_empty_means_defaults():
 def test_errors_name_the_key(data, message):
     with pytest.raises(HamiConfigError, match=message):
         read_hami_config(data)
+
+
+def test_scheduler_policies_in_any_case_are_the_words():
+    hc = read_hami_config(
+        {"scheduler": {"defaultSchedulerPolicy": {"nodeSchedulerPolicy": " Spread "}}}
+    )
+    assert hc.node_policy == "spread"
+    hc = read_hami_config({"gpuSchedulerPolicy": "Topology-Aware"})
+    assert hc.device_policy == "topology-aware"

@@ -580,3 +580,38 @@ def test_enflame_drs_cards_from_the_node_annotation_and_a_bad_one_flags_its_node
 def test_enflame_drs_requests_the_webhook_refuses_name_the_resource(limits, field):
     with pytest.raises(ValueError, match=re.escape(field)):
         pod_request_from_kube(kube_pod("p", [("c", limits)]), CFGS)
+
+
+def test_policy_annotations_are_normalised_and_unknown_words_named():
+    """Issue 29: stray spaces or case mean the word; an unknown word names the valid ones."""
+    pod = pod_request_from_kube(
+        kube_pod(
+            "p",
+            [("c", {"nvidia.com/gpu": "1"})],
+            {
+                "hami.io/node-scheduler-policy": " Spread ",
+                "hami.io/gpu-scheduler-policy": "BINPACK",
+            },
+        ),
+        CFGS,
+    )
+    assert (pod.node_policy, pod.device_policy) == ("spread", "binpack")
+    with pytest.raises(ValueError, match=r"'random' is not one of binpack, spread$"):
+        pod_request_from_kube(
+            kube_pod("p", [("c", {})], {"hami.io/node-scheduler-policy": " random"}), CFGS
+        )
+
+
+def test_cli_policy_arguments_are_normalised(capsys):
+    from scheduling.kube.hami.cli import main
+
+    args = [
+        *("--nodes", os.path.join(FIX, "nvidia_nodes.json")),
+        *("--pods", os.path.join(FIX, "nvidia_pods.json")),
+        *("--pod", os.path.join(FIX, "pod_nvidia_share.yaml")),
+    ]
+    assert main([*args, "--node-policy", " Spread", "--device-policy", "Binpack "]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*args, "--node-policy", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err

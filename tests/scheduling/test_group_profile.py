@@ -167,3 +167,26 @@ def test_a_stored_value_outside_the_choices_falls_back_for_that_field_only():
     )
     job = gpu_job(queue, "a", count=1, memory_percent=100, cores=100)
     assert run_admission_cycle(group.pk).admitted == [job.pk]  # the group keeps working
+
+
+def test_policy_words_written_around_validation_are_normalised_in_use():
+    """Stray spaces or case in a stored group policy or a job's policy annotation mean the
+    word (issue 29): the same normaliser as the API's validation, not a silent fallback."""
+    from scheduling.selectors.placement_profile import group_policy
+    from tenants.models import ResourceGroup
+
+    group, queue = _group()
+    ResourceGroup.objects.filter(pk=group.pk).update(
+        node_policy=" Spread ", device_policy="BINPACK"
+    )
+    group.refresh_from_db()
+    policy = group_policy(group)
+    assert (policy.node_policy, policy.device_policy) == ("spread", "binpack")
+    first = gpu_job(queue, "s0", count=1, memory_percent=50, cores=50)
+    packed = _annotated(queue, "p", {"hami.io/node-scheduler-policy": " Binpack "}, pct=50)
+    second = gpu_job(queue, "s1", count=1, memory_percent=50, cores=50)
+    report = run_admission_cycle(group.pk)
+    assert report.admitted == [first.pk, packed.pk, second.pk]
+    assert _nodes(first) == ["c1-n0"]
+    assert _nodes(packed) == ["c1-n0"]  # its own binpack: the busier node
+    assert _nodes(second) == ["c1-n1"]  # the group's spread: the idler node

@@ -524,3 +524,26 @@ def test_a_workloads_use_and_nouse_type_annotations_become_the_jobs_model_lists(
     job_id = _intake(cluster).jobs[f"Job {NS}/typed"]
     (c,) = Job.objects.get(pk=job_id).pod_sets.get().containers.all()
     assert (c.device_types, c.device_types_exclude) == (["A100"], ["H200", "H20"])
+
+
+def test_policy_annotations_in_any_case_are_taken_in_and_unknown_ones_refused(fake, kube):
+    """Issue 29: ``" Spread "`` is HAMi's ``spread`` (the API's normaliser); an unknown word is
+    refused with an Event naming the valid ones."""
+    cluster, _group, _queue = kube
+    spaced = job_object("spaced")
+    spaced["spec"]["template"]["metadata"]["annotations"] = {
+        "hami.io/node-scheduler-policy": " Spread ",
+        "hami.io/gpu-scheduler-policy": "BINPACK",
+    }
+    unknown = job_object("unknown")
+    unknown["spec"]["template"]["metadata"]["annotations"] = {
+        "hami.io/gpu-scheduler-policy": "Sideways"
+    }
+    fake.put(spaced)
+    fake.put(unknown)
+    report = _intake(cluster)
+    assert f"Job {NS}/spaced" in report.jobs
+    message = report.refused[f"Job {NS}/unknown"]
+    assert "'sideways' is not one of binpack, spread, topology-aware, mutex" in message
+    (event,) = _events(fake, "unknown")
+    assert event[:2] == ("InvalidWorkload", "Warning")

@@ -168,7 +168,10 @@ def test_health_clear_is_for_admins(api, world):
     assert kinds == ["cleared", "ecc"]
 
 
-def test_console_metrics_at_metrics(client, world):
+def test_console_metrics_at_metrics(client, world, settings):
+    # Prometheus' credentials (console.metrics): without them the page is a 401
+    settings.METRICS_TOKEN = "scrape-token-0123456789"
+    assert client.get("/metrics").status_code == 401
     make_cluster("m1", nodes=1, gpus=2)
     group = make_group("metrics-g", selector={"pool": "m1"})
     tenant, queue = make_tenant("team-m", group, devices_milli=1000)
@@ -182,7 +185,9 @@ def test_console_metrics_at_metrics(client, world):
     record_cycle("metrics-g", 0.03, admitted=2)
     record_cycle("metrics-g", 0.7)
     compute_group_gauges(now=T0)
-    text = client.get("/metrics").content.decode()
+    text = client.get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789"
+    ).content.decode()
     assert 'console_queue_depth{resource_group="metrics-g",tenant="team-m"} 1.0' in text
     assert 'console_pending_jobs{reason="quota",resource_group="metrics-g"} 1.0' in text
     assert (

@@ -18,7 +18,7 @@ from scheduling.api.workloads import (
 )
 from scheduling.choices import CONTAINER_ROLES, JobKind, PreemptionPolicy
 from scheduling.models import PriorityClass, Queue
-from scheduling.placement.group_profile import annotation_errors
+from scheduling.placement.group_profile import annotation_errors, normalised_annotations
 from scheduling.services.jobs import (
     MAX_CPU_MILLI,
     MAX_DEVICE_COUNT,
@@ -226,8 +226,9 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         required=False,
         default=dict,
         help_text="Pod annotations; hami.io/node-scheduler-policy (binpack | spread) and "
-        "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware) override "
-        "the resource group's placement policies where the group allows it.",
+        "hami.io/gpu-scheduler-policy (binpack | spread | topology-aware; any case, stored "
+        "lower case) override the resource group's placement policies where the group "
+        "allows it.",
     )
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
@@ -277,6 +278,8 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         errors = annotation_errors(attrs.get("annotations") or {}, group.pod_policy_override)
         if errors:
             raise serializers.ValidationError({"annotations": errors})
+        # stored (and put on the pods) as HAMi reads them: " Binpack " -> binpack
+        attrs["annotations"] = normalised_annotations(attrs.get("annotations") or {})
         attrs["priority_class"] = self._priority_class(attrs)
         attrs = validate_workload(attrs)
         attrs.pop("_given", None)

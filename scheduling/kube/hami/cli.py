@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from scheduling.devices.policies import DEVICE_POLICIES, NODE_POLICIES, policy_word
 from scheduling.kube.hami.place import place_from_kube
 
 
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", required=True, help="Node list (JSON/YAML)")
     ap.add_argument("--pods", required=True, help="existing Pod list (JSON/YAML)")
     ap.add_argument("--pod", required=True, help="Pod manifest to place (JSON/YAML)")
-    ap.add_argument("--node-policy", choices=("binpack", "spread"))
-    ap.add_argument("--device-policy", choices=("binpack", "spread", "topology-aware", "mutex"))
+    # any case, stray spaces ignored (the words as every reader normalises them)
+    ap.add_argument("--node-policy", type=policy_word, choices=NODE_POLICIES)
+    ap.add_argument("--device-policy", type=policy_word, choices=DEVICE_POLICIES)
     ap.add_argument(
         "--config",
         help="HAMi chart values.yaml, the scheduler's "

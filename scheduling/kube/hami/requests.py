@@ -16,14 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from scheduling.devices.policies import (
+    DEVICE_POLICIES,
+    DEVICE_POLICY_ANNOTATION,
+    NODE_POLICIES,
+    NODE_POLICY_ANNOTATION,
+    policy_error,
+    policy_word,
+)
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import ContainerRequest, DeviceRequest, PodRequest
 
 __all__ = ["pod_request_from_kube", "pod_host", "NEURON_CORES_PER_DEVICE"]
 
-NODE_POLICIES = ("", "binpack", "spread")
-DEVICE_POLICIES = ("", "binpack", "spread", "topology-aware", "mutex")
 
 Reader = Callable[[str], Any]
 """A container's resource value by name (None when absent), see :func:`_reader`."""
@@ -344,24 +350,27 @@ def _containers(
 
 def _policies(ann: dict[str, Any], where: str) -> tuple[str, str, tuple[int, int, int] | None]:
     """``(node policy, device policy, device scoring weights)`` from the pod's annotations
-    (``where``: the annotations' path, for messages).
+    (``where``: the annotations' path, for messages). The policy words are normalised as
+    everywhere (:func:`~scheduling.devices.policies.policy_word`: ``" Spread "`` = spread).
 
     Raises:
         ValueError: a policy HAMi does not know (a comma chain of device policies included) or
             malformed weights.
     """
-    node_policy = str(ann.get("hami.io/node-scheduler-policy", ""))
-    if node_policy not in NODE_POLICIES:
-        raise ValueError(
-            f"{where}.hami.io/node-scheduler-policy: {node_policy!r} not binpack|spread"
-        )
-    dev_policy = str(ann.get("hami.io/gpu-scheduler-policy", ""))
-    if dev_policy not in DEVICE_POLICIES:
-        raise ValueError(
-            f"{where}.hami.io/gpu-scheduler-policy: "
-            f"{dev_policy!r} not binpack|spread|topology-aware|mutex "
-            "(comma chains are not supported)"
-        )
+    node_policy = policy_word(ann.get(NODE_POLICY_ANNOTATION, ""))
+    dev_policy = policy_word(ann.get(DEVICE_POLICY_ANNOTATION, ""))
+    for key, word, allowed, note in (
+        (NODE_POLICY_ANNOTATION, node_policy, NODE_POLICIES, ""),
+        (
+            DEVICE_POLICY_ANNOTATION,
+            dev_policy,
+            DEVICE_POLICIES,
+            " (comma chains are not supported)",
+        ),
+    ):
+        # "" = the annotation is absent or empty: the profile's policy
+        if word and (error := policy_error(f"{where}.{key}", word, allowed)) is not None:
+            raise ValueError(error + note)
     weights = None
     if "hami.io/device-scoring-weights" in ann:
         weights = _weights(

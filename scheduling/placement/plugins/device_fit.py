@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduling.devices.policies import DEVICE_POLICIES, policy_word
 from scheduling.placement.framework import SUCCESS, Code, CycleState, NodeFit, StateKey, Status
 from scheduling.placement.plugins import names
 from scheduling.placement.types import (
@@ -24,8 +25,6 @@ from scheduling.placement.types import (
 )
 from scheduling.placement.vendors import VendorPlugin, default_vendors
 from scheduling.placement.vendors.base import FitContext, Usage
-
-DEVICE_POLICIES = ("binpack", "spread", "topology-aware", "mutex")
 
 
 @dataclass(slots=True)
@@ -120,6 +119,7 @@ class DeviceFit:
         device_scoring_weights: tuple[int, int, int] = (1, 1, 1),
         **_: object,
     ) -> None:
+        device_policy = policy_word(device_policy)
         if device_policy not in DEVICE_POLICIES:
             raise ValueError(f"device policy {device_policy!r} not in {DEVICE_POLICIES}")
         self.vendors = vendors if vendors is not None else default_vendors()
