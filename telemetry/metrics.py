@@ -21,6 +21,8 @@ metric                                             type     labels
 ``console_unhealthy_devices``                      gauge    vendor, model
 ``console_scrape_target_up``                       gauge    cluster, target, kind
 ``console_idle_jobs``                              gauge    tenant
+``console_unmatched_bookings``                     gauge    cluster, node (bookings on devices
+                                                            the node no longer registers)
 =================================================  =======  ======================================
 
 Allocation (ratio per group, capacity and allocated devices per vendor and model) is read at
@@ -46,6 +48,7 @@ from scheduling.selectors.allocation import (
     capacity_by_model,
     present_device_loads,
 )
+from scheduling.selectors.unmatched import unmatched_bookings_by_node
 from telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
 from tenants.models import ResourceGroup
 
@@ -226,7 +229,7 @@ def _group_gauges():
 
 
 def _health_families():
-    """Unhealthy devices, scrape target status and idle-job flags."""
+    """Unhealthy devices, scrape target status, unmatched bookings and idle-job flags."""
     unhealthy = GaugeMetricFamily(
         "console_unhealthy_devices", "Present devices marked unhealthy.", labels=["vendor", "model"]
     )
@@ -248,6 +251,16 @@ def _health_families():
         ok = 1 if target.last_status in ("ok", "partial") else 0
         up.add_metric([target.cluster.name, target.name, target.kind], ok)
     yield up
+
+    unmatched = GaugeMetricFamily(
+        "console_unmatched_bookings",
+        "Booked placements holding devices their node no longer registers (the node takes "
+        "nothing new until they end or are rebound).",
+        labels=["cluster", "node"],
+    )
+    for row in unmatched_bookings_by_node():
+        unmatched.add_metric([row.cluster, row.node], row.bookings)
+    yield unmatched
 
     idle = GaugeMetricFamily("console_idle_jobs", "Jobs flagged idle.", labels=["tenant"])
     for row in (

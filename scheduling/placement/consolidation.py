@@ -203,7 +203,7 @@ class _Room:
         best: dict[str, list[tuple[int, int, int]]] = {}
         shares: dict[tuple[int, str, str, int], int | None] = {}  # per (request, model, size)
         for node in cluster.nodes.values():
-            if not node.schedulable or node.error:
+            if not node.schedulable or node.error or node.unmatched_bookings():
                 continue
             for d in node.devices:
                 free, slots = _raw_free_milli(d), d.split_count - d.used_slots

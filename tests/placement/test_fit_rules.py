@@ -377,3 +377,31 @@ def test_registry_rejects_duplicates_and_profile_custom_scorer():
         st.read(key)
     st.write(key, 3)
     assert st.read(key) == 3
+
+
+def test_a_node_holding_bookings_on_devices_it_no_longer_registers_takes_nothing_new():
+    # GPU-old left the registration while a pod still books it; GPU-new sits at its index
+    def held_node():
+        return node(
+            "n1",
+            [
+                gpu("GPU-old", healthy=False, missing=True, used_slots=1, used_memory_mib=81920),
+                gpu("GPU-new", index=0),
+                gpu("GPU-2", index=2),
+            ],
+        )
+
+    s = snap(held_node(), node("n2", [gpu("GPU-n2")]))
+    d = place(s, one(nv(memory_mib=1000)))
+    assert uuids(d) == ["GPU-n2"]
+    alone = place(snap(held_node()), one(nv(memory_mib=1000)))
+    assert not alone.schedulable
+    assert alone.reasons["n1"] == (
+        "NodeBookingsUnmatched: booked device(s) GPU-old no longer registered; the node's "
+        "capacity is uncertain until their pods end or are rebound"
+    )
+    # once the booking is gone (pod ended), the missing device alone holds nothing back
+    free = held_node()
+    free.devices[0].used_slots = free.devices[0].used_memory_mib = 0
+    assert free.unmatched_bookings() == []
+    assert uuids(place(snap(free), one(nv(memory_mib=1000)))) == ["GPU-2"]
