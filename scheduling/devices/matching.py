@@ -10,6 +10,11 @@ instead (a deliberate difference, docs/devices.md):
   prefix is dropped (``NVIDIA``, ``HUAWEI``, ``ASCEND`` also when glued to the model as in
   ``Ascend910B3``, ``HYGON``/``DCU``, ``CAMBRICON``, ...) and then a ``TESLA`` brand word,
   as long as something remains.
+* :func:`type_known`: False for a type that names no model (empty, or only a vendor or
+  backend word such as HAMi's ``MLU``, ``GCU``, ``Metax-GPU`` of devices registered from
+  node capacity without a model label); :func:`type_excluded` refuses such a device to a
+  request that excludes models (it cannot be verified), while a request without a type
+  constraint takes it.
 * :func:`type_matches`: the wanted tokens equal the first tokens of the device type, and the
   device token that follows (if any) is not a bare number: ``A100`` matches ``NVIDIA
   A100-SXM4-80GB``, ``H20`` never matches ``H200``, ``910B4`` never matches ``910B4-1``.
@@ -30,6 +35,9 @@ __all__ = [
     "any_type_matches",
     "hami_type_matches",
     "any_hami_type_matches",
+    "type_known",
+    "type_excluded",
+    "GENERIC_TYPE_WORDS",
 ]
 
 _SPLIT = re.compile(r"[\s\-_/]+")
@@ -51,6 +59,25 @@ _PREFIXES = (
 )
 _GLUED = re.compile(r"^ASCEND(?=\d)")
 _BRANDS = ("TESLA",)
+GENERIC_TYPE_WORDS = frozenset(
+    {
+        *_PREFIXES,
+        "GPU",
+        "SGPU",
+        "MLU",
+        "NPU",
+        "GCU",
+        "XPU",
+        "VXPU",
+        "KUNLUN",
+        "AWSNEURON",
+        "NEURON",
+        "UNKNOWN",
+    }
+)
+"""Normalised words that name a vendor or a HAMi backend, never a model: the type of a device
+whose model cannot be read (HAMi's common word, e.g. ``MLU``, ``GCU``, ``Metax-GPU`` ->
+``GPU``, ``kunlun``, ``AWSNeuron``)."""
 
 
 @lru_cache(maxsize=4096)
@@ -64,6 +91,22 @@ def type_tokens(value: str) -> tuple[str, ...]:
     if len(tokens) > 1 and tokens[0] in _BRANDS:
         tokens = tokens[1:]
     return tuple(tokens)
+
+
+def type_known(device_type: str) -> bool:
+    """True when ``device_type`` names a model: not empty and not only a vendor / backend
+    word (:data:`GENERIC_TYPE_WORDS`)."""
+    tokens = type_tokens(device_type)
+    return bool(tokens) and not (len(tokens) == 1 and tokens[0] in GENERIC_TYPE_WORDS)
+
+
+def type_excluded(device_type: str, excluded: tuple[str, ...] | list[str]) -> bool:
+    """The console's ``nouse`` rule: True when ``excluded`` is not empty and the device is
+    one of those models (:func:`type_matches`) or its model cannot be read
+    (:func:`type_known`: it cannot be verified not to be one)."""
+    if not excluded:
+        return False
+    return not type_known(device_type) or any_type_matches(device_type, excluded)
 
 
 def model_key(value: str) -> str:

@@ -405,3 +405,20 @@ def test_a_node_holding_bookings_on_devices_it_no_longer_registers_takes_nothing
     free.devices[0].used_slots = free.devices[0].used_memory_mib = 0
     assert free.unmatched_bookings() == []
     assert uuids(place(snap(free), one(nv(memory_mib=1000)))) == ["GPU-2"]
+
+
+def test_nouse_never_lands_on_a_device_whose_model_cannot_be_read():
+    # n-unknown registered its GPUs without a model; n-h100 says what it is
+    unknown = node("n-unknown", [gpu("GPU-u0", model=""), gpu("GPU-u1", index=1, model="NVIDIA")])
+    h100 = node("n-h100", [gpu("GPU-h0", model="NVIDIA H100 80GB HBM3")])
+    s = snap(unknown, h100)
+    assert uuids(place(s, one(nv(memory_mib=1000, types_exclude=("A100",))))) == ["GPU-h0"]
+    alone = place(snap(unknown), one(nv(memory_mib=1000, types_exclude=("A100",))))
+    assert alone.reasons["n-unknown"] == "2/2 CardTypeUnknown"
+    # without a type constraint the unknown model is fine (spread: the idlest, last first)
+    assert uuids(place(snap(unknown), one(nv(memory_mib=1000)))) == ["GPU-u1"]
+    # HAMi's own rule (place) has no such notion: "A100" is no substring of ""
+    parity = place(
+        snap(unknown), one(nv(memory_mib=1000, types_exclude=("A100",))), Profile(hami_parity=True)
+    )
+    assert parity.schedulable
