@@ -6,10 +6,13 @@ HAMi registers model strings as the vendor tools print them (``NVIDIA A100-SXM4-
 ``NVIDIA H200`` and ``910B4`` also ``Ascend910B4-1``. The console matches on **whole tokens**
 instead (a deliberate difference, docs/devices.md):
 
-* :func:`type_tokens`: upper-case, split on space ``-`` ``_`` ``/``; one leading vendor
-  prefix is dropped (``NVIDIA``, ``HUAWEI``, ``ASCEND`` also when glued to the model as in
-  ``Ascend910B3``, ``HYGON``/``DCU``, ``CAMBRICON``, ...) and then a ``TESLA`` brand word,
-  as long as something remains.
+* :func:`type_tokens`: upper-case, split on space ``-`` ``_`` ``/``; the leading vendor
+  prefixes are dropped (``NVIDIA``, ``HUAWEI``, ``ASCEND`` also when glued to the model as
+  in ``Ascend910B3``, ``HYGON``/``DCU``, ``CAMBRICON``, ...; all of them, so HAMi's long
+  NVIDIA form ``NVIDIA-NVIDIA H20``, ``"NVIDIA-" + the NVML name``, is the model ``H20`` like
+  ``NVIDIA H20``) and then a ``TESLA`` brand word, as long as something remains. This is the
+  one normalisation (vendor prefix, case, spaces): model keys, the console's matching and
+  the catalogue's lookups all go through it.
 * :func:`type_known`: False for a type that names no model (empty, or only a vendor or
   backend word such as HAMi's ``MLU``, ``GCU``, ``Metax-GPU`` of devices registered from
   node capacity without a model label); :func:`type_excluded` refuses such a device to a
@@ -20,7 +23,9 @@ instead (a deliberate difference, docs/devices.md):
   A100-SXM4-80GB``, ``H20`` never matches ``H200``, ``910B4`` never matches ``910B4-1``.
 * :func:`model_key`: the canonical key two spellings of one model share
   (``NVIDIA-A100-SXM4-80GB`` and ``NVIDIA A100-SXM4-80GB`` -> ``A100-SXM4-80GB``).
-* :func:`hami_type_matches`: HAMi's substring rule, for ``place`` parity.
+* :func:`hami_type_matches`: HAMi's substring rule, for ``place`` parity (HAMi's current
+  ``checkGPUtype`` in ``pkg/device/nvidia/device.go`` still upper-cases both sides and tests
+  ``strings.Contains``, so in ``place`` ``H20`` names an ``NVIDIA-NVIDIA H200`` too).
 """
 
 from __future__ import annotations
@@ -84,9 +89,9 @@ whose model cannot be read (HAMi's common word, e.g. ``MLU``, ``GCU``, ``Metax-G
 def type_tokens(value: str) -> tuple[str, ...]:
     """Normalised tokens of a type string (module doc). ``""`` -> ``()``."""
     tokens = [t for t in _SPLIT.split(value.strip().upper()) if t]
-    if len(tokens) > 1 and tokens[0] in _PREFIXES:
+    while len(tokens) > 1 and tokens[0] in _PREFIXES:
         tokens = tokens[1:]
-    elif tokens and _GLUED.match(tokens[0]):
+    if tokens and _GLUED.match(tokens[0]):
         tokens[0] = tokens[0][len("ASCEND") :]
     if len(tokens) > 1 and tokens[0] in _BRANDS:
         tokens = tokens[1:]

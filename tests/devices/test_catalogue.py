@@ -371,3 +371,18 @@ def test_nouse_refuses_a_device_whose_model_cannot_be_read():
     assert type_excluded("MLU590", ["MLU370"]) is False
     assert type_excluded("MLU370-X8", ["MLU370"]) is True
     assert type_excluded("MLU", []) is False  # no type constraint: allowed
+
+
+# ---- HAMi's long NVIDIA form (issue 29 item 4) -----------------------------------------------
+
+
+def test_long_nvidia_form_is_the_model_it_names():
+    # the device plugin registers "NVIDIA-" + the NVML name: "NVIDIA-NVIDIA H20"
+    assert model_key("NVIDIA-NVIDIA H20") == model_key("NVIDIA H20") == model_key("H20") == "H20"
+    assert model_key("NVIDIA-NVIDIA A100-SXM4-80GB") == "A100-SXM4-80GB"
+    assert type_matches("NVIDIA-NVIDIA H20", "H20")
+    assert type_matches("NVIDIA-NVIDIA H20", "nvidia h20")
+    assert not type_matches("NVIDIA-NVIDIA H200", "H20")
+    assert type_matches("NVIDIA-NVIDIA H200", "H200")
+    # HAMi's substring rule, kept for place: H20 is in H200
+    assert hami_type_matches("NVIDIA-NVIDIA H200", "H20")

@@ -422,3 +422,17 @@ def test_nouse_never_lands_on_a_device_whose_model_cannot_be_read():
         snap(unknown), one(nv(memory_mib=1000, types_exclude=("A100",))), Profile(hami_parity=True)
     )
     assert parity.schedulable
+
+
+def test_long_form_types_match_whole_tokens_in_the_console_and_substrings_in_place():
+    s = snap(
+        node("n20", [gpu("GPU-h20", model="NVIDIA-NVIDIA H20", mem=98304)]),
+        node("n200", [gpu("GPU-h200", model="NVIDIA-NVIDIA H200", mem=143360)]),
+    )
+    assert uuids(place(s, one(nv(memory_mib=1000, types_include=("H20",))))) == ["GPU-h20"]
+    assert uuids(place(s, one(nv(memory_mib=1000, types_exclude=("H20",))))) == ["GPU-h200"]
+    hami = Profile(hami_parity=True)
+    # HAMi's checkGPUtype (strings.Contains): "H20" is in both, so its nouse excludes both
+    both = place(s, one(nv(memory_mib=1000, types_exclude=("H20",))), hami)
+    assert not both.schedulable
+    assert set(both.reasons) == {"n20", "n200"}
