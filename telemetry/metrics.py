@@ -20,6 +20,9 @@ metric                                             type     labels
 ``console_guaranteed_gpus``                        gauge    resource_group (sum of nominal)
 ``console_unhealthy_devices``                      gauge    vendor, model
 ``console_scrape_target_up``                       gauge    cluster, target, kind
+``console_unattributed_series``                    gauge    cluster, target, reason (last
+                                                            scrape; ``mig_unmatched``: MIG series
+                                                            no booking holds)
 ``console_idle_jobs``                              gauge    tenant
 ``console_unmatched_bookings``                     gauge    cluster, node (bookings on devices
                                                             the node no longer registers)
@@ -247,10 +250,20 @@ def _health_families():
         "1 when the target's last scrape got usable samples.",
         labels=["cluster", "target", "kind"],
     )
+    unattributed = GaugeMetricFamily(
+        "console_unattributed_series",
+        "Samples of the target's last scrape attributed to no placement, by reason "
+        "(mig_unmatched: a MIG instance no booking of the console holds).",
+        labels=["cluster", "target", "reason"],
+    )
     for target in ScrapeTarget.objects.filter(enabled=True).select_related("cluster"):
         ok = 1 if target.last_status in ("ok", "partial") else 0
         up.add_metric([target.cluster.name, target.name, target.kind], ok)
+        counts = target.last_unattributed if isinstance(target.last_unattributed, dict) else {}
+        for reason, n in sorted(counts.items()):
+            unattributed.add_metric([target.cluster.name, target.name, str(reason)], n)
     yield up
+    yield unattributed
 
     unmatched = GaugeMetricFamily(
         "console_unmatched_bookings",
