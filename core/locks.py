@@ -188,7 +188,11 @@ def _check_order(alias: str, table: str) -> None:
     The transaction is told apart by PostgreSQL's transaction id (one query, check mode
     only); inside a test's own atomic block, by the savepoint of the caller's block."""
     conn = connections[alias]
-    blocks = [i for i, b in enumerate(conn.atomic_blocks) if not b._from_testcase]
+    # Atomic._from_testcase is Django's own flag (set on a TestCase's blocks); django-stubs
+    # does not declare it
+    blocks = [
+        i for i, b in enumerate(conn.atomic_blocks) if not getattr(b, "_from_testcase", False)
+    ]
     if not blocks:
         return  # autocommit: select_for_update refuses to run outside a transaction anyway
     first = blocks[0]

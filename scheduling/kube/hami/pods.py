@@ -140,7 +140,7 @@ def _drop_unmatched(
     """Take the grants on devices ``node`` does not register out of ``per_container``
     (in place) and return them as :func:`apply_existing_pods` reports them."""
     info = snapshot.nodes[node]
-    out = []
+    out: list[dict[str, Any]] = []
     for ci, grants in sorted(per_container.items()):
         kept = [g for g in grants if info.device(g.uuid) is not None]
         out.extend(
