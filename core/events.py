@@ -20,6 +20,10 @@ for the tenant named by ``tenant_id`` and never names another tenant or its jobs
   "guaranteed_devices", "message"}``; ``tenant_id`` None (platform admins).
 - ``quota.nearly_exhausted``: ``{"resource_group", "flavor", "dimension", "used",
   "nominal", "used_percent", "threshold_percent"}``.
+- ``inventory.bookings_unmatched``: ``{"cluster", "node", "device", "placements",
+  "replaced_by", "message"}``: a booked device stopped registering on its node (its
+  node takes nothing new until the bookings end or move); ``tenant_id`` None (platform
+  admins).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from django.dispatch import Signal
 __all__ = [
     "CAPACITY_ALERT",
     "EVENT_KINDS",
+    "INVENTORY_BOOKINGS_UNMATCHED",
     "JOB_FAILED",
     "JOB_IDLE",
     "JOB_PREEMPTED",
@@ -45,6 +50,7 @@ JOB_FAILED = "job.failed"
 JOB_IDLE = "job.idle"
 CAPACITY_ALERT = "capacity.alert"
 QUOTA_NEARLY_EXHAUSTED = "quota.nearly_exhausted"
+INVENTORY_BOOKINGS_UNMATCHED = "inventory.bookings_unmatched"
 
 #: Every kind with a one-line description (forms, API docs).
 EVENT_KINDS = {
@@ -53,6 +59,8 @@ EVENT_KINDS = {
     JOB_IDLE: "a running job was flagged idle",
     CAPACITY_ALERT: "healthy capacity fell below the guarantees (platform admins)",
     QUOTA_NEARLY_EXHAUSTED: "a quota's usage crossed the threshold",
+    INVENTORY_BOOKINGS_UNMATCHED: "a booked device stopped registering on its node "
+    "(platform admins)",
 }
 
 #: Sent after commit; keyword arguments ``kind``, ``tenant_id``, ``payload``, ``user_id``.

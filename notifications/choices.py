@@ -2,7 +2,17 @@
 
 from django.db import models
 
-from core.events import CAPACITY_ALERT, EVENT_KINDS, JOB_FAILED, JOB_IDLE, JOB_PREEMPTED
+from core.events import (
+    CAPACITY_ALERT,
+    EVENT_KINDS,
+    INVENTORY_BOOKINGS_UNMATCHED,
+    JOB_FAILED,
+    JOB_IDLE,
+    JOB_PREEMPTED,
+)
+
+#: Kinds about the platform (no tenant): only platform subscriptions receive them.
+PLATFORM_ONLY = (CAPACITY_ALERT, INVENTORY_BOOKINGS_UNMATCHED)
 
 
 class Scope(models.TextChoices):
@@ -37,7 +47,7 @@ EVENT_CHOICES = [(kind, f"{kind}: {text}") for kind, text in EVENT_KINDS.items()
 
 #: Kinds each scope can receive.
 SCOPE_KINDS = {
-    Scope.TENANT: tuple(k for k in EVENT_KINDS if k != CAPACITY_ALERT),
+    Scope.TENANT: tuple(k for k in EVENT_KINDS if k not in PLATFORM_ONLY),
     Scope.USER: (JOB_PREEMPTED, JOB_FAILED, JOB_IDLE),
     Scope.PLATFORM: tuple(EVENT_KINDS),
 }

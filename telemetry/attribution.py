@@ -13,11 +13,15 @@ what an exporter guesses):
    wins: devices keep their identity across node moves).
 2. A device-scope series goes to the placement that books the device when exactly one does;
    on an idle or shared device it stays a device-only sample.
-3. A MIG series (``GPU_I_ID``) goes to the booking holding that GPU instance on the device
-   (two tenants on one MIG GPU are told apart). A pod-scope series goes to the booking whose
-   pod name equals the exporter's pod label *and* books that device; otherwise (no pod label,
-   or a label naming a pod that does not book the device) to the device's only booking; with
-   none it is ``no_placement``, with several ``ambiguous``.
+3. A MIG series (``GPU_I_ID``) is joined on (device UUID, GPU instance id) against the
+   console's own bookings: it goes to the booking holding that GPU instance on the device
+   (two tenants on one MIG GPU are told apart), whatever its pod label says. With no such
+   booking it is unattributed, ``mig_unmatched`` (counted on the target, the device page and
+   ``/metrics``): never charged to a booking of the whole device, which holds no instance.
+   A pod-scope series goes to the booking whose pod name equals the exporter's pod label
+   *and* books that device; otherwise (no pod label, or a label naming a pod that does not
+   book the device) to the device's only booking; with none it is ``no_placement``, with
+   several ``ambiguous``.
 4. Whenever the exporter's pod label disagrees with the console's placement, a ``conflict`` is
    counted (shown on the target), never trusted.
 """
@@ -37,9 +41,12 @@ __all__ = [
     "AttributedSample",
     "AttributionResult",
     "attribute",
+    "MIG_UNMATCHED",
 ]
 
 ATTRIBUTED, DEVICE_ONLY, UNATTRIBUTED = "attributed", "device", "unattributed"
+MIG_UNMATCHED = "mig_unmatched"
+"""Reason of a MIG series whose (device, GPU instance) no booking of the console holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +183,27 @@ def _held(metric: str, value: float, device: DeviceRef, booking: BookingRef) -> 
     )
 
 
+def _mig_sample(
+    obs: Observation,
+    device: DeviceRef,
+    bookings: list[BookingRef],
+    claim: str,
+    out: AttributionResult,
+) -> AttributedSample:
+    """Rule 3 for a MIG series: the booking holding (device, GPU instance ``obs.mig``), else
+    unattributed ``mig_unmatched`` (counted in ``out``); a pod label naming another pod is a
+    conflict."""
+    holders = [b for b in bookings if obs.mig in b.gpu_instances]
+    if claim and not any(b.pod == claim for b in holders):
+        out.conflicts += 1
+    if holders:
+        return _held(obs.metric, obs.value, device, holders[0])
+    out.unattributed[MIG_UNMATCHED] += 1
+    return AttributedSample(
+        obs.metric, obs.value, UNATTRIBUTED, MIG_UNMATCHED, device.device_id, device.uuid
+    )
+
+
 def attribute(observations: Sequence[Observation], inv: Inventory) -> AttributionResult:
     """Attribute observations (rules in the module docstring).
 
@@ -200,13 +228,12 @@ def attribute(observations: Sequence[Observation], inv: Inventory) -> Attributio
             out.node_mismatches += 1
         bookings = inv.bookings.get(device.device_id, [])
         claim = _claimed_pod(obs.pod_claim) if obs.pod_claim else ""
+        if obs.mig:
+            out.samples.append(_mig_sample(obs, device, bookings, claim, out))
+            continue
         named = [b for b in bookings if claim and b.pod == claim]
         if claim and not named:
             out.conflicts += 1
-        if obs.mig and not named:
-            named = [b for b in bookings if obs.mig in b.gpu_instances]
-            if not named:  # another instance's holder never gets this instance's series
-                bookings = [b for b in bookings if not b.gpu_instances]
         if named:
             out.samples.append(_held(obs.metric, obs.value, device, named[0]))
         elif len(bookings) == 1:

@@ -177,7 +177,9 @@ INDEX_LABELS = ("device_index", "deviceidx", "gpu", "id", "minor_number", "mlu")
 NODE_LABELS = ("node", "Hostname", "nodeid", "nodename", "hostname")
 POD_LABELS = ("pod", "pod_name", "podname")
 NAMESPACE_LABELS = ("namespace", "podnamespace", "pod_namespace")
-MIG_LABELS = ("GPU_I_ID", "mig_uuid", "gpu_instance_id")
+#: The GPU instance id (DCGM ``GPU_I_ID``, HAMi's ``gpu_instance_id``) is what attribution
+#: joins on; a MIG device UUID alone cannot be joined (its series stay unattributed).
+MIG_LABELS = ("GPU_I_ID", "gpu_instance_id", "mig_uuid")
 
 
 @dataclass(frozen=True, slots=True)

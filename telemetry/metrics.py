@@ -20,7 +20,12 @@ metric                                             type     labels
 ``console_guaranteed_gpus``                        gauge    resource_group (sum of nominal)
 ``console_unhealthy_devices``                      gauge    vendor, model
 ``console_scrape_target_up``                       gauge    cluster, target, kind
+``console_unattributed_series``                    gauge    cluster, target, reason (last
+                                                            scrape; ``mig_unmatched``: MIG series
+                                                            no booking holds)
 ``console_idle_jobs``                              gauge    tenant
+``console_unmatched_bookings``                     gauge    cluster, node (bookings on devices
+                                                            the node no longer registers)
 =================================================  =======  ======================================
 
 Allocation (ratio per group, capacity and allocated devices per vendor and model) is read at
@@ -46,6 +51,7 @@ from scheduling.selectors.allocation import (
     capacity_by_model,
     present_device_loads,
 )
+from scheduling.selectors.unmatched import unmatched_bookings_by_node
 from telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
 from tenants.models import ResourceGroup
 
@@ -226,7 +232,7 @@ def _group_gauges():
 
 
 def _health_families():
-    """Unhealthy devices, scrape target status and idle-job flags."""
+    """Unhealthy devices, scrape target status, unmatched bookings and idle-job flags."""
     unhealthy = GaugeMetricFamily(
         "console_unhealthy_devices", "Present devices marked unhealthy.", labels=["vendor", "model"]
     )
@@ -244,10 +250,30 @@ def _health_families():
         "1 when the target's last scrape got usable samples.",
         labels=["cluster", "target", "kind"],
     )
+    unattributed = GaugeMetricFamily(
+        "console_unattributed_series",
+        "Samples of the target's last scrape attributed to no placement, by reason "
+        "(mig_unmatched: a MIG instance no booking of the console holds).",
+        labels=["cluster", "target", "reason"],
+    )
     for target in ScrapeTarget.objects.filter(enabled=True).select_related("cluster"):
         ok = 1 if target.last_status in ("ok", "partial") else 0
         up.add_metric([target.cluster.name, target.name, target.kind], ok)
+        counts = target.last_unattributed if isinstance(target.last_unattributed, dict) else {}
+        for reason, n in sorted(counts.items()):
+            unattributed.add_metric([target.cluster.name, target.name, str(reason)], n)
     yield up
+    yield unattributed
+
+    unmatched = GaugeMetricFamily(
+        "console_unmatched_bookings",
+        "Booked placements holding devices their node no longer registers (the node takes "
+        "nothing new until they end or are rebound).",
+        labels=["cluster", "node"],
+    )
+    for row in unmatched_bookings_by_node():
+        unmatched.add_metric([row.cluster, row.node], row.bookings)
+    yield unmatched
 
     idle = GaugeMetricFamily("console_idle_jobs", "Jobs flagged idle.", labels=["tenant"])
     for row in (

@@ -6,6 +6,7 @@ Page helpers for the node and device pages:
 * :func:`device_utilisation` — the chart set of a device (util, memory, temperature, power);
 * :func:`latest_device_values` — the newest minute of each metric for many devices (card map);
 * :func:`device_health_history` — current verdict and events of a device, by serial;
+* :func:`unmatched_mig_series` — MIG series of a device that matched no booking (raw samples);
 * :func:`job_efficiency` / :func:`tenant_efficiency` — allocated vs used per job and tenant;
 * :func:`cost_report` — GPU-hours and cost per tenant, model and month.
 
@@ -28,6 +29,7 @@ from scheduling.accounting import booking_charges
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Job, PlacementDevice
 from telemetry import cost as cost_core
+from telemetry.attribution import MIG_UNMATCHED, UNATTRIBUTED
 from telemetry.efficiency import Efficiency, UsedSeries
 from telemetry.efficiency import job_efficiency as _job_efficiency
 from telemetry.exporters import MEM_USED, POD_MEM_USED, POD_UTIL, POWER, TEMP, UTIL
@@ -38,6 +40,7 @@ from telemetry.models import (
     DevicePrice,
     IdleJobFlag,
     Rollup,
+    Sample,
     TrendRollup,
 )
 from tenants.models import LedgerInterval, Tenant
@@ -510,3 +513,12 @@ def trend_series(
         key, metric, bucket, n, total, lo, hi = row
         out[(key, metric)].append(TrendPoint(bucket, total / n if n else 0.0, lo, hi))
     return out
+
+
+def unmatched_mig_series(device_id: int, since: datetime) -> int:
+    """Raw samples of MIG series on device ``device_id`` since ``since`` whose (device, GPU
+    instance) no booking of the console held (``mig_unmatched``: unattributed, charged to
+    nobody); one query. Raw samples are kept ``TELEMETRY_RAW_RETENTION_S``."""
+    return Sample.objects.filter(
+        device_id=device_id, status=UNATTRIBUTED, reason=MIG_UNMATCHED, time__gte=since
+    ).count()

@@ -42,7 +42,7 @@ from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.workloads import cancel_workload, submit_workload
-from telemetry.selectors import device_health_history, node_utilisation
+from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
 from telemetry.services.usage_months import read_month
 from tenants.models import Tenant
 from tenants.selectors import get_user_tenant_ids
@@ -261,6 +261,9 @@ def device_detail(request, uuid: str):
             "health": device_health_history(device.uuid),
             # Measured utilisation mixes every tenant's work: platform admins only.
             "charts": trends.device_charts(device) if request.user.is_superuser else [],
+            "unmatched_mig": unmatched_mig_series(device.pk, timezone.now() - timedelta(hours=1))
+            if request.user.is_superuser
+            else 0,
         },
     )
 

@@ -32,7 +32,10 @@ dimension" trap, volcano#4658):
 * A flavor resource is *managed* for a tenant when it or an ancestor has a row for exactly
   that ``(flavor, dimension)``. A dimension the tenant's path does not manage on a flavor it
   does manage is not limited and its usage is not counted (only ``devices`` rows means memory
-  and cores are free).
+  and cores are free), except while the cohort's usage of that resource exceeds the cohort's
+  quota (a row shrunk or deleted below the running usage): then a job needing it waits until
+  the usage is back within the quota (``FitChecks._check_overcommitted``). A tenant whose path
+  does limit it is held back by ``available`` (negative at the root) in the same state.
 * Usage on a flavor the tenant's path has no row for at all (its row was deleted, or the
   tenant moved) still counts in the cohort against a nominal of 0: it is borrowing and can be
   reclaimed (Kueue ``updateWorkloadUsage`` counts every flavor resource of a workload).

@@ -110,13 +110,18 @@ class FitChecks:
         """Every reason why ``charges`` do not fit for ``tenant`` now (empty = fits).
 
         Checks, in order: each managed flavor resource (sorted by flavor, then devices,
-        memory_mib, cores_percent), then the aggregate caps of the tenant and its ancestors.
+        memory_mib, cores_percent), then the resources the tenant's path does not limit
+        while the cohort is over its quota, then the aggregate caps of the tenant and its
+        ancestors.
 
         Reason formats (amounts in the dimension's unit)::
 
             tenant T, group G, flavor F: no quota for this flavor
             tenant T, group G, flavor F, DIM: needs N, free X, borrowable Y (NOTES)
             tenant T, group G, flavor F, DIM: needs N, max M (nominal X; bounded by LEVEL)
+            tenant T, group G, flavor F, DIM: needs N, cohort G usage U exceeds its quota Q
+                (a quota row was shrunk or deleted); waits until the usage is back within
+                the quota
             tenant T, cap NAME, DIM: needs N, used U, cap C
 
         ``free`` is the unused part of T's nominal quota T can use now, ``borrowable`` what
@@ -146,7 +151,38 @@ class FitChecks:
             block = self._check_resource(tenant, key, need, allow_borrowing)
             if block is not None:
                 blocks.append(block)
+        blocks.extend(self._check_overcommitted(tenant, charges))
         blocks.extend(self._check_caps(tenant, charges))
+        return blocks
+
+    def _check_overcommitted(self, tenant: str, charges: Charges) -> list[QuotaBlock]:
+        """Blocks for the flavor resources the tenant's path does not limit (no row for that
+        dimension on a flavor it manages: its usage is not counted) while the cohort's
+        usage exceeds the cohort's quota, i.e. after a row was shrunk or deleted below the
+        running usage. Such a job waits until the usage is back within the quota; a tenant
+        whose path limits the resource is already held back by :meth:`available` (negative
+        at the root)."""
+        node = self.node(tenant)
+        blocks = []
+        for fr, need in sorted(merge_charges(charges).items(), key=lambda i: fr_sort_key(i[0])):
+            if need <= 0 or fr not in self.managed or fr in node.managed:
+                continue
+            if fr[0] not in node.flavors:
+                continue  # refused as "no quota for this flavor"
+            used, total = self.root.usage.get(fr, 0), self.root.subtree.get(fr, 0)
+            if used <= total:
+                continue
+            blocks.append(
+                QuotaBlock(
+                    f"tenant {tenant}, group {self.group.name}, flavor {fr[0]}, "
+                    f"{fr[1].value}: needs {need}, cohort {self.group.name} usage {used} "
+                    f"exceeds its quota {total} (a quota row was shrunk or deleted); waits "
+                    f"until the usage is back within the quota",
+                    exceeds_max=False,
+                    flavor_resource=fr,
+                    need=need,
+                )
+            )
         return blocks
 
     def _check_resource(

@@ -24,7 +24,9 @@ Public API (see each module; docs/devices.md says where each setting flows):
                 :func:`validate_overlay`, :func:`overlay_diff`.
 ``matching``    :func:`type_tokens`, :func:`model_key` (canonical model key),
                 :func:`type_matches` (whole tokens: A100 ~ "NVIDIA A100-SXM4-80GB", H20 !~
-                H200, 910B4 !~ 910B4-1), :func:`hami_type_matches` (HAMi substring rule).
+                H200, 910B4 !~ 910B4-1), :func:`hami_type_matches` (HAMi substring rule),
+                :func:`type_known` / :func:`type_excluded` (a model that cannot be read is
+                refused to a model-excluding request).
 ``resources``   :class:`ResourceNames`/:func:`resource_names`, :func:`unit_mib`,
                 :func:`units_for` (MiB -> units, min slice + round up),
                 :func:`memory_for_units`, :func:`charged_memory_mib`,
@@ -45,6 +47,8 @@ from scheduling.devices.matching import (
     any_type_matches,
     hami_type_matches,
     model_key,
+    type_excluded,
+    type_known,
     type_matches,
     type_tokens,
 )
@@ -96,6 +100,8 @@ __all__ = [
     "type_matches",
     "any_type_matches",
     "hami_type_matches",
+    "type_excluded",
+    "type_known",
     "ResourceNames",
     "resource_names",
     "unit_mib",

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 
-from scheduling.devices.matching import any_type_matches
+from scheduling.devices.matching import any_type_matches, type_excluded
 from scheduling.placement.fragmentation import device_free_milli
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.runner import place, reserve, unreserve
@@ -143,7 +143,7 @@ def _serves(device: DeviceUsage, dr: DeviceRequest, model_only: bool = False) ->
         return False
     if dr.types_include and not any_type_matches(device.type, dr.types_include):
         return False
-    return not (dr.types_exclude and any_type_matches(device.type, dr.types_exclude))
+    return not type_excluded(device.type, dr.types_exclude)
 
 
 def _share_milli(dr: DeviceRequest, device: DeviceUsage) -> int:
@@ -203,7 +203,7 @@ class _Room:
         best: dict[str, list[tuple[int, int, int]]] = {}
         shares: dict[tuple[int, str, str, int], int | None] = {}  # per (request, model, size)
         for node in cluster.nodes.values():
-            if not node.schedulable or node.error:
+            if not node.schedulable or node.error or node.unmatched_bookings():
                 continue
             for d in node.devices:
                 free, slots = _raw_free_milli(d), d.split_count - d.used_slots

@@ -289,10 +289,11 @@ def device_free_milli(device: DeviceUsage) -> int:
 def node_gpu_view(node: NodeInfo) -> tuple[int, int, tuple[int, ...], tuple[str, ...]]:
     """(free CPU milli, free memory MiB, free milli per device, device models) of a node.
 
-    Devices come in ``node.devices`` order. A node that is not schedulable or has an error is
-    seen with no free CPU, memory or GPU.
+    Devices come in ``node.devices`` order. A node that is not schedulable, has an error or
+    unmatched bookings (:meth:`NodeInfo.unmatched_bookings`) is seen with no free CPU, memory
+    or GPU.
     """
-    if not node.schedulable or node.error:
+    if not node.schedulable or node.error or node.unmatched_bookings():
         return 0, 0, tuple(0 for _ in node.devices), tuple(d.type for d in node.devices)
     return (
         node.cpu_milli - node.used_cpu_milli,

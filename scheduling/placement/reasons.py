@@ -25,6 +25,10 @@ DEVICE_MODEL_INVALID = "DeviceModelInvalid"
 """The device's model configuration does not resolve (``Device.error``)."""
 CARD_SHARED_COUNTERS_EXHAUSTED = "CardSharedCountersExhausted"
 """A template partition needs more of a card's DRA shared counters than are left."""
+CARD_TYPE_UNKNOWN = "CardTypeUnknown"
+"""The device's model cannot be read and the request excludes models: it cannot be verified."""
+NODE_BOOKINGS_UNMATCHED = "NodeBookingsUnmatched"
+"""Bookings hold devices the node no longer registers: its capacity is uncertain."""
 
 
 def gen_reason(counts: dict[str, int], total: int) -> str:

@@ -102,6 +102,7 @@ def usage_stamp(node: NodeInfo) -> tuple:
             d.cordoned,
             len(d.mig_instances),
             d.error,
+            d.missing,
         )
         if d.used_counters:
             out.append(tuple(sorted(d.used_counters.items())))

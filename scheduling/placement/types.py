@@ -108,6 +108,9 @@ class DeviceUsage:
         custom: vendor information HAMi keeps in ``custominfo`` (read-only): Vastai
             ``AIC``/``DeviceStrategy``, Enflame DRS ``profiles``/``maxSlice``, AWS Neuron
             ``AWSNodeType``.
+        missing: its node no longer registers it; it is kept (unhealthy) only because
+            bookings still hold it. While it holds any, the node's capacity is uncertain
+            (:meth:`NodeInfo.unmatched_bookings`).
     """
 
     uuid: str
@@ -133,6 +136,13 @@ class DeviceUsage:
     counters: dict[str, int] = field(default_factory=dict)
     used_counters: dict[str, int] = field(default_factory=dict)
     custom: dict[str, Any] = field(default_factory=dict)
+    missing: bool = False
+
+    def booked(self) -> bool:
+        """True when anything is booked on the device (slots, memory, cores, MIG)."""
+        return bool(
+            self.used_slots or self.used_memory_mib or self.used_cores_percent or self.mig_instances
+        )
 
     def clone(self) -> DeviceUsage:
         """Copy with its own mutable usage (profiles, counters' capacity and custom info are
@@ -161,6 +171,7 @@ class DeviceUsage:
             self.counters,
             dict(self.used_counters),
             self.custom,
+            self.missing,
         )
 
 
@@ -219,6 +230,13 @@ class NodeInfo:
             self.annotations,
             self.version,
         )
+
+    def unmatched_bookings(self) -> list[str]:
+        """Uuids of the node's devices that it no longer registers while bookings still hold
+        them (``DeviceUsage.missing``): the node's capacity is uncertain (the pods may be
+        using any of its registered devices), so nothing new is placed on it until those
+        bookings end or move to a registered device."""
+        return [d.uuid for d in self.devices if d.missing and d.booked()]
 
     def device(self, uuid: str) -> DeviceUsage | None:
         """Device with this uuid on the node, or None."""

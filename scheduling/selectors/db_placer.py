@@ -13,6 +13,7 @@ from scheduling.admission import (
     Undo,
     charges_for,
 )
+from scheduling.devices.matching import any_type_matches
 from scheduling.placement import place, reserve, unreserve
 from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.profile import Framework
@@ -50,9 +51,10 @@ def unschedulable_reason(decision: Decision) -> str:
 
 
 def _restrict(pod: PodRequest, types: tuple[str, ...]) -> PodRequest | None:
-    """``pod`` with every device request limited to the device models ``types`` (a flavor);
-    None when a request's own model list excludes all of them."""
-    wanted = {t.lower() for t in types}
+    """``pod`` with every device request limited to the device models ``types`` (a flavor)
+    that its own model list names (whole model tokens,
+    :func:`~scheduling.devices.matching.type_matches`: ``H20`` names ``NVIDIA-NVIDIA H20``,
+    never ``NVIDIA H200``); None when that leaves none."""
     containers = []
     for container in pod.containers:
         devices = []
@@ -60,10 +62,9 @@ def _restrict(pod: PodRequest, types: tuple[str, ...]) -> PodRequest | None:
             accepted = [
                 t
                 for t in types
-                if not request.types_include
-                or t.lower() in {x.lower() for x in request.types_include}
+                if not request.types_include or any_type_matches(t, request.types_include)
             ]
-            if not accepted or not wanted:
+            if not accepted or not types:
                 return None
             devices.append(replace(request, types_include=tuple(accepted)))
         containers.append(replace(container, devices=tuple(devices)))

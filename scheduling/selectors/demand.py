@@ -19,7 +19,7 @@ from datetime import datetime
 
 from django.db.models import Max
 
-from scheduling.devices.matching import any_type_matches
+from scheduling.devices.matching import any_type_matches, type_excluded
 from scheduling.models import Device, JobContainer
 from scheduling.placement.fragmentation import GPU_MILLI, TaskClass
 from scheduling.placement.types import ClusterSnapshot
@@ -93,7 +93,7 @@ def task_class(
             for m, vendor in models.vendor.items()
             if vendor == container["vendor"]
             and (not wanted or any_type_matches(m, wanted))
-            and not any_type_matches(m, container.get("device_types_exclude") or ())
+            and not type_excluded(m, container.get("device_types_exclude") or ())
             and (not by_mib or models.memory_mib[m] >= container["device_memory_mib"])
         )
     )

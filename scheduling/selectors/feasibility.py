@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from django.conf import settings
 
+from scheduling.devices.matching import any_type_matches
 from scheduling.models import Job
 from scheduling.placement import place
 from scheduling.placement.profile import Profile
@@ -106,7 +107,7 @@ def _shape_hint(
             d
             for d in devices
             if d.vendor.lower() == c.vendor.lower()
-            and (not c.device_types or d.type in c.device_types)
+            and (not c.device_types or any_type_matches(d.type, c.device_types))
         ]
         if not mine:
             have = sorted({f"{d.vendor} {d.type}" for d in devices}) or ["no devices"]

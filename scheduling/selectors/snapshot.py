@@ -196,7 +196,10 @@ def build_cluster_snapshot(
     """Build the placement core's view of a resource group with current usage booked.
 
     Usage is the sum of the bookings of placements in state reserved/submitted/running/
-    terminating on every node and device of the group, whichever group booked them. Each
+    terminating on every node and device of the group, whichever group booked them. A device
+    its node no longer registers (``Device.missing_since``) is kept with ``missing`` set
+    while bookings hold it, which keeps the whole node out of placement
+    (``NodeBookingsUnmatched``) until they end or move. Each
     device gets its model's resolved configuration (:func:`apply_model_config`; ``catalogue``
     default: the catalogue of the models the devices were loaded with, no extra query).
 
@@ -257,6 +260,7 @@ class _DeviceRow(NamedTuple):
     mode: str
     mig_profiles: object
     source: str
+    missing_since: object
 
 
 #: ``values_list`` columns giving a :class:`_DeviceRow`.
@@ -277,6 +281,7 @@ _DEVICE_COLUMNS = (
     "mode",
     "mig_profiles",
     "source",
+    "missing_since",
 )
 
 
@@ -311,6 +316,7 @@ def _core_device(device: _DeviceRow, node: str) -> DeviceUsage:
         healthy=device.healthy,
         cordoned=device.cordoned,
         mode=device.mode,
+        missing=device.missing_since is not None,
     )
     core.mig_profiles = mig_profiles_from_json(device.mig_profiles)
     if device.model_vendor == "EnflameDRS":

@@ -18,6 +18,7 @@ from django.db.models.functions import Trunc
 from django.utils import timezone
 
 from telemetry import conf
+from telemetry.attribution import MIG_UNMATCHED
 from telemetry.models import DeviceHealthEvent, Rollup, RollupWatermark, Sample
 from telemetry.services.batches import write_in_batches
 
@@ -112,7 +113,13 @@ def _roll_minutes(now: datetime, grace: timedelta) -> int:
     minute_start = floor_time(min(minute_from - grace, minute_end), MINUTE)
     aggregates = {"n": Count("id"), "s": Sum("value"), "lo": Min("value"), "hi": Max("value")}
     written = _roll_windows(
-        MINUTE, Sample.objects.all(), "time", minute_start, minute_end, (MINUTE_WINDOW, aggregates)
+        MINUTE,
+        # an unmatched MIG instance's series is no figure of the device nor of a job
+        Sample.objects.exclude(reason=MIG_UNMATCHED),
+        "time",
+        minute_start,
+        minute_end,
+        (MINUTE_WINDOW, aggregates),
     )
     _set_watermark(MINUTE, max(minute_end, minute_from))
     return written

@@ -4,6 +4,7 @@ from scheduling.admission import (
     AggregateCapSpec,
     GroupKind,
     PendingCode,
+    PreemptionPolicy,
     QuotaTree,
     TenantSpec,
     children_over_parent,
@@ -147,6 +148,29 @@ def test_dimension_without_a_row_on_the_tenant_path_is_not_limited():
         "tenant team-b, group a100-shared, flavor a100, memory_mib: needs 1024, max 0 "
         "(nominal 0; bounded by cohort a100-shared)"
     )
+
+
+def test_unlimited_dimension_waits_while_the_cohort_is_over_its_quota():
+    # team-b's memory row was deleted while team-a borrowed 81920 MiB of it: team-b's memory
+    # is no longer limited, but the cohort books 163840 MiB against a memory quota of 81920,
+    # so no new job needing memory is admitted until the usage is back within it.
+    w = World(
+        a100s(1), quotas=(quota("team-a", 2000), quota("team-a", 81920, MEM), quota("team-b", 2000))
+    )
+    w.set_queue("team-b", reclaim_within_cohort=PreemptionPolicy.NEVER)
+    w.run("a0", "team-a")
+    w.run("a1", "team-a", started=1800)
+    w.submit("b1", "team-b")
+    result = run_cycle(w.snapshot(), w.placer)
+    assert (ids(result), result.preempted) == ([], ())
+    assert verdicts(result)["b1"][:2] == (
+        PendingCode.WAITING_FOR_QUOTA,
+        "tenant team-b, group a100-shared, flavor a100, memory_mib: needs 81920, cohort "
+        "a100-shared usage 163840 exceeds its quota 81920 (a quota row was shrunk or "
+        "deleted); waits until the usage is back within the quota",
+    )
+    w.finish("a1")  # usage 81920 of 81920: within the quota again
+    assert ids(run_cycle(w.snapshot(), w.placer)) == ["b1"]
 
 
 def test_team_without_own_row_draws_on_its_department_pool():

@@ -329,3 +329,60 @@ def test_dra_names_and_counters():
     )
     assert card_counters(own) == {"hbm": 64}
     assert template_counters(own.templates[0]) == {"hbm": 16}
+
+
+# ---- unknown models (issue 29 item 3) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("device", "known"),
+    [
+        ("NVIDIA A100-SXM4-80GB", True),
+        ("MLU590", True),
+        ("K100_AI", True),
+        ("", False),
+        ("NVIDIA", False),
+        ("MLU", False),
+        ("Metax-GPU", False),
+        ("GCU", False),
+        ("kunlun", False),
+        ("AWSNeuron", False),
+    ],
+)
+def test_type_known_tells_a_model_from_a_vendor_word(device, known):
+    from scheduling.devices.matching import type_known
+
+    assert type_known(device) is known
+
+
+def test_every_backend_word_of_a_model_less_default_is_unknown():
+    from scheduling.devices.matching import type_known
+
+    words = {c.common_word for c in default_device_configs() if not c.chip}
+    assert "MLU" in words and "GCU" in words
+    assert [w for w in sorted(words) if type_known(w)] == []
+
+
+def test_nouse_refuses_a_device_whose_model_cannot_be_read():
+    from scheduling.devices.matching import type_excluded
+
+    assert type_excluded("MLU", ["MLU370"]) is True  # cannot be verified
+    assert type_excluded("", ["H20"]) is True
+    assert type_excluded("MLU590", ["MLU370"]) is False
+    assert type_excluded("MLU370-X8", ["MLU370"]) is True
+    assert type_excluded("MLU", []) is False  # no type constraint: allowed
+
+
+# ---- HAMi's long NVIDIA form (issue 29 item 4) -----------------------------------------------
+
+
+def test_long_nvidia_form_is_the_model_it_names():
+    # the device plugin registers "NVIDIA-" + the NVML name: "NVIDIA-NVIDIA H20"
+    assert model_key("NVIDIA-NVIDIA H20") == model_key("NVIDIA H20") == model_key("H20") == "H20"
+    assert model_key("NVIDIA-NVIDIA A100-SXM4-80GB") == "A100-SXM4-80GB"
+    assert type_matches("NVIDIA-NVIDIA H20", "H20")
+    assert type_matches("NVIDIA-NVIDIA H20", "nvidia h20")
+    assert not type_matches("NVIDIA-NVIDIA H200", "H20")
+    assert type_matches("NVIDIA-NVIDIA H200", "H200")
+    # HAMi's substring rule, kept for place: H20 is in H200
+    assert hami_type_matches("NVIDIA-NVIDIA H200", "H20")

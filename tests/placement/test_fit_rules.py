@@ -377,3 +377,62 @@ def test_registry_rejects_duplicates_and_profile_custom_scorer():
         st.read(key)
     st.write(key, 3)
     assert st.read(key) == 3
+
+
+def test_a_node_holding_bookings_on_devices_it_no_longer_registers_takes_nothing_new():
+    # GPU-old left the registration while a pod still books it; GPU-new sits at its index
+    def held_node():
+        return node(
+            "n1",
+            [
+                gpu("GPU-old", healthy=False, missing=True, used_slots=1, used_memory_mib=81920),
+                gpu("GPU-new", index=0),
+                gpu("GPU-2", index=2),
+            ],
+        )
+
+    s = snap(held_node(), node("n2", [gpu("GPU-n2")]))
+    d = place(s, one(nv(memory_mib=1000)))
+    assert uuids(d) == ["GPU-n2"]
+    alone = place(snap(held_node()), one(nv(memory_mib=1000)))
+    assert not alone.schedulable
+    assert alone.reasons["n1"] == (
+        "NodeBookingsUnmatched: booked device(s) GPU-old no longer registered; the node's "
+        "capacity is uncertain until their pods end or are rebound"
+    )
+    # once the booking is gone (pod ended), the missing device alone holds nothing back
+    free = held_node()
+    free.devices[0].used_slots = free.devices[0].used_memory_mib = 0
+    assert free.unmatched_bookings() == []
+    assert uuids(place(snap(free), one(nv(memory_mib=1000)))) == ["GPU-2"]
+
+
+def test_nouse_never_lands_on_a_device_whose_model_cannot_be_read():
+    # n-unknown registered its GPUs without a model; n-h100 says what it is
+    unknown = node("n-unknown", [gpu("GPU-u0", model=""), gpu("GPU-u1", index=1, model="NVIDIA")])
+    h100 = node("n-h100", [gpu("GPU-h0", model="NVIDIA H100 80GB HBM3")])
+    s = snap(unknown, h100)
+    assert uuids(place(s, one(nv(memory_mib=1000, types_exclude=("A100",))))) == ["GPU-h0"]
+    alone = place(snap(unknown), one(nv(memory_mib=1000, types_exclude=("A100",))))
+    assert alone.reasons["n-unknown"] == "2/2 CardTypeUnknown"
+    # without a type constraint the unknown model is fine (spread: the idlest, last first)
+    assert uuids(place(snap(unknown), one(nv(memory_mib=1000)))) == ["GPU-u1"]
+    # HAMi's own rule (place) has no such notion: "A100" is no substring of ""
+    parity = place(
+        snap(unknown), one(nv(memory_mib=1000, types_exclude=("A100",))), Profile(hami_parity=True)
+    )
+    assert parity.schedulable
+
+
+def test_long_form_types_match_whole_tokens_in_the_console_and_substrings_in_place():
+    s = snap(
+        node("n20", [gpu("GPU-h20", model="NVIDIA-NVIDIA H20", mem=98304)]),
+        node("n200", [gpu("GPU-h200", model="NVIDIA-NVIDIA H200", mem=143360)]),
+    )
+    assert uuids(place(s, one(nv(memory_mib=1000, types_include=("H20",))))) == ["GPU-h20"]
+    assert uuids(place(s, one(nv(memory_mib=1000, types_exclude=("H20",))))) == ["GPU-h200"]
+    hami = Profile(hami_parity=True)
+    # HAMi's checkGPUtype (strings.Contains): "H20" is in both, so its nouse excludes both
+    both = place(s, one(nv(memory_mib=1000, types_exclude=("H20",))), hami)
+    assert not both.schedulable
+    assert set(both.reasons) == {"n20", "n200"}

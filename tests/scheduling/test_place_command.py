@@ -195,3 +195,40 @@ def test_place_a_vendor_pod_on_a_node_with_free_devices(tmp_path, annotations, l
     assert out["schedulable"] is True, out
     assert out["node"] == "n"
     assert out["annotations"][key] == value
+
+
+def test_place_prints_the_bookings_it_cannot_match(tmp_path):
+    # running-1 books GPU-a100-3 and a card gpu-a no longer registers: HAMi counts the
+    # first and skips the second; place counts the same and prints what it skipped
+    pods = json.loads((FIX / "nvidia_pods.json").read_text())
+    ann = pods["items"][0]["metadata"]["annotations"]
+    ann["hami.io/vgpu-devices-allocated"] = "GPU-a100-3,NVIDIA,20000,30:GPU-gone,NVIDIA,40000,50:;"
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(pods))
+    result = _place(
+        "--nodes",
+        str(FIX / "nvidia_nodes.json"),
+        "--pods",
+        str(path),
+        "--pod",
+        str(FIX / "pod_nvidia_share.yaml"),
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["unmatched_bookings"] == [
+        {
+            "pod": "team-a/running-1",
+            "node": "gpu-a",
+            "container": 0,
+            "uuid": "GPU-gone",
+            "type": "NVIDIA",
+            "memory_mib": 40000,
+            "cores_percent": 50,
+        }
+    ]
+    assert result.stderr.splitlines() == [
+        "warning: pod team-a/running-1 books device GPU-gone that node gpu-a does not "
+        "register; not counted (as HAMi), its capacity may be in use"
+    ]
+    # the matched booking still counts: the decision is the one of the plain fixture
+    assert (out["node"], out["containers"][0]["devices"][0]["uuid"]) == ("gpu-a", "GPU-a100-2")

@@ -164,7 +164,7 @@ def test_attribution_follows_placements_not_exporter_pod_labels():
     obs = [
         _o("util_percent", "device", ["GPU-A"], "n1", claim="ns/WRONG"),  # sole holder wins
         _o("pod_util_percent", "pod", ["GPU-B"], claim="team/pod-y"),  # named holder
-        _o("pod_memory_used_mib", "pod", ["GPU-B"], mig="1"),  # MIG, no pod label
+        _o("pod_memory_used_mib", "pod", ["GPU-B"], mig="1"),  # MIG instance nobody holds
         _o("util_percent", "device", ["GPU-B"]),  # shared device
         _o("pod_util_percent", "pod", ["GPU-C"], claim="ns/ghost"),  # idle device
         _o("util_percent", "device", ["GPU-ZZZ"]),  # not in inventory
@@ -180,7 +180,7 @@ def test_attribution_follows_placements_not_exporter_pod_labels():
     assert got == [
         ("attributed", "", 1, 11, 101, 1001),
         ("attributed", "", 2, 13, 103, 1003),
-        ("unattributed", "ambiguous", 2, None, None, None),
+        ("unattributed", "mig_unmatched", 2, None, None, None),
         ("device", "", 2, None, None, None),
         ("unattributed", "no_placement", 3, None, None, None),
         ("unattributed", "unknown_device", None, None, None, None),
@@ -191,7 +191,7 @@ def test_attribution_follows_placements_not_exporter_pod_labels():
     assert result.conflicts == 2  # WRONG on GPU-A, ghost on GPU-C
     assert result.node_mismatches == 1
     assert dict(result.unattributed) == {
-        "ambiguous": 1,
+        "mig_unmatched": 1,
         "no_placement": 1,
         "unknown_device": 1,
         "no_device_label": 1,
@@ -314,3 +314,43 @@ def test_line_chart_scales_points():
     assert chart.points == "1.0,51.0 101.0,26.0"
     assert chart.last == 50 and chart.y_max_label == "100%"
     assert line_chart([]).points == ""
+
+
+def test_mig_series_join_on_uuid_and_gpu_instance_never_on_the_whole_device_holder():
+    devices = [DeviceRef(1, "GPU-WHOLE", "n1", 0), DeviceRef(2, "GPU-MIG", "n1", 1)]
+    bookings = [
+        BookingRef(11, 101, 1001, "whole-0", 1),  # GPU-WHOLE held whole by one job
+        BookingRef(12, 102, 1002, "mig-a-0", 2, ("7",)),
+        BookingRef(13, 103, 1003, "mig-b-0", 2, ("9",)),
+    ]
+    inv = Inventory.build(devices, bookings)
+    obs = [
+        _o("util_percent", "device", ["GPU-WHOLE"], mig="3"),  # an instance nobody booked
+        _o("util_percent", "device", ["GPU-WHOLE"]),  # the GPU itself: its holder
+        _o("util_percent", "device", ["GPU-MIG"], mig="9"),  # (uuid, GI 9) -> mig-b
+        _o("util_percent", "device", ["GPU-MIG"], mig="5"),  # no booking holds GI 5
+        _o("pod_util_percent", "pod", ["GPU-MIG"], claim="ns/mig-a-0", mig="9"),  # label lies
+        _o("util_percent", "device", ["GPU-MIG"]),  # the MIG GPU itself: shared
+    ]
+    result = attribute(obs, inv)
+    got = [(s.status, s.reason, s.device_id, s.tenant_id) for s in result.samples]
+    assert got == [
+        ("unattributed", "mig_unmatched", 1, None),
+        ("attributed", "", 1, 1001),
+        ("attributed", "", 2, 1003),
+        ("unattributed", "mig_unmatched", 2, None),
+        ("attributed", "", 2, 1003),
+        ("device", "", 2, None),
+    ]
+    assert dict(result.unattributed) == {"mig_unmatched": 2}
+    assert result.conflicts == 1  # mig-a-0 claims GI 9, which mig-b-0 holds
+
+
+def test_mig_label_prefers_the_gpu_instance_id_over_the_mig_uuid():
+    sample = ex.RawSample(
+        "DCGM_FI_DEV_FB_USED",
+        {"UUID": "GPU-X", "mig_uuid": "MIG-1234", "gpu_instance_id": "4"},
+        1024.0,
+    )
+    (obs,) = ex.normalise("dcgm", [sample]).observations
+    assert obs.mig == "4"

@@ -80,7 +80,7 @@ def test_hami_monitor_scrape_attributes_through_the_console_placement(world, exp
     assert {s[3] for s in _samples(legacy)} == {job.pk}
 
 
-def test_dcgm_mig_series_without_pod_labels_go_to_the_holder(world, exporter_server):
+def test_dcgm_mig_series_no_booking_holds_are_unattributed(world, exporter_server):
     base, routes = exporter_server
     devices(world["cluster"], "dgx-1", ["GPU-dddd-0", "GPU-dddd-1"], model="NVIDIA-H100-80GB-HBM3")
     job_d, _ = place(world["qa"], "POD_D0", [("GPU-dddd-0", 81920, 100)], started=NOW)
@@ -89,17 +89,22 @@ def test_dcgm_mig_series_without_pod_labels_go_to_the_holder(world, exporter_ser
     target = _target(world, base, "/metrics", "dcgm")
     assert scrape_target(target.pk, now=NOW) == "ok"
     target.refresh_from_db()
-    assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (11, {}, 0)
+    # GPU-dddd-1 reports MIG instance 1, but POD_E's booking holds no GPU instance: those
+    # two series are charged to nobody (issue 29), the GPU's own series go to POD_E
+    assert (target.last_attributed, target.last_unattributed, target.last_conflicts) == (
+        9,
+        {"mig_unmatched": 2},
+        0,
+    )
     by_job = {}
-    for metric, _status, _reason, job_id, value in _samples(target):
-        by_job.setdefault(job_id, []).append((metric, value))
+    for metric, _status, reason, job_id, value in _samples(target):
+        by_job.setdefault(job_id or reason, []).append((metric, value))
     assert sorted(by_job[job_e.pk]) == [
-        ("memory_used_mib", 10240.0),
         ("temperature_c", 41.0),
         ("util_percent", 0.0),
-        ("util_percent", 42.0),
         ("xid_last", 79.0),
     ]
+    assert sorted(by_job["mig_unmatched"]) == [("memory_used_mib", 10240.0), ("util_percent", 42.0)]
     assert len(by_job[job_d.pk]) == 6
     # XID 79 (fallen off the bus) takes the device out of the pool
     assert Device.objects.get(uuid="GPU-dddd-1").healthy is False
@@ -257,3 +262,71 @@ def test_temperature_limit_comes_from_the_device_model_config_else_the_default(w
     assert [(e.kind, e.message) for e in device_health_history("GPU-strict").events] == [
         ("temperature", "temperature 85 °C >= limit 80 °C")
     ]
+
+
+def _mig_payload(uuid: str, rows) -> str:
+    return (
+        "".join(
+            f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="0",UUID="{uuid}",Hostname="dgx-2",'
+            f'GPU_I_PROFILE="1g.10gb",GPU_I_ID="{gi}"}} {v}\n'
+            for gi, v in rows
+        )
+        + f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="{uuid}",Hostname="dgx-2"}} 40960\n'
+    )
+
+
+def test_mig_series_join_uuid_and_instance_and_are_counted_when_unmatched(
+    world, exporter_server, client
+):
+    """Issue 29 item 5: a MIG series on a GPU one job holds whole is not that job's tenant's,
+    and a MIG series no booking holds is reported: on the target, the device page and
+    ``/metrics``."""
+    from django.contrib.auth import get_user_model
+
+    from scheduling.models import PlacementMigInstance
+
+    base, routes = exporter_server
+    whole, mig = devices(
+        world["cluster"], "dgx-2", ["GPU-wwww-0", "GPU-mmmm-1"], model="NVIDIA-H100-80GB-HBM3"
+    )
+    job_w, _ = place(world["qa"], "whole", [("GPU-wwww-0", 81920, 100)], started=NOW)
+    job_m, placement_m = place(world["qb"], "slice", [("GPU-mmmm-1", 9856, 14)], started=NOW)
+    PlacementMigInstance.objects.create(
+        placement=placement_m, device=mig, profile="1g.10gb", start=0, size=1, gpu_instance_id=9
+    )
+    routes["/metrics"] = (200, _mig_payload("GPU-wwww-0", [(3, "0.5")]), 0)
+    routes["/mig"] = (200, _mig_payload("GPU-mmmm-1", [(9, "0.25"), (5, "0.75")]), 0)
+    first = _target(world, base, "/metrics", "dcgm", name="dcgm-a")
+    second = _target(world, base, "/mig", "dcgm", name="dcgm-b")
+    assert scrape_target(first.pk, now=NOW) == "ok"
+    assert scrape_target(second.pk, now=NOW) == "ok"
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert _samples(first) == [
+        ("memory_used_mib", "attributed", "", job_w.pk, 40960.0),
+        ("util_percent", "unattributed", "mig_unmatched", None, 50.0),  # never team-a's
+    ]
+    assert _samples(second) == [
+        ("memory_used_mib", "attributed", "", job_m.pk, 40960.0),
+        ("util_percent", "attributed", "", job_m.pk, 25.0),  # (GPU-mmmm-1, GI 9)
+        ("util_percent", "unattributed", "mig_unmatched", None, 75.0),  # GI 5: nobody's
+    ]
+    assert not Sample.objects.filter(tenant=world["team_a"], metric="util_percent").exists()
+    assert (first.last_unattributed, second.last_unattributed) == (
+        {"mig_unmatched": 1},
+        {"mig_unmatched": 1},
+    )
+    metrics = client.get("/metrics").content.decode()
+    for name in ("dcgm-a", "dcgm-b"):
+        assert (
+            f'console_unattributed_series{{cluster="prod",reason="mig_unmatched",target="{name}"}}'
+            " 1.0"
+        ) in metrics
+    admin = get_user_model().objects.create_user("root", password="pw", is_superuser=True)
+    client.force_login(admin)
+    Sample.objects.update(time=datetime.now(tz=UTC))  # the page counts the last hour
+    page = client.get(f"/devices/{whole.uuid}/").content.decode()
+    assert (
+        '<p class="error" id="unmatched-mig">1 MIG series sample in the last hour matched no '
+        "booking of this device"
+    ) in page

@@ -3,8 +3,9 @@
 [--config C]``.
 
 Files are JSON or YAML (YAML needs PyYAML, imported only when a file is not JSON). Prints
-the :func:`place_from_kube` answer as JSON. Exit 0 for any decision (schedulable or not),
-exit 2 with one line ``error: ...`` on stderr for bad input.
+the :func:`place_from_kube` answer as JSON, and one ``warning:`` line on stderr per booking
+of an existing pod on a device its node does not register (``unmatched_bookings``). Exit 0
+for any decision (schedulable or not), exit 2 with one line ``error: ...`` on stderr for bad input.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}".splitlines()[0], file=sys.stderr)  # noqa: T201 - CLI output
         return 2
+    for b in out.get("unmatched_bookings", ()):
+        print(  # noqa: T201 - CLI output
+            f"warning: pod {b['pod']} books device {b['uuid']} that node {b['node']} does not "
+            "register; not counted (as HAMi), its capacity may be in use",
+            file=sys.stderr,
+        )
     print(json.dumps(out, indent=2))  # noqa: T201 - CLI output
     return 0
 

@@ -65,7 +65,10 @@ def place_from_kube(
         ``{"schedulable": True, "node", "containers": [{"name", "devices": [{"uuid", "type",
         "memory_mib", "cores_percent"}]}], "annotations": {...}, "node_scores": {...}}``
         (containers init first then app; ``type`` = registered device model), or
-        ``{"schedulable": False, "reasons": {node: reason}}``.
+        ``{"schedulable": False, "reasons": {node: reason}}``; either with
+        ``"unmatched_bookings"`` when existing pods book devices their node does not
+        register (not counted, as HAMi does not count them; listed as
+        :func:`~scheduling.kube.hami.pods.apply_existing_pods` returns them).
 
     Raises:
         ValueError: bad input, the message names the input (nodes/pods/pod/config) and field.
@@ -73,7 +76,7 @@ def place_from_kube(
     cfg = read_hami_config(config)
     configs = list(cfg.devices)
     snapshot = snapshot_from_kube(_items(nodes_json, "nodes"), configs, now)
-    apply_existing_pods(snapshot, _items(pods_json, "pods"), configs)
+    unmatched = apply_existing_pods(snapshot, _items(pods_json, "pods"), configs)
     pod = pod_request_from_kube(pod_manifest, _as_hami_reads(configs))
     profile = Profile(
         node_policy=node_policy or cfg.node_policy,
@@ -82,8 +85,9 @@ def place_from_kube(
         hami_parity=True,
     )
     decision = place(snapshot, PlacementRequest(pod.name, (pod,)), profile)
+    extra = {"unmatched_bookings": unmatched} if unmatched else {}
     if not decision.schedulable:
-        return {"schedulable": False, "reasons": dict(decision.reasons)}
+        return {"schedulable": False, "reasons": dict(decision.reasons), **extra}
     pa = decision.pods[0]
     devices = {d.uuid: d for n in snapshot.nodes.values() for d in n.devices}
     return {
@@ -92,6 +96,7 @@ def place_from_kube(
         "containers": _containers_json(pa),
         "annotations": decision_annotations(pa, configs, devices, pod_manifest),
         "node_scores": {k: round(v, 6) for k, v in decision.node_scores.items()},
+        **extra,
     }
 
 

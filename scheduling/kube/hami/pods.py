@@ -78,7 +78,7 @@ def encode_pod_devices(containers: list[list[DeviceGrant]] | list[tuple[DeviceGr
 
 def apply_existing_pods(
     snapshot: ClusterSnapshot, pods: list[dict[str, Any]], configs: list[DeviceModelConfig]
-) -> None:
+) -> list[dict[str, Any]]:
     """Book the usage of existing pods in the snapshot (HAMi ``getNodesUsage``).
 
     Device usage: pods with ``hami.io/vgpu-node`` (else ``spec.nodeName``), not in a
@@ -86,11 +86,19 @@ def apply_existing_pods(
     (init vs app, §4.1); init entries are ignored once every init container terminated with
     exit code 0. MIG instances come from ``hami.io/vgpu-mig-allocations``. Host cpu/memory of
     every non-terminal pod bound to a node are added to that node.
-    Problems with one pod (unknown node/device, malformed annotation) are appended to
-    ``snapshot.errors`` and that pod is skipped.
+
+    A grant naming a device its node does not register is not booked (HAMi matches pod
+    devices to the node's devices by id and skips the others) but returned, so the caller
+    can show it; the pod's other grants are booked. Other problems with one pod (unknown
+    node, malformed annotation) are appended to ``snapshot.errors`` and that pod is skipped.
+
+    Returns:
+        The unmatched grants, in pod order: ``[{"pod": "<namespace>/<name>", "node",
+        "container" (index, init first), "uuid", "type", "memory_mib", "cores_percent"}]``.
     """
     keys = [c.allocated_annotation for c in configs if c.allocated_annotation]
     keys = list(dict.fromkeys(keys))
+    unmatched: list[dict[str, Any]] = []
     for i, pod in enumerate(pods):
         meta = pod.get("metadata") or {}
         pname = f"{meta.get('namespace', 'default')}/{meta.get('name', f'pods[{i}]')}"
@@ -114,6 +122,7 @@ def apply_existing_pods(
                 for s in status.get("initContainerStatuses") or [{}]
             )
             per_container = _allocated_grants(ann, keys, pname)
+            unmatched.extend(_drop_unmatched(snapshot, node_name, pname, per_container))
             conts = tuple(
                 ContainerAssignment(str(ci), tuple(g), ci < n_init)
                 for ci, g in sorted(per_container.items())
@@ -122,6 +131,33 @@ def apply_existing_pods(
             apply_assignment(snapshot, PodAssignment(pname, node_name, conts, cpu, mem), +1)
         except ValueError as exc:
             snapshot.errors.append(str(exc))
+    return unmatched
+
+
+def _drop_unmatched(
+    snapshot: ClusterSnapshot, node: str, pname: str, per_container: dict[int, list[DeviceGrant]]
+) -> list[dict[str, Any]]:
+    """Take the grants on devices ``node`` does not register out of ``per_container``
+    (in place) and return them as :func:`apply_existing_pods` reports them."""
+    info = snapshot.nodes[node]
+    out: list[dict[str, Any]] = []
+    for ci, grants in sorted(per_container.items()):
+        kept = [g for g in grants if info.device(g.uuid) is not None]
+        out.extend(
+            {
+                "pod": pname,
+                "node": node,
+                "container": ci,
+                "uuid": g.uuid,
+                "type": g.type,
+                "memory_mib": g.memory_mib,
+                "cores_percent": g.cores_percent,
+            }
+            for g in grants
+            if info.device(g.uuid) is None
+        )
+        per_container[ci] = kept
+    return out
 
 
 def _allocated_grants(

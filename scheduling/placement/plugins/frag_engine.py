@@ -235,7 +235,7 @@ class NodeTable:
 
     def _load(self, i: int, node: NodeInfo) -> None:
         self._count_free(i, -1)
-        if not node.schedulable or node.error:
+        if not node.schedulable or node.error or node.unmatched_bookings():
             self.cpu[i] = -1
             self.mem[i] = -1
         else:

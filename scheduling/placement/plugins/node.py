@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from scheduling.placement import reasons as R
 from scheduling.placement.framework import SUCCESS, Code, CycleState, Status
 from scheduling.placement.plugins import names
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
 
 class NodeRegistration:
-    """Rejects nodes whose device registration could not be parsed (``NodeInfo.error``)."""
+    """Rejects nodes whose device registration could not be parsed (``NodeInfo.error``),
+    and nodes whose registration lost devices that bookings still hold
+    (:meth:`NodeInfo.unmatched_bookings`): their capacity is uncertain until those bookings
+    end or move, so nothing new goes there (reason ``NodeBookingsUnmatched``)."""
 
     name = names.NODE_REGISTRATION
     node_local = True
@@ -19,7 +23,18 @@ class NodeRegistration:
     def filter(self, state: CycleState, pod: PodRequest, node: NodeInfo) -> Status:
         if node.error:
             return Status(Code.UNRESOLVABLE, f"NodeRegistrationError: {node.error}", self.name)
+        unmatched = node.unmatched_bookings()
+        if unmatched:
+            return Status(Code.UNRESOLVABLE, unmatched_reason(unmatched), self.name)
         return SUCCESS
+
+
+def unmatched_reason(uuids: list[str]) -> str:
+    """The ``NodeBookingsUnmatched`` reason naming the devices ``uuids``."""
+    return (
+        f"{R.NODE_BOOKINGS_UNMATCHED}: booked device(s) {', '.join(uuids)} no longer "
+        "registered; the node's capacity is uncertain until their pods end or are rebound"
+    )
 
 
 class NodeUnschedulable:

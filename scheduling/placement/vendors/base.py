@@ -6,7 +6,9 @@ hooks (``prepare``, ``need``, ``custom_check``, ``select_from``, ``node_score``)
 
 Device checks, in HAMi's order (first failing check is the device's reason):
  0 ``DeviceModelInvalid`` (the console's: the device's model config does not resolve)
- 1 ``CardNotHealth``  2 ``CardCordoned``  3 ``CardTypeMismatch`` (type include/exclude, mode)
+ 1 ``CardNotHealth``  2 ``CardCordoned``  3 ``CardTypeMismatch`` (type include/exclude, mode;
+   the console's ``CardTypeUnknown``: a model-excluding request meets a device whose model
+   cannot be read)
  4 NUMA binding (``NumaNotFit``: a partial selection crossing NUMA nodes is discarded)
  5 ``CardUuidMismatch``  6 ``CardTimeSlicingExhausted`` (split count used up)
  7 ``ExclusiveDeviceAllocateConflict`` (device policy ``mutex`` and the device is used)
@@ -47,7 +49,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduling.devices.matching import any_hami_type_matches, any_type_matches, model_key
+from scheduling.devices.matching import (
+    any_hami_type_matches,
+    any_type_matches,
+    model_key,
+    type_excluded,
+    type_known,
+)
 from scheduling.devices.resources import charged_memory_mib, template_counters
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
@@ -303,12 +311,20 @@ class VendorPlugin:
         return [devs[p] for _, p in keyed]
 
     def type_ok(self, dev: DeviceUsage, req: DeviceRequest) -> bool:
-        """Step 3: model include/exclude (whole tokens, or HAMi's substring) and mode."""
-        match = any_hami_type_matches if self.hami_parity else any_type_matches
-        if req.types_include and not match(dev.type, req.types_include):
-            return False
-        if req.types_exclude and match(dev.type, req.types_exclude):
-            return False
+        """Step 3: model include/exclude and mode. The console matches whole model tokens
+        and refuses a device whose model cannot be read to a request that excludes models
+        (:func:`~scheduling.devices.matching.type_excluded`); ``hami_parity`` keeps HAMi's
+        substring test (``checkGPUtype``: ``strings.Contains`` on upper case)."""
+        if self.hami_parity:
+            if req.types_include and not any_hami_type_matches(dev.type, req.types_include):
+                return False
+            if req.types_exclude and any_hami_type_matches(dev.type, req.types_exclude):
+                return False
+        else:
+            if req.types_include and not any_type_matches(dev.type, req.types_include):
+                return False
+            if type_excluded(dev.type, req.types_exclude):
+                return False
         return not (req.modes and dev.mode not in req.modes)
 
     def custom_check(
@@ -517,7 +533,8 @@ class VendorPlugin:
     def _device_filter(self, dev: DeviceUsage, req: DeviceRequest, typed: bool) -> str | None:
         """Why ``dev`` cannot serve ``req`` whatever its usage (HAMi reason), or None: device
         error, unhealthy, cordoned, then (when ``typed``: the request names types or modes)
-        type mismatch."""
+        type mismatch (``CardTypeUnknown`` when the request excludes models and the
+        device's model cannot be read)."""
         if dev.error:
             return R.DEVICE_MODEL_INVALID
         if not dev.healthy:
@@ -525,7 +542,8 @@ class VendorPlugin:
         if dev.cordoned:
             return R.CARD_CORDONED
         if typed and not self.type_ok(dev, req):
-            return R.CARD_TYPE_MISMATCH
+            unknown = req.types_exclude and not self.hami_parity and not type_known(dev.type)
+            return R.CARD_TYPE_UNKNOWN if unknown else R.CARD_TYPE_MISMATCH
         return None
 
     def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:

@@ -3,8 +3,11 @@
 * A device of a present, readable node that its sources stopped reporting gets ``removed_at``
   - unless live placements book it: then it stays (``missing_since`` set, unhealthy, the
   bookings named in ``Device.error``, and "replaced by <uuid>" when another device now sits at
-  its index) until they end; it never turns into free capacity while a pod may still use it.
-  A later sync removes it once its bookings are gone.
+  its index) until they end; it never turns into free capacity while a pod may still use it,
+  and its node takes no new placement meanwhile (``NodeBookingsUnmatched``: which registered
+  device the pod really uses is unknown). Going missing is announced once
+  (``inventory.bookings_unmatched`` event, a warning in the log) and counted in
+  ``console_unmatched_bookings``. A later sync removes it once its bookings are gone.
 * Devices of a node whose registration could not be read, of a pool whose slice could not be
   read, and DRA devices when the slice list failed are kept as they were.
 * A node that vanished gets ``removed_at`` with its devices; its live placements are handled
@@ -14,9 +17,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
+from core.events import INVENTORY_BOOKINGS_UNMATCHED, emit
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Node, PlacementDevice
 from scheduling.services.kube_pod_state import handle_lost_node
@@ -26,6 +31,8 @@ InventoryWriter = Any
 now, report, seen and errored sets, existing nodes)."""
 
 __all__ = ["remove_gone", "remove_vanished_nodes", "broken_pool_devices"]
+
+logger = logging.getLogger(__name__)
 
 
 def broken_pool_devices(w: InventoryWriter):
@@ -89,13 +96,36 @@ def remove_gone(w: InventoryWriter) -> None:
             continue
         since = row.missing_since or w.now
         by = replaced.get((row.node.name, row.index, row.model.vendor), "")
+        text = _missing_text(row, since, booked[row.pk], by)
         Device.objects.filter(pk=row.pk).update(
-            missing_since=since,
-            healthy=False,
-            updated=w.now,
-            error=_missing_text(row, since, booked[row.pk], by),
+            missing_since=since, healthy=False, updated=w.now, error=text
         )
         w.report.devices_missing.append(row.uuid)
+        if row.missing_since is None:
+            _announce_unmatched(w, row, booked[row.pk], by, text)
+
+
+def _announce_unmatched(
+    w: InventoryWriter, row: Device, placements: list[int], replaced_by: str, text: str
+) -> None:
+    """The ``inventory.bookings_unmatched`` event of a booked device gone missing (once, when
+    it first goes missing) and a warning in the log."""
+    logger.warning(
+        "inventory: cluster %s node %s: %s", w.cluster.name, row.node.name, f"{row.uuid} {text}"
+    )
+    emit(
+        INVENTORY_BOOKINGS_UNMATCHED,
+        tenant_id=None,
+        payload={
+            "cluster": w.cluster.name,
+            "node": row.node.name,
+            "device": row.uuid,
+            "placements": placements,
+            "replaced_by": replaced_by,
+            "message": f"device {row.uuid} on node {row.node.name}: {text}; the node takes "
+            "no new placement until these bookings end or are rebound",
+        },
+    )
 
 
 def remove_vanished_nodes(w: InventoryWriter) -> None:
