@@ -37,13 +37,7 @@ from django.utils import timezone
 
 from core import locks
 from scheduling.backends.kubernetes import gateway_for
-from scheduling.choices import (
-    BOOKED_PLACEMENT_STATES,
-    JOB_SOURCE_KUBE,
-    JobKind,
-    JobState,
-    PlacementState,
-)
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
@@ -52,13 +46,8 @@ from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.services.intake_record import emit, record_placement, suspend_object
-from scheduling.services.jobs import (
-    ContainerSpec,
-    JobSpec,
-    PodSetSpec,
-    enqueue_job,
-    spec_bound_errors,
-)
+from scheduling.services.intake_spec import job_spec
+from scheduling.services.jobs import enqueue_job
 from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
@@ -91,79 +80,6 @@ class IntakeReport:
 def _key(kind: str, obj: dict) -> str:
     meta = obj.get("metadata") or {}
     return f"{kind} {meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
-    out = []
-    for c in pod_set.request.containers:
-        if not c.devices:
-            out.append(ContainerSpec(name=c.name, init=c.init, device_count=0))
-            continue
-        if len(c.devices) > 1:
-            raise wl.WorkloadError(
-                f"container {c.name!r} asks for devices of several vendors; "
-                "the console admits one device request per container"
-            )
-        d = c.devices[0]
-        types = list(d.types_include) or ([d.chip] if d.chip else [])
-        out.append(
-            ContainerSpec(
-                name=c.name,
-                init=c.init,
-                vendor=d.vendor,
-                device_count=d.count,
-                device_memory_mib=d.memory_mib,
-                memory_percent=d.memory_percent,
-                cores_percent=min(d.cores_percent, 100),
-                device_types=types,
-                device_types_exclude=list(d.types_exclude),
-            )
-        )
-    return out
-
-
-TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
-"""Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
-``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
-the console's ``inference`` kind is a service it runs itself (never queued)."""
-
-
-def _job_spec(workload: wl.Workload) -> JobSpec:
-    """The console job of a workload: one pod set per template, ``pod_count`` their sum;
-    ``kind`` training for a JobSet or PyTorchJob, else batch.
-
-    Raises:
-        WorkloadError: a container asks several vendors, or a size is beyond the bounds of
-            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
-    """
-    sets = [
-        PodSetSpec(
-            name=p.name[:63],
-            count=p.count,
-            containers=_container_specs(p),
-            cpu_milli=p.request.cpu_milli,
-            host_memory_mib=p.request.memory_mib,
-        )
-        for p in workload.pod_sets
-    ]
-    name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
-    spec = JobSpec(
-        name=name,
-        containers=[],
-        pod_count=workload.pod_count,
-        priority=workload.priority,
-        cpu_milli=sets[0].cpu_milli,
-        host_memory_mib=sets[0].host_memory_mib,
-        source=JOB_SOURCE_KUBE,
-        restart_policy="OnFailure",
-        pod_sets=sets,
-        kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
-        allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
-    )
-    errors = spec_bound_errors(spec)
-    if errors:
-        raise wl.WorkloadError("; ".join(errors))
-    return spec
 
 
 def _refuse(
@@ -231,7 +147,7 @@ def _take_in(
         )
         return None
     try:
-        spec = _job_spec(workload)
+        spec = job_spec(workload)
     except wl.WorkloadError as exc:
         _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
         return None
