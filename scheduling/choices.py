@@ -71,8 +71,9 @@ class QueueStrategy(models.TextChoices):
 class JobState(models.TextChoices):
     """Job lifecycle: queued → admitted → running → succeeded|failed; cancelled from any live
     state. ``admitted`` means placements are reserved and being submitted. ``stopped`` is a
-    notebook stopped by its user, culled when idle or past its lifetime: it holds no device
-    and is not queued until resumed (→ queued)."""
+    notebook stopped by its user, culled when idle or past its lifetime, or a job taken in
+    from a cluster whose user suspended its object: it holds no device and is not queued
+    until resumed (→ queued; for the latter, when the user unsuspends the object)."""
 
     QUEUED = "queued", "Queued"
     ADMITTED = "admitted", "Admitted"

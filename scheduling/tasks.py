@@ -169,6 +169,8 @@ def kube_intake_task(cluster_id: int) -> dict:
         "queued": len(report.queued),
         "released": len(report.released),
         "suspended": len(report.suspended),
+        "stopped": len(report.stopped),
+        "resumed": len(report.resumed),
         "refused": len(report.refused),
         "locked": report.locked_out,
     }

@@ -16,8 +16,10 @@ under an advisory lock):
 3. each known object is brought in line with its job: admitted -> the placement is written
    into the object and it is released (:mod:`scheduling.services.intake_record`); queued ->
    it stays (or is put back) suspended and carries the pending reason (annotation and a
-   ``Pending`` Event whenever the reason changes); finished in the cluster -> the job
-   finishes and its devices are freed; gone from the cluster -> the job is cancelled;
+   ``Pending`` Event whenever the reason changes); suspended by its user once released -> the
+   job is stopped until the user unsuspends it (:mod:`scheduling.services.intake_hold`);
+   finished in the cluster -> the job finishes and its devices are freed; gone from the
+   cluster -> the job is cancelled;
 4. labelled Deployments / StatefulSets get the console's scheduling gate in their pod
    template; each gated Pod is a single-pod job.
 
@@ -37,13 +39,7 @@ from django.utils import timezone
 
 from core import locks
 from scheduling.backends.kubernetes import gateway_for
-from scheduling.choices import (
-    BOOKED_PLACEMENT_STATES,
-    JOB_SOURCE_KUBE,
-    JobKind,
-    JobState,
-    PlacementState,
-)
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
@@ -51,14 +47,10 @@ from scheduling.kube.errors import Expired, KubeError, NotFound, Retryable
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
+from scheduling.services import intake_hold as hold
 from scheduling.services.intake_record import emit, record_placement, suspend_object
-from scheduling.services.jobs import (
-    ContainerSpec,
-    JobSpec,
-    PodSetSpec,
-    enqueue_job,
-    spec_bound_errors,
-)
+from scheduling.services.intake_spec import job_spec
+from scheduling.services.jobs import enqueue_job
 from tenants.selectors import tenant_for_namespace
 
 logger = logging.getLogger(__name__)
@@ -67,6 +59,8 @@ __all__ = ["IntakeReport", "sync_cluster_workloads", "intake_cluster", "SUSPENDA
 
 SUSPENDABLE = ("Job", "JobSet", "PyTorchJob")
 GATED = ("Deployment", "StatefulSet")
+# job states an object's end (finished, deleted) moves: the live ones and stopped (by its user)
+FOLLOWED_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.STOPPED)
 
 
 @dataclass
@@ -82,6 +76,8 @@ class IntakeReport:
     finished: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     gated: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     jobs: dict[str, int] = field(default_factory=dict)
     events: int = 0
@@ -91,79 +87,6 @@ class IntakeReport:
 def _key(kind: str, obj: dict) -> str:
     meta = obj.get("metadata") or {}
     return f"{kind} {meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
-    out = []
-    for c in pod_set.request.containers:
-        if not c.devices:
-            out.append(ContainerSpec(name=c.name, init=c.init, device_count=0))
-            continue
-        if len(c.devices) > 1:
-            raise wl.WorkloadError(
-                f"container {c.name!r} asks for devices of several vendors; "
-                "the console admits one device request per container"
-            )
-        d = c.devices[0]
-        types = list(d.types_include) or ([d.chip] if d.chip else [])
-        out.append(
-            ContainerSpec(
-                name=c.name,
-                init=c.init,
-                vendor=d.vendor,
-                device_count=d.count,
-                device_memory_mib=d.memory_mib,
-                memory_percent=d.memory_percent,
-                cores_percent=min(d.cores_percent, 100),
-                device_types=types,
-                device_types_exclude=list(d.types_exclude),
-            )
-        )
-    return out
-
-
-TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
-"""Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
-``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
-the console's ``inference`` kind is a service it runs itself (never queued)."""
-
-
-def _job_spec(workload: wl.Workload) -> JobSpec:
-    """The console job of a workload: one pod set per template, ``pod_count`` their sum;
-    ``kind`` training for a JobSet or PyTorchJob, else batch.
-
-    Raises:
-        WorkloadError: a container asks several vendors, or a size is beyond the bounds of
-            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
-    """
-    sets = [
-        PodSetSpec(
-            name=p.name[:63],
-            count=p.count,
-            containers=_container_specs(p),
-            cpu_milli=p.request.cpu_milli,
-            host_memory_mib=p.request.memory_mib,
-        )
-        for p in workload.pod_sets
-    ]
-    name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
-    spec = JobSpec(
-        name=name,
-        containers=[],
-        pod_count=workload.pod_count,
-        priority=workload.priority,
-        cpu_milli=sets[0].cpu_milli,
-        host_memory_mib=sets[0].host_memory_mib,
-        source=JOB_SOURCE_KUBE,
-        restart_policy="OnFailure",
-        pod_sets=sets,
-        kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
-        allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
-    )
-    errors = spec_bound_errors(spec)
-    if errors:
-        raise wl.WorkloadError("; ".join(errors))
-    return spec
 
 
 def _refuse(
@@ -231,7 +154,7 @@ def _take_in(
         )
         return None
     try:
-        spec = _job_spec(workload)
+        spec = job_spec(workload)
     except wl.WorkloadError as exc:
         _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
         return None
@@ -280,9 +203,7 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
             "replacement queues as a new job"
         )
     with transaction.atomic():
-        moved = Job.objects.filter(
-            pk=job.pk, state__in=[JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING]
-        ).update(
+        moved = Job.objects.filter(pk=job.pk, state__in=FOLLOWED_STATES).update(
             state=state,
             finished_at=now,
             updated=now,
@@ -307,6 +228,28 @@ def _mark_running(job: Job, now: datetime) -> None:
         JobEvent.objects.create(job=job, kind="running", message="the workload's pods run")
 
 
+def _follow_admitted(
+    api: WorkloadApi,
+    row: KubeWorkload,
+    obj: dict,
+    workload: wl.Workload,
+    job: Job,
+    now: datetime,
+    report: IntakeReport,
+) -> None:
+    """An admitted or running job's object: released (again, when it is still suspended or
+    not yet recorded), stopped when its user suspended it, followed to running."""
+    key = _key(row.kind, obj)
+    if hold.is_users_suspend(job, workload):  # the user's suspend wins (intake_hold)
+        if hold.hold_for_user(api, row, obj, job, now):
+            report.stopped.append(key)
+    elif not row.recorded or workload.suspended:
+        if record_placement(api, row, obj, workload):
+            report.released.append(key)
+    elif workload.active:
+        _mark_running(job, now)
+
+
 def _follow(
     api: WorkloadApi,
     row: KubeWorkload,
@@ -323,16 +266,17 @@ def _follow(
     row.job = job
     key = _key(kind, obj)
     report.jobs[key] = job.pk
-    if workload.finished and job.state in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING):
+    if workload.finished and job.state in FOLLOWED_STATES:
         _finish(row, workload.finished, now, report)
         report.finished.append(key)
         return
+    if job.state == JobState.STOPPED:  # by its user, who may have taken the suspend off now
+        if hold.follow_stopped(api, row, obj, workload, job):
+            report.resumed.append(key)
+            report.suspended.append(key)
+        return
     if job.state in (JobState.ADMITTED, JobState.RUNNING):
-        if not row.recorded or workload.suspended:
-            if record_placement(api, row, obj, workload):
-                report.released.append(key)
-        elif workload.active:
-            _mark_running(job, now)
+        _follow_admitted(api, row, obj, workload, job, now, report)
         return
     if not workload.suspended and not workload.finished:
         # queued (preempted, or the user took the suspend off) or ended in the console
@@ -396,7 +340,7 @@ def _one(
         if (
             kind != "Pod"
             and not workload.suspended
-            and suspend_object(api, row, obj, "waiting for admission by the console")
+            and suspend_object(api, row, obj, hold.WAITING_FOR_ADMISSION)
         ):
             report.suspended.append(_key(kind, obj))
         return

@@ -28,7 +28,7 @@ from scheduling.services import cycle as cycle_service
 from scheduling.services.consolidation_pins import CyclePins
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_terminated
-from scheduling.services.intake import _job_spec
+from scheduling.services.intake_spec import job_spec
 from scheduling.services.usage import check_usage
 from tenants.models import ResourceGroup
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
@@ -280,7 +280,7 @@ def test_objects_taken_in_opt_in_with_the_annotation(value, allowed):
         },
     }
     workload = wl.read_workload("Job", obj, default_device_configs())
-    assert _job_spec(workload).allow_consolidation is allowed
+    assert job_spec(workload).allow_consolidation is allowed
 
 
 # -- the moved job restarts on the planned target (pins) ----------------------------------------

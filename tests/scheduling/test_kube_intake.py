@@ -547,3 +547,84 @@ def test_policy_annotations_in_any_case_are_taken_in_and_unknown_ones_refused(fa
     assert "'sideways' is not one of binpack, spread, topology-aware, mutex" in message
     (event,) = _events(fake, "unknown")
     assert event[:2] == ("InvalidWorkload", "Warning")
+
+
+def test_a_users_suspend_holds_the_job_until_the_user_resumes_it(fake, kube, settings):
+    """kubectl suspends an admitted, running Job: the console frees its devices once the pods
+    had their grace period and keeps the object suspended (the job is ``stopped``) pass after
+    pass; taking the suspend off queues it again, and admission releases it anew."""
+    settings.ADMISSION_TERMINATION_GRACE_S = 30.0
+    cluster, group, _queue = kube
+    fake.put(job_object("hold", gpumem=81920))
+    job_id = _intake(cluster).jobs[f"Job {NS}/hold"]
+    _admit(group, job_id)
+    running = _get(fake, "jobs", "hold")
+    running["status"] = {"active": 1}
+    fake.put(running)
+    _intake(cluster)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    (placement,) = Placement.objects.filter(job_id=job_id)
+
+    # the user: kubectl patch job hold -p '{"spec":{"suspend":true}}'
+    held = _get(fake, "jobs", "hold")
+    held["spec"]["suspend"] = True
+    fake.put(held)
+    report = _intake(cluster)
+    obj = fake.get("jobs", "hold", NS)
+    assert obj["spec"]["suspend"] is True  # not undone
+    assert "affinity" not in obj["spec"]["template"]["spec"]  # the user's template again
+    assert wl.ANNOTATION_ADMITTED not in obj["metadata"].get("annotations", {})
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.STOPPED
+    assert job.pending_reason.startswith(f"suspended by its user in the cluster (Job {NS}/hold)")
+    assert report.stopped == [f"Job {NS}/hold"]
+    placement.refresh_from_db()
+    # the pods keep the devices while the Job controller deletes them (grace period)
+    assert placement.state == PlacementState.TERMINATING
+    assert KubeWorkload.objects.get(job_id=job_id).recorded is False
+    assert ("Suspended", "Normal", job.pending_reason) in _events(fake, "hold")
+
+    # pass after pass, the user's suspend wins; the job is not queued
+    for _ in range(2):
+        _intake(cluster)
+        assert fake.get("jobs", "hold", NS)["spec"]["suspend"] is True
+        assert Job.objects.get(pk=job_id).state == JobState.STOPPED
+    assert run_admission_cycle(group.pk).admitted == []
+    release_due_terminations(timezone.now() + timedelta(seconds=31))
+    placement.refresh_from_db()
+    assert placement.state == PlacementState.RELEASED
+
+    # the user resumes: queued again, held back by the console until admitted
+    resumed = _get(fake, "jobs", "hold")
+    resumed["spec"]["suspend"] = False
+    fake.put(resumed)
+    report = _intake(cluster)
+    assert report.resumed == [f"Job {NS}/hold"]
+    assert fake.get("jobs", "hold", NS)["spec"]["suspend"] is True
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.pending_reason) == (JobState.QUEUED, "")
+    _admit(group, job_id)
+    obj = fake.get("jobs", "hold", NS)
+    assert obj["spec"]["suspend"] is False
+    assert obj["metadata"]["annotations"][wl.ANNOTATION_ADMITTED] == str(job_id)
+    assert Job.objects.get(pk=job_id).state == JobState.ADMITTED
+    kinds = list(Job.objects.get(pk=job_id).events.values_list("kind", flat=True))
+    assert kinds.count("stopped") == 1 and kinds.count("resumed") == 1
+
+
+def test_a_user_suspended_object_deleted_from_the_cluster_cancels_its_job(fake, kube):
+    cluster, group, _queue = kube
+    fake.put(job_object("gone"))
+    job_id = _intake(cluster).jobs[f"Job {NS}/gone"]
+    _admit(group, job_id)
+    held = _get(fake, "jobs", "gone")
+    held["spec"]["suspend"] = True
+    fake.put(held)
+    _intake(cluster)
+    assert Job.objects.get(pk=job_id).state == JobState.STOPPED
+    fake.delete(KINDS[("batch", "jobs")], "v1", NS, "gone", None)
+    _intake(cluster)
+    assert Job.objects.get(pk=job_id).state == JobState.CANCELLED
+    assert set(Placement.objects.filter(job_id=job_id).values_list("state", flat=True)) == {
+        PlacementState.RELEASED
+    }

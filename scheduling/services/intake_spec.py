@@ -1,0 +1,84 @@
+"""What console job a workload taken in from a cluster becomes
+(:mod:`scheduling.services.intake`): one pod set per template, each container's HAMi request
+as a :class:`~scheduling.services.jobs.ContainerSpec`."""
+
+from __future__ import annotations
+
+from scheduling.choices import JOB_SOURCE_KUBE, JobKind
+from scheduling.kube import workloads as wl
+from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, spec_bound_errors
+
+__all__ = ["job_spec", "TRAINING_OBJECT_KINDS"]
+
+
+def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
+    out = []
+    for c in pod_set.request.containers:
+        if not c.devices:
+            out.append(ContainerSpec(name=c.name, init=c.init, device_count=0))
+            continue
+        if len(c.devices) > 1:
+            raise wl.WorkloadError(
+                f"container {c.name!r} asks for devices of several vendors; "
+                "the console admits one device request per container"
+            )
+        d = c.devices[0]
+        types = list(d.types_include) or ([d.chip] if d.chip else [])
+        out.append(
+            ContainerSpec(
+                name=c.name,
+                init=c.init,
+                vendor=d.vendor,
+                device_count=d.count,
+                device_memory_mib=d.memory_mib,
+                memory_percent=d.memory_percent,
+                cores_percent=min(d.cores_percent, 100),
+                device_types=types,
+                device_types_exclude=list(d.types_exclude),
+            )
+        )
+    return out
+
+
+TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
+"""Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
+``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
+the console's ``inference`` kind is a service it runs itself (never queued)."""
+
+
+def job_spec(workload: wl.Workload) -> JobSpec:
+    """The console job of a workload: one pod set per template, ``pod_count`` their sum;
+    ``kind`` training for a JobSet or PyTorchJob, else batch.
+
+    Raises:
+        WorkloadError: a container asks several vendors, or a size is beyond the bounds of
+            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
+    """
+    sets = [
+        PodSetSpec(
+            name=p.name[:63],
+            count=p.count,
+            containers=_container_specs(p),
+            cpu_milli=p.request.cpu_milli,
+            host_memory_mib=p.request.memory_mib,
+        )
+        for p in workload.pod_sets
+    ]
+    name = f"{workload.kind}/{workload.namespace}/{workload.name}"[:200]
+    spec = JobSpec(
+        name=name,
+        containers=[],
+        pod_count=workload.pod_count,
+        priority=workload.priority,
+        cpu_milli=sets[0].cpu_milli,
+        host_memory_mib=sets[0].host_memory_mib,
+        source=JOB_SOURCE_KUBE,
+        restart_policy="OnFailure",
+        pod_sets=sets,
+        kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
+        allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
+    )
+    errors = spec_bound_errors(spec)
+    if errors:
+        raise wl.WorkloadError("; ".join(errors))
+    return spec
