@@ -31,6 +31,7 @@ from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, 
 from scheduling.admission.policy import PreemptionPolicy, above_borrowing_threshold, policy_verdict
 from scheduling.admission.running_index import Jobs, RunningIndex
 from scheduling.admission.types import (
+    Charges,
     CycleConfig,
     FlavorResource,
     GroupKind,
@@ -57,6 +58,8 @@ class CycleView(Protocol):
     group_kind: GroupKind
 
     def class_preemptible(self, name: str | None) -> bool: ...  # noqa: D102
+
+    def quota_charges(self, workload: RunningWorkload) -> Charges: ...  # noqa: D102
 
 
 class Variant(IntEnum):
@@ -143,17 +146,24 @@ class Search:
         """Kueue ``WorkloadUsesResources``: it holds a flavor resource that needs preemption."""
         return any(workload.charges.get(fr, 0) > 0 for fr in self.ask.frs)
 
+    def charges(self, workload: RunningWorkload) -> Charges:
+        """What evicting ``workload`` frees in the cycle's quota tree: nothing for a victim
+        of an earlier preemptor of the cycle, whose charges the search runs without (Kueue
+        ``fits`` in ``pkg/scheduler/scheduler.go``); only its devices the preemptor's hold
+        leaves are freed."""
+        return self.cycle.quota_charges(workload)
+
     def remove(self, workload: RunningWorkload) -> None:
         """Take ``workload`` out of the tree and the placer (simulated eviction)."""
         self.undo[workload.id] = self.cycle.placer.remove(workload.id)
         self.tried = True
-        self.cycle.tree.remove(workload.tenant, workload.charges)
+        self.cycle.tree.remove(workload.tenant, self.charges(workload))
         self.rejected.pop(workload.id, None)
 
     def restore(self, workload: RunningWorkload) -> None:
         """Undo :meth:`remove`."""
         self.undo.pop(workload.id)()
-        self.cycle.tree.add(workload.tenant, workload.charges)
+        self.cycle.tree.add(workload.tenant, self.charges(workload))
 
     def place(self) -> PlacementOutcome:
         """Where the job lands on the placer's current state (the quota tree plays no part)."""

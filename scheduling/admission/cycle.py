@@ -23,9 +23,14 @@
    needs preemption issues it and is **not** admitted in this cycle (Kueue ``processEntry``):
    the victims keep their quota and devices until their pods are gone, the preemptor's
    charges and devices are held for the rest of the cycle on top of them (conservative
-   double counting, Kueue ``cq.AddUsage``), so nothing else can take that capacity; it waits
+   double counting, Kueue ``cq.AddUsage``), so no admission can take that capacity; it waits
    (``WaitingForPreemptedWorkloads``) and is admitted in a later cycle once the victims are
-   gone. A terminating victim is never preempted twice.
+   gone. A later preemption search of the cycle sees the cycle's victims removed instead
+   (Kueue ``fits``: ``SimulateWorkloadRemoval`` of every workload preempted in the cycle):
+   the preemptor's hold takes their quota, counted once, so another preemptor of the cohort
+   can preempt other, disjoint victims in the same cycle; a victim of the cycle frees no more
+   quota in that search, only the devices the hold leaves (a later job may wait for it too).
+   A terminating victim is never preempted twice.
 5. **Verdicts.** Every job left pending gets its queue position and a reason naming the
    rule that blocked it, with the preemption candidates rejected and why.
 
@@ -35,7 +40,8 @@ Ties are broken by workload id, so a cycle is deterministic for a given snapshot
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -166,7 +172,8 @@ class AdmissionCycle:
         self.failures: dict[str, _Failure] = {}
         self.blocked_by: dict[str, str] = {}
         self.issued: set[str] = set()
-        self.holds: dict[str, tuple[str, Mapping]] = {}
+        self.victims: dict[str, RunningWorkload] = {}
+        self._victims_out = False
         self.penalties: dict[str, float] = {}
         self.version = 0
         self.reservations = Reservations(self)
@@ -184,6 +191,30 @@ class AdmissionCycle:
         """The job's own flag and its priority class's (our extra: such a job never
         borrows)."""
         return entry.preemptible and self.class_preemptible(entry.priority_class)
+
+    def quota_charges(self, workload: RunningWorkload) -> Charges:
+        """What evicting ``workload`` frees in the quota tree now: its charges, or nothing
+        for a victim of this cycle inside :meth:`victims_removed` (already out)."""
+        return {} if self._victims_out and workload.id in self.victims else workload.charges
+
+    @contextmanager
+    def victims_removed(self) -> Iterator[None]:
+        """Take the charges of this cycle's preemption victims out of the quota tree while
+        the block runs (a preemption search: Kueue ``fits`` simulates their removal, their
+        preemptors' holds stay), and put them back after."""
+        if self._victims_out:  # nested: already out
+            yield
+            return
+        out = list(self.victims.values())
+        for workload in out:
+            self.tree.remove(workload.tenant, workload.charges)
+        self._victims_out = True
+        try:
+            yield
+        finally:
+            self._victims_out = False
+            for workload in reversed(out):
+                self.tree.add(workload.tenant, workload.charges)
 
     # -- driver -----------------------------------------------------------------------------------
 
@@ -210,8 +241,8 @@ class AdmissionCycle:
                 ):
                     self.blocked_by[entry.queue] = entry.id
                 cursor[entry.queue] += 1
-        while self._hold_undo:  # the holds of waiting preemptors end with the cycle
-            self._hold_undo.pop()()
+        while self._hold_undo:  # the holds of waiting preemptors end with the cycle,
+            self._hold_undo.pop()()  # their victims count again
         reservations, expired = self.reservations.results()
         return CycleResult(
             admitted=tuple(self.admitted),
@@ -229,10 +260,7 @@ class AdmissionCycle:
 
     def _usage(self) -> dict[str, dict]:
         usage = {t: self.tree.own_usage(t) for t in self.tree.tenant_names()}
-        for tenant, charges in self.holds.values():
-            for fr, amount in merge_charges(charges).items():
-                usage[tenant][fr] = usage[tenant].get(fr, 0) - amount
-        return {t: {fr: a for fr, a in u.items() if a} for t, u in usage.items() if any(u.values())}
+        return {t: u for t, u in usage.items() if u}
 
     # -- phase 1: queue heads ---------------------------------------------------------------------
 
@@ -361,7 +389,8 @@ class AdmissionCycle:
 
     def _wait(self, entry: PendingWorkload, attempt: FlavorTry) -> None:
         """Issue the preemptions (victims not terminating and not already issued) and hold
-        the preemptor's charges and devices on top of the victims for the rest of the cycle.
+        the preemptor's charges and devices on top of the victims for the rest of the cycle;
+        later preemption searches see the victims removed (:meth:`victims_removed`).
         """
         assert attempt.outcome is not None
         grace = self.now + timedelta(seconds=self.config.termination_grace_s)
@@ -384,10 +413,7 @@ class AdmissionCycle:
                     evict_by=grace,
                 )
             )
-        self._hold_undo.append(self.placer.reserve(entry, attempt.outcome))
-        self.tree.add(entry.tenant, attempt.outcome.charges)
-        self.holds[entry.id] = (entry.tenant, attempt.outcome.charges)
-        self.version += 1
+        self._hold(entry, attempt.outcome, [t.workload for t in attempt.targets])
         waiting = tuple(t.workload.id for t in attempt.targets)
         own = [t.workload.id for t in attempt.targets if t.workload.tenant == entry.tenant]
         others = len(waiting) - len(own)
@@ -398,6 +424,18 @@ class AdmissionCycle:
             f"{max(evict_by).isoformat()})"
         )
         self.failures[entry.id] = _Failure(PendingCode.WAITING_FOR_PREEMPTED, reason, (), waiting)
+
+    def _hold(
+        self, entry: PendingWorkload, outcome: PlacementOutcome, victims: list[RunningWorkload]
+    ) -> None:
+        """Hold ``outcome`` for the waiting ``entry`` until the cycle ends (devices and
+        charges, on top of its still running victims) and record the victims."""
+        for workload in victims:
+            self.victims.setdefault(workload.id, workload)
+        self._hold_undo.append(self.placer.reserve(entry, outcome))
+        self.tree.add(entry.tenant, outcome.charges)
+        self._hold_undo.append(lambda: self.tree.remove(entry.tenant, outcome.charges))
+        self.version += 1
 
     # -- phase 5: verdicts ------------------------------------------------------------------------
 

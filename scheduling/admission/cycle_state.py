@@ -8,6 +8,7 @@ imports them: no import circle).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from scheduling.admission.candidates import CycleView
@@ -37,3 +38,5 @@ class CycleState(CycleView, Protocol):
     holders: dict[str, Any]
 
     def effective_preemptible(self, entry: PendingWorkload) -> bool: ...  # noqa: D102
+
+    def victims_removed(self) -> AbstractContextManager[None]: ...  # noqa: D102

@@ -245,9 +245,10 @@ class _Run:
             return False
         while ordering.has_jobs(node):
             workload = ordering.pop(node)
-            tree.remove(workload.tenant, workload.charges)
+            charges = self.search.charges(workload)
+            tree.remove(workload.tenant, charges)
             target_new = dominant_share(tree, pair[1])
-            tree.add(workload.tenant, workload.charges)
+            tree.add(workload.tenant, charges)
             if strategy_passes(strategy, preemptor_new, target_old, target_new):
                 message = self._message(workload, strategy, preemptor_new, target_old, target_new)
                 return self.take(workload, PreemptionReason.FAIR_SHARING, message)

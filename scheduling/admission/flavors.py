@@ -317,7 +317,14 @@ def _gate(
 
 
 def _oracle(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
-    """Run the preemption search; the mode is Preempt/Reclaim or no candidates."""
+    """Run the preemption search with the cycle's victims taken out of the quota tree
+    (Kueue ``fits``: ``SimulateWorkloadRemoval`` of the workloads preempted in the cycle);
+    the mode is Preempt/Reclaim or no candidates."""
+    with cycle.victims_removed():
+        return _search(cycle, ask, attempt)
+
+
+def _search(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     search = Search(cycle, ask)
     if cycle.fair_sharing:
         targets = fair_targets(search, cycle.strategies)
@@ -335,10 +342,10 @@ def _oracle(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     tree = cycle.tree
     own = any(t.workload.tenant == ask.entry.tenant for t in targets)
     for target in targets:
-        tree.remove(target.workload.tenant, target.workload.charges)
+        tree.remove(target.workload.tenant, search.charges(target.workload))
     borrow = tree.borrowing_height(ask.entry.tenant, search.outcome.charges)
     for target in targets:
-        tree.add(target.workload.tenant, target.workload.charges)
+        tree.add(target.workload.tenant, search.charges(target.workload))
     return FlavorTry(
         Mode.PREEMPT if own else Mode.RECLAIM,
         borrow,

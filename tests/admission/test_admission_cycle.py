@@ -314,9 +314,9 @@ def test_two_lenders_reclaim_distinct_victims_in_one_cycle():
         ("b4", "a1", PreemptionReason.RECLAIM_WITHIN_COHORT),
         ("b3", "c1", PreemptionReason.RECLAIM_WITHIN_COHORT),
     ]
-    # a1's charges are held on top of the terminating b4 (Kueue's conservative double
-    # counting), so c1 needs b4 gone as well as b3
-    assert waiting(result) == {"a1": ("b4",), "c1": ("b4", "b3")}
+    # a1's charges are held in place of b4's (Kueue fits: the cycle's victims removed), so
+    # c1 waits for its own victim only (issue 29; it used to wait for b4 as well)
+    assert waiting(result) == {"a1": ("b4",), "c1": ("b3",)}
     assert result.usage["team-b"][("a100", "devices")] == 8000  # still charged
     w.finish("b4")
     w.finish("b3")

@@ -197,10 +197,10 @@ def test_quota_shrink_dry_run_lists_the_jobs_that_would_go_over(api, cohort):
     assert a2.pending_reason.splitlines()[0].startswith(
         f"tenant team-a, group g1, flavor {A100}, devices: needs 1000"
     )
-    # (fair sharing is on: the rejected candidates are counted per strategy that refused them)
+    # (a1's hold replaces b1's charges for the rest of the cycle, so team-b is back within
+    # its nominal and both its jobs are rejected with that rule: issue 29)
     assert a2.pending_reason.splitlines()[-1] == (
-        "preemption: 2 job(s) of other tenants rejected: fair sharing LessThanInitialShare "
-        "x1, fair sharing LessThanOrEqualToFinalShare x1"
+        "preemption: 2 job(s) of other tenants rejected: borrower within nominal x2"
     )
     _grace_over()
     assert run_admission_cycle(group.pk).admitted == [a_jobs[1].pk]
