@@ -107,10 +107,13 @@ def store_start_ranges(now: datetime | None = None) -> int:
     return len(groups)
 
 
-def _start_ranges(group_ids: set[int], now: datetime) -> dict[int, StartRange | None]:
+def _start_ranges(
+    group_ids: set[int], now: datetime, *, compute_missing: bool = True
+) -> dict[int, StartRange | None]:
     """Start ranges of the queued jobs of these groups: the stored ones (one cache read);
     a group not stored (the gauges task has not run yet, or the cache is down) is computed
-    now and stored. A job queued after the last store has none until the next one."""
+    now and stored, unless ``compute_missing`` is False (its jobs then have none). A job
+    queued after the last store has none until the next one."""
     ranges: dict[int, StartRange | None] = {}
     try:
         stored = cache.get_many([_ranges_key(pk) for pk in group_ids])
@@ -119,7 +122,7 @@ def _start_ranges(group_ids: set[int], now: datetime) -> dict[int, StartRange | 
     missing = [pk for pk in group_ids if _ranges_key(pk) not in stored]
     for value in stored.values():
         ranges.update(value)
-    if missing:
+    if missing and compute_missing:
         models = PresentModels.present()
         for group in ResourceGroup.objects.filter(pk__in=missing):
             computed = group_start_ranges(group, now, models)
@@ -151,10 +154,13 @@ def _positions(wanted: set[int]) -> dict[int, tuple[int, int]]:
         return {job_id: (group_id, pos) for job_id, group_id, pos in cursor.fetchall()}
 
 
-def queue_slots(jobs, now: datetime | None = None, *, fresh: bool = False) -> dict[int, QueueSlot]:
+def queue_slots(
+    jobs, now: datetime | None = None, *, fresh: bool = False, stored_only: bool = False
+) -> dict[int, QueueSlot]:
     """``{job id: QueueSlot}`` for the queued jobs among ``jobs``: one query for the
     positions, one cache read for the start ranges the gauges task stored
-    (:func:`store_start_ranges`), whatever the numbers of jobs and devices.
+    (:func:`store_start_ranges`), whatever the numbers of jobs and devices (a group not
+    stored yet is computed now: five queries per group).
 
     Args:
         jobs: an iterable of Job instances (e.g. one page of a list).
@@ -162,6 +168,8 @@ def queue_slots(jobs, now: datetime | None = None, *, fresh: bool = False) -> di
         fresh: compute the start ranges now (five queries per group, reading every device
             and holding job of the group: one job's detail page and API answer), not the
             stored ones.
+        stored_only: read the stored start ranges only (a group not stored yet gives its
+            jobs none): exactly two round trips whatever the jobs (the API's lists).
     """
     now = now or timezone.now()
     jobs = list(jobs)
@@ -176,5 +184,5 @@ def queue_slots(jobs, now: datetime | None = None, *, fresh: bool = False) -> di
         for group in ResourceGroup.objects.filter(pk__in=groups):
             ranges.update(group_start_ranges(group, now, models))
     else:
-        ranges = _start_ranges(groups, now)
+        ranges = _start_ranges(groups, now, compute_missing=not stored_only)
     return {job_id: QueueSlot(pos, ranges.get(job_id)) for job_id, (_g, pos) in positions.items()}

@@ -3,15 +3,20 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from core.api.filters import StrictPageNumberPagination
 from scheduling.models import Job, Preemption
+from scheduling.selectors.job_board import store_start_ranges
 from scheduling.services.cycle import run_admission_cycle
 from tests.builders import A100, gpu_job, make_user
 
 pytestmark = pytest.mark.django_db
 
 WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
+QUEUED_LIST_QUERIES = 6
 
 
 @pytest.fixture
@@ -95,9 +100,67 @@ def test_job_detail_has_reason_position_and_eta(api, world):
     earliest = timezone.datetime.fromisoformat(body["estimated_start"])
     latest = timezone.datetime.fromisoformat(body["estimated_start_latest"])
     assert timedelta(seconds=595) <= earliest - now <= latest - now <= timedelta(seconds=610)
-    assert api.get("/api/jobs/").json()["results"][0]["queue_position"] is None
     api.force_authenticate(world["bob"])
     assert api.get(f"/api/jobs/{jobs[3].pk}/").status_code == 404
+
+
+def _queued_world(world, now, waiting):
+    """a0 and a1 hold the 4 devices (started 400 s ago, 1000 s declared), ``waiting`` jobs of
+    2 devices wait in team-a's queue; the gauges task has stored the start ranges."""
+    qa = world["qa"]
+    held = [gpu_job(qa, f"a{i}", count=2, memory_percent=100, cores=100) for i in range(2)]
+    assert run_admission_cycle(world["group"].pk).admitted == [j.pk for j in held]
+    Job.objects.filter(pk__in=[j.pk for j in held]).update(
+        started_at=now - timedelta(seconds=400), duration_s=1000
+    )
+    queued = [
+        gpu_job(qa, f"w{i}", count=2, memory_percent=100, cores=100, duration_s=100)
+        for i in range(waiting)
+    ]
+    store_start_ranges(now)
+    return queued
+
+
+def test_job_list_has_position_and_eta_of_queued_jobs(api, world):
+    now = timezone.now()
+    queued = _queued_world(world, now, waiting=3)
+    api.force_authenticate(world["vera"])
+    rows = api.get("/api/jobs/?state=queued").json()["results"]
+    assert [r["id"] for r in rows] == [j.pk for j in reversed(queued)]  # newest first
+    assert [r["queue_position"] for r in rows] == [3, 2, 1]
+    # the devices free up in 600 s: w0 and w1 start then (2 devices each), w2 after w0 or
+    # w1 ends (100 s later)
+    starts = [timezone.datetime.fromisoformat(r["estimated_start"]) - now for r in rows]
+    assert [round(s.total_seconds()) for s in starts] == [700, 600, 600]
+    # the detail computes the same range now (from the clock of the request)
+    detail = api.get(f"/api/jobs/{queued[2].pk}/").json()
+    assert detail["queue_position"] == rows[0]["queue_position"]
+    gap = timezone.datetime.fromisoformat(detail["estimated_start"]) - now - starts[0]
+    assert abs(gap.total_seconds()) < 5
+    # a job queued since the gauges task stored the ranges has its position, no range yet
+    later = gpu_job(world["qa"], "later", count=2, memory_percent=100, cores=100)
+    row = api.get("/api/jobs/?state=queued").json()["results"][0]
+    assert (row["id"], row["queue_position"], row["estimated_start"]) == (later.pk, 4, None)
+    running = api.get("/api/jobs/?state=admitted").json()["results"]
+    assert [(r["queue_position"], r["estimated_start"]) for r in running] == [(None, None)] * 2
+
+
+@pytest.mark.parametrize("page_size", [2, 8])
+def test_job_list_positions_cost_the_same_queries_at_any_page_size(
+    api, world, page_size, monkeypatch
+):
+    now = timezone.now()
+    _queued_world(world, now, waiting=8)
+    monkeypatch.setattr(StrictPageNumberPagination, "page_size", page_size)
+    api.force_authenticate(world["vera"])
+    with CaptureQueriesContext(connection) as queries:
+        rows = api.get("/api/jobs/?state=queued").json()["results"]
+    assert len(rows) == page_size
+    assert [r["queue_position"] for r in rows] == list(range(8, 8 - page_size, -1))
+    assert all(r["estimated_start"] for r in rows)
+    # the user's tenants, count, page, containers, placements, positions (the start ranges
+    # are one cache read): the same at 2 and at 8 jobs
+    assert len(queries) == QUEUED_LIST_QUERIES, [q["sql"] for q in queries.captured_queries]
 
 
 def test_job_dry_run_says_where_and_whom_it_preempts_without_saving(api, world):

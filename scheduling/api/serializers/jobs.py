@@ -57,12 +57,31 @@ class PlacementSerializer(serializers.ModelSerializer):
         ]
 
 
+class JobListSerializer(serializers.ListSerializer):
+    """A page of jobs: the queue positions and start ranges of its queued jobs are read once
+    for the whole page (:func:`scheduling.selectors.job_board.queue_slots` with the start
+    ranges the gauges task stored, ``stored_only``: one query for the positions and one
+    cache read, whatever the page size and the groups), then each job's fields read them
+    from the context."""
+
+    def to_representation(self, data):
+        jobs = list(data.all() if hasattr(data, "all") else data)
+        slots = queue_slots(jobs, timezone.now(), stored_only=True)
+        self.context["_queue_info"] = {
+            job.pk: (slots[job.pk].position, slots[job.pk].eta) if job.pk in slots else (None, None)
+            for job in jobs
+        }
+        return super().to_representation(jobs)
+
+
 class JobSerializer(serializers.ModelSerializer):
     """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
     ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
-    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job on
-    the detail endpoint only (null in lists, for other states and for a job that asks more
-    than its group has)."""
+    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job:
+    the detail endpoint computes the range now; a list reads the ranges the gauges task
+    stored (:class:`JobListSerializer`; a job queued since the last store has a position and
+    no range until the next one). Null for other states, for a job that asks more than its
+    group has, and in the replies of writes."""
 
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
@@ -85,6 +104,7 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
+        list_serializer_class = JobListSerializer
         fields = [
             "id",
             "name",
@@ -158,6 +178,9 @@ class JobSerializer(serializers.ModelSerializer):
         return round(left, 1) if left is not None else None
 
     def _queue_info(self, job):
+        cache = self.context.get("_queue_info")
+        if cache is not None and job.pk in cache:  # a list page (JobListSerializer)
+            return cache[job.pk]
         if not self.context.get("detail"):
             return None, None
         cache = self.context.setdefault("_queue_info", {})
