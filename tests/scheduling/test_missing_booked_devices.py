@@ -81,8 +81,9 @@ def events():
 
 
 def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(
-    fake, tmp_path, client, events, django_capture_on_commit_callbacks
+    fake, tmp_path, client, events, django_capture_on_commit_callbacks, settings
 ):
+    settings.METRICS_TOKEN = "scrape-token-0123456789"  # /metrics needs it
     cluster = make_kube_cluster(fake, tmp_path)
     fake.put(_node(("GPU-aaaa", 0), ("GPU-bbbb", 1)))
     assert sync_cluster_inventory(cluster.pk, now=NOW).errors == []
@@ -130,7 +131,9 @@ def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(
         f"device GPU-bbbb on node gpu-1: {rows['GPU-bbbb'].error}; the node takes no new "
         "placement until these bookings end or are rebound"
     )
-    metrics = client.get("/metrics").content.decode()
+    metrics = client.get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789"
+    ).content.decode()
     assert f'console_unmatched_bookings{{cluster="{cluster.name}",node="gpu-1"}} 2.0' in metrics
 
     # the bookings hold, and which card their pods really use is unknown: the node's
@@ -173,7 +176,9 @@ def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(
     for job in more:
         job.refresh_from_db()
         assert "NodeBookingsUnmatched: booked device(s) GPU-bbbb no longer" in job.pending_reason
-    metrics = client.get("/metrics").content.decode()
+    metrics = client.get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789"
+    ).content.decode()
     assert f'console_unmatched_bookings{{cluster="{cluster.name}",node="gpu-1"}} 1.0' in metrics
 
     # its pod ends too: the booking is reconciled, the new card takes one of the jobs
@@ -181,4 +186,9 @@ def test_a_vanished_or_replaced_booked_device_stays_booked_until_its_pod_ends(
     admitted = run_admission_cycle(group.pk).admitted
     assert len(admitted) == 1 and admitted[0] in {j.pk for j in more}
     assert PlacementDevice.objects.get(placement__job_id=admitted[0]).device.uuid == "GPU-cccc"
-    assert "console_unmatched_bookings{" not in client.get("/metrics").content.decode()
+    assert (
+        "console_unmatched_bookings{"
+        not in client.get(
+            "/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789"
+        ).content.decode()
+    )

@@ -276,11 +276,12 @@ def _mig_payload(uuid: str, rows) -> str:
 
 
 def test_mig_series_join_uuid_and_instance_and_are_counted_when_unmatched(
-    world, exporter_server, client
+    world, exporter_server, client, settings
 ):
     """Issue 29 item 5: a MIG series on a GPU one job holds whole is not that job's tenant's,
     and a MIG series no booking holds is reported: on the target, the device page and
     ``/metrics``."""
+    settings.METRICS_TOKEN = "scrape-token-0123456789"  # /metrics needs it
     from django.contrib.auth import get_user_model
 
     from scheduling.models import PlacementMigInstance
@@ -316,7 +317,9 @@ def test_mig_series_join_uuid_and_instance_and_are_counted_when_unmatched(
         {"mig_unmatched": 1},
         {"mig_unmatched": 1},
     )
-    metrics = client.get("/metrics").content.decode()
+    metrics = client.get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789"
+    ).content.decode()
     for name in ("dcgm-a", "dcgm-b"):
         assert (
             f'console_unattributed_series{{cluster="prod",reason="mig_unmatched",target="{name}"}}'
