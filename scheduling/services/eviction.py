@@ -188,11 +188,9 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     for job in due:
         message = f"exceeded its maximum runtime of {job.max_runtime_s:g}s"
         with transaction.atomic():
-            moved = (
-                lock_rows(Job)
-                .filter(pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING])
-                .update(state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
-            )
+            moved = Job.objects.filter(  # the UPDATE takes the job's row lock itself
+                pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]
+            ).update(state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
             if not moved:
                 continue
             placements = list(

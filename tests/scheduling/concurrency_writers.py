@@ -170,7 +170,6 @@ WRITERS: tuple[tuple[float, Callable[[random.Random, WriterContext, Counter], No
 
 def run_some(rng: random.Random, ctx: WriterContext, stats: Counter) -> None:
     """Each writer of :data:`WRITERS` with its probability, in a random order."""
-    for _, writer in sorted(WRITERS, key=lambda _w: rng.random()):
-        probability = next(p for p, w in WRITERS if w is writer)
+    for probability, writer in rng.sample(WRITERS, len(WRITERS)):
         if rng.random() < probability:
             writer(rng, ctx, stats)

@@ -6,16 +6,13 @@ the second waits for it and then opens none."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection, transaction
 from django.utils import timezone
 
 from telemetry.models import CapacityAlert
 from telemetry.services.gauges import _update_alert
 from tests.builders import make_cluster, make_group, make_tenant
-from tests.waits import lock_waiters, until
+from tests.waits import replay_two_writers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,35 +22,10 @@ def test_two_gauges_runs_open_one_capacity_alert():
     group = make_group("pool", selector={"pool": "c1"})
     make_tenant("t1", group, devices_milli=3000)  # guaranteed 3,000: short
     now = timezone.now()
-    first_wrote, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def first() -> None:
-        try:
-            with transaction.atomic():  # its alert written, not committed yet
-                _update_alert(group, "*", 2000, 3000, now)
-                first_wrote.set()
-                release.wait(20)
-        finally:
-            first_wrote.set()
-            connection.close()
-
-    def second() -> None:
-        try:
-            _update_alert(group, "*", 2000, 3000, now)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    threads[0].start()
-    assert first_wrote.wait(20)
-    threads[1].start()
-    until(lambda: lock_waiters() >= 1, "the second run to wait for the first's alert")
-    release.set()
-    for thread in threads:
-        thread.join(20)
+    errors = replay_two_writers(
+        lambda: _update_alert(group, "*", 2000, 3000, now),
+        "the second run to wait for the first's alert",
+    )
     assert errors == []
     assert list(
         CapacityAlert.objects.filter(resource_group=group).values_list(
