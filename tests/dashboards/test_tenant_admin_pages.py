@@ -114,3 +114,22 @@ def test_navigation_links_only_pages_the_role_may_open(client, demo, who):
     opened = {url: client.get(url).status_code for url in links}
     assert opened == dict.fromkeys(links, 200)
     assert ("/simulations/" in links) is (who in ("admin", "dave"))
+
+
+@pytest.mark.parametrize(
+    ("who", "tenant", "status"),
+    [
+        ("dave", "team-nlp", 200),
+        ("dave", "team-vision", 200),
+        ("dave", "platform", 404),
+        ("alice", "team-vision", 404),
+        ("alice", "research", 404),
+    ],
+)
+def test_cost_and_efficiency_cover_the_tenants_the_pages_show(client, demo, who, tenant, status):
+    api = _api(demo[who])
+    for url in ("/api/telemetry/cost/", "/api/telemetry/efficiency/", "/api/telemetry/idle-jobs/"):
+        assert api.get(url, {"tenant": tenant}).status_code == status, url
+    client.force_login(demo[who])
+    page = client.get(f"/tenants/{tenant}/").status_code
+    assert page == status
