@@ -79,6 +79,25 @@ def get_visible_tenant_ids(user) -> set[int] | None:
     return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
 
 
+def visible_tenant_ids_by_user() -> dict[int, set[int]]:
+    """``{user id: tenant ids}`` of every user with a membership: the tenants
+    :func:`get_visible_tenant_ids` gives that user, for all users in two queries (the
+    gauges task's per-user overview scopes). Platform admins get their memberships' rule
+    here too; callers treat them as unrestricted."""
+    children: dict[int, set[int]] = {}
+    for pk, parent in Tenant.objects.filter(parent__isnull=False).values_list("pk", "parent_id"):
+        children.setdefault(parent, set()).add(pk)
+    visible: dict[int, set[int]] = {}
+    for user_id, tenant_id, role in Membership.objects.values_list("user_id", "tenant_id", "role"):
+        seen = visible.setdefault(user_id, set())
+        seen.add(tenant_id)
+        frontier = set(children.get(tenant_id, ())) if role == Role.TENANT_ADMIN else set()
+        while frontier:
+            seen |= frontier
+            frontier = {c for t in frontier for c in children.get(t, ())} - seen
+    return visible
+
+
 def submit_memberships(user) -> QuerySet[Membership]:
     """The user's memberships with one of :data:`SUBMIT_ROLES` (lazy: usable as a subquery,
     ``tenant_id__in=submit_memberships(user).values("tenant_id")``)."""

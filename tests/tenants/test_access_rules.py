@@ -14,7 +14,12 @@ from rest_framework.test import APIClient
 from scheduling.models import Queue
 from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from tenants.models import Tenant
-from tenants.selectors import Access, tenant_access
+from tenants.selectors import (
+    Access,
+    get_visible_tenant_ids,
+    tenant_access,
+    visible_tenant_ids_by_user,
+)
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +119,21 @@ def test_api_pages_and_dry_run_allow_the_same_queues(client, tree, who):
             fields = resp.json()["error"]["fields"]
             refused = "queue" in fields or "jobs[0].queue" in fields
             assert refused is (queue.pk not in expected), (url, queue.tenant.name)
+
+
+def test_the_bulk_read_rule_agrees_with_the_per_user_one(tree, django_assert_num_queries):
+    """The gauges task's per-user scopes (one pass for every user) give each user what
+    ``get_visible_tenant_ids`` gives them; a user without a membership has no entry."""
+    _tenants, users, _jobs = tree
+    with django_assert_num_queries(2):
+        bulk = visible_tenant_ids_by_user()
+    for who, user in users.items():
+        if who == "root":
+            continue
+        expected = get_visible_tenant_ids(user)
+        assert bulk.get(user.pk, set()) == expected, who
+        readable = {name for name, a in zip(TENANTS, TABLE[who], strict=True) if a >= R}
+        assert set(Tenant.objects.filter(pk__in=expected).values_list("name", flat=True)) == (
+            readable
+        )
+    assert users["nobody"].pk not in bulk
