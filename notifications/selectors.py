@@ -7,8 +7,8 @@ from django.db.models import Q, QuerySet
 
 from notifications.choices import SCOPE_KINDS, Scope
 from notifications.models import Delivery, Subscription
-from tenants.choices import Role
 from tenants.models import Membership
+from tenants.selectors import admin_tenant_ids as tenant_admin_ids
 
 
 def subscriptions_for_event(
@@ -39,12 +39,10 @@ def subscriptions_for_event(
 
 
 def admin_tenant_ids(user) -> set[int]:
-    """Tenants where ``user`` is tenant admin."""
-    return set(
-        Membership.objects.filter(user=user, role=Role.TENANT_ADMIN).values_list(
-            "tenant_id", flat=True
-        )
-    )
+    """Tenants where ``user`` is tenant admin (the rule of
+    :func:`tenants.selectors.admin_tenant_ids`; callers answer platform admins before asking,
+    so its "every tenant" (None) reads as none here)."""
+    return tenant_admin_ids(user) or set()
 
 
 def visible_subscriptions(user) -> QuerySet[Subscription]:

@@ -2,28 +2,55 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import re
 import string
+from collections.abc import Iterable
 
 from django.apps import apps
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from tenants.choices import Role
 from tenants.models import Invitation, Membership, Tenant, TenantNamespace
+
+SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
+"""Roles that submit to a tenant's queues and change its jobs (a viewer only reads)."""
+
+
+class Access(enum.IntEnum):
+    """What a user may do with one tenant's objects (jobs, queues, quotas' usage).
+
+    ``NONE``: nothing, not even learn the object exists (interfaces answer 404);
+    ``READ``: see it (writes answer 403); ``WRITE``: also submit to its queues and change its
+    jobs (cancel, scale, stop, resume).
+    """
+
+    NONE = 0
+    READ = 1
+    WRITE = 2
+
+
+def _memberships(user) -> list[tuple[int, str]]:
+    return list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+
+
+def get_roles(user) -> dict[int, str]:
+    """``{tenant id: role}`` of the user's own memberships (one query)."""
+    return dict(_memberships(user))
 
 
 def get_user_tenant_ids(user) -> set[int] | None:
-    """Ids of the user's tenants, or ``None`` for a platform admin (no restriction); an
-    anonymous user (e.g. drf-spectacular's schema request) has none."""
+    """Ids of the tenants the user is a member of (any role), or ``None`` for a platform
+    admin (no restriction); an anonymous user (e.g. drf-spectacular's schema request) has
+    none. Membership, not visibility: what the user may read is :func:`get_visible_tenant_ids`."""
     if not user.is_authenticated:
         return set()
     if user.is_superuser:
         return None
-    if not user.is_authenticated:
-        return set()
-    return set(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
+    return {tenant_id for tenant_id, _ in _memberships(user)}
 
 
 def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
@@ -39,17 +66,81 @@ def get_descendant_ids(tenant_ids: set[int]) -> set[int]:
 
 
 def get_visible_tenant_ids(user) -> set[int] | None:
-    """Tenants whose quotas and usage the user may read: their own tenants and, where they
-    are tenant admin, every tenant below (None = platform admin, no restriction)."""
+    """Tenants whose objects the user may read (jobs, queues, quotas and usage, in the API and
+    in the pages alike): their own tenants and, where they are tenant admin, every tenant
+    below (a department's admin reads its teams: DESIGN.md §2 "department -> team")
+    (None = platform admin, no restriction)."""
     if not user.is_authenticated:
         return set()
     if user.is_superuser:
         return None
+    roles = _memberships(user)
+    admin = {tenant_id for tenant_id, role in roles if role == Role.TENANT_ADMIN}
+    return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
+
+
+def visible_tenant_ids_by_user() -> dict[int, set[int]]:
+    """``{user id: tenant ids}`` of every user with a membership: the tenants
+    :func:`get_visible_tenant_ids` gives that user, for all users in two queries (the
+    gauges task's per-user overview scopes). Platform admins get their memberships' rule
+    here too; callers treat them as unrestricted."""
+    children: dict[int, set[int]] = {}
+    for pk, parent in Tenant.objects.filter(parent__isnull=False).values_list("pk", "parent_id"):
+        children.setdefault(parent, set()).add(pk)
+    visible: dict[int, set[int]] = {}
+    for user_id, tenant_id, role in Membership.objects.values_list("user_id", "tenant_id", "role"):
+        seen = visible.setdefault(user_id, set())
+        seen.add(tenant_id)
+        frontier = set(children.get(tenant_id, ())) if role == Role.TENANT_ADMIN else set()
+        while frontier:
+            seen |= frontier
+            frontier = {c for t in frontier for c in children.get(t, ())} - seen
+    return visible
+
+
+def submit_memberships(user) -> QuerySet[Membership]:
+    """The user's memberships with one of :data:`SUBMIT_ROLES` (lazy: usable as a subquery,
+    ``tenant_id__in=submit_memberships(user).values("tenant_id")``)."""
+    return Membership.objects.filter(user=user, role__in=SUBMIT_ROLES)
+
+
+def submit_tenant_ids(user) -> set[int] | None:
+    """Tenants whose queues the user may submit to and whose jobs they may change: those
+    where they are member or tenant admin themselves (None = platform admin). A viewer
+    submits nowhere; a parent tenant's admin reads the tenants below
+    (:func:`get_visible_tenant_ids`) but submits and changes jobs only where they hold one
+    of :data:`SUBMIT_ROLES` (a job spends its own tenant's quota, which that tenant's people
+    run)."""
     if not user.is_authenticated:
         return set()
-    roles = list(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
-    admin = {tenant_id for tenant_id, role in roles if role == "tenant_admin"}
-    return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
+    if user.is_superuser:
+        return None
+    return set(submit_memberships(user).values_list("tenant_id", flat=True))
+
+
+def tenant_access(user, tenant_id: int) -> Access:
+    """What ``user`` may do with the objects of tenant ``tenant_id`` (one rule for the API,
+    the pages and every intake path): :attr:`Access.WRITE` in :func:`submit_tenant_ids`,
+    :attr:`Access.READ` in :func:`get_visible_tenant_ids`, else :attr:`Access.NONE`."""
+    writable = submit_tenant_ids(user)
+    if writable is None or tenant_id in writable:
+        return Access.WRITE
+    visible = get_visible_tenant_ids(user)
+    return Access.READ if visible is None or tenant_id in visible else Access.NONE
+
+
+def action_refusal(user, tenant_id: int, verb: str) -> str | None:
+    """Why ``user`` may not ``verb`` (e.g. ``"cancel"``) the jobs of a tenant they can read,
+    or None when they may: the message of the 403 in the API and the pages."""
+    if tenant_access(user, tenant_id) == Access.WRITE:
+        return None
+    role = dict(_memberships(user)).get(tenant_id)
+    if role == Role.VIEWER:
+        return f"Viewers cannot {verb} jobs."
+    return (
+        f"You can read this tenant's jobs as the admin of a tenant above it; only its own "
+        f"members and tenant admins may {verb} them."
+    )
 
 
 def can_manage_quota(user, tenant: Tenant) -> bool:
@@ -59,7 +150,7 @@ def can_manage_quota(user, tenant: Tenant) -> bool:
     if user.is_superuser:
         return True
     admin = set(
-        Membership.objects.filter(user=user, role="tenant_admin").values_list(
+        Membership.objects.filter(user=user, role=Role.TENANT_ADMIN).values_list(
             "tenant_id", flat=True
         )
     )
@@ -119,10 +210,23 @@ def admin_tenant_ids(user) -> set[int] | None:
     if user.is_superuser:
         return None
     return set(
-        Membership.objects.filter(user=user, role="tenant_admin").values_list(
+        Membership.objects.filter(user=user, role=Role.TENANT_ADMIN).values_list(
             "tenant_id", flat=True
         )
     )
+
+
+def administers_a_tenant(user, roles: Iterable[str] | None = None) -> bool:
+    """True for a platform admin or a tenant admin of some tenant: who may open the
+    Simulation page (and so who sees it in the navigation). ``roles``: the user's membership
+    roles, when the caller has read them already (no query then)."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    if roles is None:
+        roles = Membership.objects.filter(user=user).values_list("role", flat=True)
+    return Role.TENANT_ADMIN in set(roles)
 
 
 # -- tenant namespaces --------------------------------------------------------------------------

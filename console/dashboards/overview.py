@@ -21,7 +21,7 @@ from scheduling.selectors.fragmentation import groups_for_tenants, report_from_j
 from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_reasons, top_tenants
 from telemetry.services.panels import ALL_KEY, CAPACITY_KEY, UTIL_KEY, read_panel, scope_key
 from tenants.models import ResourceGroup
-from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
+from tenants.selectors import get_visible_tenant_ids
 
 STATE_COLOURS = {
     "queued": "#d97706",
@@ -108,7 +108,7 @@ def _charts(models, groups, jobs, tenants) -> dict:
 def overview(request):
     """Capacity vs allocated by vendor, model and group; FGD fragmentation; queues; top
     tenants (module docstring: a fixed number of queries)."""
-    tenant_ids = get_user_tenant_ids(request.user)
+    tenant_ids = get_visible_tenant_ids(request.user)
     capacity, capacity_at = read_panel(CAPACITY_KEY)
     models = [CapacityRow(**r) for r in capacity["models"]]
     groups = [CapacityRow(**r) for r in capacity["groups"]]

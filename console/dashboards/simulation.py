@@ -17,13 +17,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 
-from console.dashboards.access import admin_tenant_ids
 from console.dashboards.charts import Axis, Series, bar_chart, time_series
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun, SimulationState
 from scheduling.selectors.fragmentation import groups_for_tenants
 from scheduling.services.simulation import MAX_TRACE_BYTES, POLICY_NAMES, create_run
 from tenants.models import ResourceGroup, Tenant
+from tenants.selectors import admin_tenant_ids, administers_a_tenant
 
 OTHER = "other tenants"
 DEFAULT_POLICIES = ("FragGuard", "BestFit")
@@ -73,9 +73,9 @@ class SimulationForm(forms.Form):
 
 
 def _visible_groups(user):
-    admin_ids = admin_tenant_ids(user)
-    if admin_ids is not None and not admin_ids:
+    if not administers_a_tenant(user):
         raise PermissionDenied("Simulations are for platform and tenant admins.")
+    admin_ids = admin_tenant_ids(user)
     groups = groups_for_tenants(admin_ids)
     return ResourceGroup.objects.filter(pk__in=[g.pk for g in groups]).order_by("name")
 

@@ -23,7 +23,12 @@ from core.exceptions import DomainError
 from scheduling.selectors.quota_board import quota_board
 from tenants import services
 from tenants.models import Invitation, Membership, Tenant
-from tenants.selectors import admin_tenant_ids, get_user_tenant_ids, pending_invitations_for
+from tenants.selectors import (
+    admin_tenant_ids,
+    get_user_tenant_ids,
+    get_visible_tenant_ids,
+    pending_invitations_for,
+)
 
 MAX_ID = 2**63 - 1
 
@@ -130,13 +135,18 @@ def _post(request, tenant, invite_form, add_form):
 
 @login_required
 def team(request, name: str):
-    """A tenant's members, open invitations and queues; tenant admins invite, re-role and
-    remove members; platform admins may also add a user directly."""
-    tenant_ids = get_user_tenant_ids(request.user)
+    """A tenant's members, open invitations, queues, quota and the tenants below it; tenant
+    admins invite, re-role and remove members; platform admins may also add a user directly.
+    Opens for whoever may read the tenant (``get_visible_tenant_ids``: a parent tenant's
+    admin reads the tenants below, without their member list); others get 404."""
+    visible = get_visible_tenant_ids(request.user)
+    tenants = Tenant.objects.select_related("parent")
     tenant = get_object_or_404(
-        Tenant.objects.all() if tenant_ids is None else Tenant.objects.filter(pk__in=tenant_ids),
-        name=name,
+        tenants if visible is None else tenants.filter(pk__in=visible), name=name
     )
+    member_of = get_user_tenant_ids(request.user)
+    is_member = member_of is None or tenant.pk in member_of
+    children = tenant.children.order_by("name")
     admin_ids = admin_tenant_ids(request.user)
     is_admin = admin_ids is None or tenant.pk in admin_ids
     posted = request.POST if request.method == "POST" else None
@@ -162,7 +172,12 @@ def team(request, name: str):
             "is_admin": is_admin,
             "form": invite_form,
             "add_form": add_form,
-            "members": tenant.memberships.select_related("user").order_by("user__username"),
+            # members are shown to the tenant's own members, as GET /api/members/ does
+            "is_member": is_member,
+            "members": tenant.memberships.select_related("user").order_by("user__username")
+            if is_member
+            else [],
+            "children": children if visible is None else children.filter(pk__in=visible),
             "invitations": tenant.invitations.filter(
                 accepted_at__isnull=True, revoked_at__isnull=True
             )

@@ -25,7 +25,7 @@ from scheduling.selectors.demand import PresentModels
 from scheduling.selectors.fragmentation import groups_for_tenants
 from telemetry.selectors import device_health_history, device_utilisation, trend_series
 from tenants.models import ResourceGroup, Tenant
-from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
+from tenants.selectors import get_visible_tenant_ids
 
 ALLOC, USED, CAPACITY, QUEUED, PENDING, WAIT = (
     "#2563eb",
@@ -180,10 +180,8 @@ def device_charts(device, start: datetime | None = None, end: datetime | None = 
 
 def _visible_group(request, pk: int) -> ResourceGroup:
     group = get_object_or_404(ResourceGroup, pk=pk)
-    tenant_ids = get_user_tenant_ids(request.user)
-    if tenant_ids is not None and group not in groups_for_tenants(
-        get_visible_tenant_ids(request.user)
-    ):
+    tenant_ids = get_visible_tenant_ids(request.user)
+    if tenant_ids is not None and group not in groups_for_tenants(tenant_ids):
         raise Http404("No such resource group.")
     return group
 
@@ -223,7 +221,7 @@ def group_detail(request, pk: int):
     range_key = pick_range(request.GET.get("range"))
     start, end = window(range_key)
     (row,) = capacity_by_group(present_device_loads(), [group])
-    tenant_ids = get_user_tenant_ids(request.user)
+    tenant_ids = get_visible_tenant_ids(request.user)
     tenants = list(Tenant.objects.filter(quotas__resource_group=group).distinct().order_by("name"))
     if tenant_ids is not None:
         tenants = [t for t in tenants if t.pk in tenant_ids]

@@ -23,7 +23,6 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from console.dashboards import charts, trends
-from console.dashboards.access import can_submit_in, roles, submit_queues
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.overview import STATE_COLOURS
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
@@ -33,7 +32,8 @@ from core.models import AuditEntry
 from core.tokens import replace_api_token
 from scheduling.choices import Backend, JobState
 from scheduling.filtersets import JobFilterSet, NodeFilterSet
-from scheduling.models import Device, Job, Node, Placement, PlacementDevice
+from scheduling.models import Device, Node, Placement, PlacementDevice
+from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from scheduling.selectors.allocation import capacity_by_node
 from scheduling.selectors.card_map import PALETTE, device_history, node_card_map, node_list
 from scheduling.selectors.job_board import queue_slots
@@ -45,7 +45,13 @@ from scheduling.services.workloads import cancel_workload, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
 from telemetry.services.usage_months import read_month
 from tenants.models import Tenant
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import (
+    Access,
+    action_refusal,
+    get_roles,
+    get_visible_tenant_ids,
+    tenant_access,
+)
 
 PAGE_SIZE = 50
 
@@ -61,7 +67,9 @@ class _Paginator(Paginator):
 
 
 def _scope(request) -> set[int] | None:
-    return get_user_tenant_ids(request.user)
+    """Tenants whose objects the pages show the user: the API's read rule
+    (``get_visible_tenant_ids``: own tenants and, for a tenant admin, those below)."""
+    return get_visible_tenant_ids(request.user)
 
 
 @login_required
@@ -71,11 +79,9 @@ def quotas(request):
 
 
 def _jobs_queryset(request):
-    jobs = Job.objects.select_related("tenant", "queue__resource_group", "submitted_by")
-    tenant_ids = _scope(request)
-    if tenant_ids is not None:
-        jobs = jobs.filter(tenant_id__in=tenant_ids)
-    return jobs
+    return visible_jobs(request.user).select_related(
+        "tenant", "queue__resource_group", "submitted_by"
+    )
 
 
 @login_required
@@ -121,7 +127,7 @@ def job_detail(request, pk: int):
         ),
         pk=pk,
     )
-    can_change = can_submit_in(request.user, job.tenant_id)
+    can_change = tenant_access(request.user, job.tenant_id) == Access.WRITE
     return render(
         request,
         "dashboards/job_detail.html",
@@ -152,9 +158,10 @@ def job_detail(request, pk: int):
 @login_required
 def job_submit(request):
     """Submit form (members and tenant admins)."""
+    why = submit_refusal(request.user)
+    if why is not None:
+        raise PermissionDenied(why)
     queues = submit_queues(request.user)
-    if not queues.exists():
-        raise PermissionDenied("Your role does not allow submitting jobs.")
     form = JobSubmitForm(request.POST or None, queues=queues, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.serializer.validated_data
@@ -175,8 +182,9 @@ def job_submit(request):
 def job_cancel(request, pk: int):
     """Cancel (member or tenant admin of the job's tenant)."""
     job = get_object_or_404(_jobs_queryset(request), pk=pk)
-    if not can_submit_in(request.user, job.tenant_id):
-        raise PermissionDenied("Viewers cannot cancel jobs.")
+    why = action_refusal(request.user, job.tenant_id, "cancel")
+    if why is not None:
+        raise PermissionDenied(why)
     try:
         cancel_workload(job, user=request.user)
         messages.success(request, f"Job {job.name} cancelled.")
@@ -408,7 +416,7 @@ def tokens(request):
         "dashboards/tokens.html",
         {
             "token": token,
-            "memberships": roles(request.user),
+            "memberships": get_roles(request.user),
             "tenants": dict(
                 Tenant.objects.filter(memberships__user=request.user).values_list("pk", "name")
             ),

@@ -11,10 +11,10 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console.dashboards.access import can_submit_in
 from core.exceptions import DomainError
 from scheduling.choices import LIVE_JOB_STATES, JobKind, JobState
 from scheduling.models import Job, Placement
+from scheduling.selectors.access import visible_jobs
 from scheduling.services.workloads import (
     lifetime_left_s,
     resume_notebook,
@@ -23,7 +23,7 @@ from scheduling.services.workloads import (
     stop_notebook,
 )
 from telemetry.services.culling import idle_cull_eta
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import action_refusal
 
 
 def workload_context(job: Job) -> dict:
@@ -44,14 +44,13 @@ def workload_context(job: Job) -> dict:
     return out
 
 
-def _job(request, pk: int) -> Job:
-    jobs = Job.objects.select_related("tenant", "queue")
-    tenant_ids = get_user_tenant_ids(request.user)
-    if tenant_ids is not None:
-        jobs = jobs.filter(tenant_id__in=tenant_ids)
-    job = get_object_or_404(jobs, pk=pk)
-    if not can_submit_in(request.user, job.tenant_id):
-        raise PermissionDenied("Viewers cannot change jobs.")
+def _job(request, pk: int, verb: str) -> Job:
+    """The job, when the user may ``verb`` it: 404 for a job they may not read, 403 for
+    one they read but may not change (the API's rule: ``tenants.selectors.action_refusal``)."""
+    job = get_object_or_404(visible_jobs(request.user).select_related("tenant", "queue"), pk=pk)
+    why = action_refusal(request.user, job.tenant_id, verb)
+    if why is not None:
+        raise PermissionDenied(why)
     return job
 
 
@@ -68,7 +67,7 @@ def _act(request, job: Job, action, done: str):
 @require_POST
 def job_scale(request, pk: int):
     """Set an inference service's replicas."""
-    job = _job(request, pk)
+    job = _job(request, pk, "scale")
     try:
         replicas = int(request.POST.get("replicas", ""))
     except ValueError:
@@ -86,7 +85,7 @@ def job_scale(request, pk: int):
 @require_POST
 def job_stop(request, pk: int):
     """Stop a notebook (frees its devices)."""
-    job = _job(request, pk)
+    job = _job(request, pk, "stop")
     return _act(
         request,
         job,
@@ -99,7 +98,7 @@ def job_stop(request, pk: int):
 @require_POST
 def job_resume(request, pk: int):
     """Resume a stopped notebook (queued for devices again)."""
-    job = _job(request, pk)
+    job = _job(request, pk, "resume")
     return _act(
         request,
         job,

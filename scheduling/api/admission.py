@@ -29,7 +29,7 @@ from tenants.choices import Dimension as DimensionChoice
 from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 
-from .views import submit_queues
+from .views import submit_queues_or_403
 
 
 def _visible_names(user) -> set[str] | None:
@@ -121,7 +121,7 @@ class JobDryRunView(APIView):
 
     @extend_schema(request=JobSubmitSerializer, responses={200: dict})
     def post(self, request):
-        queues = submit_queues(request.user)
+        queues = submit_queues_or_403(request.user)
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         queue = serializer.validated_data["queue"]

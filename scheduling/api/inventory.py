@@ -21,7 +21,7 @@ from scheduling.devices.schema import ConfigError
 from scheduling.filtersets import ClusterFilterSet, DeviceModelFilterSet, PlacementFilterSet
 from scheduling.models import Cluster, DeviceModel, Placement, PlacementDevice
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import get_visible_tenant_ids
 
 
 @extend_schema_field(overlay_schema())
@@ -171,5 +171,5 @@ class PlacementViewSet(viewsets.ReadOnlyModelViewSet):
             )
             .order_by("-id")
         )
-        ids = get_user_tenant_ids(self.request.user)
+        ids = get_visible_tenant_ids(self.request.user)
         return placements if ids is None else placements.filter(job__tenant_id__in=ids)

@@ -36,6 +36,7 @@ from scheduling.api.serializers import (
 from scheduling.api.workloads import ScaleSerializer
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
+from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.workloads import (
     cancel_workload,
@@ -46,26 +47,19 @@ from scheduling.services.workloads import (
     submit_workloads,
 )
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
-from tenants.choices import Role
-from tenants.models import Membership
-from tenants.selectors import get_user_tenant_ids
-
-SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
+from tenants.selectors import action_refusal, get_visible_tenant_ids
 
 
-def submit_queues(user):
-    """Queues the user may submit to: those of tenants where they are member or admin.
+def submit_queues_or_403(user):
+    """Queues the user may submit to (``scheduling.selectors.access.submit_queues``).
 
     Raises:
-        PermissionDenied: the user may submit to none (a viewer only).
+        PermissionDenied: there is none; the message says why (``submit_refusal``).
     """
-    if user.is_superuser:
-        return Queue.objects.all()
-    tenant_ids = Membership.objects.filter(user=user, role__in=SUBMIT_ROLES).values("tenant_id")
-    queues = Queue.objects.filter(tenant_id__in=tenant_ids)
-    if not queues.exists():
-        raise PermissionDenied("Your role in your tenants does not allow submitting jobs.")
-    return queues
+    why = submit_refusal(user)
+    if why is not None:
+        raise PermissionDenied(why)
+    return submit_queues(user)
 
 
 class JobViewSet(
@@ -74,9 +68,10 @@ class JobViewSet(
     mixins.CreateModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Jobs of the caller's tenants: list, read, submit, cancel, events.
+    """Jobs the caller may read (``visible_jobs``): list, read, submit, cancel, events.
 
-    Another tenant's job answers 404, as if it did not exist.
+    Another tenant's job answers 404, as if it did not exist; a job the caller reads but may
+    not change (a viewer's, a parent tenant admin's) answers 403 to its actions.
     """
 
     serializer_class = JobSerializer
@@ -84,14 +79,14 @@ class JobViewSet(
     throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        jobs = Job.objects.select_related(
-            "tenant", "queue__resource_group", "priority_class"
-        ).prefetch_related(
-            "containers", Prefetch("placements", queryset=Placement.objects.select_related("node"))
+        jobs = (
+            visible_jobs(self.request.user)
+            .select_related("tenant", "queue__resource_group", "priority_class")
+            .prefetch_related(
+                "containers",
+                Prefetch("placements", queryset=Placement.objects.select_related("node")),
+            )
         )
-        tenant_ids = get_user_tenant_ids(self.request.user)
-        if tenant_ids is not None:
-            jobs = jobs.filter(tenant_id__in=tenant_ids)
         return jobs.order_by("-id")
 
     def retrieve(self, request, *args, **kwargs):
@@ -112,7 +107,7 @@ class JobViewSet(
 
     @extend_schema(request=JobSubmitSerializer, responses={201: JobSerializer})
     def create(self, request, *args, **kwargs):
-        queues = submit_queues(request.user)
+        queues = submit_queues_or_403(request.user)
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         job = submit_workload(
@@ -145,7 +140,7 @@ class JobViewSet(
         ``jobs[<index>].reason``). Counts one write of ``API_WRITE_RATE`` and one job per job
         of ``API_BATCH_JOB_RATE``; more jobs than that rate counts in a whole window answer
         400 under ``jobs`` (``exceeds_rate``), see ``core.api.throttling``."""
-        queues = submit_queues(request.user)
+        queues = submit_queues_or_403(request.user)
         serializer = JobBatchSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         try:
@@ -166,14 +161,12 @@ class JobViewSet(
         return len(jobs) if isinstance(jobs, list) and 1 <= len(jobs) <= MAX_BATCH_JOBS else 1
 
     def _writable(self, verb: str) -> Job:
+        """The job, when the caller may ``verb`` it: another tenant's job is 404
+        (``get_queryset``), one the caller only reads is 403 (``action_refusal``)."""
         job = self.get_object()
-        if (
-            not self.request.user.is_superuser
-            and not Membership.objects.filter(
-                user=self.request.user, tenant_id=job.tenant_id, role__in=SUBMIT_ROLES
-            ).exists()
-        ):
-            raise PermissionDenied(f"Viewers cannot {verb} jobs.")
+        why = action_refusal(self.request.user, job.tenant_id, verb)
+        if why is not None:
+            raise PermissionDenied(why)
         return job
 
     def _render(self, job: Job) -> Response:
@@ -236,9 +229,9 @@ def _queue_audit(queue: Queue) -> dict:
 
 
 class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Queues of the caller's tenants. Platform admins change a queue's preemption policy,
-    flavor fungibility and allowed priority classes with ``PATCH`` (audited; see
-    :class:`~scheduling.api.serializers.QueueWriteSerializer`); others get 403."""
+    """Queues the caller may read (``get_visible_tenant_ids``). Platform admins change a
+    queue's preemption policy, flavor fungibility and allowed priority classes with ``PATCH``
+    (audited; see :class:`~scheduling.api.serializers.QueueWriteSerializer`); others get 403."""
 
     serializer_class = QueueSerializer
     filterset_fields = ["name", "strategy"]
@@ -251,7 +244,7 @@ class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
             .prefetch_related("allowed_priority_classes")
             .order_by("pk")
         )
-        tenant_ids = get_user_tenant_ids(self.request.user)
+        tenant_ids = get_visible_tenant_ids(self.request.user)
         return queues if tenant_ids is None else queues.filter(tenant_id__in=tenant_ids)
 
     def get_serializer_class(self):

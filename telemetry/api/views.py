@@ -32,7 +32,7 @@ from telemetry.services.device_health import clear_device_health
 from telemetry.services.prices import set_price
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.models import Tenant
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import get_visible_tenant_ids
 
 
 class PlatformAdminOnly(permissions.BasePermission):
@@ -371,7 +371,7 @@ def device_utilisation(request, serial: str):
 
 
 def _scoped_jobs(user):
-    tenant_ids = get_user_tenant_ids(user)
+    tenant_ids = get_visible_tenant_ids(user)
     jobs = Job.objects.select_related("tenant")
     return jobs if tenant_ids is None else jobs.filter(tenant_id__in=tenant_ids)
 
@@ -410,9 +410,10 @@ def job_efficiency(request, job_id: int):
 
 
 def _tenant_filter(request) -> list[int] | None:
-    """The tenants a request covers: the caller's (``?tenant=<name or id>`` narrows; another
-    tenant's, or an unknown one, is 404; ``?tenant=`` with no value is 400)."""
-    allowed = get_user_tenant_ids(request.user)
+    """The tenants a request covers: those the caller may read (``get_visible_tenant_ids``;
+    ``?tenant=<name or id>`` narrows; another tenant's, or an unknown one, is 404;
+    ``?tenant=`` with no value is 400)."""
+    allowed = get_visible_tenant_ids(request.user)
     raw = request.query_params.get("tenant", "").strip()
     if not raw and "tenant" in request.query_params:
         raise InvalidRequest("give a tenant id or name, or leave the parameter out", field="tenant")

@@ -33,7 +33,8 @@ from scheduling.selectors.overview import queue_lengths
 from telemetry.exporters import UTIL
 from telemetry.models import DashboardPanel
 from telemetry.selectors import latest_device_values
-from tenants.models import Membership, Quota, ResourceGroup, Tenant
+from tenants.models import Quota, ResourceGroup
+from tenants.selectors import visible_tenant_ids_by_user
 
 __all__ = [
     "ALL_KEY",
@@ -61,25 +62,14 @@ def scope_key(group_ids) -> str:
 def user_group_scopes() -> set[frozenset[int]]:
     """The distinct sets of resource groups the overview shows non-admin users: for each user
     with a membership, the groups where one of their visible tenants (their own tenants and,
-    where tenant admin, every tenant below: ``tenants.selectors.get_visible_tenant_ids``)
+    where tenant admin, every tenant below: ``tenants.selectors.visible_tenant_ids_by_user``)
     has a quota or a queue (:func:`scheduling.selectors.fragmentation.groups_for_tenants`).
     Four queries, whatever the number of users."""
-    children: dict[int, set[int]] = defaultdict(set)
-    for pk, parent in Tenant.objects.values_list("pk", "parent_id"):
-        if parent is not None:
-            children[parent].add(pk)
     groups_of: dict[int, set[int]] = defaultdict(set)
     for rows in (Quota.objects, Queue.objects):
         for tenant_id, group_id in rows.values_list("tenant_id", "resource_group_id").distinct():
             groups_of[tenant_id].add(group_id)
-    visible: dict[int, set[int]] = defaultdict(set)
-    for user_id, tenant_id, role in Membership.objects.values_list("user_id", "tenant_id", "role"):
-        visible[user_id].add(tenant_id)
-        if role == "tenant_admin":
-            frontier = set(children[tenant_id])
-            while frontier:
-                visible[user_id] |= frontier
-                frontier = {c for t in frontier for c in children[t]} - visible[user_id]
+    visible = visible_tenant_ids_by_user()
     return {frozenset(g for t in tenants for g in groups_of[t]) for tenants in visible.values()} - {
         frozenset()
     }

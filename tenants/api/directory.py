@@ -34,7 +34,7 @@ from tenants.models import (
     Tenant,
     slug_validator,
 )
-from tenants.selectors import get_user_tenant_ids
+from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
 
 
 class TenantWriteSerializer(serializers.ModelSerializer):
@@ -60,7 +60,8 @@ class TenantWriteSerializer(serializers.ModelSerializer):
 
 
 class TenantViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
-    """The caller's tenants (every tenant for a platform admin); platform admins write."""
+    """The tenants the caller may read (``get_visible_tenant_ids``: own tenants and, for a
+    tenant admin, those below; every tenant for a platform admin); platform admins write."""
 
     serializer_class = TenantWriteSerializer
     permission_classes = [IsPlatformAdminOrReadOnly]
@@ -74,7 +75,7 @@ class TenantViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         tenants = Tenant.objects.select_related("parent").order_by("name")
-        ids = get_user_tenant_ids(self.request.user)
+        ids = get_visible_tenant_ids(self.request.user)
         return tenants if ids is None else tenants.filter(pk__in=ids)
 
 
@@ -246,7 +247,7 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
                 "consolidation_moves", filter=Q(consolidation_moves__time__gt=window), distinct=True
             )
         )
-        ids = get_user_tenant_ids(self.request.user)
+        ids = get_visible_tenant_ids(self.request.user)
         if ids is None:
             return groups
         return groups.filter(Q(queues__tenant_id__in=ids) | Q(quotas__tenant_id__in=ids)).distinct()

@@ -3,6 +3,7 @@
 from django import template
 
 from tenants.models import Membership
+from tenants.selectors import administers_a_tenant
 
 register = template.Library()
 
@@ -45,6 +46,16 @@ def user_tenants(user):
         .order_by("tenant__name")
         .values_list("tenant__name", "role")
     )
+
+
+@register.simple_tag
+def may_simulate(user, memberships) -> bool:
+    """Whether the navigation links the Simulation page: the page's own rule
+    (``tenants.selectors.administers_a_tenant``: platform and tenant admins), read from
+    ``memberships``, the ``[(tenant name, role)]`` of :func:`user_tenants`."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return administers_a_tenant(user, roles=[role for _name, role in memberships])
 
 
 @register.simple_tag
