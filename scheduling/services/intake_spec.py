@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from scheduling.choices import JOB_SOURCE_KUBE, JobKind
 from scheduling.kube import workloads as wl
+from scheduling.models import PriorityClass
 from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, spec_bound_errors
 
 __all__ = ["job_spec", "TRAINING_OBJECT_KINDS"]
@@ -46,9 +47,11 @@ TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
 the console's ``inference`` kind is a service it runs itself (never queued)."""
 
 
-def job_spec(workload: wl.Workload) -> JobSpec:
+def job_spec(workload: wl.Workload, priority_class: PriorityClass | None = None) -> JobSpec:
     """The console job of a workload: one pod set per template, ``pod_count`` their sum;
-    ``kind`` training for a JobSet or PyTorchJob, else batch.
+    ``kind`` training for a JobSet or PyTorchJob, else batch. ``priority_class`` (resolved
+    by :func:`scheduling.services.priorities.resolve_priority_class`) gives the priority and
+    whether the job is preemptible, as an API submission's class does (none: 0, preemptible).
 
     Raises:
         WorkloadError: a container asks several vendors, or a size is beyond the bounds of
@@ -69,7 +72,9 @@ def job_spec(workload: wl.Workload) -> JobSpec:
         name=name,
         containers=[],
         pod_count=workload.pod_count,
-        priority=workload.priority,
+        priority=priority_class.value if priority_class is not None else 0,
+        priority_class=priority_class,
+        preemptible=priority_class is None or priority_class.preemptible,
         cpu_milli=sets[0].cpu_milli,
         host_memory_mib=sets[0].host_memory_mib,
         source=JOB_SOURCE_KUBE,
