@@ -44,11 +44,7 @@ def priority_class_named(name: str) -> PriorityClass:
 
 
 def resolve_priority_class(
-    queue: Queue,
-    cls: PriorityClass | None,
-    *,
-    raw_priority: bool,
-    platform_admin: bool,
+    queue: Queue, cls: PriorityClass | None, *, raw_priority: bool, platform_admin: bool
 ) -> PriorityClass | None:
     """The class a new job in ``queue`` gets.
 

@@ -9,15 +9,7 @@ import pytest
 
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, PriorityClass
-from tests.scheduling.test_kube_intake import (  # noqa: F401 (fixtures)
-    NS,
-    _events,
-    _intake,
-    _valid,
-    fake,
-    job_object,
-    kube,
-)
+from tests.scheduling.test_kube_intake import NS, _events, _intake, _valid, fake, job_object, kube  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -42,9 +34,7 @@ def _labelled(name: str, labels: dict, *, suspend: bool = True) -> dict:
     return obj
 
 
-def test_the_priority_class_label_sets_the_jobs_class_and_the_default_applies(
-    fake, kube, classes
-):  # noqa: F811
+def test_the_priority_class_label_sets_the_jobs_class_and_the_default_applies(fake, kube, classes):  # noqa: F811
     cluster, _group, _queue = kube
     fake.put(_labelled("urgent", {wl.LABEL_PRIORITY_CLASS: "high"}))
     fake.put(_labelled("plain", {}))
@@ -103,16 +93,15 @@ def test_a_refused_object_created_unsuspended_is_held_back_and_taken_in_once_fix
     assert Job.objects.get(pk=report.jobs[f"Job {NS}/eager"]).priority_class.name == "high"
 
 
-def test_a_queue_that_allows_classes_but_has_no_default_needs_the_label(
-    fake, kube, classes
-):  # noqa: F811
+def test_a_queue_that_allows_classes_but_has_no_default_needs_the_label(fake, kube, classes):  # noqa: F811
     cluster, _group, queue = kube
     queue.default_priority_class = None
     queue.save(update_fields=["default_priority_class"])
     fake.put(_labelled("bare", {}))
     report = _intake(cluster)
-    assert "Queue default needs a priority class (allowed: high, low)" in (
-        report.refused[f"Job {NS}/bare"]
+    assert (
+        "Queue default needs a priority class (allowed: high, low)"
+        in (report.refused[f"Job {NS}/bare"])
     )
 
 
