@@ -69,6 +69,7 @@ __all__ = [
     "WorkloadError",
     "read_workload",
     "read_gated_pod",
+    "pod_specs",
 ]
 
 LABEL_QUEUE = "console.llmops.io/queue"
@@ -408,6 +409,16 @@ def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> 
         priority_class=_label(meta, LABEL_PRIORITY_CLASS),
         raw_priority=_label(meta, LABEL_PRIORITY),
     )
+
+
+def pod_specs(obj: Mapping[str, Any], workload: Workload) -> list[tuple[str, Any]]:
+    """``(path, pod spec)`` of each pod set of ``workload`` read from ``obj``: a template's
+    ``spec`` (``spec.template.spec``, ...), or a gated Pod's own ``spec``."""
+    if workload.kind == "Pod":
+        return [("spec", obj.get("spec"))]
+    return [
+        (".".join((*p.path, "spec")), _get(_at(obj, p.path), ("spec",))) for p in workload.pod_sets
+    ]
 
 
 def pod_owner(pod: Mapping[str, Any]) -> tuple[str, str]:

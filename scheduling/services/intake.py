@@ -162,6 +162,7 @@ def _take_in(
         )
         return None
     try:
+        policy.check_pod_security(obj, workload)
         spec = job_spec(workload, policy.priority_class_of(queue, workload))
     except policy.Refused as exc:
         held = kind != "Pod" and not workload.suspended

@@ -1,6 +1,7 @@
 """What the console refuses to take in from a cluster although the object's queue exists
 (:mod:`scheduling.services.intake`): a priority its queue does not give, decided by the rule
-the API uses (:mod:`scheduling.services.priorities`).
+the API uses (:mod:`scheduling.services.priorities`), and pod templates the tenant namespace's
+Pod Security level forbids (:mod:`scheduling.kube.pod_security`).
 
 A refusal here is a :class:`Refused`; the intake records it, says why in a Warning Event and
 keeps the object held back (suspended, or still gated), so that a refused object never runs
@@ -9,7 +10,10 @@ outside admission.
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from scheduling.kube import workloads as wl
+from scheduling.kube.pod_security import baseline_violations
 from scheduling.models import PriorityClass, Queue
 from scheduling.services.priorities import (
     PriorityRefused,
@@ -17,14 +21,14 @@ from scheduling.services.priorities import (
     resolve_priority_class,
 )
 
-__all__ = ["Refused", "priority_class_of"]
+__all__ = ["Refused", "priority_class_of", "check_pod_security"]
 
 
 class Refused(Exception):
     """An object the intake does not take in.
 
     Attributes:
-        reason: the Event reason (``PriorityRefused``).
+        reason: the Event reason (``PriorityRefused``, ``PodSecurityRefused``).
         message: why, naming the label or field.
     """
 
@@ -57,3 +61,25 @@ def priority_class_of(queue: Queue, workload: wl.Workload) -> PriorityClass | No
         raise Refused(
             "PriorityRefused", f"metadata.labels.{_LABEL_OF[exc.field]}: {exc.message}"
         ) from None
+
+
+def check_pod_security(obj: dict, workload: wl.Workload) -> None:
+    """Refuse a workload whose pod templates break the ``baseline`` controls of
+    :func:`~scheduling.kube.pod_security.baseline_violations` when the tenant namespaces
+    enforce ``baseline`` or ``restricted`` (``TENANT_POD_SECURITY_LEVEL``): Pod Security
+    Admission would refuse its pods only after the console admitted it and booked devices.
+
+    Raises:
+        Refused: ``PodSecurityRefused``, the message listing each field and value.
+    """
+    level = settings.TENANT_POD_SECURITY_LEVEL
+    if level == "privileged":
+        return
+    found = [
+        v for where, spec in wl.pod_specs(obj, workload) for v in baseline_violations(spec, where)
+    ]
+    if found:
+        raise Refused(
+            "PodSecurityRefused",
+            f"the tenant namespace's Pod Security level {level} forbids {'; '.join(found)}",
+        )
