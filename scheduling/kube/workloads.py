@@ -142,12 +142,14 @@ class PodSet:
         count: number of pods.
         path: keys leading from the object to the pod template (``spec.template`` ...).
         request: one pod's request as the HAMi codec reads the template.
+        annotations: the template's annotations (HAMi reads its per-pod ones there).
     """
 
     name: str
     count: int
     path: tuple[str, ...]
     request: PodRequest
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,8 +348,9 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
     sets = []
     for name, count, path in _pod_sets_of(kind, obj):
         where = ".".join(path)
-        request = _request(_at(obj, path), where, configs)
-        sets.append(PodSet(name, count, path, request))
+        template = _at(obj, path)
+        request = _request(template, where, configs)
+        sets.append(PodSet(name, count, path, request, _annotations(template)))
     if not any(p.count for p in sets):
         raise WorkloadError("the workload runs no pods (every count is 0)")
     finished, active = _finished(kind, obj)
@@ -367,6 +370,13 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
         priority_class=_label(meta, LABEL_PRIORITY_CLASS),
         raw_priority=_label(meta, LABEL_PRIORITY),
     )
+
+
+def _annotations(obj: Any) -> dict[str, str]:
+    """A template's (or Pod's) ``metadata.annotations`` as strings ({} when malformed)."""
+    meta = _get(obj, ("metadata",))
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return {str(k): str(v) for k, v in ann.items()} if isinstance(ann, Mapping) else {}
 
 
 def _label(meta: Mapping[str, Any], key: str) -> str:
@@ -401,7 +411,7 @@ def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> 
         uid=str(meta.get("uid") or ""),
         queue=str((meta.get("labels") or {}).get(LABEL_QUEUE, "")),
         suspended=SCHEDULING_GATE in gates,
-        pod_sets=(PodSet("main", 1, ("spec",), request),),
+        pod_sets=(PodSet("main", 1, ("spec",), request, _annotations(pod)),),
         finished={"Succeeded": "succeeded", "Failed": "failed"}.get(str(phase), ""),
         active=1 if phase == "Running" else 0,
         resource_version=str(meta.get("resourceVersion") or ""),

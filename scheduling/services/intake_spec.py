@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from scheduling.choices import JOB_SOURCE_KUBE, JobKind
 from scheduling.kube import workloads as wl
+from scheduling.kube.hami.requests import pin_annotation_names
 from scheduling.models import PriorityClass
 from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, spec_bound_errors
 
@@ -39,6 +40,25 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
             )
         )
     return out
+
+
+def _pin_annotations(workload: wl.Workload) -> dict[str, str]:
+    """The HAMi device pins of the workload's pod templates (use/nouse uuid, numa-bind:
+    :func:`~scheduling.kube.hami.requests.pin_annotation_names`) as the job's annotations,
+    which placement reads as it reads an API job's.
+
+    Raises:
+        WorkloadError: pod sets pin differently (a job carries one set of pins).
+    """
+    names = pin_annotation_names()
+    per_set = [{k: v for k, v in p.annotations.items() if k in names} for p in workload.pod_sets]
+    differ = sorted({k for a in per_set for k in a if any(b.get(k) != a[k] for b in per_set)})
+    if differ:
+        raise wl.WorkloadError(
+            f"the pod templates set {', '.join(differ)} differently; the console places a "
+            "workload with one set of device pins (give every template the same, or split it)"
+        )
+    return per_set[0] if per_set else {}
 
 
 TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
@@ -82,6 +102,7 @@ def job_spec(workload: wl.Workload, priority_class: PriorityClass | None = None)
         pod_sets=sets,
         kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
         allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
+        annotations=_pin_annotations(workload),
     )
     errors = spec_bound_errors(spec)
     if errors:
