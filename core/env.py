@@ -80,6 +80,19 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     return _number(name, default, minimum, float, "a number")
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """Return ``$name``, one of ``choices`` (as written), or ``default`` when unset or empty.
+
+    Raises:
+        ImproperlyConfigured: any other value (the message lists the choices).
+    """
+    value = env_str(name, default)
+    if value not in choices:
+        listed = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+        raise ImproperlyConfigured(f"{name}={value!r}: use {listed}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """Return ``$name`` split on commas, blanks dropped."""
     value = _raw(name)

@@ -84,6 +84,13 @@ class JobSubmitForm(forms.Form):
         initial=0, min_value=0, max_value=100, label="Device cores per device (%, 0 = any share)"
     )
     device_type = forms.ChoiceField(required=False, label="Device model (empty = any)")
+    annotations = forms.CharField(
+        required=False,
+        max_length=65536,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Pod annotations (key: value per line; e.g. nvidia.com/use-gpuuuid: GPU-...)",
+    )
 
     def __init__(self, *args, queues, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -109,6 +116,19 @@ class JobSubmitForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(f"Not shell words: {exc}.") from exc
         return text
+
+    def clean_annotations(self) -> dict[str, str]:
+        """``key: value`` lines as the API's ``annotations`` (blank lines skipped; the API
+        checks the keys and HAMi's policy values)."""
+        out = {}
+        for line in (self.cleaned_data.get("annotations") or "").splitlines():
+            if not line.strip():
+                continue
+            key, sep, value = line.partition(":")
+            if not sep or not key.strip():
+                raise forms.ValidationError(f"Write key: value, one per line (got {line!r}).")
+            out[key.strip()] = value.strip()
+        return out
 
     def clean(self):
         data = super().clean()
@@ -137,6 +157,7 @@ class JobSubmitForm(forms.Form):
                 }
             ],
             **_kind_payload(data),
+            **({"annotations": data["annotations"]} if data.get("annotations") else {}),
         }
         serializer = JobSubmitSerializer(data=payload, queues=self.queues, user=self.user)
         if not serializer.is_valid():

@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from console.settings.security import *  # noqa: F403 - CSP, HSTS, cookies, login throttling
 from core.env import (
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_ints,
@@ -29,6 +30,7 @@ from core.env import (
 )
 from scheduling.kube.limits import DEFAULT_LIMITS as DEFAULT_INVENTORY_LIMITS
 from scheduling.kube.limits import SETTINGS as INVENTORY_LIMIT_SETTINGS
+from scheduling.kube.pod_security import LEVELS as POD_SECURITY_LEVELS
 from telemetry.schedule import beat_schedule as telemetry_beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -217,11 +219,7 @@ KUBE_SUBMIT_GRACE_S = env_float("KUBE_SUBMIT_GRACE_S", 60.0, minimum=0.0)
 # Device health written back (scheduling.services.cordons): what happens to jobs on a device
 # the console marks unhealthy (wait | requeue | fail), and how many failed pods within how many
 # seconds mark a device unhealthy.
-DEVICE_DRAIN_POLICY = env_str("DEVICE_DRAIN_POLICY", "wait")
-if DEVICE_DRAIN_POLICY not in ("wait", "requeue", "fail"):
-    raise ImproperlyConfigured(
-        f"DEVICE_DRAIN_POLICY={DEVICE_DRAIN_POLICY!r}: use wait, requeue or fail"
-    )
+DEVICE_DRAIN_POLICY = env_choice("DEVICE_DRAIN_POLICY", "wait", ("wait", "requeue", "fail"))
 DEVICE_FAILURE_THRESHOLD = env_int("DEVICE_FAILURE_THRESHOLD", 3, minimum=1)
 DEVICE_FAILURE_WINDOW_S = env_float("DEVICE_FAILURE_WINDOW_S", 3600.0, minimum=1.0)
 KUBE_RETRY_MAX_ATTEMPTS = env_int("KUBE_RETRY_MAX_ATTEMPTS", 5, minimum=1)
@@ -233,6 +231,10 @@ KUBE_RETRY_MAX_RETRY_AFTER_S = env_float("KUBE_RETRY_MAX_RETRY_AFTER_S", 60.0, m
 TENANT_NAMESPACE_PATTERN = env_template(
     "TENANT_NAMESPACE_PATTERN", "tenant-{slug}", fields=("slug", "cluster"), required=("slug",)
 )
+# The Pod Security Standards level enforced in each tenant namespace (label
+# pod-security.kubernetes.io/enforce; scheduling.kube.pod_security). At baseline or restricted
+# the intake also refuses workloads whose pod templates break baseline's checkable controls.
+TENANT_POD_SECURITY_LEVEL = env_choice("TENANT_POD_SECURITY_LEVEL", "baseline", POD_SECURITY_LEVELS)
 # Inventory bounds per node / slice (scheduling.kube.limits.InventoryLimits): an object over a
 # bound is flagged and not read. INVENTORY_MAX_DEVICES_PER_NODE (256),
 # INVENTORY_MAX_SPLIT_COUNT (10000), INVENTORY_MAX_MEMORY_MIB (16 TiB), INVENTORY_MAX_CORES,

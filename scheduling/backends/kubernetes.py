@@ -309,7 +309,7 @@ def build_manifests(placement, gateway: KubernetesGateway | None = None) -> mf.M
     cluster = placement.node.cluster
     assignment = pod_assignment(placement)
     meta = job_meta(placement)
-    namespace = build_namespace(meta.namespace, meta.tenant)
+    namespace = build_namespace(meta.namespace, meta.tenant, settings.TENANT_POD_SECURITY_LEVEL)
     if cluster.submission_mode == "dra":
         version = gateway.dra_version() if gateway is not None else "v1"
         if version is None:

@@ -57,6 +57,7 @@ from scheduling.placement.types import PodRequest
 __all__ = [
     "LABEL_QUEUE",
     "LABEL_PRIORITY",
+    "LABEL_PRIORITY_CLASS",
     "LABEL_WORKLOAD",
     "ANNOTATION_PENDING",
     "ANNOTATION_ADMITTED",
@@ -68,13 +69,18 @@ __all__ = [
     "WorkloadError",
     "read_workload",
     "read_gated_pod",
+    "pod_specs",
 ]
 
 LABEL_QUEUE = "console.llmops.io/queue"
 """Label naming the tenant queue a workload goes to; objects without it are left alone."""
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+"""Optional label: the priority class of the workload (Kueue's label for its
+``WorkloadPriorityClass``), resolved against the queue as ``POST /api/jobs/`` resolves
+``priority_class`` (:func:`scheduling.services.priorities.resolve_priority_class`)."""
 LABEL_PRIORITY = "console.llmops.io/priority"
-"""Optional label: the workload's priority in its queue (an integer, default 0; Kueue reads a
-``kueue.x-k8s.io/priority-class`` instead)."""
+"""A raw priority value: read only to refuse it (as the API refuses a raw ``priority`` from
+anyone but a platform admin); a workload's priority comes from its class."""
 ANNOTATION_ALLOW_CONSOLIDATION = "console.llmops.io/allow-consolidation"
 """Optional annotation: ``"true"`` lets consolidation move the workload (restart it elsewhere)
 to defragment its resource group (``Job.allow_consolidation``)."""
@@ -136,12 +142,14 @@ class PodSet:
         count: number of pods.
         path: keys leading from the object to the pod template (``spec.template`` ...).
         request: one pod's request as the HAMi codec reads the template.
+        annotations: the template's annotations (HAMi reads its per-pod ones there).
     """
 
     name: str
     count: int
     path: tuple[str, ...]
     request: PodRequest
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +163,8 @@ class Workload:
         finished: "" while live, ``"succeeded"`` / ``"failed"`` once its status says so.
         active: pods the object's status reports running or active.
         resource_version / generation: of the object read.
-        priority: :data:`LABEL_PRIORITY`.
+        priority_class: :data:`LABEL_PRIORITY_CLASS` ("" = none asked for).
+        raw_priority: :data:`LABEL_PRIORITY` as written ("" = absent; refused when given).
     """
 
     kind: str
@@ -170,7 +179,8 @@ class Workload:
     resource_version: str = ""
     generation: int = 0
     annotations: Mapping[str, str] = field(default_factory=dict)
-    priority: int = 0
+    priority_class: str = ""
+    raw_priority: str = ""
 
     @property
     def pod_count(self) -> int:
@@ -338,8 +348,9 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
     sets = []
     for name, count, path in _pod_sets_of(kind, obj):
         where = ".".join(path)
-        request = _request(_at(obj, path), where, configs)
-        sets.append(PodSet(name, count, path, request))
+        template = _at(obj, path)
+        request = _request(template, where, configs)
+        sets.append(PodSet(name, count, path, request, _annotations(template)))
     if not any(p.count for p in sets):
         raise WorkloadError("the workload runs no pods (every count is 0)")
     finished, active = _finished(kind, obj)
@@ -356,21 +367,21 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
         resource_version=str(meta.get("resourceVersion") or ""),
         generation=int(meta.get("generation") or 0),
         annotations=dict(meta.get("annotations") or {}),
-        priority=_priority(meta),
+        priority_class=_label(meta, LABEL_PRIORITY_CLASS),
+        raw_priority=_label(meta, LABEL_PRIORITY),
     )
 
 
-def _priority(meta: Mapping[str, Any]) -> int:
-    value = str((meta.get("labels") or {}).get(LABEL_PRIORITY, "0")).strip()
-    try:
-        priority = int(value)
-    except ValueError:
-        raise WorkloadError(
-            f"metadata.labels.{LABEL_PRIORITY}: {value!r} is not an integer"
-        ) from None
-    if abs(priority) > 1_000_000_000:
-        raise WorkloadError(f"metadata.labels.{LABEL_PRIORITY}: {priority} is out of range")
-    return priority
+def _annotations(obj: Any) -> dict[str, str]:
+    """A template's (or Pod's) ``metadata.annotations`` as strings ({} when malformed)."""
+    meta = _get(obj, ("metadata",))
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return {str(k): str(v) for k, v in ann.items()} if isinstance(ann, Mapping) else {}
+
+
+def _label(meta: Mapping[str, Any], key: str) -> str:
+    """A label's value as written ("" when absent); the intake judges it, not this module."""
+    return str((meta.get("labels") or {}).get(key, "")).strip()
 
 
 def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
@@ -400,13 +411,24 @@ def read_gated_pod(pod: Mapping[str, Any], configs: list[DeviceModelConfig]) -> 
         uid=str(meta.get("uid") or ""),
         queue=str((meta.get("labels") or {}).get(LABEL_QUEUE, "")),
         suspended=SCHEDULING_GATE in gates,
-        pod_sets=(PodSet("main", 1, ("spec",), request),),
+        pod_sets=(PodSet("main", 1, ("spec",), request, _annotations(pod)),),
         finished={"Succeeded": "succeeded", "Failed": "failed"}.get(str(phase), ""),
         active=1 if phase == "Running" else 0,
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations=dict(meta.get("annotations") or {}),
-        priority=_priority(meta),
+        priority_class=_label(meta, LABEL_PRIORITY_CLASS),
+        raw_priority=_label(meta, LABEL_PRIORITY),
     )
+
+
+def pod_specs(obj: Mapping[str, Any], workload: Workload) -> list[tuple[str, Any]]:
+    """``(path, pod spec)`` of each pod set of ``workload`` read from ``obj``: a template's
+    ``spec`` (``spec.template.spec``, ...), or a gated Pod's own ``spec``."""
+    if workload.kind == "Pod":
+        return [("spec", obj.get("spec"))]
+    return [
+        (".".join((*p.path, "spec")), _get(_at(obj, p.path), ("spec",))) for p in workload.pod_sets
+    ]
 
 
 def pod_owner(pod: Mapping[str, Any]) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from scheduling.devices.resources import (
     template_share_count,
 )
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.kube.hami.requests import device_pins
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
 from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.codec import mig_profiles_from_json
@@ -391,7 +392,12 @@ def apply_model_config(
     return cfg
 
 
-def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequest, ...]:
+def _container_requests(
+    containers, group: ResourceGroup, annotations: dict | None = None
+) -> tuple[ContainerRequest, ...]:
+    """The containers' device requests; the job's HAMi pin ``annotations`` (use/nouse uuid,
+    numa-bind of each container's vendor: :func:`scheduling.kube.hami.requests.device_pins`)
+    narrow them as they narrow HAMi's."""
     out = []
     for c in containers:
         devices: tuple[DeviceRequest, ...] = ()
@@ -411,6 +417,7 @@ def _container_requests(containers, group: ResourceGroup) -> tuple[ContainerRequ
                     types_include=types,
                     types_exclude=tuple(c.device_types_exclude or ()),
                     chip=chip,
+                    **device_pins(annotations or {}, c.vendor),
                 ),
             )
         out.append(ContainerRequest(name=c.name, devices=devices, init=c.init))
@@ -423,7 +430,11 @@ def _pod_set_pods(
     """Each pod set's ``count`` pods, in pod set order, with that set's containers."""
     pods: list[PodRequest] = []
     for ps in pod_sets:
-        mine = _container_requests([c for c in containers if c.pod_set_id == ps.pk], group)
+        mine = _container_requests(
+            [c for c in containers if c.pod_set_id == ps.pk],
+            group,
+            getattr(job, "annotations", None),
+        )
         pods.extend(
             PodRequest(
                 name=f"{job.pk}-{len(pods) + i}",
@@ -457,7 +468,10 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     first so a partial admission always holds it. Every pod carries the job's
     ``node_selector``.
     The job's ``hami.io/node-scheduler-policy`` / ``hami.io/gpu-scheduler-policy``
-    annotations become every pod's policies when the group's ``pod_policy_override`` allows it.
+    annotations become every pod's policies when the group's ``pod_policy_override`` allows it;
+    its HAMi device pins (``nvidia.com/use-gpuuuid``, ``nvidia.com/nouse-gpuuuid``,
+    ``nvidia.com/numa-bind`` and the other vendors' use/nouse uuid annotations) become every
+    device request's ``uuids_include`` / ``uuids_exclude`` / ``numa_bind``.
     """
     node_policy, device_policy = PlacementPolicy(
         pod_override=bool(getattr(group, "pod_policy_override", True))
@@ -469,10 +483,11 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
         pods = _pod_set_pods(job, group, pod_sets, containers, selector, node_policy, device_policy)
         return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
     launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
+    annotations = getattr(job, "annotations", None)
     workers = _container_requests(
-        [c for c in containers if getattr(c, "role", "") != "launcher"], group
+        [c for c in containers if getattr(c, "role", "") != "launcher"], group, annotations
     )
-    launcher = _container_requests(launchers, group)
+    launcher = _container_requests(launchers, group, annotations)
     pods = tuple(
         PodRequest(
             name=f"{job.pk}-{i}",

@@ -48,6 +48,7 @@ from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.services import intake_hold as hold
+from scheduling.services import intake_policy as policy
 from scheduling.services.intake_record import emit, record_placement, suspend_object
 from scheduling.services.intake_spec import job_spec
 from scheduling.services.jobs import enqueue_job
@@ -97,10 +98,15 @@ def _refuse(
     reason: str,
     message: str,
     report: IntakeReport,
+    *,
+    suspend: bool = False,
 ) -> None:
+    """Record why ``obj`` is not taken in and say so in a Warning Event. ``suspend``: the
+    object is in a tenant's namespace, must not run outside admission and was created
+    unsuspended, so it is suspended (a refused Pod keeps its scheduling gate)."""
     meta = obj.get("metadata") or {}
     report.refused[_key(kind, obj)] = message
-    KubeWorkload.objects.update_or_create(
+    row, _ = KubeWorkload.objects.update_or_create(
         cluster=cluster,
         uid=str(meta.get("uid")),
         defaults={
@@ -112,6 +118,8 @@ def _refuse(
         },
     )
     emit(api, kind, obj, reason, message, warning=True)
+    if suspend and suspend_object(api, row, obj, message):
+        report.suspended.append(_key(kind, obj))
 
 
 def _queue_for(cluster: Cluster, namespace: str, queue_name: str) -> tuple[Queue | None, str]:
@@ -124,7 +132,7 @@ def _queue_for(cluster: Cluster, namespace: str, queue_name: str) -> tuple[Queue
         )
     queue = (
         Queue.objects.filter(tenant=tenant, name=queue_name)
-        .select_related("resource_group")
+        .select_related("resource_group", "default_priority_class")
         .first()
     )
     if queue is None:
@@ -154,7 +162,12 @@ def _take_in(
         )
         return None
     try:
-        spec = job_spec(workload)
+        policy.check_pod_security(obj, workload)
+        spec = job_spec(workload, policy.priority_class_of(queue, workload))
+    except policy.Refused as exc:
+        held = kind != "Pod" and not workload.suspended
+        _refuse(api, cluster, kind, obj, exc.reason, exc.message, report, suspend=held)
+        return None
     except wl.WorkloadError as exc:
         _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
         return None

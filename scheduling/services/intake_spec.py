@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from scheduling.choices import JOB_SOURCE_KUBE, JobKind
 from scheduling.kube import workloads as wl
+from scheduling.kube.hami.requests import pin_annotation_names
+from scheduling.models import PriorityClass
 from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, spec_bound_errors
 
 __all__ = ["job_spec", "TRAINING_OBJECT_KINDS"]
@@ -40,15 +42,36 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
     return out
 
 
+def _pin_annotations(workload: wl.Workload) -> dict[str, str]:
+    """The HAMi device pins of the workload's pod templates (use/nouse uuid, numa-bind:
+    :func:`~scheduling.kube.hami.requests.pin_annotation_names`) as the job's annotations,
+    which placement reads as it reads an API job's.
+
+    Raises:
+        WorkloadError: pod sets pin differently (a job carries one set of pins).
+    """
+    names = pin_annotation_names()
+    per_set = [{k: v for k, v in p.annotations.items() if k in names} for p in workload.pod_sets]
+    differ = sorted({k for a in per_set for k in a if any(b.get(k) != a[k] for b in per_set)})
+    if differ:
+        raise wl.WorkloadError(
+            f"the pod templates set {', '.join(differ)} differently; the console places a "
+            "workload with one set of device pins (give every template the same, or split it)"
+        )
+    return per_set[0] if per_set else {}
+
+
 TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
 """Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
 ``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
 the console's ``inference`` kind is a service it runs itself (never queued)."""
 
 
-def job_spec(workload: wl.Workload) -> JobSpec:
+def job_spec(workload: wl.Workload, priority_class: PriorityClass | None = None) -> JobSpec:
     """The console job of a workload: one pod set per template, ``pod_count`` their sum;
-    ``kind`` training for a JobSet or PyTorchJob, else batch.
+    ``kind`` training for a JobSet or PyTorchJob, else batch. ``priority_class`` (resolved
+    by :func:`scheduling.services.priorities.resolve_priority_class`) gives the priority and
+    whether the job is preemptible, as an API submission's class does (none: 0, preemptible).
 
     Raises:
         WorkloadError: a container asks several vendors, or a size is beyond the bounds of
@@ -69,7 +92,9 @@ def job_spec(workload: wl.Workload) -> JobSpec:
         name=name,
         containers=[],
         pod_count=workload.pod_count,
-        priority=workload.priority,
+        priority=priority_class.value if priority_class is not None else 0,
+        priority_class=priority_class,
+        preemptible=priority_class is None or priority_class.preemptible,
         cpu_milli=sets[0].cpu_milli,
         host_memory_mib=sets[0].host_memory_mib,
         source=JOB_SOURCE_KUBE,
@@ -77,6 +102,7 @@ def job_spec(workload: wl.Workload) -> JobSpec:
         pod_sets=sets,
         kind=JobKind.TRAINING if workload.kind in TRAINING_OBJECT_KINDS else JobKind.BATCH,
         allow_consolidation=workload.annotations.get(wl.ANNOTATION_ALLOW_CONSOLIDATION) == "true",
+        annotations=_pin_annotations(workload),
     )
     errors = spec_bound_errors(spec)
     if errors:

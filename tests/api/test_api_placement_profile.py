@@ -3,7 +3,8 @@ errors) and per-job HAMi policy annotations (stored, shown, refused where not al
 
 import pytest
 
-from scheduling.models import Job
+from scheduling.models import Device, Job, Placement
+from scheduling.services.cycle import run_admission_cycle
 from tenants.models import ResourceGroup
 from tests.api.test_api_directory import as_user
 
@@ -87,6 +88,28 @@ def test_job_annotations_are_stored_and_shown(api, world):
     assert response.status_code == 201, response.content
     assert Job.objects.get(pk=response.json()["id"]).annotations == annotations
     assert client.get(f"/api/jobs/{response.json()['id']}/").json()["annotations"] == annotations
+
+
+@pytest.mark.parametrize("pin", ["use", "nouse"])
+def test_a_jobs_hami_uuid_annotation_decides_its_device(api, world, pin):
+    """Issue 29: ``nvidia.com/use-gpuuuid`` / ``nouse-gpuuuid`` on an API job steer the
+    console's placement as they steer HAMi's, not only the pod HAMi sees afterwards."""
+    uuids = sorted(Device.objects.filter(node__cluster__name="c1").values_list("uuid", flat=True))
+    wanted = uuids[-1]
+    annotations = (
+        {"nvidia.com/use-gpuuuid": wanted}
+        if pin == "use"
+        else {"nvidia.com/nouse-gpuuuid": ",".join(u for u in uuids if u != wanted)}
+    )
+    client = as_user(api, world["alice"])
+    response = client.post(
+        "/api/jobs/", _job(world["queue_a"], annotations=annotations), format="json"
+    )
+    assert response.status_code == 201, response.content
+    job_id = response.json()["id"]
+    assert job_id in run_admission_cycle(world["group"].pk).admitted
+    (placement,) = Placement.objects.filter(job_id=job_id)
+    assert [d["uuid"] for d in placement.assignment["containers"][0]["devices"]] == [wanted]
 
 
 def test_bad_annotations_are_400(api, world):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_ints, env_list, env_rate, env_url
+from core.env import env_bool, env_choice, env_int, env_ints, env_list, env_rate, env_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,12 +96,31 @@ def test_env_list_and_url(monkeypatch):
     assert env_url("X_DB", ("postgres", "postgresql")) == "postgresql://u@db:5432/console"
 
 
+def test_env_choice_takes_one_of_the_choices_as_written(monkeypatch):
+    levels = ("privileged", "baseline", "restricted")
+    monkeypatch.delenv("X_LEVEL", raising=False)
+    assert env_choice("X_LEVEL", "baseline", levels) == "baseline"
+    monkeypatch.setenv("X_LEVEL", " restricted ")
+    assert env_choice("X_LEVEL", "baseline", levels) == "restricted"
+    monkeypatch.setenv("X_LEVEL", "Restricted")
+    with pytest.raises(
+        ImproperlyConfigured, match="X_LEVEL='Restricted': use privileged, baseline or restricted"
+    ):
+        env_choice("X_LEVEL", "baseline", levels)
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
         ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
         ("DATABASE_URL", "sqlite:///x.db", "DATABASE_URL must start with one of postgres"),
         ("ADMISSION_TICK_S", "0", "ADMISSION_TICK_S=0 must be at least 1"),
+        (
+            "TENANT_POD_SECURITY_LEVEL",
+            "strict",
+            "TENANT_POD_SECURITY_LEVEL='strict': use privileged, baseline or restricted",
+        ),
+        ("DEVICE_DRAIN_POLICY", "drop", "DEVICE_DRAIN_POLICY='drop': use wait, requeue or fail"),
     ],
 )
 def test_bad_value_stops_start_up(name, value, message):

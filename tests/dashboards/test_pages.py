@@ -7,10 +7,11 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from core.models import AuditEntry
-from scheduling.models import Job, Placement
+from scheduling.models import Device, Job, Placement
 from scheduling.selectors.job_board import queue_slots, store_start_ranges
 from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota_board
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
+from scheduling.services.cycle import run_admission_cycle
 from tenants.models import Invitation, Membership
 from tests.builders import gpu_job
 
@@ -240,6 +241,36 @@ def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
     other = client.post("/jobs/new/", {**form, "name": "sneaky", "queue": world["queue_b"].pk})
     assert other.status_code == 200
     assert not Job.objects.filter(name__in=["bad", "sneaky"]).exists()
+
+
+def test_the_submit_form_takes_hami_pod_annotations_that_steer_placement(client, world):
+    """Issue 29: the form had no way to give the pod annotations the API takes, so HAMi's
+    device pins (``nvidia.com/use-gpuuuid`` ...) could not steer a job submitted there."""
+    client.force_login(world["alice"])
+    uuids = sorted(Device.objects.filter(node__cluster__name="c1").values_list("uuid", flat=True))
+    form = {
+        "queue": world["queue_a"].pk,
+        "name": "pinned-ui",
+        "pod_count": 1,
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "duration_s": 60,
+        "vendor": "NVIDIA",
+        "device_count": 1,
+        "device_memory_percent": 50,
+        "cores_percent": 25,
+        "annotations": f"nvidia.com/use-gpuuuid: {uuids[-1]}\r\nexample.com/owner: team a\r\n",
+    }
+    response = client.post("/jobs/new/", form)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    job = Job.objects.get(name="pinned-ui")
+    assert job.annotations == {"nvidia.com/use-gpuuuid": uuids[-1], "example.com/owner": "team a"}
+    assert job.pk in run_admission_cycle(world["group"].pk).admitted
+    (placement,) = Placement.objects.filter(job=job)
+    assert [d["uuid"] for d in placement.assignment["containers"][0]["devices"]] == [uuids[-1]]
+    bad = client.post("/jobs/new/", {**form, "name": "bad-ann", "annotations": "no colon here"})
+    assert bad.status_code == 200 and "key: value" in bad.content.decode()
+    assert not Job.objects.filter(name="bad-ann").exists()
 
 
 def test_cancel_from_the_page(client, world):

@@ -21,6 +21,7 @@ READERS = {
     "env_int",
     "env_float",
     "env_bool",
+    "env_choice",
     "env_list",
     "env_url",
     "env_rate",

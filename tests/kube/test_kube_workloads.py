@@ -44,7 +44,7 @@ def pytorchjob() -> dict:
             "name": "ddp",
             "namespace": "t",
             "uid": "u1",
-            "labels": {wl.LABEL_QUEUE: "q", wl.LABEL_PRIORITY: "5"},
+            "labels": {wl.LABEL_QUEUE: "q", wl.LABEL_PRIORITY_CLASS: "high"},
         },
         "spec": {
             "runPolicy": {"suspend": True},
@@ -69,7 +69,7 @@ def assign(pod: str, node: str, *uuids: str) -> PodAssignment:
 def test_pytorchjob_has_master_then_workers_with_their_own_requests() -> None:
     w = wl.read_workload("PyTorchJob", pytorchjob(), CONFIGS)
     assert [(p.name, p.count) for p in w.pod_sets] == [("Master", 1), ("Worker", 3)]
-    assert (w.suspended, w.priority, w.pod_count) == (True, 5, 4)
+    assert (w.suspended, w.priority_class, w.raw_priority, w.pod_count) == (True, "high", "", 4)
     master, worker = (p.request.containers[0].devices[0] for p in w.pod_sets)
     assert (master.count, master.memory_mib) == (2, 20000)
     assert (worker.count, worker.memory_mib) == (1, 40000)
@@ -90,7 +90,6 @@ def test_job_pods_are_parallelism_capped_by_completions(spec: dict, pods: int) -
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
-        (lambda o: o["metadata"]["labels"].update({wl.LABEL_PRIORITY: "high"}), "priority"),
         (
             lambda o: o["spec"]["pytorchReplicaSpecs"]["Worker"].update({"replicas": -1}),
             "Worker.replicas",

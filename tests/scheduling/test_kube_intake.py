@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from scheduling.choices import JobKind, JobState, PlacementState
 from scheduling.kube import workloads as wl
-from scheduling.models import Job, KubeWorkload, Placement
+from scheduling.models import Job, KubeWorkload, Placement, PriorityClass
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from scheduling.services.intake import sync_cluster_workloads
@@ -90,14 +90,14 @@ def job_object(
     suspend=True,
     parallelism: int = 1,
     gpus: int = 1,
-    priority: int | None = None,
+    priority_class: str | None = None,
     gpumem: int = 10000,
 ) -> dict:
     labels = {}
     if queue is not None:
         labels[wl.LABEL_QUEUE] = queue
-    if priority is not None:
-        labels[wl.LABEL_PRIORITY] = str(priority)
+    if priority_class is not None:
+        labels[wl.LABEL_PRIORITY_CLASS] = priority_class
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -373,11 +373,13 @@ def test_preempted_job_is_suspended_again_with_its_templates_restored(
     fake, kube, django_capture_on_commit_callbacks
 ):
     cluster, group, _queue = kube
-    fake.put(job_object("low", parallelism=4, priority=0, gpumem=81920))
+    PriorityClass.objects.create(name="low", value=0)
+    PriorityClass.objects.create(name="high", value=10)
+    fake.put(job_object("low", parallelism=4, priority_class="low", gpumem=81920))
     low = _intake(cluster).jobs[f"Job {NS}/low"]
     _admit(group, low)
     assert fake.get("jobs", "low", NS)["spec"]["suspend"] is False
-    fake.put(job_object("high", parallelism=1, priority=10, gpumem=81920))
+    fake.put(job_object("high", parallelism=1, priority_class="high", gpumem=81920))
     high = _intake(cluster).jobs[f"Job {NS}/high"]
     with django_capture_on_commit_callbacks(execute=True):
         report = run_admission_cycle(group.pk)

@@ -70,6 +70,8 @@ def test_each_tenant_gets_its_own_labelled_namespace(fake, world):
         assert namespace["metadata"]["labels"] == {
             "app.kubernetes.io/managed-by": "llmops-console",
             "console.llmops.io/tenant": tenant.name,
+            # issue 29: Pod Security Admission enforces TENANT_POD_SECURITY_LEVEL there
+            "pod-security.kubernetes.io/enforce": "baseline",
         }
         body = {k: v for k, v in namespace.items() if k != "status"}
         body["metadata"] = {k: namespace["metadata"][k] for k in ("name", "labels", "annotations")}
@@ -105,8 +107,46 @@ def test_operator_made_namespace_is_adopted_and_labelled(fake, world):
         "owner": "platform",
         "app.kubernetes.io/managed-by": "llmops-console",
         "console.llmops.io/tenant": "team-a",
+        "pod-security.kubernetes.io/enforce": "baseline",
     }
     assert ("PATCH", "/api/v1/namespaces/tenant-team-a") in fake.requests
+
+
+@pytest.mark.parametrize(
+    ("setting", "operators", "enforced"),
+    [
+        ("restricted", None, "restricted"),  # the setting, on a namespace the console creates
+        ("privileged", None, "privileged"),
+        ("baseline", "restricted", "restricted"),  # an operator's stricter level stays
+        ("baseline", "privileged", "baseline"),  # a laxer one is raised to the setting
+        ("restricted", "baseline", "restricted"),
+    ],
+)
+def test_the_pod_security_level_is_the_setting_or_an_operators_stricter_one(
+    fake, world, settings, setting, operators, enforced
+):
+    """Issue 29: tenant namespaces had no Pod Security labels, so a tenant's pod could run
+    privileged on a node it shares with others."""
+    settings.TENANT_POD_SECURITY_LEVEL = setting
+    _cluster, group, (_team_a, queue_a), _b = world
+    if operators is not None:
+        fake.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": "tenant-team-a",
+                    "labels": {"pod-security.kubernetes.io/enforce": operators},
+                },
+            }
+        )
+    job = _admitted(queue_a, group)
+    assert submit_to_cluster(job.pk) == JobState.ADMITTED
+    namespace = fake.get("namespaces", "tenant-team-a")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == enforced
+    body = {"apiVersion": "v1", "kind": "Namespace"}
+    body["metadata"] = {k: namespace["metadata"][k] for k in ("name", "labels", "annotations")}
+    kubernetes_validate.validate(body, K8S, strict=True)
 
 
 def test_namespace_of_another_tenant_is_refused(fake, world):

@@ -28,6 +28,7 @@ from scheduling.services.jobs import (
     ContainerSpec,
     JobSpec,
 )
+from scheduling.services.priorities import PriorityRefused, resolve_priority_class
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 #: Kubernetes annotation key: optional DNS-subdomain prefix (<= 253) and "/", then a name of
@@ -286,44 +287,18 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         return attrs
 
     def _priority_class(self, attrs):
-        """The class the job gets (checked against the queue), or None (raw priority)."""
-        queue = attrs["queue"]
-        if "priority" in attrs and not self.platform_admin:
-            raise serializers.ValidationError(
-                {
-                    "priority": (
-                        "Set by the priority class: give priority_class (one of the queue's allowed "  # noqa: E501
-                        "classes) instead."
-                    )
-                }
+        """The class the job gets (checked against the queue: the rule every way in shares,
+        :func:`scheduling.services.priorities.resolve_priority_class`), or None (raw
+        priority)."""
+        try:
+            return resolve_priority_class(
+                attrs["queue"],
+                attrs.get("priority_class"),
+                raw_priority="priority" in attrs,
+                platform_admin=self.platform_admin,
             )
-        cls = attrs.get("priority_class")
-        if cls is None and "priority" not in attrs:
-            cls = queue.default_priority_class
-        allowed = {c.name for c in queue.allowed_priority_classes.all()}
-        if cls is not None and allowed and cls.name not in allowed:
-            raise serializers.ValidationError(
-                {
-                    "priority_class": (
-                        f"{cls.name} is not allowed in queue {queue.name} (allowed: "
-                        f"{', '.join(sorted(allowed))})."
-                    )
-                }
-            )
-        if cls is None and allowed and not self.platform_admin:
-            raise serializers.ValidationError(
-                {
-                    "priority_class": (
-                        f"Queue {queue.name} needs a priority class (allowed: "
-                        f"{', '.join(sorted(allowed))})."
-                    )
-                }
-            )
-        if cls is not None and "priority" in attrs:
-            raise serializers.ValidationError(
-                {"priority": ("Give priority_class or priority, not both.")}
-            )
-        return cls
+        except PriorityRefused as exc:
+            raise serializers.ValidationError({exc.field: exc.message}) from None
 
     def to_spec(self) -> JobSpec:
         """The :class:`JobSpec` of the validated submission."""

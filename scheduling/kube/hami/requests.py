@@ -13,9 +13,11 @@ policies (``hami.io/node-scheduler-policy``, ``hami.io/gpu-scheduler-policy``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, TypedDict
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.policies import (
     DEVICE_POLICIES,
     DEVICE_POLICY_ANNOTATION,
@@ -28,7 +30,14 @@ from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import ContainerRequest, DeviceRequest, PodRequest
 
-__all__ = ["pod_request_from_kube", "pod_host", "NEURON_CORES_PER_DEVICE"]
+__all__ = [
+    "pod_request_from_kube",
+    "pod_host",
+    "NEURON_CORES_PER_DEVICE",
+    "DevicePins",
+    "device_pins",
+    "pin_annotation_names",
+]
 
 
 Reader = Callable[[str], Any]
@@ -84,6 +93,48 @@ def _uuid_pins(ann: dict[str, Any], cfg: DeviceModelConfig) -> _UuidPins:
         "uuids_include": _csv(ann, cfg.use_uuid_annotation),
         "uuids_exclude": _csv(ann, cfg.nouse_uuid_annotation),
     }
+
+
+class DevicePins(TypedDict):
+    """What a pod's HAMi annotations pin for one vendor's device request: the uuids accepted
+    and refused (``<vendor>/use-gpuuuid``, ``<vendor>/nouse-gpuuuid``) and whether all its
+    devices share a NUMA node (``nvidia.com/numa-bind``)."""
+
+    uuids_include: tuple[str, ...]
+    uuids_exclude: tuple[str, ...]
+    numa_bind: bool
+
+
+@cache
+def _vendor_configs() -> dict[str, DeviceModelConfig]:
+    """The HAMi default config of each vendor (the first of its configs): the annotation
+    names are HAMi's per vendor, whatever a model row overrides."""
+    out: dict[str, DeviceModelConfig] = {}
+    for cfg in default_device_configs():
+        out.setdefault(cfg.vendor, cfg)
+    return out
+
+
+def device_pins(annotations: Mapping[str, Any], vendor: str) -> DevicePins:
+    """The pins a pod's (or a job's) annotations put on ``vendor``'s device requests, read
+    as :func:`pod_request_from_kube` reads them (comma lists, whitespace trimmed; numa-bind
+    ``"true"`` in any case). An unknown vendor has none."""
+    cfg = _vendor_configs().get(vendor)
+    if cfg is None or not annotations:
+        return {"uuids_include": (), "uuids_exclude": (), "numa_bind": False}
+    ann = dict(annotations)
+    return {**_uuid_pins(ann, cfg), "numa_bind": _numa_bind(ann, cfg)}
+
+
+@cache
+def pin_annotation_names() -> frozenset[str]:
+    """Every vendor's use-uuid, nouse-uuid and numa-bind annotation name (HAMi's)."""
+    return frozenset(
+        name
+        for cfg in default_device_configs()
+        for name in (cfg.use_uuid_annotation, cfg.nouse_uuid_annotation, cfg.numa_annotation)
+        if name
+    )
 
 
 def _drs_request(get: Reader, r: str, cfg: DeviceModelConfig, ann: dict[str, Any]) -> DeviceRequest:
