@@ -34,3 +34,28 @@ def test_job_figures_are_labelled_with_what_they_count(client, world):
         "running": ("1", "running jobs (all tenants)"),
     }
     assert list(kpis) == ["queued", "admitted", "running"]
+
+
+def _single_chart_cards(html: str) -> list[tuple[str, str]]:
+    """``(card heading, card html)`` of every card that holds exactly one chart."""
+    cards = re.findall(r'<section class="card"[^>]*>(.*?)</section>', html, flags=re.S)
+    return [
+        (re.search(r"<h2>(.*?)</h2>", card, flags=re.S).group(1), card)
+        for card in cards
+        if card.count("<figure") == 1 and "<h2>" in card
+    ]
+
+
+def test_a_chart_alone_in_a_card_does_not_repeat_the_card_heading(client, world):
+    client.force_login(world["root"])
+    cards = _single_chart_cards(client.get("/?fragment=1").content.decode())
+    headings = [re.sub(r"<[^>]+>.*", "", h).strip() for h, _ in cards]
+    assert headings == [
+        "Allocated vs capacity per device model",
+        "Jobs by state",
+        "Allocated vs capacity per resource group",
+        "Top tenants by devices held now",
+    ]
+    for heading, card in cards:
+        assert 'class="chart-title"' not in card, heading  # said once, by the heading
+        assert re.search(r'role="img" aria-label="[^"]+"', card), heading  # still labelled
