@@ -370,13 +370,17 @@ def donut(
     simulated: bool = False,
     height: int = 200,
     note: str = "",
+    empty_text: str = "",
 ) -> dict:
     """Spec of a donut: ``parts`` = ``[(label, value, colour)]`` (colour may be ""), the total
-    in the middle, a legend beside it."""
+    in the middle, a legend beside it. When every value is 0 (``empty``) charts.js draws no
+    ring and no legend, only ``empty_text`` (default ``"No <unit> yet"``): a ring of zeros
+    would show equal slices."""
     spec = _base(chart_id, "donut", title, height, simulated, note)
     spec.update(
         {
             "unit": unit,
+            "empty_text": empty_text or f"No {unit} yet",
             "parts": [
                 {"name": label, "value": _num(value), "colour": colour}
                 for label, value, colour in parts

@@ -171,3 +171,10 @@ def test_time_axis_starts_at_the_first_sample_when_history_is_shorter_than_the_r
     assert full["x"] == {"min": MS - 6 * 3600_000, "max": MS}
     empty = time_series("none", [Series("a", [])], title="t", start=start, end=end)
     assert empty["x"] == {"min": MS - 6 * 3600_000, "max": MS}
+
+
+def test_a_donut_of_zeros_is_empty_with_its_text():
+    zeros = donut("jobs", [("queued", 0, ""), ("running", 0, "")], title="Jobs", unit="jobs")
+    assert (zeros["empty"], zeros["total"], zeros["empty_text"]) == (True, 0.0, "No jobs yet")
+    named = donut("d", [("a", 0, "")], title="D", unit="jobs", empty_text="Nothing queued")
+    assert named["empty_text"] == "Nothing queued"
