@@ -219,9 +219,9 @@ def _server_data_dir(proc: Path) -> Path | None:
     argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
     program = argv[0].split(" ", 1)[0]  # redis-server rewrites its title into argv[0]
     if program.endswith(_POSTGRES_BIN) and "-D" in argv[:-1]:
-        return Path(argv[argv.index("-D") + 1]).parent
+        return Path(argv[argv.index("-D") + 1]).resolve().parent
     if program.endswith(_REDIS_BIN):
-        return Path(os.readlink(proc / "cwd")).parent
+        return Path(os.readlink(proc / "cwd")).resolve().parent
     return None
 
 
@@ -238,22 +238,28 @@ def running_data_dirs() -> set[Path]:
     return found
 
 
+def _stop_mine(configured: Path, checkout: Path) -> tuple[list[Path], list[Path]]:
+    """Stop the servers in ``configured`` and in every running data folder that ``checkout``
+    started (:func:`owner`): ``(folders where servers were stopped, folders where other
+    checkouts' servers run)``."""
+    running = running_data_dirs()
+    named = {configured} if configured.is_dir() else set()
+    mine = sorted(named | {d for d in running if owner(d) == checkout})
+    return [d for d in mine if stop(d)], sorted(running - set(mine))
+
+
 def stop_checkout(configured: Path, checkout: Path = CHECKOUT) -> tuple[int, list[str]]:
     """``make stop``: stop the servers in ``configured`` (``CONSOLE_DATA_DIR`` or the
-    default) and in every running data folder that ``checkout`` started (:func:`owner`).
+    default) and in every running data folder that ``checkout`` started, wherever it is.
 
     Returns:
         ``(exit status, lines to print)``: 0 when something was stopped, or when no embedded
         server runs at all; 1 when none of this checkout ran while others run (the lines
         name their folders and how to stop them).
     """
-    running = running_data_dirs()
-    named = {configured} if configured.is_dir() else set()
-    mine = sorted(named | {d for d in running if owner(d) == checkout})
-    stopped = [d for d in mine if stop(d)]
+    stopped, others = _stop_mine(configured, checkout)
     if stopped:
         return 0, [f"stopped the embedded PostgreSQL and Redis in {d}" for d in stopped]
-    others = sorted(running - set(mine))
     if not others:
         return 0, [f"no embedded server runs (looked in {configured} and /proc)"]
     lines = [f"no embedded server of this checkout ({checkout}) runs; others run in:"]
@@ -267,15 +273,20 @@ def stop_checkout(configured: Path, checkout: Path = CHECKOUT) -> tuple[int, lis
 
 
 def clean(configured: Path, checkout: Path = CHECKOUT) -> tuple[int, list[str]]:
-    """``make clean``: :func:`stop_checkout`, then remove the data folder ``configured``
-    (``CONSOLE_DATA_DIR`` or the default ``.console/``) with its databases.
+    """``make clean``: stop this checkout's servers (as :func:`stop_checkout`), then remove
+    the data folder ``configured`` (``CONSOLE_DATA_DIR`` or the default ``.console/``).
 
     Returns:
         ``(exit status, lines to print)``: 1, nothing removed, when servers still run in
         ``configured`` or it holds files but no console data (no ``embedded.lock``): a
-        ``CONSOLE_DATA_DIR`` set by mistake never removes another folder.
+        ``CONSOLE_DATA_DIR`` set by mistake never removes another folder. Another folder
+        whose servers were stopped keeps its data (a line says how to remove it).
     """
-    _, lines = stop_checkout(configured, checkout)
+    stopped, _ = _stop_mine(configured, checkout)
+    lines = [f"stopped the embedded PostgreSQL and Redis in {d}" for d in stopped]
+    lines += [
+        f"kept {d} (CONSOLE_DATA_DIR={d} make clean removes it)" for d in stopped if d != configured
+    ]
     if configured in running_data_dirs():
         return 1, [*lines, f"servers still run in {configured}: not removed"]
     if any(configured.iterdir()) and not (configured / "embedded.lock").exists():

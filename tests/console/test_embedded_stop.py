@@ -74,13 +74,23 @@ def test_stop_names_the_servers_of_other_checkouts_and_fails(folders):
 def test_clean_stops_and_removes_the_configured_folder_only(folders):
     checkout = folders("checkout")
     data = folders("data")
-    embedded.ensure_redis(data)
-    _started_by(data, checkout)
+    earlier = folders("earlier")  # this checkout's servers, started with another folder
+    for base in (data, earlier):
+        embedded.ensure_redis(base)
+        _started_by(base, checkout)
 
     status, lines = embedded.clean(data, checkout)
 
-    assert status == 0 and lines[-1] == f"removed {data}"
+    assert status == 0
+    assert sorted(lines[:2]) == sorted(
+        f"stopped the embedded PostgreSQL and Redis in {d}" for d in (data, earlier)
+    )
+    assert lines[2:] == [
+        f"kept {earlier} (CONSOLE_DATA_DIR={earlier} make clean removes it)",
+        f"removed {data}",
+    ]
     assert not data.exists() and data not in embedded.running_data_dirs()
+    assert earlier.exists() and earlier not in embedded.running_data_dirs()
 
     stranger = folders("stranger")  # CONSOLE_DATA_DIR pointing at a folder of other files
     (stranger / "notes.txt").write_text("keep me")
