@@ -46,8 +46,12 @@ bench-placement: $(STAMP)
 bench-e2e: $(STAMP)
 	$(PY) -m console.bench_e2e $(BENCH_ARGS)
 
+# Stops the embedded PostgreSQL and Redis this checkout started, wherever they run (also those
+# started with another CONSOLE_DATA_DIR); exits 1 and names the folders when only other
+# checkouts' servers run (console/embedded.py).
 stop: $(STAMP)
 	$(PY) -m console.embedded stop
 
-clean: stop
-	rm -rf .console
+# stop, then remove the data folder: CONSOLE_DATA_DIR, default .console
+clean: $(STAMP)
+	$(PY) -m console.embedded clean

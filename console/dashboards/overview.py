@@ -33,6 +33,14 @@ STATE_COLOURS = {
     "stopped": "#a16207",
 }
 ALLOC_COLOUR = "#2563eb"
+#: The job figures at the top of the overview: ``(state, label)``. ``admitted`` counts jobs
+#: admitted whose pods are not running yet (scheduling.choices.JobState), not every job
+#: ever admitted: a running job is counted under ``running`` only.
+JOB_FIGURES = (
+    ("queued", "queued jobs, waiting for admission"),
+    ("admitted", "admitted jobs not running yet: devices reserved, pods starting"),
+    ("running", "running jobs"),
+)
 
 
 def _capacity_chart(chart_id: str, rows, title: str) -> dict:
@@ -127,6 +135,7 @@ def overview(request):
         "groups": groups,
         **_fragmentation(request),
         "jobs": jobs,
+        "job_figures": [(state, label, jobs[state]) for state, label in JOB_FIGURES],
         "reasons": pending_reasons(tenant_ids),
         "queues": queues[:15],
         "capacity_at": capacity_at,

@@ -398,12 +398,18 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # An expected 4xx (a 404 for another tenant's job, a viewer's 403) as one line, with no
+    # traceback; 5xx records keep theirs (console/request_log.py).
+    "filters": {"client_error_line": {"()": "console.request_log.ClientErrorLine"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Routine task chatter (every tick's "received" / "succeeded", beat's "sending due
     # task") at WARNING: INFO stays for state changes worth reading (an admission cycle that
     # admitted or preempted, a pod created). CELERY_ROUTINE_LOG_LEVEL=INFO brings it back.
     "loggers": {
-        name: {"level": env_str("CELERY_ROUTINE_LOG_LEVEL", "WARNING")}
-        for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+        **{
+            name: {"level": env_str("CELERY_ROUTINE_LOG_LEVEL", "WARNING")}
+            for name in ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+        },
+        "django.request": {"filters": ["client_error_line"]},
     },
 }

@@ -76,6 +76,9 @@ for _combo in AXES_LOCKOUT_PARAMETERS:
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
+# No "AXES: BEGIN version ..." INFO line at every process start (every manage.py call);
+# lockout and failure lines still log, naming the lockout parameters (axes' AXES_VERBOSE).
+AXES_VERBOSE = False
 # Behind TRUSTED_PROXY_COUNT reverse proxies the client address is read from
 # X-Forwarded-For (that many proxies from the right); without proxies only REMOTE_ADDR counts,
 # so a client cannot choose its address by sending the header itself.

@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
@@ -38,6 +38,7 @@ from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from scheduling.services.cordons import cordon_device, uncordon_device
+from scheduling.services.jobs import never_fits_reasons
 from scheduling.services.workloads import (
     cancel_workload,
     resume_notebook,
@@ -137,12 +138,17 @@ class JobViewSet(
         """Submit 1-500 jobs, each as ``POST /api/jobs/`` takes it, in one transaction: all are
         created or none (an invalid item answers 400 with its errors under
         ``jobs[<index>].<field>``, a job that can never fit its group under
-        ``jobs[<index>].reason``). Counts one write of ``API_WRITE_RATE`` and one job per job
-        of ``API_BATCH_JOB_RATE``; more jobs than that rate counts in a whole window answer
-        400 under ``jobs`` (``exceeds_rate``), see ``core.api.throttling``."""
+        ``jobs[<index>].reason``; one answer lists them all). Counts one write of
+        ``API_WRITE_RATE`` and one job per job of ``API_BATCH_JOB_RATE``; more jobs than that
+        rate counts in a whole window answer 400 under ``jobs`` (``exceeds_rate``), see
+        ``core.api.throttling``."""
         queues = submit_queues_or_403(request.user)
         serializer = JobBatchSerializer(data=request.data, queues=queues, user=request.user)
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            valid = serializer.valid_items()  # {index in the batch: entry}
+            reasons = never_fits_reasons(list(valid.values()))  # {position in valid: why}
+            by_index = {i: reasons[k] for k, i in enumerate(valid) if k in reasons}
+            raise ValidationError(serializer.errors_with_reasons(by_index))
         try:
             jobs = submit_workloads(serializer.to_entries(), user=request.user)
         except NeverFits as exc:

@@ -218,15 +218,12 @@ def _create_rows(
 _PREFETCHED = "_prefetched_objects_cache"
 
 
-def _check_fits(
+def _fit_reasons(
     jobs: list[Job], queues: list[Queue], rows: list[tuple[list[JobContainer], list[JobPodSet]]]
-) -> None:
-    """Refuse jobs that can never fit their group (:func:`never_fits_reason`), reading the
-    rows just written instead of querying them again.
-
-    Raises:
-        NeverFits: with ``reasons`` {index: reason} of every such job.
-    """
+) -> dict[int, str]:
+    """``{index: reason}`` of the jobs that can never fit their group
+    (:func:`never_fits_reason`), reading the rows just written instead of querying them
+    again."""
     reasons = {}
     for index, (job, queue, (containers, pod_sets)) in enumerate(
         zip(jobs, queues, rows, strict=True)
@@ -239,8 +236,27 @@ def _check_fits(
             delattr(job, _PREFETCHED)
         if reason is not None:
             reasons[index] = reason
-    if reasons:
-        raise NeverFits(next(iter(reasons.values())), field="reason", reasons=reasons)
+    return reasons
+
+
+def _write_jobs(entries: list[tuple[Queue, JobSpec]], user, now) -> tuple[list[Job], list]:
+    """The jobs of ``entries`` and their pod sets and containers, one INSERT per table
+    (inside the caller's transaction): ``(jobs, rows of each job)``."""
+    jobs = Job.objects.bulk_create(_job_row(queue, spec, user, now) for queue, spec in entries)
+    for job, (queue, _) in zip(jobs, entries, strict=True):
+        job.tenant = queue.tenant  # one tenant row per queue for events, audit and reply
+    return jobs, _create_rows(list(zip(jobs, (spec for _, spec in entries), strict=True)))
+
+
+def never_fits_reasons(entries: list[tuple[Queue, JobSpec]]) -> dict[int, str]:
+    """``{index in entries: why}`` of the submissions that can never fit their group, found
+    as :func:`enqueue_jobs` finds them (the rows are written, then rolled back: nothing is
+    saved). For a batch refused for other reasons too, so that one answer lists them all."""
+    with transaction.atomic():
+        jobs, rows = _write_jobs(entries, None, timezone.now())
+        reasons = _fit_reasons(jobs, [queue for queue, _ in entries], rows)
+        transaction.set_rollback(True)
+    return reasons
 
 
 def _audit_submit(job: Job, spec: JobSpec, queue: Queue, user) -> AuditEntry:
@@ -309,12 +325,10 @@ def enqueue_jobs(
     """
     now = timezone.now()
     with transaction.atomic():
-        jobs = Job.objects.bulk_create(_job_row(queue, spec, user, now) for queue, spec in entries)
-        for job, (queue, _) in zip(jobs, entries, strict=True):
-            job.tenant = queue.tenant  # one tenant row per queue for events, audit and reply
-        rows = _create_rows(list(zip(jobs, (spec for _, spec in entries), strict=True)))
-        if check_fit:
-            _check_fits(jobs, [queue for queue, _ in entries], rows)
+        jobs, rows = _write_jobs(entries, user, now)
+        reasons = _fit_reasons(jobs, [queue for queue, _ in entries], rows) if check_fit else {}
+        if reasons:
+            raise NeverFits(next(iter(reasons.values())), field="reason", reasons=reasons)
         JobEvent.objects.bulk_create(
             JobEvent(
                 job=job,

@@ -21,7 +21,7 @@
  *   bars:    unit, categories [..], scale "shared" | "independent" (one small chart per
  *            category with its own axis), capacity [..] | null (light bar behind; the axis end
  *            of an independent row), series [{name, kind: "bar", unit, colour, stack, data}]
- *   donut:   unit, parts [{name, value, colour}], total
+ *   donut:   unit, parts [{name, value, colour}], total, empty_text (drawn alone when empty)
  *
  * WHAT IS DRAWN: SVG renderer (axis labels are <text> nodes), UTC time axis, value axes with
  * their unit as axis name (a "%" unit is printed on the ticks), legend when more than one
@@ -92,7 +92,7 @@
   function emptyText(spec) {
     if (!spec.empty) return [];
     return [{ type: "text", left: "center", top: "middle", silent: true,
-              style: { text: "No data in this range", fill: MUTED, fontSize: 13 } }];
+              style: { text: spec.empty_text || "No data in this range", fill: MUTED, fontSize: 13 } }];
   }
 
   // --- time charts ------------------------------------------------------------------------
@@ -291,6 +291,8 @@
 
   // --- donut -------------------------------------------------------------------------------
   function donutOption(spec, width) {
+    // All zeros: no ring (ECharts would draw equal slices of a zero sum), no legend, the text.
+    if (spec.empty) return { animation: false, graphic: emptyText(spec) };
     var cx = Math.round(width * 0.28);
     return {
       animation: false, textStyle: { color: FG },

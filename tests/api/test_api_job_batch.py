@@ -195,3 +195,29 @@ def test_only_the_batch_action_weighs_its_jobs(api, world, monkeypatch):
         client.post("/api/jobs/", _item(world["queue_a"], "w1"), format="json").status_code == 201
     )
     cache.clear()
+
+
+def test_field_errors_and_never_fits_reasons_come_in_one_answer(api, world):
+    client = as_user(api, world["alice"])
+    huge = [{"device_count": 9, "cores_percent": 100}]
+    items = [
+        _item(world["queue_a"], "never-0", containers=huge),
+        _item(world["queue_a"], "bad-1", cpu_milli=-5),
+        _item(world["queue_a"], "fits-2"),
+        _item(world["queue_a"], "never-3", containers=huge),
+        _item(world["queue_b"], "other-4"),  # another tenant's queue: unknown
+    ]
+    response = client.post(URL, {"jobs": items}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert set(error["fields"]) == {
+        "jobs[0].reason",
+        "jobs[1].cpu_milli",
+        "jobs[3].reason",
+        "jobs[4].queue",
+    }
+    assert "9" in error["fields"]["jobs[0].reason"][0]
+    assert error["fields"]["jobs[3].reason"] == error["fields"]["jobs[0].reason"]
+    assert "team-b" not in response.content.decode()
+    assert not Job.objects.filter(name__in=[item["name"] for item in items]).exists()

@@ -144,3 +144,37 @@ def test_range_switch_keeps_other_parameters():
     )
     assert 'href="?range=24h&amp;tab=x" class="active"' in html
     assert "fragment" not in html and ">7d</a>" in html
+
+
+def test_time_axis_starts_at_the_first_sample_when_history_is_shorter_than_the_range():
+    end = T0
+    start = end - timedelta(hours=6)
+    fresh = [(end - timedelta(minutes=4), 1), (end - timedelta(minutes=2), 2)]
+    spec = time_series(
+        "fresh",
+        [Series("a", fresh), Series("b", [(end - timedelta(minutes=9), None)])],
+        title="t",
+        start=start,
+        end=end,
+    )
+    assert spec["x"] == {"min": MS - 4 * 60_000, "max": MS}  # a gap (None) is no sample
+    marked = time_series(
+        "marked",
+        [Series("a", fresh)],
+        title="t",
+        start=start,
+        end=end,
+        marks=[Mark(end - timedelta(minutes=30), "XID 79")],
+    )
+    assert marked["x"]["min"] == MS - 30 * 60_000  # a marked event stays in view
+    full = time_series("full", [Series("a", [(start, 0), *fresh])], title="t", start=start, end=end)
+    assert full["x"] == {"min": MS - 6 * 3600_000, "max": MS}
+    empty = time_series("none", [Series("a", [])], title="t", start=start, end=end)
+    assert empty["x"] == {"min": MS - 6 * 3600_000, "max": MS}
+
+
+def test_a_donut_of_zeros_is_empty_with_its_text():
+    zeros = donut("jobs", [("queued", 0, ""), ("running", 0, "")], title="Jobs", unit="jobs")
+    assert (zeros["empty"], zeros["total"], zeros["empty_text"]) == (True, 0.0, "No jobs yet")
+    named = donut("d", [("a", 0, "")], title="D", unit="jobs", empty_text="Nothing queued")
+    assert named["empty_text"] == "Nothing queued"

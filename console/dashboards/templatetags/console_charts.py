@@ -1,7 +1,8 @@
 """Template tags of the chart layer (see :mod:`console.dashboards.charts`).
 
 ``{% chart spec %}`` renders ``dashboards/_chart.html``: a ``<figure id="<id>">`` with the
-caption, a "simulated data" badge when the spec says so, the container that
+caption (none with ``{% chart spec caption=False %}``, for a card whose heading names the
+chart), a "simulated data" badge when the spec says so, the container that
 ``static/console/charts.js`` draws into and the spec as ``json_script`` (id ``<id>-data``).
 
 ``{% range_switch current %}`` renders the 6 h / 24 h / 7 d links (``?range=``), keeping the
@@ -16,9 +17,12 @@ register = template.Library()
 
 
 @register.inclusion_tag("dashboards/_chart.html")
-def chart(spec: dict) -> dict:
-    """Context of one chart: the spec and the id of its data script."""
-    return {"spec": spec, "data_id": f"{spec['id']}-data"}
+def chart(spec: dict, caption: bool = True) -> dict:
+    """Context of one chart: the spec and the id of its data script. ``caption=False`` for
+    a chart alone in a card whose heading already names it: the title is not printed again
+    under the heading (it stays the figure's accessible label; the "simulated data" badge
+    stays)."""
+    return {"spec": spec, "data_id": f"{spec['id']}-data", "caption": caption}
 
 
 @register.inclusion_tag("dashboards/_range_switch.html", takes_context=True)

@@ -348,7 +348,8 @@ MAX_BATCH_JOBS = 500
 class JobBatchSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Input of ``POST /api/jobs/batch/``: ``jobs``, 1 to :data:`MAX_BATCH_JOBS`
     submissions, each exactly as ``POST /api/jobs/`` takes it. All or none: any invalid item
-    refuses the batch with its errors under ``jobs[<index>].<field>``."""
+    refuses the batch with its errors under ``jobs[<index>].<field>``, and the reasons of
+    the valid items that can never fit under ``jobs[<index>].reason`` in the same answer."""
 
     # declared for the OpenAPI schema; each instance rebuilds it with the caller's queues
     jobs = JobSubmitSerializer(many=True, min_length=1, max_length=MAX_BATCH_JOBS)
@@ -366,6 +367,44 @@ class JobBatchSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             (item["queue"], JobSubmitSerializer.spec_of(item))
             for item in self.validated_data["jobs"]
         ]
+
+    def _item_errors(self) -> dict[int, dict] | None:
+        """``{index: field errors}`` of the refused items (DRF's list serializer reports them
+        by index), or None when the batch itself was refused (no list, an empty or too long
+        one, unknown keys)."""
+        item_errors = self.errors.get("jobs")
+        if set(self.errors) != {"jobs"} or not isinstance(item_errors, dict):
+            return None
+        if not all(isinstance(index, int) for index in item_errors):
+            return None
+        return dict(item_errors)
+
+    def valid_items(self) -> dict[int, tuple[Queue, JobSpec]]:
+        """After ``is_valid()`` refused some items: ``{index: (queue, spec)}`` of the items
+        with no error of their own (validated again by the same child serializer), so their
+        never-fits reasons can join the field errors; empty when the batch itself was
+        refused."""
+        item_errors = self._item_errors()
+        if item_errors is None:
+            return {}
+        child = self.fields["jobs"]
+        valid = {}
+        for index, data in enumerate(self.initial_data["jobs"]):
+            if index not in item_errors:
+                item = child.run_child_validation(data)
+                valid[index] = (item["queue"], JobSubmitSerializer.spec_of(item))
+        return valid
+
+    def errors_with_reasons(self, reasons: dict[int, str]) -> dict:
+        """The field errors with each never-fits reason added as ``reason`` of its item
+        (``{"jobs": {index: {field: [messages]}}}``, rendered ``jobs[<index>].<field>``);
+        without reasons, the errors as they are."""
+        item_errors = self._item_errors()
+        if not reasons or item_errors is None:
+            return self.errors
+        for index, why in reasons.items():
+            item_errors[index] = {"reason": [why]}
+        return {"jobs": dict(sorted(item_errors.items()))}
 
 
 class JobBatchItemSerializer(serializers.Serializer):

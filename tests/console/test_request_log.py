@@ -1,0 +1,74 @@
+"""Expected 4xx answers log one line (method, path, status, user id, reason) on
+``django.request`` with no traceback; a real 500 keeps its traceback (issue 30)."""
+
+import logging
+
+import pytest
+from django.http import HttpResponse
+from django.test import RequestFactory
+from django.utils.log import log_response
+
+from tests.api.test_api_directory import as_user
+
+pytestmark = pytest.mark.django_db
+
+
+def _records(caplog):
+    return [r for r in caplog.records if r.name == "django.request"]
+
+
+def test_a_page_404_and_403_log_one_line_without_traceback(client, world, caplog):
+    client.force_login(world["alice"])
+    other = world["b_secret"].pk  # team-b's job: not alice's
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get(f"/jobs/{other}/").status_code == 404
+    (record,) = _records(caplog)
+    alice = world["alice"].pk
+    assert record.getMessage() == f"GET /jobs/{other}/ 404 user={alice} reason=Not Found"
+    assert record.exc_info is None and record.levelno == logging.WARNING
+    assert "Traceback" not in caplog.text
+
+    caplog.clear()
+    client.force_login(world["victor"])  # a viewer of team-a
+    job = world["a_train"].pk
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.post(f"/jobs/{job}/cancel/").status_code == 403
+    (record,) = _records(caplog)
+    assert record.getMessage() == (
+        f"POST /jobs/{job}/cancel/ 403 user={world['victor'].pk} "
+        "reason=Forbidden (Permission denied): Viewers cannot cancel jobs."
+    )
+    assert record.exc_info is None and "Traceback" not in caplog.text
+
+
+def test_an_api_403_and_an_anonymous_401_name_the_user(api, world, caplog):
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert api.get("/api/tenants/").status_code == 401
+        viewer = as_user(api, world["victor"])
+        assert viewer.post(f"/api/jobs/{world['a_train'].pk}/cancel/").status_code == 403
+    lines = [r.getMessage() for r in _records(caplog)]
+    assert lines == [
+        "GET /api/tenants/ 401 user=anonymous reason=Unauthorized",
+        f"POST /api/jobs/{world['a_train'].pk}/cancel/ 403 user={world['victor'].pk} "
+        "reason=Forbidden",
+    ]
+
+
+def test_a_500_keeps_its_traceback(caplog):
+    request = RequestFactory().get("/boom/")
+    try:
+        raise RuntimeError("database on fire")
+    except RuntimeError as exc:
+        with caplog.at_level(logging.ERROR, logger="django.request"):
+            # what django.core.handlers.exception does for an unhandled exception
+            log_response(
+                "Internal Server Error: %s",
+                request.path,
+                response=HttpResponse(status=500),
+                request=request,
+                exception=exc,
+            )
+    (record,) = _records(caplog)
+    assert record.getMessage() == "Internal Server Error: /boom/"
+    assert record.exc_info is not None and record.exc_info[1].args == ("database on fire",)
+    assert "Traceback" in caplog.text and "database on fire" in caplog.text
