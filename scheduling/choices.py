@@ -3,26 +3,11 @@
 from django.db import models
 
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import VENDOR_WORDS, vendor_traits
 
-#: HAMi's vendor words, as device requests and device models spell them (``hami.md``).
-VENDORS = (
-    "NVIDIA",
-    "MLU",
-    "DCU",
-    "Ascend",
-    "Metax",
-    "MetaxSGPU",
-    "Iluvatar",
-    "Enflame",
-    "Mthreads",
-    "Kunlun",
-    "KunlunVXPU",
-    "AMD",
-    "AWSNeuron",
-    "Vastai",
-    "Biren",
-    "EnflameDRS",
-)
+VENDORS = VENDOR_WORDS
+"""HAMi's vendor words, as device requests and device models spell them (the device
+catalogue's :data:`scheduling.devices.vendors.VENDOR_WORDS`)."""
 
 
 def canonical_vendor(value: str) -> str | None:
@@ -56,7 +41,7 @@ def sharing_mode(cfg: DeviceModelConfig) -> str:
         return SlicingMode.WHOLE
     if cfg.slicing in ("template", "drs", "vxpu"):
         return SlicingMode.TEMPLATE
-    if cfg.slicing == "smlu" or cfg.vendor == "DCU":
+    if cfg.slicing == "smlu" or vendor_traits(cfg.vendor).unit_sharing:
         return SlicingMode.UNIT
     return SlicingMode.FRACTIONAL
 

@@ -34,6 +34,11 @@ Public API (see each module; docs/devices.md says where each setting flows):
                 (:func:`cambricon_model_resources`, :func:`cambricon_model_of_resource`),
                 DRA: :func:`dra_device_class`, :func:`counter_set_name`,
                 :func:`card_counters`, :func:`template_counters`.
+``vendors``     :class:`VendorTraits` per vendor word (:data:`VENDOR_TRAITS`,
+                :func:`vendor_traits`: every vendor rule outside the placement plugins, as a
+                named trait), :data:`VENDOR_WORDS` (the vendor choices),
+                :func:`serial_vendor_of_exporter`, :func:`ascend_family`,
+                :data:`HAMI_RESOURCES` (the manifest builders' per-vendor fallback).
 ``hami_files``  :func:`read_hami_config` (values.yaml | device-config.yaml | ConfigMap,
                 detected by shape) -> :class:`HamiConfig` (``hami_config``/``hami_values``
                 hold the two readers; :class:`HamiConfigError` names the key path).

@@ -14,6 +14,7 @@ import re
 from scheduling.devices.matching import hami_type_matches, type_matches
 from scheduling.devices.resources import template_share_count
 from scheduling.devices.schema import DeviceModelConfig, DraSpec, Template
+from scheduling.devices.vendors import ascend_family
 
 __all__ = [
     "default_device_configs",
@@ -208,13 +209,6 @@ ILUVATAR_CHIPS = ("MR-V100", "MR-V50", "BI-V150", "BI-V100")
 """HAMi chart ``iluvatars`` (chipName = commonWord)."""
 
 
-def _ascend_family(cw: str) -> str:
-    for family in ("Ascend910", "Ascend310P", "Ascend310"):
-        if cw.startswith(family):
-            return family
-    return cw
-
-
 def ascend_config(
     cw: str,
     chip_name: str,
@@ -243,7 +237,7 @@ def ascend_config(
         resource_count=count,
         resource_memory=mem,
         resource_cores=core,
-        whole_resource=f"huawei.com/{_ascend_family(cw)}",
+        whole_resource=f"huawei.com/{ascend_family(cw)}",
         memory_factor=memory_factor,
         memory_mib=allocatable,
         memory_capacity_mib=capacity,

@@ -14,6 +14,7 @@ from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.overlay import Catalogue
 from scheduling.devices.resources import dra_device_class, unit_mib
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
+from scheduling.devices.vendors import HAMI_RESOURCES, HamiResources, ascend_family, vendor_traits
 from scheduling.placement.types import DeviceGrant, PodAssignment
 
 __all__ = [
@@ -89,105 +90,16 @@ fallback for a grant whose model the catalogue does not know; other vendors must
 configured per model (``dra``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HamiResources:
-    """HAMi resource names of one vendor (shared/docs/hami.md §2) and its device pin annotation.
-
-    Attributes:
-        count: device count resource (``{chip}`` is replaced by the grant's common word).
-        memory: per-device memory resource ("" = vendor has none).
-        cores: per-device cores resource ("" = none).
-        memory_unit_mib: MiB per memory unit (Cambricon/Iluvatar 256, Mthreads 512); memory
-            is rounded UP to whole units.
-        memory_suffix: appended to the value (Metax sGPU: ``"Mi"``, a bare number is GiB).
-        cores_per_device: unit of the cores resource for one whole device (Mthreads 16).
-        use_uuid: pod annotation listing the granted device uuids (hami.md §3.1).
-    """
-
-    count: str
-    memory: str = ""
-    cores: str = ""
-    memory_unit_mib: int = 1
-    memory_suffix: str = ""
-    cores_per_device: int = 100
-    use_uuid: str = ""
-
-
-HAMI_RESOURCES: Mapping[str, HamiResources] = {
-    "NVIDIA": HamiResources(
-        "nvidia.com/gpu",
-        "nvidia.com/gpumem",
-        "nvidia.com/gpucores",
-        use_uuid="nvidia.com/use-gpuuuid",
-    ),
-    "MLU": HamiResources(
-        "cambricon.com/vmlu",
-        "cambricon.com/mlu.smlu.vmemory",
-        "cambricon.com/mlu.smlu.vcore",
-        memory_unit_mib=256,
-        use_uuid="cambricon.com/use-gpuuuid",
-    ),
-    "DCU": HamiResources(
-        "hygon.com/dcunum",
-        "hygon.com/dcumem",
-        "hygon.com/dcucores",
-        use_uuid="hygon.com/use-gpuuuid",
-    ),
-    "Ascend": HamiResources(
-        "huawei.com/{chip}",
-        "huawei.com/{chip}-memory",
-        "huawei.com/{chip}-core",
-        use_uuid="hami.io/use-{chip}-uuid",
-    ),
-    "Metax": HamiResources("metax-tech.com/gpu", use_uuid="metax-tech.com/use-gpuuuid"),
-    "MetaxSGPU": HamiResources(
-        "metax-tech.com/sgpu",
-        "metax-tech.com/vmemory",
-        "metax-tech.com/vcore",
-        memory_suffix="Mi",
-        use_uuid="metax-tech.com/use-gpuuuid",
-    ),
-    "Iluvatar": HamiResources(
-        "iluvatar.ai/{chip}-vgpu",
-        "iluvatar.ai/{chip}.vMem",
-        "iluvatar.ai/{chip}.vCore",
-        memory_unit_mib=256,
-        use_uuid="hami.io/use-{chip}-uuid",
-    ),
-    "Enflame": HamiResources("enflame.com/gcu", use_uuid="enflame.com/use-gpuuuid"),
-    "Mthreads": HamiResources(
-        "mthreads.com/vgpu",
-        "mthreads.com/sgpu-memory",
-        "mthreads.com/sgpu-core",
-        memory_unit_mib=512,
-        cores_per_device=16,
-        use_uuid="mthreads.ai/use-gpuuuid",
-    ),
-    "Kunlun": HamiResources("kunlunxin.com/xpu", use_uuid="baidu.com/use-gpuuuid"),
-    "KunlunVXPU": HamiResources(
-        "kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory", use_uuid="hami.io/use-xpu-uuid"
-    ),
-    "AMD": HamiResources(
-        "amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores", use_uuid="amd.com/use-gpu-uuid"
-    ),
-    "AWSNeuron": HamiResources(
-        "aws.amazon.com/neuron",
-        cores="aws.amazon.com/neuroncore",
-        use_uuid="aws.amazon.com/use-neuron-uuid",
-    ),
-    "Vastai": HamiResources("vastaitech.com/va", use_uuid="vastaitech.com/use-gpuuuid"),
-    "Biren": HamiResources("birentech.com/gpu", use_uuid="birentech.com/use-gpuuuid"),
-    "EnflameDRS": HamiResources("enflame.com/drs-gcu", use_uuid="enflame.com/use-gpuuuid"),
-}
-"""Vendor word (``DeviceGrant.vendor``) -> HAMi resource names."""
-
-
 def _whole_resources() -> dict[str, str]:
     out: dict[str, str] = {}
     for cfg in default_device_configs():
-        if cfg.whole_resource:
-            out.setdefault(cfg.vendor, cfg.whole_resource)
-    out["Ascend"] = "huawei.com/{family}"  # per chip family; the catalogue names each chip's
+        if cfg.whole_resource and cfg.vendor not in out:
+            # a per-chip backend whose plugin names the chip family (Ascend MindX): the
+            # family's place in the name is ``{family}``; the catalogue names each chip's
+            family = ascend_family(cfg.common_word) if vendor_traits(cfg.vendor).per_chip else ""
+            out[cfg.vendor] = (
+                cfg.whole_resource.replace(family, "{family}") if family else cfg.whole_resource
+            )
     return out
 
 
@@ -274,7 +186,8 @@ def hami_container_resources(
 ) -> dict[str, str]:
     if "{chip}" in res.count and not chip:
         raise ManifestError(f"vendor {vendor!r} grants need the chip common word as type")
-    if any(g.mig_profile for g in grants) and vendor != "NVIDIA":
+    traits = vendor_traits(vendor)
+    if any(g.mig_profile for g in grants) and not traits.mig:
         raise ManifestError(f"MIG profiles are NVIDIA only (vendor {vendor!r})")
     out = {res.count.format(chip=chip): str(len(grants))}
     # HAMi books the same memory / cores on every device of a container request (one
@@ -282,7 +195,7 @@ def hami_container_resources(
     # HAMi's own fit never needs more than our placement booked on any device.
     mem = min(g.memory_mib for g in grants)
     cores = min(g.cores_percent for g in grants)
-    if vendor == "Ascend":
+    if traits.vnpu_templates:
         soft = any(not g.template and g.cores_percent < 100 for g in grants)
         if soft:
             annotations["huawei.com/vnpu-mode"] = "hami-core"
@@ -294,12 +207,12 @@ def hami_container_resources(
         if soft and cores > 0:
             out[res.cores.format(chip=chip)] = str(cores)
         return out
-    if vendor == "AWSNeuron":
+    if traits.neuron_cores:
         # several devices are whole devices; one device asks its NeuronCores (1 or 2)
         if len(grants) > 1:
             return out
         return {res.cores: str(max(1, grants[0].cores_percent))}
-    if vendor == "EnflameDRS":
+    if traits.drs_profiles:
         # one card per container; the profile by its slice count (HAMi's direct request)
         if len(grants) > 1:
             raise ManifestError("Enflame DRS slices are one device per container (§2.7)")
@@ -310,16 +223,9 @@ def hami_container_resources(
     if res.cores and cores > 0:
         value = math.ceil(cores * res.cores_per_device / 100)
         out[res.cores.format(chip=chip)] = str(value)
-    if vendor == "NVIDIA" and any(g.mig_profile for g in grants):
+    if traits.mig and any(g.mig_profile for g in grants):
         annotations["nvidia.com/vgpu-mode"] = "mig"
     return out
-
-
-def ascend_family(chip: str) -> str:
-    for family in ("Ascend910", "Ascend310P", "Ascend310"):
-        if chip.startswith(family):
-            return family
-    return chip
 
 
 def dra_drivers_for(

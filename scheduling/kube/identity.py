@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduling.devices.vendors import vendor_traits
 from scheduling.placement.types import DeviceUsage
 
 __all__ = [
@@ -139,7 +140,7 @@ def device_identity(
         named: the node's own serial sources (:func:`node_serials`).
         seen: ``{index: serial}`` last seen on this node by other sources (the serial map).
     """
-    if dev.vendor != "DCU":
+    if not vendor_traits(dev.vendor).serial_identity:
         return Identity(dev.uuid)
     serial = bare_serial(dev.uuid)
     if serial:

@@ -18,6 +18,7 @@ from scheduling.devices.resources import (
     template_share_count,
 )
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.requests import device_pins
 from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
 from scheduling.placement.booking import apply_device_usage, apply_migs
@@ -36,8 +37,6 @@ from scheduling.placement.types import (
     PodRequest,
 )
 from tenants.models import ResourceGroup
-
-CHIP_VENDORS = ("Ascend", "Iluvatar")
 
 
 @dataclass
@@ -320,7 +319,7 @@ def _core_device(device: _DeviceRow, node: str) -> DeviceUsage:
         missing=device.missing_since is not None,
     )
     core.mig_profiles = mig_profiles_from_json(device.mig_profiles)
-    if device.model_vendor == "EnflameDRS":
+    if vendor_traits(device.model_vendor).drs_profiles:
         core.custom = drs_custom(device.mig_profiles, device.index)
     return core
 
@@ -403,10 +402,11 @@ def _container_requests(
         devices: tuple[DeviceRequest, ...] = ()
         if c.device_count:
             types = tuple(c.device_types) or tuple(group.device_models)
-            chip = types[0] if c.vendor in CHIP_VENDORS and len(types) == 1 else ""
+            traits = vendor_traits(c.vendor)
+            chip = types[0] if traits.per_chip and len(types) == 1 else ""
             # Ascend vNPU templates fix the cores; HAMi accepts a cores request only in
             # hami-core soft-split mode (huawei.com/vnpu-mode), which jobs here do not ask for.
-            cores = 0 if c.vendor == "Ascend" else c.cores_percent
+            cores = 0 if traits.vnpu_templates else c.cores_percent
             devices = (
                 DeviceRequest(
                     vendor=c.vendor,

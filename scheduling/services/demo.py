@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
+from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.workloads import submit_workload
@@ -61,10 +62,7 @@ DEMO_USERS = [
 
 
 def _serial(node: str, index: int, vendor: str) -> str:
-    raw = uuid.uuid5(_NS, f"{node}/{index}")
-    if vendor == "NVIDIA":
-        return f"GPU-{raw}"
-    return f"{vendor.upper()}-{raw.hex[:16].upper()}"
+    return vendor_traits(vendor).made_up_device_id(uuid.uuid5(_NS, f"{node}/{index}"))
 
 
 def seed_demo(password: str) -> dict[str, int]:
@@ -296,7 +294,9 @@ def submit_demo_job(rng: random.Random) -> Job | None:
         "ascend-exclusive": "Ascend",
         "domestic-elastic": rng.choice(["MLU", "DCU"]),
     }[queue.resource_group.name]
-    types = {"MLU": ["MLU370-X8"], "DCU": ["K100_AI"]}.get(vendor, [])
+    # the elastic group mixes vendors: its jobs name the group's model of their vendor
+    group = queue.resource_group.name
+    types = [m for m, v, *_ in DEMO_MODELS if v == vendor] if group == "domestic-elastic" else []
     shape = rng.choice(["slice", "slice", "slice", "whole", "multi"])
     if shape == "slice":
         container = ContainerSpec(

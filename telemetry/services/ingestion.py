@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
+from scheduling.devices.vendors import serial_vendor_of_exporter
 from scheduling.models import Cluster, Device, PlacementDevice, PlacementMigInstance
 from scheduling.services.inventory.plan import Sighting
 from scheduling.services.inventory.serials import record_sightings
@@ -85,8 +86,9 @@ def ingest_payload(
     index_nodes = {o.node for o in normalised.observations if o.node and o.index}
     inventory = _inventory(keys, cluster_id, index_nodes)
     result = attribute(normalised.observations, inventory)
-    if kind == "hygon" and cluster_id is not None:
-        _record_serials(cluster_id, normalised.observations, now)
+    serial_vendor = serial_vendor_of_exporter(kind)
+    if serial_vendor and cluster_id is not None:
+        _record_serials(cluster_id, serial_vendor, normalised.observations, now)
     store_samples(result.samples, now, target=target)
     values: dict[int, dict[str, float]] = {}
     for sample in result.samples:
@@ -100,10 +102,14 @@ def ingest_payload(
     return parsed, normalised, result
 
 
-def _record_serials(cluster_id: int, observations: Iterable[Observation], now: datetime) -> None:
-    """Feed the serial map (``DeviceSerial``) with what the DCU exporter says: ``device_id``
-    (the bare serial) at (``node``, ``minor_number``). The next inventory sync keys a legacy
-    index-based ``DCU-<index>`` registration by that serial (:mod:`scheduling.kube.identity`)."""
+def _record_serials(
+    cluster_id: int, vendor: str, observations: Iterable[Observation], now: datetime
+) -> None:
+    """Feed the serial map (``DeviceSerial``) with what an exporter of ``vendor`` 's serials
+    says (:func:`scheduling.devices.vendors.serial_vendor_of_exporter`; the DCU exporter):
+    ``device_id`` (the bare serial) at (``node``, ``minor_number``). The next inventory sync
+    keys a legacy index-based ``DCU-<index>`` registration by that serial
+    (:mod:`scheduling.kube.identity`)."""
     sightings = {
         (o.device_keys[0], o.node, int(o.index))
         for o in observations
@@ -113,7 +119,7 @@ def _record_serials(cluster_id: int, observations: Iterable[Observation], now: d
         record_sightings(
             Cluster.objects.get(pk=cluster_id),
             [
-                Sighting("DCU", serial, node, index, "exporter")
+                Sighting(vendor, serial, node, index, "exporter")
                 for serial, node, index in sorted(sightings)
             ],
             now,

@@ -27,6 +27,12 @@ from typing import Any
 
 from scheduling.devices.matching import type_matches
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import (
+    CAPACITY_CAMBRICON,
+    CAPACITY_MTHREADS,
+    CAPACITY_NEURON,
+    vendor_traits,
+)
 from scheduling.kube.limits import DEFAULT_LIMITS, InventoryLimits, check_bound
 from scheduling.kube.quantity import plain_int
 from scheduling.placement.types import DeviceUsage
@@ -36,10 +42,6 @@ __all__ = ["capacity_devices", "cambricon_model", "CAMBRICON_MODEL_LABEL"]
 CAMBRICON_MODEL_LABEL = "Model"
 """Node label the Cambricon device plugin writes with ``--node-label`` (bare key, the model
 of card 0, e.g. ``MLU370-X8``; ``pkg/nodeLabel/nodelabel.go``)."""
-
-_ID_WORD = {"Metax": "metax", "Enflame": "GCU"}
-"""HAMi's id word of capacity-registered devices (``GetNodeDevices`` of each backend);
-other vendors use their name in lower case."""
 
 
 def cambricon_model(
@@ -58,9 +60,9 @@ def cambricon_model(
         return cfg.chip, cfg
     label = str(labels.get(CAMBRICON_MODEL_LABEL, "")).strip()
     if not label:
-        return cfg.common_word or "MLU", cfg
+        return cfg.common_word, cfg
     for other in siblings:
-        if other.vendor == "MLU" and other.chip and type_matches(label, other.chip):
+        if other.vendor == cfg.vendor and other.chip and type_matches(label, other.chip):
             return other.chip, other.model_copy(update={"resource_memory": cfg.resource_memory})
     return label, cfg
 
@@ -87,16 +89,17 @@ def capacity_devices(
     cap = plain_int(raw, what)
     if cap == 0:
         return []
-    if cfg.vendor == "MLU":
+    traits = vendor_traits(cfg.vendor)
+    if traits.capacity_layout == CAPACITY_CAMBRICON:
         return _cambricon(node, cfg, cap, capacity, limits, labels or {}, siblings)
-    if cfg.vendor == "Mthreads":
+    if traits.capacity_layout == CAPACITY_MTHREADS:
         return _mthreads(node, cfg, cap, capacity, limits)
-    if cfg.vendor == "AWSNeuron":
+    if traits.capacity_layout == CAPACITY_NEURON:
         return _neuron(node, cfg, cap, capacity, labels or {}, limits)
     # One device per capacity unit (Kunlun: the second half of the cards on NUMA node 1).
     _cards(what, cap, 1, limits)
-    kunlun = cfg.vendor == "Kunlun"
-    word = _ID_WORD.get(cfg.vendor, cfg.vendor.lower())
+    halves = traits.numa_halves
+    word = traits.id_word
     return [
         DeviceUsage(
             f"{node}-{word}-{i}",
@@ -105,9 +108,9 @@ def capacity_devices(
             cfg.common_word,
             cfg.vendor,
             cfg.memory_mib,
-            100 if kunlun else cfg.cores_percent,
+            100 if halves else cfg.cores_percent,
             cfg.split_count,
-            numa=1 if kunlun and i >= cap // 2 else 0,
+            numa=1 if halves and i >= cap // 2 else 0,
         )
         for i in range(cap)
     ]
@@ -148,7 +151,9 @@ def _cambricon(
         mem = _memory_capacity(capacity, cfg) * cfg.memory_factor * 100 // cap
     check_bound(what, mem, limits, "max_memory_mib", " MiB per device")
     return [
-        DeviceUsage(f"{node}-cambricon-mlu-{i}", node, i, model, "MLU", mem, 100, cfg.split_count)
+        DeviceUsage(
+            f"{node}-cambricon-mlu-{i}", node, i, model, cfg.vendor, mem, 100, cfg.split_count
+        )
         for i in range(cards)
     ]
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.pods import MIG_ANNOTATION, NODE_ANNOTATION, encode_pod_devices
 from scheduling.placement.types import DeviceGrant, DeviceUsage, PodAssignment
 
@@ -30,7 +31,7 @@ def _enflame_drs(pa: PodAssignment, devices: Mapping[str, DeviceUsage]) -> dict[
     out: dict[str, str] = {}
     assigned: dict[str, dict] = {}
     for c in pa.containers:
-        g = next((g for g in c.devices if g.vendor == "EnflameDRS"), None)
+        g = next((g for g in c.devices if vendor_traits(g.vendor).drs_profiles), None)
         if g is None:
             continue
         custom = devices[g.uuid].custom if g.uuid in devices else {}
@@ -83,7 +84,7 @@ def _neuron_ids(
     ids: list[str] = []
     out: dict[str, str] = {}
     for c in pa.containers:
-        for g in (g for g in c.devices if g.vendor == "AWSNeuron"):
+        for g in (g for g in c.devices if vendor_traits(g.vendor).neuron_cores):
             if str(limits.get(c.name, {}).get(NEURON_COUNT, "0")) not in ("0", ""):
                 ids.append(str(g.index))
                 continue
@@ -147,7 +148,7 @@ def _backend_annotations(
     value = encode_pod_devices(
         [
             [
-                _neuron_mask(g, devices) if g.vendor == "AWSNeuron" else g
+                _neuron_mask(g, devices) if vendor_traits(g.vendor).neuron_cores else g
                 for g in c.devices
                 if g.type == word
             ]
@@ -155,7 +156,7 @@ def _backend_annotations(
         ]
     )
     out = {key: value for key in (cfg.to_allocate_annotation, cfg.allocated_annotation) if key}
-    if cfg.vendor == "Ascend":
+    if vendor_traits(cfg.vendor).vnpu_templates:
         out[f"huawei.com/{word}"] = _ascend_runtime(word, pa)
     return out
 
@@ -196,6 +197,6 @@ def _mig_allocations(pa: PodAssignment) -> list[dict[str, Any]]:
             "placement": {"start": g.mig_start, "size": g.mig_size},
         }
         for ci, c in enumerate(pa.containers)
-        for di, g in enumerate(x for x in c.devices if x.vendor == "NVIDIA")
+        for di, g in enumerate(x for x in c.devices if vendor_traits(x.vendor).mig)
         if g.mig_start >= 0
     ]

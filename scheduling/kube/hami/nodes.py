@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.capacity import CAMBRICON_MODEL_LABEL, cambricon_model, capacity_devices
 from scheduling.kube.hami.drs import ENFLAME_DRS_ANNOTATION, parse_drs_capacity
 from scheduling.kube.hami.registration import (
@@ -163,9 +164,10 @@ def parse_json_devices(
         raise ValueError(f"{cfg.register_annotation}: expected a JSON array")
     _check_count(cfg.register_annotation, len(data), limits)
     out = []
+    own_entries = vendor_traits(cfg.vendor).own_registration_entries
     for pos, entry in enumerate(data):
         where = f"{cfg.register_annotation}[{pos}]"
-        if cfg.vendor == "MetaxSGPU" and isinstance(entry, dict) and "id" not in entry:
+        if own_entries and isinstance(entry, dict) and "id" not in entry:
             out.append(_metax_sdevice(validate(MetaxSDeviceIn, entry, where, limits), pos, node))
             continue
         out.append(_device(validate(DeviceIn, entry, where, limits), node, cfg))
@@ -252,7 +254,7 @@ def _registered(
         source = (
             cfg.register_annotation
             or cfg.capacity_resource
-            or (ENFLAME_DRS_ANNOTATION if cfg.vendor == "EnflameDRS" else "")
+            or (ENFLAME_DRS_ANNOTATION if vendor_traits(cfg.vendor).drs_profiles else "")
         )
         if source in done:
             continue

@@ -8,6 +8,7 @@ from typing import Any
 
 from scheduling.devices.hami_files import read_hami_config
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.decision import decision_annotations
 from scheduling.kube.hami.nodes import snapshot_from_kube
 from scheduling.kube.hami.pods import apply_existing_pods, pod_request_from_kube
@@ -26,16 +27,14 @@ def _items(data: Any, what: str) -> list[dict[str, Any]]:
     return data
 
 
-UNREAD_BY_HAMI = ("MLU",)
-"""Backends whose ``use-*type`` / ``nouse-*type`` pod annotations HAMi v2.10 defines but never
-reads (Cambricon's ``checkType`` only compares the request type, cambricon/device.go:243-248);
-``place`` ignores them as HAMi does, the console's own cycle honours them."""
-
-
 def _as_hami_reads(configs: list[DeviceModelConfig]) -> list[DeviceModelConfig]:
+    """``configs`` without the ``use-*type`` / ``nouse-*type`` annotations of the backends
+    whose annotations HAMi v2.10 defines but never reads
+    (:attr:`~scheduling.devices.vendors.VendorTraits.hami_reads_type_annotations`):
+    ``place`` ignores them as HAMi does, the console's own cycle honours them."""
     return [
         c.model_copy(update={"use_type_annotation": "", "nouse_type_annotation": ""})
-        if c.vendor in UNREAD_BY_HAMI
+        if not vendor_traits(c.vendor).hami_reads_type_annotations
         else c
         for c in configs
     ]

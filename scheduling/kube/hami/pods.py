@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any, TypeGuard
 
+from scheduling.devices.defaults import default_device_configs
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.requests import pod_host, pod_request_from_kube
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.types import (
@@ -160,6 +162,12 @@ def _drop_unmatched(
     return out
 
 
+_CORE_MASK_WORDS = frozenset(
+    c.common_word for c in default_device_configs() if vendor_traits(c.vendor).neuron_cores
+)
+"""HAMi type words whose allocation entries carry a NeuronCore bit mask as their cores."""
+
+
 def _allocated_grants(
     ann: dict[str, Any], keys: list[str], pname: str
 ) -> dict[int, list[DeviceGrant]]:
@@ -177,7 +185,7 @@ def _allocated_grants(
             continue
         for ci, devs in enumerate(decode_pod_devices(str(ann[key]), f"pod {pname} {key}")):
             for di, (uuid, typ, m, c) in enumerate(devs):
-                if typ == "AWSNeuron":  # a NeuronCore bit mask: count its cores
+                if typ in _CORE_MASK_WORDS:  # a NeuronCore bit mask: count its cores
                     c = bin(max(c, 0)).count("1")
                 prof, start, size = mig.get((ci, di, uuid), ("", -1, 0))
                 per_container.setdefault(ci, []).append(

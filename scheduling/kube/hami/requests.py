@@ -27,6 +27,7 @@ from scheduling.devices.policies import (
     policy_word,
 )
 from scheduling.devices.schema import DeviceModelConfig
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.quantity import cpu_milli, memory_mib, plain_int
 from scheduling.placement.types import ContainerRequest, DeviceRequest, PodRequest
 
@@ -198,7 +199,7 @@ def _reader(c: dict[str, Any], cfg: DeviceModelConfig) -> Reader:
     """Resource values of container ``c`` for ``cfg``: from limits, else from requests (the
     count of Metax sGPU and AMD: limits only, as their backends read it)."""
     lim, req = _resources(c)
-    limits_only = cfg.vendor in ("MetaxSGPU", "AMD")
+    limits_only = vendor_traits(cfg.vendor).count_from_limits_only
 
     def get(name: str) -> Any:
         if not name:
@@ -227,9 +228,10 @@ def _container_devices(
         if not any(get(n) is not None for n in names if n):
             continue
         r = f"{where}.resources.limits"
-        if cfg.vendor == "EnflameDRS":
+        traits = vendor_traits(cfg.vendor)
+        if traits.drs_profiles:
             out.append(_drs_request(get, r, cfg, ann))
-        elif cfg.vendor == "AWSNeuron":
+        elif traits.neuron_cores:
             out.append(_neuron_request(get, r, cfg, ann))
         elif (request := _device_request(get, r, cfg, ann)) is not None:
             out.append(request)
@@ -260,7 +262,8 @@ def _device_request(
     cores = _cores(get, r, cfg, count_only)
     if cfg.slicing == "whole":
         mem_mib, pct, cores = 0, 100, 100
-    if cfg.vendor == "Mthreads" and count > 1:
+    traits = vendor_traits(cfg.vendor)
+    if traits.whole_cards_when_multi and count > 1:
         mem_mib, pct, cores = 96 * cfg.memory_factor, None, cfg.cores_percent
     return DeviceRequest(
         vendor=cfg.vendor,
@@ -273,9 +276,9 @@ def _device_request(
         numa_bind=_numa_bind(ann, cfg),
         modes=_csv(ann, cfg.mode_annotation),
         chip=cfg.chip,
-        soft_split=cfg.vendor == "Ascend" and ann.get("huawei.com/vnpu-mode") == "hami-core",
-        qos_policy=str(ann.get("metax-tech.com/sgpu-qos-policy", "best-effort"))
-        if cfg.vendor == "MetaxSGPU"
+        soft_split=traits.vnpu_templates and ann.get("huawei.com/vnpu-mode") == "hami-core",
+        qos_policy=str(ann.get(traits.qos_annotation, "best-effort"))
+        if traits.qos_annotation
         else "",
         **_uuid_pins(ann, cfg),
     )
@@ -308,7 +311,8 @@ def _memory(cfg: DeviceModelConfig, r: str, mem_raw: Any, pct_raw: Any) -> tuple
     """
     mem_mib, pct = 0, None
     if mem_raw is not None:
-        if cfg.vendor == "MetaxSGPU" and isinstance(mem_raw, str) and not mem_raw.strip().isdigit():
+        quantity = vendor_traits(cfg.vendor).memory_quantity
+        if quantity and isinstance(mem_raw, str) and not mem_raw.strip().isdigit():
             mem_mib = memory_mib(mem_raw, f"{r}.{cfg.resource_memory}")
         else:
             units = plain_int(mem_raw, f"{r}.{cfg.resource_memory}")

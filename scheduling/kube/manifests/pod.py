@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.device_resources import ManifestError
 from scheduling.kube.manifests.labels import (
     ANNOTATION_JOB,
@@ -188,6 +189,6 @@ def group_by_vendor(devices: Sequence[DeviceGrant]) -> dict[tuple[str, str], lis
     groups: dict[tuple[str, str], list[DeviceGrant]] = {}
     for g in devices:
         # Ascend / Iluvatar backends are per chip: the grant type is the common word
-        chip = g.type if g.vendor in ("Ascend", "Iluvatar") else ""
+        chip = g.type if vendor_traits(g.vendor).per_chip else ""
         groups.setdefault((g.vendor, chip), []).append(g)
     return groups
