@@ -111,6 +111,7 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
         "live": 3,
         "running": 3,
         "ready": 3,
+        "phase": "ready",
         "replica_jobs": sorted(replicas.values_list("pk", flat=True)),
     }
     listed = client.get("/api/jobs/?kind=inference&replicas=false").json()["results"]
