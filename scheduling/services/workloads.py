@@ -431,9 +431,7 @@ def service_statuses(jobs: list[Job]) -> dict[int, ServiceStatus]:
         row["parent_id"]: row
         for row in Job.objects.filter(parent_id__in=services, state__in=LIVE_JOB_STATES)
         .values("parent_id")
-        .annotate(
-            live=Count("pk"), running=Count("pk", filter=Q(state=JobState.RUNNING))
-        )
+        .annotate(live=Count("pk"), running=Count("pk", filter=Q(state=JobState.RUNNING)))
     }
     ready = dict(
         Placement.objects.filter(

@@ -15,7 +15,6 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from scheduling.models import Queue
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
 from scheduling.services.eviction import release_due_terminations
