@@ -427,11 +427,14 @@ def service_statuses(jobs: list[Job]) -> dict[int, ServiceStatus]:
     services = {job.pk: job for job in jobs if job.is_service}
     if not services:
         return {}
-    counts = {
-        row["parent_id"]: row
-        for row in Job.objects.filter(parent_id__in=services, state__in=LIVE_JOB_STATES)
+    counts: dict[int, tuple[int, int]] = {
+        parent: (live, running)
+        for parent, live, running in Job.objects.filter(
+            parent_id__in=services, state__in=LIVE_JOB_STATES
+        )
         .values("parent_id")
         .annotate(live=Count("pk"), running=Count("pk", filter=Q(state=JobState.RUNNING)))
+        .values_list("parent_id", "live", "running")
     }
     ready = dict(
         Placement.objects.filter(
@@ -444,8 +447,8 @@ def service_statuses(jobs: list[Job]) -> dict[int, ServiceStatus]:
     return {
         pk: ServiceStatus(
             desired=job.replicas or 0,
-            live=counts.get(pk, {}).get("live", 0),
-            running=counts.get(pk, {}).get("running", 0),
+            live=counts.get(pk, (0, 0))[0],
+            running=counts.get(pk, (0, 0))[1],
             ready=ready.get(pk, 0),
             up=job.state == JobState.RUNNING,
         )

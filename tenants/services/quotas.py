@@ -234,6 +234,23 @@ class QuotaShare:
     lending_limit: int | None
 
 
+def _check_share(parent: Tenant, share: QuotaShare) -> None:
+    """One row of a split: a direct child's, with valid amounts (errors on the row's field,
+    ``quotas[<row id>].<name>``)."""
+    field = f"quotas[{share.quota.pk}]"
+    if share.quota.tenant.parent_id != parent.pk:
+        raise InvalidRequest(
+            f"quota {share.quota.pk} is not a quota of a child of {parent.name}",
+            field=f"{field}.nominal",
+        )
+    try:
+        _check_quota_values(
+            share.nominal, share.borrowing_limit, share.lending_limit, share.quota.dimension
+        )
+    except InvalidRequest as exc:
+        raise InvalidRequest(exc.message, field=f"{field}.{exc.field}") from exc
+
+
 def split_quota(parent: Tenant, shares: list[QuotaShare], *, actor=None) -> list[Quota]:
     """Set the amounts of several of ``parent``'s children's quota rows at once: a tenant
     admin splitting the parent's quota among its children. The split is checked as a whole
@@ -252,19 +269,7 @@ def split_quota(parent: Tenant, shares: list[QuotaShare], *, actor=None) -> list
             when the children's nominal quotas would exceed the parent's row (or it has none).
     """
     for share in shares:
-        if share.quota.tenant.parent_id != parent.pk:
-            raise InvalidRequest(
-                f"quota {share.quota.pk} is not a quota of a child of {parent.name}",
-                field=f"quotas[{share.quota.pk}].nominal",
-            )
-        try:
-            _check_quota_values(
-                share.nominal, share.borrowing_limit, share.lending_limit, share.quota.dimension
-            )
-        except InvalidRequest as exc:
-            raise InvalidRequest(
-                exc.message, field=f"quotas[{share.quota.pk}].{exc.field}"
-            ) from exc
+        _check_share(parent, share)
     by_key: dict[tuple[int, str, str], list[QuotaShare]] = {}
     for share in shares:
         q = share.quota
