@@ -23,6 +23,7 @@ from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 RAW_UNITS = {"devices": "milli-devices", "memory_mib": "MiB", "cores_percent": "%"}
 """The unit of each dimension's stored amounts, as the API takes them."""
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
+EMPTY_MEANS = {"borrowing_limit": "unlimited", "lending_limit": "all"}
 
 
 class SplitForm(forms.Form):
@@ -43,7 +44,10 @@ class SplitForm(forms.Form):
                             required=name == "nominal",
                             initial=getattr(bar, name),
                             widget=forms.NumberInput(
-                                attrs={"aria-label": where.format(name.replace("_", " "))}
+                                attrs={
+                                    "aria-label": where.format(name.replace("_", " ")),
+                                    "placeholder": EMPTY_MEANS.get(name, ""),
+                                }
                             ),
                         )
 

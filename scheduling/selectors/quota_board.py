@@ -192,6 +192,15 @@ class SplitRow:
         return max(0, self.parent.nominal - self.given)
 
     @property
+    def subtree_used(self) -> int:
+        """What the parent's own jobs and its children's use together (against the row)."""
+        return self.parent.used + sum(c.used for c in self.children)
+
+    @property
+    def display_subtree_used(self) -> str:
+        return self.parent.display(self.subtree_used)
+
+    @property
     def display_given(self) -> str:
         return self.parent.display(self.given)
 

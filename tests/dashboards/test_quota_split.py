@@ -11,8 +11,9 @@ from django.contrib.auth import get_user_model
 from core.exceptions import InvalidRequest
 from core.models import AuditEntry
 from scheduling.models import Job
+from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo
-from tenants.models import Quota, Tenant
+from tenants.models import Quota, QuotaUsage, ResourceGroup, Tenant
 from tenants.services import QuotaShare, split_quota
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +76,8 @@ def test_demo_research_owns_a_quota_split_among_its_children_and_a_queue(demo):
 
 
 def test_dave_sees_research_s_split_with_each_child_s_limits_and_usage(client, demo):
+    group = ResourceGroup.objects.get(name="nvidia-shared")
+    assert run_admission_cycle(group.pk).admitted  # the demo's jobs charge usage
     client.force_login(demo["dave"])
     page = client.get("/tenants/research/quota-split/")
     assert page.status_code == 200 and page.context["can_edit"]
@@ -86,6 +89,17 @@ def test_dave_sees_research_s_split_with_each_child_s_limits_and_usage(client, d
         ("team-vision", 6000),
     ]
     assert (devices.given, devices.left) == (12000, 4000)
+    used = {
+        u.tenant.name: u.amount
+        for u in QuotaUsage.objects.filter(**DEVICES).select_related("tenant")
+    }
+    assert [devices.parent.used, *(c.used for c in devices.children)] == [
+        used.get(t, 0) for t in ("research", "team-nlp", "team-vision")
+    ]
+    assert used["research"] > 0 and used["team-nlp"] > 0 and used["team-vision"] > 0
+    assert devices.subtree_used == sum(
+        used.get(t, 0) for t in ("research", "team-nlp", "team-vision")
+    )
     text = page.content.decode()
     assert f'name="q{_row("team-nlp").pk}_nominal"' in text
     assert "Borrowing limit" in text and "Lending limit" in text and "Used" in text
