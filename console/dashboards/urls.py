@@ -4,6 +4,7 @@ from django.urls.converters import PathConverter
 from console.dashboards import (
     notifications,
     overview,
+    quota_split,
     simulation,
     team,
     trends,
@@ -41,6 +42,7 @@ urlpatterns = [
     path("usage/", views.usage, name="usage"),
     path("usage.csv", views.usage_csv, name="usage-csv"),
     path("tenants/<slug:name>/", team.team, name="team"),
+    path("tenants/<slug:name>/quota-split/", quota_split.quota_split_page, name="quota-split"),
     path("account/token/", views.tokens, name="tokens"),
     path("account/invitations/", team.invitations, name="invitations"),
     path(

@@ -41,7 +41,7 @@ from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.services.cordons import cordon_device, uncordon_device
-from scheduling.services.workloads import cancel_workload, submit_workload
+from scheduling.services.workloads import cancel_workload, service_statuses, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
 from telemetry.services.usage_months import read_month
 from tenants.models import Tenant
@@ -102,6 +102,7 @@ def job_list(request):
             "page": page,
             "jobs": jobs,
             "slots": queue_slots(jobs),
+            "services": service_statuses(jobs),
             "can_submit": submit_queues(request.user).exists(),
             "query": query.urlencode(),
             "state_colours": STATE_COLOURS,

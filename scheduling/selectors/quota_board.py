@@ -41,6 +41,7 @@ class QuotaBar:
     borrowing_limit: int | None
     lending_limit: int | None
     lent: int = 0
+    quota_id: int = 0
 
     @property
     def borrowed(self) -> int:
@@ -158,6 +159,7 @@ def quota_board(tenant_ids: set[int] | None) -> list[GroupBoard]:
                 used,
                 q.borrowing_limit,
                 q.lending_limit,
+                quota_id=q.pk,
             )
         )
     boards = []
@@ -170,6 +172,72 @@ def quota_board(tenant_ids: set[int] | None) -> list[GroupBoard]:
             continue
         boards.append(GroupBoard(group, visible, len({r.tenant_id for r in rows})))
     return boards
+
+
+@dataclass
+class SplitRow:
+    """One flavor and dimension of a parent's quota in a group: the parent's row and its
+    children's rows (each with usage), what the children hold together and what is left."""
+
+    parent: QuotaBar
+    children: list[QuotaBar]
+
+    @property
+    def given(self) -> int:
+        return sum(c.nominal for c in self.children)
+
+    @property
+    def left(self) -> int:
+        """The parent's own part: its row minus its children's (its own jobs' nominal)."""
+        return max(0, self.parent.nominal - self.given)
+
+    @property
+    def subtree_used(self) -> int:
+        """What the parent's own jobs and its children's use together (against the row)."""
+        return self.parent.used + sum(c.used for c in self.children)
+
+    @property
+    def display_subtree_used(self) -> str:
+        return self.parent.display(self.subtree_used)
+
+    @property
+    def display_given(self) -> str:
+        return self.parent.display(self.given)
+
+    @property
+    def display_left(self) -> str:
+        return self.parent.display(self.left)
+
+
+@dataclass
+class SplitBoard:
+    """A resource group's split rows of one parent tenant."""
+
+    group: ResourceGroup
+    rows: list[SplitRow] = field(default_factory=list)
+
+
+def quota_split(parent_id: int, child_ids: list[int]) -> list[SplitBoard]:
+    """The split view of a parent tenant's quota: per resource group, flavor and dimension
+    where the parent has a row, that row and its children's rows (Kueue nominal quota,
+    borrowing limit, lending limit, with usage and lending as :func:`quota_board` computes
+    them over the whole cohort). A child without a row for it is left out. Three queries."""
+    boards = quota_board({parent_id, *child_ids})
+    order = {pk: i for i, pk in enumerate(child_ids)}
+    out = []
+    for board in boards:
+        split = SplitBoard(board.group)
+        for bar in (r for r in board.rows if r.tenant_id == parent_id):
+            children = [
+                r
+                for r in board.rows
+                if r.tenant_id in order and (r.flavor, r.dimension) == (bar.flavor, bar.dimension)
+            ]
+            children.sort(key=lambda r: order[r.tenant_id])
+            split.rows.append(SplitRow(bar, children))
+        if split.rows:
+            out.append(split)
+    return out
 
 
 def _attribute_lending(rows: list[QuotaBar]) -> None:

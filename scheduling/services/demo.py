@@ -61,6 +61,18 @@ DEMO_USERS = [
 ]
 
 
+# devices' worth of nominal quota per tenant in every group. research's row is the quota of
+# its whole subtree (tenants.services.quotas): its children's rows are carved out of it
+# (6 + 6), and the rest (4) is research's own, for the jobs of its own queues.
+DEMO_QUOTA_DEVICES = {"research": 16, "team-nlp": 6, "team-vision": 6, "platform": 6}
+# nominal quota of one device's worth, per dimension (milli-devices, MiB, percent)
+DEMO_QUOTA_PER_DEVICE = {"devices": 1000, "memory_mib": 98304, "cores_percent": 100}
+# Tenants whose queues the stream of sample jobs (submit_demo_job) fills: background load that
+# borrows what the teams leave idle and is reclaimed when a team needs its nominal quota, so
+# the teams' own quota stays free for their people (alice's README examples).
+DEMO_STREAM_TENANTS = ("research", "platform")
+
+
 def _serial(node: str, index: int, vendor: str) -> str:
     return vendor_traits(vendor).made_up_device_id(uuid.uuid5(_NS, f"{node}/{index}"))
 
@@ -131,7 +143,8 @@ def _seed_inventory(created: dict[str, int]) -> None:
 
 
 def _seed_tenants() -> dict[str, Tenant]:
-    """Demo tenants, resource groups, one queue per tenant and group, nominal quotas."""
+    """Demo tenants, resource groups, one queue per tenant and group, nominal quotas
+    (:data:`DEMO_QUOTA_DEVICES`: research's quota is split among its children)."""
     tenants: dict[str, Tenant] = {}
     for name, parent, display in DEMO_TENANTS:
         tenants[name], _ = Tenant.objects.get_or_create(
@@ -143,7 +156,7 @@ def _seed_tenants() -> dict[str, Tenant]:
         groups[name], _ = ResourceGroup.objects.get_or_create(
             name=name, defaults={"kind": kind, "device_models": group_models}
         )
-    for tenant in ("team-nlp", "team-vision", "platform"):
+    for tenant in ("research", "team-nlp", "team-vision", "platform"):
         for group_name, group in groups.items():
             strategy = (
                 QueueStrategy.STRICT_FIFO
@@ -155,17 +168,13 @@ def _seed_tenants() -> dict[str, Tenant]:
                 name=group_name,
                 defaults={"resource_group": group, "strategy": strategy},
             )
-            for dimension, nominal in (
-                ("devices", 6000),
-                ("memory_mib", 6 * 98304),
-                ("cores_percent", 600),
-            ):
+            for dimension, per_device in DEMO_QUOTA_PER_DEVICE.items():
                 Quota.objects.get_or_create(
                     tenant=tenants[tenant],
                     resource_group=group,
                     flavor="*",
                     dimension=dimension,
-                    defaults={"nominal": nominal},
+                    defaults={"nominal": per_device * DEMO_QUOTA_DEVICES[tenant]},
                 )
     return tenants
 
@@ -277,12 +286,15 @@ def seed_demo_workloads() -> int:
 
 
 def submit_demo_job(rng: random.Random) -> Job | None:
-    """Submit one random sample job to a random demo queue (None when the demo is absent or
-    more than 40 demo jobs are queued already)."""
+    """Submit one random sample job to a random queue of :data:`DEMO_STREAM_TENANTS` (None
+    when the demo is absent or more than 40 demo jobs are queued already)."""
     if Job.objects.filter(source="demo", state=JobState.QUEUED).count() > 40:
         return None
     queues = list(
-        Queue.objects.filter(resource_group__name__in=[g for g, _, _ in DEMO_GROUPS])
+        Queue.objects.filter(
+            resource_group__name__in=[g for g, _, _ in DEMO_GROUPS],
+            tenant__name__in=DEMO_STREAM_TENANTS,
+        )
         .select_related("resource_group")
         .order_by("pk")
     )

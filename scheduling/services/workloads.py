@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.audit import record as audit
@@ -53,6 +54,7 @@ __all__ = [
     "enforce_time_limits",
     "ServiceStatus",
     "service_status",
+    "service_statuses",
     "lifetime_left_s",
 ]
 
@@ -385,6 +387,10 @@ def lifetime_left_s(job: Job, now: datetime | None = None) -> float | None:
     return max(0.0, job.max_runtime_s - (now - job.started_at).total_seconds())
 
 
+SERVICE_PHASES = ("starting", "degraded", "ready")
+"""What a live inference service's replicas amount to (:attr:`ServiceStatus.phase`)."""
+
+
 @dataclass(frozen=True)
 class ServiceStatus:
     """An inference service's replicas: desired, live (queued/admitted/running), running
@@ -394,6 +400,60 @@ class ServiceStatus:
     live: int
     running: int
     ready: int
+    up: bool = True
+
+    @property
+    def phase(self) -> str:
+        """``ready`` when every desired replica is ready, ``degraded`` when some are,
+        ``starting`` when none is yet (the service's own state stays ``running`` while it
+        is up: that says the service exists, not that it serves); ``stopped`` once the
+        service is not up (cancelled)."""
+        if not self.up:
+            return "stopped"
+        if self.ready >= self.desired:
+            return "ready"
+        return "degraded" if self.ready else "starting"
+
+    @property
+    def summary(self) -> str:
+        """The phase with the counts, e.g. ``"starting (0/3 ready)"``."""
+        return f"{self.phase} ({self.ready}/{self.desired} ready)"
+
+
+def service_statuses(jobs: list[Job]) -> dict[int, ServiceStatus]:
+    """``{service id: ServiceStatus}`` of the inference services among ``jobs`` (a page of
+    the job list), in two queries whatever their number; the same counts as
+    :func:`service_status`."""
+    services = {job.pk: job for job in jobs if job.is_service}
+    if not services:
+        return {}
+    counts: dict[int, tuple[int, int]] = {
+        parent: (live, running)
+        for parent, live, running in Job.objects.filter(
+            parent_id__in=services, state__in=LIVE_JOB_STATES
+        )
+        .values("parent_id")
+        .annotate(live=Count("pk"), running=Count("pk", filter=Q(state=JobState.RUNNING)))
+        .values_list("parent_id", "live", "running")
+    }
+    ready = dict(
+        Placement.objects.filter(
+            job__parent_id__in=services, state=PlacementState.RUNNING, ready=True
+        )
+        .values("job__parent_id")
+        .annotate(n=Count("job_id", distinct=True))
+        .values_list("job__parent_id", "n")
+    )
+    return {
+        pk: ServiceStatus(
+            desired=job.replicas or 0,
+            live=counts.get(pk, (0, 0))[0],
+            running=counts.get(pk, (0, 0))[1],
+            ready=ready.get(pk, 0),
+            up=job.state == JobState.RUNNING,
+        )
+        for pk, job in services.items()
+    }
 
 
 def service_status(service: Job) -> ServiceStatus:
@@ -410,4 +470,5 @@ def service_status(service: Job) -> ServiceStatus:
         live=live.count(),
         running=live.filter(state=JobState.RUNNING).count(),
         ready=ready,
+        up=service.state == JobState.RUNNING,
     )

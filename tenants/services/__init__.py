@@ -37,10 +37,12 @@ from tenants.services.memberships import (
 from tenants.services.namespaces import record_tenant_namespace
 from tenants.services.quotas import (
     QUOTA_FIELDS,
+    QuotaShare,
     check_within_parent,
     create_cap,
     create_quota,
     delete_quota,
+    split_quota,
     update_quota,
 )
 from tenants.services.usage import UsageKey, apply_usage_deltas, lock_usage_rows, replace_usage
@@ -51,6 +53,7 @@ __all__ = [
     "QUOTA_FIELDS",
     "ROLE_RANK",
     "LedgerEntry",
+    "QuotaShare",
     "UsageKey",
     "accept_invitation",
     "accept_invitation_token",
@@ -74,5 +77,6 @@ __all__ = [
     "replace_usage",
     "revoke_invitation",
     "sync_idp_memberships",
+    "split_quota",
     "update_quota",
 ]

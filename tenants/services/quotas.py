@@ -3,6 +3,8 @@ split of its parent's) and aggregate caps: create, change, delete, each with an 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 
 from core.audit import record, snapshot
@@ -48,26 +50,22 @@ def _check_flavor(
         )
 
 
-def check_within_parent(
-    tenant: Tenant,
+def _parent_share(
+    parent: Tenant,
     resource_group: ResourceGroup,
     flavor: str,
     dimension: str,
-    nominal: int,
-    *,
-    exclude_pk: int | None = None,
-) -> None:
-    """A child tenant's nominal quota must come out of its parent's: the parent's row for
-    the same group, flavor and dimension, minus what its other children already hold, must
-    cover ``nominal``. Locks the parent's row, so two concurrent splits cannot both pass
-    (call inside the writing transaction). A top-level tenant is not bounded.
+    exclude_pks: set[int],
+) -> tuple[Quota, int]:
+    """The parent's quota row for one group, flavor and dimension (locked: two concurrent
+    splits cannot both pass) and what its children's other rows (``exclude_pks`` left out)
+    hold together. The rule of a split: a child's nominal quota comes out of its parent's
+    row, so the children's nominal quotas together stay within it (Run:ai department /
+    project; in Kueue terms the parent's own nominal is what the children leave).
 
     Raises:
-        InvalidRequest (field ``nominal``): the parent has no such row, or not enough left.
+        InvalidRequest (field ``nominal``): the parent has no such row.
     """
-    parent = tenant.parent
-    if parent is None:
-        return
     row = (
         lock_rows(Quota)
         .filter(tenant=parent, resource_group=resource_group, flavor=flavor, dimension=dimension)
@@ -81,10 +79,33 @@ def check_within_parent(
         )
     siblings = Quota.objects.filter(
         tenant__parent=parent, resource_group=resource_group, flavor=flavor, dimension=dimension
-    )
-    if exclude_pk is not None:
-        siblings = siblings.exclude(pk=exclude_pk)
-    given = sum(siblings.values_list("nominal", flat=True))
+    ).exclude(pk__in=exclude_pks)
+    return row, sum(siblings.values_list("nominal", flat=True))
+
+
+def check_within_parent(
+    tenant: Tenant,
+    resource_group: ResourceGroup,
+    flavor: str,
+    dimension: str,
+    nominal: int,
+    *,
+    exclude_pk: int | None = None,
+) -> None:
+    """A child tenant's nominal quota must come out of its parent's: the parent's row for
+    the same group, flavor and dimension, minus what its other children already hold, must
+    cover ``nominal`` (:func:`_parent_share`). Locks the parent's row, so two concurrent
+    splits cannot both pass (call inside the writing transaction). A top-level tenant is not
+    bounded.
+
+    Raises:
+        InvalidRequest (field ``nominal``): the parent has no such row, or not enough left.
+    """
+    parent = tenant.parent
+    if parent is None:
+        return
+    excluded = set() if exclude_pk is None else {exclude_pk}
+    row, given = _parent_share(parent, resource_group, flavor, dimension, excluded)
     left = max(0, row.nominal - given)
     if nominal > left:
         raise InvalidRequest(
@@ -200,6 +221,87 @@ def update_quota(
             tenant_id=locked.tenant_id,
         )
     return locked
+
+
+@dataclass(frozen=True)
+class QuotaShare:
+    """A child's row in a split, with its new amounts (Kueue nominalQuota, borrowingLimit,
+    lendingLimit; None = unlimited / all of it), in the dimension's unit."""
+
+    quota: Quota
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+
+
+def _check_share(parent: Tenant, share: QuotaShare) -> None:
+    """One row of a split: a direct child's, with valid amounts (errors on the row's field,
+    ``quotas[<row id>].<name>``)."""
+    field = f"quotas[{share.quota.pk}]"
+    if share.quota.tenant.parent_id != parent.pk:
+        raise InvalidRequest(
+            f"quota {share.quota.pk} is not a quota of a child of {parent.name}",
+            field=f"{field}.nominal",
+        )
+    try:
+        _check_quota_values(
+            share.nominal, share.borrowing_limit, share.lending_limit, share.quota.dimension
+        )
+    except InvalidRequest as exc:
+        raise InvalidRequest(exc.message, field=f"{field}.{exc.field}") from exc
+
+
+def split_quota(parent: Tenant, shares: list[QuotaShare], *, actor=None) -> list[Quota]:
+    """Set the amounts of several of ``parent``'s children's quota rows at once: a tenant
+    admin splitting the parent's quota among its children. The split is checked as a whole
+    before anything is written (quota moved from one child to another passes whatever the
+    rows' order): each row's amounts as :func:`update_quota` checks them, each row a direct
+    child's, and per group, flavor and dimension the children's nominal quotas together
+    within the parent's row (:func:`_parent_share`). All rows are saved, each with an audit
+    entry, or none.
+
+    Returns:
+        The saved rows, in the order of ``shares``.
+
+    Raises:
+        InvalidRequest: field ``quotas[<row id>].<nominal|borrowing_limit|lending_limit>``
+            for a bad amount or a row that is not a child's of ``parent``; field ``nominal``
+            when the children's nominal quotas would exceed the parent's row (or it has none).
+    """
+    for share in shares:
+        _check_share(parent, share)
+    by_key: dict[tuple[int, str, str], list[QuotaShare]] = {}
+    for share in shares:
+        q = share.quota
+        by_key.setdefault((q.resource_group_id, q.flavor, q.dimension), []).append(share)
+    with transaction.atomic():
+        # the parent's rows first, in pk order (core.locks.LOCK_ORDER), then the children's
+        list(lock_rows(Quota).filter(tenant=parent).order_by("pk").values_list("pk", flat=True))
+        for (_, flavor, dimension), same in sorted(by_key.items()):
+            group = same[0].quota.resource_group
+            row, others = _parent_share(
+                parent, group, flavor, dimension, {s.quota.pk for s in same}
+            )
+            total = others + sum(s.nominal for s in same)
+            if total > row.nominal:
+                raise InvalidRequest(
+                    f"the children of {parent.name} would hold {total} of {dimension} for "
+                    f"{flavor} in {group.name}, more than {parent.name}'s quota of "
+                    f"{row.nominal}: lower a child's nominal quota by {total - row.nominal}",
+                    field="nominal",
+                )
+        ordered = sorted(shares, key=lambda s: s.quota.pk)
+        saved = {
+            s.quota.pk: update_quota(
+                s.quota,
+                nominal=s.nominal,
+                borrowing_limit=s.borrowing_limit,
+                lending_limit=s.lending_limit,
+                actor=actor,
+            )
+            for s in ordered
+        }
+    return [saved[s.quota.pk] for s in shares]
 
 
 def delete_quota(quota: Quota, *, actor=None) -> None:

@@ -96,6 +96,7 @@ def _pages():
         "group": f"/groups/{group.pk}/",
         "group-7d": f"/groups/{group.pk}/?range=7d",
         "tenant": "/tenants/team-nlp/",
+        "quota-split": "/tenants/research/quota-split/",
         "tokens": "/account/token/",
     }
     member = {

@@ -111,6 +111,7 @@ def test_inference_scaled_1_to_3_gets_two_more_placements_under_quota(world):
         "live": 3,
         "running": 3,
         "ready": 3,
+        "phase": "ready",
         "replica_jobs": sorted(replicas.values_list("pk", flat=True)),
     }
     listed = client.get("/api/jobs/?kind=inference&replicas=false").json()["results"]
@@ -503,13 +504,14 @@ def test_demo_seed_runs_one_of_each_kind_per_tenant():
     ):
         kinds.setdefault(tenant, []).append(kind)
     assert {t: sorted(k) for t, k in kinds.items()} == {
-        t: ["inference", "notebook", "training"] for t in ("platform", "team-nlp", "team-vision")
+        t: ["inference", "notebook", "training"]
+        for t in ("platform", "research", "team-nlp", "team-vision")
     }
-    assert Job.objects.filter(source="demo", parent__isnull=False).count() == 6  # 2 each
+    assert Job.objects.filter(source="demo", parent__isnull=False).count() == 8  # 2 each
     assert seed_demo_workloads() == 0  # idempotent
     for group_id in set(Job.objects.values_list("queue__resource_group_id", flat=True)):
         run_admission_cycle(group_id)
-    assert Job.objects.filter(kind="notebook", state=JobState.ADMITTED).count() == 3
+    assert Job.objects.filter(kind="notebook", state=JobState.ADMITTED).count() == 4
 
 
 def test_dry_run_of_a_training_job_places_the_launcher_and_the_workers(world):

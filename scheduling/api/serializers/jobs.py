@@ -94,8 +94,9 @@ class JobSerializer(serializers.ModelSerializer):
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
     service = serializers.SerializerMethodField(
-        help_text="Inference service: replicas desired / live / running / ready and the "
-        "replica job ids (null for other jobs)."
+        help_text="Inference service: replicas desired / live / running / ready, its phase "
+        "(starting: none ready; degraded: fewer ready than desired; ready) and the replica "
+        "job ids (null for other jobs)."
     )
     lifetime_left_s = serializers.SerializerMethodField(
         help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run."
@@ -166,6 +167,7 @@ class JobSerializer(serializers.ModelSerializer):
             "live": status.live,
             "running": status.running,
             "ready": status.ready,
+            "phase": status.phase,
             "replica_jobs": list(
                 job.replica_jobs.filter(state__in=LIVE_JOB_STATES)
                 .order_by("pk")
