@@ -44,6 +44,13 @@ class ClientErrorLine(logging.Filter):
         request = getattr(record, "request", None)
         if status is None or status >= 500 or request is None:
             return True
+        # Idempotent: ``logging.config.dictConfig`` adds a logger's filters again on every
+        # call without removing the old ones (``common_logger_config``), and a second
+        # ``django.setup()`` (Celery's loader, a test that configures logging) calls it again,
+        # so one record may meet several instances of this filter.
+        if getattr(record, "client_error_line", False):
+            return True
+        record.client_error_line = True
         path = request.path
         args = (request.method, path, status, _user_id(request), _reason(record, path))
         record.msg, record.args = "%s %s %s user=%s reason=%s", args

@@ -2,6 +2,7 @@
 ``django.request`` with no traceback; a real 500 keeps its traceback (issue 30)."""
 
 import logging
+import logging.config
 
 import pytest
 from django.http import HttpResponse
@@ -72,3 +73,34 @@ def test_a_500_keeps_its_traceback(caplog):
     assert record.getMessage() == "Internal Server Error: /boom/"
     assert record.exc_info is not None and record.exc_info[1].args == ("database on fire",)
     assert "Traceback" in caplog.text and "database on fire" in caplog.text
+
+
+def test_the_line_is_written_once_when_logging_is_configured_again(client, world, caplog):
+    """``dictConfig`` adds a logger's filters again on each call (a second ``django.setup()``,
+    as Celery's loader does), so ``django.request`` can carry two filters: the line stays
+    one line (found when tests/notifications ran before this module)."""
+    from django.conf import settings  # noqa: PLC0415 - the configured LOGGING, read here
+
+    logger = logging.getLogger("django.request")
+    before = list(logger.filters)
+    # the settings' filter and the django.request logger configured again (the root's
+    # handlers, pytest's capture among them, left as they are)
+    logging.config.dictConfig(
+        {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "filters": settings.LOGGING["filters"],
+            "loggers": {"django.request": settings.LOGGING["loggers"]["django.request"]},
+        }
+    )
+    try:
+        assert len(logger.filters) == len(before) + 1
+        client.force_login(world["alice"])
+        other = world["b_secret"].pk
+        with caplog.at_level(logging.WARNING, logger="django.request"):
+            assert client.get(f"/jobs/{other}/").status_code == 404
+        (record,) = _records(caplog)
+        alice = world["alice"].pk
+        assert record.getMessage() == f"GET /jobs/{other}/ 404 user={alice} reason=Not Found"
+    finally:
+        logger.filters[:] = before

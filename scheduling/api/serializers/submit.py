@@ -68,11 +68,17 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
         allow_blank=True,
         help_text="Container image (needed on Kubernetes clusters).",
     )
+    # Kubernetes passes command and args to the container verbatim: a blank argument is a
+    # real argument and whitespace is part of it, so neither is trimmed nor refused.
     command = serializers.ListField(
-        child=serializers.CharField(max_length=4096), default=list, max_length=64
+        child=serializers.CharField(max_length=4096, allow_blank=True, trim_whitespace=False),
+        default=list,
+        max_length=64,
     )
     args = serializers.ListField(
-        child=serializers.CharField(max_length=4096), default=list, max_length=256
+        child=serializers.CharField(max_length=4096, allow_blank=True, trim_whitespace=False),
+        default=list,
+        max_length=256,
     )
     env = serializers.DictField(
         child=serializers.CharField(max_length=32768, allow_blank=True), default=dict
