@@ -162,7 +162,8 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     ``priority_class`` names a priority class the queue allows (default: the queue's default
     class); the job's priority is the class's value at submission and a non-preemptible
     class makes the job non-preemptible. ``priority`` (a raw value) is accepted from platform
-    admins only, for a job without a class.
+    admins only, for a job without a class. ``min_runtime_s`` is at most the queue's
+    ``max_min_runtime_s`` (:meth:`scheduling.models.Queue.min_runtime_error`).
     """
 
     queue = QueueField(
@@ -282,6 +283,9 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         # stored (and put on the pods) as HAMi reads them: " Binpack " -> binpack
         attrs["annotations"] = normalised_annotations(attrs.get("annotations") or {})
         attrs["priority_class"] = self._priority_class(attrs)
+        why = attrs["queue"].min_runtime_error(attrs["min_runtime_s"])
+        if why:
+            raise serializers.ValidationError({"min_runtime_s": why})
         attrs = validate_workload(attrs)
         attrs.pop("_given", None)
         return attrs
