@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, Template
 
 __all__ = [
+    "MAX_CORES_PERCENT",
+    "CORE_LIMIT_WORDS",
+    "cores_limit_error",
     "ResourceNames",
     "resource_names",
     "unit_mib",
@@ -44,6 +47,24 @@ __all__ = [
     "drs_profiles_stored",
     "drs_custom",
 ]
+
+
+MAX_CORES_PERCENT = 100
+"""Most cores a device request may ask per device, percent (``nvidia.com/gpucores`` and the
+resources of the vendors that share HAMi's generic Fit)."""
+CORE_LIMIT_WORDS = "core limit can't exceed {limit}"
+"""HAMi's words for a request above the limit (see :func:`cores_limit_error`)."""
+
+
+def cores_limit_error(cores: int, resource: str = "", limit: int | None = MAX_CORES_PERCENT) -> str:
+    """ "" when ``cores`` (percent of one device) is within ``limit`` (None: no limit), else why
+    not in HAMi's words, ``"<resource> <cores>: core limit can't exceed 100"``. HAMi's Fit
+    logs exactly that and books 100 % (step 8, ``pkg/device/nvidia/device.go``, the same in
+    the Cambricon, Hygon, Iluvatar and Ascend backends); the console refuses such a request
+    instead of silently giving it a whole device's cores (issue 29)."""
+    if limit is None or cores <= limit:
+        return ""
+    return f"{resource + ' ' if resource else ''}{cores}: {CORE_LIMIT_WORDS.format(limit=limit)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,9 +50,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.devices.resources import cores_limit_error
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.pods import pod_request_from_kube
 from scheduling.placement.types import PodRequest
+from scheduling.placement.vendors import VENDOR_PLUGINS
 
 __all__ = [
     "LABEL_QUEUE",
@@ -287,10 +289,34 @@ def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> Pod
     if not isinstance(template, Mapping):
         raise WorkloadError(f"{where}: required")
     pod = {"kind": "Pod", "metadata": template.get("metadata") or {}, "spec": template.get("spec")}
+    read = codec_configs(configs)
     try:
-        return pod_request_from_kube(pod, codec_configs(configs), where)
+        request = pod_request_from_kube(pod, read, where)
     except ValueError as exc:
         raise WorkloadError(str(exc)) from None
+    _check_cores(request, read, where)
+    return request
+
+
+def _check_cores(request: PodRequest, configs: list[DeviceModelConfig], where: str) -> None:
+    """Refuse cores above the vendor's limit per device (``nvidia.com/gpucores: 150``), where
+    HAMi books 100 % (issue 29; :func:`scheduling.devices.resources.cores_limit_error`, the
+    rule the placement core applies too).
+
+    Raises:
+        WorkloadError: in HAMi's words, naming the container and the resource.
+    """
+    for c in request.containers:
+        for d in c.devices:
+            plugin = VENDOR_PLUGINS.get(d.vendor)
+            limit = plugin.cores_percent_limit if plugin is not None else None
+            resource = next(
+                (g.resource_cores for g in configs if g.vendor == d.vendor and g.resource_cores),
+                f"{d.vendor} cores",
+            )
+            why = cores_limit_error(d.cores_percent, resource, limit)
+            if why:
+                raise WorkloadError(f"{where}: container {c.name!r}: {why}")
 
 
 def _active(value: Any) -> int:

@@ -17,6 +17,7 @@ from scheduling.api.workloads import (
     validate_workload,
 )
 from scheduling.choices import CONTAINER_ROLES, JobKind, PreemptionPolicy
+from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue
 from scheduling.placement.group_profile import annotation_errors, normalised_annotations
 from scheduling.services.jobs import (
@@ -52,7 +53,16 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
     )
-    cores_percent = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    cores_percent = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_CORES_PERCENT,
+        default=0,
+        error_messages={
+            "max_value": (
+                f"{CORE_LIMIT_WORDS.format(limit=MAX_CORES_PERCENT)} (percent of one device)."
+            )
+        },
+    )
     device_types = serializers.ListField(
         child=serializers.CharField(max_length=100), default=list, max_length=32
     )
