@@ -326,10 +326,7 @@ def enqueue_jobs(
             ``reasons`` maps each such job's index in ``entries`` to why, the message is the
             first reason (``field="reason"``); nothing is saved.
     """
-    for queue, spec in entries:
-        why = queue.min_runtime_error(spec.min_runtime_s)
-        if why:
-            raise InvalidRequest(why, field="min_runtime_s")
+    _check_min_runtimes(entries)
     now = timezone.now()
     with transaction.atomic():
         jobs, rows = _write_jobs(entries, user, now)
@@ -361,6 +358,15 @@ def enqueue_jobs(
             for group_id in sorted(queued):
                 enqueue_admission_cycle(group_id)
     return jobs
+
+
+def _check_min_runtimes(entries: list[tuple[Queue, JobSpec]]) -> None:
+    """Raises InvalidRequest (``field="min_runtime_s"``) for the first job asking more
+    ``min_runtime_s`` than its queue allows (:meth:`scheduling.models.Queue.min_runtime_error`)."""
+    for queue, spec in entries:
+        why = queue.min_runtime_error(spec.min_runtime_s)
+        if why:
+            raise InvalidRequest(why, field="min_runtime_s")
 
 
 def _job_row(queue: Queue, spec: JobSpec, user, now) -> Job:
