@@ -201,7 +201,13 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)
     allow_consolidation = serializers.BooleanField(default=False)
-    min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
+    min_runtime_s = serializers.FloatField(
+        min_value=0,
+        max_value=30 * 24 * 3600,
+        default=0.0,
+        help_text="Seconds after admission during which the job cannot be preempted; at most "
+        "the queue's max_min_runtime_s (300 unless an operator raised it).",
+    )
     on_preemption = serializers.ChoiceField(
         choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
     )
