@@ -6,12 +6,15 @@ so a task lost with its worker is redelivered after minutes, not Kombu's default
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from django.apps import apps
 from django.conf import settings
 
 from console.celery import app
@@ -21,8 +24,13 @@ KOMBU_DEFAULT_VISIBILITY_S = 3600
 
 @pytest.fixture(scope="module")
 def tasks():
-    """The console's registered tasks (Celery's built-ins left out)."""
-    app.loader.import_default_modules()
+    """The console's registered tasks (Celery's built-ins left out): every installed app's
+    ``tasks`` module imported, as the worker's autodiscovery does (not through
+    ``app.loader.import_default_modules``, whose Django fix-up runs ``django.setup()`` again
+    and so configures logging a second time for the rest of the test session)."""
+    for config in apps.get_app_configs():
+        if importlib.util.find_spec(f"{config.name}.tasks"):
+            importlib.import_module(f"{config.name}.tasks")
     found = {name: t for name, t in app.tasks.items() if not name.startswith("celery.")}
     assert len(found) > 20
     return found
