@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, Template
+from scheduling.devices.vendors import vendor_traits
 
 __all__ = [
     "MAX_CORES_PERCENT",
@@ -56,15 +57,18 @@ CORE_LIMIT_WORDS = "core limit can't exceed {limit}"
 """HAMi's words for a request above the limit (see :func:`cores_limit_error`)."""
 
 
-def cores_limit_error(cores: int, resource: str = "", limit: int | None = MAX_CORES_PERCENT) -> str:
-    """ "" when ``cores`` (percent of one device) is within ``limit`` (None: no limit), else why
-    not in HAMi's words, ``"<resource> <cores>: core limit can't exceed 100"``. HAMi's Fit
-    logs exactly that and books 100 % (step 8, ``pkg/device/nvidia/device.go``, the same in
-    the Cambricon, Hygon, Iluvatar and Ascend backends); the console refuses such a request
-    instead of silently giving it a whole device's cores (issue 29)."""
-    if limit is None or cores <= limit:
+def cores_limit_error(cores: int, vendor: str, resource: str = "") -> str:
+    """ "" when a request of ``cores`` per device of ``vendor`` may be placed, else why not in
+    HAMi's words, ``"<resource> <cores>: core limit can't exceed 100"``: above
+    :data:`MAX_CORES_PERCENT` for a vendor whose cores HAMi clamps
+    (:attr:`~scheduling.devices.vendors.VendorTraits.cores_clamped`). HAMi's Fit logs exactly
+    that and books 100 % (step 8, ``pkg/device/nvidia/device.go``, the same in the Cambricon,
+    Hygon, Iluvatar and Ascend backends); the console refuses such a request instead of
+    silently giving it a whole device's cores (issue 29)."""
+    if cores <= MAX_CORES_PERCENT or not vendor_traits(vendor).cores_clamped:
         return ""
-    return f"{resource + ' ' if resource else ''}{cores}: {CORE_LIMIT_WORDS.format(limit=limit)}"
+    words = CORE_LIMIT_WORDS.format(limit=MAX_CORES_PERCENT)
+    return f"{resource + ' ' if resource else ''}{cores}: {words}"
 
 
 @dataclass(frozen=True, slots=True)

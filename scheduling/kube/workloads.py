@@ -54,7 +54,6 @@ from scheduling.devices.resources import cores_limit_error
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.pods import pod_request_from_kube
 from scheduling.placement.types import PodRequest
-from scheduling.placement.vendors import VENDOR_PLUGINS
 
 __all__ = [
     "LABEL_QUEUE",
@@ -308,13 +307,11 @@ def _check_cores(request: PodRequest, configs: list[DeviceModelConfig], where: s
     """
     for c in request.containers:
         for d in c.devices:
-            plugin = VENDOR_PLUGINS.get(d.vendor)
-            limit = plugin.cores_percent_limit if plugin is not None else None
             resource = next(
                 (g.resource_cores for g in configs if g.vendor == d.vendor and g.resource_cores),
                 f"{d.vendor} cores",
             )
-            why = cores_limit_error(d.cores_percent, resource, limit)
+            why = cores_limit_error(d.cores_percent, d.vendor, resource)
             if why:
                 raise WorkloadError(f"{where}: container {c.name!r}: {why}")
 

@@ -44,9 +44,10 @@ Deliberate differences from HAMi, documented here:
  * type include/exclude matches whole tokens (``scheduling.devices.matching.type_matches``:
    ``A100`` selects ``NVIDIA A100-SXM4-80GB``, ``H20`` never ``H200``), not HAMi's
    substring; a plugin built with ``hami_parity=True`` (``place``) uses HAMi's.
- * a request above ``cores_percent_limit`` (100 %) is refused where HAMi books 100 % and logs
-   "core limit can't exceed 100" (issue 29: the job would silently get other cores than it
-   asked); a plugin built with ``hami_parity=True`` clamps as HAMi does.
+ * a request above 100 % cores of a vendor whose cores HAMi clamps
+   (``VendorTraits.cores_clamped``) is refused where HAMi books 100 % and logs "core limit
+   can't exceed 100" (issue 29: the job would silently get other cores than it asked); a
+   plugin built with ``hami_parity=True`` clamps as HAMi does.
 """
 
 from __future__ import annotations
@@ -61,12 +62,7 @@ from scheduling.devices.matching import (
     type_excluded,
     type_known,
 )
-from scheduling.devices.resources import (
-    MAX_CORES_PERCENT,
-    charged_memory_mib,
-    cores_limit_error,
-    template_counters,
-)
+from scheduling.devices.resources import charged_memory_mib, cores_limit_error, template_counters
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
 from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
@@ -150,10 +146,6 @@ class VendorPlugin:
     vendor = ""
     #: True when some device of this vendor may serve several devices of one request (MIG)
     may_revisit = False
-    #: most cores a request may ask per device (percent; HAMi clamps to it in Fit, the
-    #: console refuses above it); None where the vendor's cores are not a percent of one
-    #: device (counts, CUs) or it has its own rule
-    cores_percent_limit: int | None = MAX_CORES_PERCENT
 
     def __init__(self, configs: list[DeviceModelConfig], hami_parity: bool = False) -> None:
         if not configs:
@@ -197,7 +189,7 @@ class VendorPlugin:
             return f"{R.INVALID_REQUEST}: memory percent {req.memory_percent} outside 0..100"
         if not self.hami_parity:
             resource = self.default.resource_cores or f"{req.vendor} cores"
-            why = cores_limit_error(req.cores_percent, resource, self.cores_percent_limit)
+            why = cores_limit_error(req.cores_percent, req.vendor, resource)
             if why:
                 return f"{R.INVALID_REQUEST}: {why}"
         return req

@@ -74,7 +74,6 @@ class EnflameDRSPlugin(VendorPlugin):
     """Enflame DRS backend (vendor word ``EnflameDRS``; one card per request)."""
 
     vendor = "EnflameDRS"
-    cores_percent_limit = None  # its own rule: prepare refuses gcu-core above 100
 
     def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
         base = super().prepare(req)

@@ -45,7 +45,6 @@ class MetaxSGPUPlugin(VendorPlugin):
     """Metax sGPU backend (vendor word ``MetaxSGPU``, annotation TYPE ``Metax-SGPU``)."""
 
     vendor = "MetaxSGPU"
-    cores_percent_limit = None  # HAMi does not clamp: above 100 fails CardInsufficientCore
 
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         if req.memory_mib > 0:

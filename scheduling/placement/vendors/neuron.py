@@ -44,7 +44,6 @@ class NeuronPlugin(VendorPlugin):
     """AWS Neuron backend (vendor word ``AWSNeuron``)."""
 
     vendor = "AWSNeuron"
-    cores_percent_limit = None  # NeuronCores, a count
 
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         if req.count > 1:

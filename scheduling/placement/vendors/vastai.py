@@ -24,7 +24,6 @@ class VastaiPlugin(VendorPlugin):
     """Vastai backend (vendor word ``Vastai``)."""
 
     vendor = "Vastai"
-    cores_percent_limit = None  # count-only: cores are booked as asked
 
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
@@ -87,7 +86,6 @@ class BirenPlugin(VendorPlugin):
     ``<uuid>,Biren,0,0``. A card is exclusive through its split count (1)."""
 
     vendor = "Biren"
-    cores_percent_limit = None  # count-only: cores are booked as asked
 
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
         return 0, req.cores_percent
