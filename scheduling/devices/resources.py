@@ -58,8 +58,8 @@ CORE_LIMIT_WORDS = "core limit can't exceed {limit}"
 
 
 def cores_limit_error(cores: int, vendor: str, resource: str = "") -> str:
-    """ "" when a request of ``cores`` per device of ``vendor`` may be placed, else why not in
-    HAMi's words, ``"<resource> <cores>: core limit can't exceed 100"``: above
+    """Why a request of ``cores`` per device of ``vendor`` may not be placed, in HAMi's words
+    ("" when it may), ``"<resource> <cores>: core limit can't exceed 100"``: above
     :data:`MAX_CORES_PERCENT` for a vendor whose cores HAMi clamps
     (:attr:`~scheduling.devices.vendors.VendorTraits.cores_clamped`). HAMi's Fit logs exactly
     that and books 100 % (step 8, ``pkg/device/nvidia/device.go``, the same in the Cambricon,
