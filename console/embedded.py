@@ -116,15 +116,25 @@ def ensure_postgres(base: Path | None = None) -> str:
         return server.get_uri(DATABASE_NAME)
 
 
-def _redis_socket_dir(base: Path) -> Path:
-    candidate = base / "redis"
-    if len(str(candidate / "redis.sock")) <= _SOCKET_PATH_MAX:
+def socket_path(folder: str, name: str, base: Path | None = None) -> Path:
+    """Where a Unix socket of this console lives: ``<data dir>/<folder>/<name>``, or, when
+    that path is too long for a socket address (``sun_path``, 108 bytes on Linux),
+    ``<temp dir>/console-<folder>-<hash of the data dir>/<name>`` (mode 0700). Either way
+    one per data folder, so two consoles on one machine never share one. The folder is
+    created."""
+    base = base or data_dir()
+    candidate = base / folder
+    if len(str(candidate / name)) <= _SOCKET_PATH_MAX:
         candidate.mkdir(exist_ok=True)
-        return candidate
+        return candidate / name
     digest = hashlib.sha1(str(base).encode(), usedforsecurity=False).hexdigest()[:12]
-    short = Path(tempfile.gettempdir()) / f"console-redis-{digest}"
+    short = Path(tempfile.gettempdir()) / f"console-{folder}-{digest}"
     short.mkdir(exist_ok=True, mode=0o700)
-    return short
+    return short / name
+
+
+def _redis_socket_dir(base: Path) -> Path:
+    return socket_path("redis", "redis.sock", base).parent
 
 
 def _redis_ping(socket_path: Path) -> bool:

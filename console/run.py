@@ -50,7 +50,12 @@ def _commands(bind: str, workers: str, concurrency: str) -> dict[str, list[str]]
     Celery worker of the default queue (admission cycles, submission, reconcile) with
     ``concurrency`` processes, the Celery worker of the telemetry queue
     (``CELERY_TELEMETRY_QUEUE``: samples, scrapes, rollups, gauges; its own process so cycles
-    never wait behind it) and Celery beat (schedule file in the embedded data directory)."""
+    never wait behind it) and Celery beat (schedule file in the embedded data directory).
+
+    gunicorn's control socket (``gunicornc``; gunicorn 25.1+) is in the data directory too:
+    its default, ``$XDG_RUNTIME_DIR/gunicorn.ctl`` or ``~/.gunicorn/gunicorn.ctl``, is one
+    path per user, which gunicorn unlinks when it starts and when it stops, so two consoles
+    on one machine would take it from each other (issue 29)."""
     default_queue = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
     telemetry_queue = env_str("CELERY_TELEMETRY_QUEUE", f"{default_queue}-telemetry")
     log = ("--loglevel", "INFO")
@@ -59,6 +64,7 @@ def _commands(bind: str, workers: str, concurrency: str) -> dict[str, list[str]]
         "web": [
             *(sys.executable, "-m", "gunicorn", "console.wsgi", "--bind", bind),
             *("--workers", workers, "--access-logfile", "-"),
+            *("--control-socket", str(embedded.socket_path("gunicorn", "gunicorn.ctl"))),
         ],
         "worker": _celery("worker", "-Q", default_queue, "--concurrency", concurrency, *log),
         "worker-telemetry": _celery(

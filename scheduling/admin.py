@@ -155,7 +155,7 @@ class DeviceAdmin(admin.ModelAdmin):
 
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
-    list_display = ["name", "tenant", "resource_group", "strategy"]
+    list_display = ["name", "tenant", "resource_group", "strategy", "max_min_runtime_s"]
     list_select_related = ["tenant", "resource_group"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from celery import shared_task
+from django.conf import settings
 
 from scheduling.backends import SubmissionError
 from scheduling.choices import Backend
@@ -70,7 +71,7 @@ def admission_tick_task() -> int:
     name=SUBMIT_JOBS_TASK,
     autoretry_for=(SubmissionError,),
     retry_backoff=True,
-    retry_backoff_max=300,
+    retry_backoff_max=settings.SUBMIT_RETRY_BACKOFF_MAX_S,
     max_retries=10,
 )
 def submit_jobs_task(job_ids: list[int]) -> int:

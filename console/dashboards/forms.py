@@ -8,6 +8,7 @@ import shlex
 from django import forms
 from django.contrib.auth import get_user_model
 
+from core.api import flatten_errors
 from scheduling.api.serializers import VENDORS, JobSubmitSerializer
 from scheduling.choices import JobKind
 from scheduling.models import DeviceModel, PriorityClass
@@ -80,8 +81,12 @@ class JobSubmitForm(forms.Form):
     device_memory_percent = forms.IntegerField(
         min_value=1, max_value=100, required=False, label="or device memory (% of the device)"
     )
+    # the limit (100) and its message are the serializer's (HAMi's words), mapped back here
     cores_percent = forms.IntegerField(
-        initial=0, min_value=0, max_value=100, label="Device cores per device (%, 0 = any share)"
+        initial=0,
+        min_value=0,
+        widget=forms.NumberInput(attrs={"max": 100}),
+        label="Device cores per device (%, 0 = any share)",
     )
     device_type = forms.ChoiceField(required=False, label="Device model (empty = any)")
     annotations = forms.CharField(
@@ -178,7 +183,7 @@ class JobSubmitForm(forms.Form):
                 "containers[0].vendor": "vendor",
                 "containers[0].device_types": "device_type",
             }
-            for key, messages in _flatten(serializer.errors).items():
+            for key, messages in flatten_errors(serializer.errors).items():
                 field = mapping.get(key, key if key in self.fields else None)
                 for message in messages:
                     self.add_error(field, message)
@@ -213,19 +218,6 @@ def _kind_payload(data: dict) -> dict:
         ]
     if data.get("secret"):
         out["secrets"] = [{"name": data["secret"]}]
-    return out
-
-
-def _flatten(errors, prefix="") -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    if isinstance(errors, dict):
-        for key, value in errors.items():
-            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(errors, list) and errors and isinstance(errors[0], dict | list):
-        for i, value in enumerate(errors):
-            out.update(_flatten(value, f"{prefix}[{i}]"))
-    else:
-        out[prefix or "non_field_errors"] = [str(e) for e in errors]
     return out
 
 

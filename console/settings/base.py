@@ -166,7 +166,18 @@ CELERY_TASK_ROUTES = {
     "scheduling.tasks.usage_reconcile_task": {"queue": CELERY_TELEMETRY_QUEUE},
 }
 CELERY_TASK_IGNORE_RESULT = True
+# Tasks are acknowledged after they ran, and a task whose pool process died (OOM, kill) is put
+# back rather than dropped: every task is idempotent (a cycle, sync or reconcile recomputes
+# from the database; state moves are conditional UPDATEs; a notification is at least once,
+# deduplicated by its receiver), so running one twice is safe where losing one is not. Every
+# task has a time limit (CELERY_TASK_TIME_LIMIT_S, default 10 min): past it the task fails and
+# is acknowledged, so a task that never ends cannot loop. The Redis broker's visibility
+# timeout follows from these (below, after the notification retries).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT_S", 600, minimum=10)
+# the longest autoretry backoff of scheduling.tasks.submit_jobs_task, seconds
+SUBMIT_RETRY_BACKOFF_MAX_S = 300
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -175,11 +186,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # down; the job is committed anyway and the sweeper (below) enqueues the lost work later.
 REDIS_TIMEOUT_S = env_float("REDIS_TIMEOUT_S", 2.0, minimum=0.1)
 CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_S
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"socket_connect_timeout": REDIS_TIMEOUT_S}
-    if CELERY_BROKER_URL.startswith(("redis", "rediss"))
-    else {}
-)
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 2,
     "interval_start": 0,
@@ -278,7 +284,24 @@ QUOTA_ALERT_THRESHOLD_PERCENT = env_int("QUOTA_ALERT_THRESHOLD_PERCENT", 90, min
 NOTIFY_TIMEOUT_S = env_float("NOTIFY_TIMEOUT_S", 5.0, minimum=0.1)
 NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
 NOTIFY_BACKOFF_BASE_S = env_float("NOTIFY_BACKOFF_BASE_S", 30.0, minimum=0.0)
-NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 3600.0, minimum=0.0)
+# 600 s: at most 10 min between attempts; the default 6 attempts wait 30..480 s anyway
+NOTIFY_BACKOFF_MAX_S = env_float("NOTIFY_BACKOFF_MAX_S", 600.0, minimum=0.0)
+
+# Redis visibility timeout: a message delivered to a worker and not acknowledged that long is
+# delivered again (to any worker). With late acknowledgement a message stays unacknowledged
+# while it waits out its countdown (a retry's backoff: the worker holds it until then) and
+# while it runs, so the timeout must exceed the longest countdown plus the longest run, or a
+# waiting or running task is delivered a second time and runs twice at once (Celery docs,
+# "Using Redis", Caveats: visibility timeout). Kombu's default is 1 h: a task lost with its
+# worker waited an hour. Here: the longest countdown + CELERY_TASK_TIME_LIMIT + 60 s
+# (21 min by default); tests/console/test_celery_delivery.py checks every task against it.
+CELERY_LONGEST_COUNTDOWN_S = max(SUBMIT_RETRY_BACKOFF_MAX_S, NOTIFY_BACKOFF_MAX_S)
+CELERY_VISIBILITY_TIMEOUT_S = CELERY_LONGEST_COUNTDOWN_S + CELERY_TASK_TIME_LIMIT + 60
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"socket_connect_timeout": REDIS_TIMEOUT_S, "visibility_timeout": CELERY_VISIBILITY_TIMEOUT_S}
+    if CELERY_BROKER_URL.startswith(("redis", "rediss"))
+    else {}
+)
 EMAIL_HOST = env_str("EMAIL_HOST")
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",

@@ -14,18 +14,21 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from core.exceptions import DomainError
 
 
-def _flatten(detail) -> dict[str, list[str]]:
+def flatten_errors(detail) -> dict[str, list[str]]:
+    """DRF error detail as ``{field path: [messages]}``, paths as the API names them
+    (``containers[0].cores_percent``; a list serializer's errors come keyed by index);
+    errors of no field under ``non_field_errors``."""
     if isinstance(detail, dict):
         out: dict[str, list[str]] = {}
         for raw_key, value in detail.items():
             key = f"[{raw_key}]" if isinstance(raw_key, int) else str(raw_key)
             if isinstance(value, dict):
-                for sub, messages in _flatten(value).items():
+                for sub, messages in flatten_errors(value).items():
                     sep = "" if sub.startswith("[") else "."
                     out[f"{key}{sep}{sub}"] = messages
             elif isinstance(value, list) and value and isinstance(value[0], dict):
                 for index, item in enumerate(value):
-                    for sub, messages in _flatten(item).items():
+                    for sub, messages in flatten_errors(item).items():
                         out[f"{key}[{index}].{sub}"] = messages
             else:
                 out[key] = [str(v) for v in (value if isinstance(value, list) else [value])]
@@ -58,7 +61,7 @@ def exception_handler(exc, context):
             "error": {
                 "code": "invalid",
                 "message": "The request has invalid fields.",
-                "fields": _flatten(exc.detail),
+                "fields": flatten_errors(exc.detail),
             }
         }
         return Response(body, status=status.HTTP_400_BAD_REQUEST, headers=response.headers)

@@ -24,8 +24,12 @@ import re
 from dataclasses import dataclass
 
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, Template
+from scheduling.devices.vendors import vendor_traits
 
 __all__ = [
+    "MAX_CORES_PERCENT",
+    "CORE_LIMIT_WORDS",
+    "cores_limit_error",
     "ResourceNames",
     "resource_names",
     "unit_mib",
@@ -44,6 +48,27 @@ __all__ = [
     "drs_profiles_stored",
     "drs_custom",
 ]
+
+
+MAX_CORES_PERCENT = 100
+"""Most cores a device request may ask per device, percent (``nvidia.com/gpucores`` and the
+resources of the vendors that share HAMi's generic Fit)."""
+CORE_LIMIT_WORDS = "core limit can't exceed {limit}"
+"""HAMi's words for a request above the limit (see :func:`cores_limit_error`)."""
+
+
+def cores_limit_error(cores: int, vendor: str, resource: str = "") -> str:
+    """Why a request of ``cores`` per device of ``vendor`` may not be placed, in HAMi's words
+    ("" when it may), ``"<resource> <cores>: core limit can't exceed 100"``: above
+    :data:`MAX_CORES_PERCENT` for a vendor whose cores HAMi clamps
+    (:attr:`~scheduling.devices.vendors.VendorTraits.cores_clamped`). HAMi's Fit logs exactly
+    that and books 100 % (step 8, ``pkg/device/nvidia/device.go``, the same in the Cambricon,
+    Hygon, Iluvatar and Ascend backends); the console refuses such a request instead of
+    silently giving it a whole device's cores (issue 29)."""
+    if cores <= MAX_CORES_PERCENT or not vendor_traits(vendor).cores_clamped:
+        return ""
+    words = CORE_LIMIT_WORDS.format(limit=MAX_CORES_PERCENT)
+    return f"{resource + ' ' if resource else ''}{cores}: {words}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,12 @@ class VendorTraits:
             cambricon/device.go:243-248).
         nvml_uuids: device ids are NVML UUIDs, ``GPU-<uuid>`` (NVIDIA); the demo's made-up
             ids follow (:meth:`made_up_device_id`).
+        cores_clamped: cores are a percent of one device and HAMi's Fit clamps a request
+            above 100 to 100 (logging "core limit can't exceed 100"); the console refuses it
+            (:func:`scheduling.devices.resources.cores_limit_error`). False where HAMi does
+            not clamp: Metax sGPU (above 100 fails ``CardInsufficientCore``), Enflame DRS
+            (refused as above 100), AWS Neuron (NeuronCores, a count), Vastai and Biren
+            (count-only, cores booked as asked).
     """
 
     word: str
@@ -112,6 +118,7 @@ class VendorTraits:
     numa_halves: bool = False
     hami_reads_type_annotations: bool = True
     nvml_uuids: bool = False
+    cores_clamped: bool = True
 
     @property
     def id_word(self) -> str:
@@ -138,6 +145,7 @@ _TRAITS = (
         memory_quantity=True,
         qos_annotation="metax-tech.com/sgpu-qos-policy",
         own_registration_entries=True,
+        cores_clamped=False,
     ),
     VendorTraits("Iluvatar", per_chip=True),
     VendorTraits("Enflame", capacity_id_word="GCU"),
@@ -145,10 +153,12 @@ _TRAITS = (
     VendorTraits("Kunlun", numa_halves=True),
     VendorTraits("KunlunVXPU"),
     VendorTraits("AMD", count_from_limits_only=True),
-    VendorTraits("AWSNeuron", neuron_cores=True, capacity_layout=CAPACITY_NEURON),
-    VendorTraits("Vastai"),
-    VendorTraits("Biren"),
-    VendorTraits("EnflameDRS", drs_profiles=True),
+    VendorTraits(
+        "AWSNeuron", neuron_cores=True, capacity_layout=CAPACITY_NEURON, cores_clamped=False
+    ),
+    VendorTraits("Vastai", cores_clamped=False),
+    VendorTraits("Biren", cores_clamped=False),
+    VendorTraits("EnflameDRS", drs_profiles=True, cores_clamped=False),
 )
 
 VENDOR_TRAITS: dict[str, VendorTraits] = {t.word: t for t in _TRAITS}

@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.devices.resources import cores_limit_error
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.kube.hami.pods import pod_request_from_kube
 from scheduling.placement.types import PodRequest
@@ -287,10 +288,32 @@ def _request(template: Any, where: str, configs: list[DeviceModelConfig]) -> Pod
     if not isinstance(template, Mapping):
         raise WorkloadError(f"{where}: required")
     pod = {"kind": "Pod", "metadata": template.get("metadata") or {}, "spec": template.get("spec")}
+    read = codec_configs(configs)
     try:
-        return pod_request_from_kube(pod, codec_configs(configs), where)
+        request = pod_request_from_kube(pod, read, where)
     except ValueError as exc:
         raise WorkloadError(str(exc)) from None
+    _check_cores(request, read, where)
+    return request
+
+
+def _check_cores(request: PodRequest, configs: list[DeviceModelConfig], where: str) -> None:
+    """Refuse cores above the vendor's limit per device (``nvidia.com/gpucores: 150``), where
+    HAMi books 100 % (issue 29; :func:`scheduling.devices.resources.cores_limit_error`, the
+    rule the placement core applies too).
+
+    Raises:
+        WorkloadError: in HAMi's words, naming the container and the resource.
+    """
+    for c in request.containers:
+        for d in c.devices:
+            resource = next(
+                (g.resource_cores for g in configs if g.vendor == d.vendor and g.resource_cores),
+                f"{d.vendor} cores",
+            )
+            why = cores_limit_error(d.cores_percent, d.vendor, resource)
+            if why:
+                raise WorkloadError(f"{where}: container {c.name!r}: {why}")
 
 
 def _active(value: Any) -> int:

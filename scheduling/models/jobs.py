@@ -49,6 +49,10 @@ class PriorityClass(BaseModel):
 
 
 RESTART_POLICIES = [("Never", "Never"), ("OnFailure", "OnFailure"), ("Always", "Always")]
+DEFAULT_MAX_MIN_RUNTIME_S = 300.0
+"""A new queue's ``max_min_runtime_s``: five minutes of protection from preemption at most,
+so a job cannot make itself unpreemptible by asking days (issue 29); operators raise it per
+queue (admin, ``PATCH /api/queues/<id>/``)."""
 
 
 class Queue(BaseModel):
@@ -62,7 +66,8 @@ class Queue(BaseModel):
     (device models, families or ``"*"``) tried in order for each pod set (empty = wherever the
     job's device types allow); ``when_can_borrow`` / ``when_can_preempt`` / ``flavor_preference``.
     ``allowed_priority_classes`` (empty = any class) and ``default_priority_class`` decide
-    which classes its jobs may use.
+    which classes its jobs may use. ``max_min_runtime_s`` caps the ``min_runtime_s`` its jobs
+    may ask (:meth:`min_runtime_error`).
     """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="queues")
@@ -131,6 +136,12 @@ class Queue(BaseModel):
         related_name="+",
         help_text="Class of a job submitted without one.",
     )
+    max_min_runtime_s = models.FloatField(
+        default=DEFAULT_MAX_MIN_RUNTIME_S,
+        validators=[MinValueValidator(0)],
+        help_text="Most min_runtime_s (seconds after admission during which a job cannot be "
+        "preempted) a job of this queue may ask.",
+    )
 
     class Meta:
         ordering = ["tenant__name", "name"]
@@ -140,6 +151,18 @@ class Queue(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.tenant.name}/{self.name}"
+
+    def min_runtime_error(self, min_runtime_s: float) -> str:
+        """Why a job of this queue may not ask ``min_runtime_s`` seconds of protection from
+        preemption ("" when it may): more than the queue's ``max_min_runtime_s``. The one
+        home of the rule (issue 29): the submit serializer answers it as a field error, and
+        :func:`scheduling.services.jobs.enqueue_jobs` refuses it whatever the job's source."""
+        if min_runtime_s <= self.max_min_runtime_s:
+            return ""
+        return (
+            f"{min_runtime_s:.12g} s is more than queue {self} allows: its max_min_runtime_s is "
+            f"{self.max_min_runtime_s:.12g} s (an operator may raise it for the queue)."
+        )
 
     def clean(self) -> None:
         """Kueue's API validation of the preemption and fungibility fields."""

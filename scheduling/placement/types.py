@@ -312,8 +312,9 @@ class DeviceRequest:
             0 = not given (then ``memory_percent`` is used).
         memory_percent: memory as percent of each device's registered memory; None = unset
             (HAMi sentinel 101). When both are unset the device's whole memory is booked.
-        cores_percent: cores per device, percent (clamped to 100 in fit; AMD: percent too,
-            converted to CUs by the vendor plugin).
+        cores_percent: cores per device, percent (above 100 refused, ``InvalidDeviceRequest``;
+            HAMi, and ``hami_parity``, clamp it to 100 in fit; AMD: percent too, converted to
+            CUs by the vendor plugin).
         types_include / types_exclude: device models accepted / refused. EXACT,
             case-insensitive match of the whole model string, after dropping a leading
             ``"NVIDIA-"``/``"NVIDIA "`` on both sides (deliberately differs from HAMi's

@@ -34,7 +34,7 @@ def _container_specs(pod_set: wl.PodSet) -> list[ContainerSpec]:
                 device_count=d.count,
                 device_memory_mib=d.memory_mib,
                 memory_percent=d.memory_percent,
-                cores_percent=min(d.cores_percent, 100),
+                cores_percent=d.cores_percent,  # above 100 refused when read (workloads)
                 device_types=types,
                 device_types_exclude=list(d.types_exclude),
             )

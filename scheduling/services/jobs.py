@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.audit import entry as audit_entry
 from core.audit import record as audit
-from core.exceptions import Conflict, NeverFits
+from core.exceptions import Conflict, InvalidRequest, NeverFits
 from core.locks import lock_rows
 from core.models import AuditEntry
 from scheduling.backends import delete_pods_on_commit
@@ -319,10 +319,14 @@ def enqueue_jobs(
         The new jobs, in the order of ``entries``.
 
     Raises:
+        InvalidRequest: a job asks more ``min_runtime_s`` than its queue's
+            ``max_min_runtime_s`` (``field="min_runtime_s"``, the message names the cap;
+            :meth:`scheduling.models.Queue.min_runtime_error`); nothing is saved.
         NeverFits: ``check_fit`` and some jobs fit no node of their group even when empty;
             ``reasons`` maps each such job's index in ``entries`` to why, the message is the
             first reason (``field="reason"``); nothing is saved.
     """
+    _check_min_runtimes(entries)
     now = timezone.now()
     with transaction.atomic():
         jobs, rows = _write_jobs(entries, user, now)
@@ -354,6 +358,15 @@ def enqueue_jobs(
             for group_id in sorted(queued):
                 enqueue_admission_cycle(group_id)
     return jobs
+
+
+def _check_min_runtimes(entries: list[tuple[Queue, JobSpec]]) -> None:
+    """Raises InvalidRequest (``field="min_runtime_s"``) for the first job asking more
+    ``min_runtime_s`` than its queue allows (:meth:`scheduling.models.Queue.min_runtime_error`)."""
+    for queue, spec in entries:
+        why = queue.min_runtime_error(spec.min_runtime_s)
+        if why:
+            raise InvalidRequest(why, field="min_runtime_s")
 
 
 def _job_row(queue: Queue, spec: JobSpec, user, now) -> Job:

@@ -108,7 +108,8 @@ def submit_workloads(
         The new jobs in the order of ``entries`` (the service for inference).
 
     Raises:
-        NeverFits: as :func:`~scheduling.services.jobs.enqueue_jobs`; nothing is saved.
+        InvalidRequest, NeverFits: as :func:`~scheduling.services.jobs.enqueue_jobs`;
+            nothing is saved.
     """
     entries = [(queue, _with_notebook_defaults(spec)) for queue, spec in entries]
     with transaction.atomic():

@@ -74,10 +74,27 @@ def test_unset_memory_books_the_whole_card():
     assert place(s, one(nv())).pods[0].containers[0].devices[0].memory_mib == 15360
 
 
-def test_cores_above_100_are_clamped():
+def test_cores_above_100_are_refused_with_a_reason_not_clamped():
+    """Issue 29: HAMi's Fit logs "core limit can't exceed 100" and books 100 % (step 8,
+    pkg/device/nvidia/device.go); the console refuses such a request instead of silently
+    giving the job a whole device's cores."""
     s = snap(node("n1", [gpu("GPU-0")]))
-    g = place(s, one(nv(memory_mib=10, cores_percent=150))).pods[0].containers[0].devices[0]
-    assert g.cores_percent == 100
+    d = place(s, one(nv(memory_mib=10, cores_percent=150)))
+    assert not d.schedulable
+    assert d.reasons == {
+        "n1": (
+            "container c: InvalidDeviceRequest: nvidia.com/gpucores 150: "
+            "core limit can't exceed 100"
+        )
+    }
+    assert s.nodes["n1"].devices[0].used_cores_percent == 0
+    assert place(s, one(nv(memory_mib=10, cores_percent=100))).schedulable
+
+
+def test_hami_parity_keeps_hamis_clamp_of_cores_above_100():
+    s = snap(node("n1", [gpu("GPU-0")]))
+    d = place(s, one(nv(memory_mib=10, cores_percent=150)), Profile(hami_parity=True))
+    assert d.pods[0].containers[0].devices[0].cores_percent == 100
 
 
 def test_full_cores_need_an_idle_device():

@@ -44,7 +44,7 @@ def _payload(queue, **extra):
                 "env": {"MODEL": "7b"},
             }
         ],
-        "min_runtime_s": 600,
+        "min_runtime_s": 300,
         "restart_policy": "OnFailure",
     }
     body.update(extra)
@@ -81,7 +81,7 @@ def test_submit_with_token_creates_a_queued_job(api, world):
     job = Job.objects.get(pk=body["id"])
     assert (job.priority, job.cpu_milli, job.submitted_by) == (5, 4000, world["alice"])
     assert (job.min_runtime_s, job.restart_policy, job.preemptible, job.on_preemption) == (
-        600.0,
+        300.0,
         "OnFailure",
         True,
         "requeue",

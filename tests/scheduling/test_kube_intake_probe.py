@@ -42,6 +42,8 @@ def _limit(name: str, value) -> tuple[tuple, object]:
         (*_limit("nvidia.com/gpu", "100000"), "100000 devices"),
         (*_limit("nvidia.com/gpumem", str(10**15)), "device memory"),
         (*_limit("nvidia.com/gpucores", "-5"), "nvidia.com/gpucores"),
+        # issue 29: refused in HAMi's words (HAMi clamps it to 100), no longer capped
+        (*_limit("nvidia.com/gpucores", "150"), "gpucores 150: core limit can't exceed 100"),
         (*_limit("cpu", "1e30"), "cpu"),
         (*_limit("memory", "1e30"), "memory"),
     ],

@@ -32,11 +32,13 @@ QUEUE_POLICY_FIELDS = [
     "when_can_borrow",
     "when_can_preempt",
     "flavor_preference",
+    "max_min_runtime_s",
 ]
 
 
 class QueueWriteSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
-    """Input of ``PATCH /api/queues/<id>/`` (platform admins): the queue's preemption policy,
+    """Input of ``PATCH /api/queues/<id>/`` (platform admins): the queue's preemption policy
+    (with ``max_min_runtime_s``, the most ``min_runtime_s`` its jobs may ask, seconds >= 0),
     flavor fungibility and priority classes, checked as Kueue's API checks them
     (:meth:`scheduling.models.Queue.clean`); the default class must be one of the allowed
     ones when the queue restricts them."""

@@ -17,6 +17,7 @@ from scheduling.api.workloads import (
     validate_workload,
 )
 from scheduling.choices import CONTAINER_ROLES, JobKind, PreemptionPolicy
+from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue
 from scheduling.placement.group_profile import annotation_errors, normalised_annotations
 from scheduling.services.jobs import (
@@ -52,7 +53,16 @@ class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
     memory_percent = serializers.IntegerField(
         min_value=1, max_value=100, required=False, allow_null=True
     )
-    cores_percent = serializers.IntegerField(min_value=0, max_value=100, default=0)
+    cores_percent = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_CORES_PERCENT,
+        default=0,
+        error_messages={
+            "max_value": (
+                f"{CORE_LIMIT_WORDS.format(limit=MAX_CORES_PERCENT)} (percent of one device)."
+            )
+        },
+    )
     device_types = serializers.ListField(
         child=serializers.CharField(max_length=100), default=list, max_length=32
     )
@@ -168,7 +178,8 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     ``priority_class`` names a priority class the queue allows (default: the queue's default
     class); the job's priority is the class's value at submission and a non-preemptible
     class makes the job non-preemptible. ``priority`` (a raw value) is accepted from platform
-    admins only, for a job without a class.
+    admins only, for a job without a class. ``min_runtime_s`` is at most the queue's
+    ``max_min_runtime_s`` (:meth:`scheduling.models.Queue.min_runtime_error`).
     """
 
     queue = QueueField(
@@ -196,7 +207,13 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     containers = ContainerInputSerializer(many=True, min_length=1, max_length=16)
     preemptible = serializers.BooleanField(default=True)
     allow_consolidation = serializers.BooleanField(default=False)
-    min_runtime_s = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, default=0.0)
+    min_runtime_s = serializers.FloatField(
+        min_value=0,
+        max_value=30 * 24 * 3600,
+        default=0.0,
+        help_text="Seconds after admission during which the job cannot be preempted; at most "
+        "the queue's max_min_runtime_s (300 unless an operator raised it).",
+    )
     on_preemption = serializers.ChoiceField(
         choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
     )
@@ -288,6 +305,9 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         # stored (and put on the pods) as HAMi reads them: " Binpack " -> binpack
         attrs["annotations"] = normalised_annotations(attrs.get("annotations") or {})
         attrs["priority_class"] = self._priority_class(attrs)
+        why = attrs["queue"].min_runtime_error(attrs["min_runtime_s"])
+        if why:
+            raise serializers.ValidationError({"min_runtime_s": why})
         attrs = validate_workload(attrs)
         attrs.pop("_given", None)
         return attrs

@@ -12,7 +12,9 @@ Device checks, in HAMi's order (first failing check is the device's reason):
  4 NUMA binding (``NumaNotFit``: a partial selection crossing NUMA nodes is discarded)
  5 ``CardUuidMismatch``  6 ``CardTimeSlicingExhausted`` (split count used up)
  7 ``ExclusiveDeviceAllocateConflict`` (device policy ``mutex`` and the device is used)
- 8 cores clamped to 100  9 memory = MiB (the console rounds it up to the model's minimum
+ 8 cores above 100: refused in ``prepare`` (``InvalidDeviceRequest``, HAMi's words; HAMi
+   clamps them to 100, as a plugin built with ``hami_parity=True`` does)
+ 9 memory = MiB (the console rounds it up to the model's minimum
    slice and whole memory units, :func:`scheduling.devices.resources.charged_memory_mib`),
    or percent of registered memory (integer division), or the whole card
  10 quota: not checked here (admission core's job)
@@ -42,6 +44,10 @@ Deliberate differences from HAMi, documented here:
  * type include/exclude matches whole tokens (``scheduling.devices.matching.type_matches``:
    ``A100`` selects ``NVIDIA A100-SXM4-80GB``, ``H20`` never ``H200``), not HAMi's
    substring; a plugin built with ``hami_parity=True`` (``place``) uses HAMi's.
+ * a request above 100 % cores of a vendor whose cores HAMi clamps
+   (``VendorTraits.cores_clamped``) is refused where HAMi books 100 % and logs "core limit
+   can't exceed 100" (issue 29: the job would silently get other cores than it asked); a
+   plugin built with ``hami_parity=True`` clamps as HAMi does.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from scheduling.devices.matching import (
     type_excluded,
     type_known,
 )
-from scheduling.devices.resources import charged_memory_mib, template_counters
+from scheduling.devices.resources import charged_memory_mib, cores_limit_error, template_counters
 from scheduling.devices.schema import ConfigError, DeviceModelConfig
 from scheduling.placement import reasons as R
 from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
@@ -181,6 +187,11 @@ class VendorPlugin:
             return f"{R.INVALID_REQUEST}: negative memory or cores for {req.vendor}"
         if req.memory_percent is not None and not 0 <= req.memory_percent <= 100:
             return f"{R.INVALID_REQUEST}: memory percent {req.memory_percent} outside 0..100"
+        if not self.hami_parity:
+            resource = self.default.resource_cores or f"{req.vendor} cores"
+            why = cores_limit_error(req.cores_percent, req.vendor, resource)
+            if why:
+                return f"{R.INVALID_REQUEST}: {why}"
         return req
 
     # ---- per-node fit ------------------------------------------------------------------
@@ -210,7 +221,8 @@ class VendorPlugin:
         return False
 
     def need(self, dev: DeviceUsage, req: DeviceRequest) -> tuple[int, int]:
-        """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9)."""
+        """(memory MiB, cores) this request books on ``dev`` (HAMi steps 8-9; cores above 100
+        reach here only under ``hami_parity``, :meth:`prepare` refuses them otherwise)."""
         cores = req.cores_percent if req.cores_percent <= 100 else 100
         if req.memory_mib > 0:
             return self.charge(dev, req.memory_mib), cores

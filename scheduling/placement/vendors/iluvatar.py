@@ -20,10 +20,9 @@ class IluvatarPlugin(VendorPlugin):
     vendor = "Iluvatar"
 
     def prepare(self, req: DeviceRequest) -> DeviceRequest | str:
-        base = super().prepare(req)
-        if isinstance(base, str) or req.count <= 1:
-            return base
-        return replace(req, cores_percent=100)
+        # the webhook's whole devices first: the cores a multi-device request asked are
+        # replaced, so they are not checked against the limit
+        return super().prepare(req if req.count <= 1 else replace(req, cores_percent=100))
 
     def annotation_type(self, dev: DeviceUsage) -> str:
         return self.config_for(dev.type).common_word
