@@ -61,6 +61,29 @@ def _mig_register():
     )
 
 
+def _topology_register():
+    """GPU-A, GPU-B: hami-core A100s of split count 2; GPU-M0: the MIG A100 of
+    :func:`_mig_register`, walked first under spread."""
+    whole = {"count": 2, "devmem": 81920, "devcore": 100, "type": A100, "mode": "hami-core"}
+    mig = dict(json.loads(_mig_register())[0], index=2)
+    return json.dumps(
+        [
+            {"id": "GPU-A", "index": 0, **whole, "health": True},
+            {"id": "GPU-B", "index": 1, **whole, "health": True},
+            mig,
+        ]
+    )
+
+
+# hami.io/node-nvidia-score: GPU-M0 and GPU-A share NVLinks, GPU-B is across the CPUs
+TOPOLOGY_SCORES = json.dumps(
+    [
+        {"uuid": "GPU-M0", "score": {"GPU-A": 200, "GPU-B": 10}},
+        {"uuid": "GPU-A", "score": {"GPU-M0": 200, "GPU-B": 10}},
+        {"uuid": "GPU-B", "score": {"GPU-M0": 10, "GPU-A": 10}},
+    ]
+)
+
 ASCEND_REG = json.dumps(
     [
         {
@@ -188,6 +211,36 @@ CASES = [
             "m",
             [("GPU-M1", 9856, 14), ("GPU-M1", 9856, 14)],
             {"hami.io/vgpu-devices-to-allocate": "GPU-M1,NVIDIA,9856,14:GPU-M1,NVIDIA,9856,14:;"},
+        ),
+    ),
+    # topology-aware, 3 GPUs (issue 29): every MIG instance that fits is collected (M0 x7,
+    # then B, A) and the best-scoring combination may hold M0 twice: {M0, M0, A} = 2 x 200
+    # beats {M0, B, A} = 220 (nvidia/device.go:829-870, 887-915, 953-978)
+    (
+        "nvidia-topology-three-gpus",
+        [
+            kube_node(
+                "t",
+                {
+                    "hami.io/node-nvidia-register": _topology_register(),
+                    "hami.io/node-nvidia-score": TOPOLOGY_SCORES,
+                },
+            )
+        ],
+        [],
+        kube_pod(
+            "p",
+            [("c", {"nvidia.com/gpu": "3", "nvidia.com/gpumem": "9000"})],
+            {"hami.io/gpu-scheduler-policy": "topology-aware"},
+        ),
+        {},
+        {},
+        (
+            "t",
+            [("GPU-M0", 9856, 14), ("GPU-M0", 9856, 14), ("GPU-A", 9000, 0)],
+            {
+                "hami.io/vgpu-devices-to-allocate": "GPU-M0,NVIDIA,9856,14:GPU-M0,NVIDIA,9856,14:GPU-A,NVIDIA,9000,0:;"  # noqa: E501
+            },
         ),
     ),
     # Cambricon with the plugin's per-model names: cards from capacity[vcore]
