@@ -728,6 +728,41 @@ CASES += [
             {"hami.io/Vastai-devices-to-allocate": "VA-3,Vastai,0,0:VA-2,Vastai,0,0:;"},
         ),
     ),
+    # Vastai die mode under mutex (issue 29): a running pod holds VA-3, so its card (AIC 1,
+    # read from the registration's custominfo) is busy and its idle die VA-2 is refused
+    # (vastai/device.go:236-249, 274-286)
+    (
+        "vastai-die-mutex-busy-card",
+        [kube_node("v", {"hami.io/node-va-register": VA_DIES})],
+        [running("v", "hami.io/Vastai-devices-allocated", "VA-3,Vastai,0,0:;")],
+        kube_pod(
+            "p", [("c", {"vastaitech.com/va": "1"})], {"hami.io/gpu-scheduler-policy": "mutex"}
+        ),
+        {},
+        {},
+        ("v", [("VA-1", 0, 0)], {"hami.io/Vastai-devices-to-allocate": "VA-1,Vastai,0,0:;"}),
+    ),
+    # Vastai die mode under mutex (issue 29): the first container's die (VA-3) makes its card
+    # (AIC 1) busy for the second container, whose idle sibling VA-2 is refused
+    # (ExclusiveDeviceAllocateConflict); HAMi books each container before the next
+    # (scheduler/score.go:105-131, vastai/device.go:236-249, 274-286)
+    (
+        "vastai-die-mutex-two-containers",
+        [kube_node("v", {"hami.io/node-va-register": VA_DIES})],
+        [],
+        kube_pod(
+            "p",
+            [("c", {"vastaitech.com/va": "1"}), ("d", {"vastaitech.com/va": "1"})],
+            {"hami.io/gpu-scheduler-policy": "mutex"},
+        ),
+        {},
+        {},
+        (
+            "v",
+            [("VA-3", 0, 0), ("VA-1", 0, 0)],
+            {"hami.io/Vastai-devices-to-allocate": "VA-3,Vastai,0,0:;VA-1,Vastai,0,0:;"},
+        ),
+    ),
     # Biren: count only, no Usedmem in the grant (biren/device.go:182-226)
     (
         "biren-count",
