@@ -2,10 +2,17 @@
 cluster, minimum slices, MIG spread, Enflame DRS, Ascend 910C modules, Kunlun node scoring,
 AWS Neuron, Vastai dies, DRA shared counters, invalid models."""
 
-from placement_builders import gpu, node, nv, one, snap, uuids
+from placement_builders import gpu, node, nv, one, pod_of, snap, uuids
 
 from scheduling.devices import default_device_configs, resolve_model
-from scheduling.placement import DeviceRequest, DeviceUsage, Profile, place, reserve
+from scheduling.placement import (
+    ContainerRequest,
+    DeviceRequest,
+    DeviceUsage,
+    Profile,
+    place,
+    reserve,
+)
 from scheduling.placement.types import MigPlacement, MigProfile
 
 MLU370 = resolve_model("MLU", "MLU370-X8", {"memory_mib": 24576, "min_slice_mib": 1000})
@@ -207,6 +214,24 @@ def test_vastai_dies_fill_one_card_first_and_score_it():
     s.nodes["n1"].devices[1].used_slots = 1
     mutex = place(s, one(DeviceRequest("Vastai", 1)), Profile(device_policy="mutex"))
     assert uuids(mutex) == ["V0"]  # idle dies of card b are refused under mutex
+
+
+def test_vastai_mutex_keeps_a_card_to_one_container_of_the_pod():
+    """Issue 29: under mutex a die-mode card (AIC) with a used die is busy, and the dies this
+    pod's earlier containers took count as used: HAMi books each fitted container onto its
+    node copy before the next one (``fitInDevices``, scheduler/score.go:105-131) and Fit
+    refuses an idle die of an occupied card (vastai/device.go:236-249, 274-286). The console
+    gave the second container the other die of the first one's card."""
+    s = snap(node("n1", [die(0, "a"), die(1, "a"), die(2, "b"), die(3, "b")]))
+    two = pod_of(
+        ContainerRequest("c1", (DeviceRequest("Vastai", 1),)),
+        ContainerRequest("c2", (DeviceRequest("Vastai", 1),)),
+    )
+    d = place(s, two, Profile(device_policy="mutex"))
+    assert (uuids(d, 0), uuids(d, 1)) == (["V3"], ["V1"])
+    # without mutex the dies of one card are shared out as usual
+    d = place(s, two)
+    assert (uuids(d, 0), uuids(d, 1)) == (["V3"], ["V2"])
 
 
 # ---- DRA shared counters and invalid models ----------------------------------------------

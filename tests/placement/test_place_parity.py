@@ -61,6 +61,29 @@ def _mig_register():
     )
 
 
+def _topology_register():
+    """GPU-A, GPU-B: hami-core A100s of split count 2; GPU-M0: the MIG A100 of
+    :func:`_mig_register`, walked first under spread."""
+    whole = {"count": 2, "devmem": 81920, "devcore": 100, "type": A100, "mode": "hami-core"}
+    mig = dict(json.loads(_mig_register())[0], index=2)
+    return json.dumps(
+        [
+            {"id": "GPU-A", "index": 0, **whole, "health": True},
+            {"id": "GPU-B", "index": 1, **whole, "health": True},
+            mig,
+        ]
+    )
+
+
+# hami.io/node-nvidia-score: GPU-M0 and GPU-A share NVLinks, GPU-B is across the CPUs
+TOPOLOGY_SCORES = json.dumps(
+    [
+        {"uuid": "GPU-M0", "score": {"GPU-A": 200, "GPU-B": 10}},
+        {"uuid": "GPU-A", "score": {"GPU-M0": 200, "GPU-B": 10}},
+        {"uuid": "GPU-B", "score": {"GPU-M0": 10, "GPU-A": 10}},
+    ]
+)
+
 ASCEND_REG = json.dumps(
     [
         {
@@ -188,6 +211,36 @@ CASES = [
             "m",
             [("GPU-M1", 9856, 14), ("GPU-M1", 9856, 14)],
             {"hami.io/vgpu-devices-to-allocate": "GPU-M1,NVIDIA,9856,14:GPU-M1,NVIDIA,9856,14:;"},
+        ),
+    ),
+    # topology-aware, 3 GPUs (issue 29): every MIG instance that fits is collected (M0 x7,
+    # then B, A) and the best-scoring combination may hold M0 twice: {M0, M0, A} = 2 x 200
+    # beats {M0, B, A} = 220 (nvidia/device.go:829-870, 887-915, 953-978)
+    (
+        "nvidia-topology-three-gpus",
+        [
+            kube_node(
+                "t",
+                {
+                    "hami.io/node-nvidia-register": _topology_register(),
+                    "hami.io/node-nvidia-score": TOPOLOGY_SCORES,
+                },
+            )
+        ],
+        [],
+        kube_pod(
+            "p",
+            [("c", {"nvidia.com/gpu": "3", "nvidia.com/gpumem": "9000"})],
+            {"hami.io/gpu-scheduler-policy": "topology-aware"},
+        ),
+        {},
+        {},
+        (
+            "t",
+            [("GPU-M0", 9856, 14), ("GPU-M0", 9856, 14), ("GPU-A", 9000, 0)],
+            {
+                "hami.io/vgpu-devices-to-allocate": "GPU-M0,NVIDIA,9856,14:GPU-M0,NVIDIA,9856,14:GPU-A,NVIDIA,9000,0:;"  # noqa: E501
+            },
         ),
     ),
     # Cambricon with the plugin's per-model names: cards from capacity[vcore]
@@ -673,6 +726,41 @@ CASES += [
             "v",
             [("VA-3", 0, 0), ("VA-2", 0, 0)],
             {"hami.io/Vastai-devices-to-allocate": "VA-3,Vastai,0,0:VA-2,Vastai,0,0:;"},
+        ),
+    ),
+    # Vastai die mode under mutex (issue 29): a running pod holds VA-3, so its card (AIC 1,
+    # read from the registration's custominfo) is busy and its idle die VA-2 is refused
+    # (vastai/device.go:236-249, 274-286)
+    (
+        "vastai-die-mutex-busy-card",
+        [kube_node("v", {"hami.io/node-va-register": VA_DIES})],
+        [running("v", "hami.io/Vastai-devices-allocated", "VA-3,Vastai,0,0:;")],
+        kube_pod(
+            "p", [("c", {"vastaitech.com/va": "1"})], {"hami.io/gpu-scheduler-policy": "mutex"}
+        ),
+        {},
+        {},
+        ("v", [("VA-1", 0, 0)], {"hami.io/Vastai-devices-to-allocate": "VA-1,Vastai,0,0:;"}),
+    ),
+    # Vastai die mode under mutex (issue 29): the first container's die (VA-3) makes its card
+    # (AIC 1) busy for the second container, whose idle sibling VA-2 is refused
+    # (ExclusiveDeviceAllocateConflict); HAMi books each container before the next
+    # (scheduler/score.go:105-131, vastai/device.go:236-249, 274-286)
+    (
+        "vastai-die-mutex-two-containers",
+        [kube_node("v", {"hami.io/node-va-register": VA_DIES})],
+        [],
+        kube_pod(
+            "p",
+            [("c", {"vastaitech.com/va": "1"}), ("d", {"vastaitech.com/va": "1"})],
+            {"hami.io/gpu-scheduler-policy": "mutex"},
+        ),
+        {},
+        {},
+        (
+            "v",
+            [("VA-3", 0, 0), ("VA-1", 0, 0)],
+            {"hami.io/Vastai-devices-to-allocate": "VA-3,Vastai,0,0:;VA-1,Vastai,0,0:;"},
         ),
     ),
     # Biren: count only, no Usedmem in the grant (biren/device.go:182-226)

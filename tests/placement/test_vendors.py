@@ -73,6 +73,38 @@ def test_topology_aware_uses_pair_scores():
     assert uuids(place(s, one(nv(memory_mib=10)), topo)) == ["GPU-3"]
 
 
+def _mig_and_whole(*extra):
+    """G1 and ``extra``: hami-core GPUs of split count 2, so that spread walks G0 first: a MIG
+    A100 (seven 1g.10gb placements)."""
+    return [gpu("G1", index=0, count=2), *extra, mig_gpu("G0", index=1 + len(extra))]
+
+
+@pytest.mark.parametrize("parity", [False, True])
+def test_topology_aware_three_gpus_with_a_mig_card_are_placed_as_hami(parity):
+    """Issue 29: 3 GPUs, topology-aware, on a MIG card and a whole card. HAMi collects every
+    MIG instance that fits and takes the best combination, which may hold one card twice
+    (nvidia/device.go:829-870, 887-915, 953-978); the console answered
+    CardNotFoundCustomFilterRule. Without pair scores every combination scores 0, so the
+    first one is taken: three instances of G0, collected first."""
+    s = snap(node("n1", _mig_and_whole()))
+    prof = Profile(device_policy="topology-aware", hami_parity=parity)
+    d = place(s, one(nv(3, memory_mib=9000)), prof)
+    assert d.schedulable, d.reasons
+    assert uuids(d) == ["G0", "G0", "G0"]
+    assert [g.mig_start for g in d.pods[0].containers[0].devices] == [6, 5, 4]
+
+
+def test_topology_aware_best_set_counts_a_mig_card_twice_when_its_links_win():
+    """HAMi scores {G0, G0, G1} (2 x 200, same-card pairs 0) above {G0, G1, G2} (200 + 10 +
+    10) and takes it; the console took only sets of distinct cards."""
+    scores = {"G0": {"G1": 200, "G2": 10}, "G1": {"G0": 200, "G2": 10}, "G2": {"G0": 10, "G1": 10}}
+    s = snap(node("n1", _mig_and_whole(gpu("G2", index=1, count=2)), pair_scores=scores))
+    for parity in (False, True):
+        prof = Profile(device_policy="topology-aware", hami_parity=parity)
+        d = place(s, one(nv(3, memory_mib=9000)), prof)
+        assert sorted(uuids(d)) == ["G0", "G0", "G1"], parity
+
+
 def ascend(uuid, chip="Ascend910B3", mem=65536, index=0, net=None, cores=20, count=4):
     return DeviceUsage(uuid, "n1", index, chip, "Ascend", mem, cores, count, network_id=net)
 

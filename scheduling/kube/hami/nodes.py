@@ -110,6 +110,9 @@ def _device(
         mode=d.mode or "",
         mig_profiles=profiles,
         network_id=d.network_id,
+        # HAMi keeps CustomInfo on the device (pkg/device/devices.go:140): Vastai's die mode
+        # and card (DeviceStrategy, AIC) are read from it (vastai/device.go:236-249, 389-402)
+        custom=dict(d.custominfo or {}),
     )
 
 

@@ -360,7 +360,7 @@ class VendorPlugin:
         if req.uuids_exclude and dev.uuid in req.uuids_exclude:
             return R.CARD_UUID_MISMATCH
         o = ctx.overlay.get(dev.uuid)
-        used = dev.used_slots + (o.slots if o else 0) + extra_slots
+        used = slots_in_use(dev, ctx) + extra_slots
         if dev.split_count < used + size:
             return R.CARD_TIME_SLICING_EXHAUSTED
         if ctx.policy == "mutex" and used > 0:
@@ -561,6 +561,14 @@ class VendorPlugin:
     def node_score(self, node: NodeInfo, containers: list[list[DeviceGrant]]) -> float:
         """Vendor node-score term over the pod's grants on this node (HAMi ``ScoreNode``)."""
         return 0.0
+
+
+def slots_in_use(dev: DeviceUsage, ctx: FitContext) -> int:
+    """Slots of ``dev`` in use: booked ones plus those this pod's already fitted containers
+    take (``ctx.overlay``), as HAMi's node copy counts them (``fitInDevices`` adds each
+    container's usage before the next, ``pkg/scheduler/score.go:105-131``)."""
+    o = ctx.overlay.get(dev.uuid)
+    return dev.used_slots + (o.slots if o else 0)
 
 
 def counters_fit(dev: DeviceUsage, grant: DeviceGrant, pending: Usage | None) -> bool:

@@ -7,7 +7,7 @@ Sources: ``pkg/device/nvidia/device.go`` (Fit), ``mig_topology.go`` (MIG placeme
 from __future__ import annotations
 
 import math
-from itertools import combinations
+from collections.abc import Callable
 
 from scheduling.placement import reasons as R
 from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, MigProfile, NodeInfo
@@ -30,10 +30,15 @@ class NvidiaPlugin(VendorPlugin):
       fit are they packed. **Deliberate difference**: HAMi packs the instances of one
       container onto one GPU under every policy (``nvidia/device.go:846-848``); ``place``
       keeps HAMi's packing (profile ``hami_parity``).
-    * device policy ``topology-aware``: every passing GPU is collected; for 1 GPU the one
-      with the lowest sum of pair scores to the other candidates is taken (keeps
-      well-connected GPUs free); for N GPUs the first combination (candidate order) with the
-      highest sum of pairwise scores. Pair scores come from ``hami.io/node-nvidia-score``.
+    * device policy ``topology-aware``: every passing GPU is collected, a MIG GPU with every
+      instance that still fits (HAMi revisits it without counting down, ``nvidia/device.go``
+      829-848 at HAMi 4707fb0); exactly N collected -> those; for 1 GPU the first with the
+      lowest sum of pair scores to the other candidates of another uuid (keeps
+      well-connected GPUs free; ``computeWorstSingleCard``, 927-951); for N GPUs the first
+      combination (collection order, ``generateCombinations``, 887-915) with the highest sum
+      of pairwise scores (``computeBestCombination``, 953-978). A combination may hold
+      several instances of one MIG GPU (a pair on one card scores its self-score, normally
+      absent: 0), as HAMi's does. Pair scores come from ``hami.io/node-nvidia-score``.
     """
 
     vendor = "NVIDIA"
@@ -74,7 +79,8 @@ class NvidiaPlugin(VendorPlugin):
             busy.extend(o.mig)
         busy.extend((g.mig_start, g.mig_size) for g in mine)
         out: list[DeviceGrant] = []
-        remaining = req.count - len(taken)
+        # topology-aware collects every instance that fits; the selection picks N of them
+        remaining = dev.split_count if self.collect_all(req, ctx) else req.count - len(taken)
         if ctx.per_device_cap:
             remaining = min(remaining, ctx.per_device_cap - len(mine))
         while remaining > 0 and used < dev.split_count:
@@ -112,20 +118,54 @@ class NvidiaPlugin(VendorPlugin):
             best = min(
                 range(len(grants)),
                 key=lambda i: (
-                    sum(pair(grants[i].uuid, g.uuid) for g in grants if g is not grants[i]),
+                    sum(pair(grants[i].uuid, g.uuid) for g in grants if g.uuid != grants[i].uuid),
                     i,
                 ),
             )
             return [grants[best]]
-        best_combo: tuple[DeviceGrant, ...] | None = None
-        best_score = -1
-        for combo in combinations(grants, req.count):
-            if len({g.uuid for g in combo}) < len(combo):
-                continue
-            s = sum(pair(a.uuid, b.uuid) for a, b in combinations(combo, 2))
-            if s > best_score:
-                best_score, best_combo = s, combo
-        return list(best_combo) if best_combo else None
+        return _best_combination(passing, req.count, pair)
+
+
+def _best_combination(
+    passing: list[list[DeviceGrant]], n: int, pair: Callable[[str, str], int]
+) -> list[DeviceGrant]:
+    """HAMi's ``computeBestCombination`` over ``generateCombinations`` (module doc) without
+    listing every combination of the collected grants: a combination's score depends only on
+    how many grants it takes from each device (a device's grants are adjacent in collection
+    order), and the first combination of such a count vector takes each device's first
+    grants. So the count vectors are enumerated, and among the best-scoring ones the one
+    whose first combination comes first (its sorted grant positions, lexicographically).
+
+    Args:
+        passing: the collected grants, per device, in collection order (``len > n`` in all).
+        n: grants wanted (>= 2).
+        pair: pair score of two uuids (``pair(earlier, later)``).
+
+    Returns:
+        ``n`` grants in collection order.
+    """
+    starts = [sum(len(gs) for gs in passing[:i]) for i in range(len(passing))]
+    uuids = [gs[0].uuid for gs in passing]
+    best: tuple[int, tuple[int, ...]] | None = None
+    best_take: tuple[int, ...] = ()
+
+    def walk(i: int, left: int, take: tuple[int, ...], score: int) -> None:
+        nonlocal best, best_take
+        if left == 0:
+            first = tuple(starts[d] + j for d, k in enumerate(take) for j in range(k))
+            if best is None or score > best[0] or (score == best[0] and first < best[1]):
+                best, best_take = (score, first), take
+            return
+        if i == len(passing):
+            return
+        u = uuids[i]
+        links = sum(k * pair(uuids[d], u) for d, k in enumerate(take) if k)
+        for k in range(min(left, len(passing[i])), -1, -1):
+            gain = k * links + k * (k - 1) // 2 * pair(u, u)
+            walk(i + 1, left - k, (*take, k), score + gain)
+
+    walk(0, n, (), 0)
+    return [g for d, k in enumerate(best_take) for g in passing[d][:k]]
 
 
 def _pick_mig(

@@ -4,16 +4,21 @@ Count-only requests (``vastaitech.com/va``); a grant books no memory and the req
 cores (0). Die mode, when the first candidate's ``custom["DeviceStrategy"]`` is ``"die"``:
 every passing die is collected; 1 die -> the first; N -> dies grouped by physical card
 (``custom["AIC"]``), cards with most passing dies first (stable), filled in order (HAMi
-``computeBestCombination``); under ``mutex`` an idle die of a card with a used die is
-refused (``ExclusiveDeviceAllocateConflict``). Node score term: per container, the most
-dies on one card / the container's dies (0 unless every die is in die mode with an AIC).
+``computeBestCombination``). Under ``mutex`` a used die is refused and, in die mode, so is
+an idle die of a card (AIC) with a used die (``ExclusiveDeviceAllocateConflict``;
+``vastai/device.go:236-249, 274-286`` at HAMi 4707fb0); "used" counts the dies this pod's
+earlier containers took (HAMi books each container on its node copy before the next,
+``scheduler/score.go:105-131``), so two containers of one pod never share a card. The
+occupied cards are those before this container's walk: one container may take several idle
+dies of one card. Node score term: per container, the most dies on one card / the
+container's dies (0 unless every die is in die mode with an AIC).
 """
 
 from __future__ import annotations
 
 from scheduling.placement import reasons as R
 from scheduling.placement.types import DeviceGrant, DeviceRequest, DeviceUsage, NodeInfo
-from scheduling.placement.vendors.base import FitContext, VendorPlugin
+from scheduling.placement.vendors.base import FitContext, VendorPlugin, slots_in_use
 
 
 def _die_mode(devs: list[DeviceUsage]) -> bool:
@@ -34,15 +39,17 @@ class VastaiPlugin(VendorPlugin):
         admitted = self.admit(dev, req, ctx)
         if isinstance(admitted, str):
             return admitted
-        if ctx.policy == "mutex" and self._card_busy(ctx.node, dev, req):
+        if ctx.policy == "mutex" and self._card_busy(dev, req, ctx):
             return R.EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
         return [self.grant(dev, 0, req.cores_percent)]
 
-    def _card_busy(self, node: NodeInfo, dev: DeviceUsage, req: DeviceRequest) -> bool:
+    def _card_busy(self, dev: DeviceUsage, req: DeviceRequest, ctx: FitContext) -> bool:
+        """Die mode: a die of ``dev``'s card (AIC) is in use, booked or by this pod."""
+        node = ctx.node
         if not _die_mode(self.candidates(node, req)) or "AIC" not in dev.custom:
             return False
         return any(
-            d.used_slots > 0 and d.custom.get("AIC") == dev.custom["AIC"]
+            slots_in_use(d, ctx) > 0 and d.custom.get("AIC") == dev.custom["AIC"]
             for d in node.devices
             if d.vendor == self.vendor
         )
