@@ -134,3 +134,23 @@ def gpu_job(
         ],
     )
     return enqueue_job(queue, spec, enqueue=enqueue, check_fit=check_fit)
+
+
+def submit_form(queue, name="from-ui", **fields):
+    """The dashboard submit form's fields (``/jobs/new/``) for a one-pod job asking one
+    NVIDIA device with 1 GiB of its memory and 10 % of its cores; ``fields`` override or add
+    (``device_memory_percent=50`` with ``device_memory_mib=None`` drops the MiB field)."""
+    form = {
+        "queue": queue.pk,
+        "name": name,
+        "pod_count": 1,
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "duration_s": 60,
+        "vendor": "NVIDIA",
+        "device_count": 1,
+        "device_memory_mib": 1024,
+        "cores_percent": 10,
+        **fields,
+    }
+    return {key: value for key, value in form.items() if value is not None}

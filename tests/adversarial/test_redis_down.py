@@ -18,21 +18,9 @@ from django.utils import timezone
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.cycle import run_admission_cycle
 from tests.adversarial.helpers import client_for
-from tests.builders import gpu_job
+from tests.builders import gpu_job, submit_form
 
 DEAD_SOCKET = "/nonexistent/redis.sock"
-FORM = {
-    "name": "from-ui",
-    "priority": 0,
-    "pod_count": 1,
-    "cpu_milli": 1000,
-    "host_memory_mib": 1024,
-    "duration_s": 60,
-    "vendor": "NVIDIA",
-    "device_count": 1,
-    "device_memory_mib": 1024,
-    "cores_percent": 10,
-}
 
 
 @pytest.fixture
@@ -120,7 +108,7 @@ def test_html_submit_redirects_once_when_the_broker_is_down(world, broker_down, 
     client = Client(raise_request_exception=False)
     client.force_login(world["alice"])
     with caplog.at_level(logging.WARNING):
-        response = client.post("/jobs/new/", {**FORM, "queue": world["queue_a"].pk})
+        response = client.post("/jobs/new/", submit_form(world["queue_a"], priority=0))
     job = Job.objects.get(name="from-ui")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert job.state == "queued"
@@ -144,7 +132,7 @@ def test_the_tick_admits_a_job_whose_enqueue_was_lost(world, broker_down, eager_
     client = Client(raise_request_exception=False)
     client.force_login(world["bob"])
     # eager: a publish would run the cycle at once; the dead broker is never reached
-    response = client.post("/jobs/new/", {**FORM, "queue": world["queue_b"].pk})
+    response = client.post("/jobs/new/", submit_form(world["queue_b"], priority=0))
     assert response.status_code == 302
     job = Job.objects.get(name="from-ui")
     assert admission_tick_task() == 1

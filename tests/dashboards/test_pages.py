@@ -13,7 +13,7 @@ from scheduling.selectors.quota_board import QuotaBar, _attribute_lending, quota
 from scheduling.selectors.usage_report import month_bounds, monthly_usage
 from scheduling.services.cycle import run_admission_cycle
 from tenants.models import Invitation, Membership
-from tests.builders import gpu_job
+from tests.builders import gpu_job, submit_form
 
 pytestmark = pytest.mark.django_db
 
@@ -214,19 +214,7 @@ def test_usage_cost_comes_from_the_telemetry_price_list(client, world):
 
 def test_submit_form_creates_a_job_and_shows_field_errors(client, world):
     client.force_login(world["alice"])
-    form = {
-        "queue": world["queue_a"].pk,
-        "name": "from-ui",
-        "priority": 1,
-        "pod_count": 1,
-        "cpu_milli": 1000,
-        "host_memory_mib": 1024,
-        "duration_s": 60,
-        "vendor": "NVIDIA",
-        "device_count": 1,
-        "device_memory_mib": 10240,
-        "cores_percent": 25,
-    }
+    form = submit_form(world["queue_a"], priority=1, device_memory_mib=10240, cores_percent=25)
     response = client.post("/jobs/new/", form)
     job = Job.objects.get(name="from-ui")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
@@ -248,19 +236,14 @@ def test_the_submit_form_takes_hami_pod_annotations_that_steer_placement(client,
     device pins (``nvidia.com/use-gpuuuid`` ...) could not steer a job submitted there."""
     client.force_login(world["alice"])
     uuids = sorted(Device.objects.filter(node__cluster__name="c1").values_list("uuid", flat=True))
-    form = {
-        "queue": world["queue_a"].pk,
-        "name": "pinned-ui",
-        "pod_count": 1,
-        "cpu_milli": 1000,
-        "host_memory_mib": 1024,
-        "duration_s": 60,
-        "vendor": "NVIDIA",
-        "device_count": 1,
-        "device_memory_percent": 50,
-        "cores_percent": 25,
-        "annotations": f"nvidia.com/use-gpuuuid: {uuids[-1]}\r\nexample.com/owner: team a\r\n",
-    }
+    form = submit_form(
+        world["queue_a"],
+        "pinned-ui",
+        device_memory_mib=None,
+        device_memory_percent=50,
+        cores_percent=25,
+        annotations=f"nvidia.com/use-gpuuuid: {uuids[-1]}\r\nexample.com/owner: team a\r\n",
+    )
     response = client.post("/jobs/new/", form)
     assert response.status_code == 302, response.content.decode()[-2000:]
     job = Job.objects.get(name="pinned-ui")

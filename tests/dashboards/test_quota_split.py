@@ -15,6 +15,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo
 from tenants.models import Quota, QuotaUsage, ResourceGroup, Tenant
 from tenants.services import QuotaShare, split_quota
+from tests.builders import submit_form
 
 pytestmark = pytest.mark.django_db
 
@@ -189,19 +190,14 @@ def test_dave_submits_a_job_to_research_s_queue_from_the_page(client, demo):
     assert queue in form.context["form"].fields["queue"].queryset
     response = client.post(
         "/jobs/new/",
-        {
-            "queue": research_queue.pk,
-            "name": "dave-eval",
-            "kind": "batch",
-            "pod_count": 1,
-            "vendor": "NVIDIA",
-            "device_count": 1,
-            "device_memory_mib": 8192,
-            "cores_percent": 20,
-            "cpu_milli": 1000,
-            "host_memory_mib": 4096,
-            "duration_s": 60,
-        },
+        submit_form(
+            research_queue,
+            "dave-eval",
+            kind="batch",
+            device_memory_mib=8192,
+            cores_percent=20,
+            host_memory_mib=4096,
+        ),
     )
     job = Job.objects.get(name="dave-eval")
     assert response.status_code == 302 and response.url == f"/jobs/{job.pk}/"

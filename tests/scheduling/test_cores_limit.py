@@ -7,7 +7,7 @@ tests/placement/test_fit_rules.py; the intake, tests/scheduling/test_kube_intake
 import pytest
 
 from scheduling.models import Job
-from tests.builders import make_cluster, make_group, make_tenant, make_user
+from tests.builders import make_cluster, make_group, make_tenant, make_user, submit_form
 
 pytestmark = pytest.mark.django_db
 
@@ -42,18 +42,7 @@ def test_api_refuses_cores_above_100_in_hamis_words(api, alice):
 def test_submit_form_refuses_cores_above_100_in_hamis_words(client, alice):
     queue, user = alice
     client.force_login(user)
-    form = {
-        "queue": queue.pk,
-        "name": "greedy",
-        "pod_count": 1,
-        "cpu_milli": 1000,
-        "host_memory_mib": 1024,
-        "duration_s": 60,
-        "vendor": "NVIDIA",
-        "device_count": 1,
-        "device_memory_mib": 1024,
-        "cores_percent": 150,
-    }
+    form = submit_form(queue, "greedy", cores_percent=150)
     response = client.post("/jobs/new/", form)
     assert response.status_code == 200
     assert response.context["form"].errors == {
