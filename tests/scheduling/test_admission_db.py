@@ -266,3 +266,22 @@ def test_gang_with_minimum_admits_the_pods_that_fit():
     assert report.admitted == [job.pk]
     assert Placement.objects.filter(job=job).count() == 3
     assert "gang 3/4 pods" in job.events.get(kind="admitted").message
+
+
+def test_gang_with_minimum_reclaims_for_all_its_pods_before_shrinking(cohort):
+    # issue 29: Kueue tries the full count with preemption before partial admission
+    group, (a, qa), (b, qb) = cohort
+    b_jobs = [gpu_job(qb, f"b{i}", **WHOLE) for i in range(3)]  # team-b borrows 1000
+    assert run_admission_cycle(group.pk).admitted == [j.pk for j in b_jobs]
+    base = timezone.now() - timedelta(minutes=10)
+    for i, job in enumerate(b_jobs):
+        Job.objects.filter(pk=job.pk).update(admitted_at=base + timedelta(seconds=i))
+    gang = gpu_job(qa, "gang", pods=2, **WHOLE)
+    Job.objects.filter(pk=gang.pk).update(min_pods=1)
+    report = run_admission_cycle(group.pk)
+    # one free device would take a 1-pod gang; reclaiming team-b's borrowed one takes both
+    assert (report.admitted, report.preempted) == ([], [b_jobs[2].pk])
+    assert _grace_over() == {group.pk}
+    assert run_admission_cycle(group.pk).admitted == [gang.pk]
+    assert Placement.objects.filter(job=gang).count() == 2
+    assert "gang" not in gang.events.get(kind="admitted").message
