@@ -19,7 +19,7 @@
    :mod:`~scheduling.admission.preemption` or :mod:`~scheduling.admission.fair_preemption`),
    or why not.
 4. **Admit or preempt.** A fitting job is admitted (unless it would delay a starvation
-   reservation); a partial gang (``min_pod_count``) is tried without preemption; a job that
+   reservation); a job that
    needs preemption issues it and is **not** admitted in this cycle (Kueue ``processEntry``):
    the victims keep their quota and devices until their pods are gone, the preemptor's
    charges and devices are held for the rest of the cycle on top of them (conservative
@@ -282,20 +282,36 @@ class AdmissionCycle:
         attempt = assign_flavors(self, entry, queue)
         if attempt.mode == Mode.FIT:
             return self._try_admit(entry, attempt)
-        if entry.min_pod_count is not None:
-            for count in range(entry.pod_count - 1, entry.min_pod_count - 1, -1):
-                partial = assign_flavors(self, entry, queue, count)
-                if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
-                    return True
         if attempt.mode in (Mode.PREEMPT, Mode.RECLAIM):
             blocked = self.reservations.blocking(entry, None)
-            if blocked is not None:
-                return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
-            self._wait(entry, attempt)
-            return False
+            if blocked is None:
+                self._wait(entry, attempt)
+                return False
+            if self._admit_partially(entry, queue):
+                return True
+            return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
+        if self._admit_partially(entry, queue):
+            return True
         rejected = tuple(attempt.rejected[key] for key in sorted(attempt.rejected))  # id order
         details = (*attempt.details, *_rejection_lines(entry.tenant, rejected))
         return self._fail(entry, _Failure(attempt.code, attempt.reason, details, (), rejected))
+
+    def _admit_partially(self, entry: PendingWorkload, queue: QueueSpec) -> bool:
+        """Admit the largest count from ``pod_count - 1`` down to ``min_pod_count`` that fits
+        now (without preemption); False when none does or the job has no minimum.
+
+        Called only once the full count neither fits nor can preempt (Kueue
+        ``getInitialAssignments``: the ``PodSetReducer`` search runs only after the full
+        assignment is neither ``Fit`` nor ``Preempt`` with targets), or when its preemption
+        is blocked by a starvation reservation.
+        """
+        if entry.min_pod_count is None:
+            return False
+        for count in range(entry.pod_count - 1, entry.min_pod_count - 1, -1):
+            partial = assign_flavors(self, entry, queue, count)
+            if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
+                return True
+        return False
 
     def _class_refusal(self, entry: PendingWorkload, queue: QueueSpec) -> str | None:
         name = entry.priority_class
