@@ -281,3 +281,41 @@ def test_policy_combinations_kueue_refuses_are_input_errors():
     queue = replace(w.queues[0], within_cluster_queue=PreemptionPolicy.ANY)
     with pytest.raises(AdmissionInputError, match="within_cluster_queue: Any is not allowed"):
         run_cycle(w.snapshot(queues=(queue, w.queues[1])), w.placer)
+
+
+def unreclaimable_world(reclaim: PreemptionPolicy):
+    """8 A100s; team-b (nominal 4) borrows 2 through priority-10 jobs; team-a's head a1 (3
+    GPUs, priority 0, nominal 4) fits its nominal but may reclaim only lower priorities; a
+    1-GPU borrower b7 of team-b waits behind it."""
+    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.set_queue("team-a", reclaim_within_cohort=reclaim)
+    for i in range(1, 7):
+        w.run(f"b{i}", "team-b", priority=10)
+    w.submit("a1", "team-a", ONE, pods=3)
+    w.submit("b7", "team-b", ONE, priority=10)
+    return w
+
+
+@pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
+@pytest.mark.parametrize("reclaim", [PreemptionPolicy.LOWER_PRIORITY, PreemptionPolicy.NEVER])
+def test_head_that_cannot_reclaim_keeps_its_free_nominal_from_borrowers(config, reclaim):
+    # issue 29; Kueue reserveCapacityForUnreclaimablePreempt: a1 holds its free nominal
+    # (min(3, 4 - 0) = 3 GPUs) for the rest of the cycle, so b7 may not borrow the 2 free
+    w = unreclaimable_world(reclaim)
+    result = run_cycle(w.snapshot(), w.placer, config)
+    assert (ids(result), result.preempted) == ([], ())
+    assert verdicts(result)["a1"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert verdicts(result)["b7"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert "team-a" not in result.usage  # the hold ends with the cycle
+    assert result.usage["team-b"][("a100", "devices")] == 6000
+
+
+@pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
+def test_head_that_can_always_reclaim_reserves_nothing(config):
+    # reclaimWithinCohort: Any can always get the quota back later (Kueue CanAlwaysReclaim);
+    # a1 is blocked by non-preemptible borrowers here, and b7 borrows the free devices
+    w = unreclaimable_world(PreemptionPolicy.ANY)
+    w.running = [replace(r, preemptible=False) for r in w.running]
+    result = run_cycle(w.snapshot(), w.placer, config)
+    assert ids(result) == ["b7"]
+    assert verdicts(result)["a1"][0] == PendingCode.WAITING_FOR_QUOTA
