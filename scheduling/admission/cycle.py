@@ -19,8 +19,7 @@
    :mod:`~scheduling.admission.preemption` or :mod:`~scheduling.admission.fair_preemption`),
    or why not.
 4. **Admit or preempt.** A fitting job is admitted (unless it would delay a starvation
-   reservation); a job that
-   needs preemption issues it and is **not** admitted in this cycle (Kueue ``processEntry``):
+   reservation); a job that needs preemption issues it and is **not** admitted in this cycle (Kueue ``processEntry``):
    the victims keep their quota and devices until their pods are gone, the preemptor's
    charges and devices are held for the rest of the cycle on top of them (conservative
    double counting, Kueue ``cq.AddUsage``), so no admission can take that capacity; it waits
@@ -30,7 +29,12 @@
    the preemptor's hold takes their quota, counted once, so another preemptor of the cohort
    can preempt other, disjoint victims in the same cycle; a victim of the cycle frees no more
    quota in that search, only the devices the hold leaves (a later job may wait for it too).
-   A terminating victim is never preempted twice.
+   A terminating victim is never preempted twice. A partial gang (``min_pod_count``)
+   shrinks only when its full count neither fits nor can preempt (Kueue
+   ``getInitialAssignments``: ``PodSetReducer`` after the full assignment), to the largest
+   count that fits without preemption. A job that needs preemption but finds no candidates
+   holds its free nominal quota for the rest of the cycle unless its queue's
+   ``reclaimWithinCohort`` is Any (Kueue ``reserveCapacityForUnreclaimablePreempt``).
 5. **Verdicts.** Every job left pending gets its queue position and a reason naming the
    rule that blocked it, with the preemption candidates rejected and why.
 
@@ -57,6 +61,7 @@ from scheduling.admission.outcomes import (
     RejectedCandidate,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
+from scheduling.admission.policy import PreemptionPolicy
 from scheduling.admission.quota import QuotaTree, merge_charges
 from scheduling.admission.reservation import Holder, Reservations, expected_end_s
 from scheduling.admission.running_index import RunningIndex
@@ -292,6 +297,8 @@ class AdmissionCycle:
             return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
         if self._admit_partially(entry, queue):
             return True
+        if attempt.mode == Mode.NO_CANDIDATES:
+            self._reserve_unreclaimable(entry, queue, attempt)
         rejected = tuple(attempt.rejected[key] for key in sorted(attempt.rejected))  # id order
         details = (*attempt.details, *_rejection_lines(entry.tenant, rejected))
         return self._fail(entry, _Failure(attempt.code, attempt.reason, details, (), rejected))
@@ -312,6 +319,27 @@ class AdmissionCycle:
             if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
                 return True
         return False
+
+    def _reserve_unreclaimable(
+        self, entry: PendingWorkload, queue: QueueSpec, attempt: FlavorTry
+    ) -> None:
+        """Hold the quota of a job that needs preemption but found no candidates, for the
+        rest of the cycle, unless its queue can always reclaim (``reclaimWithinCohort:
+        Any``): a borrower of the cohort then cannot take the tenant's free nominal quota in
+        this cycle, which the tenant could not get back later (Kueue ``processEntry`` ->
+        ``reserveCapacityForUnreclaimablePreempt``: ``if !preemption.CanAlwaysReclaim(cq)
+        { cq.AddUsage(resourcesToReserve(...)) }``; amounts:
+        :meth:`~scheduling.admission.quota.QuotaTree.quota_to_reserve`). Quota only: no
+        devices are held.
+        """
+        if queue.reclaim_within_cohort == PreemptionPolicy.ANY:
+            return
+        reserved = self.tree.quota_to_reserve(entry.tenant, attempt.requests)
+        if not reserved:
+            return
+        self.tree.add(entry.tenant, reserved)
+        self._hold_undo.append(lambda: self.tree.remove(entry.tenant, reserved))
+        self.version += 1
 
     def _class_refusal(self, entry: PendingWorkload, queue: QueueSpec) -> str | None:
         name = entry.priority_class
