@@ -19,18 +19,22 @@
    :mod:`~scheduling.admission.preemption` or :mod:`~scheduling.admission.fair_preemption`),
    or why not.
 4. **Admit or preempt.** A fitting job is admitted (unless it would delay a starvation
-   reservation); a partial gang (``min_pod_count``) is tried without preemption; a job that
-   needs preemption issues it and is **not** admitted in this cycle (Kueue ``processEntry``):
-   the victims keep their quota and devices until their pods are gone, the preemptor's
-   charges and devices are held for the rest of the cycle on top of them (conservative
-   double counting, Kueue ``cq.AddUsage``), so no admission can take that capacity; it waits
-   (``WaitingForPreemptedWorkloads``) and is admitted in a later cycle once the victims are
-   gone. A later preemption search of the cycle sees the cycle's victims removed instead
-   (Kueue ``fits``: ``SimulateWorkloadRemoval`` of every workload preempted in the cycle):
-   the preemptor's hold takes their quota, counted once, so another preemptor of the cohort
-   can preempt other, disjoint victims in the same cycle; a victim of the cycle frees no more
-   quota in that search, only the devices the hold leaves (a later job may wait for it too).
-   A terminating victim is never preempted twice.
+   reservation); a job that needs preemption issues it and is **not** admitted in this cycle
+   (Kueue ``processEntry``): the victims keep their quota and devices until their pods are
+   gone, the preemptor's charges and devices are held for the rest of the cycle on top of
+   them (conservative double counting, Kueue ``cq.AddUsage``), so no admission can take that
+   capacity; it waits (``WaitingForPreemptedWorkloads``) and is admitted in a later cycle
+   once the victims are gone. A later preemption search of the cycle sees the cycle's
+   victims removed instead (Kueue ``fits``: ``SimulateWorkloadRemoval`` of every workload
+   preempted in the cycle): the preemptor's hold takes their quota, counted once, so another
+   preemptor of the cohort can preempt other, disjoint victims in the same cycle; a victim
+   of the cycle frees no more quota in that search, only the devices the hold leaves (a
+   later job may wait for it too). A terminating victim is never preempted twice. A partial
+   gang (``min_pod_count``) shrinks only when its full count neither fits nor can preempt
+   (Kueue ``getInitialAssignments``: ``PodSetReducer`` after the full assignment), to the
+   largest count that fits without preemption. A job that needs preemption but finds no
+   candidates holds its free nominal quota for the rest of the cycle unless its queue's
+   ``reclaimWithinCohort`` is Any (Kueue ``reserveCapacityForUnreclaimablePreempt``).
 5. **Verdicts.** Every job left pending gets its queue position and a reason naming the
    rule that blocked it, with the preemption candidates rejected and why.
 
@@ -42,7 +46,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from scheduling.admission.flavors import FlavorTry, Mode, assign_flavors
@@ -57,6 +61,7 @@ from scheduling.admission.outcomes import (
     RejectedCandidate,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
+from scheduling.admission.policy import PreemptionPolicy
 from scheduling.admission.quota import QuotaTree, merge_charges
 from scheduling.admission.reservation import Holder, Reservations, expected_end_s
 from scheduling.admission.running_index import RunningIndex
@@ -108,6 +113,22 @@ class _Failure:
     details: tuple[str, ...] = ()
     waiting_for: tuple[str, ...] = ()
     rejected: tuple[RejectedCandidate, ...] = ()
+
+
+@dataclass(slots=True)
+class _QuotaHold:
+    """Quota held for a job that cannot reclaim (:meth:`AdmissionCycle._reserve_unreclaimable`):
+    its tenant, its quota-counted requests and what is booked now."""
+
+    tenant: str
+    requests: dict[FlavorResource, int]
+    booked: dict[FlavorResource, int] = field(default_factory=dict)
+
+    def book(self, tree: QuotaTree) -> None:
+        """Book :meth:`~scheduling.admission.quota.QuotaTree.quota_to_reserve` on the
+        tenant's current usage (the previous booking must be removed first)."""
+        self.booked = tree.quota_to_reserve(self.tenant, self.requests)
+        tree.add(self.tenant, self.booked)
 
 
 def _usage_by_tenant(running: Iterable[RunningWorkload]) -> dict[str, dict[FlavorResource, int]]:
@@ -179,6 +200,7 @@ class AdmissionCycle:
         self.reservations = Reservations(self)
         self._undo_log: list[Undo] = []
         self._hold_undo: list[Undo] = []
+        self._unreclaimable: dict[str, list[_QuotaHold]] = {}  # by tenant
 
     # -- inputs ---------------------------------------------------------------------------------
 
@@ -234,7 +256,8 @@ class AdmissionCycle:
             if any(h.preempting for h in heads):  # waiting preemptors first, every queue
                 heads = [h for h in heads if h.preempting]
             for entry in round_order(self, heads):
-                admitted = self._process(entry)
+                with self._own_holds_released(entry.tenant):
+                    admitted = self._process(entry)
                 if (
                     not admitted
                     and self.queues[entry.queue].strategy == QueueingStrategy.STRICT_FIFO
@@ -243,6 +266,9 @@ class AdmissionCycle:
                 cursor[entry.queue] += 1
         while self._hold_undo:  # the holds of waiting preemptors end with the cycle,
             self._hold_undo.pop()()  # their victims count again
+        for holds in self._unreclaimable.values():
+            for hold in holds:
+                self.tree.remove(hold.tenant, hold.booked)
         reservations, expired = self.reservations.results()
         return CycleResult(
             admitted=tuple(self.admitted),
@@ -282,20 +308,74 @@ class AdmissionCycle:
         attempt = assign_flavors(self, entry, queue)
         if attempt.mode == Mode.FIT:
             return self._try_admit(entry, attempt)
-        if entry.min_pod_count is not None:
-            for count in range(entry.pod_count - 1, entry.min_pod_count - 1, -1):
-                partial = assign_flavors(self, entry, queue, count)
-                if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
-                    return True
         if attempt.mode in (Mode.PREEMPT, Mode.RECLAIM):
             blocked = self.reservations.blocking(entry, None)
-            if blocked is not None:
-                return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
-            self._wait(entry, attempt)
-            return False
+            if blocked is None:
+                self._wait(entry, attempt)
+                return False
+            if self._admit_partially(entry, queue):
+                return True
+            return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
+        if self._admit_partially(entry, queue):
+            return True
+        if attempt.mode == Mode.NO_CANDIDATES:
+            self._reserve_unreclaimable(entry, queue, attempt)
         rejected = tuple(attempt.rejected[key] for key in sorted(attempt.rejected))  # id order
         details = (*attempt.details, *_rejection_lines(entry.tenant, rejected))
         return self._fail(entry, _Failure(attempt.code, attempt.reason, details, (), rejected))
+
+    def _admit_partially(self, entry: PendingWorkload, queue: QueueSpec) -> bool:
+        """Admit the largest count from ``pod_count - 1`` down to ``min_pod_count`` that fits
+        now (without preemption); False when none does or the job has no minimum.
+
+        Called only once the full count neither fits nor can preempt (Kueue
+        ``getInitialAssignments``: the ``PodSetReducer`` search runs only after the full
+        assignment is neither ``Fit`` nor ``Preempt`` with targets), or when its preemption
+        is blocked by a starvation reservation.
+        """
+        if entry.min_pod_count is None:
+            return False
+        for count in range(entry.pod_count - 1, entry.min_pod_count - 1, -1):
+            partial = assign_flavors(self, entry, queue, count)
+            if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
+                return True
+        return False
+
+    def _reserve_unreclaimable(
+        self, entry: PendingWorkload, queue: QueueSpec, attempt: FlavorTry
+    ) -> None:
+        """Hold the quota of a job that needs preemption but found no candidates, for the
+        rest of the cycle, unless its queue can always reclaim (``reclaimWithinCohort:
+        Any``): a borrower of the cohort then cannot take the tenant's free nominal quota in
+        this cycle, which the tenant could not get back later (Kueue ``processEntry`` ->
+        ``reserveCapacityForUnreclaimablePreempt``: ``if !preemption.CanAlwaysReclaim(cq)
+        { cq.AddUsage(resourcesToReserve(...)) }``; amounts:
+        :meth:`~scheduling.admission.quota.QuotaTree.quota_to_reserve`). Quota only: no
+        devices are held.
+        """
+        if queue.reclaim_within_cohort == PreemptionPolicy.ANY:
+            return
+        hold = _QuotaHold(entry.tenant, attempt.requests)
+        hold.book(self.tree)
+        self._unreclaimable.setdefault(entry.tenant, []).append(hold)
+        self.version += 1
+
+    @contextmanager
+    def _own_holds_released(self, tenant: str) -> Iterator[None]:
+        """Lift the holds of :meth:`_reserve_unreclaimable` of ``tenant`` while one of its
+        own jobs is processed, then book them again on what the tenant has left: they keep
+        the quota from other tenants only (Kueue has one head per ClusterQueue and cycle, so
+        its hold never meets a job of its own ClusterQueue; ours would block a smaller job of
+        the tenant every cycle while the head stays blocked)."""
+        lifted = list(self._unreclaimable.get(tenant, ()))  # not a hold booked meanwhile
+        for hold in lifted:
+            self.tree.remove(hold.tenant, hold.booked)
+        try:
+            yield
+        finally:
+            for hold in lifted:  # each on the usage left: together within the free nominal
+                hold.book(self.tree)
+            self.version += bool(lifted)
 
     def _class_refusal(self, entry: PendingWorkload, queue: QueueSpec) -> str | None:
         name = entry.priority_class

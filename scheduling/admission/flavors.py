@@ -70,6 +70,10 @@ class FlavorTry:
         outcome: placement (with the victims removed for ``Preempt``/``Reclaim``).
         targets: the preemption victims (``Preempt``/``Reclaim`` only).
         code / reason / details / rejected: why it does not fit (other modes).
+        requests: the quota-counted charges of the whole job on ``flavors`` (positive
+            amounts; set once the preemption oracle is asked), for the quota a
+            ``NO_CANDIDATES`` head reserves (:meth:`~scheduling.admission.quota.QuotaTree.
+            quota_to_reserve`).
     """
 
     mode: Mode
@@ -81,6 +85,7 @@ class FlavorTry:
     reason: str = ""
     details: list[str] = field(default_factory=list)
     rejected: dict[str, RejectedCandidate] = field(default_factory=dict)
+    requests: dict[FlavorResource, int] = field(default_factory=dict)
 
 
 def should_try_next(attempt: FlavorTry, fungibility: FlavorFungibility) -> bool:
@@ -192,6 +197,7 @@ def evaluate(
             return attempt
     to_free = short if outcome.placed else set()
     quota_requests, frs = _preemption_scope(cycle, entry.tenant, requests, to_free)
+    attempt.requests = quota_requests
     ask = Ask(entry, queue, pod_count, flavors, quota_requests, frs, preemptible)
     return _oracle(cycle, ask, attempt)
 

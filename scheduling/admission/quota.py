@@ -428,6 +428,38 @@ class QuotaTree(FitChecks):
 
     # -- nominal ------------------------------------------------------------------------------
 
+    def quota_to_reserve(
+        self, tenant: str, requests: Mapping[FlavorResource, int]
+    ) -> dict[FlavorResource, int]:
+        """What a job of ``tenant`` that needs preemption but found no candidates holds for
+        the rest of the cycle (Kueue ``quotaResourcesToReserve`` in Preempt mode, used by
+        ``reserveCapacityForUnreclaimablePreempt``).
+
+        Args:
+            tenant: the job's tenant.
+            requests: its quota-counted charges, positive amounts.
+
+        Returns:
+            Per flavor resource, the amount to book (zeros left out): when the job would
+            borrow (borrowing height > 0), ``min(request, nominal + borrowing_limit -
+            usage)``, or the whole request without a borrowing limit; otherwise its free
+            nominal ``max(0, min(request, nominal - usage))``. Nominal is the tenant's subtree
+            quota, usage its Kueue usage.
+        """
+        node = self.node(tenant)
+        borrowing = self.borrowing_height(tenant, requests) > 0
+        out = {}
+        for fr, amount in sorted(requests.items(), key=lambda item: fr_sort_key(item[0])):
+            room = node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+            if borrowing:
+                limit = node.borrowing_limit.get(fr)
+                amount = amount if limit is None else min(amount, room + limit)
+            else:
+                amount = min(amount, room)
+            if amount > 0:
+                out[fr] = amount
+        return out
+
     def within_nominal(self, tenant: str, charges: Charges) -> bool:
         """True when ``tenant`` stays within its nominal quota after adding ``charges``
         (Kueue ``not BorrowingWith`` for every counted flavor resource)."""

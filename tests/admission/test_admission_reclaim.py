@@ -17,7 +17,7 @@ from scheduling.admission import (
     run_cycle,
 )
 from scheduling.admission.fake import PodShape
-from tests.admission.admission_builders import NO_FAIR, World, a100s, ago, ids, quota, verdicts
+from tests.admission.admission_builders import DEV, NO_FAIR, World, a100s, ago, ids, quota, verdicts
 
 ONE = PodShape(devices=1)
 LOWER = BorrowWithinCohort(BorrowWithinCohortPolicy.LOWER_PRIORITY)
@@ -281,3 +281,76 @@ def test_policy_combinations_kueue_refuses_are_input_errors():
     queue = replace(w.queues[0], within_cluster_queue=PreemptionPolicy.ANY)
     with pytest.raises(AdmissionInputError, match="within_cluster_queue: Any is not allowed"):
         run_cycle(w.snapshot(queues=(queue, w.queues[1])), w.placer)
+
+
+def unreclaimable_world(reclaim: PreemptionPolicy):
+    """8 A100s; team-b (nominal 4) borrows 2 through priority-10 jobs; team-a's head a1 (3
+    GPUs, priority 0, nominal 4) fits its nominal but may reclaim only lower priorities; a
+    1-GPU borrower b7 of team-b waits behind it."""
+    w = World(a100s(2), quotas=(quota("team-a", 4000), quota("team-b", 4000)))
+    w.set_queue("team-a", reclaim_within_cohort=reclaim)
+    for i in range(1, 7):
+        w.run(f"b{i}", "team-b", priority=10)
+    w.submit("a1", "team-a", ONE, pods=3)
+    w.submit("b7", "team-b", ONE, priority=10)
+    return w
+
+
+@pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
+@pytest.mark.parametrize("reclaim", [PreemptionPolicy.LOWER_PRIORITY, PreemptionPolicy.NEVER])
+def test_head_that_cannot_reclaim_keeps_its_free_nominal_from_borrowers(config, reclaim):
+    # issue 29; Kueue reserveCapacityForUnreclaimablePreempt: a1 holds its free nominal
+    # (min(3, 4 - 0) = 3 GPUs) for the rest of the cycle, so b7 may not borrow the 2 free
+    w = unreclaimable_world(reclaim)
+    result = run_cycle(w.snapshot(), w.placer, config)
+    assert (ids(result), result.preempted) == ([], ())
+    assert verdicts(result)["a1"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert verdicts(result)["b7"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert "team-a" not in result.usage  # the hold ends with the cycle
+    assert result.usage["team-b"][("a100", "devices")] == 6000
+
+
+@pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
+def test_head_that_can_always_reclaim_reserves_nothing(config):
+    # reclaimWithinCohort: Any can always get the quota back later (Kueue CanAlwaysReclaim);
+    # a1 is blocked by non-preemptible borrowers here, and b7 borrows the free devices
+    w = unreclaimable_world(PreemptionPolicy.ANY)
+    w.running = [replace(r, preemptible=False) for r in w.running]
+    result = run_cycle(w.snapshot(), w.placer, config)
+    assert ids(result) == ["b7"]
+    assert verdicts(result)["a1"][0] == PendingCode.WAITING_FOR_QUOTA
+
+
+@pytest.mark.parametrize("config", [NO_FAIR, None], ids=["classical", "fair-sharing"])
+def test_unreclaimable_hold_binds_other_tenants_only(config):
+    # the hold keeps the free nominal from borrowers of other tenants; a smaller job of the
+    # head's own queue still takes its tenant's nominal (in Kueue it would be that queue's
+    # head in a later cycle), and the hold shrinks to what is left: b7 still waits
+    w = unreclaimable_world(PreemptionPolicy.LOWER_PRIORITY)
+    w.submit("a2", "team-a", ONE, pods=2, created=30)
+    result = run_cycle(w.snapshot(), w.placer, config)
+    assert ids(result) == ["a2"]
+    assert verdicts(result)["b7"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert result.usage["team-a"][("a100", "devices")] == 2000
+
+
+def test_two_unreclaimable_heads_of_one_queue_hold_its_free_nominal_once():
+    # 12 A100s, nominal 4 each; team-a (no borrowing) runs 2 of priority 10, so a1 and a3
+    # (3 each, priority 0) find no candidates: together they hold team-a's 2 free nominal,
+    # not 2 each, so team-c's c3 within its nominal (3rd round, after both) is admitted
+    tenants = (TenantSpec("team-a"), TenantSpec("team-b"), TenantSpec("team-c"))
+    quotas = (quota("team-a", 4000, borrowing_limit=0), quota("team-b", 4000))
+    w = World(a100s(3), tenants=tenants, quotas=(*quotas, quota("team-c", 4000)))
+    w.set_queue("team-a", reclaim_within_cohort=PreemptionPolicy.LOWER_PRIORITY)
+    w.run("r", "team-a", ONE, pods=2, priority=10)
+    w.run("b", "team-b", ONE, pods=4)
+    w.run("c", "team-c", ONE, pods=2)
+    w.submit("a1", "team-a", ONE, pods=3, created=60)
+    w.submit("a3", "team-a", ONE, pods=3, created=50)
+    for i, created in enumerate((60, 50)):  # above the cohort: never fit, hold nothing
+        w.submit(f"c-huge{i}", "team-c", ONE, pods=13, created=created)
+    w.submit("c3", "team-c", ONE, created=40)
+    result = run_cycle(w.snapshot(), w.placer, NO_FAIR)
+    assert ids(result) == ["c3"]
+    assert verdicts(result)["a3"][0] == PendingCode.WAITING_FOR_QUOTA
+    assert result.usage["team-a"][("a100", DEV)] == 2000  # the holds end with the cycle

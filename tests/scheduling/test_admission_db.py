@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling.choices import JobState, PlacementState
-from scheduling.models import DeviceModel, Job, Placement, Preemption
+from scheduling.choices import JobState, PlacementState, PreemptionScope
+from scheduling.models import DeviceModel, Job, Placement, Preemption, Queue
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from scheduling.services.jobs import cancel_job
@@ -266,3 +266,37 @@ def test_gang_with_minimum_admits_the_pods_that_fit():
     assert report.admitted == [job.pk]
     assert Placement.objects.filter(job=job).count() == 3
     assert "gang 3/4 pods" in job.events.get(kind="admitted").message
+
+
+def test_gang_with_minimum_reclaims_for_all_its_pods_before_shrinking(cohort):
+    # issue 29: Kueue tries the full count with preemption before partial admission
+    group, (a, qa), (b, qb) = cohort
+    b_jobs = [gpu_job(qb, f"b{i}", **WHOLE) for i in range(3)]  # team-b borrows 1000
+    assert run_admission_cycle(group.pk).admitted == [j.pk for j in b_jobs]
+    base = timezone.now() - timedelta(minutes=10)
+    for i, job in enumerate(b_jobs):
+        Job.objects.filter(pk=job.pk).update(admitted_at=base + timedelta(seconds=i))
+    gang = gpu_job(qa, "gang", pods=2, **WHOLE)
+    Job.objects.filter(pk=gang.pk).update(min_pods=1)
+    report = run_admission_cycle(group.pk)
+    # one free device would take a 1-pod gang; reclaiming team-b's borrowed one takes both
+    assert (report.admitted, report.preempted) == ([], [b_jobs[2].pk])
+    assert _grace_over() == {group.pk}
+    assert run_admission_cycle(group.pk).admitted == [gang.pk]
+    assert Placement.objects.filter(job=gang).count() == 2
+    assert "gang" not in gang.events.get(kind="admitted").message
+
+
+def test_head_that_cannot_reclaim_keeps_its_free_nominal_from_borrowers(cohort):
+    # issue 29; Kueue reserveCapacityForUnreclaimablePreempt (reclaimWithinCohort not Any)
+    group, (a, qa), (b, qb) = cohort
+    Queue.objects.filter(pk=qa.pk).update(reclaim_within_cohort=PreemptionScope.LOWER_PRIORITY)
+    b_jobs = [gpu_job(qb, f"b{i}", priority=10, **WHOLE) for i in range(3)]  # borrows 1000
+    assert run_admission_cycle(group.pk).admitted == [j.pk for j in b_jobs]
+    head = gpu_job(qa, "a-head", pods=2, **WHOLE)  # fits team-a's nominal, 1 device free
+    borrower = gpu_job(qb, "b-more", priority=10, **WHOLE)
+    report = run_admission_cycle(group.pk)
+    assert (report.admitted, report.preempted) == ([], [])
+    assert (_state(head), _state(borrower)) == (JobState.QUEUED, JobState.QUEUED)
+    assert _usage(a, group) == {}
+    assert _usage(b, group) == {(A100, "devices"): 3000}
