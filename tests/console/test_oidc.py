@@ -340,3 +340,14 @@ def test_token_endpoint_5xx_shows_login_page(client, sso_by_issuer, caplog):
     _assert_provider_down_page(response, caplog)
     assert "_auth_user_id" not in client.session
     assert not get_user_model().objects.filter(username="carol").exists()
+
+
+def test_logout_stays_local_when_provider_unreachable(client, sso_by_issuer, settings, caplog):
+    _sign_in(client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol"})
+    settings.OIDC_ISSUER = _closed_port_url()  # not discovered yet: logout needs discovery
+    with caplog.at_level(logging.WARNING):
+        response = client.post("/accounts/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/")
+    assert "_auth_user_id" not in client.session
+    lines = [r.getMessage() for r in caplog.records if r.name == "console.oidc_discovery"]
+    assert len(lines) == 1 and lines[0].startswith("Logout at the identity provider skipped: ")
