@@ -2,9 +2,10 @@
 and roles. Local accounts keep working beside it (the demo's, break-glass admins).
 
 Configuration (environment, read by ``console.settings``): ``OIDC_RP_CLIENT_ID`` (SSO is on when
-set), ``OIDC_RP_CLIENT_SECRET``, the provider's ``OIDC_OP_AUTHORIZATION_ENDPOINT``,
-``OIDC_OP_TOKEN_ENDPOINT``, ``OIDC_OP_USER_ENDPOINT``, ``OIDC_OP_JWKS_ENDPOINT``,
-``OIDC_RP_SIGN_ALGO`` (RS256), ``CONSOLE_OIDC_GROUPS_CLAIM`` (``groups``) and
+set), ``OIDC_RP_CLIENT_SECRET``, the provider's ``OIDC_ISSUER`` (its endpoints by discovery:
+``console.oidc_discovery``) or its ``OIDC_OP_AUTHORIZATION_ENDPOINT``,
+``OIDC_OP_TOKEN_ENDPOINT``, ``OIDC_OP_USER_ENDPOINT``, ``OIDC_OP_JWKS_ENDPOINT`` (each
+overrides discovery), ``OIDC_RP_SIGN_ALGO`` (RS256), ``CONSOLE_OIDC_GROUPS_CLAIM`` (``groups``) and
 ``CONSOLE_OIDC_GROUP_MAP``: JSON ``{"<IdP group>": "<tenant>:<role>" | "platform-admin"}``,
 role one of ``tenant_admin``, ``member``, ``viewer``.
 
@@ -28,13 +29,21 @@ import logging
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.views import OIDCAuthenticationRequestView
 
+from console.oidc_discovery import op_endpoint
 from tenants.choices import Role
 from tenants.services import ROLE_RANK, sync_idp_memberships
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PLATFORM_ADMIN", "ConsoleOIDCBackend", "parse_group_map", "grants_for"]
+__all__ = [
+    "PLATFORM_ADMIN",
+    "ConsoleOIDCAuthenticationRequestView",
+    "ConsoleOIDCBackend",
+    "parse_group_map",
+    "grants_for",
+]
 
 PLATFORM_ADMIN = "platform-admin"
 
@@ -84,7 +93,19 @@ def grants_for(groups: list[str], mapping: dict) -> tuple[dict[str, str], bool]:
 
 class ConsoleOIDCBackend(OIDCAuthenticationBackend):
     """mozilla-django-oidc's backend with the console's user and group rules (module
-    docstring)."""
+    docstring) and the provider's endpoints resolved at sign-in (explicit or discovered).
+
+    Raises (from ``authenticate``): ``console.oidc_discovery.ProviderUnavailable`` when
+    discovery fails, ``requests.RequestException`` when a provider endpoint fails.
+    """
+
+    def authenticate(self, request, **kwargs):
+        if request is not None and request.GET.get("code") and request.GET.get("state"):
+            # a callback from the provider (a local login never reaches the provider)
+            self.OIDC_OP_TOKEN_ENDPOINT = op_endpoint("OIDC_OP_TOKEN_ENDPOINT")
+            self.OIDC_OP_USER_ENDPOINT = op_endpoint("OIDC_OP_USER_ENDPOINT")
+            self.OIDC_OP_JWKS_ENDPOINT = op_endpoint("OIDC_OP_JWKS_ENDPOINT")
+        return super().authenticate(request, **kwargs)
 
     @staticmethod
     def _username(claims: dict) -> str:
@@ -130,3 +151,14 @@ class ConsoleOIDCBackend(OIDCAuthenticationBackend):
             user.email = email
             user.save(update_fields=["is_superuser", "is_staff", "email"])
         return user
+
+
+class ConsoleOIDCAuthenticationRequestView(OIDCAuthenticationRequestView):
+    """The redirect to the provider, at its authorization endpoint (explicit or discovered).
+
+    Raises: ``console.oidc_discovery.ProviderUnavailable`` when discovery fails.
+    """
+
+    def get(self, request):
+        self.OIDC_OP_AUTH_ENDPOINT = op_endpoint("OIDC_OP_AUTHORIZATION_ENDPOINT")
+        return super().get(request)

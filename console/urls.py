@@ -1,5 +1,8 @@
 """URL composition root: dashboards, auth, admin, REST API, OpenAPI schema, /metrics."""
 
+import logging
+
+import requests
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -11,32 +14,51 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from mozilla_django_oidc import views as oidc_views
 
 from console.metrics import metrics_view
+from console.oidc import ConsoleOIDCAuthenticationRequestView
+from console.oidc_discovery import ProviderUnavailable, is_provider_down
+
+logger = logging.getLogger(__name__)
 
 
 def _sso(view):
-    """``view`` when OpenID Connect is configured (``OIDC_RP_CLIENT_ID``), else 404."""
+    """``view`` when OpenID Connect is configured (``OIDC_RP_CLIENT_ID``), else 404. When the
+    identity provider is down (unreachable, 5xx: ``console.oidc_discovery``) the login page
+    says so with status 503, and one log line says why."""
 
     def guarded(request, *args, **kwargs):
         if not settings.OIDC_RP_CLIENT_ID:
             raise Http404("Single sign-on is not configured.")
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except ProviderUnavailable as exc:
+            logger.warning("Identity provider unavailable: %s", exc)
+        except requests.RequestException as exc:
+            if not is_provider_down(exc):
+                raise
+            logger.warning("Identity provider unavailable: %s", str(exc).splitlines()[0])
+        response = _login(request, sso_down=True)
+        response.status_code = 503
+        return response
 
     return guarded
 
 
-def _login(request, *args, **kwargs):
-    """Django's login form, with the SSO button when OpenID Connect is configured."""
+def _login(request, *args, sso_down: bool = False, **kwargs):
+    """Django's login form, with the SSO button when OpenID Connect is configured (and, with
+    ``sso_down``, the notice that the identity provider is unreachable)."""
     sso = settings.OIDC_PROVIDER_NAME if settings.OIDC_RP_CLIENT_ID else ""
-    return auth_views.LoginView.as_view(extra_context={"sso_name": sso})(request, *args, **kwargs)
+    context = {"sso_name": sso, "sso_down": sso_down}
+    return auth_views.LoginView.as_view(extra_context=context)(request, *args, **kwargs)
 
 
 urlpatterns = [
     path("", include("console.dashboards.urls")),
     path("accounts/login/", _login, name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # local and SSO sessions; an SSO one also at the provider (OIDC_OP_LOGOUT_URL_METHOD)
+    path("accounts/logout/", oidc_views.OIDCLogoutView.as_view(), name="logout"),
     path(
         "oidc/authenticate/",
-        _sso(oidc_views.OIDCAuthenticationRequestView.as_view()),
+        _sso(ConsoleOIDCAuthenticationRequestView.as_view()),
         name="oidc_authentication_init",
     ),
     path(

@@ -342,10 +342,17 @@ LOGOUT_REDIRECT_URL = "login"
 # OpenID Connect sign-in (console/oidc.py): on when OIDC_RP_CLIENT_ID is set; local accounts stay.
 OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
 OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+# the provider's endpoints: discovered from OIDC_ISSUER (console/oidc_discovery.py) unless set
+OIDC_ISSUER = env_str("OIDC_ISSUER")
 OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
 OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
 OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
 OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_OP_LOGOUT_ENDPOINT = env_str("OIDC_OP_LOGOUT_ENDPOINT")  # RP-initiated logout
+OIDC_OP_LOGOUT_URL_METHOD = "console.oidc_discovery.provider_logout_url"
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the logout at the provider
+# seconds per request to the provider: an outage costs a sign-in this, not the OS's TCP timeout
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT_S", 10.0, minimum=0.1)
 OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile groups")
 OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")

@@ -1,17 +1,21 @@
 """OpenID Connect sign-in against a stub identity provider: a real HTTP server on 127.0.0.1
-serving the token, userinfo and JWKS endpoints, signing id tokens with its own RSA key. The
+serving the discovery document, token, userinfo and JWKS endpoints, signing id tokens with its
+own RSA key. The
 authorization step is the browser's redirect: the test reads ``state`` and ``nonce`` from the
 console's redirect and comes back to the callback with a code, as the provider would."""
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import jwt
 import pytest
@@ -24,7 +28,7 @@ from tenants.models import Membership, Tenant
 
 pytestmark = pytest.mark.django_db
 
-CLIENT_ID, CLIENT_SECRET = "console", "s3cret-of-the-console"
+CLIENT_ID, CLIENT_SECRET = "console", secrets.token_urlsafe(24)  # no secret in the code
 GROUP_MAP = {
     "gpu-team-a": "team-a:member",
     "team-a-leads": "team-a:tenant_admin",
@@ -45,6 +49,19 @@ class Provider:
     )
     signing_key: rsa.RSAPrivateKey | None = None  # a different key: a forged token
     token_requests: list[dict] = field(default_factory=list)
+    token_status: int = 200  # 503: the token endpoint is down
+    discovery_requests: int = 0
+    id_tokens: list[str] = field(default_factory=list)  # issued, in order
+
+    def discovery(self) -> dict:
+        return {
+            "issuer": self.url,
+            "authorization_endpoint": self.url + "/authorize",
+            "token_endpoint": self.url + "/token",
+            "userinfo_endpoint": self.url + "/userinfo",
+            "jwks_uri": self.url + "/jwks",
+            "end_session_endpoint": self.url + "/logout",
+        }
 
     def id_token(self) -> str:
         now = int(time.time())
@@ -56,9 +73,11 @@ class Provider:
             "exp": now + 300,
             "nonce": self.nonce,
         }
-        return jwt.encode(
+        token = jwt.encode(
             payload, self.signing_key or self.key, algorithm="RS256", headers={"kid": "stub-1"}
         )
+        self.id_tokens.append(token)
+        return token
 
 
 @pytest.fixture
@@ -77,7 +96,9 @@ def provider() -> Iterator[Provider]:
         def do_POST(self):  # noqa: N802 (http.server's name)
             form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
             state.token_requests.append(form)
-            if (form.get("client_id"), form.get("client_secret"), form.get("code")) != (
+            if state.token_status != 200:
+                self._json(state.token_status, {"error": "temporarily_unavailable"})
+            elif (form.get("client_id"), form.get("client_secret"), form.get("code")) != (
                 [CLIENT_ID],
                 [CLIENT_SECRET],
                 ["the-code"],
@@ -95,7 +116,10 @@ def provider() -> Iterator[Provider]:
                 )
 
         def do_GET(self):  # noqa: N802
-            if self.path == "/jwks":
+            if self.path == "/.well-known/openid-configuration":
+                state.discovery_requests += 1
+                self._json(200, state.discovery())
+            elif self.path == "/jwks":
                 jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(state.key.public_key()))
                 self._json(200, {"keys": [{**jwk, "kid": "stub-1", "alg": "RS256", "use": "sig"}]})
             elif self.path == "/userinfo" and self.headers.get("Authorization") == "Bearer at-1":
@@ -222,3 +246,108 @@ def test_group_map_rules():
     for bad in ("[1]", "{not json", '{"g": "team-a:owner"}', '{"g": "no-role"}'):
         with pytest.raises(ImproperlyConfigured):
             parse_group_map(bad)
+
+
+@pytest.fixture
+def sso_by_issuer(sso, settings):
+    """SSO configured with the issuer only: every endpoint comes from discovery."""
+    settings.OIDC_ISSUER = sso.url
+    for name in (
+        "OIDC_OP_AUTHORIZATION_ENDPOINT",
+        "OIDC_OP_TOKEN_ENDPOINT",
+        "OIDC_OP_USER_ENDPOINT",
+        "OIDC_OP_JWKS_ENDPOINT",
+        "OIDC_OP_LOGOUT_ENDPOINT",
+    ):
+        setattr(settings, name, "")
+    return sso
+
+
+def _closed_port_url() -> str:
+    """The URL of a port nothing listens on (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_endpoints_discovered_from_issuer_and_cached(client, sso_by_issuer):
+    response = _sign_in(
+        client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol", "groups": ["ops"]}
+    )
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert get_user_model().objects.get(username="carol").is_superuser
+    assert len(sso_by_issuer.token_requests) == 1  # the discovered token endpoint
+    client.logout()
+    _sign_in(client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol"})
+    assert client.session["_auth_user_id"]
+    assert sso_by_issuer.discovery_requests == 1  # two sign-ins, one discovery
+
+
+def test_explicit_endpoint_overrides_discovery(client, sso_by_issuer, settings):
+    settings.OIDC_OP_AUTHORIZATION_ENDPOINT = "https://login.example/oauth2/authorize"
+    start = client.get("/oidc/authenticate/")
+    assert start.status_code == 302
+    assert start["Location"].startswith("https://login.example/oauth2/authorize?")
+
+
+def test_logout_at_the_provider(client, sso_by_issuer):
+    _sign_in(client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol"})
+    id_token = sso_by_issuer.id_tokens[-1]
+    response = client.post("/accounts/logout/")
+    assert response.status_code == 302
+    assert response["Location"] == sso_by_issuer.url + "/logout?" + urlencode(
+        {"id_token_hint": id_token, "post_logout_redirect_uri": "http://testserver/accounts/login/"}
+    )
+    assert "_auth_user_id" not in client.session
+
+
+def test_local_account_logout_stays_local(client, sso_by_issuer):
+    get_user_model().objects.create_user("alice", password="pw-alice")
+    client.post("/accounts/login/", {"username": "alice", "password": "pw-alice"})
+    assert "_auth_user_id" in client.session
+    response = client.post("/accounts/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/")
+    assert "_auth_user_id" not in client.session
+    assert sso_by_issuer.discovery_requests == 0  # the provider is not asked
+
+
+def _assert_provider_down_page(response, caplog) -> None:
+    assert response.status_code == 503
+    page = response.content.decode()
+    assert "Stub IdP (the identity provider) is unreachable right now" in page
+    assert 'name="password"' in page  # the local login form is there
+    assert "Traceback" not in page
+    lines = [r.getMessage() for r in caplog.records if r.name == "console.urls"]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert lines[0].startswith("Identity provider unavailable: ")
+
+
+def test_discovery_unreachable_shows_login_page(client, sso_by_issuer, settings, caplog):
+    settings.OIDC_ISSUER = _closed_port_url()
+    with caplog.at_level(logging.WARNING):
+        response = client.get("/oidc/authenticate/")
+    _assert_provider_down_page(response, caplog)
+    # local login still works
+    get_user_model().objects.create_user("alice", password="pw-alice")
+    local = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice"})
+    assert local.status_code == 302 and "_auth_user_id" in client.session
+
+
+def test_token_endpoint_5xx_shows_login_page(client, sso_by_issuer, caplog):
+    sso_by_issuer.token_status = 503
+    with caplog.at_level(logging.WARNING):
+        response = _sign_in(client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol"})
+    _assert_provider_down_page(response, caplog)
+    assert "_auth_user_id" not in client.session
+    assert not get_user_model().objects.filter(username="carol").exists()
+
+
+def test_logout_stays_local_when_provider_unreachable(client, sso_by_issuer, settings, caplog):
+    _sign_in(client, sso_by_issuer, {"sub": "u-1", "preferred_username": "carol"})
+    settings.OIDC_ISSUER = _closed_port_url()  # not discovered yet: logout needs discovery
+    with caplog.at_level(logging.WARNING):
+        response = client.post("/accounts/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/")
+    assert "_auth_user_id" not in client.session
+    lines = [r.getMessage() for r in caplog.records if r.name == "console.oidc_discovery"]
+    assert len(lines) == 1 and lines[0].startswith("Logout at the identity provider skipped: ")
