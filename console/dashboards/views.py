@@ -163,7 +163,12 @@ def job_submit(request):
     if why is not None:
         raise PermissionDenied(why)
     queues = submit_queues(request.user)
-    form = JobSubmitForm(request.POST or None, queues=queues, user=request.user)
+    form = JobSubmitForm(
+        request.POST or None,
+        queues=queues,
+        user=request.user,
+        initial={"queue": request.GET.get("queue")},
+    )
     if request.method == "POST" and form.is_valid():
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()
