@@ -1,11 +1,26 @@
 """django-filter FilterSets shared by the API lists and the dashboards."""
 
+from functools import cache
+
 import django_filters
+from django import forms
+from django.db.models import Exists, OuterRef
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
 from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
 from scheduling.choices import VENDORS, JobKind, JobState, PlacementState
-from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
+from scheduling.models import (
+    Cluster,
+    Device,
+    DeviceModel,
+    Job,
+    JobContainer,
+    Node,
+    Placement,
+    PlacementDevice,
+)
+from scheduling.selectors.access import visible_queues
+from tenants.selectors import visible_tenants
 
 
 class JobFilterSet(StrictFilterSet):
@@ -26,10 +41,56 @@ class JobFilterSet(StrictFilterSet):
         exclude=True,
         help_text="false: leave inference replicas out (services, not their pods).",
     )
+    vendor = ChoiceIgnoringCaseFilter(
+        field_name="containers__vendor",
+        choices=VENDORS,
+        distinct=True,
+        help_text="Jobs with a container asking this vendor's devices.",
+    )
+    model = django_filters.CharFilter(
+        method="filter_model", help_text="Jobs asking for this device model or placed on it."
+    )
 
     class Meta:
         model = Job
         fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
+
+    @property
+    def form(self):
+        """With a request (the pages, the browsable API), the tenant, queue, vendor and model
+        boxes are selects of the names the user may see, read when the form is drawn: the
+        API's filtering costs no query more and still takes any name or id."""
+        if hasattr(self, "_form"):
+            return self._form
+        form = super().form
+        user = getattr(self.request, "user", None)
+        if user is None:
+            return form
+        catalogue = cache(
+            lambda: list(
+                DeviceModel.objects.order_by("vendor", "name").values_list("vendor", "name")
+            )
+        )
+        choices = {
+            "tenant": lambda: [(t.pk, t.name) for t in visible_tenants(user)],
+            "queue": lambda: [(q.pk, f"{q.tenant.name} / {q.name}") for q in visible_queues(user)],
+            "vendor": lambda: [(v, v) for v in dict.fromkeys(v for v, _ in catalogue())],
+            "model": lambda: [(n, f"{n} ({v})") for v, n in catalogue()],
+        }
+        for name, read in choices.items():
+            form.fields[name].widget = forms.Select(
+                choices=lambda read=read: [("", "any")] + read()
+            )
+        return form
+
+    def filter_model(self, queryset, name, value):
+        if not value:
+            return queryset
+        asks = JobContainer.objects.filter(job=OuterRef("pk"), device_types__contains=[value])
+        placed = PlacementDevice.objects.filter(
+            placement__job=OuterRef("pk"), device__model__name=value
+        )
+        return queryset.filter(Exists(asks) | Exists(placed))
 
 
 class NodeFilterSet(StrictFilterSet):

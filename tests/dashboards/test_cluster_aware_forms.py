@@ -107,3 +107,60 @@ def test_a_vendor_or_model_the_group_cannot_run_is_a_form_error(client, npu_worl
     )
     assert ok.status_code == 302, ok.content.decode()[-1500:]
     assert Job.objects.get(name="right").containers.get().device_types == [ASCEND]
+
+
+def _labels(html: str, name: str) -> list[str]:
+    select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', html, re.S).group(1)
+    return re.findall(r"<option[^>]*>([^<]*)</option>", select)
+
+
+@pytest.mark.parametrize(
+    ("who", "tenants", "queues"),
+    [
+        ("alice", ["any", "team-a"], ["any", "team-a / a-npu", "team-a / default"]),
+        ("victor", ["any", "team-a"], ["any", "team-a / a-npu", "team-a / default"]),
+        ("bob", ["any", "team-b"], ["any", "team-b / default"]),
+        (
+            "root",
+            ["any", "team-a", "team-b"],
+            ["any", "team-a / a-npu", "team-a / default", "team-b / default"],
+        ),
+    ],
+)
+def test_job_filters_are_selects_of_what_the_user_may_see(client, npu_world, who, tenants, queues):
+    client.force_login(npu_world[who])
+    html = client.get("/jobs/").content.decode()
+    assert _labels(html, "tenant") == tenants
+    assert _labels(html, "queue") == queues
+    assert _labels(html, "vendor") == ["any", "Ascend", "NVIDIA"]
+    assert _labels(html, "model") == ["any", f"{ASCEND} (Ascend)", "NVIDIA-A100-SXM4-80GB (NVIDIA)"]
+    assert _options(html, "state")[:1] == ["queued"] and "running" in _options(html, "state")
+    if who != "root":
+        other = "team-a" if who == "bob" else "team-b"
+        form = re.search(r'<form method="get".*?</form>', html, re.S).group(0)
+        assert other not in form
+
+
+def test_job_filter_selects_filter_the_list(client, npu_world):
+    client.force_login(npu_world["alice"])
+    client.post(
+        "/jobs/new/",
+        submit_form(
+            npu_world["npu_queue"], "on-npu", vendor="Ascend", device_type=ASCEND, cores_percent=0
+        ),
+    )
+
+    def names(query: str) -> set[str]:
+        html = client.get(f"/jobs/?{query}").content.decode()
+        return set(re.findall(r'<td class="wrap"><a href="/jobs/\d+/">([^<]+)</a>', html))
+
+    assert names(f"queue={npu_world['npu_queue'].pk}") == {"on-npu"}
+    assert names(f"queue={npu_world['queue_a'].pk}") == {"a-train", "a-wait"}
+    assert names("vendor=Ascend") == {"on-npu"}
+    assert names(f"model={ASCEND}") == {"on-npu"}
+    # a-train is placed on an A100 (asks for any model); a-wait asks any model, unplaced
+    assert names("model=NVIDIA-A100-SXM4-80GB") == {"a-train"}
+    assert names(f"tenant={npu_world['team_a'].pk}") == {"on-npu", "a-train", "a-wait"}
+    # another tenant's id in the box shows nothing of theirs
+    assert names(f"tenant={npu_world['team_b'].pk}") == set()
+    assert names(f"queue={npu_world['queue_b'].pk}") == set()
