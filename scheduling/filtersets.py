@@ -4,7 +4,7 @@ from functools import cache
 
 import django_filters
 from django import forms
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
 from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
@@ -97,6 +97,10 @@ class NodeFilterSet(StrictFilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
     has_error = StrictBooleanFilter(method="filter_has_error")
+    search = django_filters.CharFilter(
+        method="filter_search",
+        help_text="Part of the node's name or of its labels (a key, a value or key=value).",
+    )
 
     class Meta:
         model = Node
@@ -104,6 +108,17 @@ class NodeFilterSet(StrictFilterSet):
 
     def filter_has_error(self, queryset, name, value):
         return queryset.exclude(error="") if value else queryset.filter(error="")
+
+    def filter_search(self, queryset, name, value):
+        """``key=value`` matches that label exactly; other text matches part of the name or
+        of the labels' JSON text (keys and values), ignoring case."""
+        value = (value or "").strip()
+        if not value:
+            return queryset
+        key, sep, label = value.partition("=")
+        if sep and key.strip():
+            return queryset.filter(labels__contains={key.strip(): label.strip()})
+        return queryset.filter(Q(name__icontains=value) | Q(labels__icontains=value))
 
 
 class DeviceFilterSet(StrictFilterSet):

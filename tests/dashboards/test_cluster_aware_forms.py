@@ -5,8 +5,10 @@ selects of names the user may see; the nodes list shows vendor / model and searc
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from scheduling.models import Job, Queue
+from scheduling.models import Device, Job, Node, Queue
 from tests.builders import make_cluster, make_group, submit_form
 
 pytestmark = pytest.mark.django_db
@@ -164,3 +166,53 @@ def test_job_filter_selects_filter_the_list(client, npu_world):
     # another tenant's id in the box shows nothing of theirs
     assert names(f"tenant={npu_world['team_b'].pk}") == set()
     assert names(f"queue={npu_world['queue_b'].pk}") == set()
+
+
+def _node_rows(html: str) -> dict[str, tuple[str, str]]:
+    """``{node name: (vendor cell, model cell)}`` of the nodes table."""
+    return {
+        name: (vendor, model)
+        for name, vendor, model in re.findall(
+            r'<a href="/nodes/\d+/">([^<]+)</a></td><td class="num">\d+</td>'
+            r'<td class="wrap vendor">([^<]*)</td><td class="wrap model">([^<]*)</td>',
+            html,
+        )
+    }
+
+
+def test_nodes_list_shows_vendor_and_model_and_searches(client, npu_world):
+    node = Node.objects.get(name="c1-n1")
+    node.labels = {"pool": "c1", "zone": "west"}
+    node.save()
+    client.force_login(npu_world["alice"])
+    assert _node_rows(client.get("/nodes/").content.decode()) == {
+        "c1-n0": ("NVIDIA", "NVIDIA-A100-SXM4-80GB"),
+        "c1-n1": ("NVIDIA", "NVIDIA-A100-SXM4-80GB"),
+        "npu-n0": ("Ascend", ASCEND),
+    }
+    # a removed device's model is no longer listed
+    Device.objects.filter(node__name="npu-n0").update(removed_at=node.created)
+    assert _node_rows(client.get("/nodes/").content.decode())["npu-n0"] == ("—", "—")
+    search = {
+        "npu": {"npu-n0"},  # part of the name
+        "WEST": {"c1-n1"},  # a label value, any case
+        "zone": {"c1-n1"},  # a label key
+        "pool=c1": {"c1-n0", "c1-n1"},  # key=value, exactly
+        "pool=c": set(),
+    }
+    for text, expected in search.items():
+        html = client.get("/nodes/", {"search": text}).content.decode()
+        assert set(_node_rows(html)) == expected, text
+        assert f'name="search" value="{text}"' in html
+
+
+def test_nodes_page_query_count_does_not_grow_with_a_search(
+    client, npu_world, django_assert_num_queries
+):
+    client.force_login(npu_world["alice"])
+    client.get("/nodes/")
+    with CaptureQueriesContext(connection) as plain:
+        client.get("/nodes/")
+    make_cluster("more", nodes=6, gpus=3)
+    with django_assert_num_queries(len(plain.captured_queries)):
+        assert client.get("/nodes/", {"search": "pool"}).status_code == 200
