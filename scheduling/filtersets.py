@@ -1,9 +1,6 @@
 """django-filter FilterSets shared by the API lists and the dashboards."""
 
-from functools import cache
-
 import django_filters
-from django import forms
 from django.db.models import Exists, OuterRef, Q
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
@@ -19,8 +16,6 @@ from scheduling.models import (
     Placement,
     PlacementDevice,
 )
-from scheduling.selectors.access import visible_queues
-from tenants.selectors import visible_tenants
 
 
 class JobFilterSet(StrictFilterSet):
@@ -54,34 +49,6 @@ class JobFilterSet(StrictFilterSet):
     class Meta:
         model = Job
         fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
-
-    @property
-    def form(self):
-        """With a request (the pages, the browsable API), the tenant, queue, vendor and model
-        boxes are selects of the names the user may see, read when the form is drawn: the
-        API's filtering costs no query more and still takes any name or id."""
-        if hasattr(self, "_form"):
-            return self._form
-        form = super().form
-        user = getattr(self.request, "user", None)
-        if user is None:
-            return form
-        catalogue = cache(
-            lambda: list(
-                DeviceModel.objects.order_by("vendor", "name").values_list("vendor", "name")
-            )
-        )
-        choices = {
-            "tenant": lambda: [(t.pk, t.name) for t in visible_tenants(user)],
-            "queue": lambda: [(q.pk, f"{q.tenant.name} / {q.name}") for q in visible_queues(user)],
-            "vendor": lambda: [(v, v) for v in dict.fromkeys(v for v, _ in catalogue())],
-            "model": lambda: [(n, f"{n} ({v})") for v, n in catalogue()],
-        }
-        for name, read in choices.items():
-            form.fields[name].widget = forms.Select(
-                choices=lambda read=read: [("", "any")] + read()
-            )
-        return form
 
     def filter_model(self, queryset, name, value):
         if not value:

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from console.dashboards import charts, trends
+from console.dashboards.filter_choices import job_filter_selects
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.overview import STATE_COLOURS
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
@@ -90,6 +91,7 @@ def job_list(request):
     filterset = JobFilterSet(
         request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
     )
+    job_filter_selects(filterset.form, request.user)
     page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page.object_list)
     query = request.GET.copy()
