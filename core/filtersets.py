@@ -75,7 +75,8 @@ class ChoiceIgnoringCaseFilter(django_filters.CharFilter):
                     ]
                 }
             )
-        return qs.filter(**{self.field_name: canonical})
+        qs = qs.filter(**{self.field_name: canonical})
+        return qs.distinct() if self.distinct else qs
 
 
 class AuditFilterSet(django_filters.FilterSet):

@@ -1,11 +1,21 @@
 """django-filter FilterSets shared by the API lists and the dashboards."""
 
 import django_filters
+from django.db.models import Exists, OuterRef, Q
 
 from core.api.filters import IntegerFilter, StrictBooleanFilter, StrictFilterSet
 from core.filtersets import ChoiceIgnoringCaseFilter, NameOrIdFilter
 from scheduling.choices import VENDORS, JobKind, JobState, PlacementState
-from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Placement
+from scheduling.models import (
+    Cluster,
+    Device,
+    DeviceModel,
+    Job,
+    JobContainer,
+    Node,
+    Placement,
+    PlacementDevice,
+)
 
 
 class JobFilterSet(StrictFilterSet):
@@ -26,16 +36,38 @@ class JobFilterSet(StrictFilterSet):
         exclude=True,
         help_text="false: leave inference replicas out (services, not their pods).",
     )
+    vendor = ChoiceIgnoringCaseFilter(
+        field_name="containers__vendor",
+        choices=VENDORS,
+        distinct=True,
+        help_text="Jobs with a container asking this vendor's devices.",
+    )
+    model = django_filters.CharFilter(
+        method="filter_model", help_text="Jobs asking for this device model or placed on it."
+    )
 
     class Meta:
         model = Job
         fields = ["state", "tenant", "queue", "name", "source", "kind", "parent"]
+
+    def filter_model(self, queryset, name, value):
+        if not value:
+            return queryset
+        asks = JobContainer.objects.filter(job=OuterRef("pk"), device_types__contains=[value])
+        placed = PlacementDevice.objects.filter(
+            placement__job=OuterRef("pk"), device__model__name=value
+        )
+        return queryset.filter(Exists(asks) | Exists(placed))
 
 
 class NodeFilterSet(StrictFilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
     has_error = StrictBooleanFilter(method="filter_has_error")
+    search = django_filters.CharFilter(
+        method="filter_search",
+        help_text="Part of the node's name or of its labels (a key, a value or key=value).",
+    )
 
     class Meta:
         model = Node
@@ -43,6 +75,17 @@ class NodeFilterSet(StrictFilterSet):
 
     def filter_has_error(self, queryset, name, value):
         return queryset.exclude(error="") if value else queryset.filter(error="")
+
+    def filter_search(self, queryset, name, value):
+        """``key=value`` matches that label exactly; other text matches part of the name or
+        of the labels' JSON text (keys and values), ignoring case."""
+        value = (value or "").strip()
+        if not value:
+            return queryset
+        key, sep, label = value.partition("=")
+        if sep and key.strip():
+            return queryset.filter(labels__contains={key.strip(): label.strip()})
+        return queryset.filter(Q(name__icontains=value) | Q(labels__icontains=value))
 
 
 class DeviceFilterSet(StrictFilterSet):

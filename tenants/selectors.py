@@ -79,6 +79,13 @@ def get_visible_tenant_ids(user) -> set[int] | None:
     return {tenant_id for tenant_id, _ in roles} | get_descendant_ids(admin)
 
 
+def visible_tenants(user) -> QuerySet[Tenant]:
+    """Tenants ``user`` may read (:func:`get_visible_tenant_ids`), by name."""
+    tenant_ids = get_visible_tenant_ids(user)
+    tenants = Tenant.objects.order_by("name")
+    return tenants if tenant_ids is None else tenants.filter(pk__in=tenant_ids)
+
+
 def visible_tenant_ids_by_user() -> dict[int, set[int]]:
     """``{user id: tenant ids}`` of every user with a membership: the tenants
     :func:`get_visible_tenant_ids` gives that user, for all users in two queries (the

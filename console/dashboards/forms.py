@@ -12,6 +12,7 @@ from core.api import flatten_errors
 from scheduling.api.serializers import VENDORS, JobSubmitSerializer
 from scheduling.choices import JobKind
 from scheduling.models import DeviceModel, PriorityClass
+from scheduling.selectors.access import queue_runnable_models
 from tenants.choices import Role
 
 
@@ -70,7 +71,7 @@ class JobSubmitForm(forms.Form):
         initial=4096, min_value=0, label="Host memory per pod (MiB)"
     )
     duration_s = forms.FloatField(initial=600, min_value=0, label="Run time (s, simulated)")
-    vendor = forms.ChoiceField(choices=[(v, v) for v in VENDORS], initial="NVIDIA")
+    vendor = forms.ChoiceField(choices=[(v, v) for v in VENDORS])
     device_count = forms.IntegerField(initial=1, min_value=0, max_value=64, label="Devices per pod")
     device_memory_mib = forms.IntegerField(
         initial=0,
@@ -109,10 +110,75 @@ class JobSubmitForm(forms.Form):
         self.fields["queue"].label_from_instance = lambda q: (
             f"{q.tenant.name} / {q.name} (group {q.resource_group.name})"
         )
+        self.runnable = queue_runnable_models(queues)
         self.fields["device_type"].choices = [("", "any model")] + [
             (name, name) for name in DeviceModel.objects.values_list("name", flat=True)
         ]
+        self._offer(self._chosen_queue_id())
         self.serializer = None
+
+    def _chosen_queue_id(self) -> int | None:
+        """The queue the page shows choices for: the posted one, else ``initial["queue"]``
+        (``?queue=``), else the first queue; one of ``self.runnable``'s keys or None."""
+        raw = self.data.get("queue") if self.is_bound else self.initial.get("queue")
+        try:
+            chosen = int(raw)
+        except (TypeError, ValueError):
+            chosen = None
+        if chosen not in self.runnable:
+            chosen = next(iter(self.runnable), None)
+        if not self.is_bound and chosen is not None:
+            self.initial["queue"] = chosen
+        return chosen
+
+    def _offer(self, queue_id: int | None) -> None:
+        """Render the vendor and model selects with what the queue's group can run (the
+        fields themselves accept any catalogue value: :meth:`clean` says why one is refused),
+        the vendor defaulting to the group's first; ``queue_choices`` feeds job_form.js."""
+        models = self.runnable.get(queue_id, [])
+        vendors = list(dict.fromkeys(m.vendor for m in models)) or list(VENDORS)
+        self.fields["vendor"].widget.choices = [(v, v) for v in vendors]
+        self.fields["device_type"].widget.choices = [("", "any model")] + [
+            (m.name, f"{m.name} ({m.vendor})") for m in models
+        ]
+        if not self.is_bound:
+            self.initial.setdefault("vendor", vendors[0])
+        self.queue_choices = {
+            str(pk): {
+                "vendors": list(dict.fromkeys(m.vendor for m in group_models)),
+                "models": [[m.name, m.vendor] for m in group_models],
+            }
+            for pk, group_models in self.runnable.items()
+        }
+
+    def clean_device_type(self) -> str:
+        """The model, when the queue's group runs it and it is of the chosen vendor."""
+        name = self.cleaned_data.get("device_type") or ""
+        queue = self.cleaned_data.get("queue")
+        if not name or queue is None:
+            return name
+        models = {m.name: m for m in self.runnable.get(queue.pk, [])}
+        group = queue.resource_group.name
+        if name not in models:
+            raise forms.ValidationError(f"Resource group {group} has no {name} device.")
+        return name
+
+    def _refuse_vendor(self, data: dict) -> None:
+        """A vendor (with devices asked) or a model the queue's group cannot run is a field
+        error: the admission would keep the job pending forever."""
+        queue, vendor = data.get("queue"), data.get("vendor")
+        if queue is None or not vendor or not data.get("device_count"):
+            return
+        models = self.runnable.get(queue.pk, [])
+        if vendor not in {m.vendor for m in models}:
+            self.add_error(
+                "vendor",
+                f"Resource group {queue.resource_group.name} has no {vendor} device "
+                f"(it runs: {', '.join(sorted({m.vendor for m in models})) or 'no device'}).",
+            )
+        model = next((m for m in models if m.name == data.get("device_type")), None)
+        if model is not None and model.vendor != vendor:
+            self.add_error("device_type", f"{model.name} is a {model.vendor} device, not {vendor}.")
 
     def clean_command(self) -> str:
         text = self.cleaned_data.get("command") or ""
@@ -137,6 +203,7 @@ class JobSubmitForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        self._refuse_vendor(data)
         if self.errors:
             return data
         payload = {

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
 from console.dashboards import charts, trends
+from console.dashboards.filter_choices import job_filter_selects
 from console.dashboards.forms import JobSubmitForm
 from console.dashboards.overview import STATE_COLOURS
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
@@ -90,6 +91,7 @@ def job_list(request):
     filterset = JobFilterSet(
         request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
     )
+    job_filter_selects(filterset.form, request.user)
     page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page.object_list)
     query = request.GET.copy()
@@ -163,7 +165,12 @@ def job_submit(request):
     if why is not None:
         raise PermissionDenied(why)
     queues = submit_queues(request.user)
-    form = JobSubmitForm(request.POST or None, queues=queues, user=request.user)
+    form = JobSubmitForm(
+        request.POST or None,
+        queues=queues,
+        user=request.user,
+        initial={"queue": request.GET.get("queue")},
+    )
     if request.method == "POST" and form.is_valid():
         data = form.serializer.validated_data
         spec = form.serializer.to_spec()

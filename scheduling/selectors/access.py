@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from scheduling.models import Job, Queue
+from scheduling.models import DeviceModel, Job, Queue
+from scheduling.selectors.snapshot import group_runnable_models
 from tenants.models import Membership, Tenant
 from tenants.selectors import get_visible_tenant_ids, submit_memberships, submit_tenant_ids
 
@@ -58,3 +59,25 @@ def visible_jobs(user) -> QuerySet[Job]:
     tenant_ids = get_visible_tenant_ids(user)
     jobs = Job.objects.all()
     return jobs if tenant_ids is None else jobs.filter(tenant_id__in=tenant_ids)
+
+
+def queue_runnable_models(queues) -> dict[int, list[DeviceModel]]:
+    """``{queue id: [device model]}``: the models each queue's resource group can run
+    (:func:`~scheduling.selectors.snapshot.group_runnable_models`), ordered by vendor and
+    name; one query per resource group among ``queues`` (Queue rows with their group)."""
+    by_group: dict[int, list[DeviceModel]] = {}
+    out: dict[int, list[DeviceModel]] = {}
+    for queue in queues:
+        group = queue.resource_group
+        if group.pk not in by_group:
+            by_group[group.pk] = list(group_runnable_models(group).order_by("vendor", "name"))
+        out[queue.pk] = by_group[group.pk]
+    return out
+
+
+def visible_queues(user) -> QuerySet[Queue]:
+    """Queues ``user`` may read (those of :func:`~tenants.selectors.get_visible_tenant_ids`;
+    every queue for a platform admin), with their tenant, ordered by tenant and queue name."""
+    tenant_ids = get_visible_tenant_ids(user)
+    queues = Queue.objects.select_related("tenant").order_by("tenant__name", "name")
+    return queues if tenant_ids is None else queues.filter(tenant_id__in=tenant_ids)

@@ -53,7 +53,11 @@ from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.selectors.placement_profile import group_framework
 from scheduling.selectors.running import running_workloads
-from scheduling.selectors.snapshot import SnapshotIndex, build_placement_request, group_devices
+from scheduling.selectors.snapshot import (
+    SnapshotIndex,
+    build_placement_request,
+    group_runnable_models,
+)
 from scheduling.selectors.snapshot_cache import cluster_snapshot
 from tenants import models as tm
 
@@ -102,10 +106,7 @@ def group_models(group: tm.ResourceGroup) -> dict[str, DeviceModel]:
     """Device models of a group: its ``device_models`` list, else every model present on
     the group's devices; plus the models its jobs still hold devices of (so their usage keeps
     counting after a model leaves the group)."""
-    if group.device_models:
-        models = DeviceModel.objects.filter(name__in=group.device_models)
-    else:
-        models = DeviceModel.objects.filter(pk__in=group_devices(group).values("model_id"))
+    models = group_runnable_models(group)
     held = DeviceModel.objects.filter(
         pk__in=PlacementDevice.objects.filter(
             placement__state__in=BOOKED_PLACEMENT_STATES,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q, Sum
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.db.models import Count, Q, Sum, Value
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Node, PlacementDevice
@@ -144,8 +145,10 @@ def _slice(booking: PlacementDevice, viewer_tenant_ids: set[int] | None) -> Slic
 
 
 def node_list(cluster: str | None = None):
-    """Present and removed nodes with device count, booked cores and memory (one query)."""
+    """Present and removed nodes with device count, booked cores and memory, and the
+    sorted ``vendors`` / ``models`` (lists of str) of their present devices (one query)."""
     booked = Q(devices__bookings__placement__state__in=BOOKED_PLACEMENT_STATES)
+    present = Q(devices__removed_at__isnull=True)
     nodes = (
         Node.objects.select_related("cluster")
         .annotate(
@@ -159,6 +162,20 @@ def node_list(cluster: str | None = None):
             ),
             booked_cores=Sum("devices__bookings__cores_percent", filter=booked),
             booked_memory_mib=Sum("devices__bookings__memory_mib", filter=booked),
+            vendors=ArrayAgg(
+                "devices__model__vendor",
+                filter=present,
+                distinct=True,
+                default=Value([]),
+                order_by="devices__model__vendor",
+            ),
+            models=ArrayAgg(
+                "devices__model__name",
+                filter=present,
+                distinct=True,
+                default=Value([]),
+                order_by="devices__model__name",
+            ),
         )
         .order_by("cluster__name", "name")
     )

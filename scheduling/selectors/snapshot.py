@@ -20,7 +20,15 @@ from scheduling.devices.resources import (
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.requests import device_pins
-from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models import (
+    Device,
+    DeviceModel,
+    Job,
+    Node,
+    Placement,
+    PlacementDevice,
+    PlacementMigInstance,
+)
 from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.codec import mig_profiles_from_json
 from scheduling.placement.group_profile import PlacementPolicy
@@ -81,6 +89,14 @@ def group_devices(group: ResourceGroup):
     if group.device_models:
         devices = devices.filter(model__name__in=group.device_models)
     return devices.filter(node__removed_at__isnull=True)
+
+
+def group_runnable_models(group: ResourceGroup):
+    """Device models new work of the group can run on (lazy ``DeviceModel`` queryset): its
+    ``device_models`` list, else every model present on its devices (:func:`group_devices`)."""
+    if group.device_models:
+        return DeviceModel.objects.filter(name__in=group.device_models)
+    return DeviceModel.objects.filter(pk__in=group_devices(group).values("model_id"))
 
 
 @dataclass

@@ -19,6 +19,8 @@ PAGES = [
     "/jobs/",
     "/jobs/?state=queued",
     "/nodes/",
+    "/nodes/?search=pool",
+    "/jobs/?vendor=NVIDIA&model=NVIDIA-A100-SXM4-80GB",
     "/usage/",
     "/quotas/",
     "/api/jobs/",
