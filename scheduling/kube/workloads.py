@@ -376,7 +376,6 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
             message names the field, e.g. ``spec.template.spec.containers[0].resources
             .limits.nvidia.com/gpumem: ...``).
     """
-    info = KINDS[kind]
     meta = obj.get("metadata") or {}
     sets = []
     for name, count, path in _pod_sets_of(kind, obj):

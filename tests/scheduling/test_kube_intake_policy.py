@@ -259,9 +259,9 @@ def test_a_host_network_replica_of_a_deployment_is_refused_and_stays_gated(fake,
 
 
 def _bad_gpumem(obj: dict) -> dict:
-    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][
-        "nvidia.com/gpumem"
-    ] = "lots"
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] = (
+        "lots"
+    )
     return obj
 
 
