@@ -14,12 +14,14 @@ from dataclasses import replace
 from scheduling.admission import (
     AdmissionSnapshot,
     CycleConfig,
+    Dimension,
     Flavor,
     GroupKind,
     GroupSpec,
     PendingWorkload,
     QueueingStrategy,
     QueueSpec,
+    QuotaSpec,
     RunningWorkload,
     TenantSpec,
     charges_for,
@@ -66,17 +68,8 @@ PROFILE = Profile(
     device_configs=(*(c for c in default_device_configs() if c.chip != "Ascend910B3"), B3)
 )
 GROUP = GroupSpec("npu", GroupKind.SHARED, (Flavor("b3", ("Ascend910B3",)),))
-HALF = PlacementRequest(
-    "half",
-    (
-        PodRequest(
-            "half",
-            0,
-            0,
-            (ContainerRequest("c", (DeviceRequest("Ascend", 1, memory_mib=30000, chip="Ascend910B3"),)),),
-        ),
-    ),
-)
+PARTITION = DeviceRequest("Ascend", 1, memory_mib=30000, chip="Ascend910B3")  # vir10_3c_32g
+HALF = PlacementRequest("half", (PodRequest("half", 0, 0, (ContainerRequest("c", (PARTITION,)),)),))
 
 
 def _world() -> tuple[DbPlacer, DeviceUsage, RunningWorkload]:
@@ -104,8 +97,9 @@ def _world() -> tuple[DbPlacer, DeviceUsage, RunningWorkload]:
 def test_removing_a_victim_gives_back_its_shared_counters_and_undo_takes_them_again():
     placer, card, _victim = _world()
     assert card.used_counters == {"aicore": 12, "hbm-gib": 32}
-    probe = PendingWorkload("p", "team-b", "q-team-b", 100, NOW, 1, HALF)
+    probe = _pending("probe", NOW)
     assert not placer.try_place(probe, 1).placed
+    assert placer.estimate(probe, 1).placed  # an empty card: its counters are all free
     undo = placer.remove("victim")
     assert (card.used_memory_mib, card.used_counters) == (0, {"aicore": 0, "hbm-gib": 0})
     assert placer.try_place(probe, 1).placed
@@ -114,7 +108,7 @@ def test_removing_a_victim_gives_back_its_shared_counters_and_undo_takes_them_ag
 
 
 def test_a_preemption_that_frees_a_partitionable_device_is_found_and_admitted():
-    placer, _card, victim = _world()
+    placer, card, victim = _world()
     tenants = (TenantSpec("team-a"), TenantSpec("team-b"))
     queues = tuple(
         QueueSpec(f"q-{t.name}", t.name, QueueingStrategy.BEST_EFFORT_FIFO) for t in tenants
@@ -122,9 +116,9 @@ def test_a_preemption_that_frees_a_partitionable_device_is_found_and_admitted():
     snapshot = AdmissionSnapshot(
         group=GROUP,
         tenants=tenants,
-        quotas=(),
+        quotas=tuple(QuotaSpec("team-a", "b3", d, 10**6) for d in Dimension),  # not the limit
         queues=queues,
-        pending=(PendingWorkload("urgent", "team-a", "q-team-a", 100, ago(60), 1, HALF),),
+        pending=(_pending("urgent", ago(60)),),
         running=(victim,),
         now=NOW,
     )
@@ -136,6 +130,19 @@ def test_a_preemption_that_frees_a_partitionable_device_is_found_and_admitted():
     result = run_cycle(replace(snapshot, running=()), placer, config)
     assert [a.workload_id for a in result.admitted] == ["urgent"]
     assert _card(placer).used_counters == {"aicore": 12, "hbm-gib": 32}
+
+
+def _pending(wid: str, created_at) -> PendingWorkload:
+    """A priority-100 job of team-a asking for one ``vir10_3c_32g`` partition."""
+    return PendingWorkload(
+        id=wid,
+        tenant="team-a",
+        queue="q-team-a",
+        priority=100,
+        created_at=created_at,
+        pod_count=1,
+        request=HALF,
+    )
 
 
 def _card(placer: DbPlacer) -> DeviceUsage:
