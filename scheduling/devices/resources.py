@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduling.devices.schema import ConfigError, DeviceModelConfig, DraSpec, Template
@@ -43,6 +44,7 @@ __all__ = [
     "dra_device_class",
     "card_counters",
     "template_counters",
+    "stored_booking_counters",
     "counter_set_name",
     "template_share_count",
     "drs_profiles_stored",
@@ -226,6 +228,20 @@ def template_counters(tpl: Template) -> dict[str, int]:
     if tpl.counters:
         return dict(tpl.counters)
     return {"memory": tpl.memory_mib, "cores": tpl.cores_percent}
+
+
+def stored_booking_counters(
+    cfg: DeviceModelConfig, card_counters: Mapping[str, int], memory_mib: int, cores_percent: int
+) -> dict[str, int]:
+    """Shared counters a stored device booking (``PlacementDevice``: MiB and percent of
+    cores, no template name) consumes on a card with ``card_counters`` (a DRA partitionable
+    device: the ResourceSlice's ``sharedCounters``, each partition's ``consumesCounters``,
+    KEP-4815): those of ``cfg``'s template of that memory, else ``{"memory": MiB, "cores":
+    percent}``; only the counters the card has. The one home of this rule: the snapshot
+    books and releases placements with it, the preemption search takes victims out with it."""
+    tpl = next((t for t in cfg.templates if t.memory_mib == memory_mib), None)
+    used = template_counters(tpl) if tpl else {"memory": memory_mib, "cores": cores_percent}
+    return {name: n for name, n in used.items() if name in card_counters}
 
 
 def drs_profiles_stored(custom: dict, index: int) -> list[dict]:

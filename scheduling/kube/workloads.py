@@ -70,6 +70,7 @@ __all__ = [
     "WorkloadError",
     "read_workload",
     "read_gated_pod",
+    "is_suspended",
     "pod_specs",
 ]
 
@@ -186,6 +187,15 @@ class Workload:
     @property
     def pod_count(self) -> int:
         return sum(p.count for p in self.pod_sets)
+
+
+def is_suspended(kind: str, obj: Mapping[str, Any]) -> bool:
+    """Whether a taken-in kind's object (``Job``, ``JobSet``, ``PyTorchJob``) has its
+    ``suspend`` field set (:attr:`KindInfo.suspend_path`); False for a kind not in
+    :data:`KINDS` or held by a scheduling gate. Reads the raw object, so it answers for an
+    object :func:`read_workload` refuses too."""
+    info = KINDS.get(kind)
+    return info is not None and bool(info.suspend_path) and bool(_get(obj, info.suspend_path))
 
 
 def _get(obj: Any, path: Sequence[str]) -> Any:
@@ -366,7 +376,6 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
             message names the field, e.g. ``spec.template.spec.containers[0].resources
             .limits.nvidia.com/gpumem: ...``).
     """
-    info = KINDS[kind]
     meta = obj.get("metadata") or {}
     sets = []
     for name, count, path in _pod_sets_of(kind, obj):
@@ -383,7 +392,7 @@ def read_workload(kind: str, obj: Mapping[str, Any], configs: list[DeviceModelCo
         name=str(meta.get("name")),
         uid=str(meta.get("uid") or ""),
         queue=str((meta.get("labels") or {}).get(LABEL_QUEUE, "")),
-        suspended=bool(_get(obj, info.suspend_path)),
+        suspended=is_suspended(kind, obj),
         pod_sets=tuple(sets),
         finished=finished,
         active=active,

@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from scheduling.devices.resources import stored_booking_counters
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PodAssignment
 
 __all__ = [
     "DeviceBooking",
     "apply_assignment",
+    "apply_counters",
     "apply_device_usage",
     "apply_migs",
     "collapse",
@@ -29,13 +32,33 @@ __all__ = [
 
 
 def apply_device_usage(
-    device: DeviceUsage, memory_mib: int, cores_percent: int, slots: int, sign: int
+    device: DeviceUsage,
+    memory_mib: int,
+    cores_percent: int,
+    slots: int,
+    sign: int,
+    cfg: DeviceModelConfig | None = None,
 ) -> None:
     """Add (``sign`` +1) or remove (-1) a stored booking's usage of ``device``: MiB, percent
-    of cores and slots (the caller touches the device's node)."""
+    of cores and slots, and on a card with DRA shared counters (``device.counters``, ``cfg``
+    its model's resolved config) the counters the booking consumes
+    (:func:`~scheduling.devices.resources.stored_booking_counters`). The caller touches the
+    device's node. The snapshot's booking and release of a placement and the preemption
+    search's removal of a victim all go through here, so a victim gives back exactly what
+    its release gives back."""
     device.used_memory_mib += sign * memory_mib
     device.used_cores_percent += sign * cores_percent
     device.used_slots += sign * slots
+    if cfg is not None and device.counters:
+        used = stored_booking_counters(cfg, device.counters, memory_mib, cores_percent)
+        apply_counters(device, used, sign)
+
+
+def apply_counters(device: DeviceUsage, counters: Mapping[str, int], sign: int) -> None:
+    """Add (+1) or remove (-1) shared counters ``{name: n}`` a booking consumes on
+    ``device`` (``DeviceUsage.used_counters``)."""
+    for name, n in counters.items():
+        device.used_counters[name] = device.used_counters.get(name, 0) + sign * n
 
 
 def apply_migs(
@@ -147,8 +170,7 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
         dev = devs[uuid]
         apply_device_usage(dev, b.memory_mib, b.cores_percent, b.slots, sign)
         apply_migs(devs, [(uuid, m) for m in b.migs], sign)
-        for k, n in counted.get(uuid, {}).items():
-            dev.used_counters[k] = dev.used_counters.get(k, 0) + sign * n
+        apply_counters(dev, counted.get(uuid, {}), sign)
     node.used_cpu_milli += sign * pa.cpu_milli
     node.used_memory_mib += sign * pa.memory_mib
     node.version += 1

@@ -385,7 +385,14 @@ class AdmissionContext:
             )
         else:
             framework = group_framework(self.group_row, self.catalogue)
-        return DbPlacer(self.cluster, self.devices, self.flavors.group, self.held, framework)
+        return DbPlacer(
+            self.cluster,
+            self.devices,
+            self.flavors.group,
+            self.held,
+            framework,
+            configs=self.index.configs,
+        )
 
 
 def build_admission_snapshot(

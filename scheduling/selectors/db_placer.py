@@ -3,6 +3,7 @@ from the database (``scheduling.admission.placer.Placer`` protocol)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from scheduling.admission import (
@@ -14,6 +15,7 @@ from scheduling.admission import (
     charges_for,
 )
 from scheduling.devices.matching import any_type_matches
+from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement import place, reserve, unreserve
 from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.profile import Framework
@@ -77,13 +79,14 @@ class DbPlacer:
     * ``try_place``: :func:`scheduling.placement.place` of the first ``pod_count`` pods (gang:
       all or none), each pod limited to the device models of its pod set's flavors, charged
       with :func:`scheduling.admission.charges_for`; the snapshot is left unchanged.
-    * ``estimate``: the same on a copy of the snapshot with nothing booked (built once).
+    * ``estimate``: the same on a copy of the snapshot with nothing booked (no usage, MIG
+      instance or DRA shared counter; built once).
     * ``reserve``: books the decision (:func:`scheduling.placement.reserve`); undo unbooks it;
       ``remove`` of that workload id unbooks it too (a release in a starvation shadow).
     * ``remove``: unbooks a running job's placements exactly as they were booked from the
-      database (``PlacementDevice`` rows, MIG instances, node cpu/memory); undo books them
-      again. (DRA shared counters of a victim are not given back in the simulation: a
-      preemption that needs them is not found, never an overbooking.)
+      database (``PlacementDevice`` rows, MIG instances, node cpu/memory, and the DRA shared
+      counters they consume, through the release's own
+      :func:`~scheduling.placement.booking.apply_device_usage`); undo books them again.
 
     Args:
         cluster: the snapshot (mutated by reserve/remove).
@@ -92,6 +95,8 @@ class DbPlacer:
         held: running jobs' bookings by workload id.
         framework: the placement profile, built once per cycle (HAMi default policies with
             the device models' configs; its per-node cache lives as long as the cycle).
+        configs: ``{device uuid: resolved model config}`` of the devices with DRA shared
+            counters (``SnapshotIndex.configs``): what a victim's booking consumes there.
     """
 
     def __init__(
@@ -101,8 +106,10 @@ class DbPlacer:
         group: GroupSpec,
         held: dict[str, RunningBooking],
         framework: Framework | None = None,
+        configs: Mapping[str, DeviceModelConfig] | None = None,
     ) -> None:
         self.cluster = cluster
+        self.configs = configs or {}
         self.devices = devices
         self.group = group
         self.held = held
@@ -164,6 +171,7 @@ class DbPlacer:
                 for device in node.devices:
                     device.used_slots = device.used_memory_mib = device.used_cores_percent = 0
                     device.mig_instances = []
+                    device.used_counters = {}
                 node.touch()
             self._empty = empty
         return self._place(self._empty, workload, pod_count, flavors)
@@ -208,5 +216,5 @@ class DbPlacer:
                 device = self.devices.get(uuid)
                 if device is None:
                     continue
-                apply_device_usage(device, dev_mem, cores, slots, sign)
+                apply_device_usage(device, dev_mem, cores, slots, sign, self.configs.get(uuid))
         apply_migs(self.devices, booking.migs, sign)

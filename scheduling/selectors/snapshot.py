@@ -11,12 +11,7 @@ from django.db.models import Count, Q
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
-from scheduling.devices.resources import (
-    card_counters,
-    drs_custom,
-    template_counters,
-    template_share_count,
-)
+from scheduling.devices.resources import card_counters, drs_custom, template_share_count
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.requests import device_pins
@@ -57,6 +52,9 @@ class SnapshotIndex:
         device_models: ``{device uuid: DeviceModel.name}`` (the quota flavor).
         device_memory_mib: ``{device uuid: registered memory in MiB}``.
         device_cores_percent: ``{device uuid: registered cores in percent}``.
+        configs: ``{device uuid: resolved model config}`` of the devices with DRA shared
+            counters (what a stored booking of them consumes,
+            :func:`~scheduling.devices.resources.stored_booking_counters`).
     """
 
     node_ids: dict[str, int] = field(default_factory=dict)
@@ -64,6 +62,7 @@ class SnapshotIndex:
     device_models: dict[str, str] = field(default_factory=dict)
     device_memory_mib: dict[str, int] = field(default_factory=dict)
     device_cores_percent: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, DeviceModelConfig] = field(default_factory=dict)
 
 
 def group_nodes(group: ResourceGroup):
@@ -125,7 +124,6 @@ class ClusterState:
     Attributes:
         snapshot / index: what :func:`build_cluster_snapshot` returns.
         nodes / devices: the snapshot's nodes and devices by ``Node.pk`` / ``Device.pk``.
-        configs: resolved model configs of the devices with shared counters (DRA), by pk.
         booked: ``{Placement.pk: Booked}`` of every booked placement on the group's nodes.
     """
 
@@ -133,7 +131,6 @@ class ClusterState:
     index: SnapshotIndex
     nodes: dict[int, NodeInfo]
     devices: dict[int, DeviceUsage]
-    configs: dict[int, DeviceModelConfig] = field(default_factory=dict)
     booked: dict[int, Booked] = field(default_factory=dict)
 
     def has_mig(self) -> bool:
@@ -143,7 +140,8 @@ class ClusterState:
     def apply(self, pk: int, booked: Booked, sign: int) -> None:
         """Book (``sign`` +1) or unbook (-1) placement ``pk`` in the snapshot and ``booked``;
         devices and nodes outside the group are skipped. Shared counters: each device
-        booking consumes the counters of the template of its memory (else memory and cores).
+        booking consumes the counters of the template of its memory (else memory and cores;
+        :func:`~scheduling.placement.booking.apply_device_usage`).
         """
         if sign > 0:
             self.booked[pk] = booked
@@ -158,14 +156,7 @@ class ClusterState:
             dev = self.devices.get(device_id)
             if dev is None:
                 continue
-            apply_device_usage(dev, mem, cores, slots, sign)
-            cfg = self.configs.get(device_id)
-            if cfg is not None:
-                tpl = next((t for t in cfg.templates if t.memory_mib == mem), None)
-                used = template_counters(tpl) if tpl else {"memory": mem, "cores": cores}
-                for name, n in used.items():
-                    if name in dev.counters:
-                        dev.used_counters[name] = dev.used_counters.get(name, 0) + sign * n
+            apply_device_usage(dev, mem, cores, slots, sign, self.index.configs.get(dev.uuid))
         apply_migs(self.devices, booked.migs, sign)
 
 
@@ -354,7 +345,7 @@ def _add_devices(
         core = _core_device(device, node.name)
         cfg = apply_model_config(core, catalogue, errors, dra=device.source == "dra")
         if core.counters and cfg is not None:
-            state.configs[device.pk] = cfg
+            index.configs[device.uuid] = cfg
         node.devices.append(core)
         state.devices[device.pk] = core
         index.device_ids[device.uuid] = device.pk

@@ -9,8 +9,10 @@ under an advisory lock):
 1. list every taken-in kind carrying the queue label (Job, JobSet, PyTorchJob; Deployments
    and StatefulSets; the Pods of those) - a full list each pass is the periodic resync;
 2. a new object in a namespace no tenant owns, naming a queue its tenant does not have, or
-   with invalid HAMi resources is refused: a Warning Event on the object says why, and the
-   object is left as it is. Otherwise it becomes a queued console job (``source = kube``)
+   with invalid HAMi resources is refused: a Warning Event on the object says why. In a
+   tenant's namespace a refused object created unsuspended is suspended (Kueue keeps a
+   workload it cannot queue suspended), so it never runs outside admission; in a namespace
+   of no tenant it is left as it is. Otherwise it becomes a queued console job (``source = kube``)
    with one pod set per template (:mod:`scheduling.kube.workloads`); an object created
    unsuspended is suspended first (Kueue's webhook does the same);
 3. each known object is brought in line with its job: admitted -> the placement is written
@@ -103,7 +105,8 @@ def _refuse(
 ) -> None:
     """Record why ``obj`` is not taken in and say so in a Warning Event. ``suspend``: the
     object is in a tenant's namespace, must not run outside admission and was created
-    unsuspended, so it is suspended (a refused Pod keeps its scheduling gate)."""
+    unsuspended (:func:`_runs_unless_held`), so it is suspended with ``message`` as its
+    pending reason and a ``Suspended`` Event (a refused Pod keeps its scheduling gate)."""
     meta = obj.get("metadata") or {}
     report.refused[_key(kind, obj)] = message
     row, _ = KubeWorkload.objects.update_or_create(
@@ -120,6 +123,14 @@ def _refuse(
     emit(api, kind, obj, reason, message, warning=True)
     if suspend and suspend_object(api, row, obj, message):
         report.suspended.append(_key(kind, obj))
+
+
+def _runs_unless_held(kind: str, obj: dict) -> bool:
+    """Whether a refused object would run outside admission unless the console suspends it:
+    a kind with a ``suspend`` field whose object is not suspended (a Pod is held by its
+    scheduling gate, which a refusal leaves in place)."""
+    info = wl.KINDS.get(kind)
+    return info is not None and bool(info.suspend_path) and not wl.is_suspended(kind, obj)
 
 
 def _queue_for(cluster: Cluster, namespace: str, queue_name: str) -> tuple[Queue | None, str]:
@@ -151,25 +162,20 @@ def _take_in(
     """Create the console job of a new object (refusing it when it cannot be queued)."""
     queue, why = _queue_for(cluster, workload.namespace, workload.queue)
     if queue is None:
-        _refuse(
-            api,
-            cluster,
-            kind,
-            obj,
-            "NoTenant" if "tenant of" in why else "UnknownQueue",
-            why,
-            report,
-        )
+        reason = "NoTenant" if "tenant of" in why else "UnknownQueue"
+        held = reason == "UnknownQueue" and _runs_unless_held(kind, obj)  # a tenant's namespace
+        _refuse(api, cluster, kind, obj, reason, why, report, suspend=held)
         return None
     try:
         policy.check_pod_security(obj, workload)
         spec = job_spec(workload, policy.priority_class_of(queue, workload))
     except policy.Refused as exc:
-        held = kind != "Pod" and not workload.suspended
+        held = _runs_unless_held(kind, obj)
         _refuse(api, cluster, kind, obj, exc.reason, exc.message, report, suspend=held)
         return None
     except wl.WorkloadError as exc:
-        _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
+        held = _runs_unless_held(kind, obj)
+        _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report, suspend=held)
         return None
     with transaction.atomic():
         # a workload that already exists in the cluster is recorded even if it never fits:
@@ -340,7 +346,11 @@ def _one(
         )
     except wl.WorkloadError as exc:
         if row is None or row.job_id is None:
-            _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report)
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            held = _runs_unless_held(kind, obj) and (
+                tenant_for_namespace(cluster, namespace) is not None
+            )
+            _refuse(api, cluster, kind, obj, "InvalidWorkload", str(exc), report, suspend=held)
         else:
             report.errors.append(f"{_key(kind, obj)}: {exc}")
         return

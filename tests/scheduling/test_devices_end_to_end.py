@@ -464,9 +464,10 @@ def test_a_unit_that_would_flood_kubelet_with_plugin_devices_is_warned(fake, tmp
 # -- DRA template devices: Ascend vNPU partitions consume the card's shared counters ---------
 
 
-def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_template(
-    fake, tmp_path
-):
+def ascend_dra_card(fake, tmp_path) -> Device:
+    """A DRA cluster with one Ascend910B3 card ``NPU-dra-0`` (20 aicore, 64 hbm-gib shared
+    counters) whose templates consume them: ``vir05_1c_16g`` 5 / 16, ``vir10_3c_32g``
+    12 / 32 (the driver's ``sharedCounters`` / ``consumesCounters`` convention), synced."""
     from scheduling.models import DeviceModel
 
     cluster = make_kube_cluster(fake, tmp_path, mode="dra")
@@ -516,7 +517,13 @@ def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_tem
         }
     )
     assert sync_cluster_inventory(cluster.pk).errors == []
-    card = Device.objects.get(uuid="NPU-dra-0")
+    return Device.objects.get(uuid="NPU-dra-0")
+
+
+def test_vnpu_templates_consume_the_cards_counters_and_the_claim_selects_the_template(
+    fake, tmp_path
+):
+    card = ascend_dra_card(fake, tmp_path)
     assert (card.model.name, card.source, card.memory_mib) == ("Ascend910B3", "dra", 65536)
     group = make_group("npu", models=("Ascend910B3",))
     _tenant, queue = make_tenant("team-a", group, devices_milli=10_000)

@@ -253,3 +253,60 @@ def test_a_host_network_replica_of_a_deployment_is_refused_and_stays_gated(fake,
     assert pod["spec"]["schedulingGates"] == [{"name": wl.SCHEDULING_GATE}]
     assert not Job.objects.exists()
     assert ("PodSecurityRefused", "Warning") in [e[:2] for e in _events(fake, "infer-a")]
+
+
+# -- unknown queue / invalid workload: held back like any refusal in a tenant namespace ---------
+
+
+def _bad_gpumem(obj: dict) -> dict:
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"] = (
+        "lots"
+    )
+    return obj
+
+
+def _bad_policy(obj: dict) -> dict:
+    obj["spec"]["template"]["metadata"]["annotations"] = {"hami.io/gpu-scheduler-policy": "Up"}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason", "says"),
+    [
+        (job_object("stray", queue="nope", suspend=False), "UnknownQueue", "has no queue 'nope'"),
+        (_bad_gpumem(job_object("stray", suspend=False)), "InvalidWorkload", "nvidia.com/gpumem"),
+        (_bad_policy(job_object("stray", suspend=False)), "InvalidWorkload", "'up' is not one of"),
+    ],
+)
+def test_an_unsuspended_object_refused_in_a_tenant_namespace_is_suspended(
+    fake, kube, obj, reason, says
+):  # noqa: F811
+    """Issue 29: Kueue keeps a workload it cannot queue suspended; a refusal for an unknown
+    queue or an invalid workload must not leave the object running outside admission."""
+    cluster, _group, _queue = kube
+    fake.put(obj)
+    report = _intake(cluster)
+    assert says in report.refused[f"Job {NS}/stray"]
+    assert report.suspended == [f"Job {NS}/stray"]
+    stored = fake.get("jobs", "stray", NS)
+    assert stored["spec"]["suspend"] is True
+    assert says in stored["metadata"]["annotations"][wl.ANNOTATION_PENDING]
+    _valid(stored, "batch/v1", "Job")
+    events = _events(fake, "stray")
+    assert (reason, "Warning") in [e[:2] for e in events]
+    (suspended,) = [e for e in events if e[0] == "Suspended"]
+    assert says in suspended[2]
+    assert not Job.objects.exists()
+    assert KubeWorkload.objects.get(name="stray").job_id is None
+
+
+def test_an_unsuspended_object_in_a_namespace_of_no_tenant_is_left_as_it_is(fake, kube):  # noqa: F811
+    """Not a tenant's namespace: not the console's to hold back (only the Warning Event)."""
+    cluster, _group, _queue = kube
+    fake.put(_bad_gpumem(job_object("stray", ns="nobody", suspend=False)))
+    fake.put(job_object("other", ns="nobody", suspend=False))
+    report = _intake(cluster)
+    assert {f"Job nobody/{n}" for n in ("stray", "other")} <= report.refused.keys()
+    assert report.suspended == []
+    assert fake.get("jobs", "stray", "nobody")["spec"]["suspend"] is False
+    assert fake.get("jobs", "other", "nobody")["spec"]["suspend"] is False
