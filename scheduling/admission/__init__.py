@@ -23,13 +23,16 @@ from scheduling.admission.history import UsageInterval, decayed_usage, entry_pen
 from scheduling.admission.invariants import InvariantViolation, check_invariants
 from scheduling.admission.outcomes import (
     Admission,
+    CauseKind,
     CycleResult,
+    PendingCause,
     PendingCode,
     PendingVerdict,
     PreemptionReason,
     PreemptionTarget,
     RejectedCandidate,
     Reservation,
+    cause_of_code,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.policy import (
@@ -105,8 +108,11 @@ __all__ = [
     "HistoryFairShare",
     "InvariantViolation",
     "OverNominal",
+    "CauseKind",
+    "PendingCause",
     "PendingCode",
     "PendingVerdict",
+    "cause_of_code",
     "PendingWorkload",
     "PlacementOutcome",
     "Placer",
