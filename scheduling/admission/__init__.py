@@ -33,6 +33,7 @@ from scheduling.admission.outcomes import (
     RejectedCandidate,
     Reservation,
     cause_of_code,
+    reason_fields,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.policy import (
@@ -113,6 +114,7 @@ __all__ = [
     "PendingCode",
     "PendingVerdict",
     "cause_of_code",
+    "reason_fields",
     "PendingWorkload",
     "PlacementOutcome",
     "Placer",

@@ -234,6 +234,19 @@ def cause_of_code(code: PendingCode, rule: str) -> PendingCause:
     return PendingCause(_CODE_KINDS.get(code, CauseKind.POLICY), rule)
 
 
+def reason_fields(kind: CauseKind, text: str) -> dict[str, object]:
+    """The job fields for a reason written outside the admission cycle (an eviction, a
+    requeue, a stop): ``{"pending_reason": text, "pending_causes": [...]}`` with one whole-line
+    cause of ``kind`` per line of ``text`` (none for an empty text), so both are always
+    written together (``Job.objects.filter(...).update(**reason_fields(...))``)."""
+    return {
+        "pending_reason": text,
+        "pending_causes": [
+            PendingCause(kind, line).as_dict() for line in text.splitlines() if line
+        ],
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class PendingVerdict:
     """Why a job is still pending, and where it stands.
