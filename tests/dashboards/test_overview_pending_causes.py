@@ -43,8 +43,7 @@ def test_pending_jobs_grouped_by_cause_with_headline_and_folded_tail(client):
     quota_row, capacity_row = _rows(response.content.decode())
     # the headline in devices, not "needs 2000, free 0"
     assert (
-        '<span class="headline">needs 2 devices, 0 free (bounded by cohort g1)</span>'
-        in quota_row
+        '<span class="headline">needs 2 devices, 0 free (bounded by cohort g1)</span>' in quota_row
     )
     assert "needs 2000" not in quota_row
     # the preemption tail folded, one item per cause after the first
