@@ -5,7 +5,7 @@ Nothing here reads the inventory device by device or the jobs row by row: the pa
 need all of them (capacity vs allocation per model and group, queue lengths, fragmentation of
 the whole inventory or of the user's resource groups, measured utilisation) are the ones the
 gauges beat task stored (:mod:`telemetry.services.panels`), and the rest are small
-aggregates (jobs by state, pending reasons, top tenants from the stored quota usage), so the
+aggregates (jobs by state, pending jobs by cause, top tenants from the stored quota usage), so the
 page's query count and time do not grow with the numbers of nodes, devices and jobs
 (issue #14).
 """
@@ -18,7 +18,7 @@ from django.shortcuts import render
 from console.dashboards import charts, trends
 from scheduling.selectors.allocation import CapacityRow, capacity_by_vendor
 from scheduling.selectors.fragmentation import groups_for_tenants, report_from_json
-from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_reasons, top_tenants
+from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_groups, top_tenants
 from telemetry.services.panels import ALL_KEY, CAPACITY_KEY, UTIL_KEY, read_panel, scope_key
 from tenants.models import ResourceGroup
 from tenants.selectors import get_visible_tenant_ids
@@ -136,7 +136,7 @@ def overview(request):
         **_fragmentation(request),
         "jobs": jobs,
         "job_figures": [(state, label, jobs[state]) for state, label in JOB_FIGURES],
-        "reasons": pending_reasons(tenant_ids),
+        "pending_groups": pending_groups(tenant_ids),
         "queues": queues[:15],
         "capacity_at": capacity_at,
         "tenants": tenants,

@@ -23,13 +23,17 @@ from scheduling.admission.history import UsageInterval, decayed_usage, entry_pen
 from scheduling.admission.invariants import InvariantViolation, check_invariants
 from scheduling.admission.outcomes import (
     Admission,
+    CauseKind,
     CycleResult,
+    PendingCause,
     PendingCode,
     PendingVerdict,
     PreemptionReason,
     PreemptionTarget,
     RejectedCandidate,
     Reservation,
+    cause_of_code,
+    reason_fields,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.policy import (
@@ -105,8 +109,12 @@ __all__ = [
     "HistoryFairShare",
     "InvariantViolation",
     "OverNominal",
+    "CauseKind",
+    "PendingCause",
     "PendingCode",
     "PendingVerdict",
+    "cause_of_code",
+    "reason_fields",
     "PendingWorkload",
     "PlacementOutcome",
     "Placer",

@@ -54,11 +54,14 @@ from scheduling.admission.history import entry_penalty
 from scheduling.admission.ordering import round_order
 from scheduling.admission.outcomes import (
     Admission,
+    CauseKind,
     CycleResult,
+    PendingCause,
     PendingCode,
     PendingVerdict,
     PreemptionTarget,
     RejectedCandidate,
+    cause_of_code,
 )
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome, Placer, Undo
 from scheduling.admission.policy import PreemptionPolicy
@@ -108,11 +111,18 @@ def run_cycle(
 
 @dataclass(frozen=True, slots=True)
 class _Failure:
+    """Why a job was not admitted: its code and causes (the verdict's text lines are the
+    causes' texts, so the two cannot disagree)."""
+
     code: PendingCode
-    reason: str
-    details: tuple[str, ...] = ()
+    causes: tuple[PendingCause, ...]
     waiting_for: tuple[str, ...] = ()
     rejected: tuple[RejectedCandidate, ...] = ()
+
+    @classmethod
+    def of(cls, code: PendingCode, rule: str, waiting_for: tuple[str, ...] = ()) -> _Failure:
+        """A failure with one cause, a whole-line rule of the kind ``code`` implies."""
+        return cls(code, (cause_of_code(code, rule),), waiting_for)
 
 
 @dataclass(slots=True)
@@ -304,7 +314,7 @@ class AdmissionCycle:
         queue = self.queues[entry.queue]
         refusal = self._class_refusal(entry, queue)
         if refusal is not None:
-            return self._fail(entry, _Failure(PendingCode.PRIORITY_CLASS_NOT_ALLOWED, refusal))
+            return self._fail(entry, _Failure.of(PendingCode.PRIORITY_CLASS_NOT_ALLOWED, refusal))
         attempt = assign_flavors(self, entry, queue)
         if attempt.mode == Mode.FIT:
             return self._try_admit(entry, attempt)
@@ -315,14 +325,20 @@ class AdmissionCycle:
                 return False
             if self._admit_partially(entry, queue):
                 return True
-            return self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
+            return self._fail(entry, _Failure.of(PendingCode.BACKFILL_BLOCKED, blocked))
         if self._admit_partially(entry, queue):
             return True
         if attempt.mode == Mode.NO_CANDIDATES:
             self._reserve_unreclaimable(entry, queue, attempt)
         rejected = tuple(attempt.rejected[key] for key in sorted(attempt.rejected))  # id order
-        details = (*attempt.details, *_rejection_lines(entry.tenant, rejected))
-        return self._fail(entry, _Failure(attempt.code, attempt.reason, details, (), rejected))
+        causes = (
+            *attempt.causes,
+            *(
+                PendingCause(CauseKind.PREEMPTION, line)
+                for line in _rejection_lines(entry.tenant, rejected)
+            ),
+        )
+        return self._fail(entry, _Failure(attempt.code, causes, (), rejected))
 
     def _admit_partially(self, entry: PendingWorkload, queue: QueueSpec) -> bool:
         """Admit the largest count from ``pod_count - 1`` down to ``min_pod_count`` that fits
@@ -398,7 +414,7 @@ class AdmissionCycle:
             return (
                 False
                 if quiet
-                else self._fail(entry, _Failure(PendingCode.BACKFILL_BLOCKED, blocked))
+                else self._fail(entry, _Failure.of(PendingCode.BACKFILL_BLOCKED, blocked))
             )
         backfill = any(
             a.entry.id != entry.id and entry.priority <= a.entry.priority
@@ -412,8 +428,10 @@ class AdmissionCycle:
         if active is not None:
             failure = _Failure(
                 PendingCode.RESERVED,
-                self.reservations.verdict(active),
-                (failure.reason, *failure.details),
+                (
+                    cause_of_code(PendingCode.RESERVED, self.reservations.verdict(active)),
+                    *failure.causes,
+                ),
                 (),
                 failure.rejected,
             )
@@ -503,7 +521,7 @@ class AdmissionCycle:
             f"admitted once their pods are gone (grace until "
             f"{max(evict_by).isoformat()})"
         )
-        self.failures[entry.id] = _Failure(PendingCode.WAITING_FOR_PREEMPTED, reason, (), waiting)
+        self.failures[entry.id] = _Failure.of(PendingCode.WAITING_FOR_PREEMPTED, reason, waiting)
 
     def _hold(
         self, entry: PendingWorkload, outcome: PlacementOutcome, victims: list[RunningWorkload]
@@ -527,7 +545,7 @@ class AdmissionCycle:
         for name in sorted(queues):
             waiting = [e for e in queues[name] if e.id not in admitted]
             for position, entry in enumerate(waiting, start=1):
-                failure = self.failures.get(entry.id) or _Failure(
+                failure = self.failures.get(entry.id) or _Failure.of(
                     PendingCode.BLOCKED_BY_HEAD,
                     f"queue {name} is StrictFIFO and its head {self.blocked_by[name]} is not "
                     f"admitted",
@@ -539,10 +557,11 @@ class AdmissionCycle:
                         queue=name,
                         position=position,
                         code=failure.code,
-                        reason=failure.reason,
-                        details=failure.details,
+                        reason=failure.causes[0].text,
+                        details=tuple(c.text for c in failure.causes[1:]),
                         waiting_for=failure.waiting_for,
                         rejected=failure.rejected,
+                        causes=failure.causes,
                     )
                 )
         return tuple(verdicts)

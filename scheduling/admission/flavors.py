@@ -36,7 +36,13 @@ from enum import IntEnum
 from scheduling.admission.candidates import Ask, Search
 from scheduling.admission.cycle_state import CycleState
 from scheduling.admission.fair_preemption import fair_targets
-from scheduling.admission.outcomes import PendingCode, RejectedCandidate
+from scheduling.admission.outcomes import (
+    CauseKind,
+    PendingCause,
+    PendingCode,
+    RejectedCandidate,
+    cause_of_code,
+)
 from scheduling.admission.placer import FlavorChoice, PlacementOutcome
 from scheduling.admission.policy import (
     FlavorFungibility,
@@ -69,7 +75,8 @@ class FlavorTry:
         flavors: the flavor choice per pod set.
         outcome: placement (with the victims removed for ``Preempt``/``Reclaim``).
         targets: the preemption victims (``Preempt``/``Reclaim`` only).
-        code / reason / details / rejected: why it does not fit (other modes).
+        code / causes / rejected: why it does not fit (other modes); ``reason`` and
+            ``details`` are the causes' text lines (the first, the rest).
         requests: the quota-counted charges of the whole job on ``flavors`` (positive
             amounts; set once the preemption oracle is asked), for the quota a
             ``NO_CANDIDATES`` head reserves (:meth:`~scheduling.admission.quota.QuotaTree.
@@ -82,10 +89,19 @@ class FlavorTry:
     outcome: PlacementOutcome | None = None
     targets: list[Target] = field(default_factory=list)
     code: PendingCode = PendingCode.WAITING_FOR_QUOTA
-    reason: str = ""
-    details: list[str] = field(default_factory=list)
+    causes: list[PendingCause] = field(default_factory=list)
     rejected: dict[str, RejectedCandidate] = field(default_factory=dict)
     requests: dict[FlavorResource, int] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """The first cause's text ("" when none)."""
+        return self.causes[0].text if self.causes else ""
+
+    @property
+    def details(self) -> list[str]:
+        """The other causes' text lines."""
+        return [c.text for c in self.causes[1:]]
 
 
 def should_try_next(attempt: FlavorTry, fungibility: FlavorFungibility) -> bool:
@@ -193,7 +209,7 @@ def evaluate(
     if blocks:
         refusal = _gate(cycle, entry, queue, {fr: requests[fr] for fr in short})
         if refusal is not None:
-            attempt.details.append(refusal)
+            attempt.causes.append(PendingCause(CauseKind.PREEMPTION, refusal))
             return attempt
     to_free = short if outcome.placed else set()
     quota_requests, frs = _preemption_scope(cycle, entry.tenant, requests, to_free)
@@ -219,7 +235,11 @@ def _place_or_estimate(
     if not estimate.placed:
         code = PendingCode.NO_MATCHING_FLAVOR if flavors else PendingCode.UNSCHEDULABLE
         return FlavorTry(
-            Mode.NO_FIT, 0, flavors, code=code, reason=f"unschedulable: {estimate.reason}"
+            Mode.NO_FIT,
+            0,
+            flavors,
+            code=code,
+            causes=[cause_of_code(code, f"unschedulable: {estimate.reason}")],
         )
     return outcome, dict(estimate.charges)
 
@@ -244,8 +264,7 @@ def _quota_verdict(
             0,
             flavors,
             code=PendingCode.EXCEEDS_MAX_QUOTA,
-            reason=exceeds[0].text,
-            details=[b.text for b in exceeds[1:]],
+            causes=[b.cause for b in exceeds],
         )
     if outcome.placed and not blocks:
         return FlavorTry(
@@ -265,15 +284,14 @@ def _short_attempt(
             0,
             flavors,
             code=PendingCode.WAITING_FOR_QUOTA,
-            reason=blocks[0].text,
-            details=[b.text for b in blocks[1:]],
+            causes=[b.cause for b in blocks],
         )
     return FlavorTry(
         Mode.NO_FIT,
         0,
         flavors,
         code=PendingCode.UNSCHEDULABLE,
-        reason=f"unschedulable: {outcome.reason}",
+        causes=[cause_of_code(PendingCode.UNSCHEDULABLE, f"unschedulable: {outcome.reason}")],
     )
 
 
@@ -339,10 +357,13 @@ def _search(cycle: CycleState, ask: Ask, attempt: FlavorTry) -> FlavorTry:
     if not targets or search.outcome is None:
         attempt.mode = Mode.NO_CANDIDATES
         attempt.rejected = search.rejected
-        attempt.details.append(
-            "preemption: evicting every valid candidate would not make it fit"
-            if search.tried
-            else "preemption: no valid candidates"
+        attempt.causes.append(
+            PendingCause(
+                CauseKind.PREEMPTION,
+                "preemption: evicting every valid candidate would not make it fit"
+                if search.tried
+                else "preemption: no valid candidates",
+            )
         )
         return attempt
     tree = cycle.tree

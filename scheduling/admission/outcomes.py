@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from scheduling.admission.types import Charges, FlavorResource
+from scheduling.admission.types import Charges, Dimension, FlavorResource
 
 
 class PendingCode(StrEnum):
@@ -127,6 +127,126 @@ class RejectedCandidate:
         return self.rule.split(":", 1)[0]
 
 
+class CauseKind(StrEnum):
+    """What kind of rule blocks a pending job (one :class:`PendingCause`)."""
+
+    QUOTA = "quota"
+    CAPACITY = "capacity"
+    TOPOLOGY = "topology"
+    POLICY = "policy"
+    PREEMPTION = "preemption"
+
+
+_UNITS = {
+    Dimension.DEVICES: ("devices", 1000),  # the core counts milli-devices
+    Dimension.MEMORY_MIB: ("MiB", 1),
+    Dimension.CORES_PERCENT: ("percent", 1),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCause:
+    """One reason a job is pending, as structure (issue 30); the text line of a verdict is
+    rendered from it (:attr:`text`), so the text and the structure cannot disagree.
+
+    Attributes:
+        kind: :class:`CauseKind`.
+        rule: the rule's words, e.g. ``"bounded by cohort g1"``, ``"max 4000 (nominal 4000;
+            bounded by cohort g1)"``, a preemption rejection line, the placer's reason.
+        scope: who and where, e.g. ``"tenant team-a, group g1, flavor *, devices"`` (empty
+            for a rule that is a whole line); text only, not in :meth:`as_dict`.
+        dimension: the blocked quota dimension (None when no single resource is concerned).
+        flavor: the flavor of ``dimension`` (None for an aggregate cap or no resource).
+        needed / free / borrowable: amounts in the core's unit (milli-devices, MiB, percent);
+            None when the rule gives none (``free``/``borrowable`` only for a quota short
+            of unused and borrowable quota).
+    """
+
+    kind: CauseKind
+    rule: str
+    scope: str = ""
+    dimension: Dimension | None = None
+    flavor: str | None = None
+    needed: int | None = None
+    free: int | None = None
+    borrowable: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The verdict's text line (``pending_reason``), rendered from the fields::
+
+        RULE                                          (no scope)
+        SCOPE: RULE                                   (no amount)
+        SCOPE: needs N, RULE                          (no free amount)
+        SCOPE: needs N, free X, borrowable Y (RULE)
+        """
+        if not self.scope:
+            return self.rule
+        if self.needed is None:
+            return f"{self.scope}: {self.rule}"
+        if self.free is None:
+            return f"{self.scope}: needs {self.needed}, {self.rule}"
+        return (
+            f"{self.scope}: needs {self.needed}, free {self.free}, borrowable "
+            f"{self.borrowable} ({self.rule})"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        """The API shape: ``{kind, resource, needed, free, borrowable, unit, rule}`` with the
+        amounts in display units (devices = milli-devices / 1000, MiB, percent) and
+        ``resource`` = ``"FLAVOR/DIMENSION"`` (``"DIMENSION"`` without a flavor, None without
+        a dimension). JSON-serialisable."""
+        unit, scale = _UNITS[self.dimension] if self.dimension is not None else (None, 1)
+
+        def shown(amount: int | None) -> float | int | None:
+            if amount is None:
+                return None
+            return amount // scale if amount % scale == 0 else amount / scale
+
+        resource = None
+        if self.dimension is not None:
+            resource = self.dimension.value
+            if self.flavor is not None:
+                resource = f"{self.flavor}/{resource}"
+        return {
+            "kind": self.kind.value,
+            "resource": resource,
+            "needed": shown(self.needed),
+            "free": shown(self.free),
+            "borrowable": shown(self.borrowable),
+            "unit": unit,
+            "rule": self.rule,
+        }
+
+
+_CODE_KINDS = {
+    PendingCode.WAITING_FOR_QUOTA: CauseKind.QUOTA,
+    PendingCode.EXCEEDS_MAX_QUOTA: CauseKind.QUOTA,
+    PendingCode.UNSCHEDULABLE: CauseKind.CAPACITY,
+    PendingCode.NO_MATCHING_FLAVOR: CauseKind.CAPACITY,
+    PendingCode.WAITING_FOR_PREEMPTED: CauseKind.PREEMPTION,
+}
+
+
+def cause_of_code(code: PendingCode, rule: str) -> PendingCause:
+    """A cause for a verdict whose rule has no amounts: the kind its code implies (quota,
+    capacity, preemption; ``policy`` for class refusals, StrictFIFO, reservations)."""
+    return PendingCause(_CODE_KINDS.get(code, CauseKind.POLICY), rule)
+
+
+def reason_fields(kind: CauseKind, text: str) -> dict[str, object]:
+    """The job fields for a reason written outside the admission cycle (an eviction, a
+    requeue, a stop): ``{"pending_reason": text, "pending_causes": [...]}`` with one whole-line
+    cause of ``kind`` per line of ``text`` (none for an empty text), so both are always
+    written together (``Job.objects.filter(...).update(**reason_fields(...))``)."""
+    return {
+        "pending_reason": text,
+        "pending_causes": [
+            PendingCause(kind, line).as_dict() for line in text.splitlines() if line
+        ],
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class PendingVerdict:
     """Why a job is still pending, and where it stands.
@@ -143,6 +263,8 @@ class PendingVerdict:
             (``WaitingForPreemptedWorkloads`` only).
         rejected: the preemption candidates rejected, with the rule (when preemption was
             tried and failed).
+        causes: the same reasons as structure, one per line of ``reason`` + ``details``
+            (:class:`PendingCause`).
     """
 
     workload_id: str
@@ -154,6 +276,7 @@ class PendingVerdict:
     details: tuple[str, ...] = ()
     waiting_for: tuple[str, ...] = ()
     rejected: tuple[RejectedCandidate, ...] = ()
+    causes: tuple[PendingCause, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

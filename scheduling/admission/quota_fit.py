@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from scheduling.admission.outcomes import CauseKind, PendingCause
 from scheduling.admission.quota_node import QuotaNode
 from scheduling.admission.types import (
     AggregateCapSpec,
@@ -39,7 +40,8 @@ class QuotaBlock:
     """Why some charges do not fit, for one flavor resource or one aggregate cap.
 
     Attributes:
-        text: the human reason (see :meth:`FitChecks.check_fit`).
+        cause: the reason as structure (``quota`` kind); its ``text`` is the human reason
+            (see :meth:`FitChecks.check_fit`).
         exceeds_max: True when the charge exceeds what the tenant could ever get
             (nominal + borrowing limit, or the cap), so no preemption can help.
         flavor_resource: the blocking ``(flavor, dimension)`` (None for a cap or a missing
@@ -47,10 +49,15 @@ class QuotaBlock:
         need: the amount asked for ``flavor_resource`` (0 for a cap).
     """
 
-    text: str
+    cause: PendingCause
     exceeds_max: bool
     flavor_resource: FlavorResource | None = None
     need: int = 0
+
+    @property
+    def text(self) -> str:
+        """The human reason, rendered from :attr:`cause`."""
+        return self.cause.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,14 @@ class QuotaViolation:
     flavor_resource: FlavorResource | None
     message: str
     cap: AggregateCapSpec | None = None
+
+
+def _quota_cause(scope: str, fr: FlavorResource, need: int, rule: str) -> PendingCause:
+    """A ``quota`` cause for ``need`` of ``fr`` with no free amount (``SCOPE: needs N,
+    RULE``)."""
+    return PendingCause(
+        CauseKind.QUOTA, rule, scope=scope, dimension=Dimension(fr[1]), flavor=fr[0], needed=need
+    )
 
 
 class FitChecks:
@@ -138,8 +153,12 @@ class FitChecks:
         for flavor in sorted({fr[0] for fr, a in charges.items() if a > 0} - node.flavors):
             blocks.append(
                 QuotaBlock(
-                    f"tenant {tenant}, group {self.group.name}, flavor {flavor}: "
-                    f"no quota for this flavor",
+                    PendingCause(
+                        CauseKind.QUOTA,
+                        "no quota for this flavor",
+                        scope=f"tenant {tenant}, group {self.group.name}, flavor {flavor}",
+                        flavor=flavor,
+                    ),
                     exceeds_max=True,
                 )
             )
@@ -174,10 +193,14 @@ class FitChecks:
                 continue
             blocks.append(
                 QuotaBlock(
-                    f"tenant {tenant}, group {self.group.name}, flavor {fr[0]}, "
-                    f"{fr[1].value}: needs {need}, cohort {self.group.name} usage {used} "
-                    f"exceeds its quota {total} (a quota row was shrunk or deleted); waits "
-                    f"until the usage is back within the quota",
+                    _quota_cause(
+                        f"tenant {tenant}, group {self.group.name}, flavor {fr[0]}, {fr[1].value}",
+                        fr,
+                        need,
+                        f"cohort {self.group.name} usage {used} exceeds its quota {total} (a "
+                        f"quota row was shrunk or deleted); waits until the usage is back "
+                        f"within the quota",
+                    ),
                     exceeds_max=False,
                     flavor_resource=fr,
                     need=need,
@@ -196,8 +219,9 @@ class FitChecks:
             potential, max_bound = nominal, "non-preemptible jobs may not borrow"
         if need > potential:
             return QuotaBlock(
-                f"{head}: needs {need}, max {potential} (nominal {nominal}; bounded by "
-                f"{max_bound})",
+                _quota_cause(
+                    head, fr, need, f"max {potential} (nominal {nominal}; bounded by {max_bound})"
+                ),
                 exceeds_max=True,
                 flavor_resource=fr,
                 need=need,
@@ -223,7 +247,16 @@ class FitChecks:
         if lent > 0:
             notes.append(f"{lent} of its nominal quota in use by other tenants")
         return QuotaBlock(
-            f"{head}: needs {need}, free {free}, borrowable {borrowable} ({'; '.join(notes)})",
+            PendingCause(
+                CauseKind.QUOTA,
+                "; ".join(notes),
+                scope=head,
+                dimension=dim,
+                flavor=flavor,
+                needed=need,
+                free=free,
+                borrowable=borrowable,
+            ),
             exceeds_max=False,
             flavor_resource=fr,
             need=need,
@@ -247,8 +280,13 @@ class FitChecks:
             if used + need > cap.limit:
                 blocks.append(
                     QuotaBlock(
-                        f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}: "
-                        f"needs {need}, used {used}, cap {cap.limit}",
+                        PendingCause(
+                            CauseKind.QUOTA,
+                            f"used {used}, cap {cap.limit}",
+                            scope=f"tenant {cap.tenant}, cap {cap.name}, {cap.dimension.value}",
+                            dimension=cap.dimension,
+                            needed=need,
+                        ),
                         exceeds_max=need > cap.limit,
                     )
                 )

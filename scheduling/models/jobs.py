@@ -214,7 +214,10 @@ class Job(BaseModel):
     request ``cpu_milli``/``host_memory_mib`` and the containers in ``containers``.
 
     ``duration_s`` is how long simulated pods run. ``pending_reason`` says why a queued job is
-    not admitted yet (the rule that blocked it). ``preemptible``, ``min_runtime_s``,
+    not admitted yet (the rule that blocked it); ``pending_causes`` is the same as structure,
+    one object per line of the reason, written together with it: ``[{kind, resource, needed,
+    free, borrowable, unit, rule}]`` (:meth:`scheduling.admission.PendingCause.as_dict`;
+    amounts in devices, MiB or percent). ``preemptible``, ``min_runtime_s``,
     ``on_preemption`` (requeue or fail) and its priority class are its preemption contract;
     every eviction is recorded as a :class:`scheduling.models.Preemption`.
     """
@@ -257,6 +260,7 @@ class Job(BaseModel):
     host_memory_mib = models.PositiveIntegerField(default=0)
     duration_s = models.FloatField(default=60.0, validators=[MinValueValidator(0)])
     pending_reason = models.TextField(blank=True)
+    pending_causes = models.JSONField(default=list, blank=True)
     preemptible = models.BooleanField(
         default=True, help_text="False: never preempted, and never admitted above nominal quota."
     )

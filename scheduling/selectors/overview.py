@@ -1,6 +1,7 @@
-"""Aggregates for the overview dashboard: jobs by state, pending reasons, queue lengths and top
-tenants (a fixed number of queries each). Capacity vs allocated by vendor, model and resource
-group is :mod:`scheduling.selectors.allocation`; fragmentation is
+"""Aggregates for the overview dashboard: jobs by state, pending jobs grouped by the kind and
+resource of their first cause (``Job.pending_causes``), queue lengths and top tenants (a fixed
+number of queries each). Capacity vs allocated by vendor, model and resource group is
+:mod:`scheduling.selectors.allocation`; fragmentation is
 :mod:`scheduling.selectors.fragmentation` (FGD)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Count, Min, Q, Sum
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from scheduling.choices import JobState
@@ -24,17 +26,46 @@ def jobs_by_state(tenant_ids: set[int] | None) -> dict[str, int]:
     return {state: counts.get(state, 0) for state in JobState.values}
 
 
-def pending_reasons(tenant_ids: set[int] | None, limit: int = 10) -> list[tuple[str, int]]:
-    """Most frequent pending reasons of queued jobs, ``[(reason, count)]``."""
-    jobs = Job.objects.filter(state=JobState.QUEUED).exclude(pending_reason="")
+@dataclass(frozen=True)
+class PendingGroup:
+    """Queued jobs whose first (blocking) cause has one kind and resource (issue 30).
+
+    Attributes:
+        kind / resource: of the first cause (``Job.pending_causes[0]``; resource None when
+            the rule names none).
+        jobs: how many queued jobs.
+        causes: the causes of the group's oldest job, ``[{kind, resource, needed, free,
+            borrowable, unit, rule}]`` (the first is the headline, the rest its tail).
+    """
+
+    kind: str
+    resource: str | None
+    jobs: int
+    causes: list[dict]
+
+
+def pending_groups(tenant_ids: set[int] | None, limit: int = 10) -> list[PendingGroup]:
+    """Queued jobs grouped by the kind and resource of their first cause, largest group
+    first (two queries: the counts, then each group's oldest job's causes)."""
+    jobs = Job.objects.filter(state=JobState.QUEUED).exclude(pending_causes=[])
     if tenant_ids is not None:
         jobs = jobs.filter(tenant_id__in=tenant_ids)
-    return list(
-        jobs.values("pending_reason")
-        .annotate(n=Count("id"))
-        .order_by("-n", "pending_reason")
-        .values_list("pending_reason", "n")[:limit]
+    jobs = jobs.annotate(cause=KT("pending_causes__0__kind"), res=KT("pending_causes__0__resource"))
+    counts = list(
+        jobs.values("cause", "res").annotate(n=Count("id")).order_by("-n", "cause", "res")[:limit]
     )
+    if not counts:
+        return []
+    oldest = {
+        (row["cause"], row["res"]): row["pending_causes"]
+        for row in jobs.order_by("cause", "res", "created", "id")
+        .distinct("cause", "res")
+        .values("cause", "res", "pending_causes")
+    }
+    return [
+        PendingGroup(row["cause"], row["res"], row["n"], oldest[(row["cause"], row["res"])])
+        for row in counts
+    ]
 
 
 @dataclass(frozen=True)

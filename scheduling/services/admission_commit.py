@@ -24,7 +24,7 @@ from datetime import datetime
 from django.db.models import Sum
 
 from scheduling.accounting import collapse_pod_bookings
-from scheduling.admission import Admission, charges_for_pods
+from scheduling.admission import Admission, CauseKind, charges_for_pods, reason_fields
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import (
     Device,
@@ -230,7 +230,7 @@ def write_admissions(
     Job.objects.filter(pk__in=ids, state=JobState.QUEUED).update(
         state=JobState.ADMITTED,
         admitted_at=now,
-        pending_reason="",
+        **reason_fields(CauseKind.POLICY, ""),
         preempting_since=None,
         reserving_since=None,
     )

@@ -33,12 +33,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Value
+from django.db.models import F, Func, JSONField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
 from core.locks import ADMISSION_CYCLE, lock_rows, try_xact_lock
-from scheduling.admission import CycleResult, PendingCode, PendingWorkload
+from scheduling.admission import CauseKind, CycleResult, PendingCode, PendingWorkload, reason_fields
 from scheduling.choices import ACTIVE_PLACEMENT_STATES, Backend, ConsolidationPin, JobState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube.workloads import ANNOTATION_ALLOW_CONSOLIDATION
@@ -286,7 +286,19 @@ def _explain(notes: dict[int, str]) -> None:
     for job_id, reason in sorted(notes.items()):
         Job.objects.filter(pk=job_id, state=JobState.QUEUED).exclude(
             pending_reason__contains="\nconsolidation: "
-        ).update(pending_reason=Concat(F("pending_reason"), Value(f"\nconsolidation: {reason}")))
+        ).update(
+            pending_reason=Concat(F("pending_reason"), Value(f"\nconsolidation: {reason}")),
+            pending_causes=Func(  # jsonb || jsonb: the line's cause appended
+                F("pending_causes"),
+                Value(
+                    reason_fields(CauseKind.CAPACITY, f"consolidation: {reason}")["pending_causes"],
+                    output_field=JSONField(),
+                ),
+                template="%(expressions)s",
+                arg_joiner=" || ",
+                output_field=JSONField(),
+            ),
+        )
 
 
 def where(decision: Decision) -> str:
@@ -320,7 +332,9 @@ def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]
     count = len(moved_ids)
     Job.objects.filter(pk=waiting_id).update(
         preempting_since=now,
-        pending_reason=f"waiting for {count} job(s) moved by consolidation to make room",
+        **reason_fields(
+            CauseKind.CAPACITY, f"waiting for {count} job(s) moved by consolidation to make room"
+        ),
     )
     JobEvent.objects.create(
         job=waiting,
@@ -359,7 +373,7 @@ def _move(job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetim
         state=JobState.QUEUED,
         admitted_at=None,
         started_at=None,
-        pending_reason=message,
+        **reason_fields(CauseKind.CAPACITY, message),
         preempting_since=None,
         reserving_since=None,
         updated=timezone.now(),

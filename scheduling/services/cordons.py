@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from core import locks
 from core.locks import lock_rows
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends import delete_pods_on_commit
 from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import (
@@ -223,11 +224,13 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
                 admitted_at=None,
                 started_at=None,
                 requeue_count=F("requeue_count") + 1,
-                pending_reason=f"requeued: {message}",
+                **reason_fields(CauseKind.CAPACITY, f"requeued: {message}"),
             )
         else:
             Job.objects.filter(pk=job.pk).update(
-                state=JobState.FAILED, finished_at=now, pending_reason=f"failed: {message}"
+                state=JobState.FAILED,
+                finished_at=now,
+                **reason_fields(CauseKind.POLICY, f"failed: {message}"),
             )
         JobEvent.objects.create(job=job, kind="drained", message=f"{message}; {policy}")
         enqueue_admission_cycle(job.queue.resource_group_id)

@@ -41,11 +41,19 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import OperationalError, transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, JSONField, Value, When
 from django.utils import timezone
 
 from core.locks import ADMISSION_CYCLE, try_xact_lock
-from scheduling.admission import Admission, CycleConfig, CycleResult, PreemptionTarget, run_cycle
+from scheduling.admission import (
+    Admission,
+    CauseKind,
+    CycleConfig,
+    CycleResult,
+    PendingCause,
+    PreemptionTarget,
+    run_cycle,
+)
 from scheduling.choices import JobState
 from scheduling.dispatch import enqueue_submit_jobs
 from scheduling.models import Job
@@ -197,20 +205,32 @@ def _store_marks(result: CycleResult, ctx: AdmissionContext, now) -> None:
 
 
 def _store_verdicts(result: CycleResult, ctx: AdmissionContext, report: CycleReport) -> None:
+    """Write each pending job's reason and causes (issue 30) together: the text is rendered
+    from the verdict's causes; a reason the commit set (a refused admission, a job that left
+    the queue) is one ``capacity`` cause with that text."""
+    causes: dict[int, list[dict]] = {}
     for verdict in result.pending:
-        reason = verdict.reason
-        if verdict.details:
-            reason += "\n" + "\n".join(verdict.details)
-        report.pending.setdefault(int(verdict.workload_id), reason)
+        job_id = int(verdict.workload_id)
+        if job_id not in report.pending:
+            report.pending[job_id] = "\n".join(c.text for c in verdict.causes)
+            causes[job_id] = [c.as_dict() for c in verdict.causes]
     changed = []
     for job_id, reason in report.pending.items():
         job = ctx.jobs.get(str(job_id))
-        if job is not None and job.pending_reason != reason:
-            job.pending_reason = reason
+        found = causes.get(job_id) or [PendingCause(CauseKind.CAPACITY, reason).as_dict()]
+        if job is not None and (job.pending_reason != reason or job.pending_causes != found):
+            job.pending_reason, job.pending_causes = reason, found
             changed.append(job)
     if changed:  # one UPDATE for every changed reason, not one per job
         Job.objects.filter(pk__in=[j.pk for j in changed], state=JobState.QUEUED).update(
-            pending_reason=Case(*(When(pk=j.pk, then=Value(j.pending_reason)) for j in changed))
+            pending_reason=Case(*(When(pk=j.pk, then=Value(j.pending_reason)) for j in changed)),
+            pending_causes=Case(
+                *(
+                    When(pk=j.pk, then=Value(j.pending_causes, output_field=JSONField()))
+                    for j in changed
+                ),
+                output_field=JSONField(),
+            ),
         )
 
 

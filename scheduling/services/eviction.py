@@ -24,7 +24,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.locks import lock_rows
-from scheduling.admission import PreemptionTarget
+from scheduling.admission import CauseKind, PreemptionTarget, reason_fields
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
@@ -103,7 +103,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     outcome = "requeued" if requeue else "failed"
     fields = {
         "preemption_count": F("preemption_count") + 1,
-        "pending_reason": f"preempted: {shown}",
+        **reason_fields(CauseKind.PREEMPTION, f"preempted: {shown}"),
         "preempting_since": None,
         "reserving_since": None,
     }
@@ -190,7 +190,12 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
         with transaction.atomic():
             moved = Job.objects.filter(  # the UPDATE takes the job's row lock itself
                 pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]
-            ).update(state=JobState.FAILED, finished_at=now, pending_reason=message, updated=now)
+            ).update(
+                state=JobState.FAILED,
+                finished_at=now,
+                updated=now,
+                **reason_fields(CauseKind.POLICY, message),
+            )
             if not moved:
                 continue
             placements = list(

@@ -40,6 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import locks
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends.kubernetes import gateway_for
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
@@ -226,7 +227,7 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
             state=state,
             finished_at=now,
             updated=now,
-            pending_reason="" if outcome == "succeeded" else message,
+            **reason_fields(CauseKind.POLICY, "" if outcome == "succeeded" else message),
         )
         freed = Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).update(
             state=placement_state, ended_at=now, message=message, updated=now

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.choices import ACTIVE_PLACEMENT_STATES, JobState, PlacementState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workloads as wl
@@ -73,7 +74,12 @@ def hold_for_user(api: WorkloadApi, row: KubeWorkload, obj: dict, job: Job, now:
         lock_jobs([job.pk])  # the job before its placements (services.locking)
         moved = Job.objects.filter(
             pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]
-        ).update(state=JobState.STOPPED, stopped_at=now, pending_reason=reason, updated=now)
+        ).update(
+            state=JobState.STOPPED,
+            stopped_at=now,
+            updated=now,
+            **reason_fields(CauseKind.POLICY, reason),
+        )
         if not moved:
             return False
         Placement.objects.filter(job=job, state__in=ACTIVE_PLACEMENT_STATES).update(
@@ -100,7 +106,10 @@ def follow_stopped(
         return False
     with transaction.atomic():
         moved = Job.objects.filter(pk=job.pk, state=JobState.STOPPED).update(
-            state=JobState.QUEUED, admitted_at=None, started_at=None, pending_reason=""
+            state=JobState.QUEUED,
+            admitted_at=None,
+            started_at=None,
+            **reason_fields(CauseKind.POLICY, ""),
         )
         if not moved:
             return False

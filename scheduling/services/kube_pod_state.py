@@ -36,6 +36,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
@@ -128,7 +129,7 @@ def _end_job(
                 state=JobState.QUEUED,
                 admitted_at=None,
                 started_at=None,
-                pending_reason=f"requeued: {message}"[:2000],
+                **reason_fields(CauseKind.CAPACITY, f"requeued: {message}"[:2000]),
                 requeue_count=F("requeue_count") + 1,
                 updated=now,
             )
@@ -136,7 +137,10 @@ def _end_job(
                 record_job_event(job_id, "requeued", message)
         else:
             moved = Job.objects.filter(pk=job_id, state__in=live).update(
-                state=JobState.FAILED, finished_at=now, pending_reason=message[:2000], updated=now
+                state=JobState.FAILED,
+                finished_at=now,
+                updated=now,
+                **reason_fields(CauseKind.POLICY, message[:2000]),
             )
             if moved:
                 record_job_event(job_id, "failed", message)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import DateTimeField, DurationField, ExpressionWrapper, F, Value
 from django.utils import timezone
 
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends import SubmissionError, get_backend
 from scheduling.choices import (
     ACTIVE_PLACEMENT_STATES,
@@ -117,7 +118,7 @@ def fail_job(job_id: int, message: str) -> None:
         )
         moved = Job.objects.filter(
             pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]
-        ).update(state=JobState.FAILED, finished_at=now, pending_reason=message)
+        ).update(state=JobState.FAILED, finished_at=now, **reason_fields(CauseKind.POLICY, message))
         if moved:
             JobEvent.objects.create(job_id=job_id, kind="failed", message=message)
             announce_job_failed(job_id, message)

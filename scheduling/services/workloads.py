@@ -30,6 +30,7 @@ from django.utils import timezone
 from core.audit import record as audit
 from core.exceptions import Conflict, InvalidRequest
 from core.locks import lock_rows
+from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends import get_backend
 from scheduling.choices import (
     BOOKED_PLACEMENT_STATES,
@@ -304,7 +305,9 @@ def stop_notebook(job: Job, *, reason: str = "", user=None, now: datetime | None
     with transaction.atomic():
         locked = lock_rows(Job).get(pk=job.pk)
         moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
-            state=JobState.STOPPED, stopped_at=now, pending_reason=message[:2000]
+            state=JobState.STOPPED,
+            stopped_at=now,
+            **reason_fields(CauseKind.POLICY, message[:2000]),
         )
         if not moved:
             raise Conflict(f"notebook {job.pk} is {locked.state}", field="state")
@@ -332,7 +335,10 @@ def resume_notebook(job: Job, *, user=None) -> Job:
     """
     with transaction.atomic():
         moved = Job.objects.filter(pk=job.pk, kind=JobKind.NOTEBOOK, state=JobState.STOPPED).update(
-            state=JobState.QUEUED, admitted_at=None, started_at=None, pending_reason=""
+            state=JobState.QUEUED,
+            admitted_at=None,
+            started_at=None,
+            **reason_fields(CauseKind.POLICY, ""),
         )
         if not moved:
             job.refresh_from_db()

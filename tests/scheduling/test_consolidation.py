@@ -155,12 +155,25 @@ def test_nothing_moves_unless_every_condition_holds(group_options, half_fields, 
     assert report.moved == []
     assert ConsolidationMove.objects.count() == 0
     assert all(Job.objects.get(pk=h.pk).state == JobState.ADMITTED for h in halves)
-    reason = Job.objects.get(pk=wholes[2].pk).pending_reason
+    waiting = Job.objects.get(pk=wholes[2].pk)
+    reason = waiting.pending_reason
     assert reason.startswith("unschedulable: 0/2 nodes fit")
+    # one cause per line, the consolidation note appended to both (issue 30)
+    assert [c["rule"] for c in waiting.pending_causes] == reason.splitlines()
+    assert waiting.pending_causes[0]["kind"] == "capacity"
     if request.node.callspec.id == "off":
         assert "consolidation" not in reason
     else:
         assert reason.endswith("\nconsolidation: no running job may be moved")
+        assert waiting.pending_causes[-1] == {
+            "kind": "capacity",
+            "resource": None,
+            "needed": None,
+            "free": None,
+            "borrowable": None,
+            "unit": None,
+            "rule": "consolidation: no running job may be moved",
+        }
 
 
 def test_nothing_moves_when_contiguous_capacity_is_enough():

@@ -1,4 +1,4 @@
-"""Template filters for units: MiB → GiB, percent of a device, durations."""
+"""Template filters for units: MiB → GiB, percent of a device, durations, pending causes."""
 
 from django import template
 
@@ -28,6 +28,37 @@ def duration(seconds) -> str:
     if s >= 60:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s} s"
+
+
+def _number(value, unit: str) -> str:
+    """``0.5`` → ``"0.5"``, ``50`` percent → ``"50%"``."""
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{shown}%" if unit == "percent" else shown
+
+
+def _amount(value, unit: str) -> str:
+    """``4`` + ``"devices"`` → ``"4 devices"`` (``"1 device"``, ``"50%"``, ``"512 MiB"``)."""
+    if unit in ("percent", ""):
+        return _number(value, unit)
+    return f"{_number(value, unit)} {'device' if unit == 'devices' and value == 1 else unit}"
+
+
+@register.filter
+def cause_headline(cause) -> str:
+    """One ``Job.pending_causes`` object as a headline with its unit: ``"needs 4 devices, 0
+    free (bounded by cohort g1)"`` (``", 2 borrowable"`` when some is); ``"needs 2 devices:
+    RULE"`` without a free amount; the rule alone without an amount."""
+    if not cause:
+        return ""
+    needed, unit, rule = cause.get("needed"), cause.get("unit") or "", cause.get("rule", "")
+    if needed is None:
+        return rule
+    if cause.get("free") is None:
+        return f"needs {_amount(needed, unit)}: {rule}"
+    text = f"needs {_amount(needed, unit)}, {_number(cause['free'], unit)} free"
+    if cause.get("borrowable"):
+        text += f", {_number(cause['borrowable'], unit)} borrowable"
+    return f"{text} ({rule})" if rule else text
 
 
 @register.filter

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
+from scheduling.admission import CauseKind
 from scheduling.choices import LIVE_JOB_STATES
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Preemption
 from scheduling.selectors.job_board import queue_slots
@@ -32,6 +33,30 @@ class JobContainerSerializer(serializers.ModelSerializer):
             "env",
             "role",
         ]
+
+
+class PendingCauseSerializer(serializers.Serializer):
+    """One cause of ``pending_reason`` (issue 30), one per line of it, first = the blocking
+    one; the stored object of :meth:`scheduling.admission.PendingCause.as_dict`."""
+
+    kind = serializers.ChoiceField(choices=[k.value for k in CauseKind], read_only=True)
+    resource = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text='"FLAVOR/DIMENSION" (flavor "*" = any), "DIMENSION" for an aggregate cap; '
+        "null when the rule names no resource.",
+    )
+    needed = serializers.FloatField(read_only=True, allow_null=True, help_text="In unit.")
+    free = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="Unused nominal quota usable now, in unit."
+    )
+    borrowable = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="What the cohort can still lend, in unit."
+    )
+    unit = serializers.ChoiceField(
+        choices=["devices", "MiB", "percent"], read_only=True, allow_null=True
+    )
+    rule = serializers.CharField(read_only=True, help_text="The rule's words.")
 
 
 class PlacementSerializer(serializers.ModelSerializer):
@@ -91,6 +116,7 @@ class JobSerializer(serializers.ModelSerializer):
     )
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
+    pending_causes = PendingCauseSerializer(many=True, read_only=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
     service = serializers.SerializerMethodField(
@@ -117,6 +143,7 @@ class JobSerializer(serializers.ModelSerializer):
             "priority_class",
             "state",
             "pending_reason",
+            "pending_causes",
             "queue_position",
             "estimated_start",
             "estimated_start_latest",
