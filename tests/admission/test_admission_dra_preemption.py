@@ -42,27 +42,10 @@ from scheduling.placement.types import (
 )
 from scheduling.selectors.db_placer import DbPlacer, RunningBooking
 from tests.admission.admission_builders import NOW, ago
+from tests.placement.placement_builders import ASCEND_B3_TEMPLATES
 
 B3 = resolve_model(
-    "Ascend",
-    "Ascend910B3",
-    {
-        "memory_mib": 65536,
-        "templates": [
-            {
-                "name": "vir05_1c_16g",
-                "memory_mib": 16384,
-                "cores_percent": 5,
-                "counters": {"aicore": 5, "hbm-gib": 16},
-            },
-            {
-                "name": "vir10_3c_32g",
-                "memory_mib": 32768,
-                "cores_percent": 10,
-                "counters": {"aicore": 12, "hbm-gib": 32},
-            },
-        ],
-    },
+    "Ascend", "Ascend910B3", {"memory_mib": 65536, "templates": list(ASCEND_B3_TEMPLATES)}
 )
 PROFILE = Profile(
     device_configs=(*(c for c in default_device_configs() if c.chip != "Ascend910B3"), B3)

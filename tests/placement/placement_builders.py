@@ -14,6 +14,24 @@ from scheduling.placement import (
     PodRequest,
 )
 
+# Ascend 910B3 vNPU templates with the DRA counters each consumes of its card (the driver's
+# ``consumesCounters``); the card's ``sharedCounters`` are ASCEND_B3_CARD_COUNTERS.
+ASCEND_B3_TEMPLATES = (
+    {
+        "name": "vir05_1c_16g",
+        "memory_mib": 16384,
+        "cores_percent": 5,
+        "counters": {"aicore": 5, "hbm-gib": 16},
+    },
+    {
+        "name": "vir10_3c_32g",
+        "memory_mib": 32768,
+        "cores_percent": 10,
+        "counters": {"aicore": 12, "hbm-gib": 32},
+    },
+)
+ASCEND_B3_CARD_COUNTERS = {"aicore": 20, "hbm-gib": 64}
+
 
 def gpu(uuid, node="n1", index=0, mem=81920, count=10, model="NVIDIA-A100-SXM4-80GB", **kw):
     return DeviceUsage(uuid, node, index, model, "NVIDIA", mem, 100, count, **kw)

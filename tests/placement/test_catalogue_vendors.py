@@ -14,6 +14,7 @@ from scheduling.placement import (
     reserve,
 )
 from scheduling.placement.types import MigPlacement, MigProfile
+from tests.placement.placement_builders import ASCEND_B3_CARD_COUNTERS, ASCEND_B3_TEMPLATES
 
 MLU370 = resolve_model("MLU", "MLU370-X8", {"memory_mib": 24576, "min_slice_mib": 1000})
 MLU590 = resolve_model("MLU", "MLU590", {"memory_factor": 0, "memory_mib": 79872})
@@ -242,21 +243,8 @@ def test_template_devices_consume_the_cards_shared_counters():
         "Ascend",
         "Ascend910B3",
         {
-            "dra": {"counters": {"aicore": 20, "hbm-gib": 64}},
-            "templates": [
-                {
-                    "name": "vir05_1c_16g",
-                    "memory_mib": 16384,
-                    "cores_percent": 5,
-                    "counters": {"aicore": 5, "hbm-gib": 16},
-                },
-                {
-                    "name": "vir10_3c_32g",
-                    "memory_mib": 32768,
-                    "cores_percent": 10,
-                    "counters": {"aicore": 12, "hbm-gib": 32},
-                },
-            ],
+            "dra": {"counters": dict(ASCEND_B3_CARD_COUNTERS)},
+            "templates": list(ASCEND_B3_TEMPLATES),
         },
     )
     prof = Profile(

@@ -18,6 +18,7 @@ from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
+from tests.placement.placement_builders import ASCEND_B3_CARD_COUNTERS, ASCEND_B3_TEMPLATES
 from tests.scheduling.kube_helpers import make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
@@ -474,21 +475,8 @@ def ascend_dra_card(fake, tmp_path) -> Device:
     model = DeviceModel.objects.get(name="Ascend910B3")
     # counters of the card and of each template (the driver's sharedCounters convention)
     model.config = {
-        "dra": {"counters": {"aicore": 20, "hbm-gib": 64}},
-        "templates": [
-            {
-                "name": "vir05_1c_16g",
-                "memory_mib": 16384,
-                "cores_percent": 5,
-                "counters": {"aicore": 5, "hbm-gib": 16},
-            },
-            {
-                "name": "vir10_3c_32g",
-                "memory_mib": 32768,
-                "cores_percent": 10,
-                "counters": {"aicore": 12, "hbm-gib": 32},
-            },
-        ],
+        "dra": {"counters": dict(ASCEND_B3_CARD_COUNTERS)},
+        "templates": list(ASCEND_B3_TEMPLATES),
     }
     model.save()
     fake.put(node_json("npu-1", {}, {"cpu": "192", "memory": "1024Gi"}))
