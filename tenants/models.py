@@ -210,6 +210,11 @@ class ResourceGroup(BaseModel):
             )
 
 
+# PostgreSQL bigint: the largest quota amount (nominal, borrowing or lending limit) the
+# database stores; the quota services refuse more, so every writer (API, pages) shares it.
+MAX_QUOTA_AMOUNT = 2**63 - 1
+
+
 class Quota(BaseModel):
     """Nominal quota of one tenant × resource group × flavor × dimension (Kueue semantics).
 

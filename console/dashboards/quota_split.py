@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from core.exceptions import DomainError
 from scheduling.selectors.quota_board import SplitBoard, quota_split
 from tenants import services
-from tenants.models import Quota, Tenant
+from tenants.models import MAX_QUOTA_AMOUNT, Quota, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 
 RAW_UNITS = {"devices": "milli-devices", "memory_mib": "MiB", "cores_percent": "%"}
@@ -41,6 +41,7 @@ class SplitForm(forms.Form):
                     for name in LIMITS:
                         self.fields[f"q{bar.quota_id}_{name}"] = forms.IntegerField(
                             min_value=0,
+                            max_value=MAX_QUOTA_AMOUNT,
                             required=name == "nominal",
                             initial=getattr(bar, name),
                             widget=forms.NumberInput(

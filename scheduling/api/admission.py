@@ -24,9 +24,9 @@ from scheduling.admission import Dimension
 from scheduling.api.serializers import JobSubmitSerializer
 from scheduling.selectors.admission import quota_usage_table
 from scheduling.services.dry_run import preview_job, preview_quota_changes
-from tenants.api.serializers import MAX_QUOTA_AMOUNT, NameField, VisibleTenantField
+from tenants.api.serializers import NameField, VisibleTenantField
 from tenants.choices import Dimension as DimensionChoice
-from tenants.models import ResourceGroup, Tenant
+from tenants.models import MAX_QUOTA_AMOUNT, ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 
 from .views import submit_queues_or_403

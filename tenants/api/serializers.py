@@ -2,7 +2,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 
 from tenants.choices import Dimension
-from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.models import MAX_QUOTA_AMOUNT, Quota, ResourceGroup, Tenant
 
 
 class TenantSerializer(serializers.ModelSerializer):
@@ -65,10 +65,6 @@ class VisibleTenantField(NameField):
         if visible is not None and tenant.pk not in visible:
             raise NotFound("No such tenant.")
         return tenant
-
-
-# PostgreSQL bigint: the largest quota amount the database stores.
-MAX_QUOTA_AMOUNT = 2**63 - 1
 
 
 class QuotaWriteSerializer(serializers.ModelSerializer):

@@ -11,7 +11,7 @@ from core.audit import record, snapshot
 from core.exceptions import Conflict, InvalidRequest
 from core.locks import lock_rows
 from tenants.choices import Dimension
-from tenants.models import AggregateCap, Quota, ResourceGroup, Tenant
+from tenants.models import MAX_QUOTA_AMOUNT, AggregateCap, Quota, ResourceGroup, Tenant
 
 QUOTA_FIELDS = [
     "tenant",
@@ -27,12 +27,17 @@ QUOTA_FIELDS = [
 def _check_quota_values(
     nominal: int, borrowing_limit: int | None, lending_limit: int | None, dimension: str
 ) -> None:
+    """Raises InvalidRequest naming the field: an unknown dimension, an amount below 0 or
+    above ``MAX_QUOTA_AMOUNT`` (what the database stores), a lending limit above nominal."""
     if dimension not in Dimension.values:
         raise InvalidRequest(f"unknown dimension {dimension!r}", field="dimension")
-    if nominal < 0:
-        raise InvalidRequest("nominal must be >= 0", field="nominal")
-    if borrowing_limit is not None and borrowing_limit < 0:
-        raise InvalidRequest("borrowing_limit must be >= 0 or null", field="borrowing_limit")
+    if not 0 <= nominal <= MAX_QUOTA_AMOUNT:
+        raise InvalidRequest(f"nominal must be between 0 and {MAX_QUOTA_AMOUNT}", field="nominal")
+    if borrowing_limit is not None and not 0 <= borrowing_limit <= MAX_QUOTA_AMOUNT:
+        raise InvalidRequest(
+            f"borrowing_limit must be between 0 and {MAX_QUOTA_AMOUNT}, or null",
+            field="borrowing_limit",
+        )
     if lending_limit is not None and not 0 <= lending_limit <= nominal:
         raise InvalidRequest("lending_limit must be between 0 and nominal", field="lending_limit")
 

@@ -155,6 +155,29 @@ def test_lending_limit_above_nominal_is_an_error_on_that_field(client, demo):
     assert _amounts() == before
 
 
+@pytest.mark.parametrize("field", ["nominal", "borrowing_limit", "lending_limit"])
+def test_an_amount_beyond_what_the_database_stores_is_a_400_not_a_500(client, demo, field):
+    """A borrowing limit of 2**63 reached the database (``bigint out of range``, a 500):
+    the page's fields and the service share the bound (``tenants.models.MAX_QUOTA_AMOUNT``)."""
+    client.force_login(demo["dave"])
+    before = _amounts()
+    data = _form()
+    data[f"q{_row('team-nlp').pk}_{field}"] = str(2**63)
+    response = client.post("/tenants/research/quota-split/", data)
+    assert response.status_code == 400
+    assert f"q{_row('team-nlp').pk}_{field}" in response.context["form"].errors
+    assert _amounts() == before
+
+
+def test_the_split_service_refuses_a_borrowing_limit_beyond_the_database(demo):
+    research = Tenant.objects.get(name="research")
+    nlp = _row("team-nlp")
+    with pytest.raises(InvalidRequest) as refused:
+        split_quota(research, [QuotaShare(nlp, nlp.nominal, 2**63, None)])
+    assert "between 0 and 9223372036854775807" in str(refused.value)
+    assert _row("team-nlp").borrowing_limit == nlp.borrowing_limit
+
+
 @pytest.mark.parametrize(
     ("who", "tenant", "get", "post"),
     [
