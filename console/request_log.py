@@ -24,13 +24,18 @@ def _user_id(request) -> str:
     return str(user.pk) if user is not None and user.is_authenticated else "anonymous"
 
 
-def _reason(record: logging.LogRecord, path: str) -> str:
+def _escaped(text: str) -> str:
+    """``text`` with control characters escaped, as Django's ``log_response`` writes a path
+    (CVE-2025-48432): a line break in a path or a message cannot forge a log line."""
+    return text.encode("unicode_escape").decode("ascii")
+
+
+def _reason(record: logging.LogRecord, escaped_path: str) -> str:
     """Django's message without the trailing path (``"Not Found"``, ``"Forbidden (Permission
-    denied)"``), followed by the exception's own message when it has one."""
-    escaped = path.encode("unicode_escape").decode("ascii")  # as log_response writes it
-    reason = record.getMessage().removesuffix(f": {escaped}")
+    denied)"``), followed by the exception's own message when it has one (escaped)."""
+    reason = record.getMessage().removesuffix(f": {escaped_path}")
     exc = record.exc_info[1] if record.exc_info else None
-    detail = str(exc.args[0]) if exc is not None and exc.args else ""
+    detail = _escaped(str(exc.args[0])) if exc is not None and exc.args else ""
     return f"{reason}: {detail}" if detail else reason
 
 
@@ -51,8 +56,9 @@ class ClientErrorLine(logging.Filter):
         if getattr(record, "client_error_line", False):
             return True
         record.client_error_line = True
-        path = request.path
-        args = (request.method, path, status, _user_id(request), _reason(record, path))
+        path = _escaped(request.path)
+        method = _escaped(request.method or "")
+        args = (method, path, status, _user_id(request), _reason(record, path))
         record.msg, record.args = "%s %s %s user=%s reason=%s", args
         record.exc_info = None
         record.exc_text = None

@@ -104,3 +104,16 @@ def test_the_line_is_written_once_when_logging_is_configured_again(client, world
         assert record.getMessage() == f"GET /jobs/{other}/ 404 user={alice} reason=Not Found"
     finally:
         logger.filters[:] = before
+
+
+def test_a_line_break_in_the_path_cannot_forge_a_log_line(client, world, caplog):
+    """The path is written escaped, as Django's own ``log_response`` writes it
+    (CVE-2025-48432); any user, anonymous included, could otherwise add a line (review)."""
+    client.force_login(world["alice"])
+    forged = "/jobs/999999/%0A2026-12-07 12:00:00 ERROR forged: admin deleted everything"
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get(forged).status_code == 404
+    (record,) = _records(caplog)
+    line = record.getMessage()
+    assert "\n" not in line and "\r" not in line
+    assert line.startswith("GET /jobs/999999/\\n2026-12-07 12:00:00 ERROR forged")
