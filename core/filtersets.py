@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import django_filters
+from django import forms
 from django.db.models import Q
-from rest_framework.exceptions import ValidationError
 
 from core.models import AuditEntry
 from core.words import canonical_choice
@@ -49,33 +49,48 @@ class NameOrIdFilter(django_filters.CharFilter):
         return qs.filter(query).distinct() if self.distinct else qs.filter(query)
 
 
+class ChoiceIgnoringCaseField(forms.CharField):
+    """The form field of :class:`ChoiceIgnoringCaseFilter`: cleans a value to its canonical
+    spelling, or fails validation listing the valid ones (so an API request answers 400 with
+    the field error and a page shows it, instead of an error raised while filtering)."""
+
+    def __init__(self, *args, valid_values, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.valid_values = valid_values
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value in (None, ""):
+            return value
+        valid = list(self.valid_values() if callable(self.valid_values) else self.valid_values)
+        canonical = canonical_choice(value, valid)
+        if canonical is None:
+            raise forms.ValidationError(
+                f"unknown value {value!r}; valid values: {', '.join(sorted(valid))}",
+                code="invalid_choice",
+            )
+        return canonical
+
+
 class ChoiceIgnoringCaseFilter(django_filters.CharFilter):
     """An exact-match filter over a closed set of values, matched case-insensitively
-    (``?vendor=nvidia`` finds ``NVIDIA``). An unknown value is a 400 listing the valid ones.
+    (``?vendor=nvidia`` finds ``NVIDIA``). An unknown value fails the form's validation
+    listing the valid ones (API: 400 under the filter's name; pages: the form's error).
 
     Args:
-        choices: the valid values, or a callable returning them (read at filter time, e.g.
-            the vendors of the device models in the database).
+        choices: the valid values, or a callable returning them (read when the form is
+            validated, e.g. the vendors of the device models in the database).
     """
 
+    field_class = ChoiceIgnoringCaseField
+
     def __init__(self, *args, choices, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.valid_values = choices
+        super().__init__(*args, valid_values=choices, **kwargs)
 
     def filter(self, qs, value):
         if value in (None, ""):
             return qs
-        valid = list(self.valid_values() if callable(self.valid_values) else self.valid_values)
-        canonical = canonical_choice(value, valid)
-        if canonical is None:
-            raise ValidationError(
-                {
-                    self.field_name.split("__")[-1]: [
-                        f"unknown value {value!r}; valid values: {', '.join(sorted(valid))}"
-                    ]
-                }
-            )
-        qs = qs.filter(**{self.field_name: canonical})
+        qs = qs.filter(**{self.field_name: value})  # canonical: the field cleaned it
         return qs.distinct() if self.distinct else qs
 
 

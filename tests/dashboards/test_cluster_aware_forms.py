@@ -168,6 +168,21 @@ def test_job_filter_selects_filter_the_list(client, npu_world):
     assert names(f"queue={npu_world['queue_b'].pk}") == set()
 
 
+def test_an_unknown_vendor_in_the_jobs_url_is_a_form_error_not_a_500(client, npu_world):
+    """A crafted or stale ``/jobs/?vendor=bogus`` raised the API's ValidationError inside
+    the page (a 500, found by the review): the filter's form field refuses it, the page says
+    why, and any case of a real vendor still filters."""
+    client.force_login(npu_world["alice"])
+    response = client.get("/jobs/?vendor=bogus")
+    assert response.status_code == 200
+    assert response.context["filter"].errors["vendor"] == [
+        "unknown value 'bogus'; valid values: "
+        + ", ".join(sorted(response.context["filter"].filters["vendor"].extra["valid_values"]))
+    ]
+    assert "unknown value" in response.content.decode()
+    assert client.get("/jobs/?vendor=ascend").status_code == 200
+
+
 def _node_rows(html: str) -> dict[str, tuple[str, str]]:
     """``{node name: (vendor cell, model cell)}`` of the nodes table."""
     return {
