@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -44,6 +45,38 @@ MAX_DEVICE_MEMORY_MIB = 16 * 1024 * 1024
 """Device memory per device of one container, MiB."""
 
 
+#: Kubernetes annotation key: optional DNS-subdomain prefix (<= 253) and "/", then a name of
+#: <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric
+#: (apimachinery ``validation.IsQualifiedName``).
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_ANNOTATION_PREFIX = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: Kubernetes' limit on the total size of a pod's annotations (keys + values, bytes).
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+
+
+def pod_annotation_errors(annotations: dict[str, str]) -> list[str]:
+    """What makes ``annotations`` (a job's pod annotations) unfit to store and to put on a
+    pod: a key Kubernetes refuses, a NUL character (PostgreSQL's ``jsonb`` cannot hold one),
+    more than ``ANNOTATIONS_MAX_BYTES`` in all. Empty when nothing; the API serializer and
+    the intake (:func:`spec_bound_errors`) both ask here."""
+    errors = []
+    for key, value in annotations.items():
+        prefix, _, name = key.rpartition("/")
+        if (
+            not _ANNOTATION_NAME.match(name)
+            or len(name) > 63
+            or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix) or len(prefix) > 253))
+        ):
+            errors.append(f"{key!r} is not a valid annotation key")
+        elif "\x00" in value:
+            errors.append(f"{key}: NUL characters are not allowed")
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX_BYTES:
+        errors.append(f"annotations take {size} bytes, more than {ANNOTATIONS_MAX_BYTES}")
+    return errors
+
+
 def spec_bound_errors(spec: JobSpec) -> list[str]:
     """What in ``spec`` is beyond the bounds above (empty when nothing): the API serializer
     enforces them field by field; the intake, whose specs come from cluster objects, asks
@@ -69,7 +102,7 @@ def spec_bound_errors(spec: JobSpec) -> list[str]:
                 f"container {c.name!r}: device memory {c.device_memory_mib} MiB is above "
                 f"{MAX_DEVICE_MEMORY_MIB} MiB"
             )
-    return errors
+    return errors + pod_annotation_errors(spec.annotations)
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,19 @@ def test_pod_sets_that_pin_differently_are_refused(fake, kube):  # noqa: F811
     report = _intake(cluster)
     assert "nvidia.com/use-gpuuuid" in report.refused[f"JobSet {NS}/split"]
     assert not Job.objects.exists()
+
+
+def test_a_nul_byte_in_a_pin_refuses_that_object_only(fake, kube):  # noqa: F811
+    """A NUL in a pin annotation reached ``bulk_create`` and PostgreSQL refused the whole
+    intake pass (``\\u0000 cannot be converted to text``): one member's object stopped every
+    tenant's intake in the cluster (found by the review). The intake asks the API's
+    annotation rule (``pod_annotation_errors``): that object is refused, the others taken in."""
+    cluster, _group, _queue = kube
+    fake.put(_pinned("good", {"nvidia.com/use-gpuuuid": "GPU-aaaa"}))
+    fake.put(_pinned("nul", {"nvidia.com/use-gpuuuid": "GPU-aaaa\x00"}))
+    report = _intake(cluster)
+    assert "NUL characters are not allowed" in report.refused[f"Job {NS}/nul"]
+    assert set(report.jobs) == {f"Job {NS}/good"}
+    assert list(Job.objects.values_list("annotations", flat=True)) == [
+        {"nvidia.com/use-gpuuuid": "GPU-aaaa"}
+    ]

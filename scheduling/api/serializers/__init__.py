@@ -31,7 +31,6 @@ from scheduling.api.serializers.queues import (
     QueueWriteSerializer,
 )
 from scheduling.api.serializers.submit import (
-    ANNOTATIONS_MAX_BYTES,
     ENV_NAME,
     MAX_BATCH_JOBS,
     ContainerInputSerializer,
@@ -45,7 +44,6 @@ from scheduling.api.serializers.submit import (
 from scheduling.choices import VENDORS
 
 __all__ = [
-    "ANNOTATIONS_MAX_BYTES",
     "ENV_NAME",
     "MAX_BATCH_JOBS",
     "QUEUE_POLICY_FIELDS",

@@ -28,18 +28,11 @@ from scheduling.services.jobs import (
     MAX_POD_COUNT,
     ContainerSpec,
     JobSpec,
+    pod_annotation_errors,
 )
 from scheduling.services.priorities import PriorityRefused, resolve_priority_class
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-#: Kubernetes annotation key: optional DNS-subdomain prefix (<= 253) and "/", then a name of
-#: <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric
-#: (apimachinery ``validation.IsQualifiedName``).
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_ANNOTATION_PREFIX = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-#: Kubernetes' limit on the total size of a pod's annotations (keys + values, bytes).
-ANNOTATIONS_MAX_BYTES = 256 * 1024
 
 
 class ContainerInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -274,20 +267,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         return attrs
 
     def validate_annotations(self, value):
-        errors = []
-        for key in value:
-            prefix, _, name = key.rpartition("/")
-            if (
-                not _ANNOTATION_NAME.match(name)
-                or len(name) > 63
-                or ("/" in key and (not _ANNOTATION_PREFIX.match(prefix) or len(prefix) > 253))
-            ):
-                errors.append(f"{key!r} is not a valid annotation key")
-            elif "\x00" in value[key]:
-                errors.append(f"{key}: NUL characters are not allowed")
-        size = sum(len(k.encode()) + len(v.encode()) for k, v in value.items())
-        if size > ANNOTATIONS_MAX_BYTES:
-            errors.append(f"annotations take {size} bytes, more than {ANNOTATIONS_MAX_BYTES}")
+        errors = pod_annotation_errors(value)
         if errors:
             raise serializers.ValidationError(errors)
         return value
