@@ -1,6 +1,8 @@
 """Acceptance in a real browser: a member submits a job through the form, sees it placed and
 on the node's card map; another tenant's member cannot see it anywhere."""
 
+import re
+
 import pytest
 
 from scheduling.models import Job, Placement
@@ -22,7 +24,9 @@ def test_member_submits_sees_it_placed_and_other_tenant_cannot(chromium, live_se
     page.fill("input[name=device_memory_mib]", "8192")
     page.fill("input[name=cores_percent]", "20")
     page.click("#job-form button[type=submit]")
-    page.wait_for_url(f"{base}/jobs/*/")
+    # the job's own page: a glob "/jobs/*/" also matches /jobs/new/, where the page still is
+    # when the click returns, so the wait passed before the POST had created the job
+    page.wait_for_url(re.compile(rf"^{re.escape(base)}/jobs/\d+/$"))
     job = Job.objects.get(name="browser-job")
     assert page.url == f"{base}/jobs/{job.pk}/"
     page.reload()
