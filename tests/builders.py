@@ -154,3 +154,13 @@ def submit_form(queue, name="from-ui", **fields):
         **fields,
     }
     return {key: value for key, value in form.items() if value is not None}
+
+
+def two_team_cohort():
+    """4 A100s (cluster c1, 2 nodes x 2) in group g1; team-a and team-b each have 2 whole
+    devices nominal. Returns ``(group, (team_a, queue_a), (team_b, queue_b))``."""
+    make_cluster("c1", nodes=2, gpus=2)
+    group = make_group("g1")
+    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
+    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
+    return group, (a, qa), (b, qb)

@@ -12,7 +12,7 @@ from scheduling.models import Job
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from tests.api.test_api_directory import as_user
-from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
+from tests.builders import A100, gpu_job, make_cluster, make_user, two_team_cohort
 
 pytestmark = pytest.mark.django_db
 
@@ -23,10 +23,7 @@ WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
 def cohort(db):
     """4 A100s (2 nodes x 2); team-a and team-b each 2 whole devices nominal, one member
     each (``tests/scheduling/conftest.py``'s cohort, with users)."""
-    make_cluster("c1", nodes=2, gpus=2)
-    group = make_group("g1")
-    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
-    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
+    group, (a, qa), (b, qb) = two_team_cohort()
     return {
         "group": group,
         "qa": qa,

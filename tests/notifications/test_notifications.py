@@ -18,7 +18,7 @@ from scheduling.choices import JobState
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import fail_job, submit_to_cluster
 from tests.api.test_api_directory import as_user
-from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant, make_user
+from tests.builders import gpu_job, make_user, two_team_cohort
 
 pytestmark = pytest.mark.django_db
 WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
@@ -31,10 +31,7 @@ def cohort_users(db):
     member of team-a, bert admins team-b, root is a platform admin."""
     from django.contrib.auth import get_user_model
 
-    make_cluster("c1", nodes=2, gpus=2)
-    group = make_group("g1")
-    a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
-    b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
+    group, (a, qa), (b, qb) = two_team_cohort()
     return {
         "group": group,
         "a": a,
