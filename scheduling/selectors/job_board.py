@@ -8,6 +8,12 @@ from start) and every queued job of the group ahead of it (all queues: one admis
 serves the group), each asking the devices of :func:`scheduling.selectors.demand.job_demands`.
 The first :data:`MAX_ESTIMATED` queued jobs of a group are estimated; later ones get none.
 
+What the pages and the API show is that range made honest
+(:func:`scheduling.admission.eta.honest_estimate`): widened per time the job was passed over
+or preempted, ``overdue`` once the first window recorded for it
+(:class:`scheduling.models.JobStartEstimate`) has passed, ``unknown`` with a reason when it
+cannot be bounded.
+
 The estimates need every device and every job holding devices in the group, so the gauges
 beat task computes them (:func:`store_start_ranges`) and the jobs pages read them from the
 cache: a page's cost does not grow with the inventory or the job history (issue #14).
