@@ -73,11 +73,16 @@ def _record_windows(group: GroupRanges, now: datetime) -> int:
 
 def _recount_passed_over(group_id: int) -> None:
     """``passed_over`` of the group's queued jobs that reached the head: the jobs of the
-    group admitted at or after ``head_since`` (the job itself excluded), one query, then one
-    UPDATE per changed row."""
+    group holding devices (admitted or running: the ``(queue, state, ...)`` index, so the
+    cost follows the running jobs, not the job history) admitted at or after ``head_since``
+    (the job itself excluded), one query, then one UPDATE per row whose count grew. The count
+    only grows: a job that passed it and ended between two gauges runs stays counted once
+    seen, one that ran shorter than a gauges period is not seen."""
     admitted_since = (
         Job.objects.filter(
-            queue__resource_group_id=group_id, admitted_at__gte=OuterRef("head_since")
+            queue__resource_group_id=group_id,
+            state__in=(JobState.ADMITTED, JobState.RUNNING),
+            admitted_at__gte=OuterRef("head_since"),
         )
         .exclude(pk=OuterRef("job_id"))
         .order_by()
