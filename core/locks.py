@@ -78,6 +78,12 @@ LOCK_ORDER: tuple[tuple[str, str], ...] = (
         "inventory sync, cordons",
     ),
     (
+        "scheduling_jobstartestimate",
+        "a job's recorded start estimate, after the job and its bookings: the cycle marks "
+        "the admitted jobs' rows started (scheduling.services.estimates.record_starts); the "
+        "gauges task writes one row per statement, so it never holds two",
+    ),
+    (
         "tenants_quota",
         "quota edits (an operator's action: nothing scheduling is held); a parent tenant's "
         "row before its children's (check_within_parent), otherwise pk order",

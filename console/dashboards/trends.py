@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from console.dashboards.charts import RANGES, Axis, Mark, Series, bar_chart, pick_range, time_series
 from scheduling.choices import Backend
-from scheduling.models import Cluster
+from scheduling.models import Cluster, Queue
 from scheduling.selectors.allocation import capacity_by_group, present_device_loads
+from scheduling.selectors.calibration import annotate_calibration, calibration_of
 from scheduling.selectors.capacity_planning import capacity_what_if, group_demand
 from scheduling.selectors.consolidation import moves_in_window
 from scheduling.selectors.demand import PresentModels
@@ -251,5 +252,40 @@ def group_detail(request, pk: int):
             "tenant_chart": tenant_chart,
             "moves_last_hour": moves_in_window([group.pk], timezone.now()).get(group.pk, 0),
             **_planning(group, start, end),
+            **_calibration(group, tenant_ids),
         },
     )
+
+
+def _calibration(group: ResourceGroup, tenant_ids: set[int] | None) -> dict:
+    """The group's queues the user may see with their start-estimate calibration (issue 30:
+    share of started jobs that started inside the first window shown for them), one query,
+    and its chart (``calibration_chart`` None while no job of them started after a window)."""
+    queues = Queue.objects.filter(resource_group=group).select_related("tenant")
+    if tenant_ids is not None:
+        queues = queues.filter(tenant_id__in=tenant_ids)
+    rows = [
+        (str(q), calibration_of(q))
+        for q in annotate_calibration(queues.order_by("tenant__name", "name"))
+    ]
+    shown = [(name, c) for name, c in rows if c.started]
+    chart = None
+    if shown:
+        chart = bar_chart(
+            "group-eta-calibration",
+            [name for name, _ in shown],
+            [
+                Series(
+                    "started inside its window",
+                    [round(100 * (c.share or 0), 1) for _, c in shown],
+                    kind="bar",
+                    colour=USED,
+                )
+            ],
+            title="Jobs that started inside their estimated window",
+            unit="%",
+            capacity=[100.0] * len(shown),
+            note="Per queue: of the jobs that started after an estimate was shown, the share "
+            "that started inside the first window shown for them.",
+        )
+    return {"calibration_rows": rows, "calibration_chart": chart}

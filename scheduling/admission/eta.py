@@ -7,7 +7,10 @@ not a simulation; it answers "about when", which no anchor offers (kueue#1300).
 
 :func:`estimate_start_range` is what the pages and the API show: a range computed from the
 running jobs' expected ends and the demand queued ahead (a drain-rate estimate ignores both and
-was 3-4 times too optimistic on a long queue).
+was 3-4 times too optimistic on a long queue). :func:`honest_estimate` turns that range into
+what a user is told (issue 30): a state (estimated / overdue / unknown with its reason) and a
+confidence, the window widened for every time the job was passed over or preempted, and
+"overdue" (never a window sliding with the clock) once the first window shown has passed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from scheduling.admission.types import AdmissionInputError
 
@@ -194,3 +198,183 @@ def estimate_start_range(
     order) asking ``own_devices`` (:func:`estimate_queue_starts`); None when it asks more than
     the capacity."""
     return estimate_queue_starts(now, capacity_devices, running, [*ahead, (own_devices, 0.0)])[-1]
+
+
+# --- what the user is told: state, confidence, widening (issue 30) -------------------------
+
+
+class EstimateState(StrEnum):
+    """``estimated``: a window; ``overdue``: the first window shown has passed while the job
+    still waits (the window shown is the current one, widened); ``unknown``: no window can
+    be given (:class:`UnknownReason`)."""
+
+    ESTIMATED = "estimated"
+    OVERDUE = "overdue"
+    UNKNOWN = "unknown"
+
+
+class UnknownReason(StrEnum):
+    """Why a job's start cannot be bounded."""
+
+    WAITS_FOR_QUOTA = "waits_for_quota"
+    """Its quota is used up and no running job of its tenant frees it (:func:`quota_unbounded`):
+    only a quota change or another tenant's lending lets it start, which no job end bounds."""
+    EXCEEDS_GROUP = "exceeds_group"
+    """It asks more devices than its resource group has: it never starts as it is."""
+    NOT_ESTIMATED = "not_estimated"
+    """Queued since the estimates were last computed, or too far back in the queue."""
+
+
+UNKNOWN_WORDS = {
+    UnknownReason.WAITS_FOR_QUOTA: "unknown: waits for quota",
+    UnknownReason.EXCEEDS_GROUP: "unknown: asks more than its group has",
+    UnknownReason.NOT_ESTIMATED: "unknown: not estimated yet",
+}
+
+
+class Confidence(StrEnum):
+    """How far a window can be trusted: ``high`` (never passed over nor preempted, not
+    overdue), ``medium`` (passed over or preempted 1-2 times), ``low`` (3 times or more, or
+    overdue). :data:`MEDIUM_SLIPS` / :data:`LOW_SLIPS` are the steps."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+#: Seconds either side of a recorded window within which a start still counts as inside it
+#: (calibration): the windows are recomputed every gauges run (``TELEMETRY_GAUGES_S``, 30 s).
+START_SLACK_S = 30.0
+
+#: Slips (times passed over + times preempted) from which confidence is medium, then low.
+MEDIUM_SLIPS = 1
+LOW_SLIPS = 3
+
+
+@dataclass(frozen=True)
+class WaitHistory:
+    """What happened to a queued job while it waited.
+
+    Attributes:
+        preemptions: times the job was preempted (``Job.preemption_count``).
+        passed_over: jobs of its group admitted after it reached the head of its queue while
+            it stayed queued.
+        promised: the first window shown for it (recorded once), or None.
+        started_before: it was admitted once since that window (the promise was settled;
+            a requeued job is not overdue on it).
+    """
+
+    preemptions: int = 0
+    passed_over: int = 0
+    promised: StartRange | None = None
+    started_before: bool = False
+
+    @property
+    def slips(self) -> int:
+        return max(0, self.preemptions) + max(0, self.passed_over)
+
+
+@dataclass(frozen=True)
+class HonestEstimate:
+    """What a queued job is told about its start.
+
+    Attributes:
+        state: :class:`EstimateState`.
+        earliest / latest: the window (aware datetimes), None when ``state`` is unknown.
+        confidence: :class:`Confidence`, None when unknown.
+        reason: :class:`UnknownReason` when unknown, else None.
+        slips: times passed over plus times preempted (the widening steps applied).
+        overdue_s: seconds since the first window's latest bound passed (overdue only).
+        overdue_since: that bound (overdue only).
+    """
+
+    state: EstimateState
+    earliest: datetime | None = None
+    latest: datetime | None = None
+    confidence: Confidence | None = None
+    reason: UnknownReason | None = None
+    slips: int = 0
+    overdue_s: float | None = None
+    overdue_since: datetime | None = None
+
+    @property
+    def words(self) -> str:
+        """The unknown state in words (``"unknown: waits for quota"``), else ``""``."""
+        return UNKNOWN_WORDS[self.reason] if self.reason is not None else ""
+
+
+def confidence_of(slips: int, overdue: bool) -> Confidence:
+    """:class:`Confidence` after ``slips`` slips; an overdue window is low."""
+    if overdue or slips >= LOW_SLIPS:
+        return Confidence.LOW
+    return Confidence.MEDIUM if slips >= MEDIUM_SLIPS else Confidence.HIGH
+
+
+def quota_unbounded(cause: dict | None, tenant_holds_devices: bool) -> bool:
+    """True when a queued job's blocking cause (``Job.pending_causes[0]``, the shape of
+    ``PendingCause.as_dict``) is its quota with nothing free and nothing borrowable while no
+    job of its tenant holds devices in the group: no job end frees its quota, so the
+    device-based window bounds nothing ("unknown: waits for quota")."""
+    if not cause or cause.get("kind") != "quota":
+        return False
+    free, borrowable = cause.get("free"), cause.get("borrowable")
+    return (free or 0) <= 0 and (borrowable or 0) <= 0 and not tenant_holds_devices
+
+
+def honest_estimate(
+    now: datetime,
+    computed: StartRange | None,
+    history: WaitHistory,
+    *,
+    step_s: float,
+    unknown: UnknownReason | None = None,
+) -> HonestEstimate:
+    """The estimate a user is told, from the computed window (:func:`estimate_queue_starts`).
+
+    Rules:
+
+    * no window (``computed`` None, or ``unknown`` given) -> ``unknown`` with the reason
+      (``unknown`` or, when only ``computed`` is missing, :attr:`UnknownReason.EXCEEDS_GROUP`);
+    * widening: each slip (a job of its group admitted ahead of it after it reached the head
+      of its queue, or a preemption of it) moves ``latest`` later by one step,
+      ``max(latest - earliest, step_s)`` (``step_s``: about how long devices stay held, the
+      caller's mean declared run time of the group's running jobs); ``earliest`` stays;
+    * overdue: when the first window shown (``history.promised``) ended before ``now`` and the
+      job has not started since, the state is ``overdue`` and ``latest`` moves later by the
+      overdue time too (the estimate missed by that much), so the page says "overdue" instead
+      of "now" for ever;
+    * confidence: :func:`confidence_of`.
+
+    Args:
+        now: the current time (aware).
+        computed: the current window, or None.
+        history: :class:`WaitHistory`.
+        step_s: widening step floor in seconds (>= 0).
+        unknown: a reason the caller already knows the job cannot be bounded.
+
+    Raises:
+        AdmissionInputError: ``step_s`` < 0.
+    """
+    if step_s < 0:
+        raise AdmissionInputError("step_s must be >= 0")
+    if unknown is not None or computed is None:
+        reason = unknown or UnknownReason.EXCEEDS_GROUP
+        return HonestEstimate(EstimateState.UNKNOWN, reason=reason, slips=history.slips)
+    earliest, latest = max(computed.earliest, now), max(computed.latest, now)
+    slips = history.slips
+    step = max((latest - earliest).total_seconds(), step_s)
+    latest += timedelta(seconds=round(slips * step))
+    promised = history.promised
+    overdue_s = None
+    if promised is not None and not history.started_before and promised.latest < now:
+        overdue_s = (now - promised.latest).total_seconds()
+        latest += timedelta(seconds=round(overdue_s))
+    return HonestEstimate(
+        EstimateState.OVERDUE if overdue_s is not None else EstimateState.ESTIMATED,
+        earliest,
+        latest,
+        confidence_of(slips, overdue_s is not None),
+        slips=slips,
+        overdue_s=overdue_s,
+        overdue_since=promised.latest if promised is not None and overdue_s is not None else None,
+    )

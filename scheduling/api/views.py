@@ -37,6 +37,7 @@ from scheduling.api.workloads import ScaleSerializer
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
+from scheduling.selectors.calibration import annotate_calibration
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.jobs import never_fits_reasons
 from scheduling.services.workloads import (
@@ -245,7 +246,7 @@ class QueueViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
     throttle_classes = [WriteRateThrottle]
 
     def get_queryset(self):
-        queues = (
+        queues = annotate_calibration(
             Queue.objects.select_related("tenant", "resource_group", "default_priority_class")
             .prefetch_related("allowed_priority_classes")
             .order_by("pk")

@@ -1,6 +1,7 @@
 """Models of the scheduling app: inventory, queues and jobs, placements."""
 
 from scheduling.models.consolidation import ConsolidationMove
+from scheduling.models.estimates import JobStartEstimate
 from scheduling.models.inventory import (
     Cluster,
     Device,
@@ -24,6 +25,7 @@ __all__ = [
     "JobContainer",
     "JobEvent",
     "JobPodSet",
+    "JobStartEstimate",
     "KubeWorkload",
     "Node",
     "Placement",

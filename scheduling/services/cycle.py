@@ -73,6 +73,7 @@ from scheduling.services.admission_commit import (
 from scheduling.services.consolidation import consolidate
 from scheduling.services.consolidation_pins import pin_moved_jobs, record_pins
 from scheduling.services.devices import flag_device_models
+from scheduling.services.estimates import record_starts
 from scheduling.services.eviction import evict
 from scheduling.services.locking import lock_booked_placements, lock_jobs
 from scheduling.services.usage import settle_released_usage
@@ -154,6 +155,7 @@ def _commit_admissions(
     accepted, refused = accept(admissions, ctx, bookings, capacity)
     report.pending.update(refused)
     admitted, deltas = write_admissions(accepted, ctx, now, report.group_id)
+    record_starts(admitted, now)  # calibration of the start estimates (issue 30)
     report.admitted.extend(admitted)
     return deltas
 

@@ -14,6 +14,7 @@ from core.events import CAPACITY_ALERT, emit
 from scheduling.selectors.allocation import capacity_by_group, in_group, present_device_loads
 from scheduling.selectors.fragmentation import group_fragmentation, load_inventory
 from scheduling.selectors.job_board import store_start_ranges
+from scheduling.services.estimates import record_start_estimates
 from telemetry.models import CapacityAlert, GroupGauge
 from telemetry.services.panels import compute_panels
 from tenants.models import Quota, ResourceGroup
@@ -71,7 +72,8 @@ def compute_group_gauges(*, now: datetime | None = None) -> list[GroupGauge]:
         for flavor, (have, need) in checks.items():
             _update_alert(group, flavor, have, need, now)
     compute_panels(inventory, loads, groups, now)
-    store_start_ranges(now)  # the jobs pages' estimated starts
+    # the jobs pages' estimated starts, and each job's first window (calibration, issue 30)
+    record_start_estimates(store_start_ranges(now), now)
     return out
 
 

@@ -11,6 +11,7 @@ from core.api.filters import StrictPageNumberPagination
 from scheduling.models import Job, Preemption
 from scheduling.selectors.job_board import store_start_ranges
 from scheduling.services.cycle import run_admission_cycle
+from scheduling.services.estimates import record_start_estimates
 from tests.builders import A100, gpu_job, make_user
 
 pytestmark = pytest.mark.django_db
@@ -105,13 +106,16 @@ def test_job_detail_has_reason_position_and_eta(api, world):
 
 
 def _queued_world(world, now, waiting):
-    """a0 and a1 hold the 4 devices (started 400 s ago, 1000 s declared), ``waiting`` jobs of
-    2 devices wait in team-a's queue; the gauges task has stored the start ranges."""
+    """a0 and a1 hold the 4 devices (admitted and started 400 s ago, 1000 s declared),
+    ``waiting`` jobs of 2 devices wait in team-a's queue; the gauges task has stored the start
+    ranges."""
     qa = world["qa"]
     held = [gpu_job(qa, f"a{i}", count=2, memory_percent=100, cores=100) for i in range(2)]
     assert run_admission_cycle(world["group"].pk).admitted == [j.pk for j in held]
     Job.objects.filter(pk__in=[j.pk for j in held]).update(
-        started_at=now - timedelta(seconds=400), duration_s=1000
+        admitted_at=now - timedelta(seconds=400),
+        started_at=now - timedelta(seconds=400),
+        duration_s=1000,
     )
     queued = [
         gpu_job(qa, f"w{i}", count=2, memory_percent=100, cores=100, duration_s=100)
@@ -150,16 +154,22 @@ def test_job_list_positions_cost_the_same_queries_at_any_page_size(
     api, world, page_size, monkeypatch
 ):
     now = timezone.now()
-    _queued_world(world, now, waiting=8)
+    queued = _queued_world(world, now, waiting=8)
+    # the gauges task recorded the first windows; two jobs were preempted (widened)
+    record_start_estimates(store_start_ranges(now), now)
+    Job.objects.filter(pk__in=[j.pk for j in queued[-2:]]).update(preemption_count=1)
     monkeypatch.setattr(StrictPageNumberPagination, "page_size", page_size)
     api.force_authenticate(world["vera"])
     with CaptureQueriesContext(connection) as queries:
         rows = api.get("/api/jobs/?state=queued").json()["results"]
     assert len(rows) == page_size
     assert [r["queue_position"] for r in rows] == list(range(8, 8 - page_size, -1))
-    assert all(r["estimated_start"] for r in rows)
-    # the user's tenants, count, page, containers, placements, positions (the start ranges
-    # are one cache read): the same at 2 and at 8 jobs
+    assert all(r["estimated_start"] and r["estimated_start_latest"] for r in rows)
+    assert [(r["estimate_state"], r["estimate_confidence"], r["estimate_slips"]) for r in rows] == [
+        ("estimated", "medium", 1)
+    ] * 2 + [("estimated", "high", 0)] * (page_size - 2)
+    # the user's tenants, count, page, containers, placements, positions with each job's
+    # first window (the start ranges are one cache read): the same at 2 and at 8 jobs
     assert len(queries) == QUEUED_LIST_QUERIES, [q["sql"] for q in queries.captured_queries]
 
 

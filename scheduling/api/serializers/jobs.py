@@ -4,9 +4,11 @@ preemptions it took part in."""
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scheduling.admission import CauseKind
+from scheduling.admission.eta import Confidence, EstimateState, HonestEstimate, UnknownReason
 from scheduling.choices import LIVE_JOB_STATES
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Preemption
 from scheduling.selectors.job_board import queue_slots
@@ -93,7 +95,9 @@ class JobListSerializer(serializers.ListSerializer):
         jobs = list(data.all() if hasattr(data, "all") else data)
         slots = queue_slots(jobs, timezone.now(), stored_only=True)
         self.context["_queue_info"] = {
-            job.pk: (slots[job.pk].position, slots[job.pk].eta) if job.pk in slots else (None, None)
+            job.pk: (slots[job.pk].position, slots[job.pk].estimate)
+            if job.pk in slots
+            else (None, None)
             for job in jobs
         }
         return super().to_representation(jobs)
@@ -102,11 +106,14 @@ class JobListSerializer(serializers.ListSerializer):
 class JobSerializer(serializers.ModelSerializer):
     """A job. ``queue_position`` (1 = next in its queue) and the estimated start range
     ``estimated_start`` .. ``estimated_start_latest`` (from the running jobs' ends and the
-    group's queue ahead, :mod:`scheduling.selectors.job_board`) are filled for a queued job:
-    the detail endpoint computes the range now; a list reads the ranges the gauges task
-    stored (:class:`JobListSerializer`; a job queued since the last store has a position and
-    no range until the next one). Null for other states, for a job that asks more than its
-    group has, and in the replies of writes."""
+    group's queue ahead, :mod:`scheduling.selectors.job_board`, widened for every time the job
+    was passed over or preempted: :func:`scheduling.admission.eta.honest_estimate`) with
+    ``estimate_state``, ``estimate_confidence`` and ``estimate_reason`` are filled for a
+    queued job: the detail endpoint computes the range now; a list reads the ranges the
+    gauges task stored (:class:`JobListSerializer`; a job queued since the last store has a
+    position, state ``unknown`` and reason ``not_estimated`` until the next one). Null for
+    other states and in the replies of writes; the range is null when the state is
+    ``unknown``."""
 
     tenant = serializers.CharField(source="tenant.name")
     queue = serializers.CharField(source="queue.name")
@@ -128,6 +135,27 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="Seconds left before max_runtime_s (a notebook's lifetime) ends the run."
     )
     estimated_start_latest = serializers.SerializerMethodField()
+    estimate_state = serializers.SerializerMethodField(
+        help_text="estimated: a window; overdue: the first window shown for the job has "
+        "passed while it still waits (the range shown is the current one, widened by the "
+        "overdue time); unknown: no window can be given (estimate_reason). Null unless queued."
+    )
+    estimate_confidence = serializers.SerializerMethodField(
+        help_text="high: never passed over nor preempted; medium: 1-2 times; low: 3 or more, "
+        "or overdue. Null unless a window is given."
+    )
+    estimate_reason = serializers.SerializerMethodField(
+        help_text="Why the state is unknown: waits_for_quota (its quota is used up and no "
+        "running job of its tenant frees it), exceeds_group (asks more devices than its group "
+        "has), not_estimated (queued since the last estimate, or too far back). Else null."
+    )
+    estimate_slips = serializers.SerializerMethodField(
+        help_text="Times the job was passed over (jobs of its group admitted after it reached "
+        "the head of its queue) plus times it was preempted: each widens the window."
+    )
+    estimate_overdue_s = serializers.SerializerMethodField(
+        help_text="Seconds since the first window shown ended (overdue only), else null."
+    )
 
     class Meta:
         model = Job
@@ -147,6 +175,11 @@ class JobSerializer(serializers.ModelSerializer):
             "queue_position",
             "estimated_start",
             "estimated_start_latest",
+            "estimate_state",
+            "estimate_confidence",
+            "estimate_reason",
+            "estimate_slips",
+            "estimate_overdue_s",
             "pod_count",
             "min_pods",
             "cpu_milli",
@@ -215,19 +248,51 @@ class JobSerializer(serializers.ModelSerializer):
         cache = self.context.setdefault("_queue_info", {})
         if job.pk not in cache:
             slot = queue_slots([job], timezone.now(), fresh=True).get(job.pk)
-            cache[job.pk] = (slot.position, slot.eta) if slot else (None, None)
+            cache[job.pk] = (slot.position, slot.estimate) if slot else (None, None)
         return cache[job.pk]
+
+    def _estimate(self, job) -> HonestEstimate | None:
+        return self._queue_info(job)[1]
 
     def get_queue_position(self, job) -> int | None:
         return self._queue_info(job)[0]
 
     def get_estimated_start(self, job) -> str | None:
-        eta = self._queue_info(job)[1]
-        return eta.earliest.isoformat() if eta else None
+        eta = self._estimate(job)
+        return eta.earliest.isoformat() if eta and eta.earliest else None
 
     def get_estimated_start_latest(self, job) -> str | None:
-        eta = self._queue_info(job)[1]
-        return eta.latest.isoformat() if eta else None
+        eta = self._estimate(job)
+        return eta.latest.isoformat() if eta and eta.latest else None
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=[s.value for s in EstimateState], allow_null=True)
+    )
+    def get_estimate_state(self, job) -> str | None:
+        eta = self._estimate(job)
+        return eta.state.value if eta else None
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=[c.value for c in Confidence], allow_null=True)
+    )
+    def get_estimate_confidence(self, job) -> str | None:
+        eta = self._estimate(job)
+        return eta.confidence.value if eta and eta.confidence else None
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=[r.value for r in UnknownReason], allow_null=True)
+    )
+    def get_estimate_reason(self, job) -> str | None:
+        eta = self._estimate(job)
+        return eta.reason.value if eta and eta.reason else None
+
+    def get_estimate_slips(self, job) -> int | None:
+        eta = self._estimate(job)
+        return eta.slips if eta else None
+
+    def get_estimate_overdue_s(self, job) -> float | None:
+        eta = self._estimate(job)
+        return round(eta.overdue_s, 1) if eta and eta.overdue_s is not None else None
 
 
 class PreemptionSerializer(serializers.ModelSerializer):

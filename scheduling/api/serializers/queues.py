@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scheduling.api.serializers.fields import RejectUnknownFieldsMixin
 from scheduling.models import PriorityClass, Queue
+from scheduling.selectors.calibration import calibration_of, queue_calibration
 
 
 class PriorityClassSerializer(serializers.ModelSerializer):
@@ -34,6 +36,15 @@ QUEUE_POLICY_FIELDS = [
     "flavor_preference",
     "max_min_runtime_s",
 ]
+
+
+class CalibrationSerializer(serializers.Serializer):
+    """A queue's start-estimate calibration (:class:`scheduling.selectors.calibration.
+    Calibration`)."""
+
+    started = serializers.IntegerField(read_only=True)
+    inside = serializers.IntegerField(read_only=True)
+    share = serializers.FloatField(read_only=True, allow_null=True)
 
 
 class QueueWriteSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
@@ -92,6 +103,11 @@ class QueueSerializer(serializers.ModelSerializer):
     default_priority_class = serializers.SlugRelatedField(
         slug_field="name", read_only=True, allow_null=True
     )
+    start_calibration = serializers.SerializerMethodField(
+        help_text="How well the start estimates held (issue 30): started = jobs of the queue "
+        "that started after a recorded estimate (the first window shown for each), inside = "
+        "those that started inside it, share = inside / started (0..1, null before any)."
+    )
 
     class Meta:
         model = Queue
@@ -103,4 +119,11 @@ class QueueSerializer(serializers.ModelSerializer):
             *QUEUE_POLICY_FIELDS,
             "allowed_priority_classes",
             "default_priority_class",
+            "start_calibration",
         ]
+
+    @extend_schema_field(CalibrationSerializer)
+    def get_start_calibration(self, queue) -> dict:
+        if hasattr(queue, "calibration_started"):
+            return calibration_of(queue).as_dict()
+        return queue_calibration([queue.pk])[queue.pk].as_dict()
