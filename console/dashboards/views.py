@@ -140,9 +140,10 @@ def job_detail(request, pk: int):
         pk=pk,
     )
     can_change = tenant_access(request.user, job.tenant_id) == Access.WRITE
+    fragment = bool(request.GET.get("fragment"))
     return render(
         request,
-        "dashboards/_job_live.html" if request.GET.get("fragment") else "dashboards/job_detail.html",
+        "dashboards/_job_live.html" if fragment else "dashboards/job_detail.html",
         {
             "job": job,
             "live": polls_live(job),

@@ -38,9 +38,11 @@
 })();
 
 // Forms that ask before submitting: <form data-confirm="Question?"> (no inline handlers, so
-// the pages run under a Content-Security-Policy without 'unsafe-inline' scripts).
-document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-  form.addEventListener("submit", function (event) {
-    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
-  });
+// the pages run under a Content-Security-Policy without 'unsafe-inline' scripts). One
+// listener on the document, so forms that a live refresh put in the page ask too.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (form.matches && form.matches("form[data-confirm]") && !window.confirm(form.dataset.confirm)) {
+    event.preventDefault();
+  }
 });

@@ -5,6 +5,7 @@ page's state timeline gains the admission and the start."""
 import pytest
 from playwright.sync_api import expect
 
+from scheduling.models import Job
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import submit_to_cluster
 from tests.browser.conftest import login
@@ -25,9 +26,7 @@ def _watch_navigations(page) -> list[str]:
     return seen
 
 
-def test_the_jobs_list_and_job_page_follow_a_job_to_running_without_reload(
-    chromium, live_server
-):
+def test_the_jobs_list_and_job_page_follow_a_job_to_running_without_reload(chromium, live_server):
     world = build_world()
     job = gpu_job(world["queue_a"], "live-job", count=1, memory_percent=10, cores=10)
     jobs = login(chromium, live_server.url, "alice", "pw-alice")
@@ -56,4 +55,10 @@ def test_the_jobs_list_and_job_page_follow_a_job_to_running_without_reload(
     for page in (jobs, detail):
         assert page.evaluate("window.liveMarker") == "kept"
     assert navigations == {"list": [], "job": []}
+    # the cancel form a refresh brought still asks first (live.js's listener is delegated)
+    questions: list[str] = []
+    detail.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+    detail.click("#cancel-job")
+    assert questions == ["Cancel this job?"]
+    assert Job.objects.get(pk=job.pk).state == "running"
     jobs.context.close()

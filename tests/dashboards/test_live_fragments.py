@@ -66,7 +66,8 @@ def test_the_list_fragment_costs_the_same_for_2_or_26_rows(client, world):
         gpu_job(world["queue_a"], f"waiting-{i}", count=4)
     with CaptureQueriesContext(connection) as many:
         response = client.get(url)
-    assert response.content.decode().count('id="job-row-') == 26  # team-a's 2 + 24 (b-secret is team-b's)
+    # team-a's 2 + 24 (b-secret is team-b's)
+    assert response.content.decode().count('id="job-row-') == 26
     assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
     with CaptureQueriesContext(connection) as full:
         client.get("/jobs/")
