@@ -104,6 +104,9 @@ class PreemptionPolicy(models.TextChoices):
 
 
 LIVE_JOB_STATES = (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING)
+FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+"""States a job never leaves (``stopped`` is not final: a notebook or suspended object can be
+resumed)."""
 
 JOB_SOURCE_KUBE = "kube"
 """``Job.source`` of a job taken in from a Kubernetes object a user created (the object, not

@@ -38,6 +38,7 @@ from scheduling.selectors.access import submit_queues, submit_refusal, visible_j
 from scheduling.selectors.allocation import capacity_by_node
 from scheduling.selectors.card_map import PALETTE, device_history, node_card_map, node_list
 from scheduling.selectors.job_board import queue_slots
+from scheduling.selectors.job_timeline import job_timeline, polls_live
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
@@ -87,38 +88,46 @@ def _jobs_queryset(request):
 
 @login_required
 def job_list(request):
-    """Jobs with filters (the API's JobFilterSet), queue position and estimated start."""
+    """Jobs with filters (the API's JobFilterSet), queue position and estimated start.
+    ``?fragment=1`` (the page's live refresh, static/console/live.js) answers the table and
+    its pager alone, for the same filters and page."""
     filterset = JobFilterSet(
         request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
     )
-    job_filter_selects(filterset.form, request.user)
+    fragment = bool(request.GET.get("fragment"))
+    if not fragment:
+        job_filter_selects(filterset.form, request.user)
     page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
-    return render(
-        request,
-        "dashboards/jobs.html",
-        {
-            "filter": filterset,
-            "page": page,
-            "jobs": jobs,
-            "slots": queue_slots(jobs),
-            "services": service_statuses(jobs),
-            "can_submit": submit_queues(request.user).exists(),
-            "query": query.urlencode(),
-            "state_colours": STATE_COLOURS,
-        },
-    )
+    query.pop("fragment", None)
+    context = {
+        "filter": filterset,
+        "page": page,
+        "jobs": jobs,
+        "slots": queue_slots(jobs),
+        "services": service_statuses(jobs),
+        "query": query.urlencode(),
+        "state_colours": STATE_COLOURS,
+    }
+    if fragment:
+        return render(request, "dashboards/_jobs_live.html", context)
+    context["can_submit"] = submit_queues(request.user).exists()
+    return render(request, "dashboards/jobs.html", context)
 
 
 @login_required
 def job_detail(request, pk: int):
-    """One job: request, placements with devices, position/ETA, events and preemptions."""
+    """One job: request, placements with devices, position/ETA, its state timeline
+    (:func:`scheduling.selectors.job_timeline.job_timeline`) and preemptions. ``?fragment=1``
+    (the live refresh) answers everything below the page title, by the same access rule; a
+    job in a final state is no longer polled."""
     job = get_object_or_404(
         _jobs_queryset(request).prefetch_related(
             "containers",
             "events",
+            "preemptions",
             Prefetch(
                 "placements",
                 queryset=Placement.objects.select_related("node").prefetch_related(
@@ -131,11 +140,14 @@ def job_detail(request, pk: int):
         pk=pk,
     )
     can_change = tenant_access(request.user, job.tenant_id) == Access.WRITE
+    fragment = bool(request.GET.get("fragment"))
     return render(
         request,
-        "dashboards/job_detail.html",
+        "dashboards/_job_live.html" if fragment else "dashboards/job_detail.html",
         {
             "job": job,
+            "live": polls_live(job),
+            "timeline": job_timeline(job),
             "slot": queue_slots([job], fresh=True).get(job.pk),
             "can_cancel": job.state
             in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.STOPPED)
@@ -221,13 +233,20 @@ def nodes(request):
 
 @login_required
 def node_detail(request, pk: int):
-    """Card map: each device with its memory and cores slices coloured by tenant/job."""
+    """Card map: each device with its memory and cores slices coloured by tenant/job
+    (``?fragment=1``: the map and its legend alone, for the live refresh)."""
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
     cards = node_card_map(node, _scope(request))
     legend = {}
     for card in cards:
         for s in card.slices:
             legend.setdefault(s.tenant, s.colour)
+    if request.GET.get("fragment"):  # the card map's live refresh
+        return render(
+            request,
+            "dashboards/_card_map_live.html",
+            {"cards": cards, "legend": sorted(legend.items())},
+        )
     return render(
         request,
         "dashboards/node_detail.html",

@@ -1,28 +1,48 @@
-// Live refresh without a framework: every element with data-live="<seconds>" is re-fetched
-// from its data-src URL (same page with ?fragment=1) and replaced in place; the charts in it
-// are drawn again by the chart layer (charts.js).
+// Live refresh without a framework, the one home of the pages' polling: every element with
+// data-live="<seconds>" is re-fetched from its data-src URL (the same page and query string
+// with fragment=1: the view answers the element's content alone, by the page's own access
+// rule) and replaced in place; the charts in it are drawn again by the chart layer
+// (charts.js). An answer equal to the last one changes nothing, a region the user is typing
+// in is left alone until they leave it, and polling stops for good when an answer holds
+// [data-live-stop] (a job in a final state) or the server refuses (403, 404: the object went
+// or the session lost its access).
 (function () {
+  function typingIn(el) {
+    var active = document.activeElement;
+    return !!active && el.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName);
+  }
   document.querySelectorAll("[data-live]").forEach(function (el) {
     var every = Math.max(2, parseInt(el.dataset.live, 10) || 10) * 1000;
-    setInterval(function () {
-      if (document.hidden) return;
+    var last = null;
+    var busy = false;
+    var timer = setInterval(function () {
+      if (document.hidden || busy) return;
+      busy = true;
       fetch(el.dataset.src, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
-        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (r) {
+          if (r.status === 403 || r.status === 404) clearInterval(timer);
+          return r.ok ? r.text() : null;
+        })
         .then(function (html) {
-          if (html === null) return;
+          if (html === null || html === last || typingIn(el)) return;
+          last = html;
           if (window.ConsoleCharts) window.ConsoleCharts.disposeAll(el);
           el.innerHTML = html;
           if (window.ConsoleCharts) window.ConsoleCharts.renderAll(el);
+          if (el.querySelector("[data-live-stop]")) clearInterval(timer);
         })
-        .catch(function () {});
+        .catch(function () {})
+        .then(function () { busy = false; });
     }, every);
   });
 })();
 
 // Forms that ask before submitting: <form data-confirm="Question?"> (no inline handlers, so
-// the pages run under a Content-Security-Policy without 'unsafe-inline' scripts).
-document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-  form.addEventListener("submit", function (event) {
-    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
-  });
+// the pages run under a Content-Security-Policy without 'unsafe-inline' scripts). One
+// listener on the document, so forms that a live refresh put in the page ask too.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (form.matches && form.matches("form[data-confirm]") && !window.confirm(form.dataset.confirm)) {
+    event.preventDefault();
+  }
 });

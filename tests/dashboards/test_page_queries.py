@@ -17,6 +17,7 @@ BOUNDS = {
     "/?fragment=1": 15,
     "/quotas/": 10,
     "/jobs/": 18,
+    "/jobs/?fragment=1": 6,
     "/nodes/": 10,
     "/usage/": 10,
     "/audit/": 10,
@@ -26,7 +27,9 @@ The overview reads the capacity rows aggregated by PostgreSQL (one query per
 breakdown, whatever the number of groups) and the fragmentation and utilisation panels the
 gauges task stored (one query each; a member's groups cost two more), and the trend charts.
 The jobs page adds the start ranges of its queued jobs: three queries,
-then six per resource group they are in (one here), whatever the number of rows."""
+then six per resource group they are in (one here), whatever the number of rows. Its live
+refresh (``?fragment=1``, polled every 5 s) reads the session, the user, the page's jobs and
+their queue slots: not the navigation nor the filter selects."""
 
 
 @pytest.fixture

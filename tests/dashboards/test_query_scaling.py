@@ -18,6 +18,8 @@ PAGES = [
     "/",
     "/jobs/",
     "/jobs/?state=queued",
+    "/jobs/?fragment=1",  # the list's live refresh (issue 30)
+    "/jobs/?state=queued&fragment=1",
     "/nodes/",
     "/nodes/?search=pool",
     "/jobs/?vendor=NVIDIA&model=NVIDIA-A100-SXM4-80GB",
@@ -62,7 +64,7 @@ def _counts(client, urls):
 def test_query_counts_do_not_grow_with_the_data(client, world, who):
     client.force_login(world[who])
     node_id = Placement.objects.get(job=world["a_train"]).node_id
-    urls = [*PAGES, f"/nodes/{node_id}/"]
+    urls = [*PAGES, f"/nodes/{node_id}/", f"/nodes/{node_id}/?fragment=1"]
     _grow(world, 3)
     small = _counts(client, urls)
     _grow(world, 12)

@@ -67,6 +67,17 @@ def get_item(mapping, key):
     return mapping.get(key) if mapping else None
 
 
+@register.simple_tag(takes_context=True)
+def live_src(context) -> str:
+    """The address a live region polls (``data-src`` of ``data-live``, static/console/live.js):
+    this page's path and query string (its filters, page and sort kept) plus ``fragment=1``,
+    which the view answers with the region's fragment alone."""
+    request = context["request"]
+    query = request.GET.copy()
+    query["fragment"] = "1"
+    return f"{request.path}?{query.urlencode()}"
+
+
 @register.simple_tag
 def user_tenants(user):
     """``[(tenant name, role)]`` of the user's memberships, for the navigation bar."""
