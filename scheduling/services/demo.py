@@ -1,5 +1,7 @@
 """The built-in demo: a small heterogeneous simulated cluster, tenants with quotas, users, and
-a stream of sample jobs. Idempotent: running it again changes nothing that exists."""
+a stream of sample jobs. Seeded once: once the demo cluster exists, seeding again (``make run``
+seeds at every start) writes nothing but the shipped device models the database lacks, so what
+an operator changed or removed in the demo stays so (issue 29)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ import random
 import uuid
 
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.db import transaction
 
 from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
+from scheduling.services.inventory.device_models import load_missing_device_models
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.workloads import submit_workload
 from tenants.choices import Role
@@ -78,8 +80,15 @@ def _serial(node: str, index: int, vendor: str) -> str:
 
 
 def seed_demo(password: str) -> dict[str, int]:
-    """Load the shipped device models, then create the demo cluster, tenants, quotas, users
-    and sample jobs when missing.
+    """Load the shipped device models the database lacks, then, unless the demo cluster exists
+    (the demo was seeded before), create the demo cluster, tenants, quotas, users and sample
+    jobs.
+
+    A demo seeded before is not seeded again: a quota row, member, user or job an operator
+    deleted would come back, and a quota row given back to a team lets its next cycle reclaim
+    the team's nominal quota from a borrower, evicting a running job (issue 29: ``make run``
+    seeds at every start). Existing device models keep their ``config`` and ``family``
+    (:func:`~scheduling.services.inventory.device_models.load_missing_device_models`).
 
     Args:
         password: password of every demo user (``admin`` is a platform admin).
@@ -89,7 +98,9 @@ def seed_demo(password: str) -> dict[str, int]:
     """
     created = {"nodes": 0, "devices": 0, "jobs": 0}
     with transaction.atomic():
-        call_command("loaddata", "device_models", verbosity=0)
+        load_missing_device_models()
+        if Cluster.objects.filter(name=DEMO_CLUSTER).exists():
+            return created
         _seed_inventory(created)
         tenants = _seed_tenants()
         _seed_users(tenants, password)

@@ -1,4 +1,5 @@
-"""``manage.py seed_demo``: the built-in heterogeneous demo (idempotent)."""
+"""``manage.py seed_demo``: the built-in heterogeneous demo, created once (a demo seeded before
+is left as the operator left it; :func:`scheduling.services.demo.seed_demo`)."""
 
 import os
 

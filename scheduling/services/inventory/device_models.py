@@ -1,12 +1,38 @@
-"""The DeviceModel a reported device belongs to (created when the catalogue has no row)."""
+"""The DeviceModel a reported device belongs to (created when the catalogue has no row), and
+the shipped rows a database lacks."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from django.core import serializers
 
 from scheduling.devices.matching import model_key
 from scheduling.models import DeviceModel
 from scheduling.placement.types import DeviceUsage
 
-__all__ = ["model_for"]
+__all__ = ["SHIPPED_DEVICE_MODELS", "load_missing_device_models", "model_for"]
+
+SHIPPED_DEVICE_MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "device_models.json"
+"""The shipped device models (``manage.py loaddata device_models`` loads the same file)."""
+
+
+def load_missing_device_models() -> int:
+    """Create the shipped device models (:data:`SHIPPED_DEVICE_MODELS`) that have no row of
+    their name yet; a row that exists is left as it is. ``loaddata`` would overwrite its
+    ``config`` and ``family`` (the operator's, set in the admin) with the shipped values and
+    clear its ``error`` (issue 29: ``make run`` seeds the demo at every start).
+
+    Returns:
+        Number of rows created.
+    """
+    made = 0
+    with SHIPPED_DEVICE_MODELS.open() as fixture:
+        for shipped in serializers.deserialize("json", fixture):
+            if shipped.object.pk is None:  # no row of that name (the natural key)
+                shipped.save()
+                made += 1
+    return made
 
 
 def _load(cache: dict[str, DeviceModel]) -> None:
