@@ -264,6 +264,12 @@ def _write_jobs(runs: list[_Run]) -> None:
         )
         for r in runs
     )
+    _write_placements(runs)
+    _write_events(runs)
+
+
+def _write_placements(runs: list[_Run]) -> None:
+    """The placement and device booking of each run (one pod on one device)."""
     placements = Placement.objects.bulk_create(
         Placement(
             job_id=r.job_id,
@@ -290,11 +296,13 @@ def _write_jobs(runs: list[_Run]) -> None:
         )
         for r in runs
     )
-    _write_events(runs)
 
 
 def _write_events(runs: list[_Run]) -> None:
-    ends = {PlacementState.SUCCEEDED: "all pods succeeded", PlacementState.FAILED: "pod failed"}
+    ends: dict[str, str] = {
+        PlacementState.SUCCEEDED: "all pods succeeded",
+        PlacementState.FAILED: "pod failed",
+    }
     timeline = [
         (r.job_id, when, kind, message)
         for r in runs
