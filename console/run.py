@@ -1,7 +1,8 @@
 """``python -m console.run`` (``make run``): the whole console on one machine.
 
 Starts the embedded PostgreSQL and Redis unless ``DATABASE_URL`` / ``REDIS_URL`` are set,
-migrates, seeds the demo, then runs gunicorn (web, ``CONSOLE_BIND``, default
+migrates, seeds the demo and a few hours of its history (``DEMO_HISTORY_HOURS``, default
+6: :mod:`telemetry.services.demo_history`), then runs gunicorn (web, ``CONSOLE_BIND``, default
 127.0.0.1:8000), a Celery worker for the default queue, a Celery worker for the telemetry
 queue (``CELERY_TELEMETRY_QUEUE``) and Celery beat under :mod:`console.supervisor` until
 interrupted: a child that dies is logged and restarted with exponential backoff (at most
@@ -29,7 +30,7 @@ def _manage(*args: str) -> None:
 
 def _prepare(env: MutableMapping[str, str]) -> None:
     """Point ``env`` at the embedded PostgreSQL and Redis unless URLs are set (starting them),
-    then migrate, collect static files and seed the demo."""
+    then migrate, collect static files and seed the demo and its history."""
     env.setdefault("DJANGO_SETTINGS_MODULE", "console.settings.base")
     if not env.get("DATABASE_URL"):
         env["DATABASE_URL"] = embedded.ensure_postgres()
@@ -39,6 +40,7 @@ def _prepare(env: MutableMapping[str, str]) -> None:
     _manage("migrate", "--no-input", "-v", "0")
     _manage("collectstatic", "--no-input", "-v", "0")
     _manage("seed_demo")
+    _manage("seed_demo_history")
 
 
 def _celery(*args: str) -> list[str]:

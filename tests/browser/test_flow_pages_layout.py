@@ -1,6 +1,6 @@
 """The simulation and notifications pages in a real browser at 1280 and 1920 px, by the rules
 of tests/browser/test_pages_layout.py (no horizontal overflow, charts drawn with axes, no
-console error; screenshots with ``CONSOLE_SCREENSHOTS``). A finished what-if run (the demo's
+console error). A finished what-if run (the demo's
 busiest group, two policies) and a pending one (its progress bar) are shown."""
 
 import pytest

@@ -1,7 +1,6 @@
 """Every page in a real browser at 1280 and 1920 px on the demo data with history: no
 horizontal overflow, every chart drawn with its axes (SVG text labels), no console error.
-With ``CONSOLE_SCREENSHOTS=<folder>`` each page is also saved there at 1280 px
-(``<page>.png``; docs/screenshots/ holds the committed set).
+The committed screenshots (docs/screenshots/) are taken by tests/browser/test_screenshots.py.
 
 History: the demo with 50 admitted jobs (tests/browser/test_screenshots.py), then six hours of
 simulated telemetry (a tick every 20 minutes, rolled up) and trend rollups recorded at the
@@ -10,9 +9,7 @@ shown device.
 """
 
 import json
-import os
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -27,7 +24,6 @@ from tests.browser.conftest import login
 from tests.browser.test_screenshots import _demo_with_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-OUT = os.environ.get("CONSOLE_SCREENSHOTS", "")
 WIDTHS = (1280, 1920)
 
 #: In the page: horizontal overflow in px and, per chart, its type and drawn text labels.
@@ -123,9 +119,6 @@ def _check(page, base, name, url, width, errors):
         assert chart["texts"] >= (4 if chart["type"] != "donut" else 1), (name, width, chart)
         assert chart["width"] > 100, (name, width, chart)
     assert errors == [], (name, width, errors)
-    if OUT and width == WIDTHS[0]:
-        Path(OUT).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(OUT) / f"{name}.png"), full_page=True)
     return probe
 
 
