@@ -104,7 +104,9 @@ def _badges(client, service_id: int) -> tuple[str, str]:
     detail = re.search(r'id="job-state"[^>]*>([^<]*)<', page).group(1)
     listed = client.get("/jobs/", {"kind": "inference"}).content.decode()
     row = re.search(
-        rf'href="/jobs/{service_id}/">qwen-chat</a>.*?class="badge"[^>]*>([^<]*)<', listed, re.S
+        rf'href="/jobs/{service_id}/">qwen-chat</a>.*?class="badge job-state"[^>]*>([^<]*)<',
+        listed,
+        re.S,
     )
     return detail, row.group(1)
 
