@@ -16,12 +16,14 @@ confidence, the window widened for every time the job was passed over or preempt
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from scheduling.admission.types import AdmissionInputError
+from scheduling.admission.validation import require_aware
 
 
 def drain_rate_per_s(
@@ -162,10 +164,13 @@ def estimate_queue_starts(
         (it never starts; the jobs behind it are estimated as if it were not there).
 
     Raises:
-        AdmissionInputError: negative capacity or demand.
+        AdmissionInputError: negative capacity or demand; a naive ``now`` or running end.
     """
     if capacity_devices < 0 or any(d < 0 for d, _ in queue):
         raise AdmissionInputError("capacity and demands must be >= 0")
+    require_aware(now, "estimate_queue_starts", "now")
+    for end, _ in running:
+        require_aware(end, "estimate_queue_starts", "a running job's end")
     now_s = now.timestamp()
     run = [(end.timestamp(), d) for end, d in running]
     fits = [i for i, (d, _) in enumerate(queue) if d <= capacity_devices + 1e-9]
@@ -349,14 +354,20 @@ def honest_estimate(
         now: the current time (aware).
         computed: the current window, or None.
         history: :class:`WaitHistory`.
-        step_s: widening step floor in seconds (>= 0).
+        step_s: widening step floor in seconds (finite, > 0: a zero step would leave a
+            one-instant window unwidened however often the job slipped).
         unknown: a reason the caller already knows the job cannot be bounded.
 
     Raises:
-        AdmissionInputError: ``step_s`` < 0.
+        AdmissionInputError: ``step_s`` not a finite number > 0; a naive ``now`` or window.
     """
-    if step_s < 0:
-        raise AdmissionInputError("step_s must be >= 0")
+    if not math.isfinite(step_s) or step_s <= 0:
+        raise AdmissionInputError("step_s must be a finite number > 0")
+    require_aware(now, "honest_estimate", "now")
+    for name, given in (("computed", computed), ("history.promised", history.promised)):
+        if given is not None:
+            require_aware(given.earliest, "honest_estimate", f"{name}.earliest")
+            require_aware(given.latest, "honest_estimate", f"{name}.latest")
     if unknown is not None or computed is None:
         reason = unknown or UnknownReason.EXCEEDS_GROUP
         return HonestEstimate(EstimateState.UNKNOWN, reason=reason, slips=history.slips)
