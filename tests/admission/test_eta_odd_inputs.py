@@ -6,12 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduling.admission.eta import (
-    StartRange,
-    WaitHistory,
-    estimate_queue_starts,
-    honest_estimate,
-)
+from scheduling.admission.eta import StartRange, WaitHistory, estimate_queue_starts, honest_estimate
 from scheduling.admission.types import AdmissionInputError
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
