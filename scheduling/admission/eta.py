@@ -251,6 +251,11 @@ class Confidence(StrEnum):
 #: (calibration): the windows are recomputed every gauges run (``TELEMETRY_GAUGES_S``, 30 s).
 START_SLACK_S = 30.0
 
+#: Farthest a widened window's ``latest`` reaches beyond ``now`` (s, 100 years): further says
+#: nothing a low confidence does not, and a year-wide window passed over thousands of times
+#: went past ``datetime.max`` (OverflowError on every page showing the job).
+MAX_WIDENED_S = 100 * 365 * 24 * 3600.0
+
 #: Slips (times passed over + times preempted) from which confidence is medium, then low.
 MEDIUM_SLIPS = 1
 LOW_SLIPS = 3
@@ -348,6 +353,8 @@ def honest_estimate(
       job has not started since, the state is ``overdue`` and ``latest`` moves later by the
       overdue time too (the estimate missed by that much), so the page says "overdue" instead
       of "now" for ever;
+    * the widened ``latest`` reaches at most :data:`MAX_WIDENED_S` beyond ``now`` (or the
+      computed ``latest``, if later);
     * confidence: :func:`confidence_of`.
 
     Args:
@@ -374,12 +381,16 @@ def honest_estimate(
     earliest, latest = max(computed.earliest, now), max(computed.latest, now)
     slips = history.slips
     step = max((latest - earliest).total_seconds(), step_s)
-    latest += timedelta(seconds=round(slips * step))
+    widen_s = slips * step
     promised = history.promised
     overdue_s = None
     if promised is not None and not history.started_before and promised.latest < now:
         overdue_s = (now - promised.latest).total_seconds()
-        latest += timedelta(seconds=round(overdue_s))
+        widen_s += overdue_s
+    horizon_s = max((latest - now).total_seconds(), MAX_WIDENED_S)
+    latest = now + timedelta(
+        seconds=round(min((latest - now).total_seconds() + widen_s, horizon_s))
+    )
     return HonestEstimate(
         EstimateState.OVERDUE if overdue_s is not None else EstimateState.ESTIMATED,
         earliest,

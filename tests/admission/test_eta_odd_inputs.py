@@ -45,3 +45,14 @@ def test_a_point_window_widens_by_the_step_per_slip():
     est = honest_estimate(NOW, POINT, WaitHistory(passed_over=2), step_s=60)
     assert est.earliest == POINT.earliest
     assert est.latest == POINT.latest + timedelta(seconds=120)
+
+
+def test_a_wide_window_passed_over_many_times_does_not_overflow():
+    """A job behind year-long jobs (duration_s may be 365 days) in a busy group: a window a
+    year wide, passed over 10,000 times by small backfilled jobs, widened past datetime's year
+    9999 (OverflowError: the jobs list, job page and API answered 500)."""
+    year = StartRange(NOW, NOW + timedelta(days=365))
+    est = honest_estimate(NOW, year, WaitHistory(passed_over=10_000), step_s=60)
+    assert est.earliest == NOW
+    assert est.latest is not None and year.latest < est.latest <= NOW + timedelta(days=36_500)
+    assert est.confidence == "low"
