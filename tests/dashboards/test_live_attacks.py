@@ -9,9 +9,11 @@ from datetime import timedelta
 from html import unescape
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from scheduling.models import Job, Placement
+from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_user, two_team_cohort
@@ -104,7 +106,7 @@ def test_a_bad_query_string_on_the_job_and_node_fragments_does_not_fail(client, 
 def test_a_cross_tenant_preemption_never_names_the_preemptor_in_the_victims_fragment(client):
     group, (team_a, qa), (team_b, qb) = two_team_cohort()
     whole = {"count": 1, "memory_percent": 100, "cores": 100}
-    b_jobs = [gpu_job(qb, f"b-{i}", **whole) for i in range(4)]
+    b_jobs = [gpu_job(qb, f"b-victim-{i}", **whole) for i in range(4)]
     run_admission_cycle(group.pk)
     for job in b_jobs:
         submit_to_cluster(job.pk)
@@ -118,3 +120,23 @@ def test_a_cross_tenant_preemption_never_names_the_preemptor_in_the_victims_frag
     assert 'data-kind="preempted"' in text
     assert team_a.name not in text and "a-reclaimer-xyz" not in text
     assert f"#{preemptor.pk}" not in text and f"/jobs/{preemptor.pk}/" not in text
+    client.force_login(make_user("alicia", team_a, "member"))
+    for url in (f"/jobs/{preemptor.pk}/?fragment=1", "/jobs/?fragment=1"):
+        text = client.get(url).content.decode()
+        assert "b-victim" not in text and team_b.name not in text, url
+
+
+def test_the_job_fragment_costs_the_same_for_a_long_history(client, world):
+    job = world["a_wait"]
+    client.force_login(world["alice"])
+    url = f"/jobs/{job.pk}/?fragment=1"
+    client.get(url)  # sessions and caches warm
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(url).status_code == 200
+    JobEvent.objects.bulk_create(
+        [JobEvent(job=job, kind="scaled", message=f"note {i}") for i in range(15)]
+    )
+    with CaptureQueriesContext(connection) as many:
+        text = client.get(url).content.decode()
+    assert text.count('data-kind="scaled"') == 15
+    assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
