@@ -10,9 +10,11 @@ from html import unescape
 
 import pytest
 from django.db import connection
+from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from scheduling.admission.eta import Confidence, EstimateState, HonestEstimate
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.submissions import submit_to_cluster
@@ -140,3 +142,34 @@ def test_the_job_fragment_costs_the_same_for_a_long_history(client, world):
         text = client.get(url).content.decode()
     assert text.count('data-kind="scaled"') == 15
     assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
+
+
+def test_an_estimate_past_the_year_2286_is_not_shown_as_now():
+    """_eta.html compared Unix timestamps as strings (``date:"U"``): an 11-digit timestamp
+    (after 2286-11-20) sorted before today's 10 digits, so a job estimated 300 years ahead
+    (300 year-long jobs of the whole group queued ahead of it) read "now"."""
+    now = timezone.now()
+    far = HonestEstimate(
+        EstimateState.ESTIMATED,
+        now + timedelta(days=300 * 365),
+        now + timedelta(days=301 * 365),
+        Confidence.LOW,
+    )
+    text = " ".join(render_to_string("dashboards/_eta.html", {"est": far}).split())
+    assert text.startswith("in 299 years") or text.startswith("in 300 years"), text
+    soon = HonestEstimate(
+        EstimateState.ESTIMATED,
+        now - timedelta(minutes=1),
+        now + timedelta(minutes=5, seconds=30),
+        Confidence.HIGH,
+    )
+    text = " ".join(render_to_string("dashboards/_eta.html", {"est": soon}).split())
+    assert text.startswith("now – in 5"), text
+    gone = HonestEstimate(
+        EstimateState.ESTIMATED,
+        now - timedelta(minutes=2),
+        now - timedelta(minutes=1),
+        Confidence.HIGH,
+    )
+    text = " ".join(render_to_string("dashboards/_eta.html", {"est": gone}).split())
+    assert text.startswith("now <span"), text
