@@ -331,6 +331,19 @@ def quota_unbounded(cause: dict | None, tenant_holds_devices: bool) -> bool:
     return (free or 0) <= 0 and (borrowable or 0) <= 0 and not tenant_holds_devices
 
 
+def _check_estimate_inputs(
+    now: datetime, computed: StartRange | None, history: WaitHistory, step_s: float
+) -> None:
+    """The checks of :func:`honest_estimate` (its ``Raises``)."""
+    if not math.isfinite(step_s) or step_s <= 0:
+        raise AdmissionInputError("step_s must be a finite number > 0")
+    require_aware(now, "honest_estimate", "now")
+    for name, given in (("computed", computed), ("history.promised", history.promised)):
+        if given is not None:
+            require_aware(given.earliest, "honest_estimate", f"{name}.earliest")
+            require_aware(given.latest, "honest_estimate", f"{name}.latest")
+
+
 def honest_estimate(
     now: datetime,
     computed: StartRange | None,
@@ -353,28 +366,20 @@ def honest_estimate(
       job has not started since, the state is ``overdue`` and ``latest`` moves later by the
       overdue time too (the estimate missed by that much), so the page says "overdue" instead
       of "now" for ever;
-    * the widened ``latest`` reaches at most :data:`MAX_WIDENED_S` beyond ``now`` (or the
-      computed ``latest``, if later);
+    * the widened ``latest`` stays within :data:`MAX_WIDENED_S` of ``now`` (or the computed);
     * confidence: :func:`confidence_of`.
 
     Args:
         now: the current time (aware).
         computed: the current window, or None.
         history: :class:`WaitHistory`.
-        step_s: widening step floor in seconds (finite, > 0: a zero step would leave a
-            one-instant window unwidened however often the job slipped).
+        step_s: widening step floor in seconds (finite, > 0: else a point window never widens).
         unknown: a reason the caller already knows the job cannot be bounded.
 
     Raises:
         AdmissionInputError: ``step_s`` not a finite number > 0; a naive ``now`` or window.
     """
-    if not math.isfinite(step_s) or step_s <= 0:
-        raise AdmissionInputError("step_s must be a finite number > 0")
-    require_aware(now, "honest_estimate", "now")
-    for name, given in (("computed", computed), ("history.promised", history.promised)):
-        if given is not None:
-            require_aware(given.earliest, "honest_estimate", f"{name}.earliest")
-            require_aware(given.latest, "honest_estimate", f"{name}.latest")
+    _check_estimate_inputs(now, computed, history, step_s)
     if unknown is not None or computed is None:
         reason = unknown or UnknownReason.EXCEEDS_GROUP
         return HonestEstimate(EstimateState.UNKNOWN, reason=reason, slips=history.slips)
@@ -387,10 +392,8 @@ def honest_estimate(
     if promised is not None and not history.started_before and promised.latest < now:
         overdue_s = (now - promised.latest).total_seconds()
         widen_s += overdue_s
-    horizon_s = max((latest - now).total_seconds(), MAX_WIDENED_S)
-    latest = now + timedelta(
-        seconds=round(min((latest - now).total_seconds() + widen_s, horizon_s))
-    )
+    ahead_s = (latest - now).total_seconds()
+    latest = now + timedelta(seconds=round(min(ahead_s + widen_s, max(ahead_s, MAX_WIDENED_S))))
     return HonestEstimate(
         EstimateState.OVERDUE if overdue_s is not None else EstimateState.ESTIMATED,
         earliest,
