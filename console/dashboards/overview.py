@@ -12,10 +12,10 @@ page's query count and time do not grow with the numbers of nodes, devices and j
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from console.dashboards import charts, trends
+from console.dashboards.live import live_login_required
 from scheduling.selectors.allocation import CapacityRow, capacity_by_vendor
 from scheduling.selectors.fragmentation import groups_for_tenants, report_from_json
 from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_groups, top_tenants
@@ -112,7 +112,7 @@ def _charts(models, groups, jobs, tenants) -> dict:
     }
 
 
-@login_required
+@live_login_required
 def overview(request):
     """Capacity vs allocated by vendor, model and group; FGD fragmentation; queues; top
     tenants (module docstring: a fixed number of queries)."""

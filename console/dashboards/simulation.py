@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 
 from console.dashboards.charts import Axis, Series, bar_chart, time_series
+from console.dashboards.live import live_login_required
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun, SimulationState
 from scheduling.selectors.fragmentation import groups_for_tenants
@@ -215,7 +216,7 @@ def _charts(run: SimulationRun, result: dict) -> list[dict]:
     return [alloc, summary, fairness, per_tenant]
 
 
-@login_required
+@live_login_required
 def simulation_detail(request, pk: int):
     """One run: progress while it runs (the block refreshes itself), then the comparison."""
     run = get_object_or_404(_runs(request.user), pk=pk)

@@ -25,6 +25,7 @@ from rest_framework.authtoken.models import Token
 from console.dashboards import charts, trends
 from console.dashboards.filter_choices import job_filter_selects
 from console.dashboards.forms import JobSubmitForm
+from console.dashboards.live import live_login_required
 from console.dashboards.overview import STATE_COLOURS
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.exceptions import DomainError, NeverFits
@@ -86,7 +87,7 @@ def _jobs_queryset(request):
     )
 
 
-@login_required
+@live_login_required
 def job_list(request):
     """Jobs with filters (the API's JobFilterSet), queue position and estimated start.
     ``?fragment=1`` (the page's live refresh, static/console/live.js) answers the table and
@@ -117,7 +118,7 @@ def job_list(request):
     return render(request, "dashboards/jobs.html", context)
 
 
-@login_required
+@live_login_required
 def job_detail(request, pk: int):
     """One job: request, placements with devices, position/ETA, its state timeline
     (:func:`scheduling.selectors.job_timeline.job_timeline`) and preemptions. ``?fragment=1``
@@ -231,7 +232,7 @@ def nodes(request):
     )
 
 
-@login_required
+@live_login_required
 def node_detail(request, pk: int):
     """Card map: each device with its memory and cores slices coloured by tenant/job
     (``?fragment=1``: the map and its legend alone, for the live refresh)."""

@@ -16,12 +16,14 @@ confidence, the window widened for every time the job was passed over or preempt
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from scheduling.admission.types import AdmissionInputError
+from scheduling.admission.validation import require_aware
 
 
 def drain_rate_per_s(
@@ -162,10 +164,13 @@ def estimate_queue_starts(
         (it never starts; the jobs behind it are estimated as if it were not there).
 
     Raises:
-        AdmissionInputError: negative capacity or demand.
+        AdmissionInputError: negative capacity or demand; a naive ``now`` or running end.
     """
     if capacity_devices < 0 or any(d < 0 for d, _ in queue):
         raise AdmissionInputError("capacity and demands must be >= 0")
+    require_aware(now, "estimate_queue_starts", "now")
+    for end, _ in running:
+        require_aware(end, "estimate_queue_starts", "a running job's end")
     now_s = now.timestamp()
     run = [(end.timestamp(), d) for end, d in running]
     fits = [i for i, (d, _) in enumerate(queue) if d <= capacity_devices + 1e-9]
@@ -246,6 +251,11 @@ class Confidence(StrEnum):
 #: (calibration): the windows are recomputed every gauges run (``TELEMETRY_GAUGES_S``, 30 s).
 START_SLACK_S = 30.0
 
+#: Farthest a widened window's ``latest`` reaches beyond ``now`` (s, 100 years): further says
+#: nothing a low confidence does not, and a year-wide window passed over thousands of times
+#: went past ``datetime.max`` (OverflowError on every page showing the job).
+MAX_WIDENED_S = 100 * 365 * 24 * 3600.0
+
 #: Slips (times passed over + times preempted) from which confidence is medium, then low.
 MEDIUM_SLIPS = 1
 LOW_SLIPS = 3
@@ -321,6 +331,19 @@ def quota_unbounded(cause: dict | None, tenant_holds_devices: bool) -> bool:
     return (free or 0) <= 0 and (borrowable or 0) <= 0 and not tenant_holds_devices
 
 
+def _check_estimate_inputs(
+    now: datetime, computed: StartRange | None, history: WaitHistory, step_s: float
+) -> None:
+    """The checks of :func:`honest_estimate` (its ``Raises``)."""
+    if not math.isfinite(step_s) or step_s <= 0:
+        raise AdmissionInputError("step_s must be a finite number > 0")
+    require_aware(now, "honest_estimate", "now")
+    for name, given in (("computed", computed), ("history.promised", history.promised)):
+        if given is not None:
+            require_aware(given.earliest, "honest_estimate", f"{name}.earliest")
+            require_aware(given.latest, "honest_estimate", f"{name}.latest")
+
+
 def honest_estimate(
     now: datetime,
     computed: StartRange | None,
@@ -343,32 +366,34 @@ def honest_estimate(
       job has not started since, the state is ``overdue`` and ``latest`` moves later by the
       overdue time too (the estimate missed by that much), so the page says "overdue" instead
       of "now" for ever;
+    * the widened ``latest`` stays within :data:`MAX_WIDENED_S` of ``now`` (or the computed);
     * confidence: :func:`confidence_of`.
 
     Args:
         now: the current time (aware).
         computed: the current window, or None.
         history: :class:`WaitHistory`.
-        step_s: widening step floor in seconds (>= 0).
+        step_s: widening step floor in seconds (finite, > 0: else a point window never widens).
         unknown: a reason the caller already knows the job cannot be bounded.
 
     Raises:
-        AdmissionInputError: ``step_s`` < 0.
+        AdmissionInputError: ``step_s`` not a finite number > 0; a naive ``now`` or window.
     """
-    if step_s < 0:
-        raise AdmissionInputError("step_s must be >= 0")
+    _check_estimate_inputs(now, computed, history, step_s)
     if unknown is not None or computed is None:
         reason = unknown or UnknownReason.EXCEEDS_GROUP
         return HonestEstimate(EstimateState.UNKNOWN, reason=reason, slips=history.slips)
     earliest, latest = max(computed.earliest, now), max(computed.latest, now)
     slips = history.slips
     step = max((latest - earliest).total_seconds(), step_s)
-    latest += timedelta(seconds=round(slips * step))
+    widen_s = slips * step
     promised = history.promised
     overdue_s = None
     if promised is not None and not history.started_before and promised.latest < now:
         overdue_s = (now - promised.latest).total_seconds()
-        latest += timedelta(seconds=round(overdue_s))
+        widen_s += overdue_s
+    ahead_s = (latest - now).total_seconds()
+    latest = now + timedelta(seconds=round(min(ahead_s + widen_s, max(ahead_s, MAX_WIDENED_S))))
     return HonestEstimate(
         EstimateState.OVERDUE if overdue_s is not None else EstimateState.ESTIMATED,
         earliest,

@@ -44,7 +44,9 @@ def validate_snapshot(snapshot: AdmissionSnapshot) -> None:
         _validate_running(workload, tenants, flavors, ids)
 
 
-def _aware(value: datetime | None, where: str, name: str) -> None:
+def require_aware(value: datetime | None, where: str, name: str) -> None:
+    """Raise :class:`AdmissionInputError` ``"<where>: <name> must be timezone-aware"`` when
+    ``value`` is a naive datetime (None passes)."""
     if value is not None and value.tzinfo is None:
         raise AdmissionInputError(f"{where}: {name} must be timezone-aware")
 
@@ -110,8 +112,8 @@ def _validate_pending(entry: PendingWorkload, queue_tenant: dict[str, str], ids:
             f"{where}: tenant {entry.tenant!r} differs from queue tenant "
             f"{queue_tenant[entry.queue]!r}"
         )
-    _aware(entry.created_at, where, "created_at")
-    _aware(entry.reserving_since, where, "reserving_since")
+    require_aware(entry.created_at, where, "created_at")
+    require_aware(entry.reserving_since, where, "reserving_since")
     if entry.pod_count < 1:
         raise AdmissionInputError(f"{where}: pod_count must be >= 1")
     if entry.pod_sets:
@@ -136,9 +138,9 @@ def _validate_running(
     ids.add(workload.id)
     if workload.tenant not in tenants:
         raise AdmissionInputError(f"{where}: unknown tenant {workload.tenant!r}")
-    _aware(workload.started_at, where, "started_at")
-    _aware(workload.created_at, where, "created_at")
-    _aware(workload.evict_by, where, "evict_by")
+    require_aware(workload.started_at, where, "started_at")
+    require_aware(workload.created_at, where, "created_at")
+    require_aware(workload.evict_by, where, "evict_by")
     if workload.min_runtime_s < 0:
         raise AdmissionInputError(f"{where}: min_runtime_s must be >= 0")
     if workload.max_runtime_s is not None and workload.max_runtime_s < 0:

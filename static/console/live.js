@@ -4,8 +4,8 @@
 // rule) and replaced in place; the charts in it are drawn again by the chart layer
 // (charts.js). An answer equal to the last one changes nothing, a region the user is typing
 // in is left alone until they leave it, and polling stops for good when an answer holds
-// [data-live-stop] (a job in a final state) or the server refuses (403, 404: the object went
-// or the session lost its access).
+// [data-live-stop] (a job in a final state) or the server refuses (401: the session ended;
+// 403, 404: the object went or the session lost its access) or redirects.
 (function () {
   function typingIn(el) {
     var active = document.activeElement;
@@ -20,8 +20,10 @@
       busy = true;
       fetch(el.dataset.src, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
         .then(function (r) {
-          if (r.status === 403 || r.status === 404) clearInterval(timer);
-          return r.ok ? r.text() : null;
+          // 401: the session ended (console/dashboards/live.py); a redirect is never a fragment
+          var refused = r.status === 401 || r.status === 403 || r.status === 404 || r.redirected;
+          if (refused) clearInterval(timer);
+          return r.ok && !r.redirected ? r.text() : null;
         })
         .then(function (html) {
           if (html === null || html === last || typingIn(el)) return;

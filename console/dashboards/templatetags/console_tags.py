@@ -1,6 +1,7 @@
 """Template filters for units: MiB → GiB, percent of a device, durations, pending causes."""
 
 from django import template
+from django.utils import timezone
 
 from tenants.models import Membership
 from tenants.selectors import administers_a_tenant
@@ -59,6 +60,16 @@ def cause_headline(cause) -> str:
     if cause.get("borrowable"):
         text += f", {_number(cause['borrowable'], unit)} borrowable"
     return f"{text} ({rule})" if rule else text
+
+
+@register.filter
+def seconds_until(moment) -> float | None:
+    """Seconds from now until ``moment`` (an aware datetime; <= 0 once it passed), None for
+    None: a number the templates compare (a ``date:"U"`` string compared as text put an
+    11-digit timestamp, after 2286, before today's)."""
+    if moment is None:
+        return None
+    return (moment - timezone.now()).total_seconds()
 
 
 @register.filter
