@@ -164,3 +164,22 @@ def two_team_cohort():
     a, qa = make_tenant("team-a", group, devices_milli=2000, flavor=A100)
     b, qb = make_tenant("team-b", group, devices_milli=2000, flavor=A100)
     return group, (a, qa), (b, qb)
+
+
+def two_team_world(cohort=None, *, viewer=False, root=False):
+    """:func:`two_team_cohort` (or the given one) with its users: ``{"group", "qa", "qb",
+    "alice" (member of team-a), "bob" (member of team-b)}``, plus ``"vera"`` (viewer of
+    team-a) and ``"root"`` (platform admin) when asked."""
+    group, (a, qa), (b, qb) = cohort or two_team_cohort()
+    world = {
+        "group": group,
+        "qa": qa,
+        "qb": qb,
+        "alice": make_user("alice", a, "member"),
+        "bob": make_user("bob", b, "member"),
+    }
+    if viewer:
+        world["vera"] = make_user("vera", a, "viewer")
+    if root:
+        world["root"] = make_user("root", is_superuser=True)
+    return world

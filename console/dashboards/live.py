@@ -11,6 +11,15 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
+#: The query parameter and value live.js polls with (``{% live_src %}`` and the pages' data-src).
+FRAGMENT_PARAM = "fragment"
+
+
+def wants_fragment(request: HttpRequest) -> bool:
+    """Whether ``request`` is a live refresh (``?fragment=1``), not the page itself; any other
+    value (``fragment=0``, ``fragment=x``) asks for the page."""
+    return request.GET.get(FRAGMENT_PARAM) == "1"
+
 
 def live_login_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """``login_required`` for a page with a live fragment: an anonymous ``?fragment=...``
@@ -19,7 +28,7 @@ def live_login_required(view: Callable[..., HttpResponse]) -> Callable[..., Http
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if request.GET.get("fragment") and not request.user.is_authenticated:
+        if wants_fragment(request) and not request.user.is_authenticated:
             return HttpResponse(status=401)
         return page(request, *args, **kwargs)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.shortcuts import render
 
 from console.dashboards import charts, trends
-from console.dashboards.live import live_login_required
+from console.dashboards.live import live_login_required, wants_fragment
 from scheduling.selectors.allocation import CapacityRow, capacity_by_vendor
 from scheduling.selectors.fragmentation import groups_for_tenants, report_from_json
 from scheduling.selectors.overview import QueueLength, jobs_by_state, pending_groups, top_tenants
@@ -149,7 +149,7 @@ def overview(request):
         "used": read_panel(UTIL_KEY)[0],
         **_charts(models, groups, jobs, tenants),
     }
-    if request.GET.get("fragment"):
+    if wants_fragment(request):
         return render(request, "dashboards/_overview_live.html", context)
     range_key = charts.pick_range(request.GET.get("range"))
     start, end = trends.window(range_key)

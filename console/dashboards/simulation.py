@@ -18,7 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 
 from console.dashboards.charts import Axis, Series, bar_chart, time_series
-from console.dashboards.live import live_login_required
+from console.dashboards.live import live_login_required, wants_fragment
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun, SimulationState
 from scheduling.selectors.fragmentation import groups_for_tenants
@@ -235,7 +235,7 @@ def simulation_detail(request, pk: int):
     }
     template = (
         "dashboards/_simulation_body.html"
-        if request.GET.get("fragment")
+        if wants_fragment(request)
         else "dashboards/simulation_detail.html"
     )
     return render(request, template, context)

@@ -25,7 +25,7 @@ from rest_framework.authtoken.models import Token
 from console.dashboards import charts, trends
 from console.dashboards.filter_choices import job_filter_selects
 from console.dashboards.forms import JobSubmitForm
-from console.dashboards.live import live_login_required
+from console.dashboards.live import live_login_required, wants_fragment
 from console.dashboards.overview import STATE_COLOURS
 from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.exceptions import DomainError, NeverFits
@@ -95,7 +95,7 @@ def job_list(request):
     filterset = JobFilterSet(
         request.GET, queryset=_jobs_queryset(request).order_by("-id"), request=request
     )
-    fragment = bool(request.GET.get("fragment"))
+    fragment = wants_fragment(request)
     if not fragment:
         job_filter_selects(filterset.form, request.user)
     page = _Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -141,7 +141,7 @@ def job_detail(request, pk: int):
         pk=pk,
     )
     can_change = tenant_access(request.user, job.tenant_id) == Access.WRITE
-    fragment = bool(request.GET.get("fragment"))
+    fragment = wants_fragment(request)
     return render(
         request,
         "dashboards/_job_live.html" if fragment else "dashboards/job_detail.html",
@@ -149,7 +149,8 @@ def job_detail(request, pk: int):
             "job": job,
             "live": polls_live(job),
             "timeline": job_timeline(job),
-            "slot": queue_slots([job], fresh=True).get(job.pk),
+            # the page computes its group's ranges now; its 3 s live refresh reads the stored ones
+            "slot": queue_slots([job], fresh=not fragment).get(job.pk),
             "can_cancel": job.state
             in (JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.STOPPED)
             and can_change,
@@ -242,7 +243,7 @@ def node_detail(request, pk: int):
     for card in cards:
         for s in card.slices:
             legend.setdefault(s.tenant, s.colour)
-    if request.GET.get("fragment"):  # the card map's live refresh
+    if wants_fragment(request):  # the card map's live refresh
         return render(
             request,
             "dashboards/_card_map_live.html",

@@ -12,7 +12,7 @@ from scheduling.models import Job
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from tests.api.test_api_directory import as_user
-from tests.builders import A100, gpu_job, make_cluster, make_user, two_team_cohort
+from tests.builders import A100, gpu_job, make_cluster, two_team_world
 
 pytestmark = pytest.mark.django_db
 
@@ -23,14 +23,7 @@ WHOLE = {"count": 1, "memory_percent": 100, "cores": 100}
 def cohort(db):
     """4 A100s (2 nodes x 2); team-a and team-b each 2 whole devices nominal, one member
     each (``tests/scheduling/conftest.py``'s cohort, with users)."""
-    group, (a, qa), (b, qb) = two_team_cohort()
-    return {
-        "group": group,
-        "qa": qa,
-        "qb": qb,
-        "alice": make_user("alice", a, "member"),
-        "bob": make_user("bob", b, "member"),
-    }
+    return two_team_world()
 
 
 def _both(client, job):

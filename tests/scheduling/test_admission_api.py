@@ -12,7 +12,7 @@ from scheduling.models import Job, Preemption
 from scheduling.selectors.job_board import store_start_ranges
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.estimates import record_start_estimates
-from tests.builders import A100, gpu_job, make_user
+from tests.builders import A100, gpu_job, two_team_world
 
 pytestmark = pytest.mark.django_db
 
@@ -22,16 +22,7 @@ QUEUED_LIST_QUERIES = 6
 
 @pytest.fixture
 def world(cohort):
-    group, (a, qa), (b, qb) = cohort
-    return {
-        "group": group,
-        "qa": qa,
-        "qb": qb,
-        "alice": make_user("alice", a, "member"),
-        "vera": make_user("vera", a, "viewer"),
-        "bob": make_user("bob", b, "member"),
-        "root": make_user("root", is_superuser=True),
-    }
+    return two_team_world(cohort, viewer=True, root=True)
 
 
 def _job_body(queue, **extra):

@@ -14,7 +14,7 @@ from scheduling.selectors.job_board import store_start_ranges
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.estimates import record_start_estimates, record_starts
 from scheduling.services.jobs import cancel_job
-from tests.builders import A100, gpu_job, make_tenant, make_user
+from tests.builders import A100, gpu_job, make_tenant, make_user, two_team_world
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +23,7 @@ WHOLE = {"memory_percent": 100, "cores": 100}
 
 @pytest.fixture
 def world(cohort):
-    group, (a, qa), (b, qb) = cohort
-    return {
-        "group": group,
-        "qa": qa,
-        "qb": qb,
-        "alice": make_user("alice", a, "member"),
-        "bob": make_user("bob", b, "member"),
-        "root": make_user("root", is_superuser=True),
-    }
+    return two_team_world(cohort, root=True)
 
 
 def _gauges(at):

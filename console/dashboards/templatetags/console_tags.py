@@ -3,6 +3,7 @@
 from django import template
 from django.utils import timezone
 
+from console.dashboards.live import FRAGMENT_PARAM
 from tenants.models import Membership
 from tenants.selectors import administers_a_tenant
 
@@ -85,7 +86,7 @@ def live_src(context) -> str:
     which the view answers with the region's fragment alone."""
     request = context["request"]
     query = request.GET.copy()
-    query["fragment"] = "1"
+    query[FRAGMENT_PARAM] = "1"
     return f"{request.path}?{query.urlencode()}"
 
 
