@@ -23,7 +23,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from scheduling.choices import JobState, PlacementState
+from scheduling.choices import FINAL_JOB_STATES, JobState, PlacementState
 from scheduling.models import (
     Cluster,
     Device,
@@ -116,7 +116,7 @@ def _tenants() -> list[Queue]:
 
 
 def _job(i: int, q: Queue, state: str, now) -> Job:
-    done = state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+    done = state in FINAL_JOB_STATES
     queued = state == JobState.QUEUED
     return Job(
         tenant_id=q.tenant_id,
