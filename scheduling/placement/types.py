@@ -25,6 +25,8 @@ __all__ = [
     "DeviceRequest",
     "ContainerRequest",
     "PodRequest",
+    "TopologyRequest",
+    "PodSetTopology",
     "PlacementRequest",
     "DeviceGrant",
     "ContainerAssignment",
@@ -391,12 +393,64 @@ class PodRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """Where the pods of one pod set must or should land in a network topology (Kueue
+    Topology-Aware Scheduling: ``kueue.x-k8s.io/podset-required-topology``,
+    ``podset-preferred-topology``, ``podset-unconstrained-topology``,
+    ``podset-slice-required-topology`` + ``podset-slice-size``, ``podset-group-name``).
+
+    Attributes:
+        levels: the topology's node-label keys, widest first, the node level last (e.g.
+            ``("topology.kubernetes.io/zone", "cloud.provider.com/topology-block",
+            "cloud.provider.com/topology-rack", "kubernetes.io/hostname")``). A node missing
+            a level's label is outside every domain of that level.
+        required: a key of ``levels``: every pod inside one domain of that level, or none
+            placed. "" = not required.
+        preferred: a key of ``levels``: as few domains as possible, starting at that level
+            and widening only when no single domain fits. "" = not preferred.
+        unconstrained: any nodes (Kueue's ``podset-unconstrained-topology``): ranks still
+            follow domain order. At most one of required / preferred / unconstrained is set.
+        slice_size: pods per slice (0 = no slices): every consecutive group of
+            ``slice_size`` pods (by rank) inside one domain of ``slice_level``.
+        slice_level: a key of ``levels`` (set when ``slice_size`` is).
+        group: pod sets with the same non-empty group are placed as one set under the first
+            set's request (Kueue ``podset-group-name``).
+
+    Invalid input (a level not in ``levels``, two modes at once, a slice without a level)
+    is refused by the caller (API 400); the core reports it as ``TopologyInvalid``.
+    """
+
+    levels: tuple[str, ...]
+    required: str = ""
+    preferred: str = ""
+    unconstrained: bool = False
+    slice_size: int = 0
+    slice_level: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetTopology:
+    """A topology request for ``count`` consecutive pods of a request from ``first``."""
+
+    first: int
+    count: int
+    request: TopologyRequest
+
+
+@dataclass(frozen=True, slots=True)
 class PlacementRequest:
-    """A set of pods placed together. ``min_pods``: gang minimum (None = all pods)."""
+    """A set of pods placed together. ``min_pods``: gang minimum (None = all pods).
+
+    ``topology``: per pod set, its topology request (empty = no topology: today's placement,
+    node by node). Pods of a request under a topology get assignments in rank order:
+    ``Decision.pods[i]`` is for ``pods[i]`` and neighbouring ranks share a domain.
+    """
 
     name: str
     pods: tuple[PodRequest, ...] = ()
     min_pods: int | None = None
+    topology: tuple[PodSetTopology, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -471,6 +525,12 @@ class Decision:
         node_scores: ``{node name: score}`` of feasible nodes for the last pod placed
             (HAMi node score; the profile's policy says whether higher or lower wins).
         unplaced: names of pods that could not be placed.
+        domains: under a topology, per placed pod (same order as ``pods``) its domain
+            values from the widest level to the node (e.g. ``("zone-a", "block-1",
+            "rack-3", "node-7")``); empty without a topology.
+        topology_reason: why a topology request could not be met, e.g.
+            ``"TopologyPlacementFailed: needs 16 pods in one rack; the best rack has 12
+            free"``; "" when met or without a topology.
     """
 
     schedulable: bool
@@ -478,3 +538,5 @@ class Decision:
     reasons: Mapping[str, str] = field(default_factory=dict)
     node_scores: Mapping[str, float] = field(default_factory=dict)
     unplaced: tuple[str, ...] = ()
+    domains: tuple[tuple[str, ...], ...] = ()
+    topology_reason: str = ""
