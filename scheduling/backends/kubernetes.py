@@ -16,7 +16,7 @@ AlreadyExists, which counts as success. Failures are classified by
 the gateway) -> ``SubmissionError(retryable=True)``; Permanent (other 4xx, with the server's
 message, or a placement that cannot be expressed in the mode) ->
 ``SubmissionError(retryable=False)``, which fails the job and releases its reservation
-(:func:`scheduling.services.submissions.submit_to_cluster`).
+(:func:`scheduling.services.cluster_submission.submit_to_cluster`).
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from scheduling.models import Job, Node, Placement, SimulationRun
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
 from scheduling.services.simulation import create_run, run_simulation
-from scheduling.services.submissions import submit_to_cluster
 from telemetry.services.demo_history import seed_demo_history
 from telemetry.services.rollups import rollup
 from telemetry.services.simulation import simulate_tick

@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from scheduling.choices import JobState, PlacementState, PreemptionScope
 from scheduling.models import DeviceModel, Job, Placement, Preemption, Queue
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_to_cluster
 from scheduling.services.usage import check_usage, sync_ledger
 from tenants.models import AggregateCap, LedgerInterval, Quota, QuotaUsage
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant

@@ -25,12 +25,12 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import DeviceModel, Job, JobEvent, Placement, Preemption, Queue
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
-from scheduling.services.bulk_submit import submit_jobs
+from scheduling.services.cluster_submission import reconcile_simulated
+from scheduling.services.cluster_submission_batch import submit_admitted_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
 from scheduling.services.workloads import enforce_time_limits, reconcile_services
@@ -59,7 +59,7 @@ def _cycles(groups=None) -> bool:
     for group_id in groups:
         report = run_admission_cycle(group_id)
         if report.admitted:
-            submit_jobs(report.admitted)
+            submit_admitted_jobs(report.admitted)
         changed = changed or bool(report.admitted or report.preempted)
     return changed
 
@@ -114,7 +114,7 @@ def _restart(gap: timedelta = GAP) -> None:
     freed = reconcile_simulated(later) | release_due_terminations(later)  # reconcile-tick
     _cycles(sorted(freed | enforce_max_runtime(later)))
     if overdue := overdue_reservations(later):  # sweep-tick
-        submit_jobs(overdue)
+        submit_admitted_jobs(overdue)
     for group_id in ResourceGroup.objects.values_list("pk", flat=True):  # usage-reconcile
         check_usage(group_id)
     sync_ledger(later)

@@ -11,10 +11,10 @@ from django.utils import timezone
 from scheduling.choices import PreemptionPolicy
 from scheduling.models import Job
 from scheduling.selectors.job_timeline import job_timeline, polls_live
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cordons import cordon_device
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job
 
 pytestmark = pytest.mark.django_db

@@ -16,10 +16,10 @@ from scheduling.backends.kubernetes import (
 from scheduling.choices import JobState, PlacementState
 from scheduling.kube.errors import Permanent
 from scheduling.models import Cluster, Job, JobContainer, Placement, PlacementDevice
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job, enqueue_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node

@@ -11,6 +11,7 @@ import pytest
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Device, Job, Node, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cordons import (
     CONSOLE_CORDON_ANNOTATION,
     cordon_device,
@@ -22,7 +23,6 @@ from scheduling.services.cordons import (
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import submit_to_cluster
 from telemetry.exporters import XID
 from telemetry.services.device_health import apply_health, clear_device_health
 from tests.builders import make_group, make_tenant

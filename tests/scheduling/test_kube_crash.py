@@ -23,11 +23,11 @@ from django.utils import timezone
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, JobContainer, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
 from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node, running_status
 

@@ -15,10 +15,11 @@ from django.utils import timezone
 from scheduling.choices import JobKind, JobState, PlacementState
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, Placement, PriorityClass
+from scheduling.services.cluster_submission_batch import submit_admitted_job
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import release_due_terminations
 from scheduling.services.intake import sync_cluster_workloads
-from scheduling.services.intake_record import submit_admitted_job, suspend_kube_job
+from scheduling.services.intake_record import suspend_kube_job
 from scheduling.services.inventory import sync_cluster_inventory
 from tenants.selectors import tenant_namespace
 from tests.builders import make_group, make_tenant

@@ -10,10 +10,10 @@ import pytest
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import JobContainer, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import submit_to_cluster
 from tenants.models import TenantNamespace
 from tenants.selectors import tenant_for_namespace, tenant_namespace
 from tests.builders import make_group, make_tenant

@@ -12,9 +12,9 @@ from rest_framework.test import APIClient
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice, Preemption
+from scheduling.services.cluster_submission import reconcile_simulated, submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
-from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 from scheduling.services.usage import sync_ledger
 from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from telemetry.exporters import POD_UTIL

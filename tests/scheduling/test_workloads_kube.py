@@ -10,10 +10,10 @@ from rest_framework.test import APIClient
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import resync
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant, make_user
 from tests.scheduling.kube_helpers import (
     failed_status,

@@ -1,11 +1,15 @@
-"""Submission of many admitted jobs at once (the task after each admission cycle).
+"""Cluster submission (console → cluster) of the jobs an admission cycle admitted: the task
+after each cycle hands them to their cluster here. Not the API's batch *job* submission
+(user → console, ``POST /api/jobs/batch/``: :func:`scheduling.services.jobs.enqueue_jobs`).
 
 Jobs whose reserved placements are all on simulated clusters are started in one transaction
 (jobs locked in pk order, then one UPDATE of their placements, one of the jobs, one insert of
 their events: :mod:`scheduling.services.locking` order) instead of seven autocommitted queries
 per job; a trace cycle admits 500 jobs at a time. Every other job goes through
-:func:`scheduling.services.intake_record.submit_admitted_job` (Kubernetes: one API call per
-pod, retried per job; jobs taken in from a cluster get their placement recorded).
+:func:`submit_admitted_job`: a job taken in from a cluster is released there
+(:func:`scheduling.services.intake_record.release_kube_job`), any other gets its Pods created
+(:func:`scheduling.services.cluster_submission.submit_to_cluster`; Kubernetes: one API call per
+pod, retried per job).
 """
 
 from __future__ import annotations
@@ -15,13 +19,20 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from scheduling.backends.simulated import SimulatedBackend
-from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
+from scheduling.choices import (
+    BOOKED_PLACEMENT_STATES,
+    JOB_SOURCE_KUBE,
+    Backend,
+    JobState,
+    PlacementState,
+)
 from scheduling.models import Job, JobEvent, Placement
-from scheduling.services.intake_record import submit_admitted_job
+from scheduling.services.cluster_submission import submit_to_cluster
+from scheduling.services.intake_record import release_kube_job
 from scheduling.services.locking import lock_jobs
 
 
-def submit_jobs(job_ids: list[int]) -> dict[str, int]:
+def submit_admitted_jobs(job_ids: list[int]) -> dict[str, int]:
     """Submit the admitted jobs ``job_ids`` (module docstring); idempotent like
     :func:`submit_admitted_job`.
 
@@ -46,6 +57,24 @@ def submit_jobs(job_ids: list[int]) -> dict[str, int]:
     for job_id in single:
         submit_admitted_job(job_id)
     return {"bulk": len(bulk), "single": len(single)}
+
+
+def submit_admitted_job(job_id: int) -> str:
+    """Submit one admitted job: :func:`~scheduling.services.intake_record.release_kube_job` for
+    a job taken in from a cluster (its object is released there), else
+    :func:`~scheduling.services.cluster_submission.submit_to_cluster` (the console creates its
+    Pods).
+
+    Returns:
+        The job's state afterwards.
+
+    Raises:
+        SubmissionError: retryable backend error.
+    """
+    source = Job.objects.filter(pk=job_id).values_list("source", flat=True).first()
+    if source == JOB_SOURCE_KUBE:
+        return release_kube_job(job_id)
+    return submit_to_cluster(job_id)
 
 
 def _start_simulated(job_ids: list[int]) -> None:

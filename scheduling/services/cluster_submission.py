@@ -1,4 +1,6 @@
-"""Submission of admitted jobs to their cluster backend, and reconcile of what runs."""
+"""Cluster submission (console → cluster) of one admitted job: its reserved placements go to
+their cluster backend; and the simulated backend's reconcile of what runs. (A user's *job
+submission*, user → console, is :mod:`scheduling.services.jobs`.)"""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ import pytest
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, JobEvent, Placement
-from scheduling.services.bulk_submit import submit_jobs
+from scheduling.services.cluster_submission import submit_to_cluster
+from scheduling.services.cluster_submission_batch import submit_admitted_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +33,7 @@ def _rows(job):
 def test_bulk_submission_starts_every_simulated_job_like_the_single_path(admitted):
     single, *bulk = admitted
     submit_to_cluster(single.pk)
-    assert submit_jobs([p.pk for p in bulk]) == {"bulk": 2, "single": 0}
+    assert submit_admitted_jobs([p.pk for p in bulk]) == {"bulk": 2, "single": 0}
     for job in admitted:
         job.refresh_from_db()
         assert job.state == JobState.RUNNING and job.started_at is not None
@@ -50,9 +50,9 @@ def test_bulk_submission_starts_every_simulated_job_like_the_single_path(admitte
 def test_bulk_submission_is_idempotent_and_skips_released_jobs(admitted):
     first, second, third = admitted
     cancel_job(Job.objects.get(pk=second.pk))
-    submit_jobs([first.pk, second.pk, third.pk])
+    submit_admitted_jobs([first.pk, second.pk, third.pk])
     before = {j.pk: _rows(j) for j in admitted}
-    submit_jobs([first.pk, second.pk, third.pk])
+    submit_admitted_jobs([first.pk, second.pk, third.pk])
     assert {j.pk: _rows(j) for j in admitted} == before
     assert Job.objects.get(pk=second.pk).state == JobState.CANCELLED
     assert {s for _, s, _ in before[second.pk]} == {PlacementState.RELEASED}
