@@ -1,7 +1,7 @@
 """What-if simulation runs: validate and store a request, then replay it in a worker.
 
 A run replays a workload on a resource group's nodes (as registered, empty) under each chosen
-placement policy (:func:`scheduling.placement.lab.whatif.simulate`) and stores one result per
+placement policy (:func:`scheduling.placement.whatif.run.simulate`) and stores one result per
 policy. The workload is either
 
 * the group's newest :data:`RECENT_JOBS` jobs: arrival = submit time, run time = the declared
@@ -28,9 +28,9 @@ from django.utils import timezone
 from core.exceptions import DomainError
 from scheduling.dispatch import enqueue_simulation
 from scheduling.models import Job, SimulationRun, SimulationState
-from scheduling.placement.lab.policies import POLICY_NAMES
-from scheduling.placement.lab.trace import NodeRecord, PodRecord, TraceError, read_pods
-from scheduling.placement.lab.whatif import SimPod, simulate
+from scheduling.placement.whatif.policies import POLICY_NAMES
+from scheduling.placement.whatif.run import SimPod, simulate
+from scheduling.placement.whatif.trace import NodeRecord, PodRecord, TraceError, read_pods
 from scheduling.selectors.demand import job_demands
 from scheduling.selectors.snapshot import build_cluster_snapshot
 from tenants.models import Quota, ResourceGroup

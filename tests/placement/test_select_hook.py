@@ -2,7 +2,6 @@
 
 from scheduling.placement import PlacementRequest, Profile, place, reserve, unreserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.lab.policies import register_trace_policies
 from scheduling.placement.registry import Registry
 from scheduling.placement.runner import SUPPORTS_SELECT
 from scheduling.placement.types import (
@@ -13,6 +12,7 @@ from scheduling.placement.types import (
     NodeInfo,
     PodRequest,
 )
+from scheduling.placement.whatif.policies import register_trace_policies
 
 WL = TargetWorkload((TaskClass(1000, 500, 1),), (1.0,))
 

@@ -10,14 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.lab.baselines import (
-    BestFitPolicy,
-    DotProdPolicy,
-    GpuClusteringPolicy,
-    GpuPackingPolicy,
-    RandomPolicy,
-    gpu_tag,
-)
 from scheduling.placement.plugins.frag_engine import task_view
 from scheduling.placement.plugins.frag_plugins import (
     FRAG_POLICY_NAMES,
@@ -25,6 +17,14 @@ from scheduling.placement.plugins.frag_plugins import (
     make_frag_policy,
 )
 from scheduling.placement.types import PodRequest
+from scheduling.placement.whatif.baselines import (
+    BestFitPolicy,
+    DotProdPolicy,
+    GpuClusteringPolicy,
+    GpuPackingPolicy,
+    RandomPolicy,
+    gpu_tag,
+)
 
 __all__ = [
     "POLICY_NAMES",

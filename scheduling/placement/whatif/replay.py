@@ -1,15 +1,13 @@
-"""The replay engine of the placement lab: one trace policy on one cluster snapshot, placing
-and booking pods through the placement core (``place`` / ``reserve`` / ``unreserve``) and
-keeping the allocation and fragmentation figures current (used by the benchmark,
-:mod:`~scheduling.placement.lab.bench`, and the what-if replay,
-:mod:`~scheduling.placement.lab.whatif`)."""
+"""The replay engine of the what-if page and the benchmarks: one trace policy on one cluster
+snapshot, placing and booking pods through the placement core (``place`` / ``reserve`` /
+``unreserve``) and keeping the allocation and fragmentation figures current (used by the
+what-if replay, :mod:`~scheduling.placement.whatif.run`, and the benchmark,
+:mod:`~scheduling.placement.lab.bench`)."""
 
 from __future__ import annotations
 
 from scheduling.placement import PlacementRequest, place, reserve, unreserve
 from scheduling.placement.fragmentation import FragCalculator, TargetWorkload, device_free_milli
-from scheduling.placement.lab.policies import register_trace_policies, tag_of
-from scheduling.placement.lab.trace import GPU_MILLI
 from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.registry import Registry
@@ -20,6 +18,8 @@ from scheduling.placement.types import (
     PodAssignment,
     PodRequest,
 )
+from scheduling.placement.whatif.policies import register_trace_policies, tag_of
+from scheduling.placement.whatif.trace import GPU_MILLI
 
 __all__ = ["Replay", "profile_for"]
 

@@ -4,10 +4,10 @@
 Model (event driven, integer seconds):
 
 * a pod arrives at ``arrival_s`` and, once started, runs ``duration_s``; it asks
-  ``num_gpu x gpu_milli`` (trace shape, :class:`~scheduling.placement.lab.trace.PodRecord`)
+  ``num_gpu x gpu_milli`` (trace shape, :class:`~scheduling.placement.whatif.trace.PodRecord`)
   and belongs to a ``tenant``;
 * placement goes through the placement core (``place`` / ``reserve`` / ``unreserve``) with the
-  policy's profile (the lab's :class:`~scheduling.placement.lab.replay.Replay`), so a
+  policy's profile (:class:`~scheduling.placement.whatif.replay.Replay`), so a
   policy's packing decides what fits later;
 * admission is Kueue's BestEffortFIFO over one queue: at every arrival and departure, the
   waiting pods are tried oldest first and each one that fits starts (a pod that does not fit
@@ -31,11 +31,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.lab.bench import task_classes
-from scheduling.placement.lab.replay import Replay
-from scheduling.placement.lab.trace import GPU_MILLI, NodeRecord, PodRecord, build_snapshot
-from scheduling.placement.lab.trace import pod_request as trace_pod_request
 from scheduling.placement.types import Decision, PodRequest
+from scheduling.placement.whatif.replay import Replay
+from scheduling.placement.whatif.trace import (
+    GPU_MILLI,
+    NodeRecord,
+    PodRecord,
+    build_snapshot,
+    task_classes,
+)
+from scheduling.placement.whatif.trace import pod_request as trace_pod_request
 
 __all__ = ["SimPod", "TenantResult", "WhatIfResult", "simulate", "jain_index", "MAX_POINTS"]
 
@@ -196,7 +201,7 @@ def simulate(
     """Replay ``pods`` on ``nodes`` with ``policy`` (module docstring).
 
     Args:
-        policy: a name of :data:`scheduling.placement.lab.policies.POLICY_NAMES`.
+        policy: a name of :data:`scheduling.placement.whatif.policies.POLICY_NAMES`.
         nodes: the nodes (trace node rows; one GPU model per node).
         pods: the workload; GPU-less pods are placed too but count no GPU.
         quotas: ``{tenant: nominal milli-GPU}``; None = no quota.

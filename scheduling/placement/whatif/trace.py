@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from scheduling.placement.fragmentation import TaskClass
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerRequest,
@@ -46,6 +47,7 @@ __all__ = [
     "pod_request",
     "read_nodes",
     "read_pods",
+    "task_classes",
 ]
 
 #: Milli-GPU of one whole trace GPU (simulator constant ``MILLI``).
@@ -424,3 +426,10 @@ def _containers(num_gpu: int, gpu_milli: int, gpu_spec: tuple[str, ...]) -> tupl
             ),
         )
     return (ContainerRequest("main", devices),)
+
+
+def task_classes(pods: Sequence[PodRecord]) -> list[TaskClass]:
+    """One :class:`TaskClass` per pod (the FGD target-workload input)."""
+    return [
+        TaskClass(p.cpu_milli, p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec) for p in pods
+    ]
