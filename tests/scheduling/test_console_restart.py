@@ -38,7 +38,7 @@ from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
-from telemetry.services.simulation import simulate_tick
+from telemetry.services.synthetic import synthetic_tick
 from tenants.models import Membership, Quota, ResourceGroup
 from tenants.services.memberships import remove_member
 from tenants.services.quotas import delete_quota
@@ -99,7 +99,7 @@ def full_cohort():
     for index in range(24):
         enqueue_job(research, _whole_devices(f"fill-{index}", 1))
     _settle()
-    simulate_tick()
+    synthetic_tick()
     fill = Job.objects.filter(name__startswith="fill-")
     assert fill.filter(state=JobState.RUNNING).count() > 12
     assert fill.filter(state=JobState.QUEUED).exists()  # the cohort is full
@@ -120,7 +120,7 @@ def _restart(gap: timedelta = GAP) -> None:
     sync_ledger(later)
     enforce_time_limits(later)  # workloads-tick
     reconcile_services()
-    simulate_tick(now=later)  # the telemetry ticks, after the gap in their samples
+    synthetic_tick(now=later)  # the telemetry ticks, after the gap in their samples
     rollup(now=later)
     compute_group_gauges(now=later)
     cull_idle_notebooks(now=later)

@@ -1,4 +1,5 @@
-"""Realistic utilisation series for simulated pods (pure, deterministic; no Django).
+"""Synthetic utilisation series for the pods of simulated clusters (pure, deterministic; no
+Django).
 
 Each placement gets a profile from a hash of its id: ``training`` (steady 70-95 % with a slow
 wave and checkpoint dips), ``inference`` (a diurnal-looking wave 15-65 % with bursts) or

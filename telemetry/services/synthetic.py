@@ -1,4 +1,5 @@
-"""Simulated utilisation: realistic samples for the running pods of simulated clusters."""
+"""Synthetic telemetry: realistic samples for the running pods of simulated clusters (the
+simulated backend runs pods in the database only, so no exporter reports them)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from telemetry.attribution import ATTRIBUTED, DEVICE_ONLY, AttributedSample
 from telemetry.exporters import POD_MEM_USED, POD_UTIL, TEMP
 from telemetry.services.device_health import apply_health
 from telemetry.services.ingestion import store_samples
-from telemetry.simulate import device_values, pod_values
+from telemetry.synthetic import device_values, pod_values
 
-__all__ = ["simulate_tick"]
+__all__ = ["synthetic_tick"]
 
 
-def simulate_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -> int:
+def synthetic_tick(*, now: datetime | None = None, max_idle_devices: int = 256) -> int:
     """Write one tick of realistic samples for running pods of simulated clusters.
 
     Pod-scope ``pod_util_percent`` / ``pod_memory_used_mib`` per booking and device-scope
