@@ -2,7 +2,7 @@
 (tenancy.md §5, opportunity 2; kueue#15614, KAI#1783).
 
 Both leave their inputs untouched: the submission preview runs a real cycle and rolls the
-placer back; the quota-change simulation only works on a private quota tree.
+placer back; the quota-change dry run only works on a private quota tree.
 
 Quota changes follow Kueue: shrinking or deleting a quota evicts nothing. Usage above the new
 nominal quota counts as borrowing: the tenant cannot admit more there and its jobs become
@@ -162,7 +162,7 @@ class ChildExcess:
 
 @dataclass(frozen=True, slots=True)
 class QuotaChangeImpact:
-    """Answer of :func:`simulate_quota_change`.
+    """Answer of :func:`dry_run_quota_change`.
 
     Attributes:
         violations: hard invariants broken by the new quotas (nothing evicted).
@@ -212,7 +212,7 @@ def children_over_parent(
     return out
 
 
-def simulate_quota_change(
+def dry_run_quota_change(
     snapshot: AdmissionSnapshot,
     changed: Iterable[QuotaSpec] = (),
     removed: Iterable[tuple[str, str, Dimension]] = (),
