@@ -39,9 +39,9 @@ from scheduling.services.eviction import enforce_max_runtime, release_due_termin
 from scheduling.services.intake import intake_cluster
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.simulation import run_simulation
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
+from scheduling.services.whatif import run_simulation
 from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from tenants.models import ResourceGroup
 

@@ -58,7 +58,7 @@ def test_the_contracts_hold_on_the_tree():
             "from scheduling.placement.whatif import policies",
             [WHATIF],
         ),
-        ("scheduling/services/simulation.py", "from scheduling.placement.lab import bench", [LAB]),
+        ("scheduling/services/whatif.py", "from scheduling.placement.lab import bench", [LAB]),
         ("scheduling/devices/schema.py", "import django", [DEVICES]),
         (
             "scheduling/devices/matching.py",

@@ -5,10 +5,10 @@ from console.dashboards import (
     notifications,
     overview,
     quota_split,
-    simulation,
     team,
     trends,
     views,
+    whatif,
     workload_views,
 )
 
@@ -51,8 +51,8 @@ urlpatterns = [
         name="invitation-answer",
     ),
     path("audit/", views.audit_log, name="audit"),
-    path("simulations/", simulation.simulation_page, name="simulations"),
-    path("simulations/<int:pk>/", simulation.simulation_detail, name="simulation-detail"),
+    path("simulations/", whatif.simulation_page, name="simulations"),
+    path("simulations/<int:pk>/", whatif.simulation_detail, name="simulation-detail"),
     path("notifications/", notifications.notifications_page, name="notifications"),
     path("notifications/<int:pk>/", notifications.notifications_action, name="notification-action"),
 ]

@@ -28,7 +28,7 @@ from scheduling.models import Job, Node, Placement, SimulationRun
 from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
-from scheduling.services.simulation import create_run, run_simulation
+from scheduling.services.whatif import create_run, run_simulation
 from telemetry.services.demo_history import seed_demo_history
 from telemetry.services.rollups import rollup
 from telemetry.services.synthetic import synthetic_tick

@@ -1,5 +1,5 @@
 """What-if replay: a workload replayed on a set of nodes under a placement policy, the
-product's what-if page (DESIGN.md §9; :mod:`scheduling.services.simulation` feeds it) and the
+product's what-if page (DESIGN.md §9; :mod:`scheduling.services.whatif` feeds it) and the
 trace import (``manage.py import_trace``). Pure, stdlib only, like the core.
 
 - :mod:`.run`: the what-if replay of a workload under one policy and tenant quotas

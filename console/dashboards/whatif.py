@@ -22,7 +22,7 @@ from console.dashboards.live import live_login_required, wants_fragment
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun, SimulationState
 from scheduling.selectors.fragmentation import groups_for_tenants
-from scheduling.services.simulation import MAX_TRACE_BYTES, POLICY_NAMES, create_run
+from scheduling.services.whatif import MAX_TRACE_BYTES, POLICY_NAMES, create_run
 from tenants.models import ResourceGroup, Tenant
 from tenants.selectors import admin_tenant_ids, administers_a_tenant
 
