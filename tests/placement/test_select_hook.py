@@ -152,7 +152,8 @@ def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
     a = cluster()
     rnd.setstate(state)
     b = cluster()
-    # the node cache alone (the incremental selector relies on touch(): test_selector_parity)
+    # the node cache alone (incremental node selection relies on touch():
+    # test_node_selection_parity)
     cached, plain = Profile().build(cache=True, incremental=False), Profile().build(cache=False)
     assert cached.cache and not plain.cache and cached.selector is None
     shapes = [(1, 20000, 30), (1, 0, 100), (2, 40000, 0), (1, 8000, 10)]

@@ -1,6 +1,6 @@
-"""The incremental selector (``scheduling.placement.selector``) answers exactly as the full
-Filter/Score loop: randomized long sequences of place/reserve/unreserve/touch with mixed request
-shapes, profiles and edits, compared decision by decision (node, grants, score, reasons when
+"""The incremental node selection (``scheduling.placement.node_selection``) answers exactly as
+the full Filter/Score loop: randomized long sequences of place/reserve/unreserve/touch with mixed
+request shapes, profiles and edits, compared decision by decision (node, grants, score, reasons when
 nothing fits, every feasible node's score)."""
 
 import random

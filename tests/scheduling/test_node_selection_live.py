@@ -1,4 +1,4 @@
-"""The live path with and without the placement core's incremental selector: the same cycle
+"""The live path with and without the placement core's incremental node selection: the same cycle
 admits the same jobs on the same nodes (``PLACEMENT_INCREMENTAL_SELECTOR``)."""
 
 import pytest

@@ -4,7 +4,7 @@
 node (highest or lowest weighted score, ties to the first node in the node order). Between two
 pods of the same *request shape* (``request_shape``: everything of a pod a node-local plugin may
 read) only the nodes that changed in between can answer differently, so
-:class:`IncrementalSelector` keeps, per snapshot and per shape:
+:class:`IncrementalNodeSelection` keeps, per snapshot and per shape:
 
 - each node's last outcome: its :class:`NodeFit` and weighted score, or the reason of the first
   Filter that rejected it;
@@ -69,7 +69,7 @@ from scheduling.placement.framework import CycleState, NodeFit
 from scheduling.placement.plugins.device_fit import FITS
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, PodRequest
 
-__all__ = ["Choice", "IncrementalSelector", "NodeScores", "request_shape", "usage_stamp"]
+__all__ = ["Choice", "IncrementalNodeSelection", "NodeScores", "request_shape", "usage_stamp"]
 
 _version = attrgetter("version")
 
@@ -295,7 +295,7 @@ class _View:
             key.pos -= cut
 
 
-class IncrementalSelector:
+class IncrementalNodeSelection:
     """The loop's choice, computed incrementally (module docstring).
 
     Args:
