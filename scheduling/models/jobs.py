@@ -14,9 +14,9 @@ from scheduling.choices import (
     FungibilityPolicy,
     JobKind,
     JobState,
-    PreemptionPolicy,
     PreemptionScope,
     QueueStrategy,
+    VictimPolicy,
 )
 
 
@@ -270,7 +270,7 @@ class Job(BaseModel):
         help_text="Seconds after admission during which the job cannot be preempted.",
     )
     on_preemption = models.CharField(
-        max_length=16, choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+        max_length=16, choices=VictimPolicy.choices, default=VictimPolicy.REQUEUE
     )
     allow_consolidation = models.BooleanField(
         default=False,

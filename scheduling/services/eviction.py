@@ -33,7 +33,7 @@ from scheduling.choices import (
     Backend,
     JobState,
     PlacementState,
-    PreemptionPolicy,
+    VictimPolicy,
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
@@ -83,7 +83,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     ).first()
     if victim is None:
         return False
-    requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
+    requeue = victim.on_preemption == VictimPolicy.REQUEUE
     cross_tenant = bool(preemption.preemptor_tenant) and (
         preemption.preemptor_tenant != preemption.victim_tenant
     )

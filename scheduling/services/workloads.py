@@ -38,7 +38,7 @@ from scheduling.choices import (
     JobKind,
     JobState,
     PlacementState,
-    PreemptionPolicy,
+    VictimPolicy,
 )
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
@@ -145,7 +145,7 @@ def _add_replicas(service: Job, count: int) -> list[Job]:
             parent=service,
             pod_count=1,
             restart_policy="Always",
-            on_preemption=PreemptionPolicy.REQUEUE,
+            on_preemption=VictimPolicy.REQUEUE,
             **{f: getattr(service, f) for f in REPLICA_COPIED},
         )
         JobContainer.objects.bulk_create(

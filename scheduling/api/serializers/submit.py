@@ -16,7 +16,7 @@ from scheduling.api.workloads import (
     validate_node_selector,
     validate_workload,
 )
-from scheduling.choices import CONTAINER_ROLES, JobKind, PreemptionPolicy
+from scheduling.choices import CONTAINER_ROLES, JobKind, VictimPolicy
 from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue
 from scheduling.placement.group_profile import annotation_errors, normalised_annotations
@@ -208,7 +208,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         "the queue's max_min_runtime_s (300 unless an operator raised it).",
     )
     on_preemption = serializers.ChoiceField(
-        choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+        choices=VictimPolicy.choices, default=VictimPolicy.REQUEUE
     )
     restart_policy = serializers.ChoiceField(
         choices=["Never", "OnFailure"],
