@@ -38,11 +38,11 @@ from scheduling.services.demo import submit_demo_job
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.intake import intake_cluster
 from scheduling.services.inventory import sync_cluster_inventory
+from scheduling.services.job_kinds import enforce_time_limits, reconcile_services
 from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
 from scheduling.services.whatif import run_simulation
-from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from tenants.models import ResourceGroup
 
 

@@ -2,6 +2,7 @@ from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 
 from console.dashboards import (
+    job_kind_views,
     notifications,
     overview,
     quota_split,
@@ -9,7 +10,6 @@ from console.dashboards import (
     trends,
     views,
     whatif,
-    workload_views,
 )
 
 
@@ -30,9 +30,9 @@ urlpatterns = [
     path("jobs/new/", views.job_submit, name="job-submit"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
-    path("jobs/<int:pk>/scale/", workload_views.job_scale, name="job-scale"),
-    path("jobs/<int:pk>/stop/", workload_views.job_stop, name="job-stop"),
-    path("jobs/<int:pk>/resume/", workload_views.job_resume, name="job-resume"),
+    path("jobs/<int:pk>/scale/", job_kind_views.job_scale, name="job-scale"),
+    path("jobs/<int:pk>/stop/", job_kind_views.job_stop, name="job-stop"),
+    path("jobs/<int:pk>/resume/", job_kind_views.job_resume, name="job-resume"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<int:pk>/", views.node_detail, name="node-detail"),
     path("devices/<device:uuid>/cordon/", views.device_cordon, name="device-cordon"),

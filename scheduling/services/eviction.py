@@ -165,7 +165,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
     pods are deleted with the termination grace period (placements ``terminating``). Notebooks
     (stopped at the end of their lifetime) and inference services are
-    :func:`scheduling.services.workloads.enforce_time_limits`' business.
+    :func:`scheduling.services.job_kinds.enforce_time_limits`' business.
 
     Returns:
         Ids of the resource groups of the jobs stopped.

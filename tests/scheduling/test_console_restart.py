@@ -30,10 +30,10 @@ from scheduling.services.cluster_submission_batch import submit_admitted_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
+from scheduling.services.job_kinds import enforce_time_limits, reconcile_services
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
-from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs

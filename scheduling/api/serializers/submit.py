@@ -8,14 +8,14 @@ import re
 
 from rest_framework import serializers
 
-from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
-from scheduling.api.workloads import (
+from scheduling.api.job_kinds import (
     SecretRefSerializer,
     TolerationSerializer,
     VolumeSerializer,
     validate_node_selector,
     validate_workload,
 )
+from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
 from scheduling.choices import CONTAINER_ROLES, JobKind, VictimPolicy
 from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue

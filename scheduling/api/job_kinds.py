@@ -1,4 +1,4 @@
-"""Input of the workload kinds (``kind`` on ``POST /api/jobs/``) and of the kind actions
+"""Input of the job kinds (``kind`` on ``POST /api/jobs/``) and of the kind actions
 (scale, stop, resume): nested Kubernetes settings and the per-kind rules.
 
 Per kind (``validate_workload``):

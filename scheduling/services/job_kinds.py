@@ -1,4 +1,4 @@
-"""Workload kinds (``Job.kind``): inference services and their replicas, notebook stop/resume,
+"""Job kinds (``Job.kind``): inference services and their replicas, notebook stop/resume,
 time limits. Views and tasks call these; the admission cycle knows nothing of kinds.
 
 * **inference**: the service is a ``Job`` that is never queued (state ``running`` while it is

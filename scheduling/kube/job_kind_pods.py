@@ -1,4 +1,4 @@
-"""Pure builders for what a workload kind adds to a pod, and the Service in front of it.
+"""Pure builders for what a job kind adds to a pod, and the Service in front of it.
 
 The device part of a pod comes from :mod:`scheduling.kube.manifests`; :func:`apply_workload`
 adds, on a copy, what the kind and the user's Kubernetes settings need:

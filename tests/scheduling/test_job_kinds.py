@@ -15,8 +15,8 @@ from scheduling.models import Job, Placement, PlacementDevice, Preemption
 from scheduling.services.cluster_submission import reconcile_simulated, submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
+from scheduling.services.job_kinds import enforce_time_limits, reconcile_services
 from scheduling.services.usage import sync_ledger
-from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from telemetry.exporters import POD_UTIL
 from telemetry.models import Rollup
 from telemetry.services.culling import cull_idle_notebooks, idle_cull_eta
@@ -389,7 +389,7 @@ def test_service_cost_per_replica_hour_and_stopped_notebook_costs_nothing(world)
     t0 = timezone.now().replace(microsecond=0) - timedelta(hours=3)
     Placement.objects.filter(job__tenant=team_a).update(started_at=t0)
     notebook = Job.objects.get(pk=nb["id"])
-    from scheduling.services.workloads import stop_notebook
+    from scheduling.services.job_kinds import stop_notebook
 
     stop_notebook(notebook, now=t0 + timedelta(minutes=30))
     now = t0 + timedelta(hours=2)

@@ -1,4 +1,4 @@
-"""Pages' side of the workload kinds: what the job page shows per kind (service replicas and
+"""Pages' side of the job kinds: what the job page shows per kind (service replicas and
 readiness, notebook time left) and the kind actions (scale, stop, resume), each posting to
 the same service as the REST API."""
 
@@ -15,7 +15,7 @@ from core.exceptions import DomainError
 from scheduling.choices import LIVE_JOB_STATES, JobKind, JobState
 from scheduling.models import Job, Placement
 from scheduling.selectors.access import visible_jobs
-from scheduling.services.workloads import (
+from scheduling.services.job_kinds import (
     lifetime_left_s,
     resume_notebook,
     scale_service,
