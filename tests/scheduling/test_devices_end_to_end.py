@@ -18,8 +18,8 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tests.builders import make_group, make_tenant
+from tests.kube.kube_helpers import make_kube_cluster, node_json
 from tests.placement.placement_builders import ASCEND_B3_CARD_COUNTERS, ASCEND_B3_TEMPLATES
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
 
@@ -266,7 +266,7 @@ def _mig_gpu(uuid: str, index: int) -> dict:
 
 
 def _running_pod(placement, annotations: dict) -> dict:
-    from tests.scheduling.kube_helpers import running_status
+    from tests.kube.kube_helpers import running_status
 
     ns, name = (placement.backend_ref or "llmops/x").split("/", 1)
     return {

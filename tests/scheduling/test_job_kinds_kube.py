@@ -15,12 +15,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import resync
 from tests.builders import make_group, make_tenant, make_user
-from tests.scheduling.kube_helpers import (
-    failed_status,
-    make_kube_cluster,
-    nvidia_node,
-    running_status,
-)
+from tests.kube.kube_helpers import failed_status, make_kube_cluster, nvidia_node, running_status
 
 pytestmark = pytest.mark.django_db
 

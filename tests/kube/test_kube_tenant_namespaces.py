@@ -17,7 +17,7 @@ from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tenants.models import TenantNamespace
 from tenants.selectors import tenant_for_namespace, tenant_namespace
 from tests.builders import make_group, make_tenant
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
 

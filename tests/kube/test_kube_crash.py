@@ -29,7 +29,7 @@ from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.kube_reconcile import reconcile_cluster
 from tests.builders import make_group, make_tenant
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node, running_status
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node, running_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ import pytest
 
 from scheduling.models import Cluster, Device, DeviceModel, Node
 from scheduling.services.inventory import sync_cluster_inventory
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json, nvidia_node
+from tests.kube.kube_helpers import make_kube_cluster, node_json, nvidia_node
 
 pytestmark = pytest.mark.django_db
 

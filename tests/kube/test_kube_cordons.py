@@ -27,7 +27,7 @@ from telemetry.exporters import XID
 from telemetry.services.device_health import apply_health, clear_device_health
 from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
 

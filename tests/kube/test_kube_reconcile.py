@@ -17,7 +17,7 @@ from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from scheduling.services.kube_reconcile import reconcile_cluster, resync
 from tests.builders import make_group, make_tenant
-from tests.scheduling.kube_helpers import (
+from tests.kube.kube_helpers import (
     evicted_status,
     failed_status,
     make_kube_cluster,

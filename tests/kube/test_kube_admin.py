@@ -10,7 +10,7 @@ from scheduling.backends.kubernetes import forget_gateways
 from scheduling.models import Cluster
 from tests.builders import make_user
 from tests.kube.fake_apiserver import FakeApiServer
-from tests.scheduling.kube_helpers import make_kube_cluster
+from tests.kube.kube_helpers import make_kube_cluster
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, KubeWorkload, PriorityClass
-from tests.scheduling.test_kube_intake import (  # noqa: F401 (fixtures)
+from tests.kube.test_kube_intake import (  # noqa: F401 (fixtures)
     NS,
     _events,
     _get,

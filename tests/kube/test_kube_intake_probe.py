@@ -7,7 +7,7 @@ import pytest
 
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, JobContainer
-from tests.scheduling.test_kube_intake import NS, _events, _intake, fake, job_object, kube  # noqa: F401 (fixtures)
+from tests.kube.test_kube_intake import NS, _events, _intake, fake, job_object, kube  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job, enqueue_job
 from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
 
 pytestmark = pytest.mark.django_db
 
