@@ -40,16 +40,22 @@ def cohort(db):
 
 
 @pytest.fixture
-def fake() -> Iterator:
+def fake(request) -> Iterator:
     """A started fake Kubernetes API server (``tests/kube/fake_apiserver.py``; namespaces
     ``default`` and ``llmops``, watches without a client timeout end after 1 s) for the
-    kubernetes-backend database tests; on teardown it stops and the process's cached cluster
-    gateways are dropped (:func:`scheduling.backends.kubernetes.forget_gateways`). Imported
-    lazily so pure-core tests run without Django."""
+    kubernetes-backend database tests; a module or test marked
+    ``@pytest.mark.fake_apiserver(**options)`` overrides those options (e.g.
+    ``namespaces=None``, ``device_taint_rules=True``). On teardown it stops and the process's
+    cached cluster gateways are dropped (:func:`scheduling.backends.kubernetes.forget_gateways`).
+    Imported lazily so pure-core tests run without Django."""
     from scheduling.backends.kubernetes import forget_gateways
     from tests.kube.fake_apiserver import FakeApiServer
 
-    server = FakeApiServer(namespaces=("default", "llmops"), watch_timeout_s=1.0)
+    options: dict = {"namespaces": ("default", "llmops"), "watch_timeout_s": 1.0}
+    marker = request.node.get_closest_marker("fake_apiserver")
+    if marker is not None:
+        options.update(marker.kwargs)
+    server = FakeApiServer(**options)
     server.start()
     try:
         yield server

@@ -29,25 +29,16 @@ from tests.builders import make_group, make_tenant
 from tests.kube.fake_apiserver import FakeApiServer
 from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
 
-pytestmark = pytest.mark.django_db
+# the fake API server of tests/conftest.py's ``fake`` fixture, with these options
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.fake_apiserver(namespaces=None, device_taint_rules=True),
+]
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 K8S = "1.34.0"
 CORDON = "hami.io/device-cordon"
 SYNC_AT = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(watch_timeout_s=1.0, device_taint_rules=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        from scheduling.backends.kubernetes import forget_gateways
-
-        server.stop()
-        forget_gateways()
 
 
 @pytest.fixture

@@ -23,27 +23,15 @@ from scheduling.services.intake_record import suspend_kube_job
 from scheduling.services.inventory import sync_cluster_inventory
 from tenants.selectors import tenant_namespace
 from tests.builders import make_group, make_tenant
-from tests.kube.fake_apiserver import KINDS, FakeApiServer
+from tests.kube.fake_apiserver import KINDS
 from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
 
-pytestmark = pytest.mark.django_db
+# the fake API server of tests/conftest.py's ``fake`` fixture, with these options
+pytestmark = [pytest.mark.django_db, pytest.mark.fake_apiserver(namespaces=None)]
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 K8S = "1.34.0"
 NS = "tenant-team-a"  # team-a's namespace under the default TENANT_NAMESPACE_PATTERN
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(watch_timeout_s=1.0)
-    server.start()
-    try:
-        yield server
-    finally:
-        from scheduling.backends.kubernetes import forget_gateways
-
-        server.stop()
-        forget_gateways()
 
 
 @pytest.fixture
