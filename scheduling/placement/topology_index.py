@@ -132,7 +132,7 @@ class Domains:
             the node level when the last key is :data:`HOSTNAME`, else the last level.
     """
 
-    __slots__ = ("levels", "path", "names", "members", "children", "complete", "stop")
+    __slots__ = ("levels", "path", "keys", "names", "members", "children", "complete", "stop")
 
     def __init__(self, snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> None:
         self.levels = levels
@@ -143,6 +143,8 @@ class Domains:
             if None not in values:
                 path[name] = values  # type: ignore[assignment]  # no None in it
         self.path = path
+        #: per node, its domain key at every level (widest first)
+        self.keys = {n: tuple(p[: lvl + 1] for lvl in range(len(levels))) for n, p in path.items()}
         self.names = sorted(path, key=lambda n: (path[n], n))
         self.complete = len(path) == len(snapshot.nodes)
         depth = len(levels)
@@ -209,18 +211,18 @@ class ShapeCounts:
             for n in changed:
                 if n in versions:
                     versions[n] = nodes[n].version
-        path = self.domains.path
+        keys = self.domains.keys
+        counts = self.node
+        all_sums = self.sums
         for name in changed:
-            old = self.node.get(name)
+            old = counts.get(name)
             if old is None:
                 continue
             new = counter(name, nodes[name])
             if new == old:
                 continue
-            self.node[name] = new
-            p = path[name]
-            for lvl, sums in enumerate(self.sums):
-                key = p[: lvl + 1]
+            counts[name] = new
+            for sums, key in zip(all_sums, keys[name], strict=True):
                 sums[key] += new - old
 
 

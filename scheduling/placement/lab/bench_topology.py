@@ -37,8 +37,12 @@ gangs placed inside one domain of their level (a baseline without topology count
 that happens to land in one domain); ``allocation_pct_100`` = booked GPU share of capacity at
 100 % arrived (bucket mean, as the placement benchmark); ``placements_per_s_N`` = gang
 placement attempts per CPU second spent in ``place()`` and ``reserve()`` for gangs, on N
-nodes. The last line printed is one JSON object. CPU time (``time.process_time``): a busy
-machine does not distort it; run it under ``nice -n 19`` on a shared machine.
+nodes; ``gang_stream_per_s_10000`` the same for the gangs alone placed back to back on a
+fresh large cluster (no single pods between two gangs: the topology machinery's own cost;
+in the replay each gang also pays for re-reading the nodes the single pods changed since
+a gang of its shape last looked). The last line printed is one JSON object. CPU time
+(``time.process_time``): a busy machine does not distort it; run it under ``nice -n 19`` on
+a shared machine.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from scheduling.placement.lab.trace import (
     read_pods,
 )
 from scheduling.placement.selector import request_shape
+from scheduling.placement.topology_index import DomainIndex
 from scheduling.placement.types import ClusterSnapshot, Decision, PodSetTopology, TopologyRequest
 
 __all__ = ["BLOCK", "RACK", "HOST", "LEVELS", "Unit", "label_racks", "make_units", "main"]
@@ -188,17 +193,12 @@ class Room:
 
     def best(self, req: PlacementRequest) -> tuple[int, int]:
         """(most pods one rack holds, most one block holds) for the gang's shape."""
-        fw = self.rp.fw
-        if fw.topology is None:  # a variant without topology: place() never made one
-            place(self.snapshot, replace(req, pods=req.pods[:1], topology=_probe(1)), fw)
+        if self.index is None:  # its own index: the timed placements do their own upkeep
+            self.index = DomainIndex()
         pod = req.pods[0]
         counter = self.rp.plugin.fit_counter(self.snapshot, pod)
-        counts = fw.topology.counts(self.snapshot, LEVELS, request_shape(pod), counter, False)
+        counts = self.index.counts(self.snapshot, LEVELS, request_shape(pod), counter, False)
         return max(counts.sums[1].values(), default=0), max(counts.sums[0].values(), default=0)
-
-
-def _probe(k: int) -> tuple[PodSetTopology, ...]:
-    return (PodSetTopology(0, k, TopologyRequest(LEVELS, unconstrained=True)),)
 
 
 def _one(dec: Decision, snapshot: ClusterSnapshot, key: str) -> bool:
@@ -227,6 +227,25 @@ def replay(
             _gang(rp, room, t, u, with_topology, rule)
         t.arrived.append(100 * submitted / rp.cap)
         t.alloc.append(100 * rp.allocated / rp.cap)
+    return t
+
+
+def stream(
+    variant: str,
+    snapshot: ClusterSnapshot,
+    units: Sequence[Unit],
+    workload: TargetWorkload,
+    seed: int,
+) -> Tally:
+    """Only the gangs of ``units``, back to back on ``snapshot`` (fresh): the topology
+    machinery's own speed, without the single pods' changes between two gangs."""
+    policy, with_topology, rule = VARIANTS[variant]
+    rp = Replay(policy, snapshot, workload, workload, seed)
+    room = Room(rp, snapshot)
+    t = Tally()
+    for u in units:
+        if u.k > 1:
+            _gang(rp, room, t, u, with_topology, rule)
     return t
 
 
@@ -263,8 +282,9 @@ def _pct(a: int, b: int) -> float | None:
     return round(100 * a / b, 2) if b else None
 
 
-def figures(runs: list[Tally], large: list[Tally]) -> dict[str, Any]:
-    """The JSON figures of one variant over its seeds (``large``: the large-cluster runs)."""
+def figures(runs: list[Tally], large: list[Tally], streams: list[Tally]) -> dict[str, Any]:
+    """The JSON figures of one variant over its seeds (``large``: the large-cluster runs,
+    ``streams``: gangs only on the large cluster)."""
     alloc = [bucket_means(r.arrived, r.alloc).get(100) for r in runs]
     vals = [a for a in alloc if a is not None]
 
@@ -285,6 +305,7 @@ def figures(runs: list[Tally], large: list[Tally]) -> dict[str, Any]:
         "allocation_pct_100": round(sum(vals) / len(vals), 2) if vals else None,
         "placements_per_s_1213": rate(runs),
         "placements_per_s_10000": rate(large),
+        "gang_stream_per_s_10000": rate(streams),
         "gangs": sum(r.gangs for r in runs),
         "preferred_rack_could": sum(r.pref_could for r in runs),
     }
@@ -311,7 +332,9 @@ def run(args: argparse.Namespace, nodes: list[NodeRecord], pods: list[PodRecord]
     seeds = parse_seeds(args.seeds)
     out: dict[str, Any] = {}
     for variant in VARIANTS:
-        runs, large = [], []
+        runs: list[Tally] = []
+        large: list[Tally] = []
+        streams: list[Tally] = []
         for seed in seeds:
             for count, acc in ((len(nodes), runs), (args.large_nodes, large)):
                 if count <= 0:
@@ -320,7 +343,10 @@ def run(args: argparse.Namespace, nodes: list[NodeRecord], pods: list[PodRecord]
                 cap = sum(1000 * len(n.devices) for n in snap.nodes.values())
                 units = make_units(pods, cap, args.tune, seed, sizes, args.required_share)
                 acc.append(replay(variant, snap, units, workload, seed))
-        out[variant] = figures(runs, large)
+                if acc is large:
+                    snap = _cluster(nodes, count, args.rack_nodes, args.block_racks)
+                    streams.append(stream(variant, snap, units, workload, seed))
+        out[variant] = figures(runs, large, streams)
         if not args.json_only:
             print(f"# {variant}: {json.dumps(out[variant])}", flush=True)
     return out

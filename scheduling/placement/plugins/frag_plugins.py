@@ -27,11 +27,12 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduling.placement.fragmentation import TargetWorkload
+from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import (
     LazySelector,
@@ -41,7 +42,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
-from scheduling.placement.plugins.frag_within import fit_count, select_among
+from scheduling.placement.plugins.frag_within import FIT_COUNT_CAP, fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -141,6 +142,9 @@ class TracePolicyPlugin:
         self._scorer = None if isinstance(self.policy, PickingPolicy) else self.policy
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
+        #: topology capacity: per (mirror, state numbering, task key without memory), the
+        #: count of copies per node state number (``fit_counter``)
+        self._fit_memos: dict[tuple, dict[int, int]] = {}
         #: mirrors of other snapshots, most recent last: ``(snapshot, table, selector,
         #: journal position)`` (an admission cycle alternates between its cluster and the
         #: empty copy it estimates on; each keeps its mirror instead of rebuilding it).
@@ -286,10 +290,31 @@ class TracePolicyPlugin:
         if task is None:
             return None
         table = self._bind(snapshot)
-        index = table.index
+        index, state, mem, cpu, sg = table.index, table.state, table.mem, table.cpu, table.sg
+        need, k, d, c = task.memory_mib, task.num_gpu, task.gpu_milli, task.cpu_milli
+        whole = k > 1 or d >= GPU_MILLI
+        no_mem = replace(task, memory_mib=0)
+        key = (id(table), table.state_epoch, no_mem.key)
+        memos = self._fit_memos
+        if sum(len(m) for m in memos.values()) > _GRANT_CACHE_LIMIT:
+            memos.clear()
+        memo = memos.setdefault(key, {})  # node state number -> count without host memory
+
+        vendor, model, types, v = table.vendor, table.model, task.gpu_types, task.vendor
+        fast = whole and c and need
 
         def count(name: str, _node: NodeInfo) -> int:
-            return fit_count(table, index[name], task)
+            i = index[name]
+            # the common case inline: whole GPUs on a node of one model (NodeTable.type_ok)
+            if fast and vendor[i] == v and (not types or model[i] in types):
+                g = sg[i]
+                n = min(cpu[i] // c, mem[i] // need, (len(g) - bisect_left(g, d)) // k)
+                return max(min(n, FIT_COUNT_CAP), 0)
+            st = state[i]
+            n = memo.get(st)
+            if n is None:
+                n = memo[st] = fit_count(table, i, no_mem)
+            return max(min(n, mem[i] // need), 0) if need else n
 
         return count
 
