@@ -313,6 +313,20 @@ class _Set:
         parent = self.cap(level - 1)
         return sorted(keys, key=lambda k: (caps[k] - units, parent.get(k[:-1], 0), k))
 
+    def best(self, level: int, units: int, limit: int) -> list[Key]:
+        """The ``limit`` best domains of ``level`` holding ``units`` (as :meth:`choose` on
+        all of them), read from the count buckets when there are no slices."""
+        if self.slice_level is not None:
+            caps = self.cap(level)
+            return self.choose(level, [k for k, c in caps.items() if c >= units], units)[:limit]
+        out: list[Key] = []
+        for _count, bucket in self.counts.at_least(level, units):
+            ranked = self.choose(level, list(bucket), units) if len(bucket) > 1 else list(bucket)
+            out += ranked[: limit - len(out)]
+            if len(out) >= limit:
+                break
+        return out
+
     def plan(self, level: int, key: Key, units: int) -> list[tuple[Key, int]]:
         """Units per placement-level domain for ``units`` inside domain ``key`` of ``level``."""
         stop = self.slice_level if self.slice_level is not None else self.doms.stop
@@ -371,7 +385,8 @@ def _place_set(
             return placed, doms, ""
     if req.required:
         level = levels[0]
-        best = max(st.cap(level).values(), default=0) * st.unit
+        caps = st.counts.by_count[level] if st.slice_level is None else st.cap(level).values()
+        best = max(caps, default=0) * st.unit
         return [], doms, _shortfall(pods, need, best, req.levels[level], st.unit, req)
     mark = len(run.booked)
     units = -(-len(pods) // st.unit)
@@ -391,11 +406,9 @@ def _try_level(
     caps = st.cap(level)
     units = -(-len(pods) // st.unit)
     least = -(-need // st.unit)
-    keys = [k for k, c in caps.items() if c >= units]
+    keys = st.best(level, units, TRIED_DOMAINS)
     if not keys and least < units:  # a gang minimum: the domain that holds the most
         keys = sorted((k for k, c in caps.items() if c >= least), key=lambda k: (-caps[k], k))
-    else:
-        keys = st.choose(level, keys, units)
     for key in keys[:TRIED_DOMAINS]:
         mark = len(run.booked)
         plan = st.plan(level, key, min(units, caps[key]))

@@ -175,9 +175,21 @@ class ShapeCounts:
     Attributes:
         node: ``{node name: count}`` over :attr:`Domains.names`.
         sums: per level, ``{domain key: sum of its nodes' counts}``.
+        by_count: per level, ``{count: {domain key: None}}`` (the domains holding exactly that
+            many pods; insertion-ordered, so answers do not depend on hashing), kept with
+            ``sums`` so a best fit looks at a few counts, not at every domain.
     """
 
-    __slots__ = ("domains", "node", "sums", "pos", "versions", "counter", "watch_versions")
+    __slots__ = (
+        "domains",
+        "node",
+        "sums",
+        "by_count",
+        "pos",
+        "versions",
+        "counter",
+        "watch_versions",
+    )
 
     def __init__(
         self, snapshot: ClusterSnapshot, domains: Domains, counter: Counter, watch_versions: bool
@@ -186,17 +198,33 @@ class ShapeCounts:
         self.counter = counter
         self.watch_versions = watch_versions
         nodes = snapshot.nodes
-        self.node = {n: counter(n, nodes[n]) for n in domains.names}
-        self.sums: list[dict[tuple[str, ...], int]] = []
-        for lvl in range(len(domains.levels)):
-            self.sums.append(
-                {
-                    key: sum(self.node[n] for n in names)
-                    for key, names in domains.members[lvl].items()
-                }
+        names = domains.names
+        many = getattr(counter, "many", None)
+        if many is not None:
+            self.node = dict(zip(names, many(names), strict=True))
+        else:
+            self.node = {n: counter(n, nodes[n]) for n in names}
+        depth = len(domains.levels)
+        last: dict[tuple[str, ...], int] = {}
+        keys = domains.keys
+        for n, c in self.node.items():
+            k = keys[n][-1]
+            last[k] = last.get(k, 0) + c
+        sums = [last]
+        for lvl in range(depth - 2, -1, -1):  # bottom-up over the children
+            below = sums[0]
+            sums.insert(
+                0, {k: sum(below[c] for c in kids) for k, kids in domains.children[lvl].items()}
             )
+        self.sums = sums
+        self.by_count: list[dict[int, dict[tuple[str, ...], None]]] = []
+        for level_sums in sums:
+            buckets: dict[int, dict[tuple[str, ...], None]] = {}
+            for k, c in level_sums.items():
+                buckets.setdefault(c, {})[k] = None
+            self.by_count.append(buckets)
         self.pos = len(snapshot.changed)
-        self.versions = {n: nodes[n].version for n in domains.names} if watch_versions else {}
+        self.versions = {n: nodes[n].version for n in names} if watch_versions else {}
 
     def refresh(self, snapshot: ClusterSnapshot, counter: Counter) -> None:
         """Recount the nodes changed since the last call (module docstring)."""
@@ -213,17 +241,28 @@ class ShapeCounts:
                     versions[n] = nodes[n].version
         keys = self.domains.keys
         counts = self.node
-        all_sums = self.sums
-        for name in changed:
-            old = counts.get(name)
-            if old is None:
-                continue
-            new = counter(name, nodes[name])
+        levels = tuple(zip(self.sums, self.by_count, strict=True))
+        names = [n for n in changed if n in counts]
+        many = getattr(counter, "many", None)
+        fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
+        for name, new in zip(names, fresh, strict=True):
+            old = counts[name]
             if new == old:
                 continue
             counts[name] = new
-            for sums, key in zip(all_sums, keys[name], strict=True):
-                sums[key] += new - old
+            for (sums, buckets), key in zip(levels, keys[name], strict=True):
+                was = sums[key]
+                now = sums[key] = was + new - old
+                bucket = buckets[was]
+                del bucket[key]
+                if not bucket:
+                    del buckets[was]
+                buckets.setdefault(now, {})[key] = None
+
+    def at_least(self, level: int, count: int) -> list[tuple[int, dict[tuple[str, ...], None]]]:
+        """``(count, domains)`` of ``level`` holding at least ``count`` pods, fewest first."""
+        buckets = self.by_count[level]
+        return [(c, buckets[c]) for c in sorted(c for c in buckets if c >= count)]
 
 
 class DomainIndex:

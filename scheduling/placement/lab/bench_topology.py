@@ -4,7 +4,7 @@ Usage::
 
     python -m scheduling.placement.lab.bench_topology --nodes NODE_CSV --pods POD_CSV \\
         [--seeds 42] [--tune 1.3] [--rack-nodes 8] [--block-racks 16] [--gang-sizes 2,4,8] \\
-        [--required-share 0.5] [--large-nodes 10000] [--json-only]
+        [--required-share 0.5] [--large-nodes 10000] [--large-seeds 1] [--json-only]
 
 Cluster: the trace's nodes in file order, ``--rack-nodes`` nodes a rack and ``--block-racks``
 racks a block (labels ``cloud.provider.com/topology-block``, ``cloud.provider.com/topology-rack``,
@@ -335,9 +335,9 @@ def run(args: argparse.Namespace, nodes: list[NodeRecord], pods: list[PodRecord]
         runs: list[Tally] = []
         large: list[Tally] = []
         streams: list[Tally] = []
-        for seed in seeds:
+        for n_seed, seed in enumerate(seeds):
             for count, acc in ((len(nodes), runs), (args.large_nodes, large)):
-                if count <= 0:
+                if count <= 0 or (acc is large and n_seed >= args.large_seeds):
                     continue
                 snap = _cluster(nodes, count, args.rack_nodes, args.block_racks)
                 cap = sum(1000 * len(n.devices) for n in snap.nodes.values())
@@ -366,6 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gang-sizes", default="2,4,8")
     ap.add_argument("--required-share", type=float, default=0.5)
     ap.add_argument("--large-nodes", type=int, default=10000, help="0: skip the large run")
+    ap.add_argument("--large-seeds", type=int, default=1, help="seeds also run on the large one")
     ap.add_argument("--json-only", action="store_true")
     args = ap.parse_args(argv)
     try:
@@ -383,7 +384,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     ours["config"] = {
         k: getattr(args, k)
-        for k in ("seeds", "tune", "rack_nodes", "block_racks", "gang_sizes", "required_share")
+        for k in (
+            "seeds",
+            "tune",
+            "rack_nodes",
+            "block_racks",
+            "gang_sizes",
+            "required_share",
+            "large_nodes",
+            "large_seeds",
+        )
     }
     print(json.dumps(ours), flush=True)
     return 0

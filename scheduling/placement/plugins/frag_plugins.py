@@ -27,12 +27,11 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
+from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import (
     LazySelector,
@@ -42,7 +41,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
-from scheduling.placement.plugins.frag_within import FIT_COUNT_CAP, fit_count, select_among
+from scheduling.placement.plugins.frag_within import fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -57,6 +56,7 @@ from scheduling.placement.types import (
 __all__ = [
     "FRAG_POLICY_NAMES",
     "FastSelection",
+    "FitCounter",
     "TracePolicyPlugin",
     "make_frag_policy",
     "register_frag_policies",
@@ -279,44 +279,21 @@ class TracePolicyPlugin:
             name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
         )
 
-    def fit_counter(
-        self, snapshot: ClusterSnapshot, pod: PodRequest
-    ) -> Callable[[str, NodeInfo], int] | None:
-        """For topology capacity (``placement/topology_index.py``): a function counting how
-        many copies of ``pod`` fit on a node, one after the other, by the policy's own fit
-        rule (:meth:`NodeTable.fits` on the mirror refreshed now). None for pods that are not
-        trace-shaped."""
+    def fit_counter(self, snapshot: ClusterSnapshot, pod: PodRequest) -> FitCounter | None:
+        """For topology capacity (``placement/topology_index.py``): counts how many copies
+        of ``pod`` fit on a node, one after the other, by the policy's own fit rule
+        (:func:`~scheduling.placement.plugins.frag_within.fit_count` on the mirror refreshed
+        now). None for pods that are not trace-shaped."""
         task = task_view(pod)
         if task is None:
             return None
         table = self._bind(snapshot)
-        index, state, mem, cpu, sg = table.index, table.state, table.mem, table.cpu, table.sg
-        need, k, d, c = task.memory_mib, task.num_gpu, task.gpu_milli, task.cpu_milli
-        whole = k > 1 or d >= GPU_MILLI
         no_mem = replace(task, memory_mib=0)
         key = (id(table), table.state_epoch, no_mem.key)
         memos = self._fit_memos
         if sum(len(m) for m in memos.values()) > _GRANT_CACHE_LIMIT:
             memos.clear()
-        memo = memos.setdefault(key, {})  # node state number -> count without host memory
-
-        vendor, model, types, v = table.vendor, table.model, task.gpu_types, task.vendor
-        fast = whole and c and need
-
-        def count(name: str, _node: NodeInfo) -> int:
-            i = index[name]
-            # the common case inline: whole GPUs on a node of one model (NodeTable.type_ok)
-            if fast and vendor[i] == v and (not types or model[i] in types):
-                g = sg[i]
-                n = min(cpu[i] // c, mem[i] // need, (len(g) - bisect_left(g, d)) // k)
-                return max(min(n, FIT_COUNT_CAP), 0)
-            st = state[i]
-            n = memo.get(st)
-            if n is None:
-                n = memo[st] = fit_count(table, i, no_mem)
-            return max(min(n, mem[i] // need), 0) if need else n
-
-        return count
+        return FitCounter(table, task, memos.setdefault(key, {}))
 
     def decide(self, snapshot: ClusterSnapshot, request: PlacementRequest) -> Decision:
         """A :class:`Decision` for a one-pod, trace-shaped request from the fast path.
@@ -348,6 +325,40 @@ class TracePolicyPlugin:
         one = NodeTable(ClusterSnapshot({node.name: node}))
         s = scorer.score(one, 0, task)
         return float(s) if s is not None else 0.0
+
+
+class FitCounter:
+    """Copies of one trace task that fit per node (``TracePolicyPlugin.fit_counter``):
+    ``counter(name, node)`` for one node, :meth:`many` for a list. The count without host
+    memory is memoised per node state number (``NodeTable.state``: models, free CPU, free
+    milli), host memory is applied on top."""
+
+    __slots__ = ("table", "task", "no_mem", "memo")
+
+    def __init__(self, table: NodeTable, task: TaskView, memo: dict[int, int]) -> None:
+        self.table = table
+        self.task = task
+        self.no_mem = replace(task, memory_mib=0)
+        self.memo = memo
+
+    def __call__(self, name: str, _node: NodeInfo | None = None) -> int:
+        return self.many([name])[0]
+
+    def many(self, names: Sequence[str]) -> list[int]:
+        """The counts of the nodes ``names``, in order."""
+        table, memo = self.table, self.memo
+        index, state = table.index, table.state
+        idx = [index[n] for n in names]
+        out = [memo.get(state[i], -1) for i in idx]
+        for pos, n in enumerate(out):
+            if n < 0:
+                i = idx[pos]
+                out[pos] = memo[state[i]] = fit_count(table, i, self.no_mem)
+        need = self.task.memory_mib
+        if need:
+            mem = table.mem
+            out = [max(min(n, mem[i] // need), 0) for n, i in zip(out, idx, strict=True)]
+        return out
 
 
 class _PickingSelector:
