@@ -295,9 +295,9 @@ class _Set:
         if got is not None:
             return got
         if self.slice_level is None:
-            got = self.counts.sums[level]
+            got = self.counts.level_sums(level)
         elif level >= self.slice_level:
-            got = {k: v // self.unit for k, v in self.counts.sums[level].items()}
+            got = {k: v // self.unit for k, v in self.counts.level_sums(level).items()}
         else:
             got = {}
             for k, v in self.cap(self.slice_level).items():
@@ -385,7 +385,7 @@ def _place_set(
             return placed, doms, ""
     if req.required:
         level = levels[0]
-        caps = st.counts.by_count[level] if st.slice_level is None else st.cap(level).values()
+        caps = st.counts.buckets(level) if st.slice_level is None else st.cap(level).values()
         best = max(caps, default=0) * st.unit
         return [], doms, _shortfall(pods, need, best, req.levels[level], st.unit, req)
     mark = len(run.booked)

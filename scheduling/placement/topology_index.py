@@ -174,7 +174,8 @@ class ShapeCounts:
 
     Attributes:
         node: ``{node name: count}`` over :attr:`Domains.names`.
-        sums: per level, ``{domain key: sum of its nodes' counts}``.
+        sums: per level, ``{domain key: sum of its nodes' counts}`` (None for the node level
+            of a topology ending in hostnames until :meth:`level_sums` asks for it).
         by_count: per level, ``{count: {domain key: None}}`` (the domains holding exactly that
             many pods; insertion-ordered, so answers do not depend on hashing), kept with
             ``sums`` so a best fit looks at a few counts, not at every domain.
@@ -205,24 +206,23 @@ class ShapeCounts:
         else:
             self.node = {n: counter(n, nodes[n]) for n in names}
         depth = len(domains.levels)
-        last: dict[tuple[str, ...], int] = {}
+        # the node level of a topology ending in hostnames is built only when asked for
+        top = depth - 2 if depth > 1 and domains.levels[-1] == HOSTNAME else depth - 1
         keys = domains.keys
+        acc: dict[tuple[str, ...], int] = {}
         for n, c in self.node.items():
-            k = keys[n][-1]
-            last[k] = last.get(k, 0) + c
-        sums = [last]
-        for lvl in range(depth - 2, -1, -1):  # bottom-up over the children
-            below = sums[0]
-            sums.insert(
-                0, {k: sum(below[c] for c in kids) for k, kids in domains.children[lvl].items()}
-            )
+            k = keys[n][top]
+            acc[k] = acc.get(k, 0) + c
+        sums: list[dict[tuple[str, ...], int] | None] = [None] * depth
+        sums[top] = acc
+        below = acc
+        for lvl in range(top - 1, -1, -1):  # bottom-up over the children
+            below = {k: sum(below[c] for c in kids) for k, kids in domains.children[lvl].items()}
+            sums[lvl] = below
         self.sums = sums
-        self.by_count: list[dict[int, dict[tuple[str, ...], None]]] = []
-        for level_sums in sums:
-            buckets: dict[int, dict[tuple[str, ...], None]] = {}
-            for k, c in level_sums.items():
-                buckets.setdefault(c, {})[k] = None
-            self.by_count.append(buckets)
+        self.by_count: list[dict[int, dict[tuple[str, ...], None]] | None] = [
+            None if level_sums is None else _buckets(level_sums) for level_sums in sums
+        ]
         self.pos = len(snapshot.changed)
         self.versions = {n: nodes[n].version for n in names} if watch_versions else {}
 
@@ -241,7 +241,11 @@ class ShapeCounts:
                     versions[n] = nodes[n].version
         keys = self.domains.keys
         counts = self.node
-        levels = tuple(zip(self.sums, self.by_count, strict=True))
+        levels = tuple(
+            (sums, buckets, lvl)
+            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
+            if sums is not None and buckets is not None
+        )
         names = [n for n in changed if n in counts]
         many = getattr(counter, "many", None)
         fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
@@ -250,7 +254,9 @@ class ShapeCounts:
             if new == old:
                 continue
             counts[name] = new
-            for (sums, buckets), key in zip(levels, keys[name], strict=True):
+            path = keys[name]
+            for sums, buckets, lvl in levels:
+                key = path[lvl]
                 was = sums[key]
                 now = sums[key] = was + new - old
                 bucket = buckets[was]
@@ -259,10 +265,33 @@ class ShapeCounts:
                     del buckets[was]
                 buckets.setdefault(now, {})[key] = None
 
+    def level_sums(self, level: int) -> dict[tuple[str, ...], int]:
+        """``{domain key: count}`` of ``level`` (the node level built on first use)."""
+        sums = self.sums[level]
+        if sums is None:
+            keys = self.domains.keys
+            sums = {keys[n][level]: c for n, c in self.node.items()}
+            self.sums[level] = sums
+            self.by_count[level] = _buckets(sums)
+        return sums
+
+    def buckets(self, level: int) -> dict[int, dict[tuple[str, ...], None]]:
+        """``{count: domains}`` of ``level`` (see :attr:`by_count`)."""
+        self.level_sums(level)
+        return self.by_count[level] or {}
+
     def at_least(self, level: int, count: int) -> list[tuple[int, dict[tuple[str, ...], None]]]:
         """``(count, domains)`` of ``level`` holding at least ``count`` pods, fewest first."""
-        buckets = self.by_count[level]
+        buckets = self.buckets(level)
         return [(c, buckets[c]) for c in sorted(c for c in buckets if c >= count)]
+
+
+def _buckets(sums: dict[tuple[str, ...], int]) -> dict[int, dict[tuple[str, ...], None]]:
+    """``{count: {domain key: None}}`` of per-domain counts, in domain order per count."""
+    out: dict[int, dict[tuple[str, ...], None]] = {}
+    for k, c in sums.items():
+        out.setdefault(c, {})[k] = None
+    return out
 
 
 class DomainIndex:

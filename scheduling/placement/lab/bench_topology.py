@@ -198,7 +198,7 @@ class Room:
         pod = req.pods[0]
         counter = self.rp.plugin.fit_counter(self.snapshot, pod)
         counts = self.index.counts(self.snapshot, LEVELS, request_shape(pod), counter, False)
-        return max(counts.sums[1].values(), default=0), max(counts.sums[0].values(), default=0)
+        return max(counts.buckets(1), default=0), max(counts.buckets(0), default=0)
 
 
 def _one(dec: Decision, snapshot: ClusterSnapshot, key: str) -> bool:

@@ -27,11 +27,12 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduling.placement.fragmentation import TargetWorkload
+from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import (
     LazySelector,
@@ -41,7 +42,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
-from scheduling.placement.plugins.frag_within import fit_count, select_among
+from scheduling.placement.plugins.frag_within import FIT_COUNT_CAP, fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -346,18 +347,50 @@ class FitCounter:
 
     def many(self, names: Sequence[str]) -> list[int]:
         """The counts of the nodes ``names``, in order."""
-        table, memo = self.table, self.memo
-        index, state = table.index, table.state
+        table = self.table
+        index = table.index
         idx = [index[n] for n in names]
-        out = [memo.get(state[i], -1) for i in idx]
-        for pos, n in enumerate(out):
-            if n < 0:
-                i = idx[pos]
-                out[pos] = memo[state[i]] = fit_count(table, i, self.no_mem)
-        need = self.task.memory_mib
+        task = self.task
+        k, d, c = task.num_gpu, task.gpu_milli, task.cpu_milli
+        if k and c and (k > 1 or d >= GPU_MILLI):
+            out = self._whole(idx)
+        else:
+            out = [self._one(i) for i in idx]
+        need = task.memory_mib
         if need:
             mem = table.mem
             out = [max(min(n, mem[i] // need), 0) for n, i in zip(out, idx, strict=True)]
+        return out
+
+    def _one(self, i: int) -> int:
+        """Node ``i``'s count without host memory, memoised on its state number."""
+        st = self.table.state[i]
+        n = self.memo.get(st)
+        if n is None:
+            n = self.memo[st] = fit_count(self.table, i, self.no_mem)
+        return n
+
+    def _whole(self, idx: list[int]) -> list[int]:
+        """Counts without host memory of a whole-GPU task with a CPU request: on a node of one
+        model the vendor and types accept, ``min(free CPU // cpu, fully free devices // k)``
+        read from the sorted free milli (what :func:`fit_count` computes), else
+        :meth:`_one`."""
+        table, task = self.table, self.task
+        cpu, sg, vendor, model = table.cpu, table.sg, table.vendor, table.model
+        k, d, c, v, types = (
+            task.num_gpu,
+            task.gpu_milli,
+            task.cpu_milli,
+            task.vendor,
+            task.gpu_types,
+        )
+        out = []
+        for i in idx:
+            if cpu[i] >= 0 and vendor[i] == v and (not types or model[i] in types):
+                g = sg[i]
+                out.append(min(cpu[i] // c, (len(g) - bisect_left(g, d)) // k, FIT_COUNT_CAP))
+            else:
+                out.append(self._one(i))
         return out
 
 
