@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from heapq import nsmallest
 from typing import Any
 
 from scheduling.placement.booking import apply_assignment
@@ -305,13 +306,17 @@ class _Set:
         self.caps[level] = got
         return got
 
-    def choose(self, level: int, keys: list[Key], units: int) -> list[Key]:
-        """``keys`` (domains of ``level`` holding ``units``) best first, by the rule."""
+    def rank(self, level: int, units: int) -> Callable[[Key], tuple]:
+        """The rule's sort key of a domain of ``level`` holding ``units`` (lower = better)."""
         caps = self.cap(level)
         if self.rule == "kueue" or level == 0:
-            return sorted(keys, key=lambda k: (caps[k], k))
+            return lambda k: (caps[k], k)
         parent = self.cap(level - 1)
-        return sorted(keys, key=lambda k: (caps[k] - units, parent.get(k[:-1], 0), k))
+        return lambda k: (caps[k] - units, parent.get(k[:-1], 0), k)
+
+    def choose(self, level: int, keys: list[Key], units: int) -> list[Key]:
+        """``keys`` (domains of ``level`` holding ``units``) best first, by the rule."""
+        return sorted(keys, key=self.rank(level, units))
 
     def best(self, level: int, units: int, limit: int) -> list[Key]:
         """The ``limit`` best domains of ``level`` holding ``units`` (as :meth:`choose` on
@@ -320,9 +325,9 @@ class _Set:
             caps = self.cap(level)
             return self.choose(level, [k for k, c in caps.items() if c >= units], units)[:limit]
         out: list[Key] = []
+        key = self.rank(level, units)
         for _count, bucket in self.counts.at_least(level, units):
-            ranked = self.choose(level, list(bucket), units) if len(bucket) > 1 else list(bucket)
-            out += ranked[: limit - len(out)]
+            out += nsmallest(limit - len(out), bucket, key=key) if len(bucket) > 1 else list(bucket)
             if len(out) >= limit:
                 break
         return out
