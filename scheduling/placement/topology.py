@@ -257,10 +257,10 @@ def _ranked(
     for lst in by_shape.values():
         lst.sort(key=lambda pa: (path.get(pa.node, ()), pa.node))
     for i, pod in zip(idx, pods, strict=True):
-        lst = by_shape.get(request_shape(pod))
-        if not lst:
+        todo = by_shape.get(request_shape(pod))
+        if not todo:
             continue
-        pa = lst.pop(0)
+        pa = todo.pop(0)
         got[i] = _renamed(pa, source[pa.pod], pod)
         paths[i] = path.get(pa.node, ())
 
@@ -385,9 +385,9 @@ def _place_set(
     else:
         levels = []  # slices without a level: any domains
     for level in levels:
-        placed = _try_level(run, st, pods, need, level)
-        if placed is not None:
-            return placed, doms, ""
+        inside = _try_level(run, st, pods, need, level)
+        if inside is not None:
+            return inside, doms, ""
     if req.required:
         level = levels[0]
         caps = st.counts.buckets(level) if st.slice_level is None else st.cap(level).values()

@@ -155,7 +155,7 @@ def make_units(
 def gang_request(u: Unit, with_topology: bool) -> PlacementRequest:
     """The gang of ``u`` (pods ``<name>-<j>``), with its topology request or without."""
     pods = tuple(pod_request(u.pod, name=f"{u.pod.name}-{j}") for j in range(u.k))
-    sets = ()
+    sets: tuple[PodSetTopology, ...] = ()
     if with_topology:
         req = (
             TopologyRequest(LEVELS, required=u.level)
@@ -311,7 +311,10 @@ def figures(runs: list[Tally], large: list[Tally], streams: list[Tally]) -> dict
     }
 
 
-def _cluster(nodes: Sequence[NodeRecord], count: int, rack_nodes: int, block_racks: int):
+def _cluster(
+    nodes: Sequence[NodeRecord], count: int, rack_nodes: int, block_racks: int
+) -> ClusterSnapshot:
+    """``count`` nodes cycling the node list (copy r of node n is "n-r<r>"), labelled."""
     records = [
         replace(nodes[i % len(nodes)], name=_copy_name(nodes[i % len(nodes)].name, i // len(nodes)))
         for i in range(count)
