@@ -260,7 +260,7 @@ def _gang(rp: Replay, room: Room, t: Tally, u: Unit, with_topology: bool, rule: 
         reserve(snapshot, dec)
     t.gang_seconds += time.process_time() - t0
     t.gangs += 1
-    if dec.schedulable:
+    if dec.schedulable:  # reserved above (timed): count it and update the metrics
         rp.allocated += u.gpu_milli
         rp.idle -= u.gpu_milli
         for pod, pa in zip(req.pods, dec.pods, strict=True):
