@@ -11,6 +11,7 @@ from scheduling.placement.fragmentation import FragCalculator, TargetWorkload, d
 from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.registry import Registry
+from scheduling.placement.topology import RULES
 from scheduling.placement.types import (
     ClusterSnapshot,
     Decision,
@@ -135,6 +136,34 @@ class Replay:
         self.allocated -= gpu_milli
         self.idle += gpu_milli
         self._touch(dec.pods[0].node, pod_req, -1, dec.pods[0])
+
+    def place_gang(
+        self, request: PlacementRequest, gpu_milli: int, topology_rule: str = RULES[0]
+    ) -> Decision:
+        """Place and book a request of several pods (a gang, with or without ``topology``);
+        the Decision (booked when schedulable). ``gpu_milli``: the whole request's."""
+        dec = place(self.snapshot, request, self.fw, topology_rule=topology_rule)
+        if dec.schedulable:
+            self.book_gang(request, dec, gpu_milli)
+        return dec
+
+    def book_gang(self, request: PlacementRequest, dec: Decision, gpu_milli: int) -> None:
+        """Book a schedulable Decision of ``request`` and count its GPU share."""
+        reserve(self.snapshot, dec)
+        self.allocated += gpu_milli
+        self.idle -= gpu_milli
+        pods = {p.name: p for p in request.pods}
+        for pa in dec.pods:
+            self._touch(pa.node, pods[pa.pod], +1, pa)
+
+    def release_gang(self, request: PlacementRequest, dec: Decision, gpu_milli: int) -> None:
+        """Unbook what :meth:`place_gang` booked."""
+        unreserve(self.snapshot, dec)
+        self.allocated -= gpu_milli
+        self.idle += gpu_milli
+        pods = {p.name: p for p in request.pods}
+        for pa in dec.pods:
+            self._touch(pa.node, pods[pa.pod], -1, pa)
 
     @property
     def frag_rate(self) -> float:

@@ -14,7 +14,9 @@ Model (event driven, integer seconds):
   does not block the ones behind it). With ``quotas`` (``{tenant: nominal milli-GPU}``), a pod
   also needs its tenant's running milli + its own milli <= the nominal (no borrowing); a tenant
   absent from ``quotas`` is not limited;
-* a pod that could not start by the end (all departures done) never ran.
+* a pod that could not start by the end (all departures done) never ran;
+* a gang job (``SimPod.gang`` > 1, optionally with a topology request) starts all its pods
+  at once through one ``place()`` or waits (issue 31).
 
 Results: allocation % of the capacity over time (sampled at most :data:`MAX_POINTS` times),
 queueing delay (mean, p50, p95) and per tenant: pods, mean wait, GPU-hours served and asked;
@@ -26,12 +28,18 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.placement.fragmentation import TargetWorkload
-from scheduling.placement.types import Decision, PodRequest
+from scheduling.placement.types import (
+    Decision,
+    PlacementRequest,
+    PodRequest,
+    PodSetTopology,
+    TopologyRequest,
+)
 from scheduling.placement.whatif.replay import Replay
 from scheduling.placement.whatif.trace import (
     GPU_MILLI,
@@ -50,12 +58,24 @@ MAX_POINTS = 240
 
 @dataclass(frozen=True, slots=True)
 class SimPod:
-    """One pod of the workload: its tenant, arrival and run time (s) and its trace shape."""
+    """One pod of the workload: its tenant, arrival and run time (s) and its trace shape.
+
+    ``gang`` > 1: a job of that many copies of the pod, started all together or not at all
+    (one placement through ``place()``), with ``topology`` its pod set's topology request
+    (issue 31; the nodes need the topology's labels, ``simulate(node_labels=...)``).
+    """
 
     tenant: str
     arrival_s: int
     duration_s: int
     pod: PodRecord
+    gang: int = 1
+    topology: TopologyRequest | None = None
+
+    @property
+    def gpu_milli(self) -> int:
+        """GPU milli of the whole job (all its pods)."""
+        return self.gang * self.pod.total_gpu_milli
 
 
 @dataclass
@@ -144,27 +164,38 @@ class _Run:
         nodes: Sequence[NodeRecord],
         pods: Sequence[SimPod],
         quotas: dict[str, int],
+        node_labels: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         workload = TargetWorkload.from_classes(task_classes([p.pod for p in pods]) or [])
-        self.rp = Replay(policy, build_snapshot(list(nodes)), workload, workload, 0)
+        snapshot = build_snapshot(list(nodes))
+        for name, labels in (node_labels or {}).items():
+            if name in snapshot.nodes:
+                snapshot.nodes[name].labels = dict(labels)
+                snapshot.touch(name)
+        self.rp = Replay(policy, snapshot, workload, workload, 0)
         self.quotas = quotas
         self.used: dict[str, int] = defaultdict(int)
         self.waiting: list[tuple[int, int, SimPod]] = []  # (arrival, seq, pod)
         #: heap of (end time, start number, request, decision, GPU milli, tenant) of the
         #: running pods (the start number breaks ties before the request is compared)
-        self.leave: list[tuple[int, int, PodRequest, Decision, int, str]] = []
+        self.leave: list[tuple[int, int, PodRequest | PlacementRequest, Decision, int, str]] = []
         self.waits: list[int] = []
         self.res = WhatIfResult(policy, pods=len(pods), capacity_milli=self.rp.cap)
         self.seq = 0
         self.observer: Any = None
 
     def try_start(self, now: int, sp: SimPod) -> bool:
-        milli = sp.pod.total_gpu_milli
+        milli = sp.gpu_milli
         limit = self.quotas.get(sp.tenant)
         if limit is not None and self.used[sp.tenant] + milli > limit:
             return False
-        req = trace_pod_request(sp.pod, name=f"{sp.pod.name}-{self.seq}")
-        dec = self.rp.place(req, milli)
+        req: PodRequest | PlacementRequest
+        if sp.gang > 1 or sp.topology is not None:
+            req = _gang_request(sp, f"{sp.pod.name}-{self.seq}")
+            dec = self.rp.place_gang(req, milli)
+        else:
+            req = trace_pod_request(sp.pod, name=f"{sp.pod.name}-{self.seq}")
+            dec = self.rp.place(req, milli)
         if not dec.schedulable:
             return False
         self.seq += 1
@@ -189,6 +220,13 @@ class _Run:
         self.waiting = keep
 
 
+def _gang_request(sp: SimPod, name: str) -> PlacementRequest:
+    """The placement request of a gang job (pods ``<name>-<j>``, its topology if any)."""
+    pods = tuple(trace_pod_request(sp.pod, name=f"{name}-{j}") for j in range(sp.gang))
+    sets = () if sp.topology is None else (PodSetTopology(0, sp.gang, sp.topology),)
+    return PlacementRequest(name, pods, topology=sets)
+
+
 def simulate(
     policy: str,
     nodes: Sequence[NodeRecord],
@@ -197,6 +235,7 @@ def simulate(
     quotas: dict[str, int] | None = None,
     progress: Callable[[int, int], None] | None = None,
     observer: Any = None,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> WhatIfResult:
     """Replay ``pods`` on ``nodes`` with ``policy`` (module docstring).
 
@@ -212,6 +251,7 @@ def simulate(
             ``(arrival_s, seq, SimPod)`` oldest first, the new pod last; ``state.rp.cap``:
             capacity in milli-GPU) and ``observer.started(now_s, pod)`` when a pod starts
             (the ETA benchmark, ``manage.py eta_bench``).
+        node_labels: ``{node name: labels}`` (topology levels for gangs with a topology).
 
     Raises:
         KeyError: unknown policy. ValueError: no node, no pod, a negative duration.
@@ -220,13 +260,13 @@ def simulate(
         raise ValueError("a simulation needs at least one node and one pod")
     if any(p.duration_s < 0 for p in pods):
         raise ValueError("pod durations must be >= 0 s")
-    run = _Run(policy, nodes, pods, dict(quotas or {}))
+    run = _Run(policy, nodes, pods, dict(quotas or {}), node_labels)
     run.observer = observer
     arrivals = sorted(pods, key=lambda p: (p.arrival_s, p.pod.name))
     for sp in arrivals:
         t = run.res.tenants.setdefault(sp.tenant, TenantResult())
         t.pods += 1
-        t.asked_gpu_hours += sp.pod.total_gpu_milli / GPU_MILLI * sp.duration_s / 3600
+        t.asked_gpu_hours += sp.gpu_milli / GPU_MILLI * sp.duration_s / 3600
     samples, area, span = _replay(run, arrivals, progress)
     res = run.res
     res.never_ran = len(run.waiting)
@@ -261,7 +301,10 @@ def _replay(
         last = now
         if departing:
             _t, _s, req, dec, milli, tenant = heapq.heappop(run.leave)
-            run.rp.release(req, dec, milli)
+            if isinstance(req, PlacementRequest):
+                run.rp.release_gang(req, dec, milli)
+            else:
+                run.rp.release(req, dec, milli)
             run.used[tenant] -= milli
         else:
             sp = arrivals[ai]
