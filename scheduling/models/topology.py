@@ -51,31 +51,35 @@ class TopologyRequestFields(models.Model):
     class Meta:
         abstract = True
 
-    @property
-    def has_topology_request(self) -> bool:
-        """Whether the row asks anything of the topology."""
-        return bool(self.topology_mode or self.topology_slice_size)
 
-    def topology_request(self, levels: tuple[str, ...], group: str = "") -> TopologyRequest:
-        """The core's :class:`TopologyRequest` of the row under a topology of ``levels``."""
-        mode = self.topology_mode
-        return TopologyRequest(
-            levels=levels,
-            required=self.topology_level if mode == TopologyMode.REQUIRED else "",
-            preferred=self.topology_level if mode == TopologyMode.PREFERRED else "",
-            unconstrained=mode == TopologyMode.UNCONSTRAINED,
-            slice_size=self.topology_slice_size,
-            slice_level=self.topology_slice_level if self.topology_slice_size else "",
-            group=group,
-        )
+def has_topology_request(row) -> bool:
+    """Whether ``row`` (a Job, a JobPodSet, or anything with the ``topology_*`` attributes)
+    asks anything of the topology."""
+    return bool(getattr(row, "topology_mode", "") or getattr(row, "topology_slice_size", 0))
 
-    def topology_text(self) -> str:
-        """One line for pages: ``required rack-key``, ``slices of 4 in <key>``; "" when none."""
-        parts = []
-        if self.topology_mode == TopologyMode.UNCONSTRAINED:
-            parts.append("unconstrained")
-        elif self.topology_mode:
-            parts.append(f"{self.topology_mode} {self.topology_level}")
-        if self.topology_slice_size:
-            parts.append(f"slices of {self.topology_slice_size} in {self.topology_slice_level}")
-        return "; ".join(parts)
+
+def topology_request_of(row, levels: tuple[str, ...], group: str = "") -> TopologyRequest:
+    """The core's :class:`TopologyRequest` of ``row``'s ``topology_*`` columns under a
+    topology of ``levels`` (``group``: its pod set group, Kueue ``podset-group-name``)."""
+    mode = row.topology_mode
+    return TopologyRequest(
+        levels=levels,
+        required=row.topology_level if mode == TopologyMode.REQUIRED else "",
+        preferred=row.topology_level if mode == TopologyMode.PREFERRED else "",
+        unconstrained=mode == TopologyMode.UNCONSTRAINED,
+        slice_size=row.topology_slice_size,
+        slice_level=row.topology_slice_level if row.topology_slice_size else "",
+        group=group,
+    )
+
+
+def topology_text(row) -> str:
+    """One line for pages: ``required <key>``, ``slices of 4 in <key>``; "" when none."""
+    parts = []
+    if row.topology_mode == TopologyMode.UNCONSTRAINED:
+        parts.append("unconstrained")
+    elif row.topology_mode:
+        parts.append(f"{row.topology_mode} {row.topology_level}")
+    if row.topology_slice_size:
+        parts.append(f"slices of {row.topology_slice_size} in {row.topology_slice_level}")
+    return "; ".join(parts)

@@ -491,6 +491,11 @@ class SpecJob:
         self.launcher_memory_mib = getattr(spec, "launcher_memory_mib", 0)
         self.containers = _SpecContainers(list(spec.containers))
         self.annotations = dict(getattr(spec, "annotations", None) or {})
+        topology = getattr(spec, "topology", None)
+        self.topology_mode = getattr(topology, "mode", "")
+        self.topology_level = getattr(topology, "level", "")
+        self.topology_slice_size = getattr(topology, "slice_size", 0)
+        self.topology_slice_level = getattr(topology, "slice_level", "")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from scheduling.placement.types import (
     PlacementRequest,
     PodRequest,
 )
+from scheduling.selectors.topology import pod_set_topologies
 from tenants.models import ResourceGroup
 
 
@@ -478,7 +479,9 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     annotations become every pod's policies when the group's ``pod_policy_override`` allows it;
     its HAMi device pins (``nvidia.com/use-gpuuuid``, ``nvidia.com/nouse-gpuuuid``,
     ``nvidia.com/numa-bind`` and the other vendors' use/nouse uuid annotations) become every
-    device request's ``uuids_include`` / ``uuids_exclude`` / ``numa_bind``.
+    device request's ``uuids_include`` / ``uuids_exclude`` / ``numa_bind``. The job's or its
+    pod sets' topology requests become ``topology``
+    (:func:`~scheduling.selectors.topology.pod_set_topologies`).
     """
     node_policy, device_policy = PlacementPolicy(
         pod_override=bool(getattr(group, "pod_policy_override", True))
@@ -486,9 +489,12 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     containers = list(job.containers.all())
     selector = dict(getattr(job, "node_selector", None) or {})
     pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
+    topology = pod_set_topologies(job, group, pod_sets)
     if pod_sets:
         pods = _pod_set_pods(job, group, pod_sets, containers, selector, node_policy, device_policy)
-        return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
+        return PlacementRequest(
+            name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods, topology=topology
+        )
     launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
     annotations = getattr(job, "annotations", None)
     workers = _container_requests(
@@ -511,7 +517,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
         )
         for i in range(job.pod_count)
     )
-    return PlacementRequest(name=str(job.pk), pods=pods, min_pods=job.min_pods)
+    return PlacementRequest(name=str(job.pk), pods=pods, min_pods=job.min_pods, topology=topology)
 
 
 def groups_with_queued_jobs() -> list[int]:
