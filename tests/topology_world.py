@@ -39,11 +39,7 @@ def make_racked_cluster(name="tc", racks=2, per_rack=2, gpus=4) -> Cluster:
             )
             Device.objects.bulk_create(
                 Device(
-                    uuid=f"GPU-{node_name}-{j}",
-                    node=node,
-                    model=model,
-                    index=j,
-                    memory_mib=81920,
+                    uuid=f"GPU-{node_name}-{j}", node=node, model=model, index=j, memory_mib=81920
                 )
                 for j in range(gpus)
             )

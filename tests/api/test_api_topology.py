@@ -76,9 +76,10 @@ def test_an_unknown_level_is_a_400_naming_the_topologys_levels(api, tw):
     ]
     slice_bad = _submit(api, tw, {"preferred": "rack", "slice_size": 2, "slice_level": "aisle"})
     assert slice_bad.status_code == 400
-    assert "its levels are " + LEVELS_TEXT in slice_bad.json()["error"]["fields"][
-        "topology.slice_level"
-    ][0]
+    assert (
+        "its levels are " + LEVELS_TEXT
+        in slice_bad.json()["error"]["fields"]["topology.slice_level"][0]
+    )
     assert not Job.objects.filter(name="gang").exists()
 
 
