@@ -69,6 +69,29 @@ def group_topology(group: ResourceGroup) -> Topology | None:
     return topology
 
 
+def synthetic_rack_labels(
+    position: int, node_name: str, nodes_per_rack: int, racks_per_block: int
+) -> dict[str, str]:
+    """The :data:`RACK_LAYOUT_LEVELS` labels of the ``position``-th node (0-based) of a
+    cluster laid out ``nodes_per_rack`` nodes a rack and ``racks_per_block`` racks a block,
+    in one zone (a trace cluster has no layout of its own): ``{zone: "zone-0", block:
+    "block-<b>", rack: "rack-<r>", hostname: node_name}``.
+
+    Raises:
+        ValueError: a layout size below 1.
+    """
+    if nodes_per_rack < 1 or racks_per_block < 1:
+        raise ValueError("nodes_per_rack and racks_per_block must be at least 1")
+    rack = position // nodes_per_rack
+    zone, block, rack_key, host = RACK_LAYOUT_LEVELS
+    return {
+        zone: "zone-0",
+        block: f"block-{rack // racks_per_block}",
+        rack_key: f"rack-{rack}",
+        host: node_name,
+    }
+
+
 class TopologyRefused(ValueError):
     """A topology request that cannot be taken: ``field`` names the input
     (``required``, ``preferred``, ``unconstrained``, ``slice_size``, ``slice_level``,
