@@ -2,8 +2,11 @@
 
 import pytest
 
-from scheduling.models import Job
+from scheduling.models import Job, Node, Queue
+from scheduling.services.cycle import run_admission_cycle
+from tenants.models import ResourceGroup, Topology
 from tests.api.test_api_directory import as_user
+from tests.builders import gpu_job
 from tests.topology_world import BLOCK, HOST, RACK, ZONE, topology_world
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +137,61 @@ def test_batch_items_carry_their_topology(api, tw):
     assert created.status_code == 201, created.content
     modes = dict(Job.objects.values_list("name", "topology_mode"))
     assert modes == {"one": "required", "two": "preferred"}
+
+
+def _topologies(api, user):
+    response = as_user(api, user).get("/api/topologies/")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_topologies_list_domains_with_free_and_used_devices(api, tw):
+
+    job = gpu_job(tw["queue_a"], "whole-node", count=4)
+    assert job.pk in run_admission_cycle(tw["group"].pk).admitted
+    (item,) = _topologies(api, tw["alice"])
+    assert (item["name"], item["levels"], item["resource_groups"]) == (
+        "dc",
+        [ZONE, BLOCK, RACK, HOST],
+        ["tg"],
+    )
+    assert item["outside_nodes"] == 0
+    rows = [(d["level"], "/".join(d["path"]), d["nodes"], d["devices"]) for d in item["domains"]]
+    assert rows == [
+        (ZONE, "zone-a", 4, 16),
+        (BLOCK, "zone-a/block-0", 4, 16),
+        (RACK, "zone-a/block-0/rack-0", 2, 8),
+        (HOST, "zone-a/block-0/rack-0/tc-r0-n0", 1, 4),
+        (HOST, "zone-a/block-0/rack-0/tc-r0-n1", 1, 4),
+        (RACK, "zone-a/block-0/rack-1", 2, 8),
+        (HOST, "zone-a/block-0/rack-1/tc-r1-n0", 1, 4),
+        (HOST, "zone-a/block-0/rack-1/tc-r1-n1", 1, 4),
+    ]
+    zone = item["domains"][0]
+    assert (zone["used_devices"], zone["free_devices"]) == (4, 12)
+    node = job.placements.get().node.name
+    (host,) = [d for d in item["domains"] if d["value"] == node]
+    assert (host["used_devices"], host["free_devices"]) == (4, 0)
+    assert "whole-node" not in str(item)  # jobs are not listed by the API
+
+
+def test_topologies_are_tenant_isolated(api, tw):
+    secret = Topology.objects.create(name="secret-dc", levels=[RACK, HOST])
+    b_only = ResourceGroup.objects.create(name="b-only", device_models=[], topology=secret)
+    Queue.objects.create(tenant=tw["team_b"], resource_group=b_only, name="b-only")
+    assert [t["name"] for t in _topologies(api, tw["alice"])] == ["dc"]
+    bob_sees = {t["name"]: t["resource_groups"] for t in _topologies(api, tw["bob"])}
+    assert bob_sees == {"dc": ["tg"], "secret-dc": ["b-only"]}
+    assert "secret-dc" not in as_user(api, tw["alice"]).get("/api/topologies/").content.decode()
+    api.credentials()
+    assert api.get("/api/topologies/").status_code == 401
+
+
+def test_a_node_missing_a_level_label_is_outside_every_domain(api, tw):
+    node = Node.objects.get(name="tc-r1-n1")
+    node.labels = {k: v for k, v in node.labels.items() if k != RACK}
+    node.save()
+    (item,) = _topologies(api, tw["alice"])
+    assert item["outside_nodes"] == 1
+    assert item["domains"][0]["nodes"] == 3
+    assert "tc-r1-n1" not in [d["value"] for d in item["domains"]]
