@@ -51,6 +51,11 @@ class TopologyRequestFields(models.Model):
     class Meta:
         abstract = True
 
+    @property
+    def topology_summary(self) -> str:
+        """:func:`topology_text` of the row (pages)."""
+        return topology_text(self)
+
 
 def has_topology_request(row) -> bool:
     """Whether ``row`` (a Job, a JobPodSet, or anything with the ``topology_*`` attributes)
