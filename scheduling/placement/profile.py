@@ -160,6 +160,7 @@ class Framework:
         "_caches",
         "select_plugin",
         "selector",
+        "topology",
     )
 
     #: request shapes whose per-node results are kept (least recently used dropped)
@@ -220,6 +221,9 @@ class Framework:
             and IncrementalSelector.supports(self.pre_filters, self.filters, self.scores)
         ):
             self.selector = IncrementalSelector(self.filters, self.scores)
+        #: topology domains and per-shape domain capacity (``placement/topology_index.py``),
+        #: made by the first topology-aware placement
+        self.topology: Any = None
 
     def node_cache(self, shape: tuple) -> dict[str, tuple] | None:
         """Per-node result cache of a request shape (None when caching is off)."""

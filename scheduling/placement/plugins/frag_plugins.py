@@ -27,7 +27,7 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
+from scheduling.placement.plugins.frag_within import fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -247,6 +248,50 @@ class TracePolicyPlugin:
         return FastSelection(
             name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
         )
+
+    def select_within(
+        self, state: object, snapshot: ClusterSnapshot, pod: PodRequest, names: Iterable[str]
+    ) -> FastSelection | None:
+        """:meth:`select` among the nodes ``names`` only (a topology domain): the policy's
+        choice of node and devices there, ties as :meth:`select`. None for pods that are not
+        trace-shaped and for policies that pick nodes themselves (the runner then filters and
+        scores those nodes)."""
+        task = task_view(pod)
+        if task is None:
+            return None
+        table, selector = self._mirror(snapshot)
+        if not isinstance(selector, LazySelector):
+            return None
+        index = table.index
+        hit = select_among(selector, task, [index[n] for n in names])
+        if hit is None:
+            return FastSelection(
+                None, reasons={"*": f"no node of the domain fits {_describe(task)}"}
+            )
+        i, score = hit
+        name = table.names[i]
+        devs = self.policy.choose_gpus(table, i, task)
+        return FastSelection(
+            name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
+        )
+
+    def fit_counter(
+        self, snapshot: ClusterSnapshot, pod: PodRequest
+    ) -> Callable[[str, NodeInfo], int] | None:
+        """For topology capacity (``placement/topology_index.py``): a function counting how
+        many copies of ``pod`` fit on a node, one after the other, by the policy's own fit
+        rule (:meth:`NodeTable.fits` on the mirror refreshed now). None for pods that are not
+        trace-shaped."""
+        task = task_view(pod)
+        if task is None:
+            return None
+        table = self._bind(snapshot)
+        index = table.index
+
+        def count(name: str, _node: NodeInfo) -> int:
+            return fit_count(table, index[name], task)
+
+        return count
 
     def decide(self, snapshot: ClusterSnapshot, request: PlacementRequest) -> Decision:
         """A :class:`Decision` for a one-pod, trace-shaped request from the fast path.
