@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
 from scheduling.models import Cluster
+from scheduling.placement.topology_index import level_word
 from scheduling.selectors.card_map import OTHER_TENANT
 from scheduling.selectors.fragmentation import groups_for_tenants
 from scheduling.selectors.topology_domains import (
@@ -22,7 +23,6 @@ from scheduling.selectors.topology_domains import (
     topologies_of_groups,
     topology_tree,
 )
-from tenants.models import level_short_names
 from tenants.selectors import get_visible_tenant_ids
 
 
@@ -35,7 +35,7 @@ def _row(domain: Domain, scope: set[int] | None) -> dict:
     used_pct = 100.0 * domain.used_devices / domain.devices if domain.devices else 0.0
     return {
         "domain": domain,
-        "level": level_short_names(domain.level)[-1],
+        "level": level_word(domain.level),
         "indent_em": 1.5 * domain.depth,
         "used_pct": used_pct,
         "gangs": sorted(own, key=lambda g: (g.name, g.job_id)),

@@ -118,8 +118,14 @@ def test_an_ambiguous_short_name_is_refused(api, tw):
     assert response.status_code == 400
     (message,) = response.json()["error"]["fields"]["topology.required"]
     assert "names several levels of topology dc (a.example/rack, b.example/rack)" in message
-    ok = _submit(api, tw, {"required": "b.example/rack"})
-    assert ok.status_code == 201, ok.content
+    # the key itself passes the level check; no node carries that label, so no rack can
+    # ever hold the gang: refused at submission by the placement core
+    keyed = _submit(api, tw, {"required": "b.example/rack"})
+    assert keyed.status_code == 400
+    assert keyed.json()["error"]["message"] == (
+        "never fits group tg even when empty: TopologyPlacementFailed: needs 4 pods in one "
+        "rack; the best rack has 0 free"
+    )
 
 
 def test_batch_items_carry_their_topology(api, tw):
@@ -195,3 +201,29 @@ def test_a_node_missing_a_level_label_is_outside_every_domain(api, tw):
     assert item["outside_nodes"] == 1
     assert item["domains"][0]["nodes"] == 3
     assert "tc-r1-n1" not in [d["value"] for d in item["domains"]]
+
+
+def test_the_dry_run_takes_a_topology_request_and_answers_domains(api, tw):
+    client = as_user(api, tw["alice"])
+    fits = client.post(
+        "/api/dry-run/", _body(tw["queue_a"], {"required": "rack"}, pods=2), format="json"
+    )
+    assert fits.status_code == 200, fits.content
+    answer = fits.json()
+    assert answer["admitted"] is True
+    domains = [p["domains"] for p in answer["placement"]]
+    assert [d[-1] for d in domains] == [p["node"] for p in answer["placement"]]
+    assert len({d[2] for d in domains}) == 1  # one rack
+    too_big = client.post(
+        "/api/dry-run/", _body(tw["queue_a"], {"required": "rack"}, pods=12), format="json"
+    )
+    assert too_big.status_code == 200, too_big.content
+    assert too_big.json()["admitted"] is False
+    assert too_big.json()["pending"]["reason"] == (
+        "unschedulable: TopologyPlacementFailed: needs 12 pods in one rack; "
+        "the best rack has 8 free"
+    )
+    bad = client.post("/api/dry-run/", _body(tw["queue_a"], {"required": "row"}), format="json")
+    assert bad.status_code == 400
+    assert list(bad.json()["error"]["fields"]) == ["topology.required"]
+    assert not Job.objects.exists()
