@@ -1,13 +1,13 @@
 """A resource group's network topology and the topology requests of its jobs (Kueue
 Topology-Aware Scheduling, issue 31).
 
-* :func:`group_topology`: the topology a group's jobs are placed under: the group's own
-  (``ResourceGroup.topology``), else the one topology its flavors name
-  (``DeviceModel.topology``, Kueue ``ResourceFlavor.topologyName``).
+* :func:`~scheduling.selectors.snapshot.group_topology`: the topology a group's jobs are
+  placed under: the group's own (``ResourceGroup.topology``), else the one topology its
+  flavors name (``DeviceModel.topology``, Kueue ``ResourceFlavor.topologyName``).
 * :class:`TopologySpec` / :func:`resolve_topology_spec`: a request as submitted (API, submit
   form, Kueue pod template annotations), its levels resolved to the topology's keys.
-* :func:`pod_set_topologies`: a job's requests as the placement core's
-  :class:`~scheduling.placement.types.PodSetTopology` tuple.
+* :func:`~scheduling.selectors.snapshot.pod_set_topologies`: a job's requests as the
+  placement core's :class:`~scheduling.placement.types.PodSetTopology` tuple.
 """
 
 from __future__ import annotations
@@ -15,20 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from scheduling.models import TopologyMode
-from scheduling.models.topology import has_topology_request, topology_request_of
-from scheduling.placement.types import PodSetTopology
+from scheduling.selectors.snapshot import group_topology
 from tenants.models import ResourceGroup, Topology
 
-__all__ = [
-    "RACK_LAYOUT_LEVELS",
-    "TopologyRefused",
-    "TopologySpec",
-    "group_topology",
-    "pod_set_topologies",
-    "resolve_topology_spec",
-]
-
-_CACHE = "_console_topology"
+__all__ = ["RACK_LAYOUT_LEVELS", "TopologyRefused", "TopologySpec", "resolve_topology_spec"]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 BLOCK_LABEL = "cloud.provider.com/topology-block"
@@ -40,33 +30,6 @@ RACK_LAYOUT_LEVELS = (
 )
 """The levels of the demo and trace clusters' topology (Kueue's sample topology: zone,
 block, rack, node), widest first."""
-
-
-def group_topology(group: ResourceGroup) -> Topology | None:
-    """The topology ``group``'s jobs are placed under: ``group.topology``, else the single
-    topology named by the device models (flavors) the group runs, else None (two flavors
-    naming different topologies: None too; attach one to the group).
-
-    Read once per group instance (kept on it): a cycle asks it for every job with a request.
-    """
-    if _CACHE in group.__dict__:
-        return group.__dict__[_CACHE]
-    topology = None
-    if group.topology_id is not None:
-        topology = Topology.objects.get(pk=group.topology_id)
-    else:
-        # the lazy import keeps snapshot -> topology -> snapshot from circling
-        from scheduling.selectors.snapshot import group_runnable_models  # noqa: PLC0415
-
-        ids = set(
-            group_runnable_models(group)
-            .filter(topology__isnull=False)
-            .values_list("topology_id", flat=True)
-        )
-        if len(ids) == 1:
-            topology = Topology.objects.get(pk=ids.pop())
-    group.__dict__[_CACHE] = topology
-    return topology
 
 
 def synthetic_rack_labels(
@@ -186,29 +149,3 @@ def resolve_topology_spec(group: ResourceGroup, spec: TopologySpec, pod_count: i
     elif spec.slice_level:
         raise TopologyRefused("slice_size", "A slice level needs slice_size (pods per slice).")
     return replace(spec, level=level, slice_level=slice_level)
-
-
-def pod_set_topologies(job, group: ResourceGroup, pod_sets: list) -> tuple[PodSetTopology, ...]:
-    """The placement core's per pod set topology requests of ``job``: each pod set with a
-    request (pods from its first index, ``count`` of them, in pod set order), or the job's
-    own request over all ``pod_count`` pods when it has no pod sets; () when nothing asks.
-    Levels are the group's topology's (:func:`group_topology`; () when it has none now:
-    the core refuses the request as ``TopologyInvalid``)."""
-    if pod_sets:
-        asks, first = [], 0
-        for ps in pod_sets:
-            if has_topology_request(ps):
-                asks.append((first, ps.count, ps, ps.topology_group))
-            first += ps.count
-    elif has_topology_request(job):
-        asks = [(0, job.pod_count, job, "")]
-    else:
-        return ()
-    if not asks:
-        return ()
-    topology = group_topology(group)
-    levels = tuple(topology.levels) if topology is not None else ()
-    return tuple(
-        PodSetTopology(first=first, count=count, request=topology_request_of(row, levels, name))
-        for first, count, row, name in asks
-    )

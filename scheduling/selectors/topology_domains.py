@@ -18,8 +18,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Device, Node, Placement, PlacementDevice
-from scheduling.selectors.snapshot import group_nodes
-from scheduling.selectors.topology import group_topology
+from scheduling.selectors.snapshot import group_nodes, group_topology
 from tenants.models import ResourceGroup, Topology
 
 __all__ = ["Domain", "GangRef", "TopologyTree", "topology_tree", "topologies_of_groups"]

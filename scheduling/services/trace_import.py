@@ -95,24 +95,33 @@ def import_trace(
         )
         layout = (nodes_per_rack, racks_per_block)
         models, nodes, devices = _create_inventory(cluster, node_records, layout)
-        topology = Topology.objects.create(
-            name=f"{cluster_name}-racks"[:63],
-            levels=list(RACK_LAYOUT_LEVELS),
-            description=f"synthetic layout of trace cluster {cluster_name}: "
-            f"{nodes_per_rack} nodes a rack, {racks_per_block} racks a block",
-        )
-        group = ResourceGroup.objects.create(
-            topology=topology,
-            name=cluster_name,
-            kind="shared",
-            device_models=sorted(models),
-            node_selector={CLUSTER_LABEL: cluster_name},
-            description=f"every node of trace cluster {cluster_name}",
-            fragmentation_policy=fragmentation_policy,
-        )
+        group = _create_group(cluster_name, sorted(models), fragmentation_policy, layout)
         queues = _create_tenants(group, devices, tenants, quota_share)
         jobs = _create_jobs(queues, pod_records, time_scale, default_duration_s)
     return ImportResult(cluster_name, group.pk, len(nodes), len(devices), len(jobs), tenants)
+
+
+def _create_group(
+    cluster_name: str, models: list[str], fragmentation_policy: str, layout: tuple[int, int]
+) -> ResourceGroup:
+    """The resource group of a trace cluster's nodes, under the topology
+    ``<cluster>-racks`` of its synthetic rack ``layout`` (nodes per rack, racks per block)."""
+    nodes_per_rack, racks_per_block = layout
+    topology = Topology.objects.create(
+        name=f"{cluster_name}-racks"[:63],
+        levels=list(RACK_LAYOUT_LEVELS),
+        description=f"synthetic layout of trace cluster {cluster_name}: "
+        f"{nodes_per_rack} nodes a rack, {racks_per_block} racks a block",
+    )
+    return ResourceGroup.objects.create(
+        topology=topology,
+        name=cluster_name,
+        kind="shared",
+        device_models=models,
+        node_selector={CLUSTER_LABEL: cluster_name},
+        description=f"every node of trace cluster {cluster_name}",
+        fragmentation_policy=fragmentation_policy,
+    )
 
 
 def _create_inventory(
