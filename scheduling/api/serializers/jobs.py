@@ -128,7 +128,7 @@ class JobSerializer(serializers.ModelSerializer):
     topology = TopologyReadSerializer(
         source="*",
         read_only=True,
-        help_text="The job's topology request (mode \"\" = none; levels are label keys); "
+        help_text="The job's topology request (empty mode = none; levels are label keys); "
         "each placement's domains are where its pod landed.",
     )
     pending_causes = PendingCauseSerializer(many=True, read_only=True)
