@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from heapq import nsmallest
 from typing import Any
 
 from scheduling.placement.booking import apply_assignment
@@ -256,10 +257,10 @@ def _ranked(
     for lst in by_shape.values():
         lst.sort(key=lambda pa: (path.get(pa.node, ()), pa.node))
     for i, pod in zip(idx, pods, strict=True):
-        lst = by_shape.get(request_shape(pod))
-        if not lst:
+        todo = by_shape.get(request_shape(pod))
+        if not todo:
             continue
-        pa = lst.pop(0)
+        pa = todo.pop(0)
         got[i] = _renamed(pa, source[pa.pod], pod)
         paths[i] = path.get(pa.node, ())
 
@@ -295,9 +296,9 @@ class _Set:
         if got is not None:
             return got
         if self.slice_level is None:
-            got = self.counts.sums[level]
+            got = self.counts.level_sums(level)
         elif level >= self.slice_level:
-            got = {k: v // self.unit for k, v in self.counts.sums[level].items()}
+            got = {k: v // self.unit for k, v in self.counts.level_sums(level).items()}
         else:
             got = {}
             for k, v in self.cap(self.slice_level).items():
@@ -305,13 +306,31 @@ class _Set:
         self.caps[level] = got
         return got
 
-    def choose(self, level: int, keys: list[Key], units: int) -> list[Key]:
-        """``keys`` (domains of ``level`` holding ``units``) best first, by the rule."""
+    def rank(self, level: int, units: int) -> Callable[[Key], tuple]:
+        """The rule's sort key of a domain of ``level`` holding ``units`` (lower = better)."""
         caps = self.cap(level)
         if self.rule == "kueue" or level == 0:
-            return sorted(keys, key=lambda k: (caps[k], k))
+            return lambda k: (caps[k], k)
         parent = self.cap(level - 1)
-        return sorted(keys, key=lambda k: (caps[k] - units, parent.get(k[:-1], 0), k))
+        return lambda k: (caps[k] - units, parent.get(k[:-1], 0), k)
+
+    def choose(self, level: int, keys: list[Key], units: int) -> list[Key]:
+        """``keys`` (domains of ``level`` holding ``units``) best first, by the rule."""
+        return sorted(keys, key=self.rank(level, units))
+
+    def best(self, level: int, units: int, limit: int) -> list[Key]:
+        """The ``limit`` best domains of ``level`` holding ``units`` (as :meth:`choose` on
+        all of them), read from the count buckets when there are no slices."""
+        if self.slice_level is not None:
+            caps = self.cap(level)
+            return self.choose(level, [k for k, c in caps.items() if c >= units], units)[:limit]
+        out: list[Key] = []
+        key = self.rank(level, units)
+        for _count, bucket in self.counts.at_least(level, units):
+            out += nsmallest(limit - len(out), bucket, key=key) if len(bucket) > 1 else list(bucket)
+            if len(out) >= limit:
+                break
+        return out
 
     def plan(self, level: int, key: Key, units: int) -> list[tuple[Key, int]]:
         """Units per placement-level domain for ``units`` inside domain ``key`` of ``level``."""
@@ -366,12 +385,13 @@ def _place_set(
     else:
         levels = []  # slices without a level: any domains
     for level in levels:
-        placed = _try_level(run, st, pods, need, level)
-        if placed is not None:
-            return placed, doms, ""
+        inside = _try_level(run, st, pods, need, level)
+        if inside is not None:
+            return inside, doms, ""
     if req.required:
         level = levels[0]
-        best = max(st.cap(level).values(), default=0) * st.unit
+        caps = st.counts.buckets(level) if st.slice_level is None else st.cap(level).values()
+        best = max(caps, default=0) * st.unit
         return [], doms, _shortfall(pods, need, best, req.levels[level], st.unit, req)
     mark = len(run.booked)
     units = -(-len(pods) // st.unit)
@@ -391,11 +411,9 @@ def _try_level(
     caps = st.cap(level)
     units = -(-len(pods) // st.unit)
     least = -(-need // st.unit)
-    keys = [k for k, c in caps.items() if c >= units]
+    keys = st.best(level, units, TRIED_DOMAINS)
     if not keys and least < units:  # a gang minimum: the domain that holds the most
         keys = sorted((k for k, c in caps.items() if c >= least), key=lambda k: (-caps[k], k))
-    else:
-        keys = st.choose(level, keys, units)
     for key in keys[:TRIED_DOMAINS]:
         mark = len(run.booked)
         plan = st.plan(level, key, min(units, caps[key]))

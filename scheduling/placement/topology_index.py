@@ -132,7 +132,7 @@ class Domains:
             the node level when the last key is :data:`HOSTNAME`, else the last level.
     """
 
-    __slots__ = ("levels", "path", "names", "members", "children", "complete", "stop")
+    __slots__ = ("levels", "path", "keys", "names", "members", "children", "complete", "stop")
 
     def __init__(self, snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> None:
         self.levels = levels
@@ -143,6 +143,8 @@ class Domains:
             if None not in values:
                 path[name] = values  # type: ignore[assignment]  # no None in it
         self.path = path
+        #: per node, its domain key at every level (widest first)
+        self.keys = {n: tuple(p[: lvl + 1] for lvl in range(len(levels))) for n, p in path.items()}
         self.names = sorted(path, key=lambda n: (path[n], n))
         self.complete = len(path) == len(snapshot.nodes)
         depth = len(levels)
@@ -172,10 +174,23 @@ class ShapeCounts:
 
     Attributes:
         node: ``{node name: count}`` over :attr:`Domains.names`.
-        sums: per level, ``{domain key: sum of its nodes' counts}``.
+        sums: per level, ``{domain key: sum of its nodes' counts}`` (None for the node level
+            of a topology ending in hostnames until :meth:`level_sums` asks for it).
+        by_count: per level, ``{count: {domain key: None}}`` (the domains holding exactly that
+            many pods; insertion-ordered, so answers do not depend on hashing), kept with
+            ``sums`` so a best fit looks at a few counts, not at every domain.
     """
 
-    __slots__ = ("domains", "node", "sums", "pos", "versions", "counter", "watch_versions")
+    __slots__ = (
+        "domains",
+        "node",
+        "sums",
+        "by_count",
+        "pos",
+        "versions",
+        "counter",
+        "watch_versions",
+    )
 
     def __init__(
         self, snapshot: ClusterSnapshot, domains: Domains, counter: Counter, watch_versions: bool
@@ -184,17 +199,32 @@ class ShapeCounts:
         self.counter = counter
         self.watch_versions = watch_versions
         nodes = snapshot.nodes
-        self.node = {n: counter(n, nodes[n]) for n in domains.names}
-        self.sums: list[dict[tuple[str, ...], int]] = []
-        for lvl in range(len(domains.levels)):
-            self.sums.append(
-                {
-                    key: sum(self.node[n] for n in names)
-                    for key, names in domains.members[lvl].items()
-                }
-            )
+        names = domains.names
+        many = getattr(counter, "many", None)
+        if many is not None:
+            self.node = dict(zip(names, many(names), strict=True))
+        else:
+            self.node = {n: counter(n, nodes[n]) for n in names}
+        depth = len(domains.levels)
+        # the node level of a topology ending in hostnames is built only when asked for
+        top = depth - 2 if depth > 1 and domains.levels[-1] == HOSTNAME else depth - 1
+        keys = domains.keys
+        acc: dict[tuple[str, ...], int] = {}
+        for n, c in self.node.items():
+            k = keys[n][top]
+            acc[k] = acc.get(k, 0) + c
+        sums: list[dict[tuple[str, ...], int] | None] = [None] * depth
+        sums[top] = acc
+        below = acc
+        for lvl in range(top - 1, -1, -1):  # bottom-up over the children
+            below = {k: sum(below[c] for c in kids) for k, kids in domains.children[lvl].items()}
+            sums[lvl] = below
+        self.sums = sums
+        self.by_count: list[dict[int, dict[tuple[str, ...], None]] | None] = [
+            None if level_sums is None else _buckets(level_sums) for level_sums in sums
+        ]
         self.pos = len(snapshot.changed)
-        self.versions = {n: nodes[n].version for n in domains.names} if watch_versions else {}
+        self.versions = {n: nodes[n].version for n in names} if watch_versions else {}
 
     def refresh(self, snapshot: ClusterSnapshot, counter: Counter) -> None:
         """Recount the nodes changed since the last call (module docstring)."""
@@ -209,19 +239,59 @@ class ShapeCounts:
             for n in changed:
                 if n in versions:
                     versions[n] = nodes[n].version
-        path = self.domains.path
-        for name in changed:
-            old = self.node.get(name)
-            if old is None:
-                continue
-            new = counter(name, nodes[name])
+        keys = self.domains.keys
+        counts = self.node
+        levels = tuple(
+            (sums, buckets, lvl)
+            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
+            if sums is not None and buckets is not None
+        )
+        names = [n for n in changed if n in counts]
+        many = getattr(counter, "many", None)
+        fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
+        for name, new in zip(names, fresh, strict=True):
+            old = counts[name]
             if new == old:
                 continue
-            self.node[name] = new
-            p = path[name]
-            for lvl, sums in enumerate(self.sums):
-                key = p[: lvl + 1]
-                sums[key] += new - old
+            counts[name] = new
+            path = keys[name]
+            for sums, buckets, lvl in levels:
+                key = path[lvl]
+                was = sums[key]
+                now = sums[key] = was + new - old
+                bucket = buckets[was]
+                del bucket[key]
+                if not bucket:
+                    del buckets[was]
+                buckets.setdefault(now, {})[key] = None
+
+    def level_sums(self, level: int) -> dict[tuple[str, ...], int]:
+        """``{domain key: count}`` of ``level`` (the node level built on first use)."""
+        sums = self.sums[level]
+        if sums is None:
+            keys = self.domains.keys
+            sums = {keys[n][level]: c for n, c in self.node.items()}
+            self.sums[level] = sums
+            self.by_count[level] = _buckets(sums)
+        return sums
+
+    def buckets(self, level: int) -> dict[int, dict[tuple[str, ...], None]]:
+        """``{count: domains}`` of ``level`` (see :attr:`by_count`)."""
+        self.level_sums(level)
+        return self.by_count[level] or {}
+
+    def at_least(self, level: int, count: int) -> list[tuple[int, dict[tuple[str, ...], None]]]:
+        """``(count, domains)`` of ``level`` holding at least ``count`` pods, fewest first."""
+        buckets = self.buckets(level)
+        return [(c, buckets[c]) for c in sorted(c for c in buckets if c >= count)]
+
+
+def _buckets(sums: dict[tuple[str, ...], int]) -> dict[int, dict[tuple[str, ...], None]]:
+    """``{count: {domain key: None}}`` of per-domain counts, in domain order per count."""
+    out: dict[int, dict[tuple[str, ...], None]] = {}
+    for k, c in sums.items():
+        out.setdefault(c, {})[k] = None
+    return out
 
 
 class DomainIndex:
