@@ -6,7 +6,7 @@ A node belongs to the domain of each level whose label it carries, widest first 
 block -> rack -> node); a node missing a level's label is outside every domain of that
 level and the levels below (Kueue TAS), and counted in :attr:`TopologyTree.outside_nodes`.
 Device counts are whole devices: ``used`` = booked by a live placement (any share),
-``free`` = healthy, uncordoned and not booked. Reads: four queries per tree, whatever
+``free`` = healthy, uncordoned and not booked. Reads: three queries per tree, whatever
 the number of nodes.
 """
 
