@@ -227,3 +227,25 @@ def test_the_dry_run_takes_a_topology_request_and_answers_domains(api, tw):
     assert bad.status_code == 400
     assert list(bad.json()["error"]["fields"]) == ["topology.required"]
     assert not Job.objects.exists()
+
+
+def test_a_platform_admin_attaches_a_topology_to_a_group(api, tw, django_user_model):
+    root = django_user_model.objects.create_superuser("root", "r@example.org", "pw")
+    plain = ResourceGroup.objects.get(name="plain")
+    client = as_user(api, root)
+    url = f"/api/resource-groups/{plain.pk}/"
+    assert client.get(url).json()["topology"] is None
+    attached = client.patch(url, {"topology": "dc"}, format="json")
+    assert attached.status_code == 200, attached.content
+    assert attached.json()["topology"] == "dc"
+    plain.refresh_from_db()
+    assert plain.topology == tw["topology"]
+    unknown = client.patch(url, {"topology": "nope"}, format="json")
+    assert unknown.json()["error"]["fields"]["topology"] == ["No topology named nope."]
+    member = as_user(api, tw["alice"]).patch(url, {"topology": None}, format="json")
+    assert member.status_code == 403
+    # the plain group's jobs may now ask a topology
+    ok = as_user(api, tw["alice"]).post(
+        "/api/jobs/", _body(tw["plain_queue"], {"preferred": "rack"}), format="json"
+    )
+    assert ok.status_code == 201, ok.content
