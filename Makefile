@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m console.run
 
+# TEST_WORKERS pytest-xdist processes (auto: one per CPU, at most 4), each with its own test
+# database (console/settings/test.py names it by process) on the one embedded PostgreSQL.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,5 @@
 """The simulated cluster: pods start as soon as they are submitted and succeed after the job's
-``duration_s`` (see :func:`scheduling.services.submissions.reconcile_simulated`); inference
+``duration_s`` (see :func:`scheduling.services.cluster_submission.reconcile_simulated`); inference
 replicas and notebooks run until stopped."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from scheduling.models.inventory import (
 )
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, PriorityClass, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
-from scheduling.models.simulation import SimulationRun, SimulationState
 from scheduling.models.topology import TopologyMode, TopologyRequestFields
+from scheduling.models.whatif import SimulationRun, SimulationState
 from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [

@@ -20,11 +20,12 @@ device health/capacity and models themselves, and decline pods with node selecto
 constraints they do not model) and for its own tie rule. Such plugins usually mirror the
 snapshot and refresh it from ``ClusterSnapshot.changed`` (the change journal).
 
-Incremental selector: for the pods the fast path declines (or profiles without one), a
+Incremental node selection: for the pods the fast path declines (or profiles without one), a
 framework built with ``cache=True`` whose plugins are node-local (or epoch-versioned Score
-plugins) answers through :class:`~scheduling.placement.selector.IncrementalSelector`, which
-re-evaluates only the nodes changed since the same request shape last looked and returns the
-loop's answer exactly (node, grants, score, per-node reasons, feasible nodes' scores).
+plugins) answers through
+:class:`~scheduling.placement.node_selection.IncrementalNodeSelection`, which re-evaluates only
+the nodes changed since the same request shape last looked and returns the loop's answer
+exactly (node, grants, score, per-node reasons, feasible nodes' scores).
 Gang rule: with ``min_pods`` set, pods that do not fit are skipped and the request is
 schedulable when at least ``min_pods`` pods were placed; without it every pod must fit.
 """
@@ -36,9 +37,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.framework import CycleState, NodeFit
+from scheduling.placement.node_selection import request_shape, usage_stamp
 from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import NODE_POLICIES, Framework, Profile
-from scheduling.placement.selector import request_shape, usage_stamp
 from scheduling.placement.topology import RULES, TopologyOps, place_topology
 from scheduling.placement.topology_index import COUNT_CAP, DomainIndex
 from scheduling.placement.types import (
@@ -100,7 +101,7 @@ def _framework(profile: Profile | Framework | None) -> Framework:
 class PodResult:
     """Outcome of one pod's cycle: ``assignment`` or per-node ``reasons``; ``scores``: the
     weighted score of every feasible node (a read-only :class:`NodeScores` view when the
-    incremental selector answered; ``{node: score}`` of the chosen node on the fast path)."""
+    incremental node selection answered; ``{node: score}`` of the chosen node on the fast path)."""
 
     __slots__ = ("assignment", "reasons", "scores")
 
@@ -117,8 +118,8 @@ def schedule_pod(
 ) -> PodResult:
     """Run one cycle for ``pod``; does not change the snapshot.
 
-    After PreFilter and the select hook, the framework's incremental selector
-    (:mod:`scheduling.placement.selector`, identical answers) chooses the node when the
+    After PreFilter and the select hook, the framework's incremental node selection
+    (:mod:`scheduling.placement.node_selection`, identical answers) chooses the node when the
     profile allows it; otherwise (or when it declines) the Filter/Score loop runs on every node.
 
     Args:

@@ -50,7 +50,7 @@ from heapq import nsmallest
 from typing import Any
 
 from scheduling.placement.booking import apply_assignment
-from scheduling.placement.selector import request_shape
+from scheduling.placement.node_selection import request_shape
 from scheduling.placement.topology_index import (
     TOPOLOGY_FAILED,
     TOPOLOGY_INVALID,

@@ -29,7 +29,7 @@ Stdlib only.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, TopologyRequest
@@ -43,6 +43,7 @@ __all__ = [
     "Domains",
     "ShapeCounts",
     "TopologyInvalid",
+    "domain_of",
     "level_word",
     "validate_topology",
 ]
@@ -71,6 +72,22 @@ def level_word(key: str) -> str:
     ``"gpu.clique"``)."""
     word = key.rsplit("/", 1)[-1]
     return word.removeprefix("topology-") or key
+
+
+def domain_of(labels: Mapping[str, str], levels: tuple[str, ...], level: str) -> str | None:
+    """The name of the domain of ``level`` a node with ``labels`` is in: its values of the
+    levels down to ``level`` joined with ``/`` (``"zone-a/block-1/rack-3"``; the values of the
+    wider levels make a rack name unique, as :class:`Domains` keys do), or None when a label
+    is missing. For placers answering ``victim_domains`` (``admission/topology_victims.py``)
+    and for pages.
+
+    Raises:
+        ValueError: ``level`` is not one of ``levels``.
+    """
+    values = [labels.get(k) for k in levels[: levels.index(level) + 1]]
+    if any(v is None for v in values):
+        return None
+    return "/".join(v for v in values if v is not None)
 
 
 def validate_topology(req: TopologyRequest, count: int) -> None:

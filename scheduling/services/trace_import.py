@@ -19,7 +19,7 @@ from django.db import transaction
 
 from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
-from scheduling.placement.lab.trace import device_memory_mib, read_nodes, read_pods
+from scheduling.placement.whatif.trace import device_memory_mib, read_nodes, read_pods
 from scheduling.selectors.topology import RACK_LAYOUT_LEVELS, synthetic_rack_labels
 from tenants.choices import FragmentationPolicy
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant, Topology
@@ -69,7 +69,7 @@ def import_trace(
             (:func:`~scheduling.selectors.topology.synthetic_rack_labels`).
 
     Raises:
-        scheduling.placement.lab.trace.TraceError: a malformed CSV (file, line, column named).
+        scheduling.placement.whatif.trace.TraceError: a malformed CSV (file, line, column named).
         ValueError: bad arguments or an existing cluster of that name.
     """
     if tenants < 1:

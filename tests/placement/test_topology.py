@@ -7,8 +7,13 @@ import pytest
 from topology_builders import BLOCK, HOST, LEVELS, RACK, ZONE, cluster, gang, gang_pod
 
 from scheduling.placement import PlacementRequest, place, reserve
-from scheduling.placement.selector import usage_stamp
-from scheduling.placement.topology_index import TopologyInvalid, level_word, validate_topology
+from scheduling.placement.node_selection import usage_stamp
+from scheduling.placement.topology_index import (
+    TopologyInvalid,
+    domain_of,
+    level_word,
+    validate_topology,
+)
 from scheduling.placement.types import PodSetTopology, TopologyRequest
 
 # block b1: rack r1 has 2 free nodes, r2 has 4; block b2: rack r1 (same value, other block)
@@ -240,3 +245,12 @@ def test_overlapping_pod_sets_are_invalid():
 def test_level_words():
     assert [level_word(k) for k in LEVELS] == ["zone", "block", "rack", "hostname"]
     assert level_word("nvidia.com/gpu.clique") == "gpu.clique"
+
+
+def test_domain_names_join_the_wider_levels():
+    labels = {ZONE: "z1", BLOCK: "b2", RACK: "r1", HOST: "n7"}
+    assert domain_of(labels, LEVELS, RACK) == "z1/b2/r1"
+    assert domain_of(labels, LEVELS, ZONE) == "z1"
+    assert domain_of({ZONE: "z1"}, LEVELS, RACK) is None
+    with pytest.raises(ValueError):
+        domain_of(labels, LEVELS, "rack")

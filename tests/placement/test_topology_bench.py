@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from scheduling.placement.lab import bench_topology as bt
-from scheduling.placement.lab.trace import PodRecord, build_snapshot, read_nodes
+from scheduling.placement.whatif.trace import PodRecord, build_snapshot, read_nodes
 
 
 def write_trace(tmp_path, nodes=32):

@@ -9,9 +9,9 @@ from topology_builders import RACK, cluster, gang, gang_pod
 
 from scheduling.placement import PlacementRequest, place, reserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.lab.replay import profile_for
 from scheduling.placement.plugins.frag_engine import task_view
 from scheduling.placement.plugins.frag_within import fit_count, select_among
+from scheduling.placement.whatif.replay import profile_for
 
 WORKLOAD = TargetWorkload(
     (TaskClass(8000, 1000, 1), TaskClass(16000, 1000, 2), TaskClass(4000, 500, 1)), (0.5, 0.3, 0.2)

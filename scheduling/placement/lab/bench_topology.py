@@ -59,8 +59,11 @@ from typing import Any
 from scheduling.placement import PlacementRequest, place, reserve
 from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.lab.bench import bucket_means, parse_seeds, task_classes
-from scheduling.placement.lab.replay import Replay
-from scheduling.placement.lab.trace import (
+from scheduling.placement.node_selection import request_shape
+from scheduling.placement.topology_index import DomainIndex
+from scheduling.placement.types import ClusterSnapshot, Decision, PodSetTopology, TopologyRequest
+from scheduling.placement.whatif.replay import Replay
+from scheduling.placement.whatif.trace import (
     NodeRecord,
     PodRecord,
     TraceError,
@@ -69,9 +72,6 @@ from scheduling.placement.lab.trace import (
     read_nodes,
     read_pods,
 )
-from scheduling.placement.selector import request_shape
-from scheduling.placement.topology_index import DomainIndex
-from scheduling.placement.types import ClusterSnapshot, Decision, PodSetTopology, TopologyRequest
 
 __all__ = ["BLOCK", "RACK", "HOST", "LEVELS", "Unit", "label_racks", "make_units", "main"]
 
@@ -260,7 +260,7 @@ def _gang(rp: Replay, room: Room, t: Tally, u: Unit, with_topology: bool, rule: 
         reserve(snapshot, dec)
     t.gang_seconds += time.process_time() - t0
     t.gangs += 1
-    if dec.schedulable:
+    if dec.schedulable:  # reserved above (timed): count it and update the metrics
         rp.allocated += u.gpu_milli
         rp.idle -= u.gpu_milli
         for pod, pa in zip(req.pods, dec.pods, strict=True):

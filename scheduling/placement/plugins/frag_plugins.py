@@ -235,7 +235,13 @@ class TracePolicyPlugin:
     def select(
         self, state: object, snapshot: ClusterSnapshot, pod: PodRequest
     ) -> FastSelection | None:
-        """The policy's choice for a trace-shaped pod (None for other pods)."""
+        """The policy's choice for a trace-shaped pod (None for other pods).
+
+        The answer skips the profile's Filter plugins (the runner's fast path, module doc of
+        :mod:`scheduling.placement.runner`): the :class:`NodeTable` mirror stands in for them
+        (registration errors, cordons, CPU, memory, device health, capacity and models), and a
+        pod with a constraint the mirror does not model gets None (``task_view``), so the
+        Filter/Score loop decides it."""
         task = task_view(pod)
         if task is None:
             return None
