@@ -15,25 +15,12 @@ from scheduling.services.intake import sync_cluster_workloads
 from scheduling.services.inventory import sync_cluster_inventory
 from tenants.models import Topology
 from tests.builders import make_group, make_tenant
-from tests.kube.fake_apiserver import FakeApiServer
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
-from tests.scheduling.test_kube_intake import A100, NS, job_object, jobset_object
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
+from tests.kube.test_kube_intake import A100, NS, job_object, jobset_object
 from tests.topology_world import BLOCK, HOST, RACK, ZONE
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def fake():
-    server = FakeApiServer(watch_timeout_s=1.0)
-    server.start()
-    try:
-        yield server
-    finally:
-        from scheduling.backends.kubernetes import forget_gateways
-
-        server.stop()
-        forget_gateways()
+# the fake API server of tests/conftest.py's ``fake`` fixture, namespaces made on demand
+pytestmark = [pytest.mark.django_db, pytest.mark.fake_apiserver(namespaces=None)]
 
 
 @pytest.fixture

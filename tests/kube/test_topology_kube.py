@@ -11,13 +11,13 @@ from rest_framework.test import APIClient
 
 from scheduling.choices import JobState
 from scheduling.models import Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
-from scheduling.services.submissions import submit_to_cluster
 from tenants.models import Topology
 from tests.builders import make_group, make_tenant, make_user
-from tests.scheduling.kube_helpers import make_kube_cluster, nvidia_node
-from tests.scheduling.test_workloads_kube import _env, _validate_all
+from tests.kube.kube_helpers import make_kube_cluster, nvidia_node
+from tests.scheduling.test_job_kinds_kube import _env, _validate_all
 from tests.topology_world import BLOCK, HOST, RACK, ZONE
 
 pytestmark = pytest.mark.django_db
