@@ -21,6 +21,7 @@ from scheduling.admission.eta import drain_rate_per_s, estimate_start
 from scheduling.admission.fair_share import Share, dominant_share
 from scheduling.admission.history import UsageInterval, decayed_usage, entry_penalty
 from scheduling.admission.invariants import InvariantViolation, check_invariants
+from scheduling.admission.limits import BudgetAction, BudgetGateSpec, UserLimitSpec
 from scheduling.admission.outcomes import (
     Admission,
     CauseKind,
@@ -84,6 +85,9 @@ from scheduling.admission.types import (
 from scheduling.admission.validation import validate_snapshot
 
 __all__ = [
+    "BudgetAction",
+    "BudgetGateSpec",
+    "UserLimitSpec",
     "Admission",
     "AdmissionCycle",
     "AdmissionInputError",

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from scheduling.admission.policy import (
     DEFAULT_STRATEGIES,
@@ -33,6 +34,9 @@ from scheduling.admission.policy import (
     FlavorFungibility,
     PreemptionPolicy,
 )
+
+if TYPE_CHECKING:
+    from scheduling.admission.limits import BudgetGateSpec, UserLimitSpec
 
 
 class AdmissionInputError(ValueError):
@@ -298,6 +302,8 @@ class PendingWorkload:
         preempting: True when the job issued preemptions in an earlier cycle and waits for
             its victims (Kueue's sticky preemptor head): it goes first.
         reserving_since: when its starvation reservation started (None = none).
+        user: the submitter's username (None = unknown): the key of its per-user limits
+            and budgets (:mod:`scheduling.admission.limits`).
     """
 
     id: str
@@ -314,6 +320,7 @@ class PendingWorkload:
     max_runtime_s: float | None = None
     preempting: bool = False
     reserving_since: datetime | None = None
+    user: str | None = None
 
     def sets(self) -> tuple[PodSetSpec, ...]:
         """The pod sets: ``pod_sets``, or one set ``"main"`` of ``pod_count`` x ``request``."""
@@ -445,6 +452,8 @@ class AdmissionSnapshot:
         usage: stored usage rows (only read by the invariant checker).
         priority_classes: the priority classes (every class a queue or job names).
         options: per-cohort options.
+        user_limits: per-user limits of the group's tenants (issue 33).
+        budget_gates: spent budgets that stop admission or admit only as preemptible.
     """
 
     group: GroupSpec
@@ -458,3 +467,5 @@ class AdmissionSnapshot:
     usage: tuple[Usage, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     options: CohortOptions = field(default_factory=CohortOptions)
+    user_limits: tuple[UserLimitSpec, ...] = ()
+    budget_gates: tuple[BudgetGateSpec, ...] = ()
