@@ -6,8 +6,9 @@ Usage of a user in a tenant, over every resource group:
 
 * running jobs: the user's jobs of the tenant that are ``admitted`` or ``running``;
 * queued jobs: those ``queued``;
-* devices: the milli-devices of the open usage-ledger intervals of those jobs (what they
-  hold now; 1000 = one device-equivalent), in all and per device model.
+* devices: the milli-devices of the booked device shares of their placements (what they
+  hold now, charged as admission charges them: the dominant share, 1000 = one
+  device-equivalent), in all and per device model.
 
 A member's limits are their own row, else the tenant's default row (user None).
 """
@@ -17,13 +18,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from django.db import models
-from django.db.models import Count, Sum
+from django.db.models import Count
+from django.utils import timezone
 
 from scheduling.admission import BudgetAction, BudgetGateSpec, PendingWorkload, UserLimitSpec
-from scheduling.choices import JobState
-from scheduling.models import Job
+from scheduling.admission.charges import milli_share
+from scheduling.admission.limits import devices_text
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
+from scheduling.models import Job, PlacementDevice
+from scheduling.selectors.usage_report import month_bounds
 from tenants import models as tm
 from tenants.choices import BudgetPeriod
 
@@ -31,6 +37,9 @@ __all__ = [
     "UserUsage",
     "budget_gates",
     "budget_in_period",
+    "budget_period",
+    "over_limits",
+    "queued_limit_refusal",
     "budget_label",
     "limit_for",
     "user_limit_specs",
@@ -72,15 +81,22 @@ def user_usage(tenant_ids: Iterable[int]) -> dict[tuple[int, int], UserUsage]:
             usage.queued_jobs += n
         else:
             usage.running_jobs += n
-    owners = dict(jobs.filter(state__in=RUNNING_STATES).values_list("pk", "submitted_by_id"))
-    held = (
-        tm.LedgerInterval.objects.filter(job_id__in=sorted(owners), end__isnull=True)
-        .values("tenant_id", "job_id", "device_model")
-        .annotate(milli=Sum("devices_milli"))
-        .values_list("tenant_id", "job_id", "device_model", "milli")
+    held = PlacementDevice.objects.filter(
+        placement__state__in=BOOKED_PLACEMENT_STATES,
+        placement__job__tenant_id__in=ids,
+        placement__job__submitted_by__isnull=False,
+    ).values_list(
+        "placement__job__tenant_id",
+        "placement__job__submitted_by_id",
+        "device__model__name",
+        "memory_mib",
+        "cores_percent",
+        "device__memory_mib",
+        "device__cores_percent",
     )
-    for tenant_id, job_id, model, milli in held:
-        usage = out[(tenant_id, owners[job_id])]
+    for tenant_id, user_id, model, mem, cores, dev_mem, dev_cores in held:
+        milli = milli_share(mem, cores, dev_mem, dev_cores)  # as admission charges it
+        usage = out[(tenant_id, user_id)]
         usage.devices_milli += milli
         usage.devices_by_model[model] = usage.devices_by_model.get(model, 0) + milli
     return dict(out)
@@ -137,12 +153,39 @@ def user_limit_specs(
     return tuple(specs)
 
 
-def budget_in_period(budget: tm.Budget, now) -> bool:
+def budget_period(budget: tm.Budget, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """``[start, end)`` of the budget's current period: the UTC month containing ``now``
+    (default: now), or its window."""
+    if budget.period == BudgetPeriod.WINDOW:
+        return budget.window_start, budget.window_end
+    when = (now or timezone.now()).astimezone(UTC)
+    return month_bounds(f"{when.year:04d}-{when.month:02d}")
+
+
+def budget_in_period(budget: tm.Budget, now: datetime) -> bool:
     """True while ``now`` is inside the budget's period (a monthly budget always; a window
     budget between its start and end)."""
-    if budget.period == BudgetPeriod.MONTH:
-        return True
-    return budget.window_start <= now < budget.window_end
+    start, end = budget_period(budget, now)
+    return start <= now < end
+
+
+def over_limits(row: tm.UserLimit, used: UserUsage) -> list[str]:
+    """The limits of ``row`` that ``used`` is at or above, as lines like ``"user alice: 9 of
+    8 running jobs"`` (a limit lowered below the usage acts on new admissions only)."""
+    name = row.user.username if row.user_id else "every member"
+    lines = []
+    if row.max_running_jobs is not None and used.running_jobs > row.max_running_jobs:
+        lines.append(f"user {name}: {used.running_jobs} of {row.max_running_jobs} running jobs")
+    if row.max_queued_jobs is not None and used.queued_jobs > row.max_queued_jobs:
+        lines.append(f"user {name}: {used.queued_jobs} of {row.max_queued_jobs} queued jobs")
+    held = used.devices_of(row.device_model)
+    if row.max_devices_milli is not None and held > row.max_devices_milli:
+        model = f" {row.device_model}" if row.device_model else ""
+        lines.append(
+            f"user {name}: {devices_text(held)} of {devices_text(row.max_devices_milli)} "
+            f"devices{model}"
+        )
+    return lines
 
 
 def budget_label(budget: tm.Budget) -> str:
