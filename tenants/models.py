@@ -491,13 +491,15 @@ class Budget(BaseModel):
     ``unit``: ``"GPU-hours"`` or a currency code of the price table (``telemetry``'s
     device-hour prices). ``period``: each month (UTC) or the window ``window_start`` to
     ``window_end``. At ``soft_threshold_percent`` of ``amount`` spent, a
-    ``budget.threshold_crossed`` event is sent once per period; once ``amount`` is spent,
-    ``hard_action`` applies to new admissions (``stop``, ``preemptible``, ``notify``).
+    ``budget.threshold_crossed`` event is sent once per period, and once more when ``amount``
+    is spent; from then ``hard_action`` applies to new admissions (``stop``,
+    ``preemptible``, ``notify``: only the event).
 
     The state (``spent``, ``committed`` by running jobs, ``forecast`` to the period's end,
     ``state_at``) is written by ``telemetry.services.budgets`` from the usage ledger priced
-    by the price table; ``notified_period`` is the start of the period whose soft notice was
-    sent.
+    by the price table; ``notified_period`` is the start of the period whose notices were
+    sent and ``notified_percent`` the highest threshold notified in it (0, the soft
+    threshold, 100).
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="budgets")
@@ -517,6 +519,7 @@ class Budget(BaseModel):
     forecast = models.DecimalField(max_digits=18, decimal_places=4, default=0)
     state_at = models.DateTimeField(null=True, blank=True)
     notified_period = models.DateTimeField(null=True, blank=True)
+    notified_percent = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["tenant__name", "name"]

@@ -277,6 +277,7 @@ def record_budget_state(
     forecast: Decimal,
     at: datetime,
     notified_period: datetime | None,
+    notified_percent: int,
 ) -> int:
     """Store a budget's measured state (no audit entry: a measurement, not a change of
     intent). Returns the rows written (0 when the budget was deleted meanwhile)."""
@@ -286,4 +287,5 @@ def record_budget_state(
         forecast=forecast,
         state_at=at,
         notified_period=notified_period,
+        notified_percent=notified_percent,
     )

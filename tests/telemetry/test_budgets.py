@@ -1,0 +1,171 @@
+"""Budgets (issue 33): state priced by the price table over the usage source, the API's
+validation, and the hard action ``stop`` in the admission cycle."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from scheduling.models import Cluster, Job
+from scheduling.services.cycle import run_admission_cycle
+from telemetry.services.budgets import measure_budget, refresh_budgets
+from telemetry.services.prices import set_price
+from tenants.models import Budget
+from tests.api.test_api_directory import as_user
+from tests.builders import gpu_job, make_group, make_tenant, make_user
+from tests.telemetry.dbhelpers import devices, place
+
+pytestmark = pytest.mark.django_db
+
+A100 = "NVIDIA-A100-SXM4-80GB"
+WHOLE = ("GPU-b-0", 81920, 100)
+NOW = datetime(2025, 3, 11, tzinfo=UTC)  # 10 days into March
+
+
+@pytest.fixture
+def ledger():
+    """team-a (ada admin, alice and al members) and team-b (bert admin); A100 at 2.00 USD
+    per device-hour. alice ran one device 48 h (Mar 1-3) and runs one since Mar 10 00:00
+    with a 2-day runtime bound: 72 device-hours spent by NOW."""
+    cluster = Cluster.objects.create(name="billing")
+    devices(cluster, "n1", ["GPU-b-0", "GPU-b-1", "GPU-b-2", "GPU-b-3"])
+    group = make_group("g-bill", models=())
+    a, qa = make_tenant("team-a", group, devices_milli=8000)
+    b, qb = make_tenant("team-b", group, devices_milli=8000)
+    set_price(A100, datetime(2025, 1, 1, tzinfo=UTC), "2.00")
+    users = {
+        "ada": make_user("ada", a, "tenant_admin"),
+        "alice": make_user("alice", a),
+        "al": make_user("al", a),
+        "bert": make_user("bert", b, "tenant_admin"),
+    }
+    done, _ = place(
+        qa,
+        "a-done",
+        [("GPU-b-1", 81920, 100)],
+        state="succeeded",
+        started=datetime(2025, 3, 1, tzinfo=UTC),
+        ended=datetime(2025, 3, 3, tzinfo=UTC),
+    )
+    running, _ = place(qa, "a-run", [WHOLE], started=datetime(2025, 3, 10, tzinfo=UTC))
+    Job.objects.filter(pk__in=[done.pk, running.pk]).update(submitted_by=users["alice"])
+    Job.objects.filter(pk=running.pk).update(max_runtime_s=2 * 86400)
+    return {"group": group, "a": a, "qa": qa, "b": b, **users}
+
+
+def _budget(api, caller, **body):
+    return as_user(api, caller).post("/api/budgets/", body, format="json")
+
+
+def test_state_spent_committed_forecast_in_gpu_hours_and_money(api, ledger):
+    made = _budget(api, ledger["ada"], tenant="team-a", user="alice", name="alice-gpu", amount=90)
+    assert made.status_code == 201, made.content
+    state = measure_budget(Budget.objects.get(name="alice-gpu"), NOW)
+    # spent 48 + 24 h; the running job commits its last 24 h; forecast 72 + 21 days x 24 h
+    assert state == (Decimal("72"), Decimal("24"), Decimal("576"))
+    money = _budget(api, ledger["ada"], tenant="team-a", name="team-usd", unit="USD", amount=500)
+    assert money.status_code == 201, money.content
+    assert measure_budget(Budget.objects.get(name="team-usd"), NOW) == (
+        Decimal("144.00"),
+        Decimal("48.00"),
+        Decimal("1152.00"),
+    )
+
+
+def test_stop_budget_leaves_the_users_next_job_pending_with_the_budget_named(api, ledger):
+    _budget(
+        api,
+        ledger["ada"],
+        tenant="team-a",
+        user="alice",
+        name="alice-gpu",
+        amount=72,
+        hard_action="stop",
+    )
+    refresh_budgets(NOW)
+    row = as_user(api, ledger["alice"]).get("/api/budgets/").json()["results"][0]
+    assert (row["spent"], row["exhausted"], row["spent_percent"]) == ("72.0000", True, 100.0)
+    blocked = gpu_job(ledger["qa"], "a-next", memory_percent=100, cores=100)
+    other = gpu_job(ledger["qa"], "al-next", memory_percent=100, cores=100)
+    Job.objects.filter(pk=blocked.pk).update(submitted_by=ledger["alice"])
+    Job.objects.filter(pk=other.pk).update(submitted_by=ledger["al"])
+    run_admission_cycle(ledger["group"].pk)
+    blocked.refresh_from_db()
+    other.refresh_from_db()
+    assert (blocked.state, blocked.pending_reason) == (
+        "queued",
+        "budget alice-gpu: 72 of 72 GPU-hours spent (hard action stop)",
+    )
+    assert other.state == "admitted"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "eur", "unit": "EUR", "amount": 10}, "unit"),
+        ({"name": "neg", "amount": -1}, "amount"),
+        ({"name": "zero", "amount": 0}, "amount"),
+        ({"name": "stranger", "user": "bert", "amount": 10}, "user"),
+        ({"name": "win", "amount": 10, "period": "window"}, "window_end"),
+        ({"name": "pct", "amount": 10, "soft_threshold_percent": 0}, "soft_threshold_percent"),
+    ],
+)
+def test_bad_budgets_answer_400_with_the_field(api, ledger, body, field):
+    response = _budget(api, ledger["ada"], tenant="team-a", **body)
+    assert response.status_code == 400, response.content
+    assert list(response.json()["error"]["fields"]) == [field]
+    assert not Budget.objects.exists()
+
+
+def test_overlapping_budgets_of_one_scope_are_refused(api, ledger):
+    window = {"period": "window", "window_start": "2025-03-01T00:00:00Z"}
+    assert _budget(api, ledger["ada"], tenant="team-a", name="m", amount=10).status_code == 201
+    again = _budget(
+        api,
+        ledger["ada"],
+        tenant="team-a",
+        name="w",
+        amount=5,
+        **window,
+        window_end="2025-03-05T00:00:00Z",
+    )
+    assert again.status_code == 400
+    assert again.json()["error"]["fields"] == {
+        "period": ["budget m already covers tenant team-a over an overlapping period"]
+    }
+    # another scope (a member's own budget) may overlap the tenant's
+    mine = _budget(
+        api,
+        ledger["ada"],
+        tenant="team-a",
+        user="al",
+        name="al-w",
+        amount=5,
+        **window,
+        window_end="2025-03-05T00:00:00Z",
+    )
+    assert mine.status_code == 201, mine.content
+    later = _budget(
+        api,
+        ledger["ada"],
+        tenant="team-a",
+        user="al",
+        name="al-w2",
+        amount=5,
+        period="window",
+        window_start="2025-03-04T00:00:00Z",
+        window_end="2025-03-09T00:00:00Z",
+    )
+    assert list(later.json()["error"]["fields"]) == ["period"]
+
+
+def test_budgets_are_tenant_isolated(api, ledger):
+    assert _budget(api, ledger["ada"], tenant="team-a", name="a-m", amount=10).status_code == 201
+    assert _budget(api, ledger["bert"], tenant="team-a", name="x", amount=10).status_code == 404
+    assert _budget(api, ledger["alice"], tenant="team-a", name="y", amount=10).status_code == 403
+    assert as_user(api, ledger["bert"]).get("/api/budgets/").json()["results"] == []
+    budget = Budget.objects.get()
+    assert as_user(api, ledger["bert"]).delete(f"/api/budgets/{budget.pk}/").status_code == 404
+    assert Budget.objects.count() == 1
