@@ -3,56 +3,24 @@ validation, and the hard action ``stop`` in the admission cycle."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
-from scheduling.models import Cluster, Job
+from scheduling.models import Job
 from scheduling.services.cycle import run_admission_cycle
 from telemetry.services.budgets import measure_budget, refresh_budgets
-from telemetry.services.prices import set_price
 from tenants.models import Budget
 from tests.api.test_api_directory import as_user
-from tests.builders import gpu_job, make_group, make_tenant, make_user
-from tests.telemetry.dbhelpers import devices, place
+from tests.builders import gpu_job
+from tests.telemetry.dbhelpers import NOW, budget_world
 
 pytestmark = pytest.mark.django_db
 
-A100 = "NVIDIA-A100-SXM4-80GB"
-WHOLE = ("GPU-b-0", 81920, 100)
-NOW = datetime(2025, 3, 11, tzinfo=UTC)  # 10 days into March
-
 
 @pytest.fixture
-def ledger():
-    """team-a (ada admin, alice and al members) and team-b (bert admin); A100 at 2.00 USD
-    per device-hour. alice ran one device 48 h (Mar 1-3) and runs one since Mar 10 00:00
-    with a 2-day runtime bound: 72 device-hours spent by NOW."""
-    cluster = Cluster.objects.create(name="billing")
-    devices(cluster, "n1", ["GPU-b-0", "GPU-b-1", "GPU-b-2", "GPU-b-3"])
-    group = make_group("g-bill", models=())
-    a, qa = make_tenant("team-a", group, devices_milli=8000)
-    b, qb = make_tenant("team-b", group, devices_milli=8000)
-    set_price(A100, datetime(2025, 1, 1, tzinfo=UTC), "2.00")
-    users = {
-        "ada": make_user("ada", a, "tenant_admin"),
-        "alice": make_user("alice", a),
-        "al": make_user("al", a),
-        "bert": make_user("bert", b, "tenant_admin"),
-    }
-    done, _ = place(
-        qa,
-        "a-done",
-        [("GPU-b-1", 81920, 100)],
-        state="succeeded",
-        started=datetime(2025, 3, 1, tzinfo=UTC),
-        ended=datetime(2025, 3, 3, tzinfo=UTC),
-    )
-    running, _ = place(qa, "a-run", [WHOLE], started=datetime(2025, 3, 10, tzinfo=UTC))
-    Job.objects.filter(pk__in=[done.pk, running.pk]).update(submitted_by=users["alice"])
-    Job.objects.filter(pk=running.pk).update(max_runtime_s=2 * 86400)
-    return {"group": group, "a": a, "qa": qa, "b": b, **users}
+def ledger(db):
+    return budget_world()
 
 
 def _budget(api, caller, **body):
