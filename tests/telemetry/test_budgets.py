@@ -69,6 +69,22 @@ def test_stop_budget_leaves_the_users_next_job_pending_with_the_budget_named(api
     assert other.state == "admitted"
 
 
+def test_budget_state_at_metrics(client, api, ledger, settings):
+    settings.METRICS_TOKEN = "scrape-token-0123456789"
+    made = _budget(api, ledger["ada"], tenant="team-a", user="alice", name="alice-gpu", amount=90)
+    assert made.status_code == 201
+    refresh_budgets(NOW)
+    text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-0123456789").content
+    labels = 'budget="alice-gpu",tenant="team-a",unit="GPU-hours",user="alice"'
+    for line in (
+        f"console_budget_amount{{{labels}}} 90.0",
+        f"console_budget_spent{{{labels}}} 72.0",
+        f"console_budget_committed{{{labels}}} 24.0",
+        f"console_budget_forecast{{{labels}}} 576.0",
+    ):
+        assert line in text.decode()
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
