@@ -102,6 +102,10 @@ class GroupFlavors:
                 out.add(self.flavor_of_model[model.name])
         return tuple(sorted(out))
 
+    def flavors_for_model(self, model: str) -> tuple[str, ...]:
+        """Flavors covering device model ``model`` (a per-model user limit counts there)."""
+        return self.flavors_for([model])
+
 
 def group_models(group: tm.ResourceGroup) -> dict[str, DeviceModel]:
     """Device models of a group: its ``device_models`` list, else every model present on
@@ -445,7 +449,7 @@ def build_admission_snapshot(
         usage=stored_usage(group),
         priority_classes=priority_classes(),
         options=cohort_options(group),
-        user_limits=user_limit_specs(entries, jobs, lambda model: flavors.flavors_for([model])),
+        user_limits=user_limit_specs(entries, jobs, flavors.flavors_for_model),
         budget_gates=budget_gates({e.tenant for e in entries}, now) if entries else (),
     )
     return AdmissionContext(

@@ -42,6 +42,7 @@ __all__ = [
     "queued_limit_refusal",
     "budget_label",
     "limit_for",
+    "limit_specs",
     "user_limit_specs",
     "user_usage",
 ]
@@ -122,6 +123,14 @@ def user_limit_specs(
         and (job := jobs.get(entry.id)) is not None
         and job.submitted_by_id is not None
     }
+    return limit_specs(keys, flavors_for_model)
+
+
+def limit_specs(
+    keys: set[tuple[int, int, str, str]], flavors_for_model
+) -> tuple[UserLimitSpec, ...]:
+    """The core's specs of ``keys`` ``{(tenant id, user id, tenant name, username)}`` that
+    have a limit row (their own or the tenant's default), with their usage now."""
     if not keys:
         return ()
     tenant_ids = {k[0] for k in keys}

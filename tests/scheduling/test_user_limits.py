@@ -66,6 +66,17 @@ def test_tenant_admin_sets_a_limit_and_the_cycle_leaves_the_next_job_pending(api
     second.refresh_from_db()
     assert second.pending_reason == "user alice: 1 of 1 running jobs"
     assert first.pk != second.pk and other.pk
+    # the dry run applies the submitter's limits too
+    body = {
+        "queue": team["qa"].pk,
+        "name": "what-if",
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "containers": [{"device_count": 1, "memory_percent": 100, "cores_percent": 100}],
+    }
+    answer = as_user(api, team["alice"]).post("/api/dry-run/", body, format="json").json()
+    assert answer["pending"]["code"] == "UserLimitExceeded"
+    assert answer["pending"]["reason"] == "user alice: 1 of 1 running jobs"
 
 
 def test_devices_limit_in_device_equivalents(api, team):

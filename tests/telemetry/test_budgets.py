@@ -67,6 +67,26 @@ def test_stop_budget_leaves_the_users_next_job_pending_with_the_budget_named(api
         "budget alice-gpu: 72 of 72 GPU-hours spent (hard action stop)",
     )
     assert other.state == "admitted"
+    # the dry run tells alice the same, with the budget's state
+    body = {
+        "queue": ledger["qa"].pk,
+        "name": "what-if",
+        "cpu_milli": 1000,
+        "host_memory_mib": 1024,
+        "containers": [{"device_count": 1, "memory_percent": 100, "cores_percent": 100}],
+    }
+    answer = as_user(api, ledger["alice"]).post("/api/dry-run/", body, format="json").json()
+    assert (answer["admitted"], answer["pending"]["code"], answer["pending"]["reason"]) == (
+        False,
+        "BudgetExhausted",
+        "budget alice-gpu: 72 of 72 GPU-hours spent (hard action stop)",
+    )
+    [budget] = answer["budgets"]
+    assert (budget["name"], budget["spent"], budget["exhausted"]) == ("alice-gpu", "72.0000", True)
+    assert (
+        as_user(api, ledger["al"]).post("/api/dry-run/", body, format="json").json()["budgets"]
+        == []
+    )
 
 
 def test_budget_state_at_metrics(client, api, ledger, settings):
