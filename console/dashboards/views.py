@@ -43,6 +43,7 @@ from scheduling.selectors.job_timeline import job_timeline, polls_live
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
+from scheduling.selectors.user_limits import budget_period
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.workloads import cancel_workload, service_statuses, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
@@ -51,6 +52,7 @@ from tenants.models import Tenant
 from tenants.selectors import (
     Access,
     action_refusal,
+    budgets_of,
     get_roles,
     get_visible_tenant_ids,
     tenant_access,
@@ -385,6 +387,9 @@ def usage(request):
                 unit="GPU-h",
             ),
             "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
+            "budgets": [
+                {"row": b, "period": budget_period(b)} for b in budgets_of(tenant_ids)
+            ],  # the current period's state (issue 33)
         },
     )
 

@@ -58,6 +58,10 @@ def test_admin_sets_limits_and_a_budget_members_see_them(client, ledger):
     assert "user alice: 1 of 0 running jobs" in page
     assert 'data-budget="alice-gpu"' in page and "72.00 GPU-hours (80.0 %)" in page
     assert 'id="limit-form"' not in page and 'id="budget-form"' not in page  # members read
+    usage = client.get("/usage/").content.decode()
+    assert 'id="usage-budgets"' in usage and "alice-gpu" in usage
+    client.force_login(ledger["bert"])
+    assert "alice-gpu" not in client.get("/usage/").content.decode()
 
 
 def test_bad_input_is_a_message_not_a_500(client, ledger):
