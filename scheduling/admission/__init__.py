@@ -21,7 +21,6 @@ from scheduling.admission.eta import drain_rate_per_s, estimate_start
 from scheduling.admission.fair_share import Share, dominant_share
 from scheduling.admission.history import UsageInterval, decayed_usage, entry_penalty
 from scheduling.admission.invariants import InvariantViolation, check_invariants
-from scheduling.admission.limits import BudgetAction, BudgetGateSpec, UserLimitSpec
 from scheduling.admission.outcomes import (
     Admission,
     CauseKind,
@@ -63,6 +62,8 @@ from scheduling.admission.types import (
     AdmissionInputError,
     AdmissionSnapshot,
     AggregateCapSpec,
+    BudgetAction,
+    BudgetGateSpec,
     Charges,
     CohortOptions,
     CycleConfig,
@@ -81,6 +82,7 @@ from scheduling.admission.types import (
     RunningWorkload,
     TenantSpec,
     Usage,
+    UserLimitSpec,
 )
 from scheduling.admission.validation import validate_snapshot
 

@@ -319,12 +319,12 @@ class AdmissionCycle:
         refusal = self._class_refusal(entry, queue)
         if refusal is not None:
             return self._fail(entry, _Failure.of(PendingCode.PRIORITY_CLASS_NOT_ALLOWED, refusal))
-        if (blocked := self.user_limits.blocked(entry)) is not None:
-            return self._fail(entry, _Failure.of(*blocked))
+        if (limited := self.user_limits.blocked(entry)) is not None:
+            return self._fail(entry, _Failure.of(*limited))
         attempt = assign_flavors(self, entry, queue)
         charges = attempt.outcome.charges if attempt.outcome is not None else None
-        if attempt.mode >= Mode.PREEMPT and (blocked := self.user_limits.blocked(entry, charges)):
-            return self._fail(entry, _Failure.of(*blocked))  # a per-user devices limit
+        if attempt.mode >= Mode.PREEMPT and (limited := self.user_limits.blocked(entry, charges)):
+            return self._fail(entry, _Failure.of(*limited))  # a per-user devices limit
         if attempt.mode == Mode.FIT:
             return self._try_admit(entry, attempt)
         if attempt.mode in (Mode.PREEMPT, Mode.RECLAIM):

@@ -26,66 +26,17 @@ Pending reasons (whole lines, code ``UserLimitExceeded`` / ``BudgetExhausted``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-
 from scheduling.admission.outcomes import PendingCode
-from scheduling.admission.types import Charges, Dimension, PendingWorkload
+from scheduling.admission.types import (
+    BudgetAction,
+    BudgetGateSpec,
+    Charges,
+    Dimension,
+    PendingWorkload,
+    UserLimitSpec,
+)
 
-__all__ = ["BudgetAction", "BudgetGateSpec", "UserLimitSpec", "UserLimits", "devices_text"]
-
-
-class BudgetAction(StrEnum):
-    """What happens once a budget is spent (the tenant admin chooses)."""
-
-    STOP = "stop"
-    PREEMPTIBLE = "preemptible"
-    NOTIFY = "notify"
-
-
-@dataclass(frozen=True, slots=True)
-class UserLimitSpec:
-    """Limits of one user inside one tenant (None = no limit on that resource).
-
-    Attributes:
-        tenant: tenant name.
-        user: username (as in :attr:`PendingWorkload.user`).
-        max_running_jobs: admitted jobs held at once (>= 0).
-        max_devices: milli-devices held at once (>= 0).
-        flavors: the flavors whose ``devices`` charges count toward ``max_devices`` (a
-            per-model limit); None = every flavor (device-equivalents).
-        device_model: the model named by a per-model limit (reason text only; "" = none).
-        running_jobs: the user's admitted jobs in the tenant before the cycle (every group).
-        used_devices: milli-devices the user holds before the cycle (of ``device_model``
-            when set, else of every model; every group).
-    """
-
-    tenant: str
-    user: str
-    max_running_jobs: int | None = None
-    max_devices: int | None = None
-    flavors: tuple[str, ...] | None = None
-    device_model: str = ""
-    running_jobs: int = 0
-    used_devices: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetGateSpec:
-    """A spent budget that acts on admission.
-
-    Attributes:
-        tenant: tenant name.
-        user: username, or None for the whole tenant's budget.
-        action: :class:`BudgetAction`.
-        label: the reason line, e.g. ``"budget team-a monthly: 1012.5 of 1000 GPU-hours
-            spent (hard action stop)"``.
-    """
-
-    tenant: str
-    user: str | None
-    action: BudgetAction
-    label: str
+__all__ = ["UserLimits", "devices_text"]
 
 
 def devices_text(milli: int) -> str:

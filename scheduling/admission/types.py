@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from scheduling.admission.policy import (
     DEFAULT_STRATEGIES,
@@ -34,9 +33,6 @@ from scheduling.admission.policy import (
     FlavorFungibility,
     PreemptionPolicy,
 )
-
-if TYPE_CHECKING:
-    from scheduling.admission.limits import BudgetGateSpec, UserLimitSpec
 
 
 class AdmissionInputError(ValueError):
@@ -436,6 +432,59 @@ class CycleConfig:
     fair_sharing: bool = True
 
 
+class BudgetAction(StrEnum):
+    """What happens once a budget is spent (the tenant admin chooses)."""
+
+    STOP = "stop"
+    PREEMPTIBLE = "preemptible"
+    NOTIFY = "notify"
+
+
+@dataclass(frozen=True, slots=True)
+class UserLimitSpec:
+    """Limits of one user inside one tenant (None = no limit on that resource).
+
+    Attributes:
+        tenant: tenant name.
+        user: username (as in :attr:`PendingWorkload.user`).
+        max_running_jobs: admitted jobs held at once (>= 0).
+        max_devices: milli-devices held at once (>= 0).
+        flavors: the flavors whose ``devices`` charges count toward ``max_devices`` (a
+            per-model limit); None = every flavor (device-equivalents).
+        device_model: the model named by a per-model limit (reason text only; "" = none).
+        running_jobs: the user's admitted jobs in the tenant before the cycle (every group).
+        used_devices: milli-devices the user holds before the cycle (of ``device_model``
+            when set, else of every model; every group).
+    """
+
+    tenant: str
+    user: str
+    max_running_jobs: int | None = None
+    max_devices: int | None = None
+    flavors: tuple[str, ...] | None = None
+    device_model: str = ""
+    running_jobs: int = 0
+    used_devices: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetGateSpec:
+    """A spent budget that acts on admission.
+
+    Attributes:
+        tenant: tenant name.
+        user: username, or None for the whole tenant's budget.
+        action: :class:`BudgetAction`.
+        label: the reason line, e.g. ``"budget team-a monthly: 1012.5 of 1000 GPU-hours
+            spent (hard action stop)"``.
+    """
+
+    tenant: str
+    user: str | None
+    action: BudgetAction
+    label: str
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionSnapshot:
     """Frozen input of one admission cycle for one resource group.
@@ -452,7 +501,8 @@ class AdmissionSnapshot:
         usage: stored usage rows (only read by the invariant checker).
         priority_classes: the priority classes (every class a queue or job names).
         options: per-cohort options.
-        user_limits: per-user limits of the group's tenants (issue 33).
+        user_limits: per-user limits of the group's tenants (issue 33;
+            :mod:`scheduling.admission.limits`).
         budget_gates: spent budgets that stop admission or admit only as preemptible.
     """
 

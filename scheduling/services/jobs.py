@@ -355,11 +355,8 @@ def enqueue_jobs(
     Raises:
         InvalidRequest: a job asks more ``min_runtime_s`` than its queue's
             ``max_min_runtime_s`` (``field="min_runtime_s"``, the message names the cap;
-            :meth:`scheduling.models.Queue.min_runtime_error`); the user would hold more
-            queued jobs in a tenant than their ``max_queued_jobs`` (``field="queue"``, e.g.
-            ``"user alice: 5 of 5 queued jobs in tenant team-a"``: a 400, not a 429, as no
-            wait for a throttle window lets it through, only the user's own jobs leaving the
-            queue); nothing is saved.
+            :meth:`scheduling.models.Queue.min_runtime_error`); more queued jobs than the
+            user's ``max_queued_jobs`` (:func:`_check_queued_limits`); nothing is saved.
         NeverFits: ``check_fit`` and some jobs fit no node of their group even when empty;
             ``reasons`` maps each such job's index in ``entries`` to why, the message is the
             first reason (``field="reason"``); nothing is saved.
@@ -400,8 +397,11 @@ def enqueue_jobs(
 
 
 def _check_queued_limits(entries: list[tuple[Queue, JobSpec]], user) -> None:
-    """Raises InvalidRequest (``field="queue"``) when ``user`` would exceed a per-user
-    ``max_queued_jobs`` of a tenant (issue 33; inference services are never queued)."""
+    """Raises InvalidRequest (``field="queue"``, e.g. ``"user alice: 5 of 5 queued jobs in
+    tenant team-a"``) when ``user`` would exceed a per-user ``max_queued_jobs`` of a tenant
+    (issue 33; inference services are never queued). A 400, not a 429: no wait for a
+    throttle window lets it through, only the user's own jobs leaving the queue. Counted
+    without a lock: two concurrent submissions may both pass at the limit's edge."""
     counts: dict = {}
     for queue, spec in entries:
         if spec.kind != JobKind.INFERENCE:

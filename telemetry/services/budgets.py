@@ -119,7 +119,7 @@ def _notice(budget: Budget, state: BudgetState, start: datetime, end: datetime) 
         user_id=budget.user_id,
         payload={
             "budget": budget.name,
-            "user": budget.user.username if budget.user_id else None,
+            "user": budget.user.username if budget.user is not None else None,
             "unit": budget.unit,
             "amount": str(budget.amount),
             "spent": str(spent.quantize(Decimal("0.01"))),

@@ -160,7 +160,9 @@ def _check_overlap(tenant: Tenant, values: dict, exclude: int | None) -> None:
     """InvalidRequest on ``period`` when a budget of the same scope (tenant and user) covers
     any of the same time: two monthly budgets always do, a monthly and a window budget too,
     two windows when they intersect."""
-    same = Budget.objects.filter(tenant=tenant, user=values["user"]).exclude(pk=exclude)
+    same = Budget.objects.filter(tenant=tenant, user=values["user"])
+    if exclude is not None:
+        same = same.exclude(pk=exclude)
     if values["period"] == BudgetPeriod.WINDOW:
         same = same.filter(
             Q(period=BudgetPeriod.MONTH)
