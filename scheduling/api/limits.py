@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -208,10 +210,10 @@ class BudgetSerializer(serializers.ModelSerializer):
             "period_end",
         ]
 
-    def get_period_start(self, budget: Budget):
+    def get_period_start(self, budget: Budget) -> datetime:
         return budget_period(budget, self.context.get("now"))[0]
 
-    def get_period_end(self, budget: Budget):
+    def get_period_end(self, budget: Budget) -> datetime:
         return budget_period(budget, self.context.get("now"))[1]
 
 
