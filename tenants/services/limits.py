@@ -12,7 +12,8 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.utils import timezone
 
 from core.audit import record, snapshot
 from core.exceptions import InvalidRequest
@@ -282,7 +283,13 @@ def record_budget_state(
     notified_percent: int,
 ) -> int:
     """Store a budget's measured state (no audit entry: a measurement, not a change of
-    intent). Returns the rows written (0 when the budget was deleted meanwhile)."""
+    intent); ``updated`` moves only when the budget becomes spent or no longer spent, so a
+    resource group's blocked admission cycle runs again (``scheduling.selectors.cycle_gate``).
+    Returns the rows written (0 when the budget was deleted meanwhile)."""
+    flips = (
+        Q(amount__gt=spent, spent__gte=F("amount")) | Q(amount__lte=spent, spent__lt=F("amount"))
+    )
+    Budget.objects.filter(flips, pk=budget_id).update(updated=timezone.now())
     return Budget.objects.filter(pk=budget_id).update(
         spent=spent,
         committed=committed,

@@ -3,11 +3,13 @@ validation, and the hard action ``stop`` in the admission cycle."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
 from scheduling.models import Job
+from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.services.cycle import run_admission_cycle
 from telemetry.services.budgets import measure_budget, refresh_budgets
 from tenants.models import Budget
@@ -87,6 +89,25 @@ def test_stop_budget_leaves_the_users_next_job_pending_with_the_budget_named(api
         as_user(api, ledger["al"]).post("/api/dry-run/", body, format="json").json()["budgets"]
         == []
     )
+
+
+def test_a_budget_no_longer_spent_wakes_the_blocked_cycle(api, ledger):
+    _budget(
+        api, ledger["ada"], tenant="team-a", user="alice", name="b", amount=72, hard_action="stop"
+    )
+    refresh_budgets(NOW)
+    job = gpu_job(ledger["qa"], "a-next", memory_percent=100, cores=100)
+    Job.objects.filter(pk=job.pk).update(submitted_by=ledger["alice"])
+    group = ledger["group"].pk
+    run_admission_cycle(group)  # nothing admitted: the group is marked blocked
+    assert needs_cycle(group) is False
+    refresh_budgets(NOW)  # still spent: the mark stays
+    assert needs_cycle(group) is False
+    refresh_budgets(datetime(2025, 4, 1, 1, tzinfo=UTC))  # a new month: 1 of 72 spent
+    assert needs_cycle(group) is True
+    run_admission_cycle(group)
+    job.refresh_from_db()
+    assert job.state == "admitted"
 
 
 def test_budget_state_at_metrics(client, api, ledger, settings):
