@@ -230,6 +230,16 @@ class BudgetWriteSerializer(serializers.Serializer):
     hard_action = serializers.ChoiceField(choices=BudgetAction.choices, default=BudgetAction.NOTIFY)
 
 
+class BudgetUpdateSerializer(serializers.Serializer):
+    unit = serializers.CharField(max_length=9)
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2, min_value=0)
+    period = serializers.ChoiceField(choices=BudgetPeriod.choices)
+    window_start = serializers.DateTimeField(allow_null=True)
+    window_end = serializers.DateTimeField(allow_null=True)
+    soft_threshold_percent = serializers.IntegerField(min_value=1, max_value=100)
+    hard_action = serializers.ChoiceField(choices=BudgetAction.choices)
+
+
 class BudgetViewSet(
     _Scoped,
     mixins.ListModelMixin,
@@ -264,6 +274,19 @@ class BudgetViewSet(
             BudgetSerializer(budget, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED,
         )
+
+    @extend_schema(request=BudgetUpdateSerializer, responses={200: BudgetSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        """Change the amount, unit, period, window, threshold or hard action (same checks
+        as create; tenant, user and name stay)."""
+        budget = self.get_object()
+        self._require_manage(budget.tenant)
+        data = BudgetUpdateSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        budget = services.update_budget(
+            budget, currencies=price_currencies(), actor=request.user, **data.validated_data
+        )
+        return Response(BudgetSerializer(budget, context=self.get_serializer_context()).data)
 
     def destroy(self, request, *args, **kwargs):
         budget = self.get_object()

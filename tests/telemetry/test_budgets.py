@@ -186,6 +186,23 @@ def test_overlapping_budgets_of_one_scope_are_refused(api, ledger):
     assert list(later.json()["error"]["fields"]) == ["period"]
 
 
+def test_admin_changes_a_budget_with_patch(api, ledger):
+    assert _budget(api, ledger["ada"], tenant="team-a", name="m", amount=10).status_code == 201
+    budget = Budget.objects.get()
+    url = f"/api/budgets/{budget.pk}/"
+    changed = as_user(api, ledger["ada"]).patch(
+        url, {"amount": "20", "hard_action": "preemptible"}, format="json"
+    )
+    assert changed.status_code == 200, changed.content
+    assert (changed.json()["amount"], changed.json()["hard_action"]) == ("20.00", "preemptible")
+    bad = as_user(api, ledger["ada"]).patch(url, {"unit": "EUR"}, format="json")
+    assert (bad.status_code, list(bad.json()["error"]["fields"])) == (400, ["unit"])
+    denied = as_user(api, ledger["alice"]).patch(url, {"amount": "1"}, format="json")
+    assert denied.status_code == 403
+    budget.refresh_from_db()
+    assert (budget.amount, budget.unit) == (Decimal("20.00"), "GPU-hours")
+
+
 def test_budgets_are_tenant_isolated(api, ledger):
     assert _budget(api, ledger["ada"], tenant="team-a", name="a-m", amount=10).status_code == 201
     assert _budget(api, ledger["bert"], tenant="team-a", name="x", amount=10).status_code == 404
