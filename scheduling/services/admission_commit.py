@@ -24,7 +24,7 @@ from datetime import datetime
 from django.db.models import Sum
 
 from scheduling.accounting import collapse_pod_bookings
-from scheduling.admission import Admission, CauseKind, charges_for_pods, reason_fields
+from scheduling.admission import Admission, CauseKind, GroupKind, charges_for_pods, reason_fields
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import (
     Device,
@@ -234,6 +234,10 @@ def write_admissions(
         preempting_since=None,
         reserving_since=None,
     )
+    # admitted only as preemptible under a spent budget (issue 33): it stays preemptible
+    forced = [a.job.pk for a in accepted if a.admission.preemptible and not a.job.preemptible]
+    if forced and ctx.flavors.group.kind != GroupKind.ELASTIC:
+        Job.objects.filter(pk__in=forced).update(preemptible=True)
     rows = [
         (a, pod, _placement_row(a.job, pod_index, pod, ctx))
         for a in accepted

@@ -91,6 +91,24 @@ def test_stop_budget_leaves_the_users_next_job_pending_with_the_budget_named(api
     )
 
 
+def test_preemptible_budget_admits_a_non_preemptible_job_as_preemptible(api, ledger):
+    _budget(
+        api,
+        ledger["ada"],
+        tenant="team-a",
+        user="alice",
+        name="b",
+        amount=72,
+        hard_action="preemptible",
+    )
+    refresh_budgets(NOW)
+    job = gpu_job(ledger["qa"], "a-next", memory_percent=100, cores=100)
+    Job.objects.filter(pk=job.pk).update(submitted_by=ledger["alice"], preemptible=False)
+    run_admission_cycle(ledger["group"].pk)
+    job.refresh_from_db()
+    assert (job.state, job.preemptible) == ("admitted", True)
+
+
 def test_a_budget_no_longer_spent_wakes_the_blocked_cycle(api, ledger):
     _budget(
         api, ledger["ada"], tenant="team-a", user="alice", name="b", amount=72, hard_action="stop"
