@@ -353,10 +353,10 @@ def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
 
 
 def can_manage_limits(user, tenant: Tenant) -> bool:
-    """Platform admins, and the tenant admins of ``tenant`` or of a tenant above it, set
-    its per-user limits and budgets."""
+    """Platform admins and the tenant admins of ``tenant`` itself set its per-user limits
+    and budgets (they name its members, whom a parent tenant's admin does not see)."""
     admin = admin_tenant_ids(user)
-    return admin is None or tenant.pk in get_descendant_ids(admin)
+    return admin is None or tenant.pk in admin
 
 
 def device_model_names() -> set[str]:

@@ -1,8 +1,8 @@
 """The tenant page's limits below the tenant (issue 33): per-user limits with each user's
-usage (over-limit rows marked) and the budgets with their state; the tenant's admin (or an
-ancestor's admin, or a platform admin) sets them here through ``tenants.services``, as the
-API does (``/api/user-limits/``, ``/api/budgets/``). Shown to the tenant's own members and
-to whoever manages it; never to another tenant."""
+usage (over-limit rows marked) and the budgets with their state; the tenant's admin (or a
+platform admin) sets them here through ``tenants.services``, as the API does
+(``/api/user-limits/``, ``/api/budgets/``). Shown to the tenant's own members (they name
+members, as the member list does); never to another tenant or a parent tenant's admin."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from tenants.selectors import (
     can_manage_limits,
     device_model_names,
     get_user_tenant_ids,
-    get_visible_tenant_ids,
     price_currencies,
     user_limits_of,
 )
@@ -75,9 +74,9 @@ class BudgetForm(forms.Form):
 def limits_context(request, tenant: Tenant) -> dict:
     """Template context of the limits and budgets cards (empty for who may not see them)."""
     member_of = get_user_tenant_ids(request.user)
-    manage = can_manage_limits(request.user, tenant)
-    if not manage and (member_of is not None and tenant.pk not in member_of):
+    if member_of is not None and tenant.pk not in member_of:
         return {"show_limits": False}
+    manage = can_manage_limits(request.user, tenant)
     usage = user_usage({tenant.pk})
     limits = []
     for row in user_limits_of({tenant.pk}):
@@ -160,9 +159,9 @@ def _pk(request) -> int:
 def team_limits_post(request, name: str):
     """Set a user's limits, create a budget, or delete either (``action``: ``limit``,
     ``budget``, ``delete-limit``, ``delete-budget``); bad input is told in a message."""
-    visible = get_visible_tenant_ids(request.user)
-    tenants = Tenant.objects.all() if visible is None else Tenant.objects.filter(pk__in=visible)
-    tenant = get_object_or_404(tenants, name=name)  # another tenant: 404, as the page
+    mine = get_user_tenant_ids(request.user)
+    tenants = Tenant.objects.all() if mine is None else Tenant.objects.filter(pk__in=mine)
+    tenant = get_object_or_404(tenants, name=name)  # not a member: 404
     if not can_manage_limits(request.user, tenant):
         raise PermissionDenied("Limits and budgets are set by the tenant's admin.")
     action = request.POST.get("action", "")

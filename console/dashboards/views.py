@@ -54,6 +54,7 @@ from tenants.selectors import (
     action_refusal,
     budgets_of,
     get_roles,
+    get_user_tenant_ids,
     get_visible_tenant_ids,
     tenant_access,
 )
@@ -388,8 +389,9 @@ def usage(request):
             ),
             "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
             "budgets": [
-                {"row": b, "period": budget_period(b)} for b in budgets_of(tenant_ids)
-            ],  # the current period's state (issue 33)
+                {"row": b, "period": budget_period(b)}
+                for b in budgets_of(get_user_tenant_ids(request.user))
+            ],  # the current period's state, of the user's own tenants (issue 33)
         },
     )
 

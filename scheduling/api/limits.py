@@ -1,11 +1,12 @@
 """Limits below the tenant (issue 33): ``/api/user-limits/`` and ``/api/budgets/``.
 
-* Reads: the rows of the caller's visible tenants (a member sees their own tenant's, never
-  another tenant's rows or users), each user limit with the user's usage now and which
+* Reads: the rows of the caller's own tenants (where they are a member: the rows name
+  members, whom another tenant, or a parent tenant's admin, never sees; as
+  ``GET /api/members/``), each user limit with the user's usage now and which
   limits it is over; each budget with its state (spent, committed by running jobs, forecast
   to the period's end, as last measured by ``telemetry.services.budgets``).
-* Writes: the tenant's admin (or an ancestor's admin, or a platform admin); others 403,
-  another tenant 404. Bad input answers 400 with field errors: a negative limit, a user not
+* Writes: the tenant's admin or a platform admin; its other members 403, another tenant
+  404. Bad input answers 400 with field errors: a negative limit, a user not
   in the tenant, an unknown device model, a budget currency the price table does not use,
   budgets of the same scope over overlapping periods. A limit below the current usage is
   accepted with a ``warnings`` line (it acts on new admissions only).
@@ -32,7 +33,7 @@ from tenants.selectors import (
     budgets_of,
     can_manage_limits,
     device_model_names,
-    get_visible_tenant_ids,
+    get_user_tenant_ids,
     price_currencies,
     user_limits_of,
 )
@@ -114,7 +115,7 @@ class _Scoped:
     throttle_classes = [WriteRateThrottle]
 
     def _visible(self):
-        return get_visible_tenant_ids(self.request.user)  # type: ignore[attr-defined]
+        return get_user_tenant_ids(self.request.user)  # type: ignore[attr-defined]
 
     def _require_manage(self, tenant: Tenant) -> None:
         if not can_manage_limits(self.request.user, tenant):  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@
 write with an audit entry; the budget state written by ``telemetry.services.budgets``.
 
 Who may write is the caller's check (``tenants.selectors.can_manage_limits``: the tenant's
-admin, an ancestor's admin, a platform admin). Bad input raises :class:`InvalidRequest`
+admin or a platform admin). Bad input raises :class:`InvalidRequest`
 naming the field (the API answers 400 with it); nothing is written then.
 """
 
@@ -286,8 +286,8 @@ def record_budget_state(
     intent); ``updated`` moves only when the budget becomes spent or no longer spent, so a
     resource group's blocked admission cycle runs again (``scheduling.selectors.cycle_gate``).
     Returns the rows written (0 when the budget was deleted meanwhile)."""
-    flips = (
-        Q(amount__gt=spent, spent__gte=F("amount")) | Q(amount__lte=spent, spent__lt=F("amount"))
+    flips = Q(amount__gt=spent, spent__gte=F("amount")) | Q(
+        amount__lte=spent, spent__lt=F("amount")
     )
     Budget.objects.filter(flips, pk=budget_id).update(updated=timezone.now())
     return Budget.objects.filter(pk=budget_id).update(
