@@ -234,10 +234,7 @@ def write_admissions(
         preempting_since=None,
         reserving_since=None,
     )
-    # admitted only as preemptible under a spent budget (issue 33): it stays preemptible
-    forced = [a.job.pk for a in accepted if a.admission.preemptible and not a.job.preemptible]
-    if forced and ctx.flavors.group.kind != GroupKind.ELASTIC:
-        Job.objects.filter(pk__in=forced).update(preemptible=True)
+    _keep_preemptible(accepted, ctx)
     rows = [
         (a, pod, _placement_row(a.job, pod_index, pod, ctx))
         for a in accepted
@@ -278,6 +275,15 @@ def write_admissions(
         for key, amount in usage_deltas(charged, +1).items():
             deltas[key] = deltas.get(key, 0) + amount
     return ids, deltas
+
+
+def _keep_preemptible(accepted: list[Accepted], ctx: AdmissionContext) -> None:
+    """A non-preemptible job admitted as preemptible outside an elastic group was admitted
+    so under a spent budget (hard action ``preemptible``, issue 33): it stays preemptible
+    while it runs (one UPDATE, none when there is no such job)."""
+    forced = [a.job.pk for a in accepted if a.admission.preemptible and not a.job.preemptible]
+    if forced and ctx.flavors.group.kind != GroupKind.ELASTIC:
+        Job.objects.filter(pk__in=forced).update(preemptible=True)
 
 
 def _placement_row(job: Job, pod_index: int, pod: PodAssignment, ctx: AdmissionContext):
