@@ -20,6 +20,10 @@ for the tenant named by ``tenant_id`` and never names another tenant or its jobs
   "guaranteed_devices", "message"}``; ``tenant_id`` None (platform admins).
 - ``quota.nearly_exhausted``: ``{"resource_group", "flavor", "dimension", "used",
   "nominal", "used_percent", "threshold_percent"}``.
+- ``budget.threshold_crossed``: ``{"budget", "user", "unit", "amount", "spent",
+  "used_percent", "threshold_percent", "hard_action", "period_start", "period_end"}``: a
+  tenant's (``user`` None) or a member's budget crossed its soft threshold, or was spent
+  (``threshold_percent`` 100); once per threshold and period (issue 33).
 - ``inventory.bookings_unmatched``: ``{"cluster", "node", "device", "placements",
   "replaced_by", "message"}``: a booked device stopped registering on its node (its
   node takes nothing new until the bookings end or move); ``tenant_id`` None (platform
@@ -34,6 +38,7 @@ from django.db import transaction
 from django.dispatch import Signal
 
 __all__ = [
+    "BUDGET_THRESHOLD_CROSSED",
     "CAPACITY_ALERT",
     "EVENT_KINDS",
     "INVENTORY_BOOKINGS_UNMATCHED",
@@ -51,6 +56,7 @@ JOB_IDLE = "job.idle"
 CAPACITY_ALERT = "capacity.alert"
 QUOTA_NEARLY_EXHAUSTED = "quota.nearly_exhausted"
 INVENTORY_BOOKINGS_UNMATCHED = "inventory.bookings_unmatched"
+BUDGET_THRESHOLD_CROSSED = "budget.threshold_crossed"
 
 #: Every kind with a one-line description (forms, API docs).
 EVENT_KINDS = {
@@ -61,6 +67,7 @@ EVENT_KINDS = {
     QUOTA_NEARLY_EXHAUSTED: "a quota's usage crossed the threshold",
     INVENTORY_BOOKINGS_UNMATCHED: "a booked device stopped registering on its node "
     "(platform admins)",
+    BUDGET_THRESHOLD_CROSSED: "a budget crossed its soft threshold or was spent",
 }
 
 #: Sent after commit; keyword arguments ``kind``, ``tenant_id``, ``payload``, ``user_id``.

@@ -3,6 +3,7 @@
 from django.db import models
 
 from core.events import (
+    BUDGET_THRESHOLD_CROSSED,
     CAPACITY_ALERT,
     EVENT_KINDS,
     INVENTORY_BOOKINGS_UNMATCHED,
@@ -48,6 +49,6 @@ EVENT_CHOICES = [(kind, f"{kind}: {text}") for kind, text in EVENT_KINDS.items()
 #: Kinds each scope can receive.
 SCOPE_KINDS = {
     Scope.TENANT: tuple(k for k in EVENT_KINDS if k not in PLATFORM_ONLY),
-    Scope.USER: (JOB_PREEMPTED, JOB_FAILED, JOB_IDLE),
+    Scope.USER: (JOB_PREEMPTED, JOB_FAILED, JOB_IDLE, BUDGET_THRESHOLD_CROSSED),
     Scope.PLATFORM: tuple(EVENT_KINDS),
 }

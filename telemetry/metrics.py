@@ -54,6 +54,7 @@ from scheduling.selectors.allocation import (
 from scheduling.selectors.unmatched import unmatched_bookings_by_node
 from telemetry.models import CycleStats, GroupGauge, IdleJobFlag, ScrapeTarget
 from tenants.models import ResourceGroup
+from tenants.selectors import budgets_of
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,32 @@ def _families():
     yield from _allocation_families()
     yield from _group_gauges()
     yield from _health_families()
+    yield from _budget_families()
+
+
+def _budget_families():
+    """Budget state per tenant, budget and user ("" = the whole tenant), in the budget's
+    unit (issue 33; one query)."""
+    labels = ["tenant", "budget", "user", "unit"]
+    families = {
+        field: GaugeMetricFamily(f"console_budget_{field}", text, labels=labels)
+        for field, text in (
+            ("amount", "Budget per period."),
+            ("spent", "Spent in the current period (device-hours or money)."),
+            ("committed", "What the running jobs commit until their runtime bound."),
+            ("forecast", "Spent plus the current burn rate to the period's end."),
+        )
+    }
+    for budget in budgets_of(None):
+        key = [
+            budget.tenant.name,
+            budget.name,
+            budget.user.username if budget.user else "",
+            budget.unit,
+        ]
+        for field, family in families.items():
+            family.add_metric(key, float(getattr(budget, field)))
+    yield from families.values()
 
 
 def _queue_families():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from telemetry.services.budgets import refresh_budgets
 from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
@@ -36,9 +37,11 @@ def synthetic_task() -> int:
 
 @shared_task(name="telemetry.tasks.rollup_task")
 def rollup_task() -> dict:
-    """Roll up samples and apply retention; recompute the usage page's open months."""
+    """Roll up samples and apply retention; recompute the usage page's open months and the
+    budgets' state (issue 33)."""
     out = rollup()
     out["usage_months"] = refresh_usage_months()
+    out["budgets"] = refresh_budgets()
     return out
 
 

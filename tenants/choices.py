@@ -74,3 +74,25 @@ ALLOWED_STRATEGY_LISTS = (
 def default_strategies() -> list[str]:
     """Kueue's default strategy list (a new list each time, for a JSONField default)."""
     return list(FAIR_SHARING_STRATEGIES)
+
+
+class BudgetPeriod(models.TextChoices):
+    """The period a budget is spent over: each calendar month (UTC), or one configured
+    window (``window_start`` to ``window_end``)."""
+
+    MONTH = "month", "each month"
+    WINDOW = "window", "a configured window"
+
+
+class BudgetAction(models.TextChoices):
+    """What happens once a budget is spent (the same words as the admission core's
+    ``scheduling.admission.limits.BudgetAction``): stop admitting new jobs, admit them only
+    as preemptible (they may borrow and are preempted first), or notify only."""
+
+    STOP = "stop", "stop admitting new jobs"
+    PREEMPTIBLE = "preemptible", "admit only as preemptible"
+    NOTIFY = "notify", "notify only"
+
+
+#: A budget counted in device-hours (GPU-hours) rather than money.
+GPU_HOURS = "GPU-hours"

@@ -10,11 +10,11 @@ from collections.abc import Iterable
 
 from django.apps import apps
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from tenants.choices import Role
-from tenants.models import Invitation, Membership, Tenant, TenantNamespace
+from tenants.models import Budget, Invitation, Membership, Tenant, TenantNamespace, UserLimit
 
 SUBMIT_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
 """Roles that submit to a tenant's queues and change its jobs (a viewer only reads)."""
@@ -347,3 +347,42 @@ def tenant_for_namespace(cluster, namespace: str) -> Tenant | None:
             if render_namespace(pattern, tenant.name, cluster.name) == namespace:
                 return tenant
     return None
+
+
+# --- limits below the tenant (issue 33) --------------------------------------------------------
+
+
+def can_manage_limits(user, tenant: Tenant) -> bool:
+    """Platform admins and the tenant admins of ``tenant`` itself set its per-user limits
+    and budgets (they name its members, whom a parent tenant's admin does not see)."""
+    admin = admin_tenant_ids(user)
+    return admin is None or tenant.pk in admin
+
+
+def device_model_names() -> set[str]:
+    """Every registered device model name (a per-model user limit names one). Read by app
+    label, as :func:`flavor_names` does, so this app keeps no import of ``scheduling``."""
+    device_model = apps.get_model("scheduling", "DeviceModel")
+    return set(device_model.objects.values_list("name", flat=True))
+
+
+def price_currencies() -> set[str]:
+    """The currencies of the device-hour price table (``telemetry.DevicePrice``; read by app
+    label so this app keeps no import of ``telemetry``): a money budget must use one."""
+    price = apps.get_model("telemetry", "DevicePrice")
+    return set(price.objects.values_list("currency", flat=True).distinct())
+
+
+def user_limits_of(tenant_ids: set[int] | None) -> QuerySet:
+    """Per-user limit rows of the given tenants (None = every tenant), user and tenant
+    loaded, by tenant name then username (the default row, user None, first)."""
+    rows = UserLimit.objects.select_related("tenant", "user").order_by(
+        "tenant__name", F("user__username").asc(nulls_first=True)
+    )
+    return rows if tenant_ids is None else rows.filter(tenant_id__in=tenant_ids)
+
+
+def budgets_of(tenant_ids: set[int] | None) -> QuerySet:
+    """Budgets of the given tenants (None = every tenant), user and tenant loaded."""
+    rows = Budget.objects.select_related("tenant", "user").order_by("tenant__name", "name")
+    return rows if tenant_ids is None else rows.filter(tenant_id__in=tenant_ids)

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from console.dashboards import charts, trends
 from console.dashboards.forms import InviteForm, MemberForm, RoleForm
+from console.dashboards.team_limits import limits_context
 from core.exceptions import DomainError
 from scheduling.selectors.quota_board import quota_board
 from tenants import services
@@ -188,6 +189,7 @@ def team(request, name: str):
             "role_form": RoleForm(),
             "queues": tenant.queues.select_related("resource_group").order_by("name"),
             "boards": quota_board({tenant.pk}),
+            **limits_context(request, tenant),
         },
     )
 

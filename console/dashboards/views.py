@@ -43,6 +43,7 @@ from scheduling.selectors.job_timeline import job_timeline, polls_live
 from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
+from scheduling.selectors.user_limits import budget_period
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.job_kinds import cancel_workload, service_statuses, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
@@ -51,7 +52,9 @@ from tenants.models import Tenant
 from tenants.selectors import (
     Access,
     action_refusal,
+    budgets_of,
     get_roles,
+    get_user_tenant_ids,
     get_visible_tenant_ids,
     tenant_access,
 )
@@ -385,6 +388,10 @@ def usage(request):
                 unit="GPU-h",
             ),
             "model_colours": [(m, PALETTE[i % 10]) for i, m in enumerate(model_names)],
+            "budgets": [
+                {"row": b, "period": budget_period(b)}
+                for b in budgets_of(get_user_tenant_ids(request.user))
+            ],  # the current period's state, of the user's own tenants (issue 33)
         },
     )
 

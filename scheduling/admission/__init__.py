@@ -62,6 +62,8 @@ from scheduling.admission.types import (
     AdmissionInputError,
     AdmissionSnapshot,
     AggregateCapSpec,
+    BudgetAction,
+    BudgetGateSpec,
     Charges,
     CohortOptions,
     CycleConfig,
@@ -80,10 +82,14 @@ from scheduling.admission.types import (
     RunningWorkload,
     TenantSpec,
     Usage,
+    UserLimitSpec,
 )
 from scheduling.admission.validation import validate_snapshot
 
 __all__ = [
+    "BudgetAction",
+    "BudgetGateSpec",
+    "UserLimitSpec",
     "Admission",
     "AdmissionCycle",
     "AdmissionInputError",

@@ -51,6 +51,7 @@ from datetime import timedelta
 
 from scheduling.admission.flavors import FlavorTry, Mode, assign_flavors
 from scheduling.admission.history import entry_penalty
+from scheduling.admission.limits import UserLimits
 from scheduling.admission.ordering import round_order
 from scheduling.admission.outcomes import (
     Admission,
@@ -193,6 +194,7 @@ class AdmissionCycle:
         self.running_index = RunningIndex(self.running)
         self.queues: dict[str, QueueSpec] = {q.name: q for q in snapshot.queues}
         self.classes = {c.name: c for c in snapshot.priority_classes}
+        self.user_limits = UserLimits(snapshot.user_limits, snapshot.budget_gates)
         options = snapshot.options
         self.fair_sharing = (
             config.fair_sharing if options.fair_sharing is None else options.fair_sharing
@@ -221,7 +223,9 @@ class AdmissionCycle:
 
     def effective_preemptible(self, entry: PendingWorkload) -> bool:
         """The job's own flag and its priority class's (our extra: such a job never
-        borrows)."""
+        borrows); always True under a spent budget whose hard action is ``preemptible``."""
+        if self.user_limits.only_preemptible(entry):
+            return True
         return entry.preemptible and self.class_preemptible(entry.priority_class)
 
     def quota_charges(self, workload: RunningWorkload) -> Charges:
@@ -315,7 +319,12 @@ class AdmissionCycle:
         refusal = self._class_refusal(entry, queue)
         if refusal is not None:
             return self._fail(entry, _Failure.of(PendingCode.PRIORITY_CLASS_NOT_ALLOWED, refusal))
+        if (limited := self.user_limits.blocked(entry)) is not None:
+            return self._fail(entry, _Failure.of(*limited))
         attempt = assign_flavors(self, entry, queue)
+        charges = attempt.outcome.charges if attempt.outcome is not None else None
+        if attempt.mode >= Mode.PREEMPT and (limited := self.user_limits.blocked(entry, charges)):
+            return self._fail(entry, _Failure.of(*limited))  # a per-user devices limit
         if attempt.mode == Mode.FIT:
             return self._try_admit(entry, attempt)
         if attempt.mode in (Mode.PREEMPT, Mode.RECLAIM):
@@ -353,7 +362,12 @@ class AdmissionCycle:
             return False
         for count in range(entry.pod_count - 1, entry.min_pod_count - 1, -1):
             partial = assign_flavors(self, entry, queue, count)
-            if partial.mode == Mode.FIT and self._try_admit(entry, partial, quiet=True):
+            charges = partial.outcome.charges if partial.outcome is not None else None
+            if (
+                partial.mode == Mode.FIT
+                and self.user_limits.blocked(entry, charges) is None
+                and self._try_admit(entry, partial, quiet=True)
+            ):
                 return True
         return False
 
@@ -468,6 +482,7 @@ class AdmissionCycle:
                 history.half_life_s,
             )
         self.reservations.admitted(entry)
+        self.user_limits.admitted(entry, outcome.charges)
         self.admitted.append(
             Admission(
                 workload_id=entry.id,

@@ -26,6 +26,9 @@ class PendingCode(StrEnum):
     * ``PriorityClassNotAllowed``: its priority class is unknown or not allowed in the queue.
     * ``Reserved``: it holds the group's starvation reservation (expected start given).
     * ``BackfillBlocked``: it would delay a starvation reservation.
+    * ``UserLimitExceeded``: its submitter is at a per-user limit of its tenant (running jobs
+      or devices; :mod:`scheduling.admission.limits`).
+    * ``BudgetExhausted``: a spent budget with hard action ``stop`` covers it.
     """
 
     WAITING_FOR_QUOTA = "WaitingForQuota"
@@ -37,6 +40,8 @@ class PendingCode(StrEnum):
     PRIORITY_CLASS_NOT_ALLOWED = "PriorityClassNotAllowed"
     RESERVED = "Reserved"
     BACKFILL_BLOCKED = "BackfillBlocked"
+    USER_LIMIT_EXCEEDED = "UserLimitExceeded"
+    BUDGET_EXHAUSTED = "BudgetExhausted"
 
 
 class PreemptionReason(StrEnum):

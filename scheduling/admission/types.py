@@ -298,6 +298,8 @@ class PendingWorkload:
         preempting: True when the job issued preemptions in an earlier cycle and waits for
             its victims (Kueue's sticky preemptor head): it goes first.
         reserving_since: when its starvation reservation started (None = none).
+        user: the submitter's username (None = unknown): the key of its per-user limits
+            and budgets (:mod:`scheduling.admission.limits`).
     """
 
     id: str
@@ -314,6 +316,7 @@ class PendingWorkload:
     max_runtime_s: float | None = None
     preempting: bool = False
     reserving_since: datetime | None = None
+    user: str | None = None
 
     def sets(self) -> tuple[PodSetSpec, ...]:
         """The pod sets: ``pod_sets``, or one set ``"main"`` of ``pod_count`` x ``request``."""
@@ -429,6 +432,59 @@ class CycleConfig:
     fair_sharing: bool = True
 
 
+class BudgetAction(StrEnum):
+    """What happens once a budget is spent (the tenant admin chooses)."""
+
+    STOP = "stop"
+    PREEMPTIBLE = "preemptible"
+    NOTIFY = "notify"
+
+
+@dataclass(frozen=True, slots=True)
+class UserLimitSpec:
+    """Limits of one user inside one tenant (None = no limit on that resource).
+
+    Attributes:
+        tenant: tenant name.
+        user: username (as in :attr:`PendingWorkload.user`).
+        max_running_jobs: admitted jobs held at once (>= 0).
+        max_devices: milli-devices held at once (>= 0).
+        flavors: the flavors whose ``devices`` charges count toward ``max_devices`` (a
+            per-model limit); None = every flavor (device-equivalents).
+        device_model: the model named by a per-model limit (reason text only; "" = none).
+        running_jobs: the user's admitted jobs in the tenant before the cycle (every group).
+        used_devices: milli-devices the user holds before the cycle (of ``device_model``
+            when set, else of every model; every group).
+    """
+
+    tenant: str
+    user: str
+    max_running_jobs: int | None = None
+    max_devices: int | None = None
+    flavors: tuple[str, ...] | None = None
+    device_model: str = ""
+    running_jobs: int = 0
+    used_devices: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetGateSpec:
+    """A spent budget that acts on admission.
+
+    Attributes:
+        tenant: tenant name.
+        user: username, or None for the whole tenant's budget.
+        action: :class:`BudgetAction`.
+        label: the reason line, e.g. ``"budget team-a monthly: 1012.5 of 1000 GPU-hours
+            spent (hard action stop)"``.
+    """
+
+    tenant: str
+    user: str | None
+    action: BudgetAction
+    label: str
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionSnapshot:
     """Frozen input of one admission cycle for one resource group.
@@ -445,6 +501,9 @@ class AdmissionSnapshot:
         usage: stored usage rows (only read by the invariant checker).
         priority_classes: the priority classes (every class a queue or job names).
         options: per-cohort options.
+        user_limits: per-user limits of the group's tenants (issue 33;
+            :mod:`scheduling.admission.limits`).
+        budget_gates: spent budgets that stop admission or admit only as preemptible.
     """
 
     group: GroupSpec
@@ -458,3 +517,5 @@ class AdmissionSnapshot:
     usage: tuple[Usage, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     options: CohortOptions = field(default_factory=CohortOptions)
+    user_limits: tuple[UserLimitSpec, ...] = ()
+    budget_gates: tuple[BudgetGateSpec, ...] = ()

@@ -11,6 +11,7 @@ named by tenant only (no job id or name).
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -26,7 +27,7 @@ from scheduling.selectors.admission import quota_usage_table
 from scheduling.services.dry_run import preview_job, preview_quota_changes
 from tenants.api.serializers import NameField, VisibleTenantField
 from tenants.choices import Dimension as DimensionChoice
-from tenants.models import MAX_QUOTA_AMOUNT, ResourceGroup, Tenant
+from tenants.models import MAX_QUOTA_AMOUNT, Budget, ResourceGroup, Tenant
 from tenants.selectors import can_manage_quota, get_visible_tenant_ids
 
 from .views import submit_queues_or_403
@@ -125,7 +126,7 @@ class JobDryRunView(APIView):
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
         queue = serializer.validated_data["queue"]
-        preview = preview_job(queue, serializer.to_spec())
+        preview = preview_job(queue, serializer.to_spec(), user=request.user)
         group = queue.resource_group
         visible = _visible_names(request.user)
         body: dict = {
@@ -175,7 +176,31 @@ class JobDryRunView(APIView):
                 "details": list(preview.verdict.details),
                 "position": preview.verdict.position,
             }
+        body["budgets"] = _budgets_json(queue.tenant_id, request.user)
         return Response(body)
+
+
+def _budgets_json(tenant_id: int, user) -> list[dict]:
+    """The budgets covering a job of ``user`` in the tenant (the tenant's, and the user's
+    own), with their state (issue 33)."""
+    rows = Budget.objects.filter(tenant_id=tenant_id).filter(
+        Q(user__isnull=True) | Q(user_id=user.pk)
+    )
+    return [
+        {
+            "name": b.name,
+            "user": user.get_username() if b.user_id else None,
+            "unit": b.unit,
+            "amount": str(b.amount),
+            "spent": str(b.spent),
+            "committed": str(b.committed),
+            "forecast": str(b.forecast),
+            "spent_percent": b.spent_percent,
+            "exhausted": b.exhausted,
+            "hard_action": b.hard_action,
+        }
+        for b in rows.order_by("name")
+    ]
 
 
 def _over_nominal_json(over, visible: set[str] | None) -> dict:

@@ -4,6 +4,7 @@ from rest_framework.routers import DefaultRouter
 from scheduling.api.admission import JobDryRunView, QuotaDryRunView, UsageView
 from scheduling.api.fragmentation import FragmentationView
 from scheduling.api.inventory import ClusterViewSet, DeviceModelViewSet, PlacementViewSet
+from scheduling.api.limits import BudgetViewSet, UserLimitViewSet
 from scheduling.api.topology import TopologyListView
 from scheduling.api.views import (
     DeviceViewSet,
@@ -22,6 +23,8 @@ router.register("devices", DeviceViewSet, basename="device")
 router.register("device-models", DeviceModelViewSet, basename="device-model")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("placements", PlacementViewSet, basename="placement")
+router.register("user-limits", UserLimitViewSet, basename="user-limit")
+router.register("budgets", BudgetViewSet, basename="budget")
 # explicit paths first: "quotas/dry-run/" must win over the tenants router's "quotas/<pk>/"
 urlpatterns = [
     path("dry-run/", JobDryRunView.as_view(), name="job-dry-run"),

@@ -60,9 +60,9 @@ from scheduling.selectors.snapshot import (
 )
 from scheduling.selectors.snapshot_cache import cluster_snapshot
 from scheduling.selectors.topology import TopologySpec
+from scheduling.selectors.user_limits import budget_gates, user_limit_specs
 from tenants import models as tm
-
-ANY_FLAVOR = tm.ANY_FLAVOR
+from tenants.models import ANY_FLAVOR
 
 
 def queue_key(queue) -> str:
@@ -101,6 +101,10 @@ class GroupFlavors:
             if ANY_FLAVOR in names or model.name in names or family:
                 out.add(self.flavor_of_model[model.name])
         return tuple(sorted(out))
+
+    def flavors_for_model(self, model: str) -> tuple[str, ...]:
+        """Flavors covering device model ``model`` (a per-model user limit counts there)."""
+        return self.flavors_for([model])
 
 
 def group_models(group: tm.ResourceGroup) -> dict[str, DeviceModel]:
@@ -272,6 +276,7 @@ def pending_workload(
         max_runtime_s=job.max_runtime_s,
         preempting=job.preempting_since is not None,
         reserving_since=job.reserving_since,
+        user=job.submitted_by.username if job.submitted_by_id else None,
     )
 
 
@@ -286,7 +291,7 @@ def queued_jobs(
         Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED)
         .exclude(placements__state__in=BOOKED_PLACEMENT_STATES)
         .exclude(pk__in=sorted(exclude or ()))
-        .select_related("queue__tenant", "tenant", "priority_class")
+        .select_related("queue__tenant", "tenant", "priority_class", "submitted_by")
         .prefetch_related("containers", "pod_sets")
         .annotate(
             _first=Case(
@@ -430,29 +435,25 @@ def build_admission_snapshot(
     devices = {d.uuid: d for node in cluster.nodes.values() for d in node.devices}
     running, held = running_workloads(group, flavors.flavor_of_model, index, devices)
     pending = pending or []
+    entries = tuple(pending_workload(j, group) for j in pending)
+    jobs = {str(j.pk): j for j in pending}
     snapshot = AdmissionSnapshot(
         group=flavors.group,
         tenants=build_tenants(history_usage(group, now)),
         quotas=build_quotas(quota_rows, flavors),
         caps=build_caps(cap_rows, flavors),
         queues=tuple(queue_spec(q, flavors) for q in group_queues(group)),
-        pending=tuple(pending_workload(j, group) for j in pending),
+        pending=entries,
         running=tuple(running),
         now=now,
         usage=stored_usage(group),
         priority_classes=priority_classes(),
         options=cohort_options(group),
+        user_limits=user_limit_specs(entries, jobs, flavors.flavors_for_model),
+        budget_gates=budget_gates({e.tenant for e in entries}, now) if entries else (),
     )
     return AdmissionContext(
-        snapshot,
-        flavors,
-        cluster,
-        index,
-        devices,
-        held,
-        {str(j.pk): j for j in pending},
-        catalogue,
-        group,
+        snapshot, flavors, cluster, index, devices, held, jobs, catalogue, group
     )
 
 

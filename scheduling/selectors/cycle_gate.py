@@ -7,8 +7,10 @@ beat tick then skips the group until something that can change the outcome happe
 that cycle started: a job queued in the group, a placement ended anywhere (capacity freed,
 a terminating victim gone), a quota row of the group changed or was deleted, a queue, a
 priority class, a tenant (fair-share weight) or the group itself (cohort options) changed,
-a device changed, or the mark expired. Explicit triggers (a job arriving, capacity freed by
-a reconcile, a cancel) always run a cycle.
+a device changed, a per-user limit or a budget changed (or a budget was found spent or no
+longer spent, :func:`tenants.services.record_budget_state`), or the mark expired.
+Explicit triggers (a job arriving, capacity freed by a reconcile, a cancel) always run a
+cycle.
 
 The marks are an optimisation: while the cache (Redis) is unreachable nothing is marked and
 every group counts as needing a cycle.
@@ -25,7 +27,7 @@ from django.core.cache import cache
 from core.dispatch import CACHE_ERRORS
 from scheduling.choices import JobState
 from scheduling.models import Device, Job, Placement, PriorityClass, Queue
-from tenants.models import Quota, ResourceGroup, Tenant
+from tenants.models import Budget, Quota, ResourceGroup, Tenant, UserLimit
 
 
 def _key(group_id: int) -> str:
@@ -72,4 +74,6 @@ def needs_cycle(group_id: int) -> bool:
         or Tenant.objects.filter(updated__gt=since).exists()
         or ResourceGroup.objects.filter(pk=group_id, updated__gt=since).exists()
         or Device.objects.filter(updated__gt=since).exists()
+        or UserLimit.objects.filter(updated__gt=since).exists()
+        or Budget.objects.filter(updated__gt=since).exists()
     )

@@ -24,7 +24,7 @@ from datetime import datetime
 from django.db.models import Sum
 
 from scheduling.accounting import collapse_pod_bookings
-from scheduling.admission import Admission, CauseKind, charges_for_pods, reason_fields
+from scheduling.admission import Admission, CauseKind, GroupKind, charges_for_pods, reason_fields
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.models import (
     Device,
@@ -234,6 +234,7 @@ def write_admissions(
         preempting_since=None,
         reserving_since=None,
     )
+    _keep_preemptible(accepted, ctx)
     rows = [
         (a, pod, _placement_row(a.job, pod_index, pod, ctx, domains))
         for a in accepted
@@ -274,6 +275,15 @@ def write_admissions(
         for key, amount in usage_deltas(charged, +1).items():
             deltas[key] = deltas.get(key, 0) + amount
     return ids, deltas
+
+
+def _keep_preemptible(accepted: list[Accepted], ctx: AdmissionContext) -> None:
+    """A non-preemptible job admitted as preemptible outside an elastic group was admitted
+    so under a spent budget (hard action ``preemptible``, issue 33): it stays preemptible
+    while it runs (one UPDATE, none when there is no such job)."""
+    forced = [a.job.pk for a in accepted if a.admission.preemptible and not a.job.preemptible]
+    if forced and ctx.flavors.group.kind != GroupKind.ELASTIC:
+        Job.objects.filter(pk__in=forced).update(preemptible=True)
 
 
 def _pods_with_domains(decision: Decision) -> list[tuple[PodAssignment, list[str]]]:

@@ -10,7 +10,7 @@ decides what the caller may see of it (tenant isolation).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -35,17 +35,21 @@ from scheduling.selectors.admission import (
     queued_jobs,
 )
 from scheduling.selectors.snapshot import build_placement_request
+from scheduling.selectors.user_limits import budget_gates, limit_specs
 from scheduling.services.jobs import JobSpec
 from tenants.models import Quota, ResourceGroup
 
 __all__ = ["GroupQuotaImpact", "preview_job", "preview_quota_changes"]
 
 
-def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None) -> SubmissionPreview:
+def preview_job(
+    queue: Queue, spec: JobSpec, *, now: datetime | None = None, user=None
+) -> SubmissionPreview:
     """Would a job of ``spec`` in ``queue`` be admitted now, where, and whom would it preempt?
 
     A full admission cycle of the queue's resource group on a copy: the queued jobs ahead of
-    it go first.
+    it go first. With ``user`` (the submitter), their per-user limits and the spent budgets
+    covering them apply as in the cycle (issue 33).
 
     Raises:
         InvalidRequest: the request is malformed for the core (e.g. an impossible shape).
@@ -63,9 +67,21 @@ def preview_job(queue: Queue, spec: JobSpec, *, now: datetime | None = None) -> 
         min_pod_count=spec.min_pods,
         # SpecJob answers the attributes build_placement_request reads of a Job
         request=build_placement_request(cast(Job, SpecJob(spec)), group),
+        user=user.get_username() if user is not None else None,
     )
+    snapshot = ctx.snapshot
+    if user is not None:
+        key = (queue.tenant_id, user.pk, queue.tenant.name, user.get_username())
+        known = {(s.tenant, s.user) for s in snapshot.user_limits}
+        extra = () if key[2:] in known else limit_specs({key}, ctx.flavors.flavors_for_model)
+        tenants = {e.tenant for e in snapshot.pending} | {queue.tenant.name}
+        snapshot = replace(
+            snapshot,
+            user_limits=snapshot.user_limits + extra,
+            budget_gates=budget_gates(tenants, now),
+        )
     try:
-        return preview_submission(ctx.snapshot, ctx.placer(), workload)
+        return preview_submission(snapshot, ctx.placer(), workload)
     except AdmissionInputError as exc:
         raise InvalidRequest(str(exc)) from exc
 

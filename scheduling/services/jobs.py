@@ -33,6 +33,7 @@ from scheduling.models import (
 )
 from scheduling.selectors.feasibility import never_fits_reason
 from scheduling.selectors.topology import TopologySpec
+from scheduling.selectors.user_limits import queued_limit_refusal
 
 MAX_POD_COUNT = 1024
 """Pods of one job (every pod set together), API or taken in from a cluster."""
@@ -361,7 +362,8 @@ def enqueue_jobs(
     Raises:
         InvalidRequest: a job asks more ``min_runtime_s`` than its queue's
             ``max_min_runtime_s`` (``field="min_runtime_s"``, the message names the cap;
-            :meth:`scheduling.models.Queue.min_runtime_error`); nothing is saved.
+            :meth:`scheduling.models.Queue.min_runtime_error`); more queued jobs than the
+            user's ``max_queued_jobs`` (:func:`_check_queued_limits`); nothing is saved.
         NeverFits: ``check_fit`` and some jobs fit no node of their group even when empty;
             ``reasons`` maps each such job's index in ``entries`` to why, the message is the
             first reason (``field="reason"``); nothing is saved.
@@ -369,6 +371,7 @@ def enqueue_jobs(
     _check_min_runtimes(entries)
     now = timezone.now()
     with transaction.atomic():
+        _check_queued_limits(entries, user)
         jobs, rows = _write_jobs(entries, user, now)
         reasons = _fit_reasons(jobs, [queue for queue, _ in entries], rows) if check_fit else {}
         if reasons:
@@ -398,6 +401,21 @@ def enqueue_jobs(
             for group_id in sorted(queued):
                 enqueue_admission_cycle(group_id)
     return jobs
+
+
+def _check_queued_limits(entries: list[tuple[Queue, JobSpec]], user) -> None:
+    """Raises InvalidRequest (``field="queue"``, e.g. ``"user alice: 5 of 5 queued jobs in
+    tenant team-a"``) when ``user`` would exceed a per-user ``max_queued_jobs`` of a tenant
+    (issue 33; inference services are never queued). A 400, not a 429: no wait for a
+    throttle window lets it through, only the user's own jobs leaving the queue. Counted
+    without a lock: two concurrent submissions may both pass at the limit's edge."""
+    counts: dict = {}
+    for queue, spec in entries:
+        if spec.kind != JobKind.INFERENCE:
+            counts[queue.tenant] = counts.get(queue.tenant, 0) + 1
+    refusal = queued_limit_refusal(counts, user) if counts else None
+    if refusal is not None:
+        raise InvalidRequest(refusal, field="queue")
 
 
 def _check_min_runtimes(entries: list[tuple[Queue, JobSpec]]) -> None:

@@ -5,7 +5,8 @@
 * :mod:`.ledger` - the usage ledger's intervals;
 * :mod:`.memberships` - memberships, and their sync with identity-provider groups;
 * :mod:`.invitations` - invitations to a tenant;
-* :mod:`.namespaces` - a tenant's namespace in each Kubernetes cluster.
+* :mod:`.namespaces` - a tenant's namespace in each Kubernetes cluster;
+* :mod:`.limits` - per-user limits and budgets (issue 33).
 
 Scheduling tells this app about charges through these functions (it never writes the rows
 itself); this app never imports ``scheduling`` (STYLE.md §3). Callers import this package
@@ -25,6 +26,16 @@ from tenants.services.invitations import (
     revoke_invitation,
 )
 from tenants.services.ledger import LedgerEntry, close_ledger_intervals, open_ledger_intervals
+from tenants.services.limits import (
+    BUDGET_FIELDS,
+    USER_LIMIT_FIELDS,
+    create_budget,
+    delete_budget,
+    delete_user_limit,
+    record_budget_state,
+    set_user_limit,
+    update_budget,
+)
 from tenants.services.memberships import (
     MEMBERSHIP_FIELDS,
     ROLE_RANK,
@@ -48,6 +59,14 @@ from tenants.services.quotas import (
 from tenants.services.usage import UsageKey, apply_usage_deltas, lock_usage_rows, replace_usage
 
 __all__ = [
+    "BUDGET_FIELDS",
+    "USER_LIMIT_FIELDS",
+    "create_budget",
+    "delete_budget",
+    "delete_user_limit",
+    "record_budget_state",
+    "set_user_limit",
+    "update_budget",
     "INVITATION_FIELDS",
     "MEMBERSHIP_FIELDS",
     "QUOTA_FIELDS",

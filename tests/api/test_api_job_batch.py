@@ -119,7 +119,8 @@ def test_the_queries_of_a_batch_do_not_grow_with_its_size(api, world):
             response = client.post(URL, {"jobs": items}, format="json")
         assert response.status_code == 201, response.content
         counts.append(len(queries))
-    assert counts[0] == counts[1] <= 12, counts
+    # 13: the per-user max_queued_jobs check reads the limit rows once (issue 33)
+    assert counts[0] == counts[1] <= 13, counts
 
 
 def test_a_batch_may_hold_an_inference_service(api, world):

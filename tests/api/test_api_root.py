@@ -18,6 +18,8 @@ ENDPOINTS = {
     "device-models",
     "clusters",
     "placements",
+    "user-limits",
+    "budgets",
     "dry-run",
     "quotas/dry-run",
     "usage",
