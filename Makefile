@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 MYPY_ENV := DATABASE_URL=postgres://mypy@127.0.0.1:1/mypy REDIS_URL=redis://127.0.0.1:1/0 \
 	SECRET_KEY=mypy-only
 
-.PHONY: run test lint soak bench-placement bench-e2e stop clean
+.PHONY: run test lint soak bench-placement bench-topology bench-e2e stop clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m console.run
 
+# TEST_WORKERS pytest-xdist processes (auto: one per CPU, at most 4), each with its own test
+# database (console/settings/test.py names it by process) on the one embedded PostgreSQL.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -40,6 +43,13 @@ soak: $(STAMP)
 
 bench-placement: $(STAMP)
 	$(PY) -m scheduling.placement.lab.bench --nodes ../shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv --pods ../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv --policy all --seeds 42-51
+
+# Topology-aware gangs on the openb trace with a synthetic rack layout (issue 31; prints JSON,
+# the last line is the summary; see scheduling/placement/lab/bench_topology.py). Slow on a
+# shared machine: run it as `nice -n 19 make bench-topology`. TRACE_DIR / BENCH_ARGS override.
+TRACE_DIR ?= ../shared/data/alibaba-gpu-v2023
+bench-topology: $(STAMP)
+	$(PY) -m scheduling.placement.lab.bench_topology --nodes $(TRACE_DIR)/openb_node_list_gpu_node.csv --pods $(TRACE_DIR)/openb_pod_list_default.csv --seeds 42-46 $(BENCH_ARGS)
 
 # End to end on the embedded PostgreSQL/Redis with one worker (prints JSON; see
 # console/bench_e2e/__main__.py). BENCH_ARGS e.g. "--phases load --scale 0.25".

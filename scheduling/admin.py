@@ -18,7 +18,7 @@ from scheduling.models import (
     PlacementDevice,
     Queue,
 )
-from scheduling.services.workloads import (
+from scheduling.services.job_kinds import (
     cancel_workload,
     reconcile_services,
     resume_notebook,

@@ -96,8 +96,11 @@ LONG_RUNNING_KINDS = (JobKind.INFERENCE, JobKind.NOTEBOOK)
 """Kinds whose pods run until stopped (never finished by ``duration_s`` in simulation)."""
 
 
-class PreemptionPolicy(models.TextChoices):
-    """What happens to a preempted job: back to its queue (keeping its age) or failed."""
+class VictimPolicy(models.TextChoices):
+    """What happens to a preempted job, the victim (``Job.on_preemption``): back to its queue
+    (keeping its age) or failed. Not Kueue's ``PreemptionPolicy``, which says which candidates
+    a preemptor may evict (:class:`PreemptionScope` here,
+    :class:`scheduling.admission.policy.PreemptionPolicy` in the core)."""
 
     REQUEUE = "requeue", "Requeue"
     FAIL = "fail", "Fail"

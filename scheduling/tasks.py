@@ -30,19 +30,19 @@ from scheduling.dispatch import (
 from scheduling.models import Cluster
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
-from scheduling.services.bulk_submit import submit_jobs
+from scheduling.services.cluster_submission import reconcile_simulated
+from scheduling.services.cluster_submission_batch import submit_admitted_jobs
 from scheduling.services.cordons import sync_device_cordons
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import submit_demo_job
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
 from scheduling.services.intake import intake_cluster
 from scheduling.services.inventory import sync_cluster_inventory
+from scheduling.services.job_kinds import enforce_time_limits, reconcile_services
 from scheduling.services.kube_reconcile import reconcile_cluster
-from scheduling.services.simulation import run_simulation
-from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
-from scheduling.services.workloads import enforce_time_limits, reconcile_services
+from scheduling.services.whatif import run_simulation
 from tenants.models import ResourceGroup
 
 
@@ -77,7 +77,7 @@ def admission_tick_task() -> int:
 def submit_jobs_task(job_ids: list[int]) -> int:
     """Submit admitted jobs to their cluster backends (simulated ones in bulk; retryable
     errors retry with backoff)."""
-    submit_jobs(job_ids)
+    submit_admitted_jobs(job_ids)
     return len(job_ids)
 
 

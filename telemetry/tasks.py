@@ -9,7 +9,7 @@ from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
 from telemetry.services.scraping import scrape_all, scrape_target
-from telemetry.services.simulation import simulate_tick
+from telemetry.services.synthetic import synthetic_tick
 from telemetry.services.trends import record_trends
 from telemetry.services.usage_months import refresh_usage_months
 
@@ -27,9 +27,11 @@ def scrape_target_task(target_id: int) -> str:
 
 
 @shared_task(name="telemetry.tasks.simulate_task")
-def simulate_task() -> int:
-    """Write one tick of simulated utilisation for running simulated pods."""
-    return simulate_tick()
+def synthetic_task() -> int:
+    """Write one tick of synthetic utilisation for the running pods of simulated clusters
+    (:func:`telemetry.services.synthetic.synthetic_tick`; the task name is kept for queued
+    messages and the beat schedule)."""
+    return synthetic_tick()
 
 
 @shared_task(name="telemetry.tasks.rollup_task")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group, make_tenant, make_user
 
 

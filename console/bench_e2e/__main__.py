@@ -13,7 +13,7 @@ Starts the console's pieces — embedded PostgreSQL and Redis (own data folder, 
   time to place after the import, allocation ratio on the overview);
 - ``cycle`` (not in the default set): one admission cycle of ``--cycle-jobs`` mixed-shape jobs
   on ``--cycle-nodes`` x 8 A100, in this process, with and without the placement core's
-  incremental selector (:mod:`console.bench_e2e.cycle`);
+  incremental node selection (:mod:`console.bench_e2e.cycle`);
 - ``pages``: the worker stopped, a database of 10,000 nodes / 80,000 devices / 200,000 jobs
   times ``--scale`` generated, every page and API list timed (p50/p95 ms, queries).
 

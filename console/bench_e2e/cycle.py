@@ -1,5 +1,5 @@
 """One live admission cycle of mixed request shapes, with and without the placement core's
-incremental selector (phase ``cycle`` of ``python -m console.bench_e2e``).
+incremental node selection (phase ``cycle`` of ``python -m console.bench_e2e``).
 
 Two identical worlds (``--cycle-nodes`` nodes x 8 A100 each, a HAMi-policy group over each,
 one tenant with quota for all of it) get the same ``--cycle-jobs`` queued jobs, drawn from 40

@@ -2,14 +2,14 @@ from django.urls import path, register_converter
 from django.urls.converters import PathConverter
 
 from console.dashboards import (
+    job_kind_views,
     notifications,
     overview,
     quota_split,
-    simulation,
     team,
     trends,
     views,
-    workload_views,
+    whatif,
 )
 
 
@@ -30,9 +30,9 @@ urlpatterns = [
     path("jobs/new/", views.job_submit, name="job-submit"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job-cancel"),
-    path("jobs/<int:pk>/scale/", workload_views.job_scale, name="job-scale"),
-    path("jobs/<int:pk>/stop/", workload_views.job_stop, name="job-stop"),
-    path("jobs/<int:pk>/resume/", workload_views.job_resume, name="job-resume"),
+    path("jobs/<int:pk>/scale/", job_kind_views.job_scale, name="job-scale"),
+    path("jobs/<int:pk>/stop/", job_kind_views.job_stop, name="job-stop"),
+    path("jobs/<int:pk>/resume/", job_kind_views.job_resume, name="job-resume"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<int:pk>/", views.node_detail, name="node-detail"),
     path("devices/<device:uuid>/cordon/", views.device_cordon, name="device-cordon"),
@@ -51,8 +51,8 @@ urlpatterns = [
         name="invitation-answer",
     ),
     path("audit/", views.audit_log, name="audit"),
-    path("simulations/", simulation.simulation_page, name="simulations"),
-    path("simulations/<int:pk>/", simulation.simulation_detail, name="simulation-detail"),
+    path("simulations/", whatif.simulation_page, name="simulations"),
+    path("simulations/<int:pk>/", whatif.simulation_detail, name="simulation-detail"),
     path("notifications/", notifications.notifications_page, name="notifications"),
     path("notifications/<int:pk>/", notifications.notifications_action, name="notification-action"),
 ]

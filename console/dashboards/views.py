@@ -25,9 +25,9 @@ from rest_framework.authtoken.models import Token
 from console.dashboards import charts, trends
 from console.dashboards.filter_choices import job_filter_selects
 from console.dashboards.forms import JobSubmitForm
+from console.dashboards.job_kind_views import can_resume, can_stop, workload_context
 from console.dashboards.live import live_login_required, wants_fragment
 from console.dashboards.overview import STATE_COLOURS
-from console.dashboards.workload_views import can_resume, can_stop, workload_context
 from core.exceptions import DomainError, NeverFits
 from core.filtersets import AuditFilterSet
 from core.models import AuditEntry
@@ -44,7 +44,7 @@ from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.services.cordons import cordon_device, uncordon_device
-from scheduling.services.workloads import cancel_workload, service_statuses, submit_workload
+from scheduling.services.job_kinds import cancel_workload, service_statuses, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
 from telemetry.services.usage_months import read_month
 from tenants.models import Tenant

@@ -208,7 +208,7 @@ USAGE_RECONCILE_TICK_S = env_int("USAGE_RECONCILE_TICK_S", 60, minimum=1)
 # reserved SUBMIT_SWEEP_GRACE_S after admission get their submission enqueued again.
 SWEEP_TICK_S = env_int("SWEEP_TICK_S", 30, minimum=1)
 SUBMIT_SWEEP_GRACE_S = env_float("SUBMIT_SWEEP_GRACE_S", 120.0, minimum=0.0)
-# Workload kinds (scheduling.services.workloads): time limits and replica replacement every
+# Job kinds (scheduling.services.job_kinds): time limits and replica replacement every
 # WORKLOADS_TICK_S; a notebook's defaults for idle culling and maximum lifetime.
 WORKLOADS_TICK_S = env_int("WORKLOADS_TICK_S", 15, minimum=1)
 NOTEBOOK_IDLE_CULL_S = env_float("NOTEBOOK_IDLE_CULL_S", 3600.0, minimum=60.0)

@@ -8,7 +8,7 @@ Public API:
     run_cycle(snapshot, placer, config=None) -> CycleResult
     charges_for(decision, devices, group) -> {(flavor, dimension): amount}
     preview_submission(snapshot, placer, workload, config=None) -> SubmissionPreview
-    simulate_quota_change(snapshot, changed=(), removed=(), caps=None) -> QuotaChangeImpact
+    dry_run_quota_change(snapshot, changed=(), removed=(), caps=None) -> QuotaChangeImpact
     children_over_parent(tenants, quotas) -> [ChildExcess]
     check_invariants(snapshot, placements=None, devices=None) -> tuple[InvariantViolation]
     decayed_usage(intervals, now, half_life_s) -> float
@@ -17,6 +17,16 @@ Public API:
 
 from scheduling.admission.charges import charges_for, charges_for_pods, device_milli
 from scheduling.admission.cycle import AdmissionCycle, run_cycle
+from scheduling.admission.dry_run import (
+    ChildExcess,
+    OverNominal,
+    QuotaChangeImpact,
+    QuotaChangeVictim,
+    SubmissionPreview,
+    children_over_parent,
+    dry_run_quota_change,
+    preview_submission,
+)
 from scheduling.admission.eta import drain_rate_per_s, estimate_start
 from scheduling.admission.fair_share import Share, dominant_share
 from scheduling.admission.history import UsageInterval, decayed_usage, entry_penalty
@@ -48,16 +58,6 @@ from scheduling.admission.policy import (
 )
 from scheduling.admission.quota import QuotaTree
 from scheduling.admission.quota_fit import QuotaBlock, QuotaViolation
-from scheduling.admission.simulate import (
-    ChildExcess,
-    OverNominal,
-    QuotaChangeImpact,
-    QuotaChangeVictim,
-    SubmissionPreview,
-    children_over_parent,
-    preview_submission,
-    simulate_quota_change,
-)
 from scheduling.admission.types import (
     AdmissionInputError,
     AdmissionSnapshot,
@@ -153,6 +153,6 @@ __all__ = [
     "policy_problem",
     "preview_submission",
     "run_cycle",
-    "simulate_quota_change",
+    "dry_run_quota_change",
     "validate_snapshot",
 ]

@@ -49,6 +49,7 @@ from scheduling.admission.preemption import (
     within_tenant_message,
 )
 from scheduling.admission.quota import QuotaNode
+from scheduling.admission.topology_victims import prefer_domain
 from scheduling.admission.types import RunningWorkload
 
 
@@ -304,7 +305,7 @@ def fair_targets(
     search: Search, strategies: tuple[FairSharingStrategy, ...]
 ) -> list[Target] | None:
     """Kueue ``fairPreemptions``: the victims, or None (tree and placer left unchanged)."""
-    candidates = find_candidates(search)
+    candidates = prefer_domain(search, find_candidates(search), lambda w: w, lambda _w: True)
     if not candidates:
         return None
     tree, ask = search.tree, search.ask

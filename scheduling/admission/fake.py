@@ -8,7 +8,7 @@ charges exactly as the real wiring does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from scheduling.admission.charges import charges_for
@@ -34,6 +34,9 @@ class PodShape:
         memory_percent: percent of the device's memory, resolved on the device it lands on.
         cores_percent: percent of cores per device; 100 with no memory = a whole device.
         flavors: flavors the pod may land on (empty = any flavor of the group).
+        one_domain: all pods of the pod set inside one domain of the placer's ``domains``
+            (a required topology, Kueue ``podset-required-topology``), domains tried in
+            name order.
     """
 
     devices: int = 1
@@ -41,6 +44,7 @@ class PodShape:
     memory_percent: int | None = None
     cores_percent: int = 100
     flavors: tuple[str, ...] = ()
+    one_domain: bool = False
 
 
 class PoolPlacer:
@@ -49,10 +53,18 @@ class PoolPlacer:
     Args:
         group: the resource group (maps device models to flavors).
         devices: the devices; their ``used_*`` fields are the starting usage.
+        domains: ``{node: domain}`` (e.g. its rack) for pod shapes with ``one_domain``;
+            nodes not in it are in no domain.
     """
 
-    def __init__(self, group: GroupSpec, devices: Iterable[DeviceUsage]) -> None:
+    def __init__(
+        self,
+        group: GroupSpec,
+        devices: Iterable[DeviceUsage],
+        domains: Mapping[str, str] | None = None,
+    ) -> None:
         self.group = group
+        self.domains = dict(domains or {})
         self.devices = {d.uuid: d.clone() for d in devices}
         self.held: dict[str, Decision] = {}
         self._order = sorted(self.devices.values(), key=lambda d: (d.node, d.index, d.uuid))
@@ -94,9 +106,19 @@ class PoolPlacer:
             if not isinstance(shape, PodShape):
                 raise AdmissionInputError(f"workload {workload.id}: request is not a PodShape")
             allowed = flavors[set_index] if flavors and set_index < len(flavors) else None
-            for _ in range(pod_set.count):
-                if len(pods) == pod_count:
-                    break
+            count = min(pod_set.count, pod_count - len(pods))
+            if shape.one_domain:
+                placed = self._place_in_one_domain(
+                    workload.id, len(pods), count, shape, allowed, free
+                )
+                if placed is None:
+                    return PlacementOutcome(
+                        placed=False,
+                        reason=f"{count} pod(s) of {shape.devices} device(s) fit in no one domain",
+                    )
+                pods += placed
+                continue
+            for _ in range(count):
                 pod = self._place_pod(f"{workload.id}-{len(pods)}", shape, allowed, free)
                 if pod is None:
                     return PlacementOutcome(
@@ -131,7 +153,45 @@ class PoolPlacer:
 
         return undo
 
+    def victim_domains(self, workload: PendingWorkload) -> dict[str, frozenset[str]] | None:
+        """For a preemptor with a ``one_domain`` pod set: per held workload, the domains its
+        pods occupy (the topology-aware victim choice, ``admission/preemption.py``); None
+        otherwise."""
+        if not any(
+            isinstance(ps.request, PodShape) and ps.request.one_domain for ps in workload.sets()
+        ):
+            return None
+        return {
+            wid: frozenset(self.domains[p.node] for p in d.pods if p.node in self.domains)
+            for wid, d in self.held.items()
+        }
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _place_in_one_domain(
+        self,
+        workload_id: str,
+        first: int,
+        count: int,
+        shape: PodShape,
+        allowed: tuple[str, ...] | None,
+        free: dict[str, list[int]],
+    ) -> list[PodAssignment] | None:
+        """``count`` pods inside the first domain (name order) that holds them all; ``free``
+        is updated only on success."""
+        for domain in sorted(set(self.domains.values())):
+            within = {n for n, v in self.domains.items() if v == domain}
+            trial = {u: list(v) for u, v in free.items()}
+            pods = []
+            for k in range(count):
+                pod = self._place_pod(f"{workload_id}-{first + k}", shape, allowed, trial, within)
+                if pod is None:
+                    break
+                pods.append(pod)
+            if len(pods) == count:
+                free.update(trial)
+                return pods
+        return None
 
     def hold(self, workload_id: str, decision: Decision) -> Undo:
         """Book ``decision`` as held by ``workload_id`` (also used to load running jobs)."""
@@ -180,8 +240,9 @@ class PoolPlacer:
         shape: PodShape,
         allowed: tuple[str, ...] | None,
         free: dict[str, list[int]],
+        within: set[str] | None = None,
     ) -> PodAssignment | None:
-        nodes = sorted({d.node for d in self._order})
+        nodes = sorted({d.node for d in self._order if within is None or d.node in within})
         for node in nodes:
             grants: list[DeviceGrant] = []
             for device in self._order:

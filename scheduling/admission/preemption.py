@@ -19,6 +19,10 @@ Source: Kueue ``pkg/scheduler/preemption/preemption.go`` (``classicalPreemptions
 4. Fill-back: victims are added back in reverse order (the last one excepted); one that is
    not needed stays.
 
+Topology-aware victim choice (ours, issue 31): a preemptor that must land in one domain
+tries the candidates of the domain freed by the fewest victims first
+(:mod:`scheduling.admission.topology_victims`).
+
 So a borrower is reclaimed down to its nominal quota even when that evicts a whole gang
 bigger than its excess (Kueue has no "never below nominal" law).
 """
@@ -33,6 +37,7 @@ from scheduling.admission.candidates import (
     invalid_rule,
 )
 from scheduling.admission.outcomes import PreemptionReason
+from scheduling.admission.topology_victims import prefer_domain
 from scheduling.admission.types import FlavorResource, RunningWorkload
 
 REASON_OF = {
@@ -61,7 +66,12 @@ def classical_targets(search: Search) -> list[Target] | None:
     with the victims removed; ``search.rejected`` the candidates that could not be used.
     """
     lists = collect_classical(search)
-    ordered = lists.ordered(search)
+    ordered = prefer_domain(
+        search,
+        lists.ordered(search),
+        lambda c: c.workload,
+        lambda c: invalid_rule(search, c, True) is None,
+    )
     forbidden = search.ask.queue.borrow_within_cohort.forbidden
     no_other = not lists.hierarchy and not lists.priority
     if no_other or (forbidden and not _under_nominal(search)):

@@ -17,6 +17,7 @@ from core.api.mixins import AuditedWritesMixin
 from core.api.throttling import BatchSubmitThrottle, WriteRateThrottle
 from core.audit import record, snapshot
 from core.exceptions import NeverFits
+from scheduling.api.job_kinds import ScaleSerializer
 from scheduling.api.serializers import (
     MAX_BATCH_JOBS,
     QUEUE_POLICY_FIELDS,
@@ -33,14 +34,12 @@ from scheduling.api.serializers import (
     QueueSerializer,
     QueueWriteSerializer,
 )
-from scheduling.api.workloads import ScaleSerializer
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from scheduling.selectors.calibration import annotate_calibration
 from scheduling.services.cordons import cordon_device, uncordon_device
-from scheduling.services.jobs import never_fits_reasons
-from scheduling.services.workloads import (
+from scheduling.services.job_kinds import (
     cancel_workload,
     resume_notebook,
     scale_service,
@@ -48,6 +47,7 @@ from scheduling.services.workloads import (
     submit_workload,
     submit_workloads,
 )
+from scheduling.services.jobs import never_fits_reasons
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
 from tenants.selectors import action_refusal, get_visible_tenant_ids
 

@@ -16,7 +16,7 @@ AlreadyExists, which counts as success. Failures are classified by
 the gateway) -> ``SubmissionError(retryable=True)``; Permanent (other 4xx, with the server's
 message, or a placement that cannot be expressed in the mode) ->
 ``SubmissionError(retryable=False)``, which fails the job and releases its reservation
-(:func:`scheduling.services.submissions.submit_to_cluster`).
+(:func:`scheduling.services.cluster_submission.submit_to_cluster`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from scheduling.kube.client import ClusterInfo, build_api_client, test_connectio
 from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.gateway import KubernetesGateway, RetryPolicy
 from scheduling.kube.inventory import RUNNING, pod_state
+from scheduling.kube.job_kind_pods import WorkloadSpec, apply_workload, build_service, pod_ready
 from scheduling.kube.namespaces import build_namespace
-from scheduling.kube.workload_pods import WorkloadSpec, apply_workload, build_service, pod_ready
 from scheduling.models import Device, DeviceModel, Placement
 from scheduling.placement.codec import AssignmentError, assignment_from_json, granted_uuids
 from scheduling.placement.types import PodAssignment
@@ -234,7 +234,7 @@ def _container_spec(c) -> mf.ContainerSpec:
 
 
 def workload_spec(placement) -> WorkloadSpec:
-    """What the placement's job kind adds to its pod (:mod:`scheduling.kube.workload_pods`).
+    """What the placement's job kind adds to its pod (:mod:`scheduling.kube.job_kind_pods`).
 
     Training: pod 0 is the launcher when the job has launcher containers; a worker's rank is
     its pod index among the workers, ``world_size`` the workers booked now (a gang admitted

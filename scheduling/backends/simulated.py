@@ -1,5 +1,5 @@
 """The simulated cluster: pods start as soon as they are submitted and succeed after the job's
-``duration_s`` (see :func:`scheduling.services.submissions.reconcile_simulated`); inference
+``duration_s`` (see :func:`scheduling.services.cluster_submission.reconcile_simulated`); inference
 replicas and notebooks run until stopped."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class SimulatedBackend:
     def backend_ref_expression(self) -> Concat:
         """:meth:`submit`'s ``backend_ref`` as an SQL expression over a placement's own
         columns, for a bulk start of many ``reserved`` placements in one conditional UPDATE
-        (:func:`scheduling.services.bulk_submit.submit_jobs`)."""
+        (:func:`scheduling.services.cluster_submission_batch.submit_admitted_jobs`)."""
         return Concat(
             Value("sim-"),
             Cast(F("job_id"), CharField()),

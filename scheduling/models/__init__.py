@@ -12,7 +12,7 @@ from scheduling.models.inventory import (
 )
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, PriorityClass, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
-from scheduling.models.simulation import SimulationRun, SimulationState
+from scheduling.models.whatif import SimulationRun, SimulationState
 from scheduling.models.workloads import JobPodSet, KubeWorkload
 
 __all__ = [

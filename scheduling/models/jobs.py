@@ -14,9 +14,9 @@ from scheduling.choices import (
     FungibilityPolicy,
     JobKind,
     JobState,
-    PreemptionPolicy,
     PreemptionScope,
     QueueStrategy,
+    VictimPolicy,
 )
 
 
@@ -270,7 +270,7 @@ class Job(BaseModel):
         help_text="Seconds after admission during which the job cannot be preempted.",
     )
     on_preemption = models.CharField(
-        max_length=16, choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+        max_length=16, choices=VictimPolicy.choices, default=VictimPolicy.REQUEUE
     )
     allow_consolidation = models.BooleanField(
         default=False,
@@ -294,7 +294,7 @@ class Job(BaseModel):
         "deleted) fails a Never job and requeues an OnFailure or Always job.",
     )
     requeue_count = models.PositiveIntegerField(default=0)
-    # -- workload kind (scheduling.services.workloads) ---------------------------------------
+    # -- job kind (scheduling.services.job_kinds) --------------------------------------------
     kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.BATCH)
     parent = models.ForeignKey(
         "self",
@@ -368,7 +368,7 @@ class Job(BaseModel):
         return f"{self.tenant.name}/{self.name}"
 
     def clean(self) -> None:
-        """The kind's rules (the API's ``scheduling.api.workloads`` for the admin): a service
+        """The kind's rules (the API's ``scheduling.api.job_kinds`` for the admin): a service
         names its port and replica bounds, a notebook and a replica are one pod."""
         errors = {}
         if self.kind == JobKind.INFERENCE and not self.port:

@@ -11,7 +11,7 @@ A group chooses (``tenants.ResourceGroup`` fields, mirrored by :class:`Placement
   policies of ``plugins/frag_plugins.py`` score nodes by the fragmentation a placement adds
   against a target workload M (shared/docs/fgd.md). They answer every pod they model
   (``frag_engine.task_view``: one device request, cores = memory share, no selector and no
-  per-pod policy) through their incremental selector and choose the devices themselves; other
+  per-pod policy) through their incremental node selection and choose the devices themselves; other
   pods run the Filter/Score loop with the group's device policy and HAMi's node score in the
   direction of the group's node policy (:class:`FragFallbackScore`);
 - ``pod_override``: whether a job's pod annotations ``hami.io/node-scheduler-policy`` /
@@ -160,7 +160,7 @@ class FragFallbackScore:
 
     #: Node-local in the general loop: the pods it models never reach the loop (``select``
     #: answers them) and the others get HAMi's node score of the node alone; so the runner's
-    #: incremental selector serves a FragGuard/FGD group's other pods too.
+    #: incremental node selection serves a FragGuard/FGD group's other pods too.
     node_local = True
 
     def __init__(

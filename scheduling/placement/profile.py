@@ -12,9 +12,9 @@ from typing import Any
 from scheduling.devices.policies import NODE_POLICIES, policy_word
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.placement.framework import FilterPlugin, PreFilterPlugin, ScorePlugin
+from scheduling.placement.node_selection import IncrementalNodeSelection
 from scheduling.placement.plugins import build_in_tree_registry, names
 from scheduling.placement.registry import Registry
-from scheduling.placement.selector import IncrementalSelector
 from scheduling.placement.vendors import (
     VendorPlugin,
     build_vendors,
@@ -137,11 +137,11 @@ class Profile:
                 models or topology of a node already placed on must call
                 ``ClusterSnapshot.touch``. On by default (decisions are identical with and
                 without it: tests/placement/test_select_hook.py).
-            incremental: with ``cache``, answer through the incremental selector
-                (:mod:`scheduling.placement.selector`) when the plugins allow it (every
+            incremental: with ``cache``, answer through the incremental node selection
+                (:mod:`scheduling.placement.node_selection`) when the plugins allow it (every
                 Filter node-local, every Score node-local or ``score_epoch``-versioned):
                 per request shape only the nodes changed since are re-evaluated; decisions
-                are identical (tests/placement/test_selector_parity.py).
+                are identical (tests/placement/test_node_selection_parity.py).
         """
         return Framework(self, cache, incremental)
 
@@ -160,6 +160,7 @@ class Framework:
         "_caches",
         "select_plugin",
         "selector",
+        "topology",
     )
 
     #: request shapes whose per-node results are kept (least recently used dropped)
@@ -211,15 +212,18 @@ class Framework:
         plugins = [*self.pre_filters, *self.filters, *(p for p, _ in self.scores)]
         self.cache = cache and all(getattr(p, "node_local", False) for p in plugins)
         self._caches: dict[tuple, dict[str, tuple]] = {}
-        #: the incremental selector of the general loop (runner module doc), None when off or
+        #: the incremental node selection of the general loop (runner module doc), None when off or
         #: when a plugin is neither node-local nor epoch-versioned
-        self.selector: IncrementalSelector | None = None
+        self.selector: IncrementalNodeSelection | None = None
         if (
             cache
             and incremental
-            and IncrementalSelector.supports(self.pre_filters, self.filters, self.scores)
+            and IncrementalNodeSelection.supports(self.pre_filters, self.filters, self.scores)
         ):
-            self.selector = IncrementalSelector(self.filters, self.scores)
+            self.selector = IncrementalNodeSelection(self.filters, self.scores)
+        #: topology domains and per-shape domain capacity (``placement/topology_index.py``),
+        #: made by the first topology-aware placement
+        self.topology: Any = None
 
     def node_cache(self, shape: tuple) -> dict[str, tuple] | None:
         """Per-node result cache of a request shape (None when caching is off)."""

@@ -20,25 +20,28 @@ device health/capacity and models themselves, and decline pods with node selecto
 constraints they do not model) and for its own tie rule. Such plugins usually mirror the
 snapshot and refresh it from ``ClusterSnapshot.changed`` (the change journal).
 
-Incremental selector: for the pods the fast path declines (or profiles without one), a
+Incremental node selection: for the pods the fast path declines (or profiles without one), a
 framework built with ``cache=True`` whose plugins are node-local (or epoch-versioned Score
-plugins) answers through :class:`~scheduling.placement.selector.IncrementalSelector`, which
-re-evaluates only the nodes changed since the same request shape last looked and returns the
-loop's answer exactly (node, grants, score, per-node reasons, feasible nodes' scores).
+plugins) answers through
+:class:`~scheduling.placement.node_selection.IncrementalNodeSelection`, which re-evaluates only
+the nodes changed since the same request shape last looked and returns the loop's answer
+exactly (node, grants, score, per-node reasons, feasible nodes' scores).
 Gang rule: with ``min_pods`` set, pods that do not fit are skipped and the request is
 schedulable when at least ``min_pods`` pods were placed; without it every pod must fit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from scheduling.placement.booking import apply_assignment
 from scheduling.placement.framework import CycleState, NodeFit
+from scheduling.placement.node_selection import request_shape, usage_stamp
 from scheduling.placement.plugins.device_fit import FITS, PREPARED
 from scheduling.placement.profile import NODE_POLICIES, Framework, Profile
-from scheduling.placement.selector import request_shape, usage_stamp
+from scheduling.placement.topology import RULES, TopologyOps, place_topology
+from scheduling.placement.topology_index import COUNT_CAP, DomainIndex
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -54,6 +57,8 @@ __all__ = [
     "reserve",
     "unreserve",
     "schedule_pod",
+    "schedule_within",
+    "count_on_copy",
     "PodResult",
     "SelectPlugin",
     "SUPPORTS_SELECT",
@@ -96,7 +101,7 @@ def _framework(profile: Profile | Framework | None) -> Framework:
 class PodResult:
     """Outcome of one pod's cycle: ``assignment`` or per-node ``reasons``; ``scores``: the
     weighted score of every feasible node (a read-only :class:`NodeScores` view when the
-    incremental selector answered; ``{node: score}`` of the chosen node on the fast path)."""
+    incremental node selection answered; ``{node: score}`` of the chosen node on the fast path)."""
 
     __slots__ = ("assignment", "reasons", "scores")
 
@@ -113,8 +118,8 @@ def schedule_pod(
 ) -> PodResult:
     """Run one cycle for ``pod``; does not change the snapshot.
 
-    After PreFilter and the select hook, the framework's incremental selector
-    (:mod:`scheduling.placement.selector`, identical answers) chooses the node when the
+    After PreFilter and the select hook, the framework's incremental node selection
+    (:mod:`scheduling.placement.node_selection`, identical answers) chooses the node when the
     profile allows it; otherwise (or when it declines) the Filter/Score loop runs on every node.
 
     Args:
@@ -266,8 +271,83 @@ def _assignment(
 _shape = request_shape
 
 
+def schedule_within(
+    snapshot: ClusterSnapshot, pod: PodRequest, fw: Framework, names: Sequence[str]
+) -> PodResult:
+    """Like :func:`schedule_pod` on the nodes ``names`` only (a topology domain, domain
+    order): PreFilter, then the fast-path plugin's ``select_within`` when it has one and
+    answers, else Filter and Score on those nodes (ties to the first in ``names``)."""
+    state = CycleState()
+    for p in fw.pre_filters:
+        st = p.pre_filter(state, pod, snapshot)
+        if not st.ok:
+            msg = st.reason or f"rejected by {st.plugin}"
+            return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
+    within = getattr(fw.select_plugin, "select_within", None)
+    if within is not None:
+        fs = within(state, snapshot, pod, names)
+        if fs is not None:
+            if fs.node is None:
+                return PodResult(None, dict(fs.reasons) or {"*": "no node fits"}, {})
+            pa = PodAssignment(
+                pod.name, fs.node, tuple(fs.containers), pod.cpu_milli, pod.memory_mib, fs.score
+            )
+            return PodResult(pa, {}, {fs.node: fs.score})
+    policy = pod.node_policy or fw.profile.node_policy
+    if policy not in NODE_POLICIES:
+        msg = f"pod {pod.name}: unknown node policy {policy!r}"
+        return PodResult(None, dict.fromkeys(names, msg) or {"*": msg}, {})
+    maximize = fw.maximize if not pod.node_policy else policy == "binpack"
+    return _full_loop(snapshot, pod, fw, state, list(names), maximize)
+
+
+def count_on_copy(fw: Framework, pod: PodRequest, node: NodeInfo, cap: int = COUNT_CAP) -> int:
+    """How many copies of ``pod`` fit on ``node`` one after the other (at most ``cap``): the
+    profile's PreFilter and Filter plugins on a copy of the node, each fit booked on the copy
+    (the general count of topology capacity, ``placement/topology_index.py``)."""
+    copy = node.clone()
+    scratch = ClusterSnapshot({copy.name: copy})
+    empty = NodeFit([() for _ in pod.containers])
+    n = 0
+    while n < cap:
+        state = CycleState()
+        if not all(p.pre_filter(state, pod, scratch).ok for p in fw.pre_filters):
+            break
+        if not all(f.filter(state, pod, copy).ok for f in fw.filters):
+            break
+        fits = state.get(FITS)
+        fit = fits.get(copy.name, empty) if fits is not None else empty
+        apply_assignment(scratch, _assignment(state, pod, copy.name, fit, 0.0), +1)
+        n += 1
+    return n
+
+
+def _topology_ops(fw: Framework) -> TopologyOps:
+    """The runner's operations lent to :func:`place_topology` (its index kept on ``fw``)."""
+    if fw.topology is None:
+        fw.topology = DomainIndex()
+
+    def schedule(snapshot: ClusterSnapshot, pod: PodRequest, names: Sequence[str] | None) -> Any:
+        if names is None:
+            return schedule_pod(snapshot, pod, fw)
+        return schedule_within(snapshot, pod, fw, names)
+
+    def counter(snapshot: ClusterSnapshot, pod: PodRequest) -> tuple[Any, bool]:
+        make = getattr(fw.select_plugin, "fit_counter", None)
+        fast = make(snapshot, pod) if make is not None else None
+        if fast is not None:
+            return fast, False
+        return (lambda _name, node: count_on_copy(fw, pod, node)), True
+
+    return TopologyOps(schedule, counter, fw.topology)
+
+
 def place(
-    snapshot: ClusterSnapshot, request: PlacementRequest, profile: Profile | Framework | None = None
+    snapshot: ClusterSnapshot,
+    request: PlacementRequest,
+    profile: Profile | Framework | None = None,
+    *,
+    topology_rule: str = RULES[0],
 ) -> Decision:
     """Place every pod of ``request`` (see module doc). The snapshot is left unchanged.
 
@@ -276,11 +356,16 @@ def place(
         request: pods to place.
         profile: a Profile, a prebuilt Framework (fast path for loops), or None (default
             HAMi profile: node binpack, device spread).
+        topology_rule: domain choice of a request with ``topology`` (``topology.RULES``).
 
     Returns:
-        Decision with assignments, or per-node reasons of the first pod that did not fit.
+        Decision with assignments, or per-node reasons of the first pod that did not fit. A
+        request with ``topology`` is placed by :func:`~scheduling.placement.topology.
+        place_topology` (ranks in domain order, ``domains``, ``topology_reason``).
     """
     fw = _framework(profile)
+    if request.topology:
+        return place_topology(snapshot, request, _topology_ops(fw), topology_rule)
     # sorted lazily: a fast-path or selector answer does not need the node list
     lazy = fw.select_plugin is not None or fw.selector is not None
     names: list[str] | None = None if lazy else sorted(snapshot.nodes)

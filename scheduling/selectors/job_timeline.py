@@ -22,7 +22,7 @@ from scheduling.choices import FINAL_JOB_STATES, JobState
 from scheduling.models import Job
 
 #: Event kinds after which the job is ``queued`` again: the cluster requeued it
-#: (``services.kube_pod_state``), its user resumed it (``services.workloads``,
+#: (``services.kube_pod_state``), its user resumed it (``services.job_kinds``,
 #: ``services.intake_hold``), consolidation moved it (``services.consolidation``).
 REQUEUE_KINDS = frozenset({"requeued", "resumed", "moved"})
 _PREEMPTION_OUTCOMES = {"requeued": JobState.QUEUED, "failed": JobState.FAILED}

@@ -94,7 +94,7 @@ def group_framework(group: ResourceGroup, catalogue: Catalogue | None = None) ->
     """:func:`group_profile` built (one per cycle: its caches live as long as the cycle).
 
     ``PLACEMENT_INCREMENTAL_SELECTOR = False`` (default True) builds it without the placement
-    core's incremental selector (every non-fast-path pod then runs the Filter/Score loop on
+    core's incremental node selection (every non-fast-path pod then runs the Filter/Score loop on
     every node; decisions are the same, only slower: for measurements and as an escape hatch).
     """
     incremental = getattr(settings, "PLACEMENT_INCREMENTAL_SELECTOR", True)

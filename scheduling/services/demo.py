@@ -15,8 +15,8 @@ from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
 from scheduling.services.inventory.device_models import load_missing_device_models
+from scheduling.services.job_kinds import submit_workload
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.workloads import submit_workload
 from tenants.choices import Role
 from tenants.models import Membership, Quota, ResourceGroup, Tenant
 

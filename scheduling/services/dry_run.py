@@ -3,7 +3,7 @@
 Nothing is written. Each function builds the resource group's admission snapshot (the same
 selector the cycle uses), hands it to the pure core
 (:func:`scheduling.admission.preview_submission`,
-:func:`scheduling.admission.simulate_quota_change`) and returns the core's answer; the API
+:func:`scheduling.admission.dry_run_quota_change`) and returns the core's answer; the API
 decides what the caller may see of it (tenant isolation).
 """
 
@@ -23,8 +23,8 @@ from scheduling.admission import (
     PendingWorkload,
     QuotaChangeImpact,
     SubmissionPreview,
+    dry_run_quota_change,
     preview_submission,
-    simulate_quota_change,
 )
 from scheduling.models import Job, Queue
 from scheduling.selectors.admission import (
@@ -128,7 +128,7 @@ def preview_quota_changes(
                     )
                 )
         try:
-            impact = simulate_quota_change(ctx.snapshot, changed=changed, removed=removed)
+            impact = dry_run_quota_change(ctx.snapshot, changed=changed, removed=removed)
         except AdmissionInputError as exc:
             raise InvalidRequest(str(exc)) from exc
         answer.append(GroupQuotaImpact(group, impact))

@@ -33,7 +33,7 @@ from scheduling.choices import (
     Backend,
     JobState,
     PlacementState,
-    PreemptionPolicy,
+    VictimPolicy,
 )
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
@@ -83,7 +83,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     victim = Job.objects.filter(pk=int(preemption.victim_id), state__in=_EVICTABLE).first()
     if victim is None:
         return False
-    requeue = victim.on_preemption == PreemptionPolicy.REQUEUE
+    requeue = victim.on_preemption == VictimPolicy.REQUEUE
     cross_tenant = bool(preemption.preemptor_tenant) and (
         preemption.preemptor_tenant != preemption.victim_tenant
     )
@@ -164,7 +164,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     """Fail admitted or running jobs that ran past ``max_runtime_s`` since admission; their
     pods are deleted with the termination grace period (placements ``terminating``). Notebooks
     (stopped at the end of their lifetime) and inference services are
-    :func:`scheduling.services.workloads.enforce_time_limits`' business.
+    :func:`scheduling.services.job_kinds.enforce_time_limits`' business.
 
     Returns:
         Ids of the resource groups of the jobs stopped.

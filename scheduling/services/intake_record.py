@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from scheduling.backends import SubmissionError
 from scheduling.backends.kubernetes import gateway_for, pod_assignment
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JOB_SOURCE_KUBE, JobState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
 from scheduling.kube.device_resources import ManifestError, dra_drivers_for
@@ -24,18 +24,11 @@ from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Job, JobEvent, KubeWorkload, Placement
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.services import job_life
-from scheduling.services.submissions import fail_job, submit_to_cluster
+from scheduling.services.cluster_submission import fail_job
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "emit",
-    "record_placement",
-    "suspend_object",
-    "release_kube_job",
-    "suspend_kube_job",
-    "submit_admitted_job",
-]
+__all__ = ["emit", "record_placement", "suspend_object", "release_kube_job", "suspend_kube_job"]
 
 
 def emit(
@@ -316,16 +309,3 @@ def suspend_kube_job(job_id: int, message: str, *, gateway=None) -> None:
     JobEvent.objects.create(
         job_id=job_id, kind="suspended", message=f"{row.kind} {row.namespace}/{row.name} suspended"
     )
-
-
-def submit_admitted_job(job_id: int) -> str:
-    """Submit an admitted job: :func:`release_kube_job` for a job taken in from a cluster,
-    else :func:`scheduling.services.submissions.submit_to_cluster` (the console creates its Pods).
-
-    Raises:
-        SubmissionError: retryable backend error.
-    """
-    source = Job.objects.filter(pk=job_id).values_list("source", flat=True).first()
-    if source == JOB_SOURCE_KUBE:
-        return release_kube_job(job_id)
-    return submit_to_cluster(job_id)

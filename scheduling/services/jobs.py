@@ -183,7 +183,7 @@ WORKLOAD_FIELDS = (
     "tolerations",
     "node_selector",
 )
-"""JobSpec fields stored as they are on the Job (the workload kind's settings)."""
+"""JobSpec fields stored as they are on the Job (the job kind's settings)."""
 
 
 def _container_row(job: Job, c: ContainerSpec, pod_set: JobPodSet | None = None) -> JobContainer:
@@ -335,7 +335,7 @@ def enqueue_jobs(
     INSERT each for the jobs, their pod sets, containers, events and audit entries, however
     many jobs (a batch submission: ``POST /api/jobs/batch/``). Each job is ``queued``, or
     ``running`` for an inference service, which is never queued itself (its replicas are:
-    ``scheduling.services.workloads.submit_workloads``). After commit, one admission cycle
+    ``scheduling.services.job_kinds.submit_workloads``). After commit, one admission cycle
     request per resource group involved.
 
     Args:

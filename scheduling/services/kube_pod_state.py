@@ -41,7 +41,7 @@ from scheduling.backends import delete_pods_on_commit
 from scheduling.choices import BOOKED_PLACEMENT_STATES, Backend, JobState, PlacementState
 from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
-from scheduling.kube.workload_pods import pod_ready
+from scheduling.kube.job_kind_pods import pod_ready
 from scheduling.models import Job, JobEvent, Placement, PlacementMigInstance
 from scheduling.services import job_life
 from scheduling.services.cordons import note_pod_failure

@@ -18,10 +18,10 @@ decides which pods to apply, when, and under which lock.
 Crash consistency: a placement still ``reserved`` ``KUBE_SUBMIT_GRACE_S`` (default 60 s) after
 it was committed means the submitting worker died (or its task was lost) between the commit
 and the create. The resync then adopts the Pod when it exists (deterministic name) or submits
-it again through :func:`scheduling.services.submissions.submit_to_cluster` (which fails the job and
-releases the reservation on a permanent error). A console-labelled Pod whose placement is no
-longer booked is deleted (its devices are free in the console, so running it would double-book
-them); one whose placement the console does not know is reported in
+it again through :func:`scheduling.services.cluster_submission.submit_to_cluster` (which fails
+the job and releases the reservation on a permanent error). A console-labelled Pod whose
+placement is no longer booked is deleted (its devices are free in the console, so running it
+would double-book them); one whose placement the console does not know is reported in
 ``Cluster.unknown_pods`` and left alone - never adopted, never booked twice.
 """
 
@@ -47,6 +47,7 @@ from scheduling.choices import (
 from scheduling.kube import inventory as kinv
 from scheduling.kube.manifests import LABEL_PLACEMENT
 from scheduling.models import Cluster, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.kube_pod_state import (
     LOST_REASONS,
     apply_pod,
@@ -56,7 +57,6 @@ from scheduling.services.kube_pod_state import (
     record_job_event,
     resource_group_of,
 )
-from scheduling.services.submissions import submit_to_cluster
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
-from scheduling.placement.lab.trace import device_memory_mib, read_nodes, read_pods
+from scheduling.placement.whatif.trace import device_memory_mib, read_nodes, read_pods
 from tenants.choices import FragmentationPolicy
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
 
@@ -62,7 +62,7 @@ def import_trace(
             HAMi's node score).
 
     Raises:
-        scheduling.placement.lab.trace.TraceError: a malformed CSV (file, line, column named).
+        scheduling.placement.whatif.trace.TraceError: a malformed CSV (file, line, column named).
         ValueError: bad arguments or an existing cluster of that name.
     """
     if tenants < 1:

@@ -4,7 +4,7 @@
 - :mod:`~telemetry.services.ingestion`: parse, attribute and store one payload.
 - :mod:`~telemetry.services.device_health`: health state, events, ``Device.healthy`` verdicts.
 - :mod:`~telemetry.services.rollups`: 1-minute / 1-hour rollups and retention.
-- :mod:`~telemetry.services.simulation`: simulated samples for simulated clusters.
+- :mod:`~telemetry.services.synthetic`: synthetic samples for the pods of simulated clusters.
 - :mod:`~telemetry.services.gauges`: group gauges and capacity alerts.
 - :mod:`~telemetry.services.trends`: the console's trend rollups (5-minute / 1-hour).
 - :mod:`~telemetry.services.idle_jobs`: idle-job flags.

@@ -1,6 +1,6 @@
 """Notebook idle culling: a running notebook whose devices sat idle (utilisation below
 ``TELEMETRY_IDLE_THRESHOLD_PERCENT`` cores %, from the 1-minute rollups) for its
-``idle_cull_s`` is stopped, freeing its devices (``scheduling.services.workloads``).
+``idle_cull_s`` is stopped, freeing its devices (``scheduling.services.job_kinds``).
 
 The rule is JupyterHub's idle culler's, with device utilisation as the activity signal: a
 notebook without telemetry for most of the window is never culled
@@ -17,7 +17,7 @@ from django.utils import timezone
 from core.exceptions import Conflict
 from scheduling.choices import JobKind, JobState
 from scheduling.models import Job
-from scheduling.services.workloads import stop_notebook
+from scheduling.services.job_kinds import stop_notebook
 from telemetry import conf
 from telemetry.efficiency import idle_since
 from telemetry.services.idle_jobs import job_minute_use

@@ -12,7 +12,7 @@ the live demo would have written, from the demo's own inventory, queues and quot
   each with its container, placement, device booking, job events and closed ledger interval
   (:func:`scheduling.services.usage.sync_ledger`); 90 % succeeded, the rest failed;
 * **1-minute device rollups** (one value per minute): the simulator's numbers for these pods
-  (:mod:`telemetry.simulate`: pod util / memory per booking, device util, memory,
+  (:mod:`telemetry.synthetic`: pod util / memory per booking, device util, memory,
   temperature and power, attributed to the job when it alone held the device); the rollup
   task makes the hour rollups from them;
 * **trend rollups** (5-minute and 1-hour buckets) of every series
@@ -48,7 +48,7 @@ from telemetry.models import Rollup, TrendRollup, TrendScope
 from telemetry.selectors import TREND_COARSE_S, TREND_FINE_S
 from telemetry.services.rollups import floor_time
 from telemetry.services.usage_months import compute_month
-from telemetry.simulate import device_values, pod_values
+from telemetry.synthetic import device_values, pod_values
 from tenants.models import Quota, ResourceGroup
 
 __all__ = ["SOURCE", "MAX_HOURS", "HistoryCounts", "seed_demo_history"]
@@ -347,7 +347,7 @@ def _holders(runs: list[_Run]) -> dict[int, list[_Run]]:
 
 def _device_minute(d: _Device, holders: list[_Run], t: datetime) -> tuple[list, dict]:
     """Pod rows ``(metric, value, job, tenant)`` and the device values of one minute
-    (the simulator's rule, :func:`telemetry.services.simulation.simulate_tick`)."""
+    (the simulator's rule, :func:`telemetry.services.synthetic.synthetic_tick`)."""
     on = [r for r in holders if r.started <= t < r.ended]
     pods, loads = [], []
     for r in on:

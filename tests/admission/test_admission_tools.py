@@ -14,10 +14,10 @@ from scheduling.admission import (
     Usage,
     check_invariants,
     drain_rate_per_s,
+    dry_run_quota_change,
     estimate_start,
     preview_submission,
     run_cycle,
-    simulate_quota_change,
 )
 from tests.admission.admission_builders import (
     CORES,
@@ -118,7 +118,7 @@ def test_preview_of_a_job_that_would_wait_gives_its_verdict_and_position():
 
 def test_quota_change_lowering_a_borrowing_limit_preempts_the_newest_borrower_job():
     w = reclaim_world(min_runtime_s=2000)
-    impact = simulate_quota_change(w.snapshot(), [quota("team-b", 4000, borrowing_limit=0)])
+    impact = dry_run_quota_change(w.snapshot(), [quota("team-b", 4000, borrowing_limit=0)])
     message = (
         "tenant team-b, group a100-shared, flavor a100, devices: usage 6000 exceeds "
         "nominal 4000 + borrowing limit 0"
@@ -132,7 +132,7 @@ def test_quota_change_lowering_a_borrowing_limit_preempts_the_newest_borrower_jo
 
 def test_quota_change_shrinking_the_cohort_evicts_until_it_fits():
     w = reclaim_world()
-    impact = simulate_quota_change(w.snapshot(), [quota("team-a", 1000)])
+    impact = dry_run_quota_change(w.snapshot(), [quota("team-a", 1000)])
     assert [v.message for v in impact.violations] == [
         "cohort a100-shared, flavor a100, devices: usage 8000 exceeds cohort quota 5000"
     ]
@@ -148,7 +148,7 @@ def test_quota_change_dry_run_reports_the_jobs_that_would_go_over_and_evicts_not
     for i in range(4):
         w.run(f"a-{i}", "team-a", pods=2, started=4000 - i)
     w.run("b-0", "team-b", pods=4)
-    impact = simulate_quota_change(w.snapshot(), [quota("team-a", 4000)])
+    impact = dry_run_quota_change(w.snapshot(), [quota("team-a", 4000)])
     assert (impact.violations, impact.victims, impact.unresolved) == ((), (), ())
     (over,) = impact.over_nominal
     assert (over.tenant, over.usage, over.nominal, over.jobs) == (
@@ -162,7 +162,7 @@ def test_quota_change_dry_run_reports_the_jobs_that_would_go_over_and_evicts_not
         "reclaimable): jobs a-3, a-2 in reclaim order; nothing is evicted now"
     )
     tenants = (TenantSpec("team-a"), TenantSpec("team-x", "team-a"), TenantSpec("team-b"))
-    impact = simulate_quota_change(w.snapshot(tenants=tenants), [quota("team-x", 9000)])
+    impact = dry_run_quota_change(w.snapshot(tenants=tenants), [quota("team-x", 9000)])
     assert [e.message for e in impact.child_excess] == [
         "children's nominal 9000 exceeds team-a's 8000 (flavor a100, devices)"
     ]
@@ -171,9 +171,9 @@ def test_quota_change_dry_run_reports_the_jobs_that_would_go_over_and_evicts_not
 def test_quota_change_adding_or_removing_rows():
     w = World(a100s(1), quotas=(quota("team-a", 4000), quota("team-b", 0)))
     w.run("a0", "team-a", pods=2)
-    impact = simulate_quota_change(w.snapshot(), [quota("team-b", 0, MEM)])
+    impact = dry_run_quota_change(w.snapshot(), [quota("team-b", 0, MEM)])
     assert impact.victims == () and impact.unresolved == ()
-    impact = simulate_quota_change(w.snapshot(), removed=[("team-a", "a100", DEV)])
+    impact = dry_run_quota_change(w.snapshot(), removed=[("team-a", "a100", DEV)])
     # team-a loses its only a100 row: its usage still counts (nominal 0, reclaimable) and the
     # cohort now has no a100 quota at all
     assert [o.message for o in impact.over_nominal] == [

@@ -14,8 +14,8 @@ from core.exceptions import Conflict
 from scheduling import backends
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Job, JobEvent, Placement
+from scheduling.services import cluster_submission, job_life
 from scheduling.services import cycle as cycle_service
-from scheduling.services import job_life, submissions
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
 from scheduling.services.usage import check_usage
@@ -72,7 +72,7 @@ def test_two_concurrent_cancels_of_a_running_job_cancel_it_once():
     group, queue, user = _small_world()
     job = gpu_job(queue, "twice", count=1)
     run_admission_cycle(group.pk)
-    submissions.submit_to_cluster(job.pk)
+    cluster_submission.submit_to_cluster(job.pk)
     job.refresh_from_db()
     assert job.state == "running"
     barrier = threading.Barrier(2)
@@ -176,8 +176,8 @@ def test_double_submission_of_one_placement_runs_it_once():
     run_admission_cycle(group.pk)
     barrier = threading.Barrier(2)
     backend = _RecordingBackend(on_submit=lambda p: barrier.wait(10))
-    with mock.patch.object(submissions, "get_backend", return_value=backend):
-        runs = [_in_thread(submissions.submit_to_cluster, job.pk) for _ in range(2)]
+    with mock.patch.object(cluster_submission, "get_backend", return_value=backend):
+        runs = [_in_thread(cluster_submission.submit_to_cluster, job.pk) for _ in range(2)]
         for thread, _ in runs:
             thread.join(30)
     assert [r.get("value") for _, r in runs] == ["running", "running"]
@@ -206,10 +206,10 @@ def test_cancel_during_submission_deletes_what_the_submission_created():
     backend = _RecordingBackend(on_submit=cancel_meanwhile)
     # cancel deletes pods after its commit, through scheduling.backends.delete_pods_on_commit
     with (
-        mock.patch.object(submissions, "get_backend", return_value=backend),
+        mock.patch.object(cluster_submission, "get_backend", return_value=backend),
         mock.patch.object(backends, "get_backend", return_value=backend),
     ):
-        state = submissions.submit_to_cluster(job.pk)
+        state = cluster_submission.submit_to_cluster(job.pk)
     placement = Placement.objects.get(job=job)
     assert state == "cancelled" and placement.state == "released"
     # cancel deleted (nothing yet), the pod was created, then deleted again

@@ -166,7 +166,7 @@ def test_the_sweeper_submits_reservations_whose_task_was_lost_exactly_once(
     placement.refresh_from_db()
     assert (job.state, placement.state) == ("running", "running")
     # idempotent: a second sweep and a late duplicate of the lost task change nothing
-    from scheduling.services.submissions import submit_to_cluster
+    from scheduling.services.cluster_submission import submit_to_cluster
 
     events = JobEvent.objects.filter(job=job).count()
     assert sweep_task() == {"resubmitted": 0}

@@ -3,8 +3,8 @@
 import pytest
 
 from scheduling.models import Cluster, DeviceModel
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from tenants.models import Membership, ResourceGroup, Tenant
 from tests.api.test_api_directory import as_user
 from tests.builders import gpu_job, make_cluster, make_user

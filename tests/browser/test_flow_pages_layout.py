@@ -6,7 +6,7 @@ busiest group, two policies) and a pending one (its progress bar) are shown."""
 import pytest
 
 from scheduling.models import Job, SimulationRun
-from scheduling.services.simulation import create_run, run_simulation
+from scheduling.services.whatif import create_run, run_simulation
 from tenants.models import ResourceGroup
 from tests.browser.conftest import login
 from tests.browser.test_pages_layout import WIDTHS, _check, _history

@@ -6,8 +6,8 @@ import pytest
 from playwright.sync_api import expect
 
 from scheduling.models import Job
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from tests.browser.conftest import login
 from tests.builders import gpu_job
 from tests.console_world import build_world

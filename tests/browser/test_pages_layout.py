@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduling.models import Job, Node, Placement
 from telemetry.models import DeviceHealthEvent
 from telemetry.services.rollups import rollup
-from telemetry.services.simulation import simulate_tick
+from telemetry.services.synthetic import synthetic_tick
 from telemetry.services.trends import record_trends
 from tenants.models import ResourceGroup
 from tests.browser.conftest import login
@@ -56,7 +56,7 @@ def _history():
         Job.objects.filter(pk=job.pk).update(created=now - timedelta(hours=1 + i % 5))
     for step in range(18, -1, -1):
         when = now - timedelta(minutes=20 * step)
-        simulate_tick(now=when)
+        synthetic_tick(now=when)
         rollup(now=when + timedelta(minutes=2))
         record_trends(now=when + timedelta(minutes=2))
 

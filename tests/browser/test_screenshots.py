@@ -25,13 +25,13 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from scheduling.models import Job, Node, Placement, SimulationRun
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
-from scheduling.services.simulation import create_run, run_simulation
-from scheduling.services.submissions import submit_to_cluster
+from scheduling.services.whatif import create_run, run_simulation
 from telemetry.services.demo_history import seed_demo_history
 from telemetry.services.rollups import rollup
-from telemetry.services.simulation import simulate_tick
+from telemetry.services.synthetic import synthetic_tick
 from telemetry.services.usage_months import refresh_usage_months
 from telemetry.tasks import gauges_task
 from tenants.models import ResourceGroup
@@ -96,7 +96,7 @@ def _as_make_run_leaves_it():
     for job in Job.objects.filter(state="admitted"):
         submit_to_cluster(job.pk)
     now = timezone.now()
-    simulate_tick(now=now)
+    synthetic_tick(now=now)
     rollup(now=now + timedelta(minutes=1))
     refresh_usage_months(now)
     gauges_task()

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from scheduling.admission.eta import Confidence, EstimateState, HonestEstimate
 from scheduling.models import Job, JobEvent, Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_user, two_team_cohort
 
 pytestmark = pytest.mark.django_db

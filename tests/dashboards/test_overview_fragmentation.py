@@ -19,8 +19,8 @@ no task: fragment 0 (an idle node is never fragmented), but its 1000 milli are s
 import pytest
 
 from scheduling.models import PlacementDevice
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job, make_cluster, make_group
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ import pytest
 
 from core.audit import record
 from scheduling.models import Placement
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import submit_to_cluster
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.usage_months import refresh_usage_months
 from tests.builders import gpu_job, make_cluster

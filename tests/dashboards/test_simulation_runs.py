@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun
-from scheduling.services.simulation import create_run, parse_quotas, run_simulation
+from scheduling.services.whatif import create_run, parse_quotas, run_simulation
 
 pytestmark = pytest.mark.django_db
 

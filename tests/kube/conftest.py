@@ -1,6 +1,9 @@
-"""Fixtures for the Kubernetes adapter tests: a running fake API server and clients for it.
+"""Fixtures for the Kubernetes tests: a running fake API server and clients for it.
 
-These tests need no Django; run them with ``python -m pytest -p no:django tests/kube``.
+This folder holds every Kubernetes test: the adapter's (``scheduling.kube``: gateway,
+inventory, manifests, workloads, quantities, pod security), which need no Django, and the
+database tests of the kubernetes backend and the services that drive it (``test_kube_*`` with
+the ``fake`` fixture of ``tests/conftest.py`` and ``kube_helpers.py``).
 """
 
 from __future__ import annotations

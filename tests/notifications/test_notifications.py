@@ -15,8 +15,8 @@ from notifications import services
 from notifications.choices import DeliveryStatus
 from notifications.models import Delivery, Subscription
 from scheduling.choices import JobState
+from scheduling.services.cluster_submission import fail_job, submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
-from scheduling.services.submissions import fail_job, submit_to_cluster
 from tests.api.test_api_directory import as_user
 from tests.builders import gpu_job, make_user, two_team_cohort
 

@@ -3,7 +3,7 @@
 import json
 
 from scheduling.placement.lab import bench
-from scheduling.placement.lab.trace import read_nodes, read_pods
+from scheduling.placement.whatif.trace import read_nodes, read_pods
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn0,8000,32768,1,T4\nn1,8000,32768,1,T4\n"
 PODS = (
@@ -102,8 +102,8 @@ def test_consolidation_moves_a_half_so_a_whole_task_fits(tmp_path):
 
     from scheduling.placement import PlacementRequest, place
     from scheduling.placement.lab.bench_consolidation import Consolidator
-    from scheduling.placement.lab.replay import Replay
-    from scheduling.placement.lab.trace import build_snapshot, pod_request
+    from scheduling.placement.whatif.replay import Replay
+    from scheduling.placement.whatif.trace import build_snapshot, pod_request
 
     n, p = files(tmp_path)
     nodes, pods = read_nodes(n), read_pods(p)

@@ -8,9 +8,6 @@ from placement_builders import trace_node
 
 from scheduling.placement import reserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.lab.baselines import BestFitPolicy
-from scheduling.placement.lab.policies import trace_policy_plugin
-from scheduling.placement.lab.trace import PodRecord, pod_request
 from scheduling.placement.plugins.frag import FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import LazySelector, NodeTable, TaskView
 from scheduling.placement.plugins.frag_plugins import TracePolicyPlugin
@@ -21,6 +18,9 @@ from scheduling.placement.types import (
     PlacementRequest,
     PodRequest,
 )
+from scheduling.placement.whatif.baselines import BestFitPolicy
+from scheduling.placement.whatif.policies import trace_policy_plugin
+from scheduling.placement.whatif.trace import PodRecord, pod_request
 
 WL = TargetWorkload(
     (TaskClass(4000, 500, 1), TaskClass(8000, 1000, 1), TaskClass(2000, 0, 0)), (0.5, 0.3, 0.2)

@@ -4,7 +4,6 @@ import pytest
 from placement_builders import trace_node
 
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.lab.policies import POLICY_NAMES, trace_policy_plugin
 from scheduling.placement.plugins.frag import absorbed_fillers, residual_waste
 from scheduling.placement.plugins.frag_plugins import (
     FRAG_POLICY_NAMES,
@@ -19,6 +18,7 @@ from scheduling.placement.types import (
     PlacementRequest,
     PodRequest,
 )
+from scheduling.placement.whatif.policies import POLICY_NAMES, trace_policy_plugin
 
 WL = TargetWorkload((TaskClass(1000, 500, 1),), (1.0,))
 
@@ -244,8 +244,8 @@ def test_no_fit_gives_reason_and_incremental_matches_rebuild():
 
 
 def test_registry_names_and_recommended_first():
-    from scheduling.placement.lab.policies import register_trace_policies
     from scheduling.placement.registry import Registry
+    from scheduling.placement.whatif.policies import register_trace_policies
 
     reg = Registry()
     register_trace_policies(reg)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduling.placement.lab.trace import (
+from scheduling.placement.whatif.trace import (
     TraceError,
     build_snapshot,
     pod_request,

@@ -1,6 +1,6 @@
 """FragGuard at the edges: degenerate workloads (residual waste, CPU intensity, model
 pressure), odd nodes (no GPU, mixed models, unschedulable, error, unhealthy/cordoned devices),
-snapshots that grow under a bound plugin, and the incremental selector against a full scan
+snapshots that grow under a bound plugin, and the incremental node selection against a full scan
 on random small clusters (fixed seeds)."""
 
 import random
@@ -226,7 +226,7 @@ def test_plugin_sees_a_node_swapped_in_the_same_snapshot():
     assert dec.pods[0].node in {"b", "c"}
 
 
-# --- incremental selector vs a full scan ----------------------------------------------------
+# --- incremental node selection vs a full scan ----------------------------------------------------
 
 MODELS = ("T4", "A10", "G2")
 

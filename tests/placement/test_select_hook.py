@@ -2,7 +2,6 @@
 
 from scheduling.placement import PlacementRequest, Profile, place, reserve, unreserve
 from scheduling.placement.fragmentation import TargetWorkload, TaskClass
-from scheduling.placement.lab.policies import register_trace_policies
 from scheduling.placement.registry import Registry
 from scheduling.placement.runner import SUPPORTS_SELECT
 from scheduling.placement.types import (
@@ -13,6 +12,7 @@ from scheduling.placement.types import (
     NodeInfo,
     PodRequest,
 )
+from scheduling.placement.whatif.policies import register_trace_policies
 
 WL = TargetWorkload((TaskClass(1000, 500, 1),), (1.0,))
 
@@ -152,7 +152,8 @@ def test_cached_default_profile_decides_as_uncached_even_after_direct_edits():
     a = cluster()
     rnd.setstate(state)
     b = cluster()
-    # the node cache alone (the incremental selector relies on touch(): test_selector_parity)
+    # the node cache alone (incremental node selection relies on touch():
+    # test_node_selection_parity)
     cached, plain = Profile().build(cache=True, incremental=False), Profile().build(cache=False)
     assert cached.cache and not plain.cache and cached.selector is None
     shapes = [(1, 20000, 30), (1, 0, 100), (2, 40000, 0), (1, 8000, 10)]

@@ -1,10 +1,10 @@
-"""The what-if replay (scheduling.placement.lab.whatif): BestEffortFIFO admission with tenant
+"""The what-if replay (scheduling.placement.whatif.run): BestEffortFIFO admission with tenant
 quotas over the placement core, hand-worked on one 2-GPU node. Pure, no Django."""
 
 import pytest
 
-from scheduling.placement.lab.trace import NodeRecord, PodRecord
-from scheduling.placement.lab.whatif import SimPod, jain_index, simulate
+from scheduling.placement.whatif.run import SimPod, jain_index, simulate
+from scheduling.placement.whatif.trace import NodeRecord, PodRecord
 
 NODES = [NodeRecord("n0", 32000, 131072, 2, "G")]
 

@@ -102,11 +102,11 @@ def telemetry_tick(rng: random.Random, ctx: WriterContext, stats: Counter) -> No
     from telemetry.services.gauges import compute_group_gauges
     from telemetry.services.idle_jobs import flag_idle_jobs
     from telemetry.services.rollups import rollup
-    from telemetry.services.simulation import simulate_tick
+    from telemetry.services.synthetic import synthetic_tick
     from telemetry.services.trends import record_trends
     from telemetry.services.usage_months import refresh_usage_months
 
-    simulate_tick()
+    synthetic_tick()
     rollup()
     refresh_usage_months()
     compute_group_gauges()

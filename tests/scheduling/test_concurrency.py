@@ -361,10 +361,10 @@ def _worker(
     the other writers (``concurrency_writers.run_some``)."""
     from unittest import mock
 
+    from scheduling.services.cluster_submission import reconcile_simulated, submit_to_cluster
     from scheduling.services.cycle import run_admission_cycle
     from scheduling.services.eviction import release_due_terminations
     from scheduling.services.jobs import cancel_job
-    from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 
     # Never reuse a socket inherited from the parent: drop (do not close, closing would end
     # the parent's session) every connection object the fork copied.

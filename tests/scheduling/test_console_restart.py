@@ -25,20 +25,20 @@ from scheduling.choices import JobState, PlacementState
 from scheduling.models import DeviceModel, Job, JobEvent, Placement, Preemption, Queue
 from scheduling.selectors.cycle_gate import needs_cycle
 from scheduling.selectors.snapshot import groups_with_queued_jobs
-from scheduling.services.bulk_submit import submit_jobs
+from scheduling.services.cluster_submission import reconcile_simulated
+from scheduling.services.cluster_submission_batch import submit_admitted_jobs
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
+from scheduling.services.job_kinds import enforce_time_limits, reconcile_services
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import reconcile_simulated
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
-from scheduling.services.workloads import enforce_time_limits, reconcile_services
 from telemetry.services.culling import cull_idle_notebooks
 from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.rollups import rollup
-from telemetry.services.simulation import simulate_tick
+from telemetry.services.synthetic import synthetic_tick
 from tenants.models import Membership, Quota, ResourceGroup
 from tenants.services.memberships import remove_member
 from tenants.services.quotas import delete_quota
@@ -59,7 +59,7 @@ def _cycles(groups=None) -> bool:
     for group_id in groups:
         report = run_admission_cycle(group_id)
         if report.admitted:
-            submit_jobs(report.admitted)
+            submit_admitted_jobs(report.admitted)
         changed = changed or bool(report.admitted or report.preempted)
     return changed
 
@@ -99,7 +99,7 @@ def full_cohort():
     for index in range(24):
         enqueue_job(research, _whole_devices(f"fill-{index}", 1))
     _settle()
-    simulate_tick()
+    synthetic_tick()
     fill = Job.objects.filter(name__startswith="fill-")
     assert fill.filter(state=JobState.RUNNING).count() > 12
     assert fill.filter(state=JobState.QUEUED).exists()  # the cohort is full
@@ -114,13 +114,13 @@ def _restart(gap: timedelta = GAP) -> None:
     freed = reconcile_simulated(later) | release_due_terminations(later)  # reconcile-tick
     _cycles(sorted(freed | enforce_max_runtime(later)))
     if overdue := overdue_reservations(later):  # sweep-tick
-        submit_jobs(overdue)
+        submit_admitted_jobs(overdue)
     for group_id in ResourceGroup.objects.values_list("pk", flat=True):  # usage-reconcile
         check_usage(group_id)
     sync_ledger(later)
     enforce_time_limits(later)  # workloads-tick
     reconcile_services()
-    simulate_tick(now=later)  # the telemetry ticks, after the gap in their samples
+    synthetic_tick(now=later)  # the telemetry ticks, after the gap in their samples
     rollup(now=later)
     compute_group_gauges(now=later)
     cull_idle_notebooks(now=later)

@@ -2,7 +2,7 @@
 refused, not silently capped. HAMi's Fit logs "core limit can't exceed 100" and books 100 %
 (``pkg/device/nvidia/device.go``); the console answers with HAMi's words instead: a 400 field
 error from the API, a form error on the page (the placement core refuses it too,
-tests/placement/test_fit_rules.py; the intake, tests/scheduling/test_kube_intake_probe.py)."""
+tests/placement/test_fit_rules.py; the intake, tests/kube/test_kube_intake_probe.py)."""
 
 import pytest
 

@@ -7,9 +7,9 @@ from django.utils import timezone
 
 from scheduling.choices import JobState, PlacementState
 from scheduling.models import Job, Placement, PlacementDevice
+from scheduling.services.cluster_submission import reconcile_simulated, submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import ContainerSpec, JobSpec, cancel_job, enqueue_job
-from scheduling.services.submissions import reconcile_simulated, submit_to_cluster
 from scheduling.services.usage import recomputed_usage
 from tests.builders import A100, gpu_job, make_cluster, make_group, make_tenant
 

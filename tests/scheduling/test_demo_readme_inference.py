@@ -15,10 +15,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
 from scheduling.services.eviction import release_due_terminations
-from scheduling.services.submissions import submit_to_cluster
 from tenants.models import ResourceGroup
 
 pytestmark = pytest.mark.django_db

@@ -13,13 +13,13 @@ from django.core.management import call_command
 from scheduling.backends.kubernetes import build_manifests
 from scheduling.choices import JobState
 from scheduling.models import Device, JobContainer, Placement, PlacementDevice
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
+from tests.kube.kube_helpers import make_kube_cluster, node_json
 from tests.placement.placement_builders import ASCEND_B3_CARD_COUNTERS, ASCEND_B3_TEMPLATES
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
 
@@ -266,7 +266,7 @@ def _mig_gpu(uuid: str, index: int) -> dict:
 
 
 def _running_pod(placement, annotations: dict) -> dict:
-    from tests.scheduling.kube_helpers import running_status
+    from tests.kube.kube_helpers import running_status
 
     ns, name = (placement.backend_ref or "llmops/x").split("/", 1)
     return {

@@ -10,7 +10,7 @@ import pytest
 
 from scheduling.models import Device
 from scheduling.services.inventory import sync_cluster_inventory
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json
+from tests.kube.kube_helpers import make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
 

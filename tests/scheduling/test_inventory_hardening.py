@@ -16,7 +16,7 @@ import pytest
 
 from scheduling.models import Device, Node
 from scheduling.services.inventory import apply_inventory, sync_cluster_inventory
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json, nvidia_node
+from tests.kube.kube_helpers import make_kube_cluster, node_json, nvidia_node
 
 pytestmark = pytest.mark.django_db
 

@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from scheduling.choices import PreemptionPolicy
+from scheduling.choices import VictimPolicy
 from scheduling.models import Job
 from scheduling.selectors.job_timeline import job_timeline, polls_live
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cordons import cordon_device
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import gpu_job
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def _reclaim(cohort, policy: str) -> Job:
 
 
 def test_a_requeued_victims_timeline_runs_queued_admitted_running_preempted(cohort):
-    victim = _reclaim(cohort, PreemptionPolicy.REQUEUE)
+    victim = _reclaim(cohort, VictimPolicy.REQUEUE)
     now = timezone.now()
     timeline = job_timeline(victim, now=now)
     assert [(e.kind, e.state) for e in timeline] == [
@@ -62,7 +62,7 @@ def test_a_requeued_victims_timeline_runs_queued_admitted_running_preempted(coho
 
 
 def test_a_victim_that_fails_on_preemption_ends_the_timeline(cohort):
-    victim = _reclaim(cohort, PreemptionPolicy.FAIL)
+    victim = _reclaim(cohort, VictimPolicy.FAIL)
     timeline = job_timeline(victim)
     assert [(e.kind, e.state) for e in timeline][-1] == ("preempted", "failed")
     assert timeline[-1].current and timeline[-1].lasted_s is None  # a final state
@@ -94,7 +94,7 @@ def test_notes_change_no_state_and_do_not_cut_a_state_short(cohort):
 
 
 def test_the_timeline_costs_no_query_when_prefetched(cohort, django_assert_num_queries):
-    victim = _reclaim(cohort, PreemptionPolicy.REQUEUE)
+    victim = _reclaim(cohort, VictimPolicy.REQUEUE)
     job = Job.objects.prefetch_related("events", "preemptions").get(pk=victim.pk)
     with django_assert_num_queries(0):
         assert len(job_timeline(job)) == 4

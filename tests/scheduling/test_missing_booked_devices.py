@@ -22,7 +22,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.kube_reconcile import apply_pod
 from tests.builders import A100, gpu_job, make_group, make_tenant
-from tests.scheduling.kube_helpers import NOW_TEXT, make_kube_cluster, node_json, succeeded_status
+from tests.kube.kube_helpers import NOW_TEXT, make_kube_cluster, node_json, succeeded_status
 
 pytestmark = pytest.mark.django_db
 

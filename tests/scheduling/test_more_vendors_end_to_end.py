@@ -13,12 +13,12 @@ import pytest
 from scheduling.backends.kubernetes import build_manifests
 from scheduling.choices import JobState
 from scheduling.models import Device, JobContainer, Placement, PlacementDevice
+from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
-from scheduling.services.submissions import submit_to_cluster
 from tests.builders import make_group, make_tenant
-from tests.scheduling.kube_helpers import make_kube_cluster, node_json
+from tests.kube.kube_helpers import make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
 

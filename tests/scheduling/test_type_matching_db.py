@@ -17,7 +17,7 @@ from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.inventory import sync_cluster_inventory
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tests.builders import make_group, make_tenant
-from tests.scheduling.kube_helpers import NOW_TEXT, make_kube_cluster, node_json
+from tests.kube.kube_helpers import NOW_TEXT, make_kube_cluster, node_json
 
 pytestmark = pytest.mark.django_db
 

@@ -36,7 +36,7 @@ BUDGET_S = 25.0
 def _telemetry(deadline: float, out) -> None:
     """Simulated samples of the running pods, then a full re-roll, until the deadline."""
     from telemetry.services.rollups import rollup
-    from telemetry.services.simulation import simulate_tick
+    from telemetry.services.synthetic import synthetic_tick
 
     for conn in connections.all():
         conn.connection = None
@@ -47,7 +47,7 @@ def _telemetry(deadline: float, out) -> None:
         while time.monotonic() < deadline:
             try:
                 when = start + timedelta(seconds=15 * tick)
-                stats["samples"] += simulate_tick(now=when)
+                stats["samples"] += synthetic_tick(now=when)
                 RollupWatermark.objects.all().delete()  # re-roll every window each time
                 stats["minute_rows"] += rollup(now=when + timedelta(minutes=3))["minute_rows"]
                 stats["rollups"] += 1

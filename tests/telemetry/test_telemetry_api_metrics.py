@@ -15,8 +15,8 @@ from telemetry.services.gauges import compute_group_gauges
 from telemetry.services.idle_jobs import flag_idle_jobs
 from telemetry.services.ingestion import store_samples
 from telemetry.services.rollups import rollup
-from telemetry.services.simulation import simulate_tick
-from telemetry.simulate import profile_of
+from telemetry.services.synthetic import synthetic_tick
+from telemetry.synthetic import profile_of
 from tests.builders import make_cluster, make_group, make_tenant, make_user
 from tests.telemetry.dbhelpers import devices, place
 
@@ -116,7 +116,7 @@ def test_efficiency_and_idle_flags_per_job_and_tenant(api, world):
 
 def test_simulated_ticks_feed_device_charts_and_health(api, world):
     for s in range(0, 600, 15):
-        simulate_tick(now=T0 + timedelta(seconds=s))
+        synthetic_tick(now=T0 + timedelta(seconds=s))
     rollup(now=T0 + timedelta(minutes=11))
     from scheduling.models import Device
 

@@ -13,7 +13,7 @@ from telemetry.cost import Price, UsageInterval, cost_report
 from telemetry.efficiency import UsedSeries, idle_since, job_efficiency
 from telemetry.exposition import parse_exposition
 from telemetry.health import HealthState, clear_sticky, evaluate
-from telemetry.simulate import pod_values, profile_of
+from telemetry.synthetic import pod_values, profile_of
 from tests.telemetry import payloads as P
 
 

@@ -13,7 +13,7 @@ from scheduling.choices import LIVE_JOB_STATES
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Preemption
 from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.preemptions import preemption_as_seen
-from scheduling.services.workloads import lifetime_left_s, service_status
+from scheduling.services.job_kinds import lifetime_left_s, service_status
 
 
 class JobContainerSerializer(serializers.ModelSerializer):

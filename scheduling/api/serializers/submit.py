@@ -8,15 +8,15 @@ import re
 
 from rest_framework import serializers
 
-from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
-from scheduling.api.workloads import (
+from scheduling.api.job_kinds import (
     SecretRefSerializer,
     TolerationSerializer,
     VolumeSerializer,
     validate_node_selector,
     validate_workload,
 )
-from scheduling.choices import CONTAINER_ROLES, JobKind, PreemptionPolicy
+from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
+from scheduling.choices import CONTAINER_ROLES, JobKind, VictimPolicy
 from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue
 from scheduling.placement.group_profile import annotation_errors, normalised_annotations
@@ -208,7 +208,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         "the queue's max_min_runtime_s (300 unless an operator raised it).",
     )
     on_preemption = serializers.ChoiceField(
-        choices=PreemptionPolicy.choices, default=PreemptionPolicy.REQUEUE
+        choices=VictimPolicy.choices, default=VictimPolicy.REQUEUE
     )
     restart_policy = serializers.ChoiceField(
         choices=["Never", "OnFailure"],

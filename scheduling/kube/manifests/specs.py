@@ -74,7 +74,7 @@ class Manifests:
         mode: ``"hami"`` | ``"dra"`` | ``"whole"``.
         namespace_object: the tenant's Namespace (``scheduling.kube.namespaces``), created
             or labelled before anything else; None = the namespace is not the console's.
-        services: the workload's Service (``scheduling.kube.workload_pods``), created before
+        services: the workload's Service (``scheduling.kube.job_kind_pods``), created before
             the claims and owned by every pod that uses it.
     """
 

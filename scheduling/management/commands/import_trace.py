@@ -5,7 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.dispatch import enqueue_admission_cycle
-from scheduling.placement.lab.trace import TraceError
+from scheduling.placement.whatif.trace import TraceError
 from scheduling.services.trace_import import import_trace
 
 

@@ -44,11 +44,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from scheduling.placement.fragmentation import TargetWorkload, TaskClass
+from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.lab.bench_consolidation import DEFAULT_MAX_MOVES, Consolidator
-from scheduling.placement.lab.policies import POLICY_NAMES
-from scheduling.placement.lab.replay import Replay
-from scheduling.placement.lab.trace import (
+from scheduling.placement.types import Decision, PodRequest
+from scheduling.placement.whatif.policies import POLICY_NAMES
+from scheduling.placement.whatif.replay import Replay
+from scheduling.placement.whatif.trace import (
     NodeRecord,
     PodRecord,
     TraceError,
@@ -56,8 +57,8 @@ from scheduling.placement.lab.trace import (
     pod_request,
     read_nodes,
     read_pods,
+    task_classes,
 )
-from scheduling.placement.types import Decision, PodRequest
 
 __all__ = ["BUCKETS", "RunResult", "inflate", "parse_seeds", "bucket_means", "task_classes", "main"]
 
@@ -83,13 +84,6 @@ def parse_seeds(text: str) -> list[int]:
     if not out:
         raise ValueError(f"no seeds in {text!r}")
     return out
-
-
-def task_classes(pods: Sequence[PodRecord]) -> list[TaskClass]:
-    """One :class:`TaskClass` per pod (the FGD target-workload input)."""
-    return [
-        TaskClass(p.cpu_milli, p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec) for p in pods
-    ]
 
 
 def inflate(

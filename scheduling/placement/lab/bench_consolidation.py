@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 from scheduling.placement import PlacementRequest
 from scheduling.placement.consolidation import MovableJob, plan_consolidation
-from scheduling.placement.lab.replay import Replay
 from scheduling.placement.types import Decision, PodRequest
+from scheduling.placement.whatif.replay import Replay
 
 __all__ = ["Consolidator", "DEFAULT_MAX_MOVES"]
 

@@ -2,13 +2,13 @@
 
 ``python -m scheduling.placement.lab.bench_core [--nodes 1213] [--placements 5000]``: a synthetic
 cluster of NVIDIA nodes (0-8 GPUs each), six request shapes, place + reserve in a loop: the
-incremental selector, the loop with the per-node result cache (``build(incremental=False)``)
+incremental node selection, the loop with the per-node result cache (``build(incremental=False)``)
 and the uncached loop (``build(cache=False)``), decisions hashed.
 
 ``--mixed``: the general loop on every request shape (:func:`run_mixed`): a mixed-model cluster
 with zone labels and a sequence of multi-device, multi-container, absolute-memory, type
 include/exclude, NUMA-bound, node-selector, per-pod-policy pods and gangs, with releases;
-placements/s (CPU time) for the incremental selector, the loop with the per-node cache (the
+placements/s (CPU time) for the incremental node selection, the loop with the per-node cache (the
 path before the selector) and the uncached loop (on a prefix), decisions hashed.
 """
 

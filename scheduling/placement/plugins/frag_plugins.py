@@ -27,11 +27,12 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scheduling.placement.fragmentation import TargetWorkload
+from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import (
     LazySelector,
@@ -41,6 +42,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
+from scheduling.placement.plugins.frag_within import FIT_COUNT_CAP, fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -55,6 +57,7 @@ from scheduling.placement.types import (
 __all__ = [
     "FRAG_POLICY_NAMES",
     "FastSelection",
+    "FitCounter",
     "TracePolicyPlugin",
     "make_frag_policy",
     "register_frag_policies",
@@ -140,6 +143,9 @@ class TracePolicyPlugin:
         self._scorer = None if isinstance(self.policy, PickingPolicy) else self.policy
         #: frozen grants reused across pods, keyed on every value they are made of.
         self._grants: dict[tuple, DeviceGrant] = {}
+        #: topology capacity: per (mirror, state numbering, task key without memory), the
+        #: count of copies per node state number (``fit_counter``)
+        self._fit_memos: dict[tuple, dict[int, int]] = {}
         #: mirrors of other snapshots, most recent last: ``(snapshot, table, selector,
         #: journal position)`` (an admission cycle alternates between its cluster and the
         #: empty copy it estimates on; each keeps its mirror instead of rebuilding it).
@@ -229,7 +235,13 @@ class TracePolicyPlugin:
     def select(
         self, state: object, snapshot: ClusterSnapshot, pod: PodRequest
     ) -> FastSelection | None:
-        """The policy's choice for a trace-shaped pod (None for other pods)."""
+        """The policy's choice for a trace-shaped pod (None for other pods).
+
+        The answer skips the profile's Filter plugins (the runner's fast path, module doc of
+        :mod:`scheduling.placement.runner`): the :class:`NodeTable` mirror stands in for them
+        (registration errors, cordons, CPU, memory, device health, capacity and models), and a
+        pod with a constraint the mirror does not model gets None (``task_view``), so the
+        Filter/Score loop decides it."""
         task = task_view(pod)
         if task is None:
             return None
@@ -247,6 +259,48 @@ class TracePolicyPlugin:
         return FastSelection(
             name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
         )
+
+    def select_within(
+        self, state: object, snapshot: ClusterSnapshot, pod: PodRequest, names: Iterable[str]
+    ) -> FastSelection | None:
+        """:meth:`select` among the nodes ``names`` only (a topology domain): the policy's
+        choice of node and devices there, ties as :meth:`select`. None for pods that are not
+        trace-shaped and for policies that pick nodes themselves (the runner then filters and
+        scores those nodes)."""
+        task = task_view(pod)
+        if task is None:
+            return None
+        table, selector = self._mirror(snapshot)
+        if not isinstance(selector, LazySelector):
+            return None
+        index = table.index
+        hit = select_among(selector, task, [index[n] for n in names])
+        if hit is None:
+            return FastSelection(
+                None, reasons={"*": f"no node of the domain fits {_describe(task)}"}
+            )
+        i, score = hit
+        name = table.names[i]
+        devs = self.policy.choose_gpus(table, i, task)
+        return FastSelection(
+            name, _grants(snapshot.nodes[name], pod, task, devs, self._grants), float(score)
+        )
+
+    def fit_counter(self, snapshot: ClusterSnapshot, pod: PodRequest) -> FitCounter | None:
+        """For topology capacity (``placement/topology_index.py``): counts how many copies
+        of ``pod`` fit on a node, one after the other, by the policy's own fit rule
+        (:func:`~scheduling.placement.plugins.frag_within.fit_count` on the mirror refreshed
+        now). None for pods that are not trace-shaped."""
+        task = task_view(pod)
+        if task is None:
+            return None
+        table = self._bind(snapshot)
+        no_mem = replace(task, memory_mib=0)
+        key = (id(table), table.state_epoch, no_mem.key)
+        memos = self._fit_memos
+        if sum(len(m) for m in memos.values()) > _GRANT_CACHE_LIMIT:
+            memos.clear()
+        return FitCounter(table, task, memos.setdefault(key, {}))
 
     def decide(self, snapshot: ClusterSnapshot, request: PlacementRequest) -> Decision:
         """A :class:`Decision` for a one-pod, trace-shaped request from the fast path.
@@ -278,6 +332,72 @@ class TracePolicyPlugin:
         one = NodeTable(ClusterSnapshot({node.name: node}))
         s = scorer.score(one, 0, task)
         return float(s) if s is not None else 0.0
+
+
+class FitCounter:
+    """Copies of one trace task that fit per node (``TracePolicyPlugin.fit_counter``):
+    ``counter(name, node)`` for one node, :meth:`many` for a list. The count without host
+    memory is memoised per node state number (``NodeTable.state``: models, free CPU, free
+    milli), host memory is applied on top."""
+
+    __slots__ = ("table", "task", "no_mem", "memo")
+
+    def __init__(self, table: NodeTable, task: TaskView, memo: dict[int, int]) -> None:
+        self.table = table
+        self.task = task
+        self.no_mem = replace(task, memory_mib=0)
+        self.memo = memo
+
+    def __call__(self, name: str, _node: NodeInfo | None = None) -> int:
+        return self.many([name])[0]
+
+    def many(self, names: Sequence[str]) -> list[int]:
+        """The counts of the nodes ``names``, in order."""
+        table = self.table
+        index = table.index
+        idx = [index[n] for n in names]
+        task = self.task
+        k, d, c = task.num_gpu, task.gpu_milli, task.cpu_milli
+        if k and c and (k > 1 or d >= GPU_MILLI):
+            out = self._whole(idx)
+        else:
+            out = [self._one(i) for i in idx]
+        need = task.memory_mib
+        if need:
+            mem = table.mem
+            out = [max(min(n, mem[i] // need), 0) for n, i in zip(out, idx, strict=True)]
+        return out
+
+    def _one(self, i: int) -> int:
+        """Node ``i``'s count without host memory, memoised on its state number."""
+        st = self.table.state[i]
+        n = self.memo.get(st)
+        if n is None:
+            n = self.memo[st] = fit_count(self.table, i, self.no_mem)
+        return n
+
+    def _whole(self, idx: list[int]) -> list[int]:
+        """Counts without host memory of a whole-GPU task with a CPU request: on a node of one
+        model the vendor and types accept, ``min(free CPU // cpu, fully free devices // k)``
+        read from the sorted free milli (what :func:`fit_count` computes), else
+        :meth:`_one`."""
+        table, task = self.table, self.task
+        cpu, sg, vendor, model = table.cpu, table.sg, table.vendor, table.model
+        k, d, c, v, types = (
+            task.num_gpu,
+            task.gpu_milli,
+            task.cpu_milli,
+            task.vendor,
+            task.gpu_types,
+        )
+        out = []
+        for i in idx:
+            if cpu[i] >= 0 and vendor[i] == v and (not types or model[i] in types):
+                g = sg[i]
+                out.append(min(cpu[i] // c, (len(g) - bisect_left(g, d)) // k, FIT_COUNT_CAP))
+            else:
+                out.append(self._one(i))
+        return out
 
 
 class _PickingSelector:
