@@ -122,7 +122,7 @@ class ClusterAdmin(admin.ModelAdmin):
 class DeviceModelAdmin(admin.ModelAdmin):
     """Device models; the form validates ``config`` against the catalogue (``clean``)."""
 
-    list_display = ["name", "vendor", "family", "slicing_mode", "error"]
+    list_display = ["name", "vendor", "family", "slicing_mode", "topology", "error"]
     list_filter = ["vendor"]
     search_fields = ["name", "vendor"]
     readonly_fields = ["error"]

@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from tenants.models import Invitation, Membership, Quota, ResourceGroup, Tenant, TenantNamespace
+from tenants.models import (
+    Invitation,
+    Membership,
+    Quota,
+    ResourceGroup,
+    Tenant,
+    TenantNamespace,
+    Topology,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -47,6 +55,7 @@ class ResourceGroupAdmin(admin.ModelAdmin):
                     "device_policy",
                     "fragmentation_policy",
                     "pod_policy_override",
+                    "topology",
                 ]
             },
         ),
@@ -61,6 +70,15 @@ class ResourceGroupAdmin(admin.ModelAdmin):
             },
         ),
     ]
+    search_fields = ["name"]
+
+
+@admin.register(Topology)
+class TopologyAdmin(admin.ModelAdmin):
+    """Network topologies (Kueue ``Topology``): ordered node-label keys, validated by
+    ``Topology.clean`` (non-empty, distinct)."""
+
+    list_display = ["name", "levels", "description"]
     search_fields = ["name"]
 
 

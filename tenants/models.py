@@ -80,6 +80,84 @@ class Membership(BaseModel):
         return f"{self.user} in {self.tenant} ({self.role})"
 
 
+class Topology(BaseModel):
+    """A network topology: node-label keys from the widest level to the node (Kueue's
+    ``Topology`` ``spec.levels[].nodeLabel``; KAI's Topology CRD), e.g.
+    ``["topology.kubernetes.io/zone", "cloud.provider.com/topology-block",
+    "cloud.provider.com/topology-rack", "kubernetes.io/hostname"]``; a GB200-style NVLink
+    domain is the level ``nvidia.com/gpu.clique``.
+
+    Attached to a resource group (``ResourceGroup.topology``) or to a flavor
+    (``scheduling.DeviceModel.topology``, Kueue's ``ResourceFlavor.topologyName``); a job's
+    topology request names one of its ``levels``. A node's domain at a level is the value
+    of that label on the node; a node without the label is outside every domain of it.
+    """
+
+    name = models.CharField(max_length=63, unique=True, validators=[slug_validator])
+    levels = models.JSONField(
+        default=list,
+        help_text="Node-label keys, widest level first, the node level (e.g. "
+        "kubernetes.io/hostname) last.",
+    )
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "topologies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """``levels``: a non-empty list of distinct label keys (no blanks or spaces)."""
+        levels = self.levels
+        if (
+            not isinstance(levels, list)
+            or not levels
+            or not all(isinstance(k, str) and k.split() == [k] for k in levels)
+        ):
+            raise ValidationError(
+                {"levels": "A non-empty list of node-label keys, widest level first."}
+            )
+        repeated = sorted({k for k in levels if levels.count(k) > 1})
+        if repeated:
+            raise ValidationError({"levels": f"Levels must be distinct: {', '.join(repeated)}."})
+
+    def resolve_level(self, name: str) -> str:
+        """The level key ``name`` names: a key of ``levels`` as written, or its short name
+        (:func:`level_short_names`: ``rack`` or ``topology-rack`` for
+        ``cloud.provider.com/topology-rack``) when exactly one level has that short name.
+
+        Raises:
+            ValueError: no such level, or a short name shared by several levels; the
+                message names the levels of this topology.
+        """
+        if name in self.levels:
+            return name
+        matches = [k for k in self.levels if name in level_short_names(k)]
+        if len(matches) == 1:
+            return matches[0]
+        named = ", ".join(self.levels)
+        if matches:
+            raise ValueError(
+                f"{name!r} names several levels of topology {self.name} "
+                f"({', '.join(matches)}): give the label key; its levels are {named}."
+            )
+        raise ValueError(
+            f"{name!r} is not a level of topology {self.name}: its levels are {named}."
+        )
+
+
+def level_short_names(key: str) -> tuple[str, ...]:
+    """Short names of a level key: the part after the last ``/`` and that part's last
+    ``-`` word (``cloud.provider.com/topology-rack`` -> ``("topology-rack", "rack")``,
+    ``kubernetes.io/hostname`` -> ``("hostname",)``). The console's own shorthand, not
+    Kueue's (Kueue takes the key)."""
+    tail = key.rsplit("/", 1)[-1]
+    word = tail.rsplit("-", 1)[-1]
+    return (tail,) if word == tail else (tail, word)
+
+
 #: The window of a resource group's consolidation move budget
 #: (``ResourceGroup.consolidation_max_moves_per_hour``).
 CONSOLIDATION_BUDGET_WINDOW = timedelta(hours=1)
@@ -183,6 +261,16 @@ class ResourceGroup(BaseModel):
         blank=True,
         validators=[MinValueValidator(0.0)],
         help_text="A reservation not admitted after this long is dropped for one cycle.",
+    )
+    topology = models.ForeignKey(
+        Topology,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="resource_groups",
+        help_text="Network topology of the group's nodes (Kueue TAS): jobs may ask their "
+        "pods inside one domain of a level. Empty: the topology of the group's device "
+        "models (flavors), if they name one.",
     )
 
     class Meta:

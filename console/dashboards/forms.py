@@ -97,6 +97,25 @@ class JobSubmitForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         label="Pod annotations (key: value per line; e.g. nvidia.com/use-gpuuuid: GPU-...)",
     )
+    topology_mode = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "none"),
+            ("required", "required: all pods in one domain"),
+            ("preferred", "preferred: as few domains as possible"),
+            ("unconstrained", "unconstrained"),
+        ],
+        label="Topology (the group's network topology)",
+    )
+    topology_level = forms.CharField(
+        required=False, max_length=316, label="Topology level (e.g. rack, or its label key)"
+    )
+    topology_slice_size = forms.IntegerField(
+        required=False, min_value=1, max_value=1024, label="Slice size (pods; empty = none)"
+    )
+    topology_slice_level = forms.CharField(
+        required=False, max_length=316, label="Slice level (e.g. hostname)"
+    )
 
     def __init__(self, *args, queues, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -230,6 +249,7 @@ class JobSubmitForm(forms.Form):
             ],
             **_kind_payload(data),
             **({"annotations": data["annotations"]} if data.get("annotations") else {}),
+            **_topology_payload(data),
         }
         serializer = JobSubmitSerializer(data=payload, queues=self.queues, user=self.user)
         if not serializer.is_valid():
@@ -249,6 +269,7 @@ class JobSubmitForm(forms.Form):
                 "containers[0].cores_percent": "cores_percent",
                 "containers[0].vendor": "vendor",
                 "containers[0].device_types": "device_type",
+                **TOPOLOGY_ERROR_FIELDS,
             }
             for key, messages in flatten_errors(serializer.errors).items():
                 field = mapping.get(key, key if key in self.fields else None)
@@ -257,6 +278,32 @@ class JobSubmitForm(forms.Form):
             return data
         self.serializer = serializer
         return data
+
+
+TOPOLOGY_ERROR_FIELDS = {
+    "topology.required": "topology_level",
+    "topology.preferred": "topology_level",
+    "topology.unconstrained": "topology_mode",
+    "topology.topology": "topology_mode",
+    "topology.non_field_errors": "topology_mode",
+    "topology.slice_size": "topology_slice_size",
+    "topology.slice_level": "topology_slice_level",
+}
+"""The API's topology errors (``JobSubmitSerializer.topology``) -> the form's fields."""
+
+
+def _topology_payload(data: dict) -> dict:
+    """The API's ``topology`` object of the form's topology fields ({} when none is set)."""
+    mode, level = data.get("topology_mode") or "", (data.get("topology_level") or "").strip()
+    body: dict = {}
+    if mode == "unconstrained":
+        body["unconstrained"] = True
+    elif mode:
+        body[mode] = level
+    if data.get("topology_slice_size"):
+        body["slice_size"] = data["topology_slice_size"]
+        body["slice_level"] = (data.get("topology_slice_level") or "").strip()
+    return {"topology": body} if body else {}
 
 
 def _kind_payload(data: dict) -> dict:

@@ -139,6 +139,8 @@ class JobDryRunView(APIView):
                 {
                     "pod": i,
                     "node": pod.node,
+                    # under a topology request: the pod's domains, widest level first
+                    "domains": list(decision.domains[i]) if i < len(decision.domains) else [],
                     "devices": [
                         {
                             "uuid": g.uuid,

@@ -4,6 +4,7 @@ from rest_framework.routers import DefaultRouter
 from scheduling.api.admission import JobDryRunView, QuotaDryRunView, UsageView
 from scheduling.api.fragmentation import FragmentationView
 from scheduling.api.inventory import ClusterViewSet, DeviceModelViewSet, PlacementViewSet
+from scheduling.api.topology import TopologyListView
 from scheduling.api.views import (
     DeviceViewSet,
     JobViewSet,
@@ -27,5 +28,6 @@ urlpatterns = [
     path("quotas/dry-run/", QuotaDryRunView.as_view(), name="quota-dry-run"),
     path("usage/", UsageView.as_view(), name="usage"),
     path("fragmentation/", FragmentationView.as_view(), name="fragmentation"),
+    path("topologies/", TopologyListView.as_view(), name="topologies"),
     *router.urls,
 ]

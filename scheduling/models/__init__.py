@@ -12,6 +12,7 @@ from scheduling.models.inventory import (
 )
 from scheduling.models.jobs import Job, JobContainer, JobEvent, Preemption, PriorityClass, Queue
 from scheduling.models.placements import Placement, PlacementDevice, PlacementMigInstance
+from scheduling.models.topology import TopologyMode, TopologyRequestFields
 from scheduling.models.whatif import SimulationRun, SimulationState
 from scheduling.models.workloads import JobPodSet, KubeWorkload
 
@@ -37,4 +38,6 @@ __all__ = [
     "SerialSource",
     "SimulationRun",
     "SimulationState",
+    "TopologyMode",
+    "TopologyRequestFields",
 ]

@@ -127,7 +127,8 @@ class DeviceModel(BaseModel):
     defaults (docs/devices.md), validated on every save (API, admin, ``loaddata``).
     ``error`` is set by the admission cycle when a stored config no longer resolves (written
     before validation existed, or by SQL): the model's devices are then kept out of placement.
-    ``slicing_mode`` is derived from the resolved config.
+    ``slicing_mode`` is derived from the resolved config. ``topology``: the flavor's network
+    topology (Kueue ``ResourceFlavor.topologyName``).
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -145,6 +146,15 @@ class DeviceModel(BaseModel):
     )
     error = models.TextField(
         blank=True, help_text="Why the stored config does not resolve (set by the cycle)."
+    )
+    topology = models.ForeignKey(
+        "tenants.Topology",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="device_models",
+        help_text="Network topology of the nodes of this flavor (Kueue "
+        "ResourceFlavor.topologyName); a resource group's own topology comes first.",
     )
 
     objects = DeviceModelManager()

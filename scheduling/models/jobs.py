@@ -18,6 +18,7 @@ from scheduling.choices import (
     QueueStrategy,
     VictimPolicy,
 )
+from scheduling.models.topology import TopologyRequestFields
 
 
 class PriorityClass(BaseModel):
@@ -209,7 +210,7 @@ class Queue(BaseModel):
             raise ValidationError({"flavors": "A list of distinct flavor names."})
 
 
-class Job(BaseModel):
+class Job(TopologyRequestFields, BaseModel):
     """A unit of work: ``pod_count`` identical pods (a gang when > 1), each with the host
     request ``cpu_milli``/``host_memory_mib`` and the containers in ``containers``.
 
@@ -220,6 +221,8 @@ class Job(BaseModel):
     amounts in devices, MiB or percent). ``preemptible``, ``min_runtime_s``,
     ``on_preemption`` (requeue or fail) and its priority class are its preemption contract;
     every eviction is recorded as a :class:`scheduling.models.Preemption`.
+    ``topology_*`` (:class:`~scheduling.models.topology.TopologyRequestFields`): its pods'
+    topology request when it has no pod sets (a pod set carries its own).
     """
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="jobs")

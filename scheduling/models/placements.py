@@ -17,6 +17,7 @@ class Placement(BaseModel):
     cleared, and the usage decremented, once the placement leaves the booked states).
     A ``terminating`` placement (preempted, pods in their grace period until ``evict_by``)
     still books its devices and its charges until the reconcile sees its pods gone.
+    ``domains``: the topology domains the pod got (``Decision.domains``).
     """
 
     job = models.ForeignKey("scheduling.Job", on_delete=models.CASCADE, related_name="placements")
@@ -42,6 +43,13 @@ class Placement(BaseModel):
     ended_at = models.DateTimeField(null=True, blank=True)
     evict_by = models.DateTimeField(
         null=True, blank=True, help_text="terminating: end of the pods' termination grace period."
+    )
+    domains = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Under a topology request: the pod's domain per level, widest first, the "
+        'node last (placement Decision.domains), e.g. ["zone-a", "block-1", "rack-3", '
+        '"node-7"]; [] without one.',
     )
 
     class Meta:

@@ -4,15 +4,19 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from core.models import BaseModel
+from scheduling.models.topology import TopologyRequestFields
 
 
-class JobPodSet(BaseModel):
+class JobPodSet(TopologyRequestFields, BaseModel):
     """Identical pods of a job (Kueue ``PodSet``): ``count`` pods, each with the host request
     ``cpu_milli`` / ``host_memory_mib`` (host RAM, MiB) and the containers linked to this pod set.
 
     A job without pod sets (API jobs) runs ``Job.pod_count`` copies of its containers; a job
     taken in from a JobSet or PyTorchJob has one pod set per replicated job / replica type,
-    in ``position`` order, and ``Job.pod_count`` is their sum.
+    in ``position`` order, and ``Job.pod_count`` is their sum. ``topology_*``: the pod set's
+    topology request (Kueue's ``kueue.x-k8s.io/podset-*-topology`` annotations of its
+    template); ``topology_group``: pod sets with the same group are placed as one set
+    (``kueue.x-k8s.io/podset-group-name``).
     """
 
     job = models.ForeignKey("scheduling.Job", on_delete=models.CASCADE, related_name="pod_sets")
@@ -21,6 +25,7 @@ class JobPodSet(BaseModel):
     count = models.PositiveIntegerField(validators=[MinValueValidator(0)])
     cpu_milli = models.PositiveIntegerField(default=0)
     host_memory_mib = models.PositiveIntegerField(default=0)
+    topology_group = models.CharField(max_length=63, blank=True)
 
     class Meta:
         ordering = ["job", "position"]

@@ -59,6 +59,7 @@ from scheduling.selectors.snapshot import (
     group_runnable_models,
 )
 from scheduling.selectors.snapshot_cache import cluster_snapshot
+from scheduling.selectors.topology import TopologySpec
 from tenants import models as tm
 
 ANY_FLAVOR = tm.ANY_FLAVOR
@@ -491,6 +492,7 @@ class SpecJob:
         self.launcher_memory_mib = getattr(spec, "launcher_memory_mib", 0)
         self.containers = _SpecContainers(list(spec.containers))
         self.annotations = dict(getattr(spec, "annotations", None) or {})
+        self.__dict__.update(getattr(spec, "topology", TopologySpec()).columns())
 
 
 @dataclass(frozen=True)

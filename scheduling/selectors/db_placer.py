@@ -26,6 +26,7 @@ from scheduling.placement.types import (
     MigInstance,
     PlacementRequest,
     PodRequest,
+    PodSetTopology,
 )
 
 
@@ -42,7 +43,11 @@ class RunningBooking:
 
 
 def unschedulable_reason(decision: Decision) -> str:
-    """Summary of the placement core's per-node reasons (most frequent first, at most 5)."""
+    """Summary of the placement core's per-node reasons (most frequent first, at most 5);
+    under a topology request the core's ``topology_reason`` when it gives one (e.g.
+    ``TopologyPlacementFailed: needs 16 pods in one rack; the best rack has 12 free``)."""
+    if decision.topology_reason:
+        return decision.topology_reason
     if not decision.reasons:
         return "no node in the resource group"
     counts: dict[str, int] = {}
@@ -71,6 +76,14 @@ def _restrict(pod: PodRequest, types: tuple[str, ...]) -> PodRequest | None:
             devices.append(replace(request, types_include=tuple(accepted)))
         containers.append(replace(container, devices=tuple(devices)))
     return replace(pod, containers=tuple(containers))
+
+
+def _first_pods(topology: tuple[PodSetTopology, ...], pod_count: int) -> tuple:
+    """The pod set requests of ``topology`` cut to the first ``pod_count`` pods (a partial
+    gang places its first pods under the same requests)."""
+    return tuple(
+        replace(t, count=min(t.count, pod_count - t.first)) for t in topology if t.first < pod_count
+    )
 
 
 class DbPlacer:
@@ -132,7 +145,12 @@ class DbPlacer:
             if any(p is None for p in restricted):
                 return f"the job's device types exclude every model of flavor {', '.join(allowed)}"
             pods = [p for p in restricted if p is not None]
-        return PlacementRequest(name=request.name, pods=tuple(pods), min_pods=None)
+        return PlacementRequest(
+            name=request.name,
+            pods=tuple(pods),
+            min_pods=None,
+            topology=_first_pods(request.topology, pod_count),
+        )
 
     def _place(
         self,

@@ -24,6 +24,7 @@ from scheduling.models import (
     PlacementDevice,
     PlacementMigInstance,
 )
+from scheduling.models.topology import has_topology_request, topology_request_of
 from scheduling.placement.booking import apply_device_usage, apply_migs
 from scheduling.placement.codec import mig_profiles_from_json
 from scheduling.placement.group_profile import PlacementPolicy
@@ -38,8 +39,9 @@ from scheduling.placement.types import (
     NodeInfo,
     PlacementRequest,
     PodRequest,
+    PodSetTopology,
 )
-from tenants.models import ResourceGroup
+from tenants.models import ResourceGroup, Topology
 
 
 @dataclass
@@ -96,6 +98,59 @@ def group_runnable_models(group: ResourceGroup):
     if group.device_models:
         return DeviceModel.objects.filter(name__in=group.device_models)
     return DeviceModel.objects.filter(pk__in=group_devices(group).values("model_id"))
+
+
+_TOPOLOGY_CACHE = "_console_topology"
+
+
+def group_topology(group: ResourceGroup) -> Topology | None:
+    """The topology ``group``'s jobs are placed under: ``group.topology``, else the single
+    topology named by the device models (flavors) the group runs, else None (two flavors
+    naming different topologies: None too; attach one to the group).
+
+    Read once per group instance (kept on it): a cycle asks it for every job with a request.
+    """
+    if _TOPOLOGY_CACHE in group.__dict__:
+        return group.__dict__[_TOPOLOGY_CACHE]
+    topology = None
+    if group.topology_id is not None:
+        topology = Topology.objects.get(pk=group.topology_id)
+    else:
+        ids = set(
+            group_runnable_models(group)
+            .filter(topology__isnull=False)
+            .values_list("topology_id", flat=True)
+        )
+        if len(ids) == 1:
+            topology = Topology.objects.get(pk=ids.pop())
+    group.__dict__[_TOPOLOGY_CACHE] = topology
+    return topology
+
+
+def pod_set_topologies(job, group: ResourceGroup, pod_sets: list) -> tuple[PodSetTopology, ...]:
+    """The placement core's per pod set topology requests of ``job``: each pod set with a
+    request (pods from its first index, ``count`` of them, in pod set order), or the job's
+    own request over all ``pod_count`` pods when it has no pod sets; () when nothing asks.
+    Levels are the group's topology's (:func:`group_topology`; () when it has none now:
+    the core refuses the request as ``TopologyInvalid``)."""
+    if pod_sets:
+        asks, first = [], 0
+        for ps in pod_sets:
+            if has_topology_request(ps):
+                asks.append((first, ps.count, ps, ps.topology_group))
+            first += ps.count
+    elif has_topology_request(job):
+        asks = [(0, job.pod_count, job, "")]
+    else:
+        return ()
+    if not asks:
+        return ()
+    topology = group_topology(group)
+    levels = tuple(topology.levels) if topology is not None else ()
+    return tuple(
+        PodSetTopology(first=first, count=count, request=topology_request_of(row, levels, name))
+        for first, count, row, name in asks
+    )
 
 
 @dataclass
@@ -478,7 +533,9 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     annotations become every pod's policies when the group's ``pod_policy_override`` allows it;
     its HAMi device pins (``nvidia.com/use-gpuuuid``, ``nvidia.com/nouse-gpuuuid``,
     ``nvidia.com/numa-bind`` and the other vendors' use/nouse uuid annotations) become every
-    device request's ``uuids_include`` / ``uuids_exclude`` / ``numa_bind``.
+    device request's ``uuids_include`` / ``uuids_exclude`` / ``numa_bind``. The job's or its
+    pod sets' topology requests become ``topology``
+    (:func:`pod_set_topologies`).
     """
     node_policy, device_policy = PlacementPolicy(
         pod_override=bool(getattr(group, "pod_policy_override", True))
@@ -486,9 +543,12 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
     containers = list(job.containers.all())
     selector = dict(getattr(job, "node_selector", None) or {})
     pod_sets = list(job.pod_sets.all()) if hasattr(job, "pod_sets") else []
+    topology = pod_set_topologies(job, group, pod_sets)
     if pod_sets:
         pods = _pod_set_pods(job, group, pod_sets, containers, selector, node_policy, device_policy)
-        return PlacementRequest(name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods)
+        return PlacementRequest(
+            name=str(job.pk), pods=tuple(pods), min_pods=job.min_pods, topology=topology
+        )
     launchers = [c for c in containers if getattr(c, "role", "") == "launcher"]
     annotations = getattr(job, "annotations", None)
     workers = _container_requests(
@@ -511,7 +571,7 @@ def build_placement_request(job: Job, group: ResourceGroup) -> PlacementRequest:
         )
         for i in range(job.pod_count)
     )
-    return PlacementRequest(name=str(job.pk), pods=pods, min_pods=job.min_pods)
+    return PlacementRequest(name=str(job.pk), pods=pods, min_pods=job.min_pods, topology=topology)
 
 
 def groups_with_queued_jobs() -> list[int]:

@@ -228,9 +228,9 @@ def write_admissions(
         reserving_since=None,
     )
     rows = [
-        (a, pod, _placement_row(a.job, pod_index, pod, ctx))
+        (a, pod, _placement_row(a.job, pod_index, pod, ctx, domains))
         for a in accepted
-        for pod_index, pod in enumerate(decision_of(a.admission).pods)
+        for pod_index, (pod, domains) in enumerate(_pods_with_domains(decision_of(a.admission)))
     ]
     Placement.objects.bulk_create([row for _, _, row in rows])
     PlacementDevice.objects.bulk_create(
@@ -268,7 +268,18 @@ def write_admissions(
     return ids, deltas
 
 
-def _placement_row(job: Job, pod_index: int, pod: PodAssignment, ctx: AdmissionContext):
+def _pods_with_domains(decision: Decision) -> list[tuple[PodAssignment, list[str]]]:
+    """Each placed pod (in rank order: ``pod_index`` is its rank) with its topology domains
+    (``Decision.domains``, widest level first; [] without a topology request)."""
+    domains = list(decision.domains)
+    return [
+        (pod, list(domains[i]) if i < len(domains) else []) for i, pod in enumerate(decision.pods)
+    ]
+
+
+def _placement_row(
+    job: Job, pod_index: int, pod: PodAssignment, ctx: AdmissionContext, domains: list[str]
+):
     return Placement(
         job=job,
         pod_index=pod_index,
@@ -278,6 +289,7 @@ def _placement_row(job: Job, pod_index: int, pod: PodAssignment, ctx: AdmissionC
         assignment=assignment_to_json(pod),
         charged=True,
         charges=encode_charges(charges_for_pods([pod], ctx.devices, ctx.flavors.group)),
+        domains=domains,
     )
 
 

@@ -14,11 +14,12 @@ from django.db import transaction
 from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
+from scheduling.selectors.topology import RACK_LAYOUT_LEVELS
 from scheduling.services.inventory.device_models import load_missing_device_models
 from scheduling.services.job_kinds import submit_workload
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tenants.choices import Role
-from tenants.models import Membership, Quota, ResourceGroup, Tenant
+from tenants.models import Membership, Quota, ResourceGroup, Tenant, Topology
 
 DEMO_CLUSTER = "demo"
 _NS = uuid.UUID("6f1c1a44-3f0e-4d8e-9a51-4d1f0b7c2e10")
@@ -41,6 +42,20 @@ DEMO_NODES = [
     ("mlu-370-0", "MLU370-X8", 8, 96000, 524288),
     ("dcu-k100-0", "K100_AI", 8, 128000, 1048576),
 ]
+# node -> (block, rack) of the demo topology (every node in zone-a; the node level is its
+# kubernetes.io/hostname label): the two A100 nodes share a rack, the H20 node has its own
+DEMO_RACKS = {
+    "gpu-a100-0": ("block-0", "rack-0"),
+    "gpu-a100-1": ("block-0", "rack-0"),
+    "gpu-h20-0": ("block-0", "rack-1"),
+    "npu-910b3-0": ("block-1", "rack-2"),
+    "mlu-370-0": ("block-1", "rack-3"),
+    "dcu-k100-0": ("block-1", "rack-3"),
+}
+DEMO_ZONE = "zone-a"
+DEMO_TOPOLOGY = "demo-dc"
+"""The demo's topology (levels :data:`~scheduling.selectors.topology.RACK_LAYOUT_LEVELS`),
+attached to every demo resource group."""
 # group, kind, models
 DEMO_GROUPS = [
     ("nvidia-shared", "shared", ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H20"]),
@@ -133,7 +148,10 @@ def _seed_inventory(created: dict[str, int]) -> None:
             defaults={
                 "cpu_milli": cpu,
                 "host_memory_mib": mem,
-                "labels": {"console.llmops.io/cluster": DEMO_CLUSTER},
+                "labels": {
+                    "console.llmops.io/cluster": DEMO_CLUSTER,
+                    **demo_node_labels(node_name),
+                },
             },
         )
         created["nodes"] += int(made)
@@ -153,19 +171,35 @@ def _seed_inventory(created: dict[str, int]) -> None:
             created["devices"] += int(made)
 
 
+def demo_node_labels(node_name: str) -> dict[str, str]:
+    """The topology labels of a demo node: zone, block, rack and hostname (:data:`DEMO_RACKS`;
+    the keys are :data:`~scheduling.selectors.topology.RACK_LAYOUT_LEVELS`)."""
+    zone, block, rack, host = RACK_LAYOUT_LEVELS
+    node_block, node_rack = DEMO_RACKS[node_name]
+    return {zone: DEMO_ZONE, block: node_block, rack: node_rack, host: node_name}
+
+
 def _seed_tenants() -> dict[str, Tenant]:
-    """Demo tenants, resource groups, one queue per tenant and group, nominal quotas
-    (:data:`DEMO_QUOTA_DEVICES`: research's quota is split among its children)."""
+    """Demo tenants, resource groups (with the demo topology), one queue per tenant and
+    group, nominal quotas (:data:`DEMO_QUOTA_DEVICES`: research's quota is split among its
+    children)."""
     tenants: dict[str, Tenant] = {}
     for name, parent, display in DEMO_TENANTS:
         tenants[name], _ = Tenant.objects.get_or_create(
             name=name,
             defaults={"display_name": display, "parent": tenants.get(parent) if parent else None},
         )
+    topology, _ = Topology.objects.get_or_create(
+        name=DEMO_TOPOLOGY,
+        defaults={
+            "levels": list(RACK_LAYOUT_LEVELS),
+            "description": "demo cluster: zone > block > rack > node",
+        },
+    )
     groups = {}
     for name, kind, group_models in DEMO_GROUPS:
         groups[name], _ = ResourceGroup.objects.get_or_create(
-            name=name, defaults={"kind": kind, "device_models": group_models}
+            name=name, defaults={"kind": kind, "device_models": group_models, "topology": topology}
         )
     for tenant in ("research", "team-nlp", "team-vision", "platform"):
         for group_name, group in groups.items():

@@ -170,7 +170,7 @@ def _take_in(
         return None
     try:
         policy.check_pod_security(obj, workload)
-        spec = job_spec(workload, policy.priority_class_of(queue, workload))
+        spec = job_spec(workload, policy.priority_class_of(queue, workload), queue.resource_group)
     except policy.Refused as exc:
         held = _runs_unless_held(kind, obj)
         _refuse(api, cluster, kind, obj, exc.reason, exc.message, report, suspend=held)

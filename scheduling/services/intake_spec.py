@@ -7,8 +7,11 @@ from __future__ import annotations
 from scheduling.choices import JOB_SOURCE_KUBE, JobKind
 from scheduling.kube import workloads as wl
 from scheduling.kube.hami.requests import pin_annotation_names
+from scheduling.kube.topology import read_topology_annotations
 from scheduling.models import PriorityClass
+from scheduling.selectors.topology import TopologyRefused, TopologySpec, resolve_topology_spec
 from scheduling.services.jobs import ContainerSpec, JobSpec, PodSetSpec, spec_bound_errors
+from tenants.models import ResourceGroup
 
 __all__ = ["job_spec", "TRAINING_OBJECT_KINDS"]
 
@@ -61,21 +64,46 @@ def _pin_annotations(workload: wl.Workload) -> dict[str, str]:
     return per_set[0] if per_set else {}
 
 
+def _topology(pod_set: wl.PodSet, group: ResourceGroup | None) -> TopologySpec:
+    """The pod set's topology request from its template's Kueue TAS annotations
+    (:mod:`scheduling.kube.topology`), its levels resolved against ``group``'s topology.
+
+    Raises:
+        WorkloadError: malformed annotations, an unknown level (naming the topology's
+            levels), or a request on a group without a topology.
+    """
+    asked = read_topology_annotations(pod_set.annotations, f"pod set {pod_set.name}")
+    spec = TopologySpec(*asked)
+    if not spec.asks or group is None:
+        return TopologySpec(group=spec.group)
+    try:
+        return resolve_topology_spec(group, spec, pod_set.count)
+    except TopologyRefused as exc:
+        raise wl.WorkloadError(f"pod set {pod_set.name}: {exc.message}") from None
+
+
 TRAINING_OBJECT_KINDS = ("JobSet", "PyTorchJob")
 """Object kinds taken in as ``training`` jobs (ranked, gang-scheduled pods); a batch/v1 Job is
 ``batch`` and a gated Deployment / StatefulSet replica too: each is a single queued pod, and
 the console's ``inference`` kind is a service it runs itself (never queued)."""
 
 
-def job_spec(workload: wl.Workload, priority_class: PriorityClass | None = None) -> JobSpec:
+def job_spec(
+    workload: wl.Workload,
+    priority_class: PriorityClass | None = None,
+    group: ResourceGroup | None = None,
+) -> JobSpec:
     """The console job of a workload: one pod set per template, ``pod_count`` their sum;
     ``kind`` training for a JobSet or PyTorchJob, else batch. ``priority_class`` (resolved
     by :func:`scheduling.services.priorities.resolve_priority_class`) gives the priority and
     whether the job is preemptible, as an API submission's class does (none: 0, preemptible).
+    Each pod set's Kueue topology annotations become its topology request, resolved against
+    ``group`` (the queue's resource group).
 
     Raises:
-        WorkloadError: a container asks several vendors, or a size is beyond the bounds of
-            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods).
+        WorkloadError: a container asks several vendors, a size is beyond the bounds of
+            :func:`scheduling.services.jobs.spec_bound_errors` (e.g. a JobSet of 10^10 pods),
+            or a topology annotation is refused (:func:`_topology`).
     """
     sets = [
         PodSetSpec(
@@ -84,6 +112,7 @@ def job_spec(workload: wl.Workload, priority_class: PriorityClass | None = None)
             containers=_container_specs(p),
             cpu_milli=p.request.cpu_milli,
             host_memory_mib=p.request.memory_mib,
+            topology=_topology(p, group),
         )
         for p in workload.pod_sets
     ]

@@ -25,6 +25,7 @@ from scheduling.models import (
     Queue,
 )
 from scheduling.selectors.feasibility import never_fits_reason
+from scheduling.selectors.topology import TopologySpec
 from scheduling.services import job_life
 
 MAX_POD_COUNT = 1024
@@ -128,6 +129,7 @@ class PodSetSpec:
     containers: list[ContainerSpec]
     cpu_milli: int = 0
     host_memory_mib: int = 0
+    topology: TopologySpec = field(default_factory=TopologySpec)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,9 @@ class JobSpec:
     node_selector: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     pod_sets: list[PodSetSpec] = field(default_factory=list)
+    topology: TopologySpec = field(default_factory=TopologySpec)
+    """The job's topology request (levels resolved to keys: the serializer and the intake
+    call :func:`scheduling.selectors.topology.resolve_topology_spec`); a pod set's own."""
 
 
 WORKLOAD_FIELDS = (
@@ -221,6 +226,8 @@ def _create_rows(
             count=ps.count,
             cpu_milli=ps.cpu_milli,
             host_memory_mib=ps.host_memory_mib,
+            topology_group=ps.topology.group,
+            **ps.topology.columns(),
         )
         for job, spec in pairs
         for position, ps in enumerate(spec.pod_sets)
@@ -419,6 +426,7 @@ def _job_row(queue: Queue, spec: JobSpec, user, now) -> Job:
         on_preemption=spec.on_preemption,
         restart_policy=spec.restart_policy,
         annotations=dict(spec.annotations),
+        **spec.topology.columns(),
         submitted_by=user if user is not None and user.is_authenticated else None,
         source=spec.source,
     )

@@ -5,7 +5,9 @@ pod list → Jobs spread round-robin over N demo tenants, one queue each, on one
 covering the cluster. A pod asking ``gpu_milli`` m on ``num_gpu`` k GPUs becomes one container
 asking k devices with ``cores_percent`` m/10 and ``memory_percent`` m/10 (HAMi semantics, so
 1000 milli = whole exclusive devices). Durations come from ``deletion_time - creation_time``
-(seconds) times ``time_scale``.
+(seconds) times ``time_scale``. Nodes get a synthetic rack layout (``nodes_per_rack``,
+``racks_per_block``: zone, block, rack and hostname labels in node list order) and the group
+the topology ``<cluster>-racks`` of those levels (issue 31).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from django.db import transaction
 from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
 from scheduling.placement.whatif.trace import device_memory_mib, read_nodes, read_pods
+from scheduling.selectors.topology import RACK_LAYOUT_LEVELS, synthetic_rack_labels
 from tenants.choices import FragmentationPolicy
-from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant
+from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant, Topology
 
 CLUSTER_LABEL = "console.llmops.io/cluster"
 TRACE_SPLIT_COUNT = 100  # 10-milli shares never run out of HAMi slots
@@ -47,6 +50,8 @@ def import_trace(
     quota_share: float = 1.0,
     default_duration_s: float = 3600.0,
     fragmentation_policy: str = "FragGuard",
+    nodes_per_rack: int = 8,
+    racks_per_block: int = 16,
 ) -> ImportResult:
     """Create the cluster, inventory, tenants, quotas and jobs of a trace in one transaction.
 
@@ -60,6 +65,8 @@ def import_trace(
         fragmentation_policy: the new resource group's ``fragmentation_policy``
             (``FragGuard`` by default: the trace is the workload it was made for; ``none`` =
             HAMi's node score).
+        nodes_per_rack / racks_per_block: the synthetic rack layout
+            (:func:`~scheduling.selectors.topology.synthetic_rack_labels`).
 
     Raises:
         scheduling.placement.whatif.trace.TraceError: a malformed CSV (file, line, column named).
@@ -69,6 +76,8 @@ def import_trace(
         raise ValueError("tenants must be at least 1")
     if time_scale <= 0 or quota_share <= 0:
         raise ValueError("time_scale and quota_share must be positive")
+    if nodes_per_rack < 1 or racks_per_block < 1:
+        raise ValueError("nodes_per_rack and racks_per_block must be at least 1")
     if fragmentation_policy not in FragmentationPolicy.values:
         raise ValueError(
             f"fragmentation_policy {fragmentation_policy!r} is not one of "
@@ -84,24 +93,42 @@ def import_trace(
             backend=Backend.SIMULATED,
             description=f"trace {Path(nodes_path).name}",
         )
-        models, nodes, devices = _create_inventory(cluster, node_records)
-        group = ResourceGroup.objects.create(
-            name=cluster_name,
-            kind="shared",
-            device_models=sorted(models),
-            node_selector={CLUSTER_LABEL: cluster_name},
-            description=f"every node of trace cluster {cluster_name}",
-            fragmentation_policy=fragmentation_policy,
-        )
+        layout = (nodes_per_rack, racks_per_block)
+        models, nodes, devices = _create_inventory(cluster, node_records, layout)
+        group = _create_group(cluster_name, sorted(models), fragmentation_policy, layout)
         queues = _create_tenants(group, devices, tenants, quota_share)
         jobs = _create_jobs(queues, pod_records, time_scale, default_duration_s)
     return ImportResult(cluster_name, group.pk, len(nodes), len(devices), len(jobs), tenants)
 
 
+def _create_group(
+    cluster_name: str, models: list[str], fragmentation_policy: str, layout: tuple[int, int]
+) -> ResourceGroup:
+    """The resource group of a trace cluster's nodes, under the topology
+    ``<cluster>-racks`` of its synthetic rack ``layout`` (nodes per rack, racks per block)."""
+    nodes_per_rack, racks_per_block = layout
+    topology = Topology.objects.create(
+        name=f"{cluster_name}-racks"[:63],
+        levels=list(RACK_LAYOUT_LEVELS),
+        description=f"synthetic layout of trace cluster {cluster_name}: "
+        f"{nodes_per_rack} nodes a rack, {racks_per_block} racks a block",
+    )
+    return ResourceGroup.objects.create(
+        topology=topology,
+        name=cluster_name,
+        kind="shared",
+        device_models=models,
+        node_selector={CLUSTER_LABEL: cluster_name},
+        description=f"every node of trace cluster {cluster_name}",
+        fragmentation_policy=fragmentation_policy,
+    )
+
+
 def _create_inventory(
-    cluster: Cluster, node_records: list
+    cluster: Cluster, node_records: list, layout: tuple[int, int]
 ) -> tuple[dict[str, DeviceModel], list[Node], list[Device]]:
-    """Device models (one per trace GPU model), nodes and their devices of a trace cluster."""
+    """Device models (one per trace GPU model), nodes (labelled with the synthetic rack
+    ``layout``: nodes per rack, racks per block) and their devices of a trace cluster."""
     models = {}
     for name in sorted({r.model for r in node_records if r.gpu_count}):
         models[name], _ = DeviceModel.objects.get_or_create(
@@ -117,9 +144,13 @@ def _create_inventory(
             name=r.name,
             cpu_milli=r.cpu_milli,
             host_memory_mib=r.memory_mib,
-            labels={CLUSTER_LABEL: cluster.name, "gpu-model": r.model},
+            labels={
+                CLUSTER_LABEL: cluster.name,
+                "gpu-model": r.model,
+                **synthetic_rack_labels(position, r.name, *layout),
+            },
         )
-        for r in node_records
+        for position, r in enumerate(node_records)
     )
     devices = Device.objects.bulk_create(
         (

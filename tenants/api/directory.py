@@ -32,6 +32,7 @@ from tenants.models import (
     Membership,
     ResourceGroup,
     Tenant,
+    Topology,
     slug_validator,
 )
 from tenants.selectors import get_user_tenant_ids, get_visible_tenant_ids
@@ -188,6 +189,15 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
         default=0,
         help_text="Jobs moved by consolidation in the last hour (the budget used).",
     )
+    topology = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=Topology.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="Name of the network topology its jobs are placed under (Kueue TAS; null = "
+        "the one its device models name, if any).",
+        error_messages={"does_not_exist": "No topology named {value}."},
+    )
 
     class Meta:
         model = ResourceGroup
@@ -206,6 +216,7 @@ class ResourceGroupSerializer(serializers.ModelSerializer):
             "consolidation_max_moves_per_hour",
             "consolidation_max_moves",
             "consolidation_moves_last_hour",
+            "topology",
         ]
 
     def validate_name(self, value):
@@ -238,13 +249,20 @@ class ResourceGroupViewSet(AuditedWritesMixin, viewsets.ModelViewSet):
         "consolidation_enabled",
         "consolidation_max_moves_per_hour",
         "consolidation_max_moves",
+        "topology",
     ]
 
     def get_queryset(self):
         window = timezone.now() - CONSOLIDATION_BUDGET_WINDOW
-        groups = ResourceGroup.objects.order_by("name").annotate(
-            consolidation_moves_last_hour=Count(
-                "consolidation_moves", filter=Q(consolidation_moves__time__gt=window), distinct=True
+        groups = (
+            ResourceGroup.objects.select_related("topology")
+            .order_by("name")
+            .annotate(
+                consolidation_moves_last_hour=Count(
+                    "consolidation_moves",
+                    filter=Q(consolidation_moves__time__gt=window),
+                    distinct=True,
+                )
             )
         )
         ids = get_visible_tenant_ids(self.request.user)

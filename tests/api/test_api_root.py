@@ -22,6 +22,7 @@ ENDPOINTS = {
     "quotas/dry-run",
     "usage",
     "fragmentation",
+    "topologies",
     "tenants",
     "members",
     "resource-groups",

@@ -86,6 +86,7 @@ def _pages():
         "jobs": "/jobs/",
         "nodes": "/nodes/",
         "card-map-admin": f"/nodes/{busiest.pk}/",
+        "topology": f"/clusters/{busiest.cluster_id}/topology/",
         "device": f"/devices/{device.uuid}/",
         "usage": "/usage/",
         "audit": "/audit/",
@@ -98,6 +99,7 @@ def _pages():
     member = {
         "overview-member": "/",
         "card-map-member": f"/nodes/{busiest.pk}/",
+        "topology-member": f"/clusters/{busiest.cluster_id}/topology/",
         "job-detail": f"/jobs/{job.pk}/",
         "submit": "/jobs/new/",
         "jobs-member": "/jobs/",

@@ -8,9 +8,9 @@ import pytest
 
 from scheduling.models import Job, Placement
 from scheduling.selectors.snapshot import build_placement_request
-from tests.kube.test_kube_intake import NS, _admit, _intake, fake, job_object, kube  # noqa: F401 (fixtures)
+from tests.kube.test_kube_intake import NS, _admit, _intake, job_object, kube  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.fake_apiserver(namespaces=None)]
 
 
 def _pinned(name: str, annotations: dict) -> dict:

@@ -16,13 +16,12 @@ from tests.kube.test_kube_intake import (  # noqa: F401 (fixtures)
     _intake,
     _valid,
     deployment_object,
-    fake,
     job_object,
     kube,
     replica_pod,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.fake_apiserver(namespaces=None)]
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pytest
 
 from scheduling.kube import workloads as wl
 from scheduling.models import Job, JobContainer
-from tests.kube.test_kube_intake import NS, _events, _intake, fake, job_object, kube  # noqa: F401 (fixtures)
+from tests.kube.test_kube_intake import NS, _events, _intake, job_object, kube  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.fake_apiserver(namespaces=None)]
 
 LIMITS = ("spec", "template", "spec", "containers", 0, "resources", "limits")
 

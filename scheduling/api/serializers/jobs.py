@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from scheduling.admission import CauseKind
 from scheduling.admission.eta import Confidence, EstimateState, HonestEstimate, UnknownReason
+from scheduling.api.serializers.topology import TopologyReadSerializer
 from scheduling.choices import LIVE_JOB_STATES
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Preemption
 from scheduling.selectors.job_board import queue_slots
@@ -77,6 +78,7 @@ class PlacementSerializer(serializers.ModelSerializer):
             "assignment",
             "backend_ref",
             "message",
+            "domains",
             "created",
             "submitted_at",
             "started_at",
@@ -123,6 +125,12 @@ class JobSerializer(serializers.ModelSerializer):
     )
     containers = JobContainerSerializer(many=True)
     placements = PlacementSerializer(many=True)
+    topology = TopologyReadSerializer(
+        source="*",
+        read_only=True,
+        help_text="The job's topology request (empty mode = none; levels are label keys); "
+        "each placement's domains are where its pod landed.",
+    )
     pending_causes = PendingCauseSerializer(many=True, read_only=True)
     queue_position = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
@@ -192,6 +200,7 @@ class JobSerializer(serializers.ModelSerializer):
             "preemption_count",
             "restart_policy",
             "annotations",
+            "topology",
             "parent",
             "port",
             "replicas",

@@ -16,10 +16,12 @@ from scheduling.api.job_kinds import (
     validate_workload,
 )
 from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
+from scheduling.api.serializers.topology import TopologyInputSerializer, resolved_topology
 from scheduling.choices import CONTAINER_ROLES, JobKind, VictimPolicy
 from scheduling.devices.resources import CORE_LIMIT_WORDS, MAX_CORES_PERCENT
 from scheduling.models import PriorityClass, Queue
 from scheduling.placement.group_profile import annotation_errors, normalised_annotations
+from scheduling.selectors.topology import TopologySpec
 from scheduling.services.jobs import (
     MAX_CPU_MILLI,
     MAX_DEVICE_COUNT,
@@ -247,6 +249,13 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         "lower case) override the resource group's placement policies where the group "
         "allows it.",
     )
+    topology = TopologyInputSerializer(
+        required=False,
+        allow_null=True,
+        help_text="Where the job's pods land in its resource group's network topology "
+        "(Kueue Topology-Aware Scheduling); 400 when the group has no topology or a level "
+        "is not one of its levels (the error names them).",
+    )
 
     def __init__(self, *args, queues=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -290,6 +299,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             raise serializers.ValidationError({"min_runtime_s": why})
         attrs = validate_workload(attrs)
         attrs.pop("_given", None)
+        attrs["topology"] = resolved_topology(group, attrs.get("topology"), attrs["pod_count"])
         return attrs
 
     def _priority_class(self, attrs):
@@ -344,6 +354,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
             secrets=[dict(v) for v in data["secrets"]],
             tolerations=[dict(v) for v in data["tolerations"]],
             node_selector=dict(data["node_selector"]),
+            topology=data.get("topology") or TopologySpec(),
         )
 
 

@@ -43,6 +43,19 @@ class Command(BaseCommand):
             "node score)",
         )
 
+        parser.add_argument(
+            "--nodes-per-rack",
+            type=int,
+            default=8,
+            help="synthetic rack layout: nodes a rack, in node list order (default 8)",
+        )
+        parser.add_argument(
+            "--racks-per-block",
+            type=int,
+            default=16,
+            help="synthetic rack layout: racks a block (default 16)",
+        )
+
     def handle(self, *args, **options):
         started = time.monotonic()
         try:
@@ -54,6 +67,8 @@ class Command(BaseCommand):
                 time_scale=options["time_scale"],
                 quota_share=options["quota_share"],
                 fragmentation_policy=options["fragmentation_policy"],
+                nodes_per_rack=options["nodes_per_rack"],
+                racks_per_block=options["racks_per_block"],
             )
         except (TraceError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from exc
