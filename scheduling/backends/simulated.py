@@ -17,20 +17,17 @@ class SimulatedBackend:
         placement.ready = True
         return "running"
 
-    def submit_reserved(self, placements, now) -> int:
-        """:meth:`submit` for every ``reserved`` placement of the queryset ``placements`` in one
-        conditional UPDATE (same ``backend_ref``, state ``running``, submitted/started
-        ``now``); returns the number moved. The caller holds the jobs' locks."""
-        ref = Concat(
+    def backend_ref_expression(self) -> Concat:
+        """:meth:`submit`'s ``backend_ref`` as an SQL expression over a placement's own
+        columns, for a bulk start of many ``reserved`` placements in one conditional UPDATE
+        (:func:`scheduling.services.cluster_submission_batch.submit_admitted_jobs`)."""
+        return Concat(
             Value("sim-"),
             Cast(F("job_id"), CharField()),
             Value("-"),
             Cast(F("pod_index"), CharField()),
             Value("-"),
             Cast(F("pk"), CharField()),
-        )
-        return placements.filter(state="reserved").update(
-            state="running", submitted_at=now, started_at=now, backend_ref=ref, updated=now
         )
 
     def delete(self, placement) -> None:

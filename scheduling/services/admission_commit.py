@@ -26,19 +26,12 @@ from django.db.models import Sum
 from scheduling.accounting import collapse_pod_bookings
 from scheduling.admission import Admission, CauseKind, GroupKind, charges_for_pods, reason_fields
 from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
-from scheduling.models import (
-    Device,
-    Job,
-    JobEvent,
-    Node,
-    Placement,
-    PlacementDevice,
-    PlacementMigInstance,
-)
+from scheduling.models import Device, Job, Node, Placement, PlacementDevice, PlacementMigInstance
 from scheduling.placement.codec import assignment_to_json
 from scheduling.placement.types import Decision, PodAssignment
 from scheduling.selectors.admission import AdmissionContext
 from scheduling.selectors.snapshot import SnapshotIndex
+from scheduling.services import job_life
 from scheduling.services.locking import lock_capacity_rows
 from scheduling.services.usage import encode_charges, usage_deltas
 
@@ -227,9 +220,9 @@ def write_admissions(
     if not accepted:
         return [], {}
     ids = [a.job.pk for a in accepted]
-    Job.objects.filter(pk__in=ids, state=JobState.QUEUED).update(
-        state=JobState.ADMITTED,
-        admitted_at=now,
+    job_life.admit_jobs(
+        ids,
+        now=now,
         **reason_fields(CauseKind.POLICY, ""),
         preempting_since=None,
         reserving_since=None,
@@ -265,9 +258,8 @@ def write_admissions(
         for g in c.devices
         if g.mig_profile and g.mig_start >= 0
     )
-    JobEvent.objects.bulk_create(
-        JobEvent(job=a.job, kind="admitted", message=admitted_message(a.admission, a.job))
-        for a in accepted
+    job_life.record_events(
+        job_life.ADMIT, {a.job.pk: admitted_message(a.admission, a.job) for a in accepted}
     )
     deltas: UsageDeltas = {}
     for a, _, placement in rows:

@@ -21,7 +21,8 @@ from scheduling.choices import (
     JobState,
     PlacementState,
 )
-from scheduling.models import Job, JobEvent, Placement
+from scheduling.models import Job, Placement
+from scheduling.services import job_life
 from scheduling.services.events import announce_job_failed
 from scheduling.services.locking import lock_jobs
 
@@ -58,17 +59,7 @@ def submit_to_cluster(job_id: int) -> str:
                 raise
             fail_job(job_id, f"submission refused: {exc}")
             return JobState.FAILED
-        fields = {
-            "state": new_state,
-            "submitted_at": now,
-            "backend_ref": placement.backend_ref,
-            "ready": placement.ready,
-        }
-        if new_state == PlacementState.RUNNING:
-            fields["started_at"] = now
-        moved = Placement.objects.filter(pk=placement.pk, state=PlacementState.RESERVED).update(
-            **fields
-        )
+        moved = _record_submission(placement, new_state, now)
         if (
             not moved
             and not Placement.objects.filter(
@@ -83,6 +74,19 @@ def submit_to_cluster(job_id: int) -> str:
             _undo_submission(backend, placement)
     _mark_running_if_started(job_id, now)
     return Job.objects.values_list("state", flat=True).get(pk=job_id)
+
+
+def _record_submission(placement: Placement, new_state: str, now) -> int:
+    """The reserved ``placement`` became ``new_state`` (what the backend's ``submit``
+    answered: submitted, or running at once); returns 1 when it moved, 0 when it had left
+    ``reserved`` meanwhile."""
+    fields = {"backend_ref": placement.backend_ref, "ready": placement.ready}
+    reserved = [PlacementState.RESERVED]
+    if new_state == PlacementState.RUNNING:
+        return job_life.run_placements(
+            placement, now=now, only_from=reserved, submitted_at=now, **fields
+        )
+    return job_life.submit_placements(placement, now=now, **fields)
 
 
 def _undo_submission(backend, placement) -> None:
@@ -100,11 +104,7 @@ def _mark_running_if_started(job_id: int, now) -> None:
         state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING],
     )
     if live.exists() and not live.exclude(state=PlacementState.RUNNING).exists():
-        moved = Job.objects.filter(pk=job_id, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now
-        )
-        if moved:
-            JobEvent.objects.create(job_id=job_id, kind="running", message="all pods running")
+        job_life.start_jobs(job_id, now=now, event="all pods running")
 
 
 def fail_job(job_id: int, message: str) -> None:
@@ -112,17 +112,23 @@ def fail_job(job_id: int, message: str) -> None:
     now = timezone.now()
     with transaction.atomic():
         lock_jobs([job_id])  # the job before its placements (services.locking)
-        Placement.objects.filter(
-            job_id=job_id, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
-        ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
-        Placement.objects.filter(job_id=job_id, state=PlacementState.RUNNING).update(
-            state=PlacementState.FAILED, ended_at=now, message=message
+        placements = Placement.objects.filter(job_id=job_id)
+        job_life.release_placements(
+            placements,
+            now=now,
+            only_from=[PlacementState.RESERVED, PlacementState.SUBMITTED],
+            message=message,
         )
-        moved = Job.objects.filter(
-            pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]
-        ).update(state=JobState.FAILED, finished_at=now, **reason_fields(CauseKind.POLICY, message))
-        if moved:
-            JobEvent.objects.create(job_id=job_id, kind="failed", message=message)
+        job_life.fail_placements(
+            placements, now=now, only_from=[PlacementState.RUNNING], message=message
+        )
+        if job_life.fail_jobs(
+            job_id,
+            now=now,
+            only_from=[JobState.ADMITTED, JobState.RUNNING],
+            event=message,
+            **reason_fields(CauseKind.POLICY, message),
+        ):
             announce_job_failed(job_id, message)
 
 
@@ -155,9 +161,9 @@ def reconcile_simulated(now=None) -> set[int]:
     job_ids = {job_id for _, job_id, _ in rows}
     with transaction.atomic():
         lock_jobs(job_ids)  # jobs before placements (scheduling.services.locking)
-        Placement.objects.filter(
-            pk__in=[pk for pk, _, _ in rows], state=PlacementState.RUNNING
-        ).update(state=PlacementState.SUCCEEDED, ended_at=now)
+        job_life.succeed_placements(
+            [pk for pk, _, _ in rows], now=now, only_from=[PlacementState.RUNNING]
+        )
         still_live = set(
             Placement.objects.filter(
                 job_id__in=job_ids, state__in=BOOKED_PLACEMENT_STATES
@@ -167,10 +173,10 @@ def reconcile_simulated(now=None) -> set[int]:
         moved = list(
             Job.objects.filter(pk__in=finished, state=JobState.RUNNING).values_list("pk", flat=True)
         )
-        Job.objects.filter(pk__in=moved, state=JobState.RUNNING).update(
-            state=JobState.SUCCEEDED, finished_at=now
-        )
-        JobEvent.objects.bulk_create(
-            JobEvent(job_id=pk, kind="succeeded", message="all pods succeeded") for pk in moved
+        job_life.succeed_jobs(
+            moved,
+            now=now,
+            only_from=[JobState.RUNNING],
+            events=dict.fromkeys(moved, "all pods succeeded"),
         )
     return {group_id for _, _, group_id in rows}

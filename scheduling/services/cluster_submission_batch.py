@@ -26,7 +26,8 @@ from scheduling.choices import (
     JobState,
     PlacementState,
 )
-from scheduling.models import Job, JobEvent, Placement
+from scheduling.models import Job, Placement
+from scheduling.services import job_life
 from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.intake_record import release_kube_job
 from scheduling.services.locking import lock_jobs
@@ -81,7 +82,14 @@ def _start_simulated(job_ids: list[int]) -> None:
     now = timezone.now()
     with transaction.atomic():
         lock_jobs(job_ids)
-        SimulatedBackend().submit_reserved(Placement.objects.filter(job_id__in=job_ids), now)
+        job_life.run_placements(  # SimulatedBackend.submit of each, in one UPDATE
+            Placement.objects.filter(job_id__in=job_ids),
+            now=now,
+            only_from=[PlacementState.RESERVED],
+            submitted_at=now,
+            backend_ref=SimulatedBackend().backend_ref_expression(),
+            updated=now,
+        )
         not_running = (
             Placement.objects.filter(job_id__in=job_ids, state__in=BOOKED_PLACEMENT_STATES)
             .exclude(state=PlacementState.RUNNING)
@@ -94,9 +102,6 @@ def _start_simulated(job_ids: list[int]) -> None:
             .distinct()
             .values_list("pk", flat=True)
         )
-        Job.objects.filter(pk__in=started, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now, updated=now
-        )
-        JobEvent.objects.bulk_create(
-            JobEvent(job_id=pk, kind="running", message="all pods running") for pk in started
+        job_life.start_jobs(
+            started, now=now, updated=now, events=dict.fromkeys(started, "all pods running")
         )

@@ -64,6 +64,7 @@ from scheduling.selectors.cycle_gate import clear_blocked
 from scheduling.selectors.db_placer import RunningBooking
 from scheduling.selectors.inadmissible import release as release_inadmissible
 from scheduling.selectors.snapshot import build_placement_request
+from scheduling.services import job_life
 from scheduling.services.eviction import release_terminated, terminate_placements
 from scheduling.services.locking import lock_jobs
 from tenants.models import ResourceGroup
@@ -369,10 +370,8 @@ def _move(job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetim
     )
     if simulated:  # simulated pods stop at once: the job restarts in the next cycle
         release_terminated([p.pk for p in placements], now=now, reason=message)
-    Job.objects.filter(pk=job.pk).update(
-        state=JobState.QUEUED,
-        admitted_at=None,
-        started_at=None,
+    job_life.requeue_jobs(
+        job,
         **reason_fields(CauseKind.CAPACITY, message),
         preempting_since=None,
         reserving_since=None,

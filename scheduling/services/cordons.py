@@ -54,6 +54,7 @@ from scheduling.kube.hami.nodes import CORDON_ANNOTATION
 from scheduling.kube.manifests import CONSOLE_SELECTOR, LABEL_MANAGED_BY, MANAGED_BY
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Cluster, Device, Job, JobEvent, Placement, PlacementDevice
+from scheduling.services import job_life
 from scheduling.services.intake_record import suspend_kube_job
 
 logger = logging.getLogger(__name__)
@@ -215,21 +216,20 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
             transaction.on_commit(lambda: suspend_kube_job(job_id, message))
         else:  # pods go once the release is committed, never inside this transaction
             delete_pods_on_commit(placements)
-        Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-            state=PlacementState.RELEASED, ended_at=now, message=f"drained: {message}"
+        job_life.release_placements(
+            [p.pk for p in placements], now=now, message=f"drained: {message}"
         )
         if policy == "requeue":
-            Job.objects.filter(pk=job.pk).update(
-                state=JobState.QUEUED,
-                admitted_at=None,
-                started_at=None,
+            job_life.requeue_jobs(
+                job,
                 requeue_count=F("requeue_count") + 1,
                 **reason_fields(CauseKind.CAPACITY, f"requeued: {message}"),
             )
         else:
-            Job.objects.filter(pk=job.pk).update(
-                state=JobState.FAILED,
-                finished_at=now,
+            job_life.fail_jobs(
+                job,
+                now=now,
+                only_from=[JobState.ADMITTED, JobState.RUNNING],
                 **reason_fields(CauseKind.POLICY, f"failed: {message}"),
             )
         JobEvent.objects.create(job=job, kind="drained", message=f"{message}; {policy}")

@@ -38,8 +38,12 @@ from scheduling.choices import (
 from scheduling.models import Job, JobEvent, Placement
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.selectors.preemptions import CROSS_TENANT_PREEMPTION_MESSAGE
+from scheduling.services import job_life
 from scheduling.services.events import announce_preemption
 from scheduling.services.intake_record import suspend_kube_job
+
+_EVICTABLE = (JobState.ADMITTED, JobState.RUNNING)
+"""States of a job that preemption, the maximum runtime or a drain can stop."""
 
 
 def terminate_placements(
@@ -58,10 +62,8 @@ def terminate_placements(
         transaction.on_commit(lambda: suspend_kube_job(job.pk, message))
     else:
         delete_pods_on_commit(placements)
-    return Placement.objects.filter(
-        pk__in=[p.pk for p in placements], state__in=ACTIVE_PLACEMENT_STATES
-    ).update(
-        state=PlacementState.TERMINATING, evict_by=evict_by, message=message[:2000], updated=now
+    return job_life.terminate_placements(
+        [p.pk for p in placements], evict_by=evict_by, message=message[:2000], updated=now
     )
 
 
@@ -78,9 +80,7 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
     round, ``core.locks.LOCK_ORDER``): they are read here, not locked a second time after the
     commit's node and device locks.
     """
-    victim = Job.objects.filter(
-        pk=int(preemption.victim_id), state__in=[JobState.ADMITTED, JobState.RUNNING]
-    ).first()
+    victim = Job.objects.filter(pk=int(preemption.victim_id), state__in=_EVICTABLE).first()
     if victim is None:
         return False
     requeue = victim.on_preemption == VictimPolicy.REQUEUE
@@ -108,10 +108,9 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         "reserving_since": None,
     }
     if requeue:
-        fields.update(state=JobState.QUEUED, admitted_at=None, started_at=None)
+        job_life.requeue_jobs(victim, **fields)
     else:
-        fields.update(state=JobState.FAILED, finished_at=now)
-    Job.objects.filter(pk=victim.pk).update(**fields)
+        job_life.fail_jobs(victim, now=now, only_from=_EVICTABLE, **fields)
     _record_preemption(preemption, victim, preemptor, now, outcome, shown, cross_tenant)
     return True
 
@@ -188,11 +187,10 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
     for job in due:
         message = f"exceeded its maximum runtime of {job.max_runtime_s:g}s"
         with transaction.atomic():
-            moved = Job.objects.filter(  # the UPDATE takes the job's row lock itself
-                pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]
-            ).update(
-                state=JobState.FAILED,
-                finished_at=now,
+            moved = job_life.fail_jobs(  # the UPDATE takes the job's row lock itself
+                job,
+                now=now,
+                only_from=_EVICTABLE,
                 updated=now,
                 **reason_fields(CauseKind.POLICY, message),
             )
@@ -226,9 +224,13 @@ def release_terminated(placement_ids: list[int], *, now: datetime, reason: str) 
         )
         if not rows:
             return set()
-        Placement.objects.filter(
-            pk__in=[pk for pk, _ in rows], state=PlacementState.TERMINATING
-        ).update(state=PlacementState.RELEASED, ended_at=now, message=reason[:2000], updated=now)
+        job_life.release_placements(
+            [pk for pk, _ in rows],
+            now=now,
+            only_from=[PlacementState.TERMINATING],
+            message=reason[:2000],
+            updated=now,
+        )
     return {group for _, group in rows}
 
 

@@ -42,16 +42,17 @@ from django.utils import timezone
 from core import locks
 from scheduling.admission import CauseKind, reason_fields
 from scheduling.backends.kubernetes import gateway_for
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.choices import JobState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
 from scheduling.kube.errors import Expired, KubeError, NotFound, Retryable
 from scheduling.kube.workload_api import WorkloadApi
-from scheduling.models import Cluster, Job, JobEvent, KubeWorkload, Placement, Queue
+from scheduling.models import Cluster, Job, KubeWorkload, Placement, Queue
 from scheduling.selectors.device_models import get_catalogue
 from scheduling.services import intake_hold as hold
 from scheduling.services import intake_policy as policy
+from scheduling.services import job_life
 from scheduling.services.intake_record import emit, record_placement, suspend_object
 from scheduling.services.intake_spec import job_spec
 from scheduling.services.jobs import enqueue_job
@@ -207,12 +208,13 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
     job = row.job
     if job is None:
         return
-    state = {"succeeded": JobState.SUCCEEDED, "failed": JobState.FAILED}.get(
-        outcome, JobState.CANCELLED
+    end_job = {"succeeded": job_life.succeed_jobs, "failed": job_life.fail_jobs}.get(
+        outcome, job_life.cancel_jobs
     )
-    placement_state = {"succeeded": PlacementState.SUCCEEDED, "failed": PlacementState.FAILED}.get(
-        outcome, PlacementState.RELEASED
-    )
+    end_placements = {
+        "succeeded": job_life.succeed_placements,
+        "failed": job_life.fail_placements,
+    }.get(outcome, job_life.release_placements)
     message = {"succeeded": "the workload completed", "failed": "the workload failed"}.get(
         outcome, f"{row.kind} {row.namespace}/{row.name} was deleted from the cluster"
     )
@@ -223,29 +225,25 @@ def _finish(row: KubeWorkload, outcome: str, now: datetime, report: IntakeReport
             "replacement queues as a new job"
         )
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, state__in=FOLLOWED_STATES).update(
-            state=state,
-            finished_at=now,
+        end_job(
+            job,
+            now=now,
+            only_from=FOLLOWED_STATES,
+            event=message,
             updated=now,
             **reason_fields(CauseKind.POLICY, "" if outcome == "succeeded" else message),
         )
-        freed = Placement.objects.filter(job=job, state__in=BOOKED_PLACEMENT_STATES).update(
-            state=placement_state, ended_at=now, message=message, updated=now
+        freed = end_placements(
+            Placement.objects.filter(job=job), now=now, message=message, updated=now
         )
-        if moved:
-            JobEvent.objects.create(job=job, kind=str(state), message=message)
     if freed:
         report.groups.add(job.queue.resource_group_id)
 
 
 def _mark_running(job: Job, now: datetime) -> None:
-    moved = Placement.objects.filter(
-        job=job, state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]
-    ).update(state=PlacementState.RUNNING, started_at=now, updated=now)
-    if moved and Job.objects.filter(pk=job.pk, state=JobState.ADMITTED).update(
-        state=JobState.RUNNING, started_at=now, updated=now
-    ):
-        JobEvent.objects.create(job=job, kind="running", message="the workload's pods run")
+    moved = job_life.run_placements(Placement.objects.filter(job=job), now=now, updated=now)
+    if moved:
+        job_life.start_jobs(job, now=now, updated=now, event="the workload's pods run")
 
 
 def _follow_admitted(

@@ -26,11 +26,12 @@ from django.conf import settings
 from django.db import transaction
 
 from scheduling.admission import CauseKind, reason_fields
-from scheduling.choices import ACTIVE_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.choices import JobState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.kube import workloads as wl
 from scheduling.kube.workload_api import WorkloadApi
-from scheduling.models import Job, JobEvent, KubeWorkload, Placement
+from scheduling.models import Job, KubeWorkload, Placement
+from scheduling.services import job_life
 from scheduling.services.intake_record import suspend_object
 from scheduling.services.locking import lock_jobs
 
@@ -72,20 +73,19 @@ def hold_for_user(api: WorkloadApi, row: KubeWorkload, obj: dict, job: Job, now:
     evict_by = now + timedelta(seconds=float(settings.ADMISSION_TERMINATION_GRACE_S))
     with transaction.atomic():
         lock_jobs([job.pk])  # the job before its placements (services.locking)
-        moved = Job.objects.filter(
-            pk=job.pk, state__in=[JobState.ADMITTED, JobState.RUNNING]
-        ).update(
-            state=JobState.STOPPED,
-            stopped_at=now,
+        moved = job_life.stop_jobs(
+            job,
+            now=now,
+            only_from=[JobState.ADMITTED, JobState.RUNNING],
+            event=reason,
             updated=now,
             **reason_fields(CauseKind.POLICY, reason),
         )
         if not moved:
             return False
-        Placement.objects.filter(job=job, state__in=ACTIVE_PLACEMENT_STATES).update(
-            state=PlacementState.TERMINATING, evict_by=evict_by, message=reason, updated=now
+        job_life.terminate_placements(
+            Placement.objects.filter(job=job), evict_by=evict_by, message=reason, updated=now
         )
-        JobEvent.objects.create(job=job, kind="stopped", message=reason)
     suspend_object(api, row, obj, reason)
     return True
 
@@ -105,17 +105,13 @@ def follow_stopped(
             suspend_object(api, row, obj, _hold_reason(row))
         return False
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, state=JobState.STOPPED).update(
-            state=JobState.QUEUED,
-            admitted_at=None,
-            started_at=None,
+        moved = job_life.resume_jobs(
+            job,
+            event=f"{row.kind} {row.namespace}/{row.name} resumed",
             **reason_fields(CauseKind.POLICY, ""),
         )
         if not moved:
             return False
-        JobEvent.objects.create(
-            job=job, kind="resumed", message=f"{row.kind} {row.namespace}/{row.name} resumed"
-        )
         enqueue_admission_cycle(job.queue.resource_group_id)
     suspend_object(api, row, obj, WAITING_FOR_ADMISSION)
     return True

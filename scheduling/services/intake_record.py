@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from scheduling.backends import SubmissionError
 from scheduling.backends.kubernetes import gateway_for, pod_assignment
-from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState, PlacementState
+from scheduling.choices import BOOKED_PLACEMENT_STATES, JobState
 from scheduling.kube import workload_patches as wp
 from scheduling.kube import workloads as wl
 from scheduling.kube.device_resources import ManifestError, dra_drivers_for
@@ -23,6 +23,7 @@ from scheduling.kube.errors import KubeError, Permanent, Retryable
 from scheduling.kube.workload_api import WorkloadApi
 from scheduling.models import Job, JobEvent, KubeWorkload, Placement
 from scheduling.selectors.device_models import get_catalogue
+from scheduling.services import job_life
 from scheduling.services.cluster_submission import fail_job
 
 logger = logging.getLogger(__name__)
@@ -200,11 +201,9 @@ def _mark_recorded(
     """After the patch: the reserved placements are submitted (``backend_ref`` = the object),
     the row is recorded, and an ``Admitted`` Event names the nodes."""
     now = timezone.now()
-    Placement.objects.filter(
-        pk__in=[p.pk for p in placements], state=PlacementState.RESERVED
-    ).update(
-        state=PlacementState.SUBMITTED,
-        submitted_at=now,
+    job_life.submit_placements(
+        [p.pk for p in placements],
+        now=now,
         updated=now,
         backend_ref=f"{row.kind}/{row.namespace}/{row.name}"[:253],
     )

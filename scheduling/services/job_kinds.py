@@ -42,6 +42,7 @@ from scheduling.choices import (
 )
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import Job, JobContainer, JobEvent, Placement, Queue
+from scheduling.services import job_life
 from scheduling.services.jobs import JobSpec, cancel_job, enqueue_jobs
 from scheduling.services.locking import lock_jobs
 
@@ -244,9 +245,7 @@ def cancel_workload(job: Job, *, user=None) -> Job:
     """
     if job.is_service:
         with transaction.atomic():
-            moved = Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
-                state=JobState.CANCELLED, finished_at=timezone.now()
-            )
+            moved = job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.RUNNING])
             if not moved:
                 job.refresh_from_db()
                 raise Conflict(f"job {job.pk} is already {job.state}", field="state")
@@ -265,9 +264,7 @@ def cancel_workload(job: Job, *, user=None) -> Job:
         job.refresh_from_db()
         return job
     if job.state == JobState.STOPPED:
-        Job.objects.filter(pk=job.pk, state=JobState.STOPPED).update(
-            state=JobState.CANCELLED, finished_at=timezone.now()
-        )
+        job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.STOPPED])
         JobEvent.objects.create(job=job, kind="cancelled", message="stopped notebook deleted")
         job.refresh_from_db()
         return job
@@ -283,9 +280,7 @@ def _release(job: Job, now: datetime, message: str) -> bool:
     )
     for placement in placements:
         get_backend(placement.node.cluster.backend).delete(placement)
-    Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-        state=PlacementState.RELEASED, ended_at=now, message=message, ready=False
-    )
+    job_life.release_placements([p.pk for p in placements], now=now, message=message, ready=False)
     return bool(placements)
 
 
@@ -304,23 +299,17 @@ def stop_notebook(job: Job, *, reason: str = "", user=None, now: datetime | None
     message = reason or f"stopped by {who}"
     with transaction.atomic():
         locked = lock_rows(Job).get(pk=job.pk)
-        moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
-            state=JobState.STOPPED,
-            stopped_at=now,
+        moved = job_life.stop_jobs(
+            locked,
+            now=now,
+            only_from=LIVE_JOB_STATES,
+            event=message,
+            audit=job_life.Audit("job.stop", user, before=locked.state),
             **reason_fields(CauseKind.POLICY, message[:2000]),
         )
         if not moved:
             raise Conflict(f"notebook {job.pk} is {locked.state}", field="state")
         freed = _release(locked, now, message)
-        JobEvent.objects.create(job=job, kind="stopped", message=message)
-        audit(
-            "job.stop",
-            locked,
-            actor=user,
-            tenant_id=locked.tenant_id,
-            before={"state": locked.state},
-            after={"state": JobState.STOPPED.value},
-        )
         if freed:
             enqueue_admission_cycle(locked.queue.resource_group_id)
     job.refresh_from_db()
@@ -334,24 +323,15 @@ def resume_notebook(job: Job, *, user=None) -> Job:
         Conflict: the notebook is not stopped.
     """
     with transaction.atomic():
-        moved = Job.objects.filter(pk=job.pk, kind=JobKind.NOTEBOOK, state=JobState.STOPPED).update(
-            state=JobState.QUEUED,
-            admitted_at=None,
-            started_at=None,
+        moved = job.kind == JobKind.NOTEBOOK and job_life.resume_jobs(
+            job,
+            event="queued again",
+            audit=job_life.Audit("job.resume", user),
             **reason_fields(CauseKind.POLICY, ""),
         )
         if not moved:
             job.refresh_from_db()
             raise Conflict(f"notebook {job.pk} is {job.state}, not stopped", field="state")
-        JobEvent.objects.create(job=job, kind="resumed", message="queued again")
-        audit(
-            "job.resume",
-            job,
-            actor=user,
-            tenant_id=job.tenant_id,
-            before={"state": JobState.STOPPED.value},
-            after={"state": JobState.QUEUED.value},
-        )
         enqueue_admission_cycle(job.queue.resource_group_id)
     job.refresh_from_db()
     return job

@@ -9,18 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit import entry as audit_entry
-from core.audit import record as audit
 from core.exceptions import Conflict, InvalidRequest, NeverFits
 from core.locks import lock_rows
 from core.models import AuditEntry
 from scheduling.backends import delete_pods_on_commit
-from scheduling.choices import (
-    ACTIVE_PLACEMENT_STATES,
-    LIVE_JOB_STATES,
-    JobKind,
-    JobState,
-    PlacementState,
-)
+from scheduling.choices import ACTIVE_PLACEMENT_STATES, LIVE_JOB_STATES, JobKind, JobState
 from scheduling.dispatch import enqueue_admission_cycle
 from scheduling.models import (
     Job,
@@ -34,6 +27,7 @@ from scheduling.models import (
 from scheduling.selectors.feasibility import never_fits_reason
 from scheduling.selectors.topology import TopologySpec
 from scheduling.selectors.user_limits import queued_limit_refusal
+from scheduling.services import job_life
 
 MAX_POD_COUNT = 1024
 """Pods of one job (every pod set together), API or taken in from a cluster."""
@@ -466,32 +460,25 @@ def cancel_job(job: Job, *, user=None) -> Job:
     with transaction.atomic():
         locked = lock_rows(Job).filter(pk=job.pk)
         previous = locked.values_list("state", flat=True).first()
-        moved = Job.objects.filter(pk=job.pk, state__in=LIVE_JOB_STATES).update(
-            state=JobState.CANCELLED, finished_at=now
+        who = getattr(user, "username", "") or "system"
+        moved = job_life.cancel_jobs(
+            job,
+            now=now,
+            only_from=LIVE_JOB_STATES,
+            event=f"cancelled by {who}",
+            audit=job_life.Audit("job.cancel", user, before=previous),
         )
         if not moved:
             job.refresh_from_db()
             raise Conflict(f"job {job.pk} is already {job.state}", field="state")
-        audit(
-            "job.cancel",
-            job,
-            actor=user,
-            tenant_id=job.tenant_id,
-            before={"state": previous},
-            after={"state": JobState.CANCELLED.value},
-        )
         # pods already terminating (a preempted job) keep their devices until they are gone
         placements = list(
             Placement.objects.filter(job=job, state__in=ACTIVE_PLACEMENT_STATES).select_related(
                 "node__cluster"
             )
         )
-        Placement.objects.filter(pk__in=[p.pk for p in placements]).update(
-            state=PlacementState.RELEASED, ended_at=now, message="job cancelled"
-        )
+        job_life.release_placements([p.pk for p in placements], now=now, message="job cancelled")
         delete_pods_on_commit(placements)
-        who = getattr(user, "username", "") or "system"
-        JobEvent.objects.create(job=job, kind="cancelled", message=f"cancelled by {who}")
         if placements:
             enqueue_admission_cycle(job.queue.resource_group_id)
     job.refresh_from_db()

@@ -43,6 +43,7 @@ from scheduling.kube import inventory as kinv
 from scheduling.kube.hami.pods import mig_gpu_instances
 from scheduling.kube.job_kind_pods import pod_ready
 from scheduling.models import Job, JobEvent, Placement, PlacementMigInstance
+from scheduling.services import job_life
 from scheduling.services.cordons import note_pod_failure
 from scheduling.services.events import announce_job_failed
 from scheduling.services.eviction import release_terminated
@@ -72,6 +73,9 @@ LOST_REASONS = frozenset(
     }
 )
 """Pod failure reasons that mean the pod was taken away, not that the workload failed."""
+
+
+_UNSTARTED = (PlacementState.RESERVED, PlacementState.SUBMITTED)
 
 
 def pod_key(pod: dict) -> str:
@@ -116,35 +120,27 @@ def _end_job(
             .filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
             .exclude(pk=except_placement or 0)
         )
-        Placement.objects.filter(
-            pk__in=[p.pk for p in others],
-            state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED],
-        ).update(state=PlacementState.RELEASED, ended_at=now, message=message)
-        Placement.objects.filter(
-            pk__in=[p.pk for p in others], state=PlacementState.RUNNING
-        ).update(state=PlacementState.FAILED, ended_at=now, message=message)
+        ids = [p.pk for p in others]
+        job_life.release_placements(ids, now=now, only_from=_UNSTARTED, message=message)
+        job_life.fail_placements(ids, now=now, only_from=[PlacementState.RUNNING], message=message)
         live = [JobState.ADMITTED, JobState.RUNNING]
         if requeue:
-            moved = Job.objects.filter(pk=job_id, state__in=live).update(
-                state=JobState.QUEUED,
-                admitted_at=None,
-                started_at=None,
+            job_life.requeue_jobs(
+                job_id,
+                event=message[:2000],
                 **reason_fields(CauseKind.CAPACITY, f"requeued: {message}"[:2000]),
                 requeue_count=F("requeue_count") + 1,
                 updated=now,
             )
-            if moved:
-                record_job_event(job_id, "requeued", message)
-        else:
-            moved = Job.objects.filter(pk=job_id, state__in=live).update(
-                state=JobState.FAILED,
-                finished_at=now,
-                updated=now,
-                **reason_fields(CauseKind.POLICY, message[:2000]),
-            )
-            if moved:
-                record_job_event(job_id, "failed", message)
-                announce_job_failed(job_id, message)
+        elif job_life.fail_jobs(
+            job_id,
+            now=now,
+            only_from=live,
+            event=message[:2000],
+            updated=now,
+            **reason_fields(CauseKind.POLICY, message[:2000]),
+        ):
+            announce_job_failed(job_id, message)
     kube = [p for p in others if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:
         delete_pods_on_commit(kube)
@@ -158,22 +154,20 @@ def _finish_if_done(job_id: int, now: datetime) -> set[int]:
         or Placement.objects.filter(job_id=job_id, state=PlacementState.FAILED).exists()
     ):
         return set()
-    moved = Job.objects.filter(pk=job_id, state__in=[JobState.ADMITTED, JobState.RUNNING]).update(
-        state=JobState.SUCCEEDED, finished_at=now, updated=now
+    job_life.succeed_jobs(
+        job_id,
+        now=now,
+        only_from=[JobState.ADMITTED, JobState.RUNNING],
+        event="all pods succeeded",
+        updated=now,
     )
-    if moved:
-        record_job_event(job_id, "succeeded", "all pods succeeded")
     return {resource_group_of(job_id)}
 
 
 def _mark_job_running(job_id: int, now: datetime) -> None:
     live = Placement.objects.filter(job_id=job_id, state__in=BOOKED_PLACEMENT_STATES)
     if live.exists() and not live.exclude(state=PlacementState.RUNNING).exists():
-        moved = Job.objects.filter(pk=job_id, state=JobState.ADMITTED).update(
-            state=JobState.RUNNING, started_at=now, updated=now
-        )
-        if moved:
-            record_job_event(job_id, "running", "all pods running")
+        job_life.start_jobs(job_id, now=now, event="all pods running", updated=now)
 
 
 def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -> set[int]:
@@ -200,9 +194,7 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
         _apply_running(placement, pod, ref, note, now)
         return set()
     if state.state == kinv.SUCCEEDED:
-        moved = qs.filter(state__in=BOOKED_PLACEMENT_STATES).update(
-            state=PlacementState.SUCCEEDED, ended_at=now, message=note, updated=now
-        )
+        moved = job_life.succeed_placements(qs, now=now, message=note, updated=now)
         return _finish_if_done(placement.job_id, now) if moved else set()
     if state.state == kinv.FAILED:
         return _apply_failed(placement, state, pod, note, now)
@@ -216,9 +208,7 @@ def apply_pod(placement: Placement, pod: dict, *, now: datetime | None = None) -
 def _apply_pending(qs: QuerySet[Placement], ref: str, note: str, now: datetime) -> None:
     """The pod exists but does not run yet: a reserved placement becomes submitted; the
     pending reason (e.g. Unschedulable) is the message."""
-    qs.filter(state=PlacementState.RESERVED).update(
-        state=PlacementState.SUBMITTED, submitted_at=now, backend_ref=ref, message=note, updated=now
-    )
+    job_life.submit_placements(qs, now=now, backend_ref=ref, message=note, updated=now)
     qs.filter(state=PlacementState.SUBMITTED).exclude(message=note).update(
         message=note, updated=now
     )
@@ -230,9 +220,9 @@ def _apply_running(placement: Placement, pod: dict, ref: str, note: str, now: da
     record_gpu_instances(placement, pod)
     ready = pod_ready(pod)
     qs = Placement.objects.filter(pk=placement.pk)
-    qs.filter(state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED]).update(
-        state=PlacementState.RUNNING,
-        started_at=now,
+    job_life.run_placements(
+        qs,
+        now=now,
         backend_ref=ref,
         message=note,
         submitted_at=placement.submitted_at or now,
@@ -254,9 +244,7 @@ def _apply_failed(
     where capacity was freed."""
     lost = _is_lost(state, pod)
     note = note or "pod failed"
-    moved = Placement.objects.filter(pk=placement.pk, state__in=BOOKED_PLACEMENT_STATES).update(
-        state=PlacementState.FAILED, ended_at=now, message=note, updated=now
-    )
+    moved = job_life.fail_placements(placement, now=now, message=note, updated=now)
     if not moved:
         return set()
     if not lost:
@@ -315,9 +303,13 @@ def pod_gone(placement: Placement, reason: str, *, now: datetime | None = None) 
     now = now or timezone.now()
     if placement.state == PlacementState.TERMINATING:
         return release_terminated([placement.pk], now=now, reason=f"pods gone: {reason}")
-    moved = Placement.objects.filter(
-        pk=placement.pk, state__in=[PlacementState.SUBMITTED, PlacementState.RUNNING]
-    ).update(state=PlacementState.FAILED, ended_at=now, message=reason, updated=now)
+    moved = job_life.fail_placements(
+        placement,
+        now=now,
+        only_from=[PlacementState.SUBMITTED, PlacementState.RUNNING],
+        message=reason,
+        updated=now,
+    )
     if not moved:
         return set()
     return _end_job(placement.job_id, reason, lost=True, now=now, except_placement=placement.pk)
@@ -339,16 +331,12 @@ def handle_lost_node(node_id: int, reason: str, *, now: datetime | None = None) 
         )
     )
     for p in placements:
-        Placement.objects.filter(pk=p.pk, state__in=BOOKED_PLACEMENT_STATES).update(
-            state=(
-                PlacementState.FAILED
-                if p.state == PlacementState.RUNNING
-                else PlacementState.RELEASED
-            ),
-            ended_at=now,
-            message=reason,
-            updated=now,
+        end = (
+            job_life.fail_placements
+            if p.state == PlacementState.RUNNING
+            else job_life.release_placements
         )
+        end(p, now=now, message=reason, updated=now)
         groups |= _end_job(p.job_id, reason, lost=True, now=now, except_placement=p.pk)
     kube = [p for p in placements if p.node.cluster.backend == Backend.KUBERNETES]
     if kube:

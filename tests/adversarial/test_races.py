@@ -14,9 +14,8 @@ from core.exceptions import Conflict
 from scheduling import backends
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.models import Job, JobEvent, Placement
-from scheduling.services import cluster_submission
+from scheduling.services import cluster_submission, job_life
 from scheduling.services import cycle as cycle_service
-from scheduling.services import jobs as job_service
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import cancel_job
 from scheduling.services.usage import check_usage
@@ -126,10 +125,11 @@ def test_cancel_before_the_cycle_commits_keeps_the_job_out_of_the_cluster():
     group, queue, _user = _small_world()
     job = gpu_job(queue, "racing", count=2)
     cancelled_uncommitted, go_on = threading.Event(), threading.Event()
-    # pauses with the job row cancelled and locked, not committed
-    slow_audit = _pause_after(job_service.audit, cancelled_uncommitted, go_on)
+    # pauses with the job row cancelled and locked, not committed (after the cancel's audit
+    # entry, which the move of scheduling.services.job_life writes)
+    slow_audit = _pause_after(job_life.audit_record, cancelled_uncommitted, go_on)
 
-    with mock.patch.object(job_service, "audit", slow_audit):
+    with mock.patch.object(job_life, "audit_record", slow_audit):
         cancel_thread, cancel_result = _in_thread(cancel_job, Job.objects.get(pk=job.pk))
         assert cancelled_uncommitted.wait(10)
         cycle_thread, cycle_result = _in_thread(run_admission_cycle, group.pk)
