@@ -225,11 +225,8 @@ class ShapeCounts:
         depth = len(domains.levels)
         # the node level of a topology ending in hostnames is built only when asked for
         top = depth - 2 if depth > 1 and domains.levels[-1] == HOSTNAME else depth - 1
-        keys = domains.keys
-        acc: dict[tuple[str, ...], int] = {}
-        for n, c in self.node.items():
-            k = keys[n][top]
-            acc[k] = acc.get(k, 0) + c
+        get = self.node.__getitem__
+        acc = {k: sum(map(get, ns)) for k, ns in domains.members[top].items()}
         sums: list[dict[tuple[str, ...], int] | None] = [None] * depth
         sums[top] = acc
         below = acc
