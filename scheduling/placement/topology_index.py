@@ -253,26 +253,31 @@ class ShapeCounts:
             for n in changed:
                 if n in versions:
                     versions[n] = nodes[n].version
-        keys = self.domains.keys
         counts = self.node
-        levels = tuple(
-            (sums, buckets, lvl)
-            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
-            if sums is not None and buckets is not None
-        )
         names = [n for n in changed if n in counts]
+        if not names:
+            return
         many = getattr(counter, "many", None)
         fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
-        for name, new in zip(names, fresh, strict=True):
-            old = counts[name]
-            if new == old:
-                continue
-            counts[name] = new
-            path = keys[name]
-            for sums, buckets, lvl in levels:
-                key = path[lvl]
+        keys = self.domains.keys
+        levels = [
+            (lvl, sums, buckets, {})  # the last: per domain, the sum of its nodes' moves
+            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
+            if sums is not None and buckets is not None
+        ]
+        for name, new, old in zip(names, fresh, map(counts.__getitem__, names), strict=True):
+            if new != old:
+                counts[name] = new
+                path = keys[name]
+                for lvl, _sums, _buckets, delta in levels:
+                    key = path[lvl]
+                    delta[key] = delta.get(key, 0) + new - old
+        for _lvl, sums, buckets, delta in levels:
+            for key, d in delta.items():
+                if not d:
+                    continue
                 was = sums[key]
-                now = sums[key] = was + new - old
+                now = sums[key] = was + d
                 bucket = buckets[was]
                 del bucket[key]
                 if not bucket:

@@ -27,13 +27,14 @@ Registry names of the live policies (:data:`FRAG_POLICY_NAMES`, recommended firs
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import floordiv
 from typing import Any
 
-from scheduling.placement.fragmentation import TargetWorkload
+from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
 from scheduling.placement.plugins.frag import FgdPolicy, FragGuardPolicy
 from scheduling.placement.plugins.frag_engine import (
     LazySelector,
@@ -43,7 +44,7 @@ from scheduling.placement.plugins.frag_engine import (
     TracePolicy,
     task_view,
 )
-from scheduling.placement.plugins.frag_within import fit_count, select_among
+from scheduling.placement.plugins.frag_within import FIT_COUNT_CAP, fit_count, select_among
 from scheduling.placement.types import (
     ClusterSnapshot,
     ContainerAssignment,
@@ -359,11 +360,12 @@ class FitCounter:
         idx = list(map(table.index.__getitem__, names))
         states = list(map(table.state.__getitem__, idx))
         memo = self.memo
-        if not memo.keys() >= set(states):
-            no_mem = self.no_mem
-            for st, i in zip(states, idx, strict=True):
-                if st not in memo:
-                    memo[st] = fit_count(table, i, no_mem)
+        missing = set(states).difference(memo)
+        if missing:  # one node of each new state counts for all of them
+            some = dict(zip(states, idx, strict=True))
+            fresh = self._fresh
+            for st in missing:
+                memo[st] = fresh(some[st])
         out = list(map(memo.__getitem__, states))
         need = self.task.memory_mib
         if need:  # min(count, free memory // need), at least 0
@@ -372,6 +374,26 @@ class FitCounter:
             if out and min(out) < 0:
                 out = [max(n, 0) for n in out]
         return out
+
+    def _fresh(self, i: int) -> int:
+        """Node ``i``'s count without host memory (:func:`fit_count`); for a whole-GPU task
+        with a CPU request on a node of one model the vendor and types accept, read as
+        ``min(free CPU // cpu, fully free devices // k)`` from the sorted free milli (what
+        :func:`fit_count` computes there)."""
+        table, task = self.table, self.no_mem
+        k, d, c = task.num_gpu, task.gpu_milli, task.cpu_milli
+        cpu = table.cpu[i]
+        if (
+            k
+            and c
+            and (k > 1 or d >= GPU_MILLI)
+            and cpu >= 0
+            and table.vendor[i] == task.vendor
+            and (not task.gpu_types or table.model[i] in task.gpu_types)
+        ):
+            g = table.sg[i]
+            return min(cpu // c, (len(g) - bisect_left(g, d)) // k, FIT_COUNT_CAP)
+        return fit_count(table, i, task)
 
 
 class _PickingSelector:
