@@ -145,7 +145,7 @@ def collapse_counters(pa: PodAssignment) -> dict[str, dict[str, int]]:
 #: :func:`apply_assignment`'s memo: ``{id(containers): (containers, booked, counted)}``
 #: (the tuple held, so its id is not reused while it is here); emptied past the limit.
 _COLLAPSED: dict[int, tuple[tuple[ContainerAssignment, ...], dict, dict]] = {}
-_COLLAPSED_LIMIT = 1024
+_COLLAPSED_LIMIT = 64
 
 
 def _collapsed(
