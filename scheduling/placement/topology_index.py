@@ -260,8 +260,9 @@ class ShapeCounts:
         many = getattr(counter, "many", None)
         fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
         keys = self.domains.keys
-        levels = [
-            (lvl, sums, buckets, {})  # the last: per domain, the sum of its nodes' moves
+        # per kept level: (level, sums, buckets, per domain the sum of its nodes' moves)
+        levels: list[tuple[int, dict, dict, dict[tuple[str, ...], int]]] = [
+            (lvl, sums, buckets, {})
             for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
             if sums is not None and buckets is not None
         ]
