@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 from scheduling.devices.resources import stored_booking_counters
 from scheduling.devices.schema import DeviceModelConfig
-from scheduling.placement.types import ClusterSnapshot, DeviceUsage, MigInstance, PodAssignment
+from scheduling.placement.types import (
+    ClusterSnapshot,
+    ContainerAssignment,
+    DeviceUsage,
+    MigInstance,
+    PodAssignment,
+)
 
 __all__ = [
     "DeviceBooking",
@@ -136,6 +142,30 @@ def collapse_counters(pa: PodAssignment) -> dict[str, dict[str, int]]:
     return out
 
 
+#: :func:`apply_assignment`'s memo: ``{id(containers): (containers, booked, counted)}``
+#: (the tuple held, so its id is not reused while it is here); emptied past the limit.
+_COLLAPSED: dict[int, tuple[tuple[ContainerAssignment, ...], dict, dict]] = {}
+_COLLAPSED_LIMIT = 64
+
+
+def _collapsed(
+    containers: tuple[ContainerAssignment, ...],
+) -> tuple[dict[str, DeviceBooking], dict[str, dict[str, int]]]:
+    """:func:`collapse` and :func:`collapse_counters` of a pod with ``containers`` (they read
+    nothing else), remembered per tuple object for :func:`apply_assignment`: a placement
+    books, releases and books again the very same grants (topology sets, gangs). Read-only:
+    callers must not change the dicts."""
+    hit = _COLLAPSED.get(id(containers))
+    if hit is not None and hit[0] is containers:
+        return hit[1], hit[2]
+    pa = PodAssignment("", "", containers)
+    booked, counted = collapse(pa), collapse_counters(pa)
+    if len(_COLLAPSED) >= _COLLAPSED_LIMIT:
+        _COLLAPSED.clear()
+    _COLLAPSED[id(containers)] = (containers, booked, counted)
+    return booked, counted
+
+
 def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) -> None:
     """Add (``sign=1``) or remove (``sign=-1``) a pod's usage.
 
@@ -145,8 +175,7 @@ def apply_assignment(snapshot: ClusterSnapshot, pa: PodAssignment, sign: int) ->
     node = snapshot.nodes.get(pa.node)
     if node is None:
         raise ValueError(f"pod {pa.pod}: node {pa.node!r} is not in the snapshot")
-    booked = collapse(pa)
-    counted = collapse_counters(pa)
+    booked, counted = _collapsed(pa.containers)
     devs = {}
     for uuid, b in booked.items():
         dev = node.device(uuid)

@@ -270,6 +270,8 @@ def _renamed(pa: PodAssignment, src: PodRequest, dst: PodRequest) -> PodAssignme
     if src is dst or src.name == dst.name and src.containers == dst.containers:
         return pa
     names = {a.name: b.name for a, b in zip(src.containers, dst.containers, strict=True)}
+    if all(a == b for a, b in names.items()):  # same container names: the same grants
+        return replace(pa, pod=dst.name)
     return replace(
         pa,
         pod=dst.name,

@@ -225,11 +225,8 @@ class ShapeCounts:
         depth = len(domains.levels)
         # the node level of a topology ending in hostnames is built only when asked for
         top = depth - 2 if depth > 1 and domains.levels[-1] == HOSTNAME else depth - 1
-        keys = domains.keys
-        acc: dict[tuple[str, ...], int] = {}
-        for n, c in self.node.items():
-            k = keys[n][top]
-            acc[k] = acc.get(k, 0) + c
+        get = self.node.__getitem__
+        acc = {k: sum(map(get, ns)) for k, ns in domains.members[top].items()}
         sums: list[dict[tuple[str, ...], int] | None] = [None] * depth
         sums[top] = acc
         below = acc
@@ -256,26 +253,32 @@ class ShapeCounts:
             for n in changed:
                 if n in versions:
                     versions[n] = nodes[n].version
-        keys = self.domains.keys
         counts = self.node
-        levels = tuple(
-            (sums, buckets, lvl)
-            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
-            if sums is not None and buckets is not None
-        )
         names = [n for n in changed if n in counts]
+        if not names:
+            return
         many = getattr(counter, "many", None)
         fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
-        for name, new in zip(names, fresh, strict=True):
-            old = counts[name]
-            if new == old:
-                continue
-            counts[name] = new
-            path = keys[name]
-            for sums, buckets, lvl in levels:
-                key = path[lvl]
+        keys = self.domains.keys
+        # per kept level: (level, sums, buckets, per domain the sum of its nodes' moves)
+        levels: list[tuple[int, dict, dict, dict[tuple[str, ...], int]]] = [
+            (lvl, sums, buckets, {})
+            for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
+            if sums is not None and buckets is not None
+        ]
+        for name, new, old in zip(names, fresh, map(counts.__getitem__, names), strict=True):
+            if new != old:
+                counts[name] = new
+                path = keys[name]
+                for lvl, _sums, _buckets, delta in levels:
+                    key = path[lvl]
+                    delta[key] = delta.get(key, 0) + new - old
+        for _lvl, sums, buckets, delta in levels:
+            for key, d in delta.items():
+                if not d:
+                    continue
                 was = sums[key]
-                now = sums[key] = was + new - old
+                now = sums[key] = was + d
                 bucket = buckets[was]
                 del bucket[key]
                 if not bucket:

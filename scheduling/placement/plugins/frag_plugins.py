@@ -30,6 +30,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import floordiv
 from typing import Any
 
 from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
@@ -352,52 +354,46 @@ class FitCounter:
         return self.many([name])[0]
 
     def many(self, names: Sequence[str]) -> list[int]:
-        """The counts of the nodes ``names``, in order."""
+        """The counts of the nodes ``names``, in order: each new state number counted once
+        (:func:`fit_count`), the others read from the memo, host memory applied on top."""
         table = self.table
-        index = table.index
-        idx = [index[n] for n in names]
-        task = self.task
+        idx = list(map(table.index.__getitem__, names))
+        states = list(map(table.state.__getitem__, idx))
+        memo = self.memo
+        missing = set(states).difference(memo)
+        if missing:  # one node of each new state counts for all of them
+            some = dict(zip(states, idx, strict=True))
+            fresh = self._fresh
+            for st in missing:
+                memo[st] = fresh(some[st])
+        out = list(map(memo.__getitem__, states))
+        need = self.task.memory_mib
+        if need:  # min(count, free memory // need), at least 0
+            room = map(floordiv, map(table.mem.__getitem__, idx), repeat(need))
+            out = list(map(min, out, room))
+            if out and min(out) < 0:
+                out = [max(n, 0) for n in out]
+        return out
+
+    def _fresh(self, i: int) -> int:
+        """Node ``i``'s count without host memory (:func:`fit_count`); for a whole-GPU task
+        with a CPU request on a node of one model the vendor and types accept, read as
+        ``min(free CPU // cpu, fully free devices // k)`` from the sorted free milli (what
+        :func:`fit_count` computes there)."""
+        table, task = self.table, self.no_mem
         k, d, c = task.num_gpu, task.gpu_milli, task.cpu_milli
-        if k and c and (k > 1 or d >= GPU_MILLI):
-            out = self._whole(idx)
-        else:
-            out = [self._one(i) for i in idx]
-        need = task.memory_mib
-        if need:
-            mem = table.mem
-            out = [max(min(n, mem[i] // need), 0) for n, i in zip(out, idx, strict=True)]
-        return out
-
-    def _one(self, i: int) -> int:
-        """Node ``i``'s count without host memory, memoised on its state number."""
-        st = self.table.state[i]
-        n = self.memo.get(st)
-        if n is None:
-            n = self.memo[st] = fit_count(self.table, i, self.no_mem)
-        return n
-
-    def _whole(self, idx: list[int]) -> list[int]:
-        """Counts without host memory of a whole-GPU task with a CPU request: on a node of one
-        model the vendor and types accept, ``min(free CPU // cpu, fully free devices // k)``
-        read from the sorted free milli (what :func:`fit_count` computes), else
-        :meth:`_one`."""
-        table, task = self.table, self.task
-        cpu, sg, vendor, model = table.cpu, table.sg, table.vendor, table.model
-        k, d, c, v, types = (
-            task.num_gpu,
-            task.gpu_milli,
-            task.cpu_milli,
-            task.vendor,
-            task.gpu_types,
-        )
-        out = []
-        for i in idx:
-            if cpu[i] >= 0 and vendor[i] == v and (not types or model[i] in types):
-                g = sg[i]
-                out.append(min(cpu[i] // c, (len(g) - bisect_left(g, d)) // k, FIT_COUNT_CAP))
-            else:
-                out.append(self._one(i))
-        return out
+        cpu = table.cpu[i]
+        if (
+            k
+            and c
+            and (k > 1 or d >= GPU_MILLI)
+            and cpu >= 0
+            and table.vendor[i] == task.vendor
+            and (not task.gpu_types or table.model[i] in task.gpu_types)
+        ):
+            g = table.sg[i]
+            return min(cpu // c, (len(g) - bisect_left(g, d)) // k, FIT_COUNT_CAP)
+        return fit_count(table, i, task)
 
 
 class _PickingSelector:
