@@ -196,21 +196,32 @@ def _could_hold(
     need_cpu: int,
 ) -> bool:
     """Necessary test: with ``jobs`` gone, the domain's serving devices with a free slot hold
-    ``need_milli`` in all and its schedulable nodes ``need_cpu``."""
-    freed: dict[str, tuple[int, int]] = {}
+    ``need_milli`` in all (a device's free share: the smaller of its free cores and free
+    memory, per mille of its totals, the jobs' grants given back) and its schedulable nodes
+    ``need_cpu``."""
+    freed: dict[str, tuple[int, int, int]] = {}  # uuid -> (cores %, memory MiB, slots)
     cpu = sum(cluster.nodes[n].cpu_milli - cluster.nodes[n].used_cpu_milli for n in nodes)
     for job in jobs:
-        for where, uuid, _model, milli in job.grants:
-            if where in nodes:
-                m0, s0 = freed.get(uuid, (0, 0))
-                freed[uuid] = (m0 + milli, s0 + 1)
-        cpu += sum(p.cpu_milli for p in job.booking.pods if p.node in nodes)
+        for pod in job.booking.pods:
+            if pod.node not in nodes:
+                continue
+            cpu += pod.cpu_milli
+            for c in pod.containers:
+                for g in c.devices:
+                    c0, m0, s0 = freed.get(g.uuid, (0, 0, 0))
+                    freed[g.uuid] = (c0 + g.cores_percent, m0 + g.memory_mib, s0 + 1)
     if cpu < need_cpu:
         return False
+    wanted = set(devices)
     free = 0
-    for uuid in devices:
-        milli, slots = room.free[uuid]
-        more, more_slots = freed.get(uuid, (0, 0))
-        if slots + more_slots > 0:
-            free += min(1000, milli + more)
+    for n in sorted(nodes):
+        for d in cluster.nodes[n].devices:
+            if d.uuid not in wanted or d.cores_percent <= 0 or d.memory_mib <= 0:
+                continue
+            cores, mem, slots = freed.get(d.uuid, (0, 0, 0))
+            if d.split_count - d.used_slots + slots <= 0:
+                continue
+            cores += d.cores_percent - d.used_cores_percent
+            mem += d.memory_mib - d.used_memory_mib
+            free += min(1000, cores * 1000 // d.cores_percent, mem * 1000 // d.memory_mib)
     return free >= need_milli
