@@ -22,13 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, TypeVar
 
 from scheduling.placement.topology_index import domain_of
-from scheduling.placement.types import ClusterSnapshot, PlacementRequest
-
-if TYPE_CHECKING:
-    from scheduling.placement.consolidation import MovableJob
+from scheduling.placement.types import ClusterSnapshot, Decision, PlacementRequest
 
 __all__ = [
     "MAX_CANDIDATES_PER_DOMAIN",
@@ -40,6 +37,22 @@ __all__ = [
 
 #: Movable jobs considered per domain (the least disruptive ones).
 MAX_CANDIDATES_PER_DOMAIN = 10
+
+
+class _Job(Protocol):
+    """What this module reads of the consolidation core's ``MovableJob``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def booking(self) -> Decision: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def running_s(self) -> float: ...
+
+
+MovableJob = TypeVar("MovableJob", bound=_Job)
 
 
 class _RoomView(Protocol):
@@ -191,7 +204,7 @@ def _could_hold(
     room: _RoomView,
     nodes: frozenset[str],
     devices: Sequence[str],
-    jobs: Sequence[MovableJob],
+    jobs: Sequence[_Job],
     need_milli: int,
     need_cpu: int,
 ) -> bool:
