@@ -13,6 +13,7 @@ from scheduling.selectors.job_board import queue_slots
 from scheduling.selectors.topology import TopologySpec
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
+from tests.api.test_api_directory import as_user
 from tests.topology_world import HOST, RACK, topology_world
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,7 @@ def _spec(name, pods, gpus, **fields):
     )
 
 
-def test_a_required_rack_gang_waits_for_one_rack_to_free_its_devices(db):
+def test_a_required_rack_gang_waits_for_one_rack_to_free_its_devices(db, api):
     tw = topology_world(racks=2, per_rack=1, gpus=4)  # two racks of one 4-GPU node
     held = {"a": (2, "tc-r0-n0", 600), "c": (1, "tc-r0-n0", 1800), "b": (2, "tc-r1-n0", 1200)}
     jobs = {
@@ -56,6 +57,9 @@ def test_a_required_rack_gang_waits_for_one_rack_to_free_its_devices(db):
         now + timedelta(seconds=1200),
     )
     assert slot.estimate.earliest == now + timedelta(seconds=1200)
+    # the API's job detail tells the same (computed at request time: the release is fixed)
+    detail = as_user(api, tw["alice"]).get(f"/api/jobs/{gang.pk}/").json()
+    assert detail["estimated_start"] == (now + timedelta(seconds=1200)).isoformat()
 
 
 def test_a_gang_without_topology_keeps_the_device_count_estimate(db):
