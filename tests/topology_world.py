@@ -10,7 +10,7 @@ group ``tg``; tenants ``team-a`` / ``team-b`` with ample quota and their members
 from __future__ import annotations
 
 from scheduling.models import Cluster, Device, DeviceModel, Node, Queue
-from scheduling.selectors.topology import RACK_LAYOUT_LEVELS
+from scheduling.placement.topology_names import RACK_LAYOUT_LEVELS
 from tenants.models import Topology
 from tests.builders import A100, make_group, make_tenant, make_user
 

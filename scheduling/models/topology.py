@@ -1,8 +1,8 @@
 """A job's or pod set's topology request (Kueue Topology-Aware Scheduling), stored as columns.
 
 The request names levels by their full node-label key (resolved against the group's topology
-at submission: :meth:`tenants.models.Topology.resolve_level`). Modes (Kueue's pod template
-annotations ``kueue.x-k8s.io/podset-required-topology``, ``podset-preferred-topology``,
+at submission: :func:`scheduling.placement.topology_names.resolve_level`). Modes (Kueue's pod
+template annotations ``kueue.x-k8s.io/podset-required-topology``, ``podset-preferred-topology``,
 ``podset-unconstrained-topology``): ``required`` (every pod inside one domain of
 ``topology_level`` or none placed), ``preferred`` (as few domains as possible from that level
 up), ``unconstrained`` (any nodes, ranks in domain order), "" (no mode). Slices

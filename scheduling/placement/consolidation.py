@@ -21,6 +21,15 @@ and Volcano's ``reclaim`` victim ordering):
    snapshot - while it is placed: it restarts *elsewhere*). The first set where
    everything lands is the plan; the snapshot is restored after every try.
 
+5. **A domain** (topology-aware gangs, issue 31): a request whose pods must all land inside one
+   domain of a level (Kueue ``required`` topology, ``PlacementRequest.topology``) that fits
+   the free capacity in aggregate but no single domain gets its candidate sets per domain
+   instead (:mod:`scheduling.placement.consolidation_domains`): subsets of the movable jobs
+   with a pod in the domain, ordered as in step 3 over every domain (so the domain needing
+   the fewest, least disruptive moves wins); the request is placed inside that domain only
+   and every moved job is placed again outside it (its nodes fenced as well). The plan names
+   the domain (:attr:`ConsolidationPlan.domain`).
+
 Every step goes through :func:`~scheduling.placement.runner.place` /
 :func:`~scheduling.placement.runner.reserve` / :func:`~scheduling.placement.runner.unreserve`,
 so a plan never overbooks a device, a node's CPU/memory or a MIG layout, and every job keeps
@@ -35,9 +44,16 @@ from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from scheduling.devices.matching import any_type_matches, type_excluded
+from scheduling.placement.consolidation_domains import (
+    TargetDomain,
+    domain_candidate_sets,
+    fits_in_aggregate,
+    required_domain_level,
+)
 from scheduling.placement.fragmentation import device_free_milli
 from scheduling.placement.profile import Framework, Profile
 from scheduling.placement.runner import place, reserve, unreserve
+from scheduling.placement.topology_names import level_word
 from scheduling.placement.types import (
     ClusterSnapshot,
     Decision,
@@ -107,10 +123,16 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class ConsolidationPlan:
-    """The moves, in order, and the request's placement once they are done."""
+    """The moves, in order, and the request's placement once they are done; for a request
+    under a ``required`` topology (module doc, step 5) the domain the moves empty: ``level``
+    its label key and ``domain`` its values down to that level joined with ``/``
+    (``"zone-a/block-0/rack-1"``, as :func:`~scheduling.placement.topology_index.domain_of`
+    names it); both "" otherwise."""
 
     moves: tuple[Move, ...]
     placement: Decision
+    level: str = ""
+    domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +220,7 @@ class _Room:
         self.cpu_need = max((p.cpu_milli for p in request.pods), default=0)
         self.mem_need = max((p.memory_mib for p in request.pods), default=0)
         self.free: dict[str, tuple[int, int]] = {}
+        self.free_nodes: list[str] = []  # the nodes whose devices ``free`` holds
         self.share: list[dict[str, int]] = [{} for _ in self.requests]
         self.base: list[dict[str, int]] = [{} for _ in self.requests]
         best: dict[str, list[tuple[int, int, int]]] = {}
@@ -205,6 +228,7 @@ class _Room:
         for node in cluster.nodes.values():
             if not node.schedulable or node.error or node.unmatched_bookings():
                 continue
+            self.free_nodes.append(node.name)
             for d in node.devices:
                 free, slots = _raw_free_milli(d), d.split_count - d.used_slots
                 self.free[d.uuid] = (free, slots)
@@ -369,9 +393,15 @@ def _same_models(job: MovableJob) -> PlacementRequest:
     return replace(job.request, pods=pods, min_pods=None)
 
 
-def _place_elsewhere(cluster: ClusterSnapshot, job: MovableJob, framework: Framework) -> Decision:
+def _place_elsewhere(
+    cluster: ClusterSnapshot,
+    job: MovableJob,
+    framework: Framework,
+    avoid: frozenset[str] = frozenset(),
+) -> Decision:
     """Place ``job`` again with the devices it holds fenced (cordoned in the snapshot for the
-    call, so the placement core - fast path included - never offers them)."""
+    call, so the placement core - fast path included - never offers them) and the nodes
+    ``avoid`` names (a target domain's) unschedulable for the call."""
     held = {g.uuid for p in job.booking.pods for c in p.containers for g in c.devices}
     fenced = []
     for pod in job.booking.pods:
@@ -380,14 +410,20 @@ def _place_elsewhere(cluster: ClusterSnapshot, job: MovableJob, framework: Frame
             if d.uuid in held and not d.cordoned:
                 d.cordoned = True
                 fenced.append((node.name, d))
-    for name in {n for n, _ in fenced}:
+    closed = [cluster.nodes[n] for n in sorted(avoid) if cluster.nodes[n].schedulable]
+    for node in closed:
+        node.schedulable = False
+    touched = {n for n, _ in fenced} | {node.name for node in closed}
+    for name in touched:
         cluster.touch(name)
     try:
         return place(cluster, _same_models(job), framework)
     finally:
         for _, d in fenced:
             d.cordoned = False
-        for name in {n for n, _ in fenced}:
+        for node in closed:
+            node.schedulable = True
+        for name in touched:
             cluster.touch(name)
 
 
@@ -396,8 +432,10 @@ def _try(
     request: PlacementRequest,
     combo: Sequence[MovableJob],
     framework: Framework,
+    target: TargetDomain | None = None,
 ) -> ConsolidationPlan | None:
-    """Try one candidate set (module doc, step 4); the snapshot is restored on return.
+    """Try one candidate set (module doc, step 4; with ``target``, step 5: the request placed
+    inside the domain, the moved jobs outside it); the snapshot is restored on return.
 
     Raises:
         ValueError: a booking does not match the snapshot (the snapshot is restored).
@@ -408,20 +446,24 @@ def _try(
         for job in combo:
             unreserve(cluster, job.booking)
             released.append(job)
-        placement = place(cluster, request, framework)
+        inside = request if target is None else target.request
+        placement = place(cluster, inside, framework)
         if not placement.schedulable:
             return None
         reserve(cluster, placement)
         undo.append(placement)
         moves = []
         for job in combo:
-            target = _place_elsewhere(cluster, job, framework)
-            if not target.schedulable:
+            avoid = frozenset() if target is None else target.nodes
+            moved = _place_elsewhere(cluster, job, framework, avoid)
+            if not moved.schedulable:
                 return None
-            reserve(cluster, target)
-            undo.append(target)
-            moves.append(Move(job.id, job.booking, target))
-        return ConsolidationPlan(tuple(moves), placement)
+            reserve(cluster, moved)
+            undo.append(moved)
+            moves.append(Move(job.id, job.booking, moved))
+        if target is None:
+            return ConsolidationPlan(tuple(moves), placement)
+        return ConsolidationPlan(tuple(moves), placement, target.level, target.name)
     finally:
         for decision in reversed(undo):
             unreserve(cluster, decision)
@@ -467,16 +509,25 @@ def plan_consolidation(
     room = _Room(cluster, whole)
     if not room.fragmented(whole):
         return ConsolidationResult(None, "not enough free capacity even if it were contiguous")
+    required = required_domain_level(whole)
+    if required is not None and not fits_in_aggregate(cluster, room, whole):
+        return ConsolidationResult(None, "not enough free capacity even if it were contiguous")
     tries = 0
-    for combo in _candidate_sets(cluster, room, whole, movable, max_moves):
+    sets: list[tuple[TargetDomain | None, tuple[MovableJob, ...]]]
+    if required is None:
+        sets = [(None, c) for c in _candidate_sets(cluster, room, whole, movable, max_moves)]
+    else:
+        sets = list(domain_candidate_sets(cluster, room, whole, movable, max_moves, *required))
+    for target, combo in sets:
         if tries >= max_tries:
             break
         tries += 1
-        plan = _try(cluster, whole, combo, framework)
+        plan = _try(cluster, whole, combo, framework, target)
         if plan is not None:
             return ConsolidationResult(plan, "", tries)
+    where = "" if required is None else f" in one {level_word(required[1])}"
     return ConsolidationResult(
-        None, f"no set of at most {max_moves} movable job(s) frees enough room", tries
+        None, f"no set of at most {max_moves} movable job(s) frees enough room{where}", tries
     )
 
 

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from operator import attrgetter
 
+from scheduling.placement.topology_names import level_word
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, TopologyRequest
 
 __all__ = [
@@ -63,15 +64,6 @@ _version = attrgetter("version")
 class TopologyInvalid(ValueError):
     """A topology request that cannot be evaluated (message says why; reason prefix
     :data:`TOPOLOGY_INVALID`)."""
-
-
-def level_word(key: str) -> str:
-    """The word a reason uses for a level: the key's last ``/`` segment without a leading
-    ``topology-`` (``"cloud.provider.com/topology-rack"`` -> ``"rack"``,
-    ``"kubernetes.io/hostname"`` -> ``"hostname"``, ``"nvidia.com/gpu.clique"`` ->
-    ``"gpu.clique"``)."""
-    word = key.rsplit("/", 1)[-1]
-    return word.removeprefix("topology-") or key
 
 
 def domain_of(labels: Mapping[str, str], levels: tuple[str, ...], level: str) -> str | None:

@@ -6,6 +6,8 @@ start is a range (:func:`scheduling.admission.eta.estimate_queue_starts`) over t
 resource group: its usable devices, the jobs holding devices there (their declared run time
 from start) and every queued job of the group ahead of it (all queues: one admission cycle
 serves the group), each asking the devices of :func:`scheduling.selectors.demand.job_demands`.
+A gang under a ``required`` topology starts no earlier than one domain of its level has its
+devices free (:func:`scheduling.selectors.topology_eta.required_domain_starts`).
 The first :data:`MAX_ESTIMATED` queued jobs of a group are estimated; later ones get none.
 
 What the pages and the API show is that range made honest
@@ -40,10 +42,12 @@ from scheduling.admission.eta import (
     honest_estimate,
     quota_unbounded,
 )
+from scheduling.admission.eta_domains import narrow_to_domain
 from scheduling.choices import JobState
 from scheduling.models import Job, JobStartEstimate, Queue
 from scheduling.selectors.allocation import device_loads, in_group
 from scheduling.selectors.demand import PresentModels, job_demands
+from scheduling.selectors.topology_eta import required_domain_starts
 from tenants.models import ResourceGroup
 
 __all__ = [
@@ -100,7 +104,8 @@ def group_start_ranges(
     group: ResourceGroup, now: datetime, models: PresentModels | None = None
 ) -> GroupRanges:
     """:class:`GroupRanges` of the first :data:`MAX_ESTIMATED` queued jobs of ``group``
-    (module docstring). Six queries."""
+    (module docstring). Six queries; for a group with a topology up to four more
+    (:func:`~scheduling.selectors.topology_eta.required_domain_starts`)."""
     models = models or PresentModels.present()
     loads = device_loads()
     capacity = sum(1 for d in loads.values() if d.usable and in_group(d, group))
@@ -113,13 +118,11 @@ def group_start_ranges(
     started = dict(
         Job.objects.filter(pk__in=[d.job_id for d in holding]).values_list("pk", "started_at")
     )
-    running = [
-        (
-            (started.get(d.job_id) or d.admitted_at or now) + timedelta(seconds=d.duration_s),
-            d.devices,
-        )
+    ends = {
+        d.job_id: (started.get(d.job_id) or d.admitted_at or now) + timedelta(seconds=d.duration_s)
         for d in holding
-    ]
+    }
+    running = [(ends[d.job_id], d.devices) for d in holding]
     queued_jobs = Job.objects.filter(queue__resource_group=group, state=JobState.QUEUED).order_by(
         *ADMISSION_ORDER
     )[:MAX_ESTIMATED]
@@ -127,6 +130,12 @@ def group_start_ranges(
     ranges = estimate_queue_starts(
         now, capacity, running, [(d.devices, d.duration_s) for d in queued]
     )
+    # a gang under a required topology waits for one domain with room (issue 31)
+    domain_starts = required_domain_starts(group, now, loads, holding, ends, queued)
+    ranges = [
+        narrow_to_domain(r, domain_starts[d.job_id]) if d.job_id in domain_starts else r
+        for d, r in zip(queued, ranges, strict=True)
+    ]
     holders = {d.tenant_id for d in holding}
     unbounded, heads = set(), {}
     for pk, queue_id, tenant_id, causes in queued_jobs.values_list(

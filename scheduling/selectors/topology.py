@@ -15,44 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from scheduling.models import TopologyMode
+from scheduling.placement.topology_names import resolve_level
 from scheduling.selectors.snapshot import group_topology
 from tenants.models import ResourceGroup, Topology
 
-__all__ = ["RACK_LAYOUT_LEVELS", "TopologyRefused", "TopologySpec", "resolve_topology_spec"]
-
-ZONE_LABEL = "topology.kubernetes.io/zone"
-BLOCK_LABEL = "cloud.provider.com/topology-block"
-RACK_LAYOUT_LEVELS = (
-    ZONE_LABEL,
-    BLOCK_LABEL,
-    "cloud.provider.com/topology-rack",
-    "kubernetes.io/hostname",
-)
-"""The levels of the demo and trace clusters' topology (Kueue's sample topology: zone,
-block, rack, node), widest first."""
-
-
-def synthetic_rack_labels(
-    position: int, node_name: str, nodes_per_rack: int, racks_per_block: int
-) -> dict[str, str]:
-    """The :data:`RACK_LAYOUT_LEVELS` labels of the ``position``-th node (0-based) of a
-    cluster laid out ``nodes_per_rack`` nodes a rack and ``racks_per_block`` racks a block,
-    in one zone (a trace cluster has no layout of its own): ``{zone: "zone-0", block:
-    "block-<b>", rack: "rack-<r>", hostname: node_name}``.
-
-    Raises:
-        ValueError: a layout size below 1.
-    """
-    if nodes_per_rack < 1 or racks_per_block < 1:
-        raise ValueError("nodes_per_rack and racks_per_block must be at least 1")
-    rack = position // nodes_per_rack
-    zone, block, rack_key, host = RACK_LAYOUT_LEVELS
-    return {
-        zone: "zone-0",
-        block: f"block-{rack // racks_per_block}",
-        rack_key: f"rack-{rack}",
-        host: node_name,
-    }
+__all__ = ["TopologyRefused", "TopologySpec", "resolve_topology_spec"]
 
 
 class TopologyRefused(ValueError):
@@ -96,14 +63,14 @@ class TopologySpec:
 
 def _level(topology: Topology, name: str, field: str) -> str:
     try:
-        return topology.resolve_level(name)
+        return resolve_level(topology.levels, name, topology.name)
     except ValueError as exc:
         raise TopologyRefused(field, str(exc)) from None
 
 
 def resolve_topology_spec(group: ResourceGroup, spec: TopologySpec, pod_count: int) -> TopologySpec:
     """``spec`` with its levels as keys of the group's topology (:func:`group_topology`;
-    short names as :meth:`tenants.models.Topology.resolve_level` takes them).
+    short names as :func:`~scheduling.placement.topology_names.resolve_level` takes them).
 
     Raises:
         TopologyRefused: a request on a group without a topology (``topology``); an unknown

@@ -23,6 +23,11 @@ sticky head (``preempting_since``: the next cycles try it first) so it takes the
 the moved job is admitted again by the next cycle on the target the plan chose, while that
 target still fits (the move keeps it: :mod:`scheduling.services.consolidation_pins`). The
 next cycle is requested after commit.
+
+A gang under a ``required`` topology that fits the quota and the free capacity but no single
+domain (its verdict carries the core's ``TopologyPlacementFailed`` reason) gets moves out of
+one domain (the core's step 5); the waiting job's reason and ``consolidation`` event, and each
+moved job's message, name that domain (:func:`target_domain`), the event also every move.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from scheduling.placement.consolidation import (
     plan_consolidation,
 )
 from scheduling.placement.pin import pins_of
+from scheduling.placement.topology_names import level_word
 from scheduling.placement.types import (
     ContainerAssignment,
     Decision,
@@ -69,7 +75,13 @@ from scheduling.services.eviction import release_terminated, terminate_placement
 from scheduling.services.locking import lock_jobs
 from tenants.models import ResourceGroup
 
-__all__ = ["ALLOW_CONSOLIDATION_ANNOTATION", "ANOTHER_TENANT", "consolidate", "where"]
+__all__ = [
+    "ALLOW_CONSOLIDATION_ANNOTATION",
+    "ANOTHER_TENANT",
+    "consolidate",
+    "target_domain",
+    "where",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -266,18 +278,22 @@ def _plan(
 
 
 def _shape(waiting: PendingWorkload, request: PlacementRequest) -> tuple:
-    """What decides a plan besides the snapshot: the pods' requests (not their names) and the
-    priority (which jobs may move)."""
-    return waiting.priority, tuple(
-        (
-            p.cpu_milli,
-            p.memory_mib,
-            p.containers,
-            tuple(sorted(p.node_selector.items())),
-            p.node_policy,
-            p.device_policy,
-        )
-        for p in request.pods
+    """What decides a plan besides the snapshot: the pods' requests (not their names), their
+    topology requests and the priority (which jobs may move)."""
+    return (
+        waiting.priority,
+        request.topology,
+        tuple(
+            (
+                p.cpu_milli,
+                p.memory_mib,
+                p.containers,
+                tuple(sorted(p.node_selector.items())),
+                p.node_policy,
+                p.device_policy,
+            )
+            for p in request.pods
+        ),
     )
 
 
@@ -300,6 +316,13 @@ def _explain(notes: dict[int, str]) -> None:
                 output_field=JSONField(),
             ),
         )
+
+
+def target_domain(plan: ConsolidationPlan) -> str:
+    """``" in rack zone-a/block-0/rack-1"``: the domain a plan empties for a gang under a
+    ``required`` topology (:attr:`~scheduling.placement.consolidation.ConsolidationPlan.domain`,
+    the level's word as reasons say it), "" for a plan without one."""
+    return f" in {level_word(plan.level)} {plan.domain}" if plan.domain else ""
 
 
 def where(decision: Decision) -> str:
@@ -329,19 +352,22 @@ def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]
     if any(rows.get(i) is None or rows[i].state not in _MOVABLE_STATES for i in moved_ids):
         return []
     for move in planned.plan.moves:
-        _move(rows[int(move.job_id)], waiting, move, group, now)
+        _move(rows[int(move.job_id)], waiting, move, group, now, target_domain(planned.plan))
     count = len(moved_ids)
+    room = target_domain(planned.plan)
     Job.objects.filter(pk=waiting_id).update(
         preempting_since=now,
         **reason_fields(
-            CauseKind.CAPACITY, f"waiting for {count} job(s) moved by consolidation to make room"
+            CauseKind.CAPACITY,
+            f"waiting for {count} job(s) moved by consolidation to make room{room}",
         ),
     )
+    moves = "; ".join(f"{where(m.source)} -> {where(m.target)}" for m in planned.plan.moves)
     JobEvent.objects.create(
         job=waiting,
         kind="consolidation",
-        message=f"consolidation moved {count} job(s) to make room on "
-        f"{where(planned.plan.placement)}",
+        message=f"consolidation moved {count} job(s) to make room{room} on "
+        f"{where(planned.plan.placement)}" + (f" (moves: {moves})" if room else ""),
     )
     return moved_ids
 
@@ -349,14 +375,17 @@ def _commit(planned: _Planned, group: ResourceGroup, now: datetime) -> list[int]
 _MOVABLE_STATES = (JobState.ADMITTED, JobState.RUNNING)
 
 
-def _move(job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetime) -> None:
+def _move(
+    job: Job, waiting: Job, move: Move, group: ResourceGroup, now: datetime, room: str = ""
+) -> None:
     """Stop ``job``'s pods, requeue it and record the move with its planned target, to
     which its next placement is pinned (:mod:`scheduling.services.consolidation_pins`);
-    what its tenant sees never names another tenant or its job."""
+    what its tenant sees never names another tenant or its job. ``room``: the domain emptied
+    (:func:`target_domain`), "" for none."""
     source, target = where(move.source), where(move.target)
     same = job.tenant_id == waiting.tenant_id
     whom = f"job {waiting.name} of your tenant {job.tenant.name}" if same else ANOTHER_TENANT
-    message = f"moved by consolidation from {source} to {target} to make room for {whom}"
+    message = f"moved by consolidation from {source} to {target} to make room{room} for {whom}"
     placements = list(
         lock_rows(Placement)
         .filter(job=job, state__in=ACTIVE_PLACEMENT_STATES)

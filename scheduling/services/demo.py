@@ -14,7 +14,7 @@ from django.db import transaction
 from scheduling.choices import Backend, JobKind, JobState, QueueStrategy
 from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
-from scheduling.selectors.topology import RACK_LAYOUT_LEVELS
+from scheduling.placement.topology_names import RACK_LAYOUT_LEVELS
 from scheduling.services.inventory.device_models import load_missing_device_models
 from scheduling.services.job_kinds import submit_workload
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
@@ -54,7 +54,7 @@ DEMO_RACKS = {
 }
 DEMO_ZONE = "zone-a"
 DEMO_TOPOLOGY = "demo-dc"
-"""The demo's topology (levels :data:`~scheduling.selectors.topology.RACK_LAYOUT_LEVELS`),
+"""The demo's topology (levels :data:`~scheduling.placement.topology_names.RACK_LAYOUT_LEVELS`),
 attached to every demo resource group."""
 # group, kind, models
 DEMO_GROUPS = [
@@ -173,7 +173,7 @@ def _seed_inventory(created: dict[str, int]) -> None:
 
 def demo_node_labels(node_name: str) -> dict[str, str]:
     """The topology labels of a demo node: zone, block, rack and hostname (:data:`DEMO_RACKS`;
-    the keys are :data:`~scheduling.selectors.topology.RACK_LAYOUT_LEVELS`)."""
+    the keys are :data:`~scheduling.placement.topology_names.RACK_LAYOUT_LEVELS`)."""
     zone, block, rack, host = RACK_LAYOUT_LEVELS
     node_block, node_rack = DEMO_RACKS[node_name]
     return {zone: DEMO_ZONE, block: node_block, rack: node_rack, host: node_name}

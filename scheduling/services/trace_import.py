@@ -19,8 +19,8 @@ from django.db import transaction
 
 from scheduling.choices import Backend, JobState
 from scheduling.models import Cluster, Device, DeviceModel, Job, JobContainer, Node, Queue
+from scheduling.placement.topology_names import RACK_LAYOUT_LEVELS, synthetic_rack_labels
 from scheduling.placement.whatif.trace import device_memory_mib, read_nodes, read_pods
-from scheduling.selectors.topology import RACK_LAYOUT_LEVELS, synthetic_rack_labels
 from tenants.choices import FragmentationPolicy
 from tenants.models import ANY_FLAVOR, Quota, ResourceGroup, Tenant, Topology
 
@@ -66,7 +66,7 @@ def import_trace(
             (``FragGuard`` by default: the trace is the workload it was made for; ``none`` =
             HAMi's node score).
         nodes_per_rack / racks_per_block: the synthetic rack layout
-            (:func:`~scheduling.selectors.topology.synthetic_rack_labels`).
+            (:func:`~scheduling.placement.topology_names.synthetic_rack_labels`).
 
     Raises:
         scheduling.placement.whatif.trace.TraceError: a malformed CSV (file, line, column named).

@@ -12,12 +12,7 @@ groups), ``quotas`` (quotas, caps, stored usage, ledger), ``invitations`` (invit
 namespaces), ``limits`` (per-user limits, budgets).
 """
 
-from tenants.models.groups import (
-    CONSOLIDATION_BUDGET_WINDOW,
-    ResourceGroup,
-    Topology,
-    level_short_names,
-)
+from tenants.models.groups import CONSOLIDATION_BUDGET_WINDOW, ResourceGroup, Topology
 from tenants.models.invitations import Invitation, TenantNamespace
 from tenants.models.limits import Budget, UserLimit
 from tenants.models.quotas import MAX_QUOTA_AMOUNT, AggregateCap, LedgerInterval, Quota, QuotaUsage
@@ -39,6 +34,5 @@ __all__ = [
     "TenantNamespace",
     "Topology",
     "UserLimit",
-    "level_short_names",
     "slug_validator",
 ]

@@ -61,40 +61,6 @@ class Topology(BaseModel):
         if repeated:
             raise ValidationError({"levels": f"Levels must be distinct: {', '.join(repeated)}."})
 
-    def resolve_level(self, name: str) -> str:
-        """The level key ``name`` names: a key of ``levels`` as written, or its short name
-        (:func:`level_short_names`: ``rack`` or ``topology-rack`` for
-        ``cloud.provider.com/topology-rack``) when exactly one level has that short name.
-
-        Raises:
-            ValueError: no such level, or a short name shared by several levels; the
-                message names the levels of this topology.
-        """
-        if name in self.levels:
-            return name
-        matches = [k for k in self.levels if name in level_short_names(k)]
-        if len(matches) == 1:
-            return matches[0]
-        named = ", ".join(self.levels)
-        if matches:
-            raise ValueError(
-                f"{name!r} names several levels of topology {self.name} "
-                f"({', '.join(matches)}): give the label key; its levels are {named}."
-            )
-        raise ValueError(
-            f"{name!r} is not a level of topology {self.name}: its levels are {named}."
-        )
-
-
-def level_short_names(key: str) -> tuple[str, ...]:
-    """Short names of a level key: the part after the last ``/`` and that part's last
-    ``-`` word (``cloud.provider.com/topology-rack`` -> ``("topology-rack", "rack")``,
-    ``kubernetes.io/hostname`` -> ``("hostname",)``). The console's own shorthand, not
-    Kueue's (Kueue takes the key)."""
-    tail = key.rsplit("/", 1)[-1]
-    word = tail.rsplit("-", 1)[-1]
-    return (tail,) if word == tail else (tail, word)
-
 
 #: The window of a resource group's consolidation move budget
 #: (``ResourceGroup.consolidation_max_moves_per_hour``).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from scheduling.placement.lab import bench_topology as bt
+from scheduling.placement.topology_names import ZONE_LABEL, synthetic_rack_labels
 from scheduling.placement.whatif.trace import PodRecord, build_snapshot, read_nodes
 
 
@@ -29,9 +30,12 @@ def test_label_racks_gives_block_rack_and_host_in_node_order(tmp_path):
     snap = build_snapshot(read_nodes(node_csv))
     bt.label_racks(snap, rack_nodes=4, block_racks=2)
     labels = [snap.nodes[n].labels for n in sorted(snap.nodes)]
-    assert [lab[bt.RACK] for lab in labels] == ["r0"] * 4 + ["r1"] * 4 + ["r2"] * 2
-    assert [lab[bt.BLOCK] for lab in labels] == ["b0"] * 8 + ["b1"] * 2
+    assert [lab[bt.RACK] for lab in labels] == ["rack-0"] * 4 + ["rack-1"] * 4 + ["rack-2"] * 2
+    assert [lab[bt.BLOCK] for lab in labels] == ["block-0"] * 8 + ["block-1"] * 2
     assert labels[9][bt.HOST] == "node-009"
+    # the one layout a trace import gives too (one home: topology_names)
+    assert labels[5] == synthetic_rack_labels(5, "node-005", 4, 2)
+    assert labels[5][ZONE_LABEL] == "zone-0"
 
 
 def test_units_make_gangs_of_multi_gpu_pods_only():

@@ -30,7 +30,7 @@ def _fresh_cache():
 def _running(group, settings, cache: bool):
     settings.ADMISSION_RUNNING_CACHE = cache
     ctx = build_admission_snapshot(group, timezone.now())
-    return sorted(ctx.snapshot.running, key=lambda w: w.id), {
+    return sorted(ctx.snapshot.running, key=lambda w: int(w.id)), {
         k: (v.pods, v.migs) for k, v in ctx.held.items()
     }
 

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from tenants.models import Topology, level_short_names
+from tenants.models import Topology
 
 pytestmark = pytest.mark.django_db
 
@@ -29,21 +29,6 @@ def test_levels_are_a_non_empty_list_of_distinct_keys(levels, message):
     with pytest.raises(ValidationError) as err:
         Topology(name="t", levels=levels).full_clean()
     assert message in err.value.message_dict["levels"]
-
-
-def test_short_names_and_resolution():
-    assert level_short_names(LEVELS[2]) == ("topology-rack", "rack")
-    assert level_short_names(LEVELS[3]) == ("hostname",)
-    assert level_short_names("nvidia.com/gpu.clique") == ("gpu.clique",)
-    topology = Topology(name="dc", levels=LEVELS)
-    assert [topology.resolve_level(n) for n in ("zone", "topology-block", "rack", LEVELS[3])] == [
-        LEVELS[0],
-        LEVELS[1],
-        LEVELS[2],
-        LEVELS[3],
-    ]
-    with pytest.raises(ValueError, match=r"'aisle' is not a level of topology dc: its levels"):
-        topology.resolve_level("aisle")
 
 
 def test_admin_lists_and_validates_topologies(client, django_user_model):

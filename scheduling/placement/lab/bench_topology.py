@@ -7,8 +7,9 @@ Usage::
         [--required-share 0.5] [--large-nodes 10000] [--large-seeds 1] [--json-only]
 
 Cluster: the trace's nodes in file order, ``--rack-nodes`` nodes a rack and ``--block-racks``
-racks a block (labels ``cloud.provider.com/topology-block``, ``cloud.provider.com/topology-rack``,
-``kubernetes.io/hostname``; a synthetic layout, the trace has none); the large run cycles the
+racks a block (the synthetic layout a trace import gives, ``topology_names.synthetic_rack_labels``;
+the levels used are ``cloud.provider.com/topology-block``, ``cloud.provider.com/topology-rack``,
+``kubernetes.io/hostname``; the trace has no layout of its own); the large run cycles the
 node list to ``--large-nodes`` nodes (copy r of node n is "n-r<r>") with the same layout.
 
 Workload (per seed): every pod of the trace is a unit; a multi-GPU pod (``num_gpu`` >= 2, the
@@ -61,6 +62,12 @@ from scheduling.placement.fragmentation import TargetWorkload
 from scheduling.placement.lab.bench import bucket_means, parse_seeds, task_classes
 from scheduling.placement.node_selection import request_shape
 from scheduling.placement.topology_index import DomainIndex
+from scheduling.placement.topology_names import (
+    BLOCK_LABEL,
+    HOSTNAME_LABEL,
+    RACK_LABEL,
+    synthetic_rack_labels,
+)
 from scheduling.placement.types import ClusterSnapshot, Decision, PodSetTopology, TopologyRequest
 from scheduling.placement.whatif.replay import Replay
 from scheduling.placement.whatif.trace import (
@@ -75,9 +82,9 @@ from scheduling.placement.whatif.trace import (
 
 __all__ = ["BLOCK", "RACK", "HOST", "LEVELS", "Unit", "label_racks", "make_units", "main"]
 
-BLOCK = "cloud.provider.com/topology-block"
-RACK = "cloud.provider.com/topology-rack"
-HOST = "kubernetes.io/hostname"
+BLOCK = BLOCK_LABEL
+RACK = RACK_LABEL
+HOST = HOSTNAME_LABEL
 LEVELS = (BLOCK, RACK, HOST)
 #: GPUs a gang may ask and still require one rack (more: one block).
 RACK_GPUS = 32
@@ -107,11 +114,11 @@ class Unit:
 
 
 def label_racks(snapshot: ClusterSnapshot, rack_nodes: int, block_racks: int) -> None:
-    """Give the snapshot's nodes, in insertion order, the synthetic block / rack labels."""
+    """Give the snapshot's nodes, in insertion order, the synthetic rack layout's labels
+    (:func:`~scheduling.placement.topology_names.synthetic_rack_labels`, as a trace import
+    gives them; the benchmark's levels leave the one zone out)."""
     for i, name in enumerate(list(snapshot.nodes)):
-        rack = i // rack_nodes
-        block = rack // block_racks
-        snapshot.nodes[name].labels = {BLOCK: f"b{block}", RACK: f"r{rack}", HOST: name}
+        snapshot.nodes[name].labels = synthetic_rack_labels(i, name, rack_nodes, block_racks)
         snapshot.touch(name)
 
 
