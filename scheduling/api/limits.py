@@ -49,17 +49,7 @@ class UserLimitSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = UserLimit
-        fields = [
-            "id",
-            "tenant",
-            "user",
-            "max_running_jobs",
-            "max_queued_jobs",
-            "max_devices_milli",
-            "device_model",
-            "usage",
-            "over_limit",
-        ]
+        fields = ["id", *services.USER_LIMIT_FIELDS, "usage", "over_limit"]
 
     def _usage(self, row: UserLimit) -> UserUsage | None:
         if row.user_id is None:
@@ -191,16 +181,7 @@ class BudgetSerializer(serializers.ModelSerializer):
         model = Budget
         fields = [
             "id",
-            "tenant",
-            "user",
-            "name",
-            "unit",
-            "amount",
-            "period",
-            "window_start",
-            "window_end",
-            "soft_threshold_percent",
-            "hard_action",
+            *services.BUDGET_FIELDS,
             "spent",
             "committed",
             "forecast",
