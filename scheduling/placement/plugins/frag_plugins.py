@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import floordiv
+from operator import floordiv, sub
 from typing import Any
 
 from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
@@ -342,22 +342,65 @@ class FitCounter:
     memory is memoised per node state number (``NodeTable.state``: models, free CPU, free
     milli), host memory is applied on top."""
 
-    __slots__ = ("table", "task", "no_mem", "memo")
+    __slots__ = ("table", "task", "no_mem", "memo", "direct")
 
     def __init__(self, table: NodeTable, task: TaskView, memo: dict[int, int]) -> None:
         self.table = table
         self.task = task
         self.no_mem = replace(task, memory_mib=0)
         self.memo = memo
+        #: counted directly (:meth:`_direct`) on nodes of one model of the task's vendor
+        self.direct = bool(
+            task.num_gpu
+            and task.cpu_milli
+            and (task.num_gpu > 1 or task.gpu_milli >= GPU_MILLI)
+            and not task.gpu_types
+        )
 
     def __call__(self, name: str, _node: NodeInfo | None = None) -> int:
         return self.many([name])[0]
 
     def many(self, names: Sequence[str]) -> list[int]:
-        """The counts of the nodes ``names``, in order: each new state number counted once
-        (:func:`fit_count`), the others read from the memo, host memory applied on top."""
+        """The counts of the nodes ``names``, in order. A whole-GPU task with a CPU request
+        and no model list is counted directly on nodes of one model of its vendor (what
+        :meth:`_fresh` reads there, host memory applied on top); other nodes and tasks: each
+        new state number counted once (:func:`fit_count`), the others read from the memo,
+        host memory applied on top."""
         table = self.table
         idx = list(map(table.index.__getitem__, names))
+        if self.direct:
+            vendor = self.task.vendor
+            vendors = list(map(table.vendor.__getitem__, idx))
+            out = self._direct(idx)
+            if vendors.count(vendor) != len(vendors):  # other nodes: the general count
+                other = [j for j, v in enumerate(vendors) if v != vendor]
+                for j, n in zip(other, self._memoised([idx[j] for j in other]), strict=True):
+                    out[j] = n
+            return out
+        return self._memoised(idx)
+
+    def _direct(self, idx: list[int]) -> list[int]:
+        """``min(free CPU // cpu, fully free devices // k, cap, free memory // memory)``
+        (at least 0) of the nodes ``idx``: :meth:`_fresh`'s direct reading for nodes of one
+        model of the task's vendor, host memory applied as :meth:`_memoised` does."""
+        table, task = self.table, self.task
+        sgs = list(map(table.sg.__getitem__, idx))
+        full = map(sub, map(len, sgs), map(bisect_left, sgs, repeat(task.gpu_milli)))
+        parts = [
+            map(floordiv, map(table.cpu.__getitem__, idx), repeat(task.cpu_milli)),
+            map(floordiv, full, repeat(task.num_gpu)),
+            repeat(FIT_COUNT_CAP),
+        ]
+        if task.memory_mib:
+            parts.append(map(floordiv, map(table.mem.__getitem__, idx), repeat(task.memory_mib)))
+        out = list(map(min, *parts))
+        if out and min(out) < 0:
+            out = [max(n, 0) for n in out]
+        return out
+
+    def _memoised(self, idx: list[int]) -> list[int]:
+        """The counts of the nodes ``idx`` through the per-state memo (:meth:`many`)."""
+        table = self.table
         states = list(map(table.state.__getitem__, idx))
         memo = self.memo
         missing = set(states).difference(memo)
