@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, itemgetter, sub
 
 from scheduling.placement.topology_names import level_word
 from scheduling.placement.types import ClusterSnapshot, NodeInfo, TopologyRequest
@@ -246,25 +247,28 @@ class ShapeCounts:
                 if n in versions:
                     versions[n] = nodes[n].version
         counts = self.node
-        names = [n for n in changed if n in counts]
+        names = list(filter(counts.__contains__, changed))
         if not names:
             return
         many = getattr(counter, "many", None)
         fresh = many(names) if many is not None else [counter(n, nodes[n]) for n in names]
-        keys = self.domains.keys
+        moves = list(map(sub, fresh, map(counts.__getitem__, names)))
+        if not any(moves):
+            return
+        counts.update(zip(names, fresh, strict=True))
+        moved = list(compress(names, moves))
+        moves = list(compress(moves, moves))
+        paths = list(map(self.domains.keys.__getitem__, moved))
         # per kept level: (level, sums, buckets, per domain the sum of its nodes' moves)
         levels: list[tuple[int, dict, dict, dict[tuple[str, ...], int]]] = [
             (lvl, sums, buckets, {})
             for lvl, (sums, buckets) in enumerate(zip(self.sums, self.by_count, strict=True))
             if sums is not None and buckets is not None
         ]
-        for name, new, old in zip(names, fresh, map(counts.__getitem__, names), strict=True):
-            if new != old:
-                counts[name] = new
-                path = keys[name]
-                for lvl, _sums, _buckets, delta in levels:
-                    key = path[lvl]
-                    delta[key] = delta.get(key, 0) + new - old
+        for lvl, _sums, _buckets, delta in levels:
+            get = delta.get
+            for key, d in zip(map(itemgetter(lvl), paths), moves, strict=True):
+                delta[key] = get(key, 0) + d
         for _lvl, sums, buckets, delta in levels:
             for key, d in delta.items():
                 if not d:

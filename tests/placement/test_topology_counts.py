@@ -65,6 +65,53 @@ def test_fast_count_is_fit_count_capped_by_host_memory_node_by_node():
         assert [counter(n) for n in table.names] == want
 
 
+def test_direct_count_matches_fit_count_on_every_kind_of_node():
+    """The direct count of a whole-GPU task (``FitCounter._direct``) against the general
+    rule node by node: CPU-bound, memory-bound, cordoned, a node of another vendor, a node
+    of mixed models (counted through the memo) and one without devices."""
+    nodes = [
+        topo_node("cpu-bound", "b1", "r1", cpu=3000),
+        topo_node("full", "b1", "r1", used=8),
+        topo_node("half", "b1", "r1", used=5),
+        replace(topo_node("cordoned", "b1", "r1"), schedulable=False),
+        topo_node("no-gpu", "b1", "r2", gpus=0),
+    ]
+    other = topo_node("other-vendor", "b1", "r2")
+    other.devices = [replace(d, vendor="Ascend", type="Ascend910B") for d in other.devices]
+    mixed = topo_node("mixed", "b1", "r2", used=1)
+    mixed.devices = [replace(d, type="NVIDIA-H100") if d.index < 2 else d for d in mixed.devices]
+    s = ClusterSnapshot.from_nodes([*nodes, other, mixed])
+    _fw, plugin = profile_for("FragGuard", WORKLOAD, 1, 1)
+    pods = (
+        gang_pod("a", gpus=1, cpu=1000),
+        gang_pod("b", gpus=2, cpu=2000),
+        _pod("c", gpus=2, memory_mib=400_000),
+        gang_pod("d", gpus=3, cpu=500),
+    )
+    for pod in pods:
+        counter = plugin.fit_counter(s, pod)
+        assert counter is not None and counter.direct
+        counter.memo.clear()  # every state new: counted by _direct
+        table = plugin._bind(s)
+        no_mem = replace(task_view(pod), memory_mib=0)
+        want = [
+            max(min(fit_count(table, i, no_mem), table.mem[i] // pod.memory_mib), 0)
+            for i in range(len(table.names))
+        ]
+        assert counter.many(table.names) == want
+        assert counter.many(table.names[::-1]) == want[::-1]
+    got = dict(zip(table.names, counter.many(table.names), strict=True))  # d: 3 GPUs, 0.5 CPU
+    assert got == {
+        "cpu-bound": 2,
+        "full": 0,
+        "half": 1,
+        "cordoned": 0,
+        "no-gpu": 0,
+        "other-vendor": 0,
+        "mixed": 2,
+    }
+
+
 def _expected(s: ClusterSnapshot) -> dict[str, int]:
     """Per node: min(fully free GPUs, free host memory // MEM), from the snapshot itself."""
     return {

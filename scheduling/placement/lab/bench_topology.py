@@ -44,16 +44,24 @@ in the replay each gang also pays for re-reading the nodes the single pods chang
 a gang of its shape last looked). The last line printed is one JSON object. CPU time
 (``time.process_time``): a busy machine does not distort it; run it under ``nice -n 19`` on
 a shared machine.
+
+Garbage collector: each replay runs as the console's long-running worker does
+(``core/gc_tuning.py``): the thresholds ``--gc-thresholds`` (default the console's
+``PYTHON_GC_THRESHOLDS``, ``console/settings/base.py``) and the objects alive once the cluster
+is built moved to the permanent generation (``gc.freeze``), so a full collection does not walk
+the 10,000-node cluster inside a timed call; undone after the replay.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -331,6 +339,21 @@ def _cluster(
     return snap
 
 
+@contextmanager
+def worker_gc(thresholds: Sequence[int]) -> Iterator[None]:
+    """Run the body under a worker's collector settings (module docstring): collect, set
+    ``thresholds`` (gen0, gen1, gen2), freeze the objects alive now; restore on exit."""
+    old = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(*thresholds)
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*old)
+
+
 def _copy_name(name: str, r: int) -> str:
     return name if r == 0 else f"{name}-r{r}"
 
@@ -340,6 +363,7 @@ def run(args: argparse.Namespace, nodes: list[NodeRecord], pods: list[PodRecord]
     workload = TargetWorkload.from_classes(task_classes(pods), 0.95)
     sizes = [int(x) for x in args.gang_sizes.split(",")]
     seeds = parse_seeds(args.seeds)
+    thresholds = [int(x) for x in args.gc_thresholds.split(",")]
     out: dict[str, Any] = {}
     for variant in VARIANTS:
         runs: list[Tally] = []
@@ -352,10 +376,12 @@ def run(args: argparse.Namespace, nodes: list[NodeRecord], pods: list[PodRecord]
                 snap = _cluster(nodes, count, args.rack_nodes, args.block_racks)
                 cap = sum(1000 * len(n.devices) for n in snap.nodes.values())
                 units = make_units(pods, cap, args.tune, seed, sizes, args.required_share)
-                acc.append(replay(variant, snap, units, workload, seed))
+                with worker_gc(thresholds):
+                    acc.append(replay(variant, snap, units, workload, seed))
                 if acc is large:
                     snap = _cluster(nodes, count, args.rack_nodes, args.block_racks)
-                    streams.append(stream(variant, snap, units, workload, seed))
+                    with worker_gc(thresholds):
+                        streams.append(stream(variant, snap, units, workload, seed))
         out[variant] = figures(runs, large, streams)
         if not args.json_only:
             print(f"# {variant}: {json.dumps(out[variant])}", flush=True)
@@ -377,6 +403,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--required-share", type=float, default=0.5)
     ap.add_argument("--large-nodes", type=int, default=10000, help="0: skip the large run")
     ap.add_argument("--large-seeds", type=int, default=1, help="seeds also run on the large one")
+    ap.add_argument(
+        "--gc-thresholds",
+        default="50000,20,100",
+        help="gen0,gen1,gen2 during a replay (the console's PYTHON_GC_THRESHOLDS default)",
+    )
     ap.add_argument("--json-only", action="store_true")
     args = ap.parse_args(argv)
     try:
@@ -403,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "required_share",
             "large_nodes",
             "large_seeds",
+            "gc_thresholds",
         )
     }
     print(json.dumps(ours), flush=True)

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import floordiv
+from operator import floordiv, sub
 from typing import Any
 
 from scheduling.placement.fragmentation import GPU_MILLI, TargetWorkload
@@ -342,20 +342,28 @@ class FitCounter:
     memory is memoised per node state number (``NodeTable.state``: models, free CPU, free
     milli), host memory is applied on top."""
 
-    __slots__ = ("table", "task", "no_mem", "memo")
+    __slots__ = ("table", "task", "no_mem", "memo", "direct")
 
     def __init__(self, table: NodeTable, task: TaskView, memo: dict[int, int]) -> None:
         self.table = table
         self.task = task
         self.no_mem = replace(task, memory_mib=0)
         self.memo = memo
+        #: new states counted together (:meth:`_direct`) on nodes of one model of its vendor
+        self.direct = bool(
+            task.num_gpu
+            and task.cpu_milli
+            and (task.num_gpu > 1 or task.gpu_milli >= GPU_MILLI)
+            and not task.gpu_types
+        )
 
     def __call__(self, name: str, _node: NodeInfo | None = None) -> int:
         return self.many([name])[0]
 
     def many(self, names: Sequence[str]) -> list[int]:
         """The counts of the nodes ``names``, in order: each new state number counted once
-        (:func:`fit_count`), the others read from the memo, host memory applied on top."""
+        (:meth:`_counts`, all new states of the call together), the others read from the
+        memo, host memory applied on top."""
         table = self.table
         idx = list(map(table.index.__getitem__, names))
         states = list(map(table.state.__getitem__, idx))
@@ -363,9 +371,8 @@ class FitCounter:
         missing = set(states).difference(memo)
         if missing:  # one node of each new state counts for all of them
             some = dict(zip(states, idx, strict=True))
-            fresh = self._fresh
-            for st in missing:
-                memo[st] = fresh(some[st])
+            new = [some[st] for st in missing]
+            memo.update(zip(missing, self._counts(new), strict=True))
         out = list(map(memo.__getitem__, states))
         need = self.task.memory_mib
         if need:  # min(count, free memory // need), at least 0
@@ -373,6 +380,33 @@ class FitCounter:
             out = list(map(min, out, room))
             if out and min(out) < 0:
                 out = [max(n, 0) for n in out]
+        return out
+
+    def _counts(self, idx: list[int]) -> list[int]:
+        """The counts without host memory of the nodes ``idx`` (:meth:`_fresh` each, or
+        :meth:`_direct` for a whole-GPU task on the nodes of one model of its vendor)."""
+        if not self.direct:
+            return list(map(self._fresh, idx))
+        vendor = self.task.vendor
+        vendors = list(map(self.table.vendor.__getitem__, idx))
+        out = self._direct(idx)
+        if vendors.count(vendor) != len(vendors):  # other nodes: the general count
+            for j, v in enumerate(vendors):
+                if v != vendor:
+                    out[j] = self._fresh(idx[j])
+        return out
+
+    def _direct(self, idx: list[int]) -> list[int]:
+        """``min(free CPU // cpu, fully free devices // k, cap)`` (at least 0) of the nodes
+        ``idx``: :meth:`_fresh`'s reading for nodes of one model of the task's vendor,
+        computed for all of them at once."""
+        table, task = self.table, self.task
+        sgs = list(map(table.sg.__getitem__, idx))
+        full = map(sub, map(len, sgs), map(bisect_left, sgs, repeat(task.gpu_milli)))
+        cpu = map(floordiv, map(table.cpu.__getitem__, idx), repeat(task.cpu_milli))
+        out = list(map(min, cpu, map(floordiv, full, repeat(task.num_gpu)), repeat(FIT_COUNT_CAP)))
+        if out and min(out) < 0:
+            out = [max(n, 0) for n in out]
         return out
 
     def _fresh(self, i: int) -> int:
