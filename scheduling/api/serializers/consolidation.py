@@ -3,6 +3,7 @@ read-only, rendered from :class:`scheduling.services.consolidation_preview.Shown
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -32,6 +33,7 @@ class ConsolidationPlanSerializer(serializers.Serializer):
     )
     summary = serializers.CharField(help_text='e.g. "job a (n0 -> n1); 2 jobs of other tenants".')
 
+    @extend_schema_field(ConsolidationTargetSerializer(allow_null=True))
     def get_target(self, shown) -> dict | None:
         preview = shown.preview
         if not preview.domain:
