@@ -64,6 +64,7 @@ class ResourceGroupAdmin(admin.ModelAdmin):
             {
                 "fields": [
                     "consolidation_enabled",
+                    "consolidation_mode",
                     "consolidation_max_moves_per_hour",
                     "consolidation_max_moves",
                 ]

@@ -60,6 +60,16 @@ class FragmentationPolicy(models.TextChoices):
     FGD = "FGD", "FGD"
 
 
+class ConsolidationMode(models.TextChoices):
+    """What the admission cycle does with a consolidation plan (issue 31): ``auto`` carries
+    it out at once; ``propose`` only shows it (the job page, ``GET
+    /api/jobs/<id>/consolidation-plan/``) and the waiting job's pending reason says a plan
+    awaits approval: an operator approves by switching the group to ``auto``."""
+
+    AUTO = "auto", "auto (carry plans out)"
+    PROPOSE = "propose", "propose (only show plans)"
+
+
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 """Kueue fair-sharing preemption strategies (KEP-1714 S2-a and S2-b)."""
 

@@ -44,6 +44,7 @@ from scheduling.selectors.preemptions import preemption_as_seen
 from scheduling.selectors.quota_board import quota_board
 from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.selectors.user_limits import budget_period
+from scheduling.services.consolidation_preview import preview_for
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.job_kinds import cancel_workload, service_statuses, submit_workload
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
@@ -145,6 +146,13 @@ def job_detail(request, pk: int):
     )
     can_change = tenant_access(request.user, job.tenant_id) == Access.WRITE
     fragment = wants_fragment(request)
+    consolidation = None  # the full page only: the preview runs a dry admission cycle
+    if (
+        not fragment
+        and job.state == JobState.QUEUED
+        and job.queue.resource_group.consolidation_enabled
+    ):
+        consolidation = preview_for(job, request.user).sentence()
     return render(
         request,
         "dashboards/_job_live.html" if fragment else "dashboards/job_detail.html",
@@ -171,6 +179,7 @@ def job_detail(request, pk: int):
                 for p in job.preemptions.all()
             ],
             "state_colours": STATE_COLOURS,
+            "consolidation": consolidation,
         },
     )
 

@@ -34,10 +34,12 @@ from scheduling.api.serializers import (
     QueueSerializer,
     QueueWriteSerializer,
 )
+from scheduling.api.serializers.consolidation import ConsolidationPlanSerializer
 from scheduling.filtersets import DeviceFilterSet, JobFilterSet, NodeFilterSet
 from scheduling.models import Device, Job, Node, Placement, PriorityClass, Queue
 from scheduling.selectors.access import submit_queues, submit_refusal, visible_jobs
 from scheduling.selectors.calibration import annotate_calibration
+from scheduling.services.consolidation_preview import preview_for
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.job_kinds import (
     cancel_workload,
@@ -225,6 +227,21 @@ class JobViewSet(
         """State changes and reasons of the job, oldest first."""
         job = self.get_object()
         return Response(JobEventSerializer(job.events.all(), many=True).data)
+
+    @extend_schema(responses={200: ConsolidationPlanSerializer}, filters=False)
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="consolidation-plan",
+        pagination_class=None,
+        filterset_class=None,
+    )
+    def consolidation_plan(self, request, pk=None):
+        """What consolidation would move for this queued job now, before anything moves
+        (the cycle's own planner, nothing written); another tenant's moved job only
+        counted."""
+        shown = preview_for(self.get_object(), request.user)
+        return Response(ConsolidationPlanSerializer(shown).data)
 
 
 def _queue_audit(queue: Queue) -> dict:

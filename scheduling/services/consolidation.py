@@ -22,7 +22,10 @@ their devices until the pods are gone), the job goes back to ``queued`` keeping 
 sticky head (``preempting_since``: the next cycles try it first) so it takes the freed room;
 the moved job is admitted again by the next cycle on the target the plan chose, while that
 target still fits (the move keeps it: :mod:`scheduling.services.consolidation_pins`). The
-next cycle is requested after commit.
+next cycle is requested after commit. A group in ``propose`` mode
+(``ResourceGroup.consolidation_mode``) plans the same way but moves nothing: the waiting job's
+pending reason says a plan awaits approval, and the plan is shown by
+:mod:`scheduling.services.consolidation_preview`.
 
 A gang under a ``required`` topology that fits the quota and the free capacity but no single
 domain (its verdict carries the core's ``TopologyPlacementFailed`` reason) gets moves out of
@@ -73,12 +76,16 @@ from scheduling.selectors.snapshot import build_placement_request
 from scheduling.services import job_life
 from scheduling.services.eviction import release_terminated, terminate_placements
 from scheduling.services.locking import lock_jobs
+from tenants.choices import ConsolidationMode
 from tenants.models import ResourceGroup
 
 __all__ = [
     "ALLOW_CONSOLIDATION_ANNOTATION",
     "ANOTHER_TENANT",
+    "Planning",
+    "blocked_jobs",
     "consolidate",
+    "plan_moves",
     "target_domain",
     "where",
 ]
@@ -116,25 +123,14 @@ def consolidate(
         Ids of the jobs moved (empty when consolidation is off, nothing is blocked by
         fragmentation, the budget is spent, or another cycle of the group holds its lock).
     """
-    if not group.consolidation_enabled:
-        return []
-    pending = {p.id: p for p in ctx.snapshot.pending}
-    blocked = [
-        pending[v.workload_id]
-        for v in result.pending
-        if v.code == PendingCode.UNSCHEDULABLE and v.workload_id in pending
-    ]
-    if not blocked:
+    if not group.consolidation_enabled or not blocked_jobs(ctx, result):
         return []
     with transaction.atomic():
         if not try_xact_lock(ADMISSION_CYCLE, group.pk):
             return []
-        used = moves_in_window([group.pk], now).get(group.pk, 0)
-        left = group.consolidation_max_moves_per_hour - used
-        waiting = waiting_for_moves(int(w.id) for w in blocked)
-        blocked = [w for w in blocked if int(w.id) not in waiting]
-        movable = _movable(ctx, group, now) if left > 0 and blocked else []
-        plans, notes = _plan(group, ctx, blocked, movable, left) if blocked else ([], {})
+        planning = plan_moves(group, ctx, result, now)
+        waiting, blocked = planning.waiting, planning.blocked
+        plans, notes = planning.plans, planning.notes
         # every job row written below, locked in one ascending round before any write
         # (scheduling.services.locking): the waiting, the blocked and every planned move
         lock_jobs(
@@ -149,14 +145,61 @@ def consolidate(
             )
         if not blocked:
             return []
-        moved = [job_id for planned in plans for job_id in _commit(planned, group, now)]
-        _explain(notes)
-        if moved:
-            enqueue_admission_cycle(group.pk)
+        if group.consolidation_mode == ConsolidationMode.PROPOSE:  # shown, never carried out
+            _explain({**notes, **{int(p.waiting.id): _awaits(p.plan) for p in plans}})
+            proposed = bool(plans)
+            moved = []
+        else:
+            proposed = False
+            moved = [job_id for planned in plans for job_id in _commit(planned, group, now)]
+            _explain(notes)
+            if moved:
+                enqueue_admission_cycle(group.pk)
+    if proposed:  # not set aside: the plan stays current and is carried out once approved
+        release_inadmissible(group.pk)
     if moved:  # after commit: the group's set-aside jobs and its blocked mark are stale
         _wake(group.pk)
         logger.info("consolidation group=%s moved %d job(s): %s", group.pk, len(moved), moved)
     return moved
+
+
+def blocked_jobs(ctx: AdmissionContext, result: CycleResult) -> list[PendingWorkload]:
+    """The cycle's ``Unschedulable`` heads (quota fits, no placement), in the cycle's order."""
+    pending = {p.id: p for p in ctx.snapshot.pending}
+    return [
+        pending[v.workload_id]
+        for v in result.pending
+        if v.code == PendingCode.UNSCHEDULABLE and v.workload_id in pending
+    ]
+
+
+@dataclass(frozen=True)
+class Planning:
+    """What step 7 would do after a cycle: ``waiting`` the ids of jobs for which moves are
+    under way (not planned again), ``blocked`` the heads planned for, ``plans`` their plans
+    in order, ``notes`` why there is none (job id -> reason)."""
+
+    waiting: set[int]
+    blocked: list[PendingWorkload]
+    plans: list[_Planned]
+    notes: dict[int, str]
+
+
+def plan_moves(
+    group: ResourceGroup, ctx: AdmissionContext, result: CycleResult, now: datetime
+) -> Planning:
+    """Plan step 7's moves for the cycle ``result`` (module doc). Reads only: the plans are
+    applied to ``ctx.cluster`` (in memory), nothing is written; the cycle carries them out
+    (:func:`consolidate`), the preview only shows them
+    (:mod:`scheduling.services.consolidation_preview`)."""
+    blocked = blocked_jobs(ctx, result)
+    used = moves_in_window([group.pk], now).get(group.pk, 0)
+    left = group.consolidation_max_moves_per_hour - used
+    waiting = waiting_for_moves(int(w.id) for w in blocked)
+    blocked = [w for w in blocked if int(w.id) not in waiting]
+    movable = _movable(ctx, group, now) if left > 0 and blocked else []
+    plans, notes = _plan(group, ctx, blocked, movable, left) if blocked else ([], {})
+    return Planning(waiting, blocked, plans, notes)
 
 
 def _wake(group_id: int) -> None:
@@ -316,6 +359,13 @@ def _explain(notes: dict[int, str]) -> None:
                 output_field=JSONField(),
             ),
         )
+
+
+def _awaits(plan: ConsolidationPlan) -> str:
+    """The pending reason's line for a plan in ``propose`` mode (tenants.choices
+    ConsolidationMode): ``"a plan moving 1 job(s) to make room awaits approval"``."""
+    room = target_domain(plan)
+    return f"a plan moving {len(plan.moves)} job(s) to make room{room} awaits approval"
 
 
 def target_domain(plan: ConsolidationPlan) -> str:

@@ -9,6 +9,7 @@ from django.db import models
 from core.models import BaseModel
 from tenants.choices import (
     ALLOWED_STRATEGY_LISTS,
+    ConsolidationMode,
     DevicePolicy,
     FragmentationPolicy,
     GroupKind,
@@ -148,6 +149,13 @@ class ResourceGroup(BaseModel):
         help_text="Consolidation: a job that does not fit only because free capacity is "
         "fragmented may have opted-in preemptible jobs moved (restarted elsewhere) to free a "
         "whole device or node for it.",
+    )
+    consolidation_mode = models.CharField(
+        max_length=16,
+        choices=ConsolidationMode.choices,
+        default=ConsolidationMode.AUTO,
+        help_text="auto: carry consolidation plans out at once; propose: only show them (the "
+        "pending job's reason says a plan awaits approval).",
     )
     consolidation_max_moves_per_hour = models.PositiveIntegerField(
         default=20,
