@@ -245,27 +245,25 @@ def cancel_workload(job: Job, *, user=None) -> Job:
     """
     if job.is_service:
         with transaction.atomic():
-            moved = job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.RUNNING])
+            moved = job_life.cancel_jobs(
+                job,
+                now=timezone.now(),
+                only_from=[JobState.RUNNING],
+                event="service stopped",
+                audit=job_life.Audit("job.cancel", actor=user),
+            )
             if not moved:
                 job.refresh_from_db()
                 raise Conflict(f"job {job.pk} is already {job.state}", field="state")
             _lock_live_replicas(job)
             for replica in _live_replicas(job).order_by("pk"):
                 cancel_job(replica, user=user)
-            JobEvent.objects.create(job=job, kind="cancelled", message="service stopped")
-            audit(
-                "job.cancel",
-                job,
-                actor=user,
-                tenant_id=job.tenant_id,
-                before={"state": JobState.RUNNING.value},
-                after={"state": JobState.CANCELLED.value},
-            )
         job.refresh_from_db()
         return job
     if job.state == JobState.STOPPED:
-        job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.STOPPED])
-        JobEvent.objects.create(job=job, kind="cancelled", message="stopped notebook deleted")
+        job_life.cancel_jobs(
+            job, now=timezone.now(), only_from=[JobState.STOPPED], event="stopped notebook deleted"
+        )
         job.refresh_from_db()
         return job
     return cancel_job(job, user=user)
