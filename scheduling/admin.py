@@ -19,7 +19,7 @@ from scheduling.models import (
     Queue,
 )
 from scheduling.services.job_kinds import (
-    cancel_workload,
+    cancel_any_job,
     reconcile_services,
     resume_notebook,
     stop_notebook,
@@ -192,7 +192,7 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     raw_id_fields = ["submitted_by", "parent"]
     inlines = [JobContainerInline, JobEventInline]
-    actions = ["stop_notebooks", "resume_notebooks", "cancel_workloads"]
+    actions = ["stop_notebooks", "resume_notebooks", "cancel_jobs"]
 
     def save_model(self, request, obj, form, change):
         if not change and obj.is_service:
@@ -223,8 +223,8 @@ class JobAdmin(admin.ModelAdmin):
         self._each(request, queryset, resume_notebook, "resumed")
 
     @admin.action(description="Cancel selected jobs (a service with its replicas)")
-    def cancel_workloads(self, request, queryset):
-        self._each(request, queryset, cancel_workload, "cancelled")
+    def cancel_jobs(self, request, queryset):
+        self._each(request, queryset, cancel_any_job, "cancelled")
 
 
 class PlacementDeviceInline(admin.TabularInline):

@@ -32,7 +32,7 @@ __all__ = [
     "WORKLOADS_TICK_TASK",
     "admission_cycle_started",
     "enqueue_admission_cycle",
-    "enqueue_simulation",
+    "enqueue_whatif",
     "enqueue_cordon_sync",
     "enqueue_submit_jobs",
 ]
@@ -117,6 +117,6 @@ def enqueue_cordon_sync(cluster_id: int) -> None:
     enqueue_on_commit(KUBE_CORDONS_TASK, cluster_id)
 
 
-def enqueue_simulation(run_id: int) -> None:
+def enqueue_whatif(run_id: int) -> None:
     """Replay what-if simulation run ``run_id`` in a worker after commit."""
     enqueue_on_commit(SIMULATION_TASK, run_id)

@@ -42,7 +42,7 @@ from scheduling.services.job_kinds import enforce_time_limits, reconcile_service
 from scheduling.services.kube_reconcile import reconcile_cluster
 from scheduling.services.sweeper import overdue_reservations
 from scheduling.services.usage import check_usage, sync_ledger
-from scheduling.services.whatif import run_simulation
+from scheduling.services.whatif import run_whatif
 from tenants.models import ResourceGroup
 
 
@@ -214,4 +214,4 @@ def workloads_tick_task() -> dict:
 @shared_task(name=SIMULATION_TASK)
 def simulation_task(run_id: int) -> str:
     """Replay a what-if simulation run (progress and result are stored on the run)."""
-    return run_simulation(run_id)
+    return run_whatif(run_id)

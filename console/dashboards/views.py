@@ -46,7 +46,7 @@ from scheduling.selectors.usage_report import month_bounds, recent_months
 from scheduling.selectors.user_limits import budget_period
 from scheduling.services.consolidation_preview import preview_for
 from scheduling.services.cordons import cordon_device, uncordon_device
-from scheduling.services.job_kinds import cancel_workload, service_statuses, submit_workload
+from scheduling.services.job_kinds import cancel_any_job, service_statuses, submit_job
 from telemetry.selectors import device_health_history, node_utilisation, unmatched_mig_series
 from telemetry.services.usage_months import read_month
 from tenants.models import Tenant
@@ -202,7 +202,7 @@ def job_submit(request):
         spec = form.serializer.to_spec()
         spec = type(spec)(**{**spec.__dict__, "source": "ui"})
         try:
-            job = submit_workload(data["queue"], spec, user=request.user)
+            job = submit_job(data["queue"], spec, user=request.user)
         except NeverFits as exc:
             form.add_error(None, f"This job can never run in its queue: {exc.message}")
         else:
@@ -220,7 +220,7 @@ def job_cancel(request, pk: int):
     if why is not None:
         raise PermissionDenied(why)
     try:
-        cancel_workload(job, user=request.user)
+        cancel_any_job(job, user=request.user)
         messages.success(request, f"Job {job.name} cancelled.")
     except DomainError as exc:
         messages.error(request, exc.message)

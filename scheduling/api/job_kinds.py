@@ -1,7 +1,7 @@
 """Input of the job kinds (``kind`` on ``POST /api/jobs/``) and of the kind actions
 (scale, stop, resume): nested Kubernetes settings and the per-kind rules.
 
-Per kind (``validate_workload``):
+Per kind (``validate_job_kind``):
 
 * ``batch``: ``pod_count`` / ``min_pods`` as before; no port, replicas or roles.
 * ``training``: ``workers`` (required) and ``min_workers`` instead of ``pod_count`` /
@@ -104,7 +104,7 @@ def _check_training(attrs: dict, errors: dict) -> None:
         errors["containers"] = "A training job needs worker containers (role worker or blank)."
 
 
-def validate_workload(attrs: dict) -> dict:
+def validate_job_kind(attrs: dict) -> dict:
     """Apply the per-kind rules (module docstring) to the submission ``attrs``; returns them
     with ``pod_count``, ``min_pods`` and ``restart_policy`` set for the kind.
 

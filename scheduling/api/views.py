@@ -42,12 +42,12 @@ from scheduling.selectors.calibration import annotate_calibration
 from scheduling.services.consolidation_preview import preview_for
 from scheduling.services.cordons import cordon_device, uncordon_device
 from scheduling.services.job_kinds import (
-    cancel_workload,
+    cancel_any_job,
     resume_notebook,
     scale_service,
     stop_notebook,
-    submit_workload,
-    submit_workloads,
+    submit_job,
+    submit_jobs,
 )
 from scheduling.services.jobs import never_fits_reasons
 from tenants.api.permissions import IsPlatformAdminOrReadOnly
@@ -114,7 +114,7 @@ class JobViewSet(
         queues = submit_queues_or_403(request.user)
         serializer = JobSubmitSerializer(data=request.data, queues=queues, user=request.user)
         serializer.is_valid(raise_exception=True)
-        job = submit_workload(
+        job = submit_job(
             serializer.validated_data["queue"], serializer.to_spec(), user=request.user
         )
         # the reply from the job in memory (queue, group, tenant and class came with the
@@ -153,7 +153,7 @@ class JobViewSet(
             by_index = {i: reasons[k] for k, i in enumerate(valid) if k in reasons}
             raise ValidationError(serializer.errors_with_reasons(by_index))
         try:
-            jobs = submit_workloads(serializer.to_entries(), user=request.user)
+            jobs = submit_jobs(serializer.to_entries(), user=request.user)
         except NeverFits as exc:
             fields = {f"jobs[{i}].reason": [why] for i, why in sorted(exc.reasons.items())}
             return error_response(exc.code, exc.message, fields, exc.status_code)
@@ -191,7 +191,7 @@ class JobViewSet(
         """Cancel the job (member or tenant admin of its tenant); an inference service is
         stopped with all its replicas."""
         job = self._writable("cancel")
-        cancel_workload(job, user=request.user)
+        cancel_any_job(job, user=request.user)
         return self._render(job)
 
     @extend_schema(request=ScaleSerializer, responses={200: JobSerializer})

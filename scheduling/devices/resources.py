@@ -47,8 +47,6 @@ __all__ = [
     "stored_booking_counters",
     "counter_set_name",
     "template_share_count",
-    "drs_profiles_stored",
-    "drs_custom",
 ]
 
 
@@ -242,42 +240,3 @@ def stored_booking_counters(
     tpl = next((t for t in cfg.templates if t.memory_mib == memory_mib), None)
     used = template_counters(tpl) if tpl else {"memory": memory_mib, "cores": cores_percent}
     return {name: n for name, n in used.items() if name in card_counters}
-
-
-def drs_profiles_stored(custom: dict, index: int) -> list[dict]:
-    """An Enflame DRS card's profiles as the inventory stores them with the device
-    (``Device.mig_profiles``): ``[{"name": "3g.24gb", "profile_id", "slice_count", "minor"}]``
-    from the card's ``custom`` (``profiles`` name -> id, ``minor``); [] for other devices."""
-    profiles = custom.get("profiles") if isinstance(custom, dict) else None
-    if not isinstance(profiles, dict):
-        return []
-    minor = str(custom.get("minor", index))
-    out = []
-    for name, pid in sorted(profiles.items()):
-        head = str(name).split(".", 1)[0].rstrip("gG")
-        out.append(
-            {
-                "name": str(name),
-                "profile_id": str(pid),
-                "slice_count": int(head) if head.isdigit() else 0,
-                "minor": minor,
-            }
-        )
-    return out
-
-
-def drs_custom(rows: object, index: int) -> dict:
-    """The placement core's ``custom`` of an Enflame DRS card from its stored profiles
-    (:func:`drs_profiles_stored`): ``profiles``, ``maxSlice`` (the largest profile's slices),
-    ``index`` and ``minor``; malformed entries are skipped."""
-    good = (
-        [r for r in rows if isinstance(r, dict) and "profile_id" in r]
-        if isinstance(rows, list)
-        else []
-    )
-    return {
-        "profiles": {str(r["name"]): str(r["profile_id"]) for r in good},
-        "maxSlice": max((int(r.get("slice_count") or 0) for r in good), default=0),
-        "index": str(index),
-        "minor": str(good[0].get("minor", index)) if good else "",
-    }

@@ -240,7 +240,9 @@ class Device(BaseModel):
     ``migProfiles``): ``[{"name": "1g.10gb", "memory_mib": 9856, "cores_percent": 14,
     "slice_count": 1, "placements": [[start, size], ...]}]``; for an Enflame DRS card the
     DRS profiles of ``enflame.com/gcu-drs-capacity``: ``[{"name": "3g.24gb", "profile_id",
-    "slice_count": 3, "minor"}]`` (:func:`scheduling.devices.resources.drs_profiles_stored`).
+    "slice_count": 3, "minor"}]``. The vendor tells the shape; both are written and read only
+    through ``scheduling.placement.codec`` (``profile_shape``, ``device_profiles_to_json``,
+    ``device_profiles_from_json``).
 
     ``missing_since``: the registration stopped reporting the device while live placements
     booked it; it stays (unhealthy, flagged in ``error``, its bookings counted) until they end,

@@ -3,19 +3,31 @@ reader beside it (stdlib only):
 
 * ``Placement.assignment``, a placed pod: :func:`assignment_to_json` (the cycle's commit) and
   :func:`assignment_from_json` (the Kubernetes backend building the pod's manifest);
-* ``Device.mig_profiles`` of a MIG-mode GPU, the profiles it can create:
-  :func:`mig_profiles_to_json` (the inventory sync) and :func:`mig_profiles_from_json` (the
-  cluster snapshot). An Enflame DRS card keeps its profiles in the same column in the device
-  catalogue's own shape (``scheduling.devices.resources.drs_profiles_stored``).
+* ``Device.mig_profiles``, the profiles a device can create, in one of two shapes chosen by
+  an explicit discriminator, :func:`profile_shape` of the device's vendor (the vendor trait
+  ``drs_profiles``; nothing in the rows is guessed):
 
-``tests/placement/test_codec.py`` round-trips both.
+  - ``"mig"`` (:data:`MIG_SHAPE`), a MIG-mode GPU as registered (HAMi ``migProfiles``):
+    :func:`mig_profiles_to_json` / :func:`mig_profiles_from_json`;
+  - ``"drs"`` (:data:`DRS_SHAPE`), an Enflame DRS card's profiles of
+    ``enflame.com/gcu-drs-capacity``: :func:`drs_profiles_to_json` (from the card's
+    ``custom``) / :func:`drs_custom` (back to the placement core's ``custom``).
+
+  Every writer calls :func:`device_profiles_to_json` and every reader
+  :func:`device_profiles_from_json` with that shape. The column keeps its name and both
+  shapes (renaming it or adding a shape column would be a migration, which this does not
+  need: the vendor already tells the shape).
+
+``tests/placement/test_codec.py`` round-trips all three.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.devices.vendors import vendor_traits
 from scheduling.placement.types import (
     ContainerAssignment,
     DeviceGrant,
@@ -26,6 +38,14 @@ from scheduling.placement.types import (
 
 __all__ = [
     "AssignmentError",
+    "DRS_SHAPE",
+    "MIG_SHAPE",
+    "StoredProfiles",
+    "device_profiles_from_json",
+    "device_profiles_to_json",
+    "drs_custom",
+    "drs_profiles_to_json",
+    "profile_shape",
     "assignment_from_json",
     "assignment_to_json",
     "granted_uuids",
@@ -169,3 +189,95 @@ def mig_profiles_from_json(rows: object) -> tuple[MigProfile, ...]:
         except (KeyError, TypeError, ValueError):
             continue
     return tuple(out)
+
+
+def drs_profiles_to_json(custom: dict, index: int) -> list[dict]:
+    """An Enflame DRS card's profiles as the inventory stores them with the device
+    (``Device.mig_profiles``): ``[{"name": "3g.24gb", "profile_id", "slice_count", "minor"}]``
+    from the card's ``custom`` (``profiles`` name -> id, ``minor``); [] for other devices."""
+    profiles = custom.get("profiles") if isinstance(custom, dict) else None
+    if not isinstance(profiles, dict):
+        return []
+    minor = str(custom.get("minor", index))
+    out = []
+    for name, pid in sorted(profiles.items()):
+        head = str(name).split(".", 1)[0].rstrip("gG")
+        out.append(
+            {
+                "name": str(name),
+                "profile_id": str(pid),
+                "slice_count": int(head) if head.isdigit() else 0,
+                "minor": minor,
+            }
+        )
+    return out
+
+
+def drs_custom(rows: object, index: int) -> dict:
+    """The placement core's ``custom`` of an Enflame DRS card from its stored profiles
+    (:func:`drs_profiles_to_json`): ``profiles``, ``maxSlice`` (the largest profile's slices),
+    ``index`` and ``minor``; malformed entries are skipped."""
+    good = (
+        [r for r in rows if isinstance(r, dict) and "profile_id" in r]
+        if isinstance(rows, list)
+        else []
+    )
+    return {
+        "profiles": {str(r["name"]): str(r["profile_id"]) for r in good},
+        "maxSlice": max((int(r.get("slice_count") or 0) for r in good), default=0),
+        "index": str(index),
+        "minor": str(good[0].get("minor", index)) if good else "",
+    }
+
+
+MIG_SHAPE = "mig"
+DRS_SHAPE = "drs"
+
+
+def profile_shape(vendor: str) -> str:
+    """The shape of ``Device.mig_profiles`` for a device of ``vendor``: :data:`DRS_SHAPE` when
+    its vendor trait ``drs_profiles`` is set (Enflame DRS), else :data:`MIG_SHAPE`."""
+    return DRS_SHAPE if vendor_traits(vendor).drs_profiles else MIG_SHAPE
+
+
+@dataclass(frozen=True)
+class StoredProfiles:
+    """``Device.mig_profiles`` read in its ``shape``: ``mig`` the MIG profiles (``"mig"``),
+    ``drs`` the placement core's ``custom`` of a DRS card (``"drs"``; None otherwise)."""
+
+    shape: str
+    mig: tuple[MigProfile, ...] = ()
+    drs: dict | None = field(default=None)
+
+
+def device_profiles_to_json(
+    shape: str,
+    *,
+    mig: tuple[MigProfile, ...] | list[MigProfile] = (),
+    custom: dict | None = None,
+    index: int = 0,
+) -> list[dict]:
+    """``Device.mig_profiles`` of one device in ``shape``: its MIG profiles ``mig``, or the DRS
+    profiles of its ``custom`` (``index``: the card's index, its ``minor`` by default).
+
+    Raises:
+        ValueError: ``shape`` is neither :data:`MIG_SHAPE` nor :data:`DRS_SHAPE`.
+    """
+    if shape == MIG_SHAPE:
+        return mig_profiles_to_json(mig)
+    if shape == DRS_SHAPE:
+        return drs_profiles_to_json(custom or {}, index)
+    raise ValueError(f"unknown profile shape {shape!r}")
+
+
+def device_profiles_from_json(rows: object, shape: str, *, index: int = 0) -> StoredProfiles:
+    """:func:`device_profiles_to_json`'s form back, read in ``shape`` (malformed rows skipped).
+
+    Raises:
+        ValueError: ``shape`` is neither :data:`MIG_SHAPE` nor :data:`DRS_SHAPE`.
+    """
+    if shape == MIG_SHAPE:
+        return StoredProfiles(shape, mig=mig_profiles_from_json(rows))
+    if shape == DRS_SHAPE:
+        return StoredProfiles(shape, drs=drs_custom(rows, index))
+    raise ValueError(f"unknown profile shape {shape!r}")

@@ -11,7 +11,7 @@ from django.db.models import Count, Q
 
 from scheduling.choices import BOOKED_PLACEMENT_STATES
 from scheduling.devices.overlay import Catalogue, build_catalogue
-from scheduling.devices.resources import card_counters, drs_custom, template_share_count
+from scheduling.devices.resources import card_counters, template_share_count
 from scheduling.devices.schema import DeviceModelConfig
 from scheduling.devices.vendors import vendor_traits
 from scheduling.kube.hami.requests import device_pins
@@ -26,7 +26,7 @@ from scheduling.models import (
 )
 from scheduling.models.topology import has_topology_request, topology_request_of
 from scheduling.placement.booking import apply_device_usage, apply_migs
-from scheduling.placement.codec import mig_profiles_from_json
+from scheduling.placement.codec import device_profiles_from_json, profile_shape
 from scheduling.placement.group_profile import PlacementPolicy
 from scheduling.placement.types import (
     ClusterSnapshot,
@@ -380,9 +380,12 @@ def _core_device(device: _DeviceRow, node: str) -> DeviceUsage:
         mode=device.mode,
         missing=device.missing_since is not None,
     )
-    core.mig_profiles = mig_profiles_from_json(device.mig_profiles)
-    if vendor_traits(device.model_vendor).drs_profiles:
-        core.custom = drs_custom(device.mig_profiles, device.index)
+    stored = device_profiles_from_json(
+        device.mig_profiles, profile_shape(device.model_vendor), index=device.index
+    )
+    core.mig_profiles = stored.mig
+    if stored.drs is not None:
+        core.custom = stored.drs
     return core
 
 

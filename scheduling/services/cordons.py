@@ -219,10 +219,12 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
         job_life.release_placements(
             [p.pk for p in placements], now=now, message=f"drained: {message}"
         )
+        drained = {"event": f"{message}; {policy}", "event_kind": "drained"}
         if policy == "requeue":
             job_life.requeue_jobs(
                 job,
                 requeue_count=F("requeue_count") + 1,
+                **drained,
                 **reason_fields(CauseKind.CAPACITY, f"requeued: {message}"),
             )
         else:
@@ -230,9 +232,9 @@ def _drain_job(job_id: int, policy: str, message: str) -> None:
                 job,
                 now=now,
                 only_from=[JobState.ADMITTED, JobState.RUNNING],
+                **drained,
                 **reason_fields(CauseKind.POLICY, f"failed: {message}"),
             )
-        JobEvent.objects.create(job=job, kind="drained", message=f"{message}; {policy}")
         enqueue_admission_cycle(job.queue.resource_group_id)
 
 

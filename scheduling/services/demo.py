@@ -16,7 +16,7 @@ from scheduling.devices.vendors import vendor_traits
 from scheduling.models import Cluster, Device, DeviceModel, Job, Node, Queue
 from scheduling.placement.topology_names import RACK_LAYOUT_LEVELS
 from scheduling.services.inventory.device_models import load_missing_device_models
-from scheduling.services.job_kinds import submit_workload
+from scheduling.services.job_kinds import submit_job
 from scheduling.services.jobs import ContainerSpec, JobSpec, enqueue_job
 from tenants.choices import Role
 from tenants.models import Membership, Quota, ResourceGroup, Tenant, Topology
@@ -325,7 +325,7 @@ def seed_demo_workloads() -> int:
         ).exists():
             continue
         for spec in _demo_workload_specs(queue.tenant.name):
-            submit_workload(queue, spec)
+            submit_job(queue, spec)
             made += 1
     return made
 

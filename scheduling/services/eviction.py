@@ -107,10 +107,15 @@ def evict(preemption: PreemptionTarget, preemptor: Job | None, now: datetime) ->
         "preempting_since": None,
         "reserving_since": None,
     }
+    event = {
+        "event_kind": "preempted",
+        "event": f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
+        f"{preemption.evict_by.isoformat()})",
+    }
     if requeue:
-        job_life.requeue_jobs(victim, **fields)
+        job_life.requeue_jobs(victim, **event, **fields)
     else:
-        job_life.fail_jobs(victim, now=now, only_from=_EVICTABLE, **fields)
+        job_life.fail_jobs(victim, now=now, only_from=_EVICTABLE, **event, **fields)
     _record_preemption(preemption, victim, preemptor, now, outcome, shown, cross_tenant)
     return True
 
@@ -124,8 +129,8 @@ def _record_preemption(
     shown: str,
     cross_tenant: bool,
 ) -> None:
-    """The ``Preemption`` row, the victim's ``preempted`` event (``shown``: the text its
-    tenant may see) and the notifications of one eviction."""
+    """The ``Preemption`` row and the notifications of one eviction (``shown``: the text the
+    victim's tenant may see; its ``preempted`` event is written by the move itself)."""
     PreemptionRow.objects.create(
         victim=victim,
         preemptor=preemptor,
@@ -136,12 +141,6 @@ def _record_preemption(
         time=now,
         evict_by=preemption.evict_by,
         outcome=outcome,
-    )
-    JobEvent.objects.create(
-        job=victim,
-        kind="preempted",
-        message=f"{preemption.reason.value}: {shown}; {outcome} (pods terminating until "
-        f"{preemption.evict_by.isoformat()})",
     )
     announce_preemption(
         victim,

@@ -47,10 +47,10 @@ from scheduling.services.jobs import JobSpec, cancel_job, enqueue_jobs
 from scheduling.services.locking import lock_jobs
 
 __all__ = [
-    "submit_workload",
+    "submit_job",
     "scale_service",
     "reconcile_services",
-    "cancel_workload",
+    "cancel_any_job",
     "stop_notebook",
     "resume_notebook",
     "enforce_time_limits",
@@ -89,16 +89,16 @@ CONTAINER_COPIED = tuple(
 replica's containers are its service's, field for field."""
 
 
-def submit_workload(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
-    """Create a job of any kind: :func:`submit_workloads` of one (same errors).
+def submit_job(queue: Queue, spec: JobSpec, *, user=None, enqueue: bool = True) -> Job:
+    """Create a job of any kind: :func:`submit_jobs` of one (same errors).
 
     Returns:
         The new job (the service for inference).
     """
-    return submit_workloads([(queue, spec)], user=user, enqueue=enqueue)[0]
+    return submit_jobs([(queue, spec)], user=user, enqueue=enqueue)[0]
 
 
-def submit_workloads(
+def submit_jobs(
     entries: list[tuple[Queue, JobSpec]], *, user=None, enqueue: bool = True
 ) -> list[Job]:
     """Create jobs of any kind in one transaction, all or none:
@@ -236,7 +236,7 @@ def reconcile_services() -> int:
     return made
 
 
-def cancel_workload(job: Job, *, user=None) -> Job:
+def cancel_any_job(job: Job, *, user=None) -> Job:
     """Cancel any job: an inference service with all its live replicas; a stopped notebook
     (it holds nothing) at once; any other through ``cancel_job``.
 
@@ -245,27 +245,25 @@ def cancel_workload(job: Job, *, user=None) -> Job:
     """
     if job.is_service:
         with transaction.atomic():
-            moved = job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.RUNNING])
+            moved = job_life.cancel_jobs(
+                job,
+                now=timezone.now(),
+                only_from=[JobState.RUNNING],
+                event="service stopped",
+                audit=job_life.Audit("job.cancel", actor=user),
+            )
             if not moved:
                 job.refresh_from_db()
                 raise Conflict(f"job {job.pk} is already {job.state}", field="state")
             _lock_live_replicas(job)
             for replica in _live_replicas(job).order_by("pk"):
                 cancel_job(replica, user=user)
-            JobEvent.objects.create(job=job, kind="cancelled", message="service stopped")
-            audit(
-                "job.cancel",
-                job,
-                actor=user,
-                tenant_id=job.tenant_id,
-                before={"state": JobState.RUNNING.value},
-                after={"state": JobState.CANCELLED.value},
-            )
         job.refresh_from_db()
         return job
     if job.state == JobState.STOPPED:
-        job_life.cancel_jobs(job, now=timezone.now(), only_from=[JobState.STOPPED])
-        JobEvent.objects.create(job=job, kind="cancelled", message="stopped notebook deleted")
+        job_life.cancel_jobs(
+            job, now=timezone.now(), only_from=[JobState.STOPPED], event="stopped notebook deleted"
+        )
         job.refresh_from_db()
         return job
     return cancel_job(job, user=user)

@@ -66,7 +66,12 @@ reconcile keep their query counts, ``tests/admission`` and ``tests/kube``).
 **Locks** (``core.locks.LOCK_ORDER``). A job ``UPDATE`` takes the job's row lock and a
 placement ``UPDATE`` the placements'; a caller that moves a job and its placements in one
 transaction holds the job first (``scheduling.services.locking.lock_jobs``, or the job's move
-runs first), all of its jobs in one ascending round. The functions take no other lock.
+runs first), all of its jobs in one ascending round; node and device locks come after both.
+The functions take no other lock, and do not check the caller's: PostgreSQL has no cheap
+"do I hold this row lock" (a tuple lock shows in ``pg_locks`` only while someone waits on
+it), and a check query per move would break the query counts above. The event and audit
+entry of a move are written by the move itself (``event`` / ``events`` / ``event_kind`` /
+``audit``), never beside it by the caller.
 
 **Why no state-machine library.** django-fsm-2 (not a dependency of this project; none may be
 added for this) puts a ``@transition`` on model methods: a move loads the instance, checks its
@@ -197,13 +202,23 @@ def move_jobs(
     only_from: Iterable[str] | None = None,
     event: str | None = None,
     events: Mapping[int, str] | None = None,
+    event_kind: str | None = None,
     audit: Audit | None = None,
     **fields: Any,
 ) -> int:
     """Move the jobs ``rows`` by ``move`` (one conditional ``UPDATE``) with ``fields``.
 
     When rows moved: ``event`` (one job) or ``events`` (``{job id: message}``) are written as
-    ``JobEvent`` rows of ``move.event``; ``audit`` writes the entry (``rows`` a ``Job``).
+    ``JobEvent`` rows of ``event_kind`` (default ``move.event``; a move with a cause of its
+    own names it: ``preempted``, ``drained``); ``audit`` writes the entry (``rows`` a
+    ``Job``).
+
+    Locks (``core.locks.LOCK_ORDER``): the ``UPDATE`` takes the moved jobs' row locks, the
+    first table of the order; a caller that already holds placement, node or device locks in
+    this transaction must hold these jobs' locks from before them
+    (``scheduling.services.locking.lock_jobs``). Not asserted at run time: PostgreSQL shows a
+    row lock only through the row itself (``pg_locks`` lists no tuple locks it has not waited
+    on), so a check would cost a query per move.
 
     Returns:
         The number of jobs moved (0: none was in a from-state).
@@ -217,10 +232,11 @@ def move_jobs(
     moved = _queryset(Job, rows).filter(state__in=sources).update(state=move.target, **fields)
     if not moved:
         return 0
+    kind = event_kind or move.event
     if event is not None:
-        JobEvent.objects.create(job_id=_single_id(rows), kind=move.event, message=event)
+        JobEvent.objects.create(job_id=_single_id(rows), kind=kind, message=event)
     if events:
-        record_events(move, events)
+        record_events(move, events, kind=kind)
     if audit is not None:
         job = rows if isinstance(rows, Job) else Job.objects.get(pk=_single_id(rows))
         audit_record(
@@ -234,11 +250,11 @@ def move_jobs(
     return moved
 
 
-def record_events(move: Move, messages: Mapping[int, str]) -> None:
+def record_events(move: Move, messages: Mapping[int, str], *, kind: str | None = None) -> None:
     """The ``JobEvent`` rows of a bulk job move, one ``INSERT``: ``{job id: message}``, of
-    kind ``move.event`` (the cycle's commit writes them after its placements)."""
+    ``kind`` (default ``move.event``; the cycle's commit writes them after its placements)."""
     JobEvent.objects.bulk_create(
-        JobEvent(job_id=pk, kind=move.event, message=text) for pk, text in messages.items()
+        JobEvent(job_id=pk, kind=kind or move.event, message=text) for pk, text in messages.items()
     )
 
 
@@ -246,6 +262,10 @@ def move_placements(
     rows: Rows, move: Move, *, only_from: Iterable[str] | None = None, **fields: Any
 ) -> int:
     """Move the placements ``rows`` by ``move`` (one conditional ``UPDATE``) with ``fields``.
+
+    Locks (``core.locks.LOCK_ORDER``): the ``UPDATE`` takes the placements' row locks, second
+    in the order: the caller moves (or locks) their jobs first in the same transaction, and
+    takes node and device locks only after this.
 
     Returns:
         The number of placements moved.

@@ -343,7 +343,7 @@ def enqueue_jobs(
     INSERT each for the jobs, their pod sets, containers, events and audit entries, however
     many jobs (a batch submission: ``POST /api/jobs/batch/``). Each job is ``queued``, or
     ``running`` for an inference service, which is never queued itself (its replicas are:
-    ``scheduling.services.job_kinds.submit_workloads``). After commit, one admission cycle
+    ``scheduling.services.job_kinds.submit_jobs``). After commit, one admission cycle
     request per resource group involved.
 
     Args:

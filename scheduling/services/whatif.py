@@ -1,7 +1,7 @@
 """What-if simulation runs: validate and store a request, then replay it in a worker.
 
 A run replays a workload on a resource group's nodes (as registered, empty) under each chosen
-placement policy (:func:`scheduling.placement.whatif.run.simulate`) and stores one result per
+placement policy (:func:`scheduling.placement.whatif.run.replay_policy`) and stores one result per
 policy. The workload is either
 
 * the group's newest :data:`RECENT_JOBS` jobs: arrival = submit time, run time = the declared
@@ -26,10 +26,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.exceptions import DomainError
-from scheduling.dispatch import enqueue_simulation
+from scheduling.dispatch import enqueue_whatif
 from scheduling.models import Job, SimulationRun, SimulationState
 from scheduling.placement.whatif.policies import POLICY_NAMES
-from scheduling.placement.whatif.run import SimPod, simulate
+from scheduling.placement.whatif.run import SimPod, replay_policy
 from scheduling.placement.whatif.trace import NodeRecord, PodRecord, TraceError, read_pods
 from scheduling.selectors.demand import job_demands
 from scheduling.selectors.snapshot import build_cluster_snapshot
@@ -45,7 +45,7 @@ __all__ = [
     "parse_quotas",
     "create_run",
     "group_quotas",
-    "run_simulation",
+    "run_whatif",
     "group_nodes",
     "group_workload",
     "trace_workload",
@@ -236,7 +236,7 @@ def create_run(
             policies=list(policies),
             quotas=quotas,
         )
-        enqueue_simulation(run.pk)
+        enqueue_whatif(run.pk)
     return run
 
 
@@ -246,7 +246,7 @@ def _set_progress(run_id: int, percent: int) -> None:
     )
 
 
-def run_simulation(run_id: int) -> str:
+def run_whatif(run_id: int) -> str:
     """Replay a stored run under each of its policies (the worker task); returns its state.
     Failures are stored on the run (``state`` failed, ``error``), never raised."""
     run = SimulationRun.objects.select_related("resource_group").get(pk=run_id)
@@ -270,7 +270,7 @@ def run_simulation(run_id: int) -> str:
                 _set_progress(run_id, int(100 * (i + done / max(1, total)) / n))
 
             results.append(
-                simulate(policy, nodes, pods, quotas=run.quotas, progress=progress).as_dict()
+                replay_policy(policy, nodes, pods, quotas=run.quotas, progress=progress).as_dict()
             )
         workload = {
             "pods": len(pods),

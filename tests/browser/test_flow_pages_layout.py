@@ -6,7 +6,7 @@ busiest group, two policies) and a pending one (its progress bar) are shown."""
 import pytest
 
 from scheduling.models import Job, SimulationRun
-from scheduling.services.whatif import create_run, run_simulation
+from scheduling.services.whatif import create_run, run_whatif
 from tenants.models import ResourceGroup
 from tests.browser.conftest import login
 from tests.browser.test_pages_layout import WIDTHS, _check, _history
@@ -26,7 +26,7 @@ def test_simulation_and_notification_pages(chromium, live_server):
     done = create_run(
         user=admin, group=group, policies=["FragGuard", "BestFit"], quotas_text="team-nlp = 2"
     )
-    assert run_simulation(done.pk) == "done"
+    assert run_whatif(done.pk) == "done"
     pending = create_run(user=admin, group=group, policies=["GpuPacking"])
     SimulationRun.objects.filter(pk=pending.pk).update(state="running", progress_percent=40)
     base = live_server.url

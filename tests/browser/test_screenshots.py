@@ -28,7 +28,7 @@ from scheduling.models import Job, Node, Placement, SimulationRun
 from scheduling.services.cluster_submission import submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.demo import seed_demo, submit_demo_job
-from scheduling.services.whatif import create_run, run_simulation
+from scheduling.services.whatif import create_run, run_whatif
 from telemetry.services.demo_history import seed_demo_history
 from telemetry.services.rollups import rollup
 from telemetry.services.synthetic import synthetic_tick
@@ -103,7 +103,7 @@ def _as_make_run_leaves_it():
     dave = get_user_model().objects.get(username="dave")
     group = ResourceGroup.objects.get(name="nvidia-shared")
     done = create_run(user=dave, group=group, policies=["FragGuard", "BestFit"])
-    assert run_simulation(done.pk) == "done"
+    assert run_whatif(done.pk) == "done"
     running = create_run(user=dave, group=group, policies=["GpuPacking"])
     SimulationRun.objects.filter(pk=running.pk).update(state="running", progress_percent=40)
     return done, running

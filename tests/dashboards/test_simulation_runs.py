@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core.exceptions import DomainError
 from scheduling.models import SimulationRun
-from scheduling.services.whatif import create_run, parse_quotas, run_simulation
+from scheduling.services.whatif import create_run, parse_quotas, run_whatif
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,7 @@ def test_parse_quotas():
 def test_group_run_with_two_policies(world):
     run = create_run(user=world["root"], group=world["group"], policies=["BestFit", "FragGuard"])
     assert run.state == "queued" and run.source == "group"
-    assert run_simulation(run.pk) == "done"
+    assert run_whatif(run.pk) == "done"
     run.refresh_from_db()
     assert run.progress_percent == 100
     assert run.result["workload"] == {
@@ -74,7 +74,7 @@ def test_trace_run_quota_changes_waits(world):
         trace_text=TRACE,
     )
     for run in (free, capped):
-        assert run_simulation(run.pk) == "done"
+        assert run_whatif(run.pk) == "done"
         run.refresh_from_db()
     assert free.result["workload"]["tenants"] == ["BE", "LS"]
     best, packing = free.result["policies"]
@@ -148,7 +148,7 @@ def test_page_form_progress_and_results(client, world):
     assert response.status_code == 302 and response["Location"] == f"/simulations/{run.pk}/"
     waiting = client.get(f"/simulations/{run.pk}/").content.decode()
     assert 'id="simulation-progress"' in waiting and 'data-live="2"' in waiting
-    run_simulation(run.pk)
+    run_whatif(run.pk)
     text = client.get(f"/simulations/{run.pk}/").content.decode()
     assert 'id="simulation-results"' in text and "sim-allocation-data" in text
     assert "team-b" not in text and "other tenants" in text  # ada sees no other tenant's name

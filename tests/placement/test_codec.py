@@ -7,12 +7,18 @@ import random
 import pytest
 
 from scheduling.placement.codec import (
+    DRS_SHAPE,
+    MIG_SHAPE,
     AssignmentError,
+    StoredProfiles,
     assignment_from_json,
     assignment_to_json,
+    device_profiles_from_json,
+    device_profiles_to_json,
     granted_uuids,
     mig_profiles_from_json,
     mig_profiles_to_json,
+    profile_shape,
 )
 from scheduling.placement.types import (
     ContainerAssignment,
@@ -90,3 +96,43 @@ def test_mig_profiles_read_back_and_a_malformed_entry_is_skipped():
     assert mig_profiles_from_json(rows) == profiles
     assert mig_profiles_from_json([*rows, {"name": "bad"}, "junk"]) == profiles
     assert mig_profiles_from_json(None) == ()
+
+
+def test_each_device_profile_shape_round_trips_in_its_own_shape_only():
+    mig = (
+        MigProfile("1g.10gb", 9856, 14, 1, (MigPlacement(0, 1), MigPlacement(1, 1))),
+        MigProfile("7g.80gb", 81920, 100, 7, (MigPlacement(0, 8),)),
+    )
+    custom = {"profiles": {"3g.24gb": "pid-3", "1g.8gb": "pid-1"}, "minor": "5"}
+    assert profile_shape("EnflameDRS") == DRS_SHAPE
+    assert profile_shape("NVIDIA") == MIG_SHAPE
+    mig_rows = device_profiles_to_json(MIG_SHAPE, mig=mig, custom=custom, index=2)
+    drs_rows = device_profiles_to_json(DRS_SHAPE, mig=mig, custom=custom, index=2)
+    assert device_profiles_from_json(mig_rows, MIG_SHAPE, index=2) == StoredProfiles(
+        MIG_SHAPE, mig=mig
+    )
+    assert drs_rows == [
+        {"name": "1g.8gb", "profile_id": "pid-1", "slice_count": 1, "minor": "5"},
+        {"name": "3g.24gb", "profile_id": "pid-3", "slice_count": 3, "minor": "5"},
+    ]
+    assert device_profiles_from_json(drs_rows, DRS_SHAPE, index=2) == StoredProfiles(
+        DRS_SHAPE,
+        drs={
+            "profiles": {"1g.8gb": "pid-1", "3g.24gb": "pid-3"},
+            "maxSlice": 3,
+            "index": "2",
+            "minor": "5",
+        },
+    )
+    # each reader skips the other shape's rows rather than misreading them
+    assert device_profiles_from_json(drs_rows, MIG_SHAPE).mig == ()
+    assert device_profiles_from_json(mig_rows, DRS_SHAPE, index=2).drs == {
+        "profiles": {},
+        "maxSlice": 0,
+        "index": "2",
+        "minor": "",
+    }
+    with pytest.raises(ValueError, match="unknown profile shape"):
+        device_profiles_from_json(mig_rows, "vgpu")
+    with pytest.raises(ValueError, match="unknown profile shape"):
+        device_profiles_to_json("vgpu")

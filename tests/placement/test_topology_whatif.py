@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduling.placement.types import TopologyRequest
-from scheduling.placement.whatif.run import SimPod, simulate
+from scheduling.placement.whatif.run import SimPod, replay_policy
 from scheduling.placement.whatif.trace import NodeRecord, PodRecord
 
 RACK = "cloud.provider.com/topology-rack"
@@ -20,7 +20,7 @@ def test_gangs_start_whole_inside_one_rack_or_wait():
         SimPod("b", 10, 100, EIGHT, gang=2, topology=ONE_RACK),
         SimPod("a", 20, 50, EIGHT, gang=2, topology=ONE_RACK),
     ]
-    res = simulate("FragGuard", NODES, pods, node_labels=LABELS)
+    res = replay_policy("FragGuard", NODES, pods, node_labels=LABELS)
     assert res.never_ran == 0
     # the third waits for the first to leave at t=100: waits 0, 0, 80
     assert (res.mean_wait_s, res.p95_wait_s) == (80 / 3, 80.0)
@@ -30,8 +30,8 @@ def test_gangs_start_whole_inside_one_rack_or_wait():
 
 def test_a_gang_no_rack_can_hold_never_runs():
     pods = [SimPod("a", 0, 10, EIGHT, gang=3, topology=ONE_RACK)]
-    res = simulate("FragGuard", NODES, pods, node_labels=LABELS)
+    res = replay_policy("FragGuard", NODES, pods, node_labels=LABELS)
     assert res.never_ran == 1
     # without the topology the same gang runs on three nodes of two racks
-    res = simulate("FragGuard", NODES, [SimPod("a", 0, 10, EIGHT, gang=3)], node_labels=LABELS)
+    res = replay_policy("FragGuard", NODES, [SimPod("a", 0, 10, EIGHT, gang=3)], node_labels=LABELS)
     assert res.never_ran == 0

@@ -10,8 +10,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from core.models import AuditEntry
 from scheduling.choices import JobState, PlacementState
-from scheduling.models import Job, Placement, PlacementDevice, Preemption
+from scheduling.models import Job, JobEvent, Placement, PlacementDevice, Preemption
 from scheduling.services.cluster_submission import reconcile_simulated, submit_to_cluster
 from scheduling.services.cycle import run_admission_cycle
 from scheduling.services.eviction import enforce_max_runtime, release_due_terminations
@@ -225,6 +226,37 @@ def test_replica_that_ended_is_replaced_and_service_cancel_stops_all(world):
         job__parent_id=service["id"],
         state__in=[PlacementState.RESERVED, PlacementState.SUBMITTED, PlacementState.RUNNING],
     ).exists()
+    assert list(
+        JobEvent.objects.filter(job_id=service["id"], kind="cancelled").values_list(
+            "message", flat=True
+        )
+    ) == ["service stopped"]
+    entries = AuditEntry.objects.filter(action="job.cancel", object_id=str(service["id"]))
+    assert [(e.before, e.after) for e in entries] == [
+        ({"state": "running"}, {"state": "cancelled"})
+    ]
+    # a cancel of a cancelled service moves nothing and writes nothing more
+    assert client.post(f"/api/jobs/{service['id']}/cancel/").status_code == 409
+    assert JobEvent.objects.filter(job_id=service["id"], kind="cancelled").count() == 1
+    assert entries.count() == 1
+
+
+def test_a_stopped_notebook_is_cancelled_at_once_with_its_event(world):
+    from scheduling.services.job_kinds import stop_notebook
+
+    group, (_team_a, queue_a), _b, client = world
+    nb = client.post(
+        "/api/jobs/",
+        {"queue": queue_a.pk, "name": "nb", "kind": "notebook", "containers": [GPU]},
+        format="json",
+    ).json()
+    _cycle_and_submit(group)
+    stop_notebook(Job.objects.get(pk=nb["id"]))
+    resp = client.post(f"/api/jobs/{nb['id']}/cancel/")
+    assert resp.json()["state"] == "cancelled"
+    assert list(
+        JobEvent.objects.filter(job_id=nb["id"], kind="cancelled").values_list("message", flat=True)
+    ) == ["stopped notebook deleted"]
 
 
 def _idle_minutes(job, device, end, minutes: int, used: float) -> None:

@@ -188,3 +188,16 @@ def test_bulk_events_are_written_once_per_moved_job(job_and_placement):
     assert sorted(
         JobEvent.objects.filter(kind="running").values_list("job_id", flat=True)
     ) == sorted([job.pk, other.pk])
+
+
+def test_a_move_with_a_cause_of_its_own_writes_its_event_under_that_kind(job_and_placement):
+    job, _ = job_and_placement
+    _put(Job, job.pk, JobState.RUNNING)
+    moved = life.requeue_jobs(job, event="node cordoned; requeue", event_kind="drained")
+    assert moved == 1
+    assert life.requeue_jobs(job, event="again", event_kind="drained") == 0
+    assert list(
+        JobEvent.objects.filter(job=job, kind__in=["drained", "requeued"]).values_list(
+            "kind", "message"
+        )
+    ) == [("drained", "node cordoned; requeue")]

@@ -12,8 +12,8 @@ from scheduling.api.job_kinds import (
     SecretRefSerializer,
     TolerationSerializer,
     VolumeSerializer,
+    validate_job_kind,
     validate_node_selector,
-    validate_workload,
 )
 from scheduling.api.serializers.fields import RejectUnknownFieldsMixin, VendorField
 from scheduling.api.serializers.topology import TopologyInputSerializer, resolved_topology
@@ -297,7 +297,7 @@ class JobSubmitSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
         why = attrs["queue"].min_runtime_error(attrs["min_runtime_s"])
         if why:
             raise serializers.ValidationError({"min_runtime_s": why})
-        attrs = validate_workload(attrs)
+        attrs = validate_job_kind(attrs)
         attrs.pop("_given", None)
         attrs["topology"] = resolved_topology(group, attrs.get("topology"), attrs["pod_count"])
         return attrs

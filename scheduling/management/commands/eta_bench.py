@@ -1,6 +1,6 @@
 """``manage.py eta_bench``: how close the estimated start is to the actual start.
 
-The "reality" is the what-if replay (:func:`scheduling.placement.whatif.run.simulate`): pods
+The "reality" is the what-if replay (:func:`scheduling.placement.whatif.run.replay_policy`): pods
 of an Alibaba trace arrive at their creation time (times ``--arrival-scale``, to make a queue
 on fewer nodes), are placed by the placement core under a policy and wait in one BestEffortFIFO
 queue. When a pod arrives, two estimates of its start are taken from what the console would
@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.admission.eta import estimate_queue_starts, estimate_start
-from scheduling.placement.whatif.run import SimPod, simulate
+from scheduling.placement.whatif.run import SimPod, replay_policy
 from scheduling.placement.whatif.trace import TraceError, read_nodes, read_pods
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -111,7 +111,7 @@ class Command(BaseCommand):
             for p in pods
         ]
         obs = _Observer()
-        result = simulate(opts["policy"], nodes, work, observer=obs)
+        result = replay_policy(opts["policy"], nodes, work, observer=obs)
         self._report(obs, result, opts)
 
     def _report(self, obs: _Observer, result, opts) -> None:

@@ -3,7 +3,7 @@ product's what-if page (DESIGN.md §9; :mod:`scheduling.services.whatif` feeds i
 trace import (``manage.py import_trace``). Pure, stdlib only, like the core.
 
 - :mod:`.run`: the what-if replay of a workload under one policy and tenant quotas
-  (:func:`~.run.simulate`).
+  (:func:`~.run.replay_policy`).
 - :mod:`.replay`: the replay engine (one policy on one snapshot, placing and booking through
   the core, allocation and fragmentation kept current); the benchmarks
   (:mod:`scheduling.placement.lab`) replay through it too.

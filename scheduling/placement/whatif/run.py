@@ -50,7 +50,7 @@ from scheduling.placement.whatif.trace import (
 )
 from scheduling.placement.whatif.trace import pod_request as trace_pod_request
 
-__all__ = ["SimPod", "TenantResult", "WhatIfResult", "simulate", "jain_index", "MAX_POINTS"]
+__all__ = ["SimPod", "TenantResult", "WhatIfResult", "replay_policy", "jain_index", "MAX_POINTS"]
 
 #: Most allocation samples kept per run (the chart's points).
 MAX_POINTS = 240
@@ -62,7 +62,7 @@ class SimPod:
 
     ``gang`` > 1: a job of that many copies of the pod, started all together or not at all
     (one placement through ``place()``), with ``topology`` its pod set's topology request
-    (issue 31; the nodes need the topology's labels, ``simulate(node_labels=...)``).
+    (issue 31; the nodes need the topology's labels, ``replay_policy(node_labels=...)``).
     """
 
     tenant: str
@@ -227,7 +227,7 @@ def _gang_request(sp: SimPod, name: str) -> PlacementRequest:
     return PlacementRequest(name, pods, topology=sets)
 
 
-def simulate(
+def replay_policy(
     policy: str,
     nodes: Sequence[NodeRecord],
     pods: Sequence[SimPod],

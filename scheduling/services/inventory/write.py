@@ -24,10 +24,9 @@ from django.db import DatabaseError, transaction
 from django.db.models import Q
 
 from core.locks import lock_rows
-from scheduling.devices.resources import drs_profiles_stored
 from scheduling.kube.identity import provisional_key
 from scheduling.models import Cluster, Device, DeviceModel, Node
-from scheduling.placement.codec import mig_profiles_to_json
+from scheduling.placement.codec import device_profiles_to_json, profile_shape
 from scheduling.services.inventory.device_models import model_for
 from scheduling.services.inventory.plan import InventoryPlan, Reported
 from scheduling.services.inventory.removal import remove_gone, remove_vanished_nodes
@@ -296,8 +295,9 @@ class InventoryWriter:
             "missing_since": None,
             "hami_id": ident.hami_id if ident else "",
             "error": ident.warning.split(": ", 1)[-1] if ident and ident.warning else rep.note,
-            "mig_profiles": drs_profiles_stored(dev.custom, dev.index)
-            or mig_profiles_to_json(dev.mig_profiles),
+            "mig_profiles": device_profiles_to_json(
+                profile_shape(dev.vendor), mig=dev.mig_profiles, custom=dev.custom, index=dev.index
+            ),
         }
         if ident and ident.serial:
             values["serial"] = ident.serial
