@@ -35,7 +35,7 @@ from scheduling.choices import (
     PlacementState,
     VictimPolicy,
 )
-from scheduling.models import Job, JobEvent, Placement
+from scheduling.models import Job, Placement
 from scheduling.models import Preemption as PreemptionRow
 from scheduling.selectors.preemptions import CROSS_TENANT_PREEMPTION_MESSAGE
 from scheduling.services import job_life
@@ -191,6 +191,7 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
                 now=now,
                 only_from=_EVICTABLE,
                 updated=now,
+                event=message,
                 **reason_fields(CauseKind.POLICY, message),
             )
             if not moved:
@@ -201,7 +202,6 @@ def enforce_max_runtime(now: datetime | None = None) -> set[int]:
                 .select_related("node__cluster")
             )
             terminate_placements(job, placements, now=now, evict_by=now + grace, message=message)
-            JobEvent.objects.create(job=job, kind="failed", message=message)
         groups.add(job.queue.resource_group_id)
     return groups
 
